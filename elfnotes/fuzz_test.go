@@ -1,0 +1,142 @@
+package elfnotes
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// addTestdataSeeds adds every file of testdata/ as a seed; an empty glob
+// fails, so that the seeds cannot silently vanish.
+func addTestdataSeeds(f *testing.F) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.elf"))
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no testdata/*.elf seeds: %v", err)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+}
+
+// fileResult is everything FuzzNewFile compares between a sized and an
+// unsized reader.
+type fileResult struct {
+	ok      bool
+	errs    [2]bool // Notes, SDTProbes failed
+	notes   []Note
+	probes  []SDTProbe
+	offsets []uint64
+}
+
+func readAll(t *testing.T, r interface {
+	ReadAt([]byte, int64) (int, error)
+}, size int) fileResult {
+	f, err := NewFile(r)
+	if (err == nil) != (f != nil) {
+		t.Fatalf("NewFile: file %v with error %v", f != nil, err)
+	}
+	if err != nil {
+		var fe *FormatError
+		if !errors.As(err, &fe) {
+			t.Fatalf("NewFile: error %v is not a *FormatError", err)
+		}
+		return fileResult{}
+	}
+	res := fileResult{ok: true}
+	notes, err := f.Notes()
+	if (err == nil) != (notes != nil) {
+		t.Fatalf("Notes: %d notes with error %v", len(notes), err)
+	}
+	for _, n := range notes {
+		// Re-encoding and reading back a note gives it unchanged.
+		rec := AppendNote(nil, f.ByteOrder, n.Owner, n.Type, n.Desc)
+		var back []noteRecord
+		if err := walkNotes(rec, string(rec), 0, 4, f.ByteOrder, func(r noteRecord) error {
+			back = append(back, r)
+			return nil
+		}); err != nil || len(back) != 1 || back[0].owner != n.Owner || back[0].typ != n.Type || !bytes.Equal(back[0].desc, n.Desc) {
+			t.Fatalf("note %+v does not round-trip: %v", n, err)
+		}
+	}
+	res.notes, res.errs[0] = notes, err != nil
+	probes, err := f.SDTProbes()
+	if (err == nil) != (probes != nil) {
+		t.Fatalf("SDTProbes: %d probes with error %v", len(probes), err)
+	}
+	res.probes, res.errs[1] = probes, err != nil
+	for _, p := range probes {
+		back, err := ParseStapsdt(p.AppendDesc(nil, f.Class, f.ByteOrder), f.Class, f.ByteOrder)
+		if err != nil || back != p.Stapsdt {
+			t.Fatalf("probe %+v does not round-trip: %+v, %v", p.Stapsdt, back, err)
+		}
+		for _, addr := range []uint64{p.Addr, p.SemaphoreAddr} {
+			off, err := f.AddrToOffset(addr)
+			if err == nil && size >= 0 && off >= uint64(size) {
+				t.Fatalf("AddrToOffset(%#x) = %#x, past end of %d-byte file", addr, off, size)
+			}
+			res.offsets = append(res.offsets, off)
+		}
+	}
+	return res
+}
+
+func FuzzNewFile(f *testing.F) {
+	addTestdataSeeds(f)
+	for _, seed := range fuzzSeeds(f) {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sized := readAll(t, bytes.NewReader(data), len(data))
+		unsized := readAll(t, readerAtOnly{bytes.NewReader(data)}, -1)
+		// Without the size, only AddrToOffset's end-of-file check is
+		// missing; everything else must agree.
+		sized.offsets, unsized.offsets = nil, nil
+		if !reflect.DeepEqual(sized, unsized) {
+			t.Fatalf("sized and unsized readers disagree:\n%#v\n%#v", sized, unsized)
+		}
+	})
+}
+
+func FuzzParseStapsdt(f *testing.F) {
+	for _, p := range fixtureProbes {
+		f.Add(p.AppendDesc(nil, elf.ELFCLASS64, binary.LittleEndian), true, false)
+		f.Add(p.AppendDesc(nil, elf.ELFCLASS32, binary.BigEndian), false, true)
+	}
+	f.Fuzz(func(t *testing.T, desc []byte, is64, big bool) {
+		class, order := elf.ELFCLASS32, binary.ByteOrder(binary.LittleEndian)
+		if is64 {
+			class = elf.ELFCLASS64
+		}
+		if big {
+			order = binary.BigEndian
+		}
+		s, err := ParseStapsdt(desc, class, order)
+		if err != nil {
+			if s != (Stapsdt{}) {
+				t.Fatalf("non-zero result %+v with error %v", s, err)
+			}
+			var fe *FormatError
+			if !errors.As(err, &fe) || fe.Off < 0 || fe.Off > int64(len(desc)) {
+				t.Fatalf("error %v is not a *FormatError inside desc", err)
+			}
+			return
+		}
+		enc := s.AppendDesc(nil, class, order)
+		back, err := ParseStapsdt(enc, class, order)
+		if err != nil || back != s {
+			t.Fatalf("round trip: have %+v, %v, want %+v", back, err, s)
+		}
+		if !bytes.HasPrefix(desc, enc) {
+			t.Fatalf("re-encoding % x is not a prefix of the input % x", enc, desc)
+		}
+	})
+}

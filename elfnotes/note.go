@@ -1,0 +1,237 @@
+package elfnotes
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
+
+// Note owners and types this package knows by name. Note types are only
+// meaningful together with the owner: NT_STAPSDT and NT_GNU_BUILD_ID are
+// both 3.
+const (
+	OwnerStapsdt = "stapsdt"
+	OwnerGNU     = "GNU"
+	OwnerGo      = "Go"
+
+	NTStapsdt = 3 // owner "stapsdt": SystemTap SDT probe descriptor
+
+	NTGNUABITag    = 1 // owner "GNU": ABI tag
+	NTGNUHWCap     = 2 // owner "GNU": hardware capabilities
+	NTGNUBuildID   = 3 // owner "GNU": build ID
+	NTGNUGoldVer   = 4 // owner "GNU": gold linker version
+	NTGNUProperty0 = 5 // owner "GNU": program properties (NT_GNU_PROPERTY_TYPE_0)
+
+	NTGoBuildID = 4 // owner "Go": Go build ID
+)
+
+// noteHeaderSize is n_namesz, n_descsz and n_type: three 4-byte words in both
+// ELF classes. The gABI asks for 8-byte words in ELF64, but Linux, binutils,
+// elfutils and every toolchain in use write 4-byte words everywhere.
+const noteHeaderSize = 12
+
+// A Note is one record of a SHT_NOTE section or PT_NOTE segment.
+type Note struct {
+	Owner   string // note name without the trailing NUL, e.g. "stapsdt", "GNU"
+	Type    uint32
+	Desc    []byte // descriptor; not shared between calls to Notes
+	Offset  uint64 // file offset of this note's header
+	Section string // section it came from ("" when read from a PT_NOTE segment)
+}
+
+// TypeName returns the conventional name of the note's type, which depends
+// on its owner, e.g. "NT_STAPSDT" or "NT_GNU_BUILD_ID", or the type in hex
+// when the pair is not known.
+func (n Note) TypeName() string {
+	return noteTypeName(n.Owner, n.Type)
+}
+
+func noteTypeName(owner string, typ uint32) string {
+	switch {
+	case owner == OwnerStapsdt && typ == NTStapsdt:
+		return "NT_STAPSDT"
+	case owner == OwnerGo && typ == NTGoBuildID:
+		return "NT_GO_BUILDID"
+	case owner == OwnerGNU:
+		switch typ {
+		case NTGNUABITag:
+			return "NT_GNU_ABI_TAG"
+		case NTGNUHWCap:
+			return "NT_GNU_HWCAP"
+		case NTGNUBuildID:
+			return "NT_GNU_BUILD_ID"
+		case NTGNUGoldVer:
+			return "NT_GNU_GOLD_VERSION"
+		case NTGNUProperty0:
+			return "NT_GNU_PROPERTY_TYPE_0"
+		}
+	}
+	return fmt.Sprintf("%#x", typ)
+}
+
+// Notes returns every note of every SHT_NOTE section, in section and then
+// record order. A file without section headers is read through its PT_NOTE
+// segments instead. SHT_NOBITS sections (the notes of a separate debug file
+// that objcopy emptied) have no records and are skipped. Malformed records
+// give a *[FormatError]; a file without notes gives an empty, non-nil slice.
+func (f *File) Notes() ([]Note, error) {
+	notes := []Note{}
+	err := f.eachNoteArea(func(data []byte, str string, base uint64, align uint64, section string) error {
+		return walkNotes(data, str, base, align, f.ByteOrder, func(r noteRecord) error {
+			notes = append(notes, Note{
+				Owner:   r.owner,
+				Type:    r.typ,
+				Desc:    r.desc,
+				Offset:  r.off,
+				Section: section,
+			})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return notes, nil
+}
+
+// eachNoteArea reads each note section (or, without section headers, each
+// PT_NOTE segment) and passes its bytes, the same bytes as a string, its file
+// offset, its alignment and its section name to fn.
+func (f *File) eachNoteArea(fn func(data []byte, str string, base, align uint64, section string) error) error {
+	if len(f.Sections) > 0 {
+		for _, s := range f.Sections {
+			if s.Type != elf.SHT_NOTE {
+				continue
+			}
+			data, err := s.Data()
+			if err != nil {
+				return err
+			}
+			if err := fn(data, string(data), s.Offset, s.Align, s.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE {
+			continue
+		}
+		data, err := f.read(p.Off, p.Filesz, "PT_NOTE segment")
+		if err != nil {
+			return err
+		}
+		if err := fn(data, string(data), p.Off, p.Align, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type noteRecord struct {
+	owner string
+	typ   uint32
+	desc  []byte
+	dstr  string // desc as a substring of the area's string
+	off   uint64 // file offset of the header
+	doff  uint64 // file offset of desc
+}
+
+// noteAlign returns the padding unit of the records in a note section or
+// segment with alignment a. Name and descriptor are padded to 4 bytes, except
+// in 8-aligned areas, where both are padded to 8 while the header stays
+// three 4-byte words. Only NT_GNU_PROPERTY_TYPE_0 in ELF64 uses that (see
+// the x86-64 psABI "Program Property" and Linux fs/binfmt_elf.c
+// parse_elf_properties). Other alignments are treated as 4, as elfutils'
+// gelf_getnote does; readelf rejects them.
+func noteAlign(a uint64) uint64 {
+	if a == 8 {
+		return 8
+	}
+	return 4
+}
+
+func alignUp(v, a uint64) uint64 { return (v + a - 1) &^ (a - 1) }
+
+// walkNotes calls fn for each record in data, which was read from file
+// offset base; str must equal string(data) and supplies the owner strings
+// without further allocation.
+func walkNotes(data []byte, str string, base, align uint64, bo binary.ByteOrder, fn func(noteRecord) error) error {
+	a := noteAlign(align)
+	size := uint64(len(data))
+	for off := uint64(0); off < size; {
+		rem := size - off
+		at := clampOff(base + off)
+		if rem < noteHeaderSize {
+			return formatErr(at, "truncated note header", fmt.Sprintf("%d bytes left", rem))
+		}
+		namesz := uint64(bo.Uint32(data[off:]))
+		descsz := uint64(bo.Uint32(data[off+4:]))
+		typ := bo.Uint32(data[off+8:])
+		if namesz > rem-noteHeaderSize {
+			return formatErr(at, "note name extends past end of notes", namesz)
+		}
+		descOff := alignUp(noteHeaderSize+namesz, a)
+		if descsz > 0 && (descOff > rem || descsz > rem-descOff) {
+			return formatErr(at, "note descriptor extends past end of notes", descsz)
+		}
+		name := str[off+noteHeaderSize : off+noteHeaderSize+namesz]
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		r := noteRecord{owner: name, typ: typ, off: base + off, doff: base + off + descOff}
+		if descsz > 0 {
+			r.desc = data[off+descOff : off+descOff+descsz : off+descOff+descsz]
+			r.dstr = str[off+descOff : off+descOff+descsz]
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+		// The last record may omit its trailing padding.
+		off += min(alignUp(descOff+descsz, a), rem)
+	}
+	return nil
+}
+
+// AppendNote appends one note record to dst and returns the extended
+// slice: the three header words in byte order order, the owner with its
+// terminating NUL (nothing at all when owner is empty, as the gABI asks),
+// and desc, each padded with zeros to 4 bytes. This is the layout of every
+// note except NT_GNU_PROPERTY_TYPE_0 in ELF64.
+func AppendNote(dst []byte, order binary.ByteOrder, owner string, typ uint32, desc []byte) []byte {
+	namesz := 0
+	if owner != "" {
+		namesz = len(owner) + 1
+	}
+	dst = appendUint32(dst, order, uint32(namesz))
+	dst = appendUint32(dst, order, uint32(len(desc)))
+	dst = appendUint32(dst, order, typ)
+	if owner != "" {
+		dst = append(dst, owner...)
+		dst = append(dst, 0)
+		dst = pad4(dst, namesz)
+	}
+	dst = append(dst, desc...)
+	return pad4(dst, len(desc))
+}
+
+// pad4 appends the zeros that round a field of n bytes up to 4.
+func pad4(dst []byte, n int) []byte {
+	for ; n%4 != 0; n++ {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+func appendUint32(dst []byte, order binary.ByteOrder, v uint32) []byte {
+	var b [4]byte
+	order.PutUint32(b[:], v)
+	return append(dst, b[:]...)
+}
+
+func appendUint64(dst []byte, order binary.ByteOrder, v uint64) []byte {
+	var b [8]byte
+	order.PutUint64(b[:], v)
+	return append(dst, b[:]...)
+}

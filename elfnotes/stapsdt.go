@@ -1,0 +1,176 @@
+package elfnotes
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// StapsdtBaseSection is the section whose run-time address SDT notes record
+// in their Base field; see [File.SDTProbes].
+const StapsdtBaseSection = ".stapsdt.base"
+
+// Stapsdt is the descriptor of one NT_STAPSDT note, exactly as written in
+// the note: addresses are link-time values before the .stapsdt.base
+// adjustment.
+type Stapsdt struct {
+	PC        uint64 // address of the probe site (the nop)
+	Base      uint64 // link-time address of .stapsdt.base as the note saw it
+	Semaphore uint64 // address of the is-enabled counter; 0 when there is none
+	Provider  string
+	Name      string
+	Args      string // argument specs separated by spaces, e.g. "8@%rbx -4@%eax"
+}
+
+// ParseStapsdt decodes an NT_STAPSDT descriptor: PC, Base and Semaphore,
+// each 4 bytes for ELFCLASS32 and 8 for ELFCLASS64 in byte order order,
+// then the NUL-terminated provider, name and argument strings. Bytes after
+// the third NUL are ignored. A descriptor that is too short or lacks a
+// terminator gives a *[FormatError] whose Off counts from the start of desc.
+func ParseStapsdt(desc []byte, class elf.Class, order binary.ByteOrder) (Stapsdt, error) {
+	s, err := parseStapsdt(desc, string(desc), class, order)
+	if err != nil {
+		return Stapsdt{}, err
+	}
+	return s, nil
+}
+
+// parseStapsdt is ParseStapsdt with str == string(desc) supplied by the
+// caller, so that the strings need no allocation of their own.
+func parseStapsdt(desc []byte, str string, class elf.Class, order binary.ByteOrder) (Stapsdt, error) {
+	var s Stapsdt
+	var n int
+	switch class {
+	case elf.ELFCLASS32:
+		n = 4
+	case elf.ELFCLASS64:
+		n = 8
+	default:
+		return s, fmt.Errorf("stapsdt descriptor: unknown ELF class %v", class)
+	}
+	if len(desc) < 3*n {
+		return s, formatErr(0, "stapsdt descriptor shorter than its three addresses", len(desc))
+	}
+	if n == 4 {
+		s.PC = uint64(order.Uint32(desc))
+		s.Base = uint64(order.Uint32(desc[4:]))
+		s.Semaphore = uint64(order.Uint32(desc[8:]))
+	} else {
+		s.PC = order.Uint64(desc)
+		s.Base = order.Uint64(desc[8:])
+		s.Semaphore = order.Uint64(desc[16:])
+	}
+	off := 3 * n
+	for _, field := range []struct {
+		dst  *string
+		what string
+	}{{&s.Provider, "provider"}, {&s.Name, "name"}, {&s.Args, "arguments"}} {
+		end := strings.IndexByte(str[off:], 0)
+		if end < 0 {
+			return Stapsdt{}, formatErr(int64(off), "stapsdt "+field.what+" not NUL-terminated", nil)
+		}
+		*field.dst = str[off : off+end]
+		off += end + 1
+	}
+	return s, nil
+}
+
+// AppendDesc appends the NT_STAPSDT descriptor of s to dst and returns the
+// extended slice; [ParseStapsdt] with the same class and order gives s back.
+// For ELFCLASS32 the addresses are written as 4 bytes and their high bits
+// dropped; any other class writes 8 bytes. The strings must not contain NUL,
+// which would end them when read back. Wrap the result with [AppendNote]
+// (owner [OwnerStapsdt], type [NTStapsdt]) to get a note record.
+func (s Stapsdt) AppendDesc(dst []byte, class elf.Class, order binary.ByteOrder) []byte {
+	for _, v := range [...]uint64{s.PC, s.Base, s.Semaphore} {
+		if class == elf.ELFCLASS32 {
+			dst = appendUint32(dst, order, uint32(v))
+		} else {
+			dst = appendUint64(dst, order, v)
+		}
+	}
+	for _, str := range [...]string{s.Provider, s.Name, s.Args} {
+		dst = append(dst, str...)
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// An SDTProbe is one NT_STAPSDT note of a file with its addresses adjusted
+// for where the linker finally placed .stapsdt.base.
+type SDTProbe struct {
+	Stapsdt              // raw values as in the note
+	Addr          uint64 // PC after the .stapsdt.base adjustment
+	SemaphoreAddr uint64 // Semaphore after the adjustment; 0 = no semaphore
+	NoteOffset    uint64 // file offset of the note header
+}
+
+// SDTProbes returns every note with owner "stapsdt" and type NT_STAPSDT,
+// in file order, as [File.Notes] finds them.
+//
+// The notes record link-time addresses that prelink or the final link may
+// have moved. When the file has a section named .stapsdt.base, both the PC
+// and a non-zero semaphore move by (section address − note Base), modulo
+// the address size; without that section nothing moves. This is what
+// systemtap, libbpf and bcc do. Addresses are virtual addresses; use
+// [File.AddrToOffset] for the file offsets uprobes want.
+//
+// A malformed note or descriptor gives a *[FormatError] with its file
+// offset. A file without SDT notes gives an empty slice and no error.
+func (f *File) SDTProbes() ([]SDTProbe, error) {
+	var (
+		baseAddr uint64
+		hasBase  bool
+	)
+	if s := f.Section(StapsdtBaseSection); s != nil {
+		baseAddr, hasBase = s.Addr, true
+	}
+	mask := ^uint64(0)
+	if f.Class == elf.ELFCLASS32 {
+		mask = 0xffffffff
+	}
+	probes := []SDTProbe{}
+	err := f.eachNoteArea(func(data []byte, str string, base, align uint64, _ string) error {
+		// Count first: growing a slice of string-holding structs by
+		// append costs more than walking the headers twice.
+		n := 0
+		err := walkNotes(data, str, base, align, f.ByteOrder, func(r noteRecord) error {
+			if r.owner == OwnerStapsdt && r.typ == NTStapsdt {
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		probes = slices.Grow(probes, n)
+		return walkNotes(data, str, base, align, f.ByteOrder, func(r noteRecord) error {
+			if r.owner != OwnerStapsdt || r.typ != NTStapsdt {
+				return nil
+			}
+			s, err := parseStapsdt(r.desc, r.dstr, f.Class, f.ByteOrder)
+			if err != nil {
+				if fe, ok := err.(*FormatError); ok {
+					return formatErr(clampOff(r.doff+uint64(fe.Off)), fe.Msg, fe.Val)
+				}
+				return err
+			}
+			p := SDTProbe{Stapsdt: s, Addr: s.PC, SemaphoreAddr: s.Semaphore, NoteOffset: r.off}
+			if hasBase {
+				delta := baseAddr - s.Base
+				p.Addr = (s.PC + delta) & mask
+				if s.Semaphore != 0 {
+					p.SemaphoreAddr = (s.Semaphore + delta) & mask
+				}
+			}
+			probes = append(probes, p)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return probes, nil
+}
