@@ -1,0 +1,94 @@
+// Package uprobe finds the functions of ELF files that user-space probes
+// (uprobes) can attach to. For now it lists function symbols; attaching BPF
+// programs and reading Go arguments from DWARF come later.
+//
+// # Model
+//
+// A uprobe is named by a file and a file offset (the kernel's
+// Documentation/trace/uprobetracer.rst: PATH:OFFSET), while users name
+// functions. [Symbols] bridges the two for one [elfnotes.File]:
+//
+//	.symtab                 ─┐
+//	.dynsym + .gnu.version*  ─┼─► defined STT_FUNC and STT_GNU_IFUNC ─► []Symbol
+//	.gopclntab (Go, when     ─┘    st_value ─(PT_LOAD)─► file offset
+//	  .symtab is stripped)
+//
+// Each [Symbol] has the symbol's virtual address (Value) and the file offset
+// of that address (Offset), found through the PT_LOAD segment that holds it:
+// p_offset + (st_value - p_vaddr). In a relocatable object (ET_REL) Value is
+// section-relative and Offset is the section's offset plus Value. Offset is 0
+// when no segment holds file bytes for Value (a separate debug file).
+//
+// Invariants of the list Symbols returns:
+//   - only defined functions: STT_FUNC and STT_GNU_IFUNC entries whose
+//     st_shndx is not SHN_UNDEF, including those with st_size 0 (hand-written
+//     assembly often has no .size);
+//   - sorted by Value, then Name;
+//   - a function in both .symtab and .dynsym (same name and address) is
+//     listed once, from .symtab, marked Dynamic, with the GNU version of its
+//     .dynsym entry. ld writes "foo@V1" into .symtab for functions versioned
+//     with .symver; such an entry takes the plain .dynsym name;
+//   - one name and address is one entry: glibc 2.34 gives each function it
+//     took over from libpthread two versions at one address
+//     (pthread_create@GLIBC_2.2.5 and pthread_create@@GLIBC_2.34); it is
+//     listed once, with the default ("@@") version;
+//   - several entries may share a name at different addresses: versions
+//     (memcpy@GLIBC_2.2.5 and memcpy@@GLIBC_2.14), local functions of
+//     different object files.
+//
+// Names are as stored: C++ and Rust names mangled, with Demangled (and
+// [Symbol.DisplayName]) giving the readable form; Go names as the Go linker
+// writes them ("main.(*T).M"). A Go binary stripped of .symtab (go build
+// -ldflags=-s) is read from its .gopclntab instead, through debug/gosym, and
+// its .dynsym if any. That table names an assembly function and its ABI
+// wrapper alike, where .symtab suffixes the ABI0 one with ".abi0"; both are
+// listed, at their own addresses. [IsGo] tells whether a file is a Go
+// binary.
+//
+// An STT_GNU_IFUNC symbol's address is its resolver, which the dynamic
+// linker runs once to pick an implementation; to trace calls, probe the
+// implementations (for glibc's memcpy, __memcpy_avx_unaligned_erms and
+// its siblings).
+//
+// # Errors
+//
+// Symbols returns an error wrapping [ErrNoSymbols] when the file has no
+// table at all. A malformed table — wrong sh_entsize, a size that is not a
+// whole number of entries, a name or version outside its string table, a
+// bad sh_link, a broken version chain — gives an *[elfnotes.FormatError]
+// whose Off is the byte offset in the file of the bad entry or section, so
+// readelf and xxd can confirm it. There are no partial results: on error the
+// slice is nil. Every length read from the file is checked against the data
+// before slicing, and allocations are bounded by section sizes, which
+// elfnotes checks against the file size. debug/gosym is not hardened
+// against malformed input: before it runs, the function count, function
+// table and name offsets of the pclntab are checked, so that what it
+// allocates is bounded by the table size, and it is called in exactly one
+// function, which converts a panic into a FormatError. Only the pclntab
+// formats of Go 1.16 and later are read; older ones give a FormatError.
+//
+// # Lifetimes and concurrency
+//
+// Symbols reads sections through f and does not retain it; the caller
+// closes f. A [Symbol] is plain data with no resources. Symbols may be
+// called concurrently, also on one File, as elfnotes allows.
+//
+// # Sources
+//
+// System V gABI, "Symbol Table" (Elf32_Sym, Elf64_Sym) and "Program
+// Header"; LSB Core, "Symbol Versioning" (.gnu.version, .gnu.version_d,
+// .gnu.version_r; glibc elf/dl-version.c); golang.org/s/go12symtab and
+// debug/gosym for .gopclntab, cmd/link/internal/ld for Go's section names.
+// Tests compare the results with GNU readelf -sW --dyn-syms and -lW.
+//
+// # Usage
+//
+//	f, err := elfnotes.Open("/lib/x86_64-linux-gnu/libc.so.6")
+//	if err != nil { ... }
+//	defer f.Close()
+//	syms, err := uprobe.Symbols(f)
+//	if err != nil { ... }
+//	for _, s := range syms {
+//		fmt.Printf("%#x %s\n", s.Offset, s.DisplayName())
+//	}
+package uprobe
