@@ -1,0 +1,91 @@
+package sdt
+
+import (
+	"debug/elf"
+	"fmt"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
+)
+
+// Probe is one USDT probe of one object file: a provider and name, and every
+// place the compiler put it. A probe used in an inlined function or a macro
+// expanded several times has several locations, each with its own argument
+// specs (the compiler may keep the same value in different registers).
+type Probe struct {
+	// Path is the object file as users know it (see target.Object).
+	Path string
+	// PID is the process the object was found in, 0 for files.
+	PID      int
+	Machine  elf.Machine
+	Provider string
+	Name     string
+	// Locations are in note order.
+	Locations []Location
+}
+
+// String returns "provider:name".
+func (p *Probe) String() string { return p.Provider + ":" + p.Name }
+
+// Location is one probe site: one NT_STAPSDT note.
+type Location struct {
+	// Note is the position of this location's note among the object's
+	// NT_STAPSDT notes, from 0: the order readelf -n shows them in.
+	Note int
+	// Address is the virtual address of the probe site after the
+	// .stapsdt.base adjustment.
+	Address uint64
+	// Offset is the file offset of the probe site; valid when OffsetErr is nil.
+	Offset uint64
+	// OffsetErr says why Offset is unknown, for example in a separate debug
+	// file whose segments hold no code. It wraps elfnotes.ErrNoSegment.
+	OffsetErr error
+	// Semaphore is the virtual address of the 2-byte is-enabled counter after
+	// the .stapsdt.base adjustment; 0 when the probe has none.
+	Semaphore uint64
+	// SemaphoreOffset is the file offset of Semaphore, for the kernel's
+	// reference counter (uprobe ref_ctr_offset); valid when Semaphore != 0 and
+	// SemaphoreErr is nil.
+	SemaphoreOffset uint64
+	SemaphoreErr    error
+	// ArgString is the argument string as written in the note.
+	ArgString string
+	// Args are the parsed arguments, one per spec in ArgString. An argument
+	// that did not parse has a non-nil Err.
+	Args []Arg
+}
+
+// ReadProbes returns the probes of f, grouped by provider and name in the
+// order of their first note. path is recorded in each Probe.
+//
+// It fails only when the notes cannot be read; an argument or an address that
+// cannot be resolved is recorded in its Location.
+func ReadProbes(f *elfnotes.File, path string) ([]Probe, error) {
+	notes, err := f.SDTProbes()
+	if err != nil {
+		return nil, fmt.Errorf("read notes: %w", err)
+	}
+	var probes []Probe
+	index := make(map[[2]string]int)
+	for ni, n := range notes {
+		key := [2]string{n.Provider, n.Name}
+		i, ok := index[key]
+		if !ok {
+			i = len(probes)
+			index[key] = i
+			probes = append(probes, Probe{Path: path, Machine: f.Machine, Provider: n.Provider, Name: n.Name})
+		}
+		probes[i].Locations = append(probes[i].Locations, newLocation(f, ni, n))
+	}
+	return probes, nil
+}
+
+func newLocation(f *elfnotes.File, note int, n elfnotes.SDTProbe) Location {
+	loc := Location{Note: note, Address: n.Addr, Semaphore: n.SemaphoreAddr, ArgString: n.Args}
+	loc.Offset, loc.OffsetErr = f.AddrToOffset(n.Addr)
+	if n.SemaphoreAddr != 0 {
+		loc.SemaphoreOffset, loc.SemaphoreErr = f.AddrToOffset(n.SemaphoreAddr)
+	}
+	// Errors are kept per argument (Arg.Err); the joined error adds nothing.
+	loc.Args, _ = ParseArgs(f.Machine, n.Args)
+	return loc
+}
