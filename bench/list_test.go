@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/sdt"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// usdtkitBinary builds cmd/usdtkit once per test binary.
+func usdtkitBinary(tb testing.TB) string {
+	tb.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "usdtkit-bench")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "usdtkit")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/usdtkit/usdtkit/cmd/usdtkit").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		tb.Fatalf("build usdtkit: %v", buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// tool is one command of the side-by-side comparison.
+type tool struct {
+	name string
+	argv []string
+}
+
+// BenchmarkListLibJVM lists the 531 probe notes of OpenJDK's libjvm.so with
+// usdtkit, readelf -n and tplist-bpfcc -l in rotation, whole processes each
+// (what a user waits for), and reports ms per listing of each and the peers'
+// time as a multiple of usdtkit's.
+func BenchmarkListLibJVM(b *testing.B) {
+	lib := testutil.RequireFile(b, testutil.LibJVM)
+	tools := []tool{
+		{"usdtkit", []string{usdtkitBinary(b), "list", "-v", lib}},
+		{"readelf", []string{testutil.RequireTool(b, "readelf"), "-n", lib}},
+		{"tplist", []string{testutil.RequireTool(b, "tplist-bpfcc"), "-v", "-l", lib}},
+	}
+	total := make([]time.Duration, len(tools))
+	for b.Loop() {
+		for i, tl := range tools {
+			start := time.Now()
+			if out, err := exec.Command(tl.argv[0], tl.argv[1:]...).CombinedOutput(); err != nil {
+				b.Fatalf("%s: %v\n%s", tl.name, err, out)
+			}
+			total[i] += time.Since(start)
+		}
+	}
+	n := float64(b.N)
+	for i, tl := range tools {
+		b.ReportMetric(float64(total[i].Milliseconds())/n, tl.name+"-ms")
+		if i > 0 {
+			b.ReportMetric(float64(total[i])/float64(total[0]), tl.name+"/usdtkit")
+		}
+	}
+}
+
+// BenchmarkListLibJVMInProcess is the library's cost of the same listing,
+// without process start: what a Go program calling sdt.List pays.
+func BenchmarkListLibJVMInProcess(b *testing.B) {
+	lib := testutil.RequireFile(b, testutil.LibJVM)
+	b.ReportAllocs()
+	for b.Loop() {
+		probes, err := sdt.List(&sdt.ListOptions{Paths: []string{lib}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(probes) == 0 {
+			b.Fatal("no probes")
+		}
+	}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/usdtkit/usdtkit/sdt"
+)
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "usdtkit",
+		Short:         "List, trace and create USDT probes and uprobes",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.AddCommand(newListCmd())
+	return root
+}
+
+// userMessage turns an error into the one sentence a user acts on.
+func userMessage(err error) string {
+	var argErr *sdt.ArgError
+	switch {
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Sprintf("%v (reading other processes' mappings needs root or CAP_SYS_ADMIN)", err)
+	case errors.Is(err, sdt.ErrNoProcess):
+		return fmt.Sprintf("%v (is the PID right, and is the process still running?)", err)
+	case errors.Is(err, sdt.ErrNoTarget):
+		return "name a file, a library or a process (-p PID) to look in"
+	case errors.Is(err, sdt.ErrNotFound):
+		return err.Error()
+	case errors.As(err, &argErr):
+		return argErr.Error()
+	}
+	return err.Error()
+}
