@@ -17,7 +17,7 @@ FUZZTIME ?= 10s
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/usdtkit
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN) ./cmd/usdtkit
 
 # Every test, the fuzz seed corpora included. BPF/root tests skip when not
 # root unless USDTKIT_REQUIRE_BPF=1, which makes such a skip a failure.

@@ -19,7 +19,8 @@ var (
 	buildErr  error
 )
 
-// usdtkitBinary builds cmd/usdtkit once per test binary.
+// usdtkitBinary builds cmd/usdtkit once per test binary, as make build
+// ships it (stripped).
 func usdtkitBinary(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
@@ -29,7 +30,7 @@ func usdtkitBinary(tb testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "usdtkit")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/usdtkit/usdtkit/cmd/usdtkit").CombinedOutput()
+		out, err := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "github.com/usdtkit/usdtkit/cmd/usdtkit").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("%w\n%s", err, out)
 		}
@@ -77,7 +78,7 @@ func BenchmarkListLibJVM(b *testing.B) {
 	}
 	n := float64(b.N)
 	for i, tl := range tools {
-		b.ReportMetric(float64(total[i].Milliseconds())/n, tl.name+"-ms")
+		b.ReportMetric(float64(total[i].Microseconds())/1000/n, tl.name+"-ms")
 		if i > 0 {
 			b.ReportMetric(float64(total[i])/float64(total[0]), tl.name+"/usdtkit")
 		}

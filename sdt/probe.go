@@ -64,8 +64,8 @@ func ReadProbes(f *elfnotes.File, path string) ([]Probe, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read notes: %w", err)
 	}
-	var probes []Probe
-	index := make(map[[2]string]int)
+	probes := make([]Probe, 0, len(notes))
+	index := make(map[[2]string]int, len(notes))
 	for ni, n := range notes {
 		key := [2]string{n.Provider, n.Name}
 		i, ok := index[key]

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/usdtkit/usdtkit/sdt"
@@ -149,36 +150,62 @@ func newProbeJSON(p *sdt.Probe, l *sdt.Location) probeJSON {
 }
 
 // writeProbesText prints one line per probe, like tplist; verbose adds every
-// location with its semaphore and parsed arguments.
+// location with its semaphore and parsed arguments. It appends to one buffer
+// with strconv rather than fmt: listing libjvm's 531 notes is a race with
+// readelf, and fmt was a third of the time.
 func writeProbesText(w io.Writer, probes []sdt.Probe, verbose bool) error {
-	bw := bufio.NewWriter(w)
+	b := make([]byte, 0, 64<<10)
 	for i := range probes {
 		p := &probes[i]
-		fmt.Fprintf(bw, "%s %s:%s\n", p.Path, p.Provider, p.Name)
-		if !verbose {
-			continue
+		b = append(append(append(append(append(b, p.Path...), ' '), p.Provider...), ':'), p.Name...)
+		b = append(b, '\n')
+		if verbose {
+			b = appendLocations(b, p)
 		}
-		for j := range p.Locations {
-			l := &p.Locations[j]
-			fmt.Fprintf(bw, "  location #%d %#x", j+1, l.Address)
-			if l.OffsetErr == nil {
-				fmt.Fprintf(bw, " (file offset %#x)", l.Offset)
-			} else {
-				fmt.Fprintf(bw, " (%v)", l.OffsetErr)
+		if len(b) > 60<<10 {
+			if _, err := w.Write(b); err != nil {
+				return err
 			}
-			if l.Semaphore != 0 {
-				fmt.Fprintf(bw, ", semaphore %#x", l.Semaphore)
-				if l.SemaphoreErr == nil {
-					fmt.Fprintf(bw, " (file offset %#x)", l.SemaphoreOffset)
-				}
-			}
-			fmt.Fprintln(bw)
-			for k := range l.Args {
-				fmt.Fprintf(bw, "    arg%d %-16s %s\n", k, l.Args[k].Spec, describeArg(&l.Args[k]))
-			}
+			b = b[:0]
 		}
 	}
-	return bw.Flush()
+	_, err := w.Write(b)
+	return err
+}
+
+func appendLocations(b []byte, p *sdt.Probe) []byte {
+	for j := range p.Locations {
+		l := &p.Locations[j]
+		b = append(b, "  location #"...)
+		b = strconv.AppendInt(b, int64(j+1), 10)
+		b = appendHex(append(b, ' '), l.Address)
+		if l.OffsetErr == nil {
+			b = append(appendHex(append(b, " (file offset "...), l.Offset), ')')
+		} else {
+			b = append(append(append(b, " ("...), l.OffsetErr.Error()...), ')')
+		}
+		if l.Semaphore != 0 {
+			b = appendHex(append(b, ", semaphore "...), l.Semaphore)
+			if l.SemaphoreErr == nil {
+				b = append(appendHex(append(b, " (file offset "...), l.SemaphoreOffset), ')')
+			}
+		}
+		b = append(b, '\n')
+		for k := range l.Args {
+			a := &l.Args[k]
+			b = strconv.AppendInt(append(b, "    arg"...), int64(k), 10)
+			b = append(append(b, ' '), a.Spec...)
+			for n := len(a.Spec); n < 16; n++ {
+				b = append(b, ' ')
+			}
+			b = append(append(append(b, ' '), describeArg(a)...), '\n')
+		}
+	}
+	return b
+}
+
+func appendHex(b []byte, v uint64) []byte {
+	return strconv.AppendUint(append(b, "0x"...), v, 16)
 }
 
 // describeArg says in words what a tracer reads for an argument.
@@ -186,21 +213,22 @@ func describeArg(a *sdt.Arg) string {
 	if a.Err != nil {
 		return "error: " + a.Err.Error()
 	}
-	typ := fmt.Sprintf("u%d", a.Size*8)
+	bits := strconv.Itoa(a.Size * 8)
+	typ := "u" + bits
 	switch {
 	case a.Float:
-		typ = fmt.Sprintf("f%d", a.Size*8)
+		typ = "f" + bits
 	case a.Signed:
-		typ = fmt.Sprintf("s%d", a.Size*8)
+		typ = "s" + bits
 	}
 	switch a.Kind {
 	case sdt.ArgReg:
 		return typ + " register " + a.Reg
 	case sdt.ArgConst:
 		if a.Signed {
-			return fmt.Sprintf("%s constant %d", typ, a.Value)
+			return typ + " constant " + strconv.FormatInt(a.Value, 10)
 		}
-		return fmt.Sprintf("%s constant %d", typ, uint64(a.Value))
+		return typ + " constant " + strconv.FormatUint(uint64(a.Value), 10)
 	case sdt.ArgMem:
 		var terms []string
 		if a.Reg != "" {
@@ -210,19 +238,19 @@ func describeArg(a *sdt.Arg) string {
 			terms = append(terms, a.Symbol)
 		}
 		if a.Index != "" {
-			terms = append(terms, fmt.Sprintf("%s*%d", a.Index, a.Scale))
+			terms = append(terms, a.Index+"*"+strconv.Itoa(a.Scale))
 		}
 		addr := strings.Join(terms, " + ")
 		switch {
 		case a.Offset < 0:
-			addr += fmt.Sprintf(" - %#x", uint64(-a.Offset))
+			addr += " - " + string(appendHex(nil, uint64(-a.Offset)))
 		case a.Offset > 0 || addr == "":
 			if addr != "" {
 				addr += " + "
 			}
-			addr += fmt.Sprintf("%#x", a.Offset)
+			addr += string(appendHex(nil, uint64(a.Offset)))
 		}
-		return fmt.Sprintf("%s memory [%s]", typ, addr)
+		return typ + " memory [" + addr + "]"
 	}
 	return typ
 }
