@@ -2,14 +2,6 @@
 GO      ?= go
 BIN     ?= bin/usdtkit
 PKGS    ?= ./...
-# Fuzz targets run by `make fuzz`, as package:Target.
-FUZZ_TARGETS ?= \
-	./elfnotes:FuzzNewFile \
-	./elfnotes:FuzzParseStapsdt \
-	./sdt:FuzzParseArg \
-	./internal/procfs:FuzzParseMaps \
-	./internal/ldso:FuzzParseCache \
-	./uprobe:FuzzSymbols
 FUZZTIME ?= 10s
 
 .PHONY: all build test test-race bench fuzz lint demo clean
@@ -29,11 +21,13 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /bench$$)
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./bench
 
+# Every fuzz target of every package, each for FUZZTIME.
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "fuzz $$pkg $$name"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for name in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$name"; \
+			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
 	done
 
 lint:
