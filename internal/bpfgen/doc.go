@@ -1,0 +1,121 @@
+// Package bpfgen generates the BPF program that traces USDT probe sites:
+// one program, built with cilium/ebpf's asm in Go (no clang, no kernel
+// headers), serves every site of a trace session.
+//
+// # Model
+//
+// The data flows from the note to the event:
+//
+//	sdt.Arg (parsed spec at one location) ──Arg.Fetch──► Fetch
+//	Site{Probe, Args []Fetch, Strings}   (one per location; cookie = index)
+//	Config{Sites, Mode, Filters, …} ──Generate──► ebpf.CollectionSpec
+//	ring buffer record ──Config.DecodeEvent──► Event
+//
+// The caller attaches program "trace" to every site, with the site's index
+// in Config.Sites as the attach cookie: one uprobe_multi link per file
+// (Config.Multi, attach type AttachTraceUprobeMulti) or one classic uprobe
+// link per site. The program reads the cookie with bpf_get_attach_cookie.
+//
+// # Program layout
+//
+//	header      R6 = ctx (pt_regs); R7 = the record in "scratch" (a per-CPU
+//	            array: the record is not built on the 512-byte stack);
+//	            R8 = cookie; cookie >= len(Sites) exits
+//	dispatch    a balanced binary tree of "if cookie >= k" jumps over runs of
+//	            cookies with the same probe and block: ceil(log2(runs))
+//	            compares; each leaf stores the probe id and jumps to its block
+//	blocks      one per distinct fetch list (sites with equal fetches, string
+//	            bits and, for ModeHist, signedness share one): each argument
+//	            is read and stored, extended to 64 bits, in args[i]; string
+//	            arguments are then read with bpf_probe_read_user_str into
+//	            their slot; then a jump to the tail
+//	tail        the filters (a failing one exits), then per mode:
+//	            events:  time, pid/tid, cpu, comm, then bpf_ringbuf_output
+//	            count:   counts[{probe, pid, comm}] += 1
+//	            hist:    hist[{probe, log2 bucket of args[HistArg]}] += 1
+//	            latency: starts[pid_tgid] = now at LatencyStart; at
+//	                     LatencyDone hist[{probe, bucket(now - start)}] += 1
+//	                     and the start is deleted
+//
+// Registers R6..R9 survive helper calls; faults are collected in R9 without
+// branches (a helper's negative result shifted right by 63 is 1), so a
+// block's paths do not multiply in the verifier, and the verifier prunes at
+// the tail, so a session of MaxSites (10000) sites with different fetch lists
+// loads (2000 sites of up to 12 arguments: ~100k instructions, well under a
+// second). Programs over 32000 instructions reach blocks and the tail with
+// gotol (kernel 6.4+); the kernel caps a program at 1M instructions, which a
+// Config with very many distinct 12-argument sites can exceed (Generate then
+// returns a *ConfigError).
+//
+// # Argument semantics
+//
+// A register argument is the 8-byte pt_regs slot shifted right by Reg.Shift
+// (%ah: 8), truncated to min(Size, Reg.Width) bytes and sign- (Signed) or
+// zero-extended: -4@%eax with rax = 0xffffffff80000000 is -2147483648, 1@%ah
+// with rax = 0x1234 is 0x12. A memory argument reads Size bytes with
+// bpf_probe_read_user at base + index*Scale + Offset, where base is a
+// register (its alias, zero-extended), the probe's instruction pointer
+// (IPRel: symbol operands, see sdt's Arg.Fetch) or nothing (an absolute
+// address), then extends them. A read that fails gives 0 and sets the
+// argument's bit in Event.Faults. A constant is Value. Size 0 reads 8 bytes.
+//
+// # Event record
+//
+// A fixed-size record (see event.go for offsets), native byte order:
+// a header (time, pid, tid, cpu, probe, comm[16], nargs, version, faults,
+// strs, slots, strlen), args[12] as u64, then one StrLen-byte slot per
+// argument that any site reads as a string. The header says which slots
+// exist and how long they are, so DecodeEvent needs no site table. Size:
+// 152 bytes plus the string slots; at most 32 KiB (a per-CPU array value).
+//
+// # Wakeups and loss
+//
+// Records are sent with BPF_RB_NO_WAKEUP while bpf_ringbuf_query reports at
+// most a quarter of the ring filled, and with BPF_RB_FORCE_WAKEUP beyond:
+// a reader must also poll on a timer (ringbuf.Reader.SetDeadline). Nothing
+// is lost silently: a record the ring refuses adds one to lost[0]
+// (LostEvents), a failed update of "counts", "hist" or "starts" (a full map)
+// to lost[1] (LostUpdates); both are per-CPU, read with ReadLost. A "starts"
+// entry whose thread never reaches the done probe ages out of the LRU map.
+//
+// # Kernel versions
+//
+// bpf_probe_read_user{,_str}: 5.5. bpf_ringbuf_output and
+// bpf_ringbuf_query, ring buffer maps: 5.8. bpf_get_attach_cookie for
+// uprobes (perf-event links): 5.15. uprobe_multi links and cookies: 6.6.
+// gotol for programs over 32000 instructions: 6.4. BPF_ST with a 64-bit
+// width and JMP32 compares: 5.1 or older. Uprobe reference counters
+// (semaphores): 4.20 (perf) and 6.6 (uprobe_multi). The generated program
+// declares license "GPL": the probe_read_user helpers are GPL-only.
+//
+// # Errors and concurrency
+//
+// Generate returns a *ConfigError naming the Config field it cannot use,
+// wrapping ErrUnsupported when an argument cannot be read at all. DecodeEvent
+// returns a *FormatError with the byte offset of a bad record. Kernel
+// rejections come from ebpf.NewCollection (*ebpf.VerifierError). Generate,
+// DecodeEvent and HistBucket keep no state and are safe for concurrent use;
+// ReadCounts, ReadHist and ReadLost read maps the caller owns.
+//
+// # Sources
+//
+// Kernel: arch/x86/include/asm/ptrace.h (struct pt_regs),
+// arch/arm64/include/uapi/asm/ptrace.h (struct user_pt_regs),
+// kernel/events/uprobes.c handle_swbp ("change it in advance for
+// ->handler() and restart": the ip is the probe address when handlers run)
+// and arch/x86/kernel/uprobes.c sys_uprobe (ip = return address - 5),
+// kernel/trace/bpf_trace.c (helpers for kprobe-type programs),
+// include/uapi/linux/bpf.h (helper flags and semantics),
+// kernel/bpf/arraymap.c (per-CPU value limit). bpftrace's codegen
+// createLog2Function for the hist() buckets. libbpf's usdt.c for the
+// one-program, cookie-per-site design.
+//
+// # Usage
+//
+//	spec, err := bpfgen.Generate(&bpfgen.Config{Machine: elf.EM_X86_64, Sites: sites, Multi: true})
+//	coll, err := ebpf.NewCollection(spec)
+//	l, err := ex.UprobeMulti(nil, coll.Programs[bpfgen.ProgName], &link.UprobeMultiOptions{
+//		Addresses: fileOffsets, Cookies: siteIndexes, RefCtrOffsets: semaphoreOffsets, PID: pid})
+//	rd, err := ringbuf.NewReader(coll.Maps[bpfgen.MapEvents])
+//	// for each record: cfg.DecodeEvent(rec.RawSample, &ev)
+package bpfgen

@@ -1,0 +1,105 @@
+package bpfgen
+
+import (
+	"encoding/binary"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// encodeRecord builds the record the program would send for ev, with string
+// slots for the arguments in slots.
+func encodeRecord(ev *Event, slots uint16, strLen int) []byte {
+	l := newLayout(slots, strLen)
+	raw := make([]byte, l.size)
+	ne := binary.NativeEndian
+	ne.PutUint64(raw[offTime:], ev.Time)
+	ne.PutUint32(raw[offPID:], ev.PID)
+	ne.PutUint32(raw[offTID:], ev.TID)
+	ne.PutUint32(raw[offCPU:], ev.CPU)
+	ne.PutUint32(raw[offProbe:], ev.Probe)
+	copy(raw[offComm:offComm+commLen-1], ev.Comm)
+	raw[offNArgs] = byte(ev.NArgs)
+	raw[offVersion] = recordVersion
+	ne.PutUint16(raw[offFaults:], ev.Faults)
+	ne.PutUint16(raw[offStrs:], ev.StringArgs)
+	ne.PutUint16(raw[offSlots:], slots)
+	ne.PutUint16(raw[offStrLen:], uint16(strLen))
+	for i, a := range ev.Args {
+		ne.PutUint64(raw[offArgs+8*i:], a)
+	}
+	for i, s := range ev.Strings {
+		if ev.StringArgs&(1<<i) != 0 {
+			copy(raw[l.strOff(i):l.strOff(i)+strLen-1], s)
+		}
+	}
+	return raw
+}
+
+func sampleEvent() Event {
+	return Event{
+		Time: 123456789, PID: 42, TID: 43, CPU: 1, Probe: 7, Comm: "tracee",
+		NArgs: 4, Args: []uint64{1, 0xffffffffffffffff, 0x7f0000001000, 0x7f0000002000},
+		Strings: []string{"", "", "hello", "world"}, StringArgs: 0b1100, Faults: 0b0010,
+	}
+}
+
+func TestDecodeEventRoundTrip(t *testing.T) {
+	want := sampleEvent()
+	c := &Config{StrLen: 16}
+	raw := encodeRecord(&want, 0b1101, 16)
+	var have Event
+	if err := c.DecodeEvent(raw, &have); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(have, want) {
+		t.Errorf("have %+v\nwant %+v", have, want)
+	}
+	// Decoding the same record again into the same Event allocates nothing.
+	if n := testing.AllocsPerRun(100, func() { c.DecodeEvent(raw, &have) }); n != 0 {
+		t.Errorf("%v allocations per decode, want 0", n)
+	}
+	// A string filling its slot is cut at StrLen-1 bytes by the kernel; an
+	// unterminated slot decodes whole.
+	off := newLayout(0b1101, 16).strOff(3)
+	for i := range 16 {
+		raw[off+i] = 'x'
+	}
+	if err := c.DecodeEvent(raw, &have); err != nil || len(have.Strings[3]) != 16 {
+		t.Errorf("unterminated slot: %q, %v", have.Strings[3], err)
+	}
+}
+
+func TestDecodeEventErrors(t *testing.T) {
+	ev := sampleEvent()
+	good := encodeRecord(&ev, 0b1100, 16)
+	tests := []struct {
+		name string
+		edit func([]byte) []byte
+		off  int
+	}{
+		{"short", func(b []byte) []byte { return b[:100] }, 100},
+		{"long", func(b []byte) []byte { return append(b, 0) }, len(good) + 1},
+		{"truncated slots", func(b []byte) []byte { return b[:len(b)-1] }, len(good) - 1},
+		{"version", func(b []byte) []byte { b[offVersion] = 2; return b }, offVersion},
+		{"nargs", func(b []byte) []byte { b[offNArgs] = 13; return b }, offNArgs},
+		{"strlen", func(b []byte) []byte { b[offStrLen] = 1; return b }, offStrLen},
+		{"strlen differs from config", func(b []byte) []byte { b[offStrLen] = 32; return b }, offStrLen},
+		{"string without slot", func(b []byte) []byte { b[offStrs] = 0b10000; return b }, offFaults},
+		{"fault past nargs", func(b []byte) []byte { b[offFaults+1] = 1; return b }, offFaults},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := tc.edit(append([]byte(nil), good...))
+			var have Event
+			err := (&Config{StrLen: 16}).DecodeEvent(raw, &have)
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("have %v, want a *FormatError", err)
+			}
+			if fe.Off != tc.off {
+				t.Errorf("offset %d, want %d (%v)", fe.Off, tc.off, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,116 @@
+package sdt
+
+import (
+	"debug/elf"
+	"fmt"
+
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
+)
+
+// Fetch converts a parsed argument at a probe location into what the BPF
+// program reads. site is the location's virtual address (Location.Address),
+// used for symbol operands; symbol resolves a symbol name to its virtual
+// address in the same object. symbol may be nil: then a symbol operand gives
+// an error wrapping bpfgen.ErrUnsupported.
+//
+// Symbol operands become instruction-pointer-relative reads: when the
+// program runs, the context's instruction pointer holds the probe site's
+// run-time address (the kernel's handle_swbp sets it to the breakpoint
+// address before the handlers run, and the x86 uprobe syscall path sets it
+// to the call's return address - 5, the site), so symbol + displacement -
+// site, added to it, is the symbol's run-time address in any process, at
+// any load address. This holds for %rip-relative operands ("gs+8(%rip)",
+// where GAS means the address of gs+8) and for absolute ones ("garr(,%rdi,4)"
+// in a non-PIE executable, where run-time and link-time addresses agree).
+//
+// Errors are *ArgError values: the argument's own parse error, or one
+// wrapping bpfgen.ErrUnsupported for what BPF cannot read (registers outside
+// pt_regs such as %xmm0 or v0, sizes other than 1, 2, 4 and 8, a symbol
+// without a resolver, a numeric %rip displacement), or one wrapping the
+// resolver's error.
+func (a Arg) Fetch(site uint64, symbol func(string) (uint64, error)) (bpfgen.Fetch, error) {
+	if a.Err != nil {
+		return bpfgen.Fetch{}, a.Err
+	}
+	fail := func(format string, args ...any) (bpfgen.Fetch, error) {
+		return bpfgen.Fetch{}, &ArgError{Index: -1, Spec: a.Spec, Reason: fmt.Sprintf(format, args...), Err: bpfgen.ErrUnsupported}
+	}
+	f := bpfgen.Fetch{Signed: a.Signed}
+	switch a.Size {
+	case 0, 1, 2, 4, 8:
+		f.Size = uint8(a.Size)
+	default:
+		return fail("%d-byte value", a.Size)
+	}
+	reg := func(name string) (bpfgen.Reg, bool, error) {
+		r, ok := LookupRegister(a.Machine, name)
+		if !ok {
+			return bpfgen.Reg{}, false, fmt.Errorf("unknown register %q", name)
+		}
+		if a.Machine == elf.EM_AARCH64 && r.Name == "xzr" {
+			return bpfgen.Reg{}, true, nil
+		}
+		off, err := bpfgen.PtRegs(a.Machine, r.Name)
+		if err != nil {
+			return bpfgen.Reg{}, false, err
+		}
+		return bpfgen.Reg{Off: off, Width: uint8(r.Width), Shift: uint8(r.Shift)}, false, nil
+	}
+
+	switch a.Kind {
+	case ArgConst:
+		f.Kind, f.Value = bpfgen.FetchConst, a.Value
+	case ArgReg:
+		r, zero, err := reg(a.Reg)
+		if err != nil {
+			return fail("register %s: %v", a.Reg, err)
+		}
+		if zero {
+			// xzr reads as zero.
+			f.Kind = bpfgen.FetchConst
+			break
+		}
+		f.Kind, f.Reg = bpfgen.FetchReg, r
+	case ArgMem:
+		f.Kind, f.Offset = bpfgen.FetchMem, a.Offset
+		if a.Index != "" {
+			r, _, err := reg(a.Index)
+			if err != nil {
+				return fail("index register %s: %v", a.Index, err)
+			}
+			f.HasIndex, f.Index, f.Scale = true, r, uint8(a.Scale)
+		}
+		isIP := false
+		if a.Reg != "" {
+			if r, ok := LookupRegister(a.Machine, a.Reg); ok && r.Name == "rip" {
+				isIP = true
+			}
+		}
+		switch {
+		case a.Symbol != "":
+			if a.Reg != "" && !isIP {
+				return fail("symbol %s with base register %s", a.Symbol, a.Reg)
+			}
+			if symbol == nil {
+				return fail("symbol %s needs a symbol table", a.Symbol)
+			}
+			addr, err := symbol(a.Symbol)
+			if err != nil {
+				return bpfgen.Fetch{}, &ArgError{Index: -1, Spec: a.Spec, Reason: "symbol " + a.Symbol, Err: err}
+			}
+			f.IPRel = true
+			f.Offset = int64(addr + uint64(a.Offset) - site)
+		case isIP:
+			return fail("%%rip displacement without a symbol")
+		case a.Reg != "":
+			r, _, err := reg(a.Reg)
+			if err != nil {
+				return fail("base register %s: %v", a.Reg, err)
+			}
+			f.HasBase, f.Reg = true, r
+		}
+	default:
+		return fail("argument kind %v", a.Kind)
+	}
+	return f, nil
+}

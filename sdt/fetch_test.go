@@ -1,0 +1,128 @@
+package sdt
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
+)
+
+// testSymbols resolves "gs" and "garr" like a symbol table would.
+func testSymbols(name string) (uint64, error) {
+	switch name {
+	case "gs":
+		return 0x4010, nil
+	case "garr":
+		return 0x4100, nil
+	}
+	return 0, fmt.Errorf("no symbol %q", name)
+}
+
+func TestArgFetch(t *testing.T) {
+	const site = 0x1200
+	x := func(name string, width, shift uint8) bpfgen.Reg {
+		off, err := bpfgen.PtRegs(elf.EM_X86_64, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bpfgen.Reg{Off: off, Width: width, Shift: shift}
+	}
+	a := func(name string, width uint8) bpfgen.Reg {
+		off, err := bpfgen.PtRegs(elf.EM_AARCH64, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bpfgen.Reg{Off: off, Width: width}
+	}
+	tests := []struct {
+		m    elf.Machine
+		spec string
+		want bpfgen.Fetch
+	}{
+		{elf.EM_X86_64, "-4@%eax", bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 4, Signed: true, Reg: x("rax", 4, 0)}},
+		{elf.EM_X86_64, "1@%ah", bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 1, Reg: x("rax", 1, 8)}},
+		{elf.EM_X86_64, "8@%r9", bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 8, Reg: x("r9", 8, 0)}},
+		{elf.EM_X86_64, "-2@%r10w", bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 2, Signed: true, Reg: x("r10", 2, 0)}},
+		{elf.EM_X86_64, "%rdi", bpfgen.Fetch{Kind: bpfgen.FetchReg, Reg: x("rdi", 8, 0)}},
+		{elf.EM_X86_64, "1@$-56", bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 1, Value: 200}},
+		{elf.EM_X86_64, "-8@$-1", bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Signed: true, Value: -1}},
+		{elf.EM_X86_64, "-4@-20(%rbp)", bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 4, Signed: true, HasBase: true, Reg: x("rbp", 8, 0), Offset: -20}},
+		{elf.EM_X86_64, "8@32(%rsp,%r13,8)", bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 8, HasBase: true, Reg: x("rsp", 8, 0), HasIndex: true, Index: x("r13", 8, 0), Scale: 8, Offset: 32}},
+		{elf.EM_X86_64, "4@(%eax)", bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 4, HasBase: true, Reg: x("rax", 4, 0)}},
+		{elf.EM_X86_64, "-4@gs(%rip)", bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 4, Signed: true, IPRel: true, Offset: 0x4010 - site}},
+		{elf.EM_X86_64, "8@gs+24(%rip)", bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 8, IPRel: true, Offset: 0x4010 + 24 - site}},
+		{elf.EM_X86_64, "-4@garr(,%r13,4)", bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 4, Signed: true, IPRel: true, HasIndex: true, Index: x("r13", 8, 0), Scale: 4, Offset: 0x4100 - site}},
+		{elf.EM_X86_64, "8@4096", bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 8, Offset: 4096}},
+		{elf.EM_AARCH64, "-4@w1", bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 4, Signed: true, Reg: a("x1", 4)}},
+		{elf.EM_AARCH64, "8@[sp, 96]", bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 8, HasBase: true, Reg: a("sp", 8), Offset: 96}},
+		{elf.EM_AARCH64, "8@[x0, x1, lsl 3]", bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 8, HasBase: true, Reg: a("x0", 8), HasIndex: true, Index: a("x1", 8), Scale: 8}},
+		{elf.EM_AARCH64, "8@xzr", bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.m.String()+"/"+tc.spec, func(t *testing.T) {
+			arg, err := ParseArg(tc.m, tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			have, err := arg.Fetch(site, testSymbols)
+			if err != nil || have != tc.want {
+				t.Errorf("have %+v, %v\nwant %+v", have, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestArgFetchErrors(t *testing.T) {
+	tests := []struct {
+		m           elf.Machine
+		spec        string
+		symbols     func(string) (uint64, error)
+		unsupported bool
+	}{
+		{elf.EM_X86_64, "4f@%xmm0", testSymbols, true},
+		{elf.EM_X86_64, "16@-32(%rbp)", testSymbols, true},
+		{elf.EM_X86_64, "-4@gs(%rip)", nil, true},
+		{elf.EM_X86_64, "-4@nosuch(%rip)", testSymbols, false},
+		{elf.EM_X86_64, "8@16(%rip)", testSymbols, true},
+		{elf.EM_X86_64, "-4@%fs:8", testSymbols, false}, // parse error: TLS
+		{elf.EM_AARCH64, "-8@v0", testSymbols, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.spec, func(t *testing.T) {
+			arg, _ := ParseArg(tc.m, tc.spec)
+			have, err := arg.Fetch(0x1000, tc.symbols)
+			var ae *ArgError
+			if !errors.As(err, &ae) || have != (bpfgen.Fetch{}) {
+				t.Fatalf("have %+v, %v; want an *ArgError", have, err)
+			}
+			if errors.Is(err, bpfgen.ErrUnsupported) != tc.unsupported {
+				t.Errorf("%v: errors.Is ErrUnsupported = %v, want %v", err, !tc.unsupported, tc.unsupported)
+			}
+		})
+	}
+}
+
+// FuzzArgFetch checks that Fetch never panics, fails exactly with an
+// *ArgError and a zero Fetch, and that every Fetch it returns is one
+// bpfgen.Generate accepts.
+func FuzzArgFetch(f *testing.F) {
+	addArgSeeds(f, func(m elf.Machine, spec string) { f.Add(uint16(m), spec, uint64(0x1200)) })
+	f.Fuzz(func(t *testing.T, machine uint16, spec string, site uint64) {
+		m := elf.Machine(machine)
+		a, _ := ParseArg(m, spec)
+		fe, err := a.Fetch(site, testSymbols)
+		if err != nil {
+			var ae *ArgError
+			if !errors.As(err, &ae) || fe != (bpfgen.Fetch{}) {
+				t.Fatalf("Fetch(%v %q) = %+v, %v", m, spec, fe, err)
+			}
+			return
+		}
+		cfg := &bpfgen.Config{Machine: m, Sites: []bpfgen.Site{{Args: []bpfgen.Fetch{fe}}}}
+		if _, err := bpfgen.Generate(cfg); err != nil {
+			t.Fatalf("Fetch(%v %q) = %+v, which Generate refuses: %v", m, spec, fe, err)
+		}
+	})
+}
