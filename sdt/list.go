@@ -92,6 +92,7 @@ func readObject(obj target.Object) ([]Probe, error) {
 	}
 	for i := range probes {
 		probes[i].PID = obj.PID
+		probes[i].OpenPath = obj.OpenPath
 	}
 	return probes, nil
 }

@@ -14,6 +14,9 @@ import (
 type Probe struct {
 	// Path is the object file as users know it (see target.Object).
 	Path string
+	// OpenPath is where the file is opened from to attach to it: Path, or
+	// for a process's objects /proc/PID/root/... or /proc/PID/map_files/...
+	OpenPath string
 	// PID is the process the object was found in, 0 for files.
 	PID      int
 	Machine  elf.Machine
@@ -72,7 +75,7 @@ func ReadProbes(f *elfnotes.File, path string) ([]Probe, error) {
 		if !ok {
 			i = len(probes)
 			index[key] = i
-			probes = append(probes, Probe{Path: path, Machine: f.Machine, Provider: n.Provider, Name: n.Name})
+			probes = append(probes, Probe{Path: path, OpenPath: path, Machine: f.Machine, Provider: n.Provider, Name: n.Name})
 		}
 		probes[i].Locations = append(probes[i].Locations, newLocation(f, ni, n))
 	}

@@ -1,0 +1,138 @@
+// Package launch starts a command stopped before its first instruction, so
+// that a tracer can attach to it and then let it run: nothing the command
+// does escapes the trace. It also waits for any process to exit.
+//
+// Start forks with PTRACE_TRACEME (exec.Cmd's SysProcAttr.Ptrace): the
+// kernel stops the child with SIGTRAP right after execve, with the program
+// and its interpreter mapped but no instruction run. Resume detaches, which
+// lets it run untraced. ptrace requests must come from the thread that
+// became the tracer, so Start locks the calling goroutine to its thread
+// until Resume (or Kill) — call them from the same goroutine.
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Process is a started command.
+type Process struct {
+	Cmd     *exec.Cmd
+	locked  bool
+	resumed bool
+}
+
+// Start starts cmd (stdin, stdout and stderr as the caller set them)
+// stopped before its first instruction. The caller must Resume or Kill it,
+// from the same goroutine, then Wait.
+func Start(cmd *exec.Cmd) (*Process, error) {
+	runtime.LockOSThread()
+	p := &Process{Cmd: cmd, locked: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Ptrace = true
+	// Killed with us, so an interrupted tracer leaves no stopped child.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := cmd.Start(); err != nil {
+		p.unlock()
+		return nil, err
+	}
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(cmd.Process.Pid, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			p.Kill()
+			return nil, fmt.Errorf("wait for %s to stop at exec: %w", cmd.Path, err)
+		}
+		break
+	}
+	if !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP {
+		p.unlock()
+		return nil, fmt.Errorf("%s did not stop at exec (status %#x)", cmd.Path, uint32(ws))
+	}
+	return p, nil
+}
+
+// PID is the command's process ID.
+func (p *Process) PID() int { return p.Cmd.Process.Pid }
+
+// Resume lets the command run.
+func (p *Process) Resume() error {
+	if p.resumed {
+		return nil
+	}
+	p.resumed = true
+	defer p.unlock()
+	if err := unix.PtraceDetach(p.PID()); err != nil {
+		return fmt.Errorf("resume %d: %w", p.PID(), err)
+	}
+	return nil
+}
+
+// Kill kills a command that has not been resumed, and reaps it.
+func (p *Process) Kill() {
+	defer p.unlock()
+	if p.resumed {
+		p.Cmd.Process.Kill()
+		return
+	}
+	p.resumed = true
+	p.Cmd.Process.Kill()
+	p.Cmd.Wait()
+}
+
+func (p *Process) unlock() {
+	if p.locked {
+		p.locked = false
+		runtime.UnlockOSThread()
+	}
+}
+
+// WaitExit returns nil when process pid exits (or is already gone), or
+// ctx.Err() when ctx is done first. It watches a pidfd (Linux 5.3+), so it
+// works for processes that are not our children.
+func WaitExit(ctx context.Context, pid int) error {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	f := os.NewFile(uintptr(fd), fmt.Sprintf("pidfd:%d", pid))
+	defer f.Close()
+	done := make(chan error, 1)
+	go func() {
+		// A pidfd polls readable when the process exits.
+		for {
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, 100)
+			if err == unix.EINTR || (err == nil && n == 0 && ctx.Err() == nil) {
+				continue
+			}
+			done <- err
+			return
+		}
+	}()
+	select {
+	case err := <-done:
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	case <-ctx.Done():
+		<-done
+		return ctx.Err()
+	}
+}
