@@ -36,6 +36,11 @@
 //     (memcpy@GLIBC_2.2.5 and memcpy@@GLIBC_2.14), local functions of
 //     different object files.
 //
+// The tables are read by internal/symtab, the one symbol-table reader,
+// which also serves package sdt's data symbols; Symbols keeps its
+// functions and adds file offsets and demangled names. SymbolSource and
+// ErrNoSymbols are that package's, so errors.Is works across both.
+//
 // Names are as stored: C++ and Rust names mangled, with Demangled (and
 // [Symbol.DisplayName]) giving the readable form; Go names as the Go linker
 // writes them ("main.(*T).M"). A Go binary stripped of .symtab (go build

@@ -1,21 +1,21 @@
 package uprobe
 
 import (
-	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/ianlancetaylor/demangle"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/symtab"
 )
 
 // ErrNoSymbols is returned by [Symbols] for a file with neither a .symtab
-// nor a .dynsym section (nor, for a Go binary, a .gopclntab).
-var ErrNoSymbols = errors.New("no symbol table")
+// nor a .dynsym section (nor, for a Go binary, a .gopclntab). It is
+// internal/symtab's value, which package sdt also wraps.
+var ErrNoSymbols = symtab.ErrNoSymbols
 
 // SymbolKind is the ELF symbol type of a function symbol.
 type SymbolKind uint8
@@ -41,29 +41,17 @@ func (k SymbolKind) String() string {
 }
 
 // SymbolSource names the table a [Symbol] was read from.
-type SymbolSource uint8
+type SymbolSource = symtab.Source
 
 const (
 	// SourceSymtab is the static symbol table, .symtab (SHT_SYMTAB).
-	SourceSymtab SymbolSource = iota + 1
+	SourceSymtab = symtab.SourceSymtab
 	// SourceDynsym is the dynamic symbol table, .dynsym (SHT_DYNSYM).
-	SourceDynsym
+	SourceDynsym = symtab.SourceDynsym
 	// SourceGopclntab is the Go runtime's function table, .gopclntab,
 	// used for Go binaries stripped of .symtab.
-	SourceGopclntab
+	SourceGopclntab = symtab.SourceGopclntab
 )
-
-func (s SymbolSource) String() string {
-	switch s {
-	case SourceSymtab:
-		return "symtab"
-	case SourceDynsym:
-		return "dynsym"
-	case SourceGopclntab:
-		return "gopclntab"
-	}
-	return fmt.Sprintf("SymbolSource(%d)", uint8(s))
-}
 
 // Symbol is a function symbol of an ELF file. It is plain data.
 type Symbol struct {
@@ -118,90 +106,53 @@ func (s Symbol) DisplayName() string {
 // Symbols returns an error wrapping [ErrNoSymbols] if f has no table, and a
 // *[elfnotes.FormatError] for a malformed one. It does not retain f.
 func Symbols(f *elfnotes.File) ([]Symbol, error) {
-	symtab := sectionOfType(f, elf.SHT_SYMTAB)
-	dynsym := sectionOfType(f, elf.SHT_DYNSYM)
-
-	r := &tableReader{f: f}
-	var out []Symbol
-	switch {
-	case symtab != nil:
-		raw, err := r.symbols(symtab)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", symtab.Name, err)
-		}
-		out = make([]Symbol, 0, len(raw))
-		for _, e := range raw {
-			s, err := newSymbol(f, e, SourceSymtab)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", symtab.Name, err)
-			}
-			out = append(out, s)
-		}
-	case IsGo(f) && gopclntabSection(f) != nil:
-		var err error
-		if out, err = goSymbols(f); err != nil {
-			return nil, err
-		}
-	case dynsym == nil:
-		return nil, ErrNoSymbols
-	}
-
-	if dynsym != nil {
-		var err error
-		if out, err = mergeDynsym(r, dynsym, out); err != nil {
-			return nil, fmt.Errorf("%s: %w", dynsym.Name, err)
-		}
-	}
-
-	if out == nil {
-		out = []Symbol{} // success is never nil, even with no functions
-	}
-	for i := range out {
-		out[i].Demangled = demangleName(out[i].Name)
-	}
-	return sortSymbols(out), nil
-}
-
-// sortSymbols returns syms sorted by Value, Name and Version. Symbols are
-// large; sorting indices and moving each once is several times faster than
-// sorting them in place.
-func sortSymbols(syms []Symbol) []Symbol {
-	idx := make([]int32, len(syms))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	slices.SortFunc(idx, func(i, j int32) int {
-		a, b := &syms[i], &syms[j]
-		return cmp.Or(cmp.Compare(a.Value, b.Value), strings.Compare(a.Name, b.Name), strings.Compare(a.Version, b.Version))
-	})
-	out := make([]Symbol, len(syms))
-	for i, j := range idx {
-		out[i] = syms[j]
-	}
-	return out
-}
-
-// newSymbol turns a table entry into a Symbol, resolving its file offset.
-func newSymbol(f *elfnotes.File, r rawSym, src SymbolSource) (Symbol, error) {
-	s := Symbol{
-		Name:    r.name,
-		Value:   r.value,
-		Size:    r.size,
-		Kind:    SymFunc,
-		Bind:    r.bind(),
-		Dynamic: src == SourceDynsym,
-		Source:  src,
-	}
-	if r.typ() == elf.STT_GNU_IFUNC {
-		s.Kind = SymIFunc
-	}
-	off, err := fileOffset(f, r.value, r.shndx)
+	all, err := symtab.Read(f)
 	if err != nil {
-		return Symbol{}, fmt.Errorf("symbol %s: %w", r.name, err)
+		return nil, err
 	}
-	s.Offset = off
-	return s, nil
+	n := 0
+	for i := range all {
+		if isFunc(all[i].Type) {
+			n++
+		}
+	}
+	out := make([]Symbol, 0, n)
+	for i := range all {
+		s := &all[i]
+		if !isFunc(s.Type) {
+			continue
+		}
+		off, err := fileOffset(f, s.Value, s.Section)
+		if err != nil {
+			return nil, fmt.Errorf("%s symbol %s: %w", s.Source, s.Name, err)
+		}
+		kind := SymFunc
+		if s.Type == elf.STT_GNU_IFUNC {
+			kind = SymIFunc
+		}
+		// symtab.Read sorts by Value, Name and Version, and filtering
+		// keeps that order.
+		out = append(out, Symbol{
+			Name:      s.Name,
+			Demangled: demangleName(s.Name),
+			Value:     s.Value,
+			Size:      s.Size,
+			Offset:    off,
+			Kind:      kind,
+			Bind:      s.Bind,
+			Dynamic:   s.Dynamic,
+			Version:   s.Version,
+			Source:    s.Source,
+		})
+	}
+	return out, nil
 }
+
+func isFunc(t elf.SymType) bool { return t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC }
+
+// IsGo reports whether f was built by the Go toolchain: it has a
+// .go.buildinfo or .gopclntab section, or the Go build-ID note.
+func IsGo(f *elfnotes.File) bool { return symtab.IsGo(f) }
 
 // fileOffset returns the file offset of the address value, or 0 if the file
 // holds no bytes for it. In a relocatable object (ET_REL) value is relative
@@ -222,64 +173,6 @@ func fileOffset(f *elfnotes.File, value uint64, shndx uint16) (uint64, error) {
 		return 0, nil
 	}
 	return off, err
-}
-
-// mergeDynsym adds the functions of the .dynsym section dyn to out. An
-// entry already in out (from .symtab) with the same name and value is marked
-// Dynamic and given its version instead of being added again.
-func mergeDynsym(r *tableReader, dyn *elfnotes.Section, out []Symbol) ([]Symbol, error) {
-	raw, err := r.symbols(dyn)
-	if err != nil {
-		return nil, err
-	}
-	vers, err := r.versions(dyn)
-	if err != nil {
-		return nil, err
-	}
-	type key struct {
-		name  string
-		value uint64
-	}
-	seen := make(map[key]int, len(out))
-	for i, s := range out {
-		// ld writes versioned names into .symtab when the source used
-		// .symver ("foo@V1", "foo@@V2"); .dynsym has the plain name.
-		name := s.Name
-		if j := strings.IndexByte(name, '@'); j > 0 {
-			name = name[:j]
-		}
-		seen[key{name, s.Value}] = i
-	}
-	out = slices.Grow(out, len(raw))
-	// glibc 2.34 moved libpthread's functions into libc, where each has
-	// its old version and GLIBC_2.34 at one address: one function, one
-	// attach point, listed once with its default ("@@") version.
-	defaultVer := make(map[int]bool)
-	for _, e := range raw {
-		ver, hidden, err := vers.version(e.index)
-		if err != nil {
-			return nil, err
-		}
-		k := key{e.name, e.value}
-		if i, ok := seen[k]; ok {
-			if !out[i].Dynamic || (!hidden && !defaultVer[i]) {
-				out[i].Name = e.name
-				out[i].Dynamic = true
-				out[i].Version = ver
-				defaultVer[i] = !hidden
-			}
-			continue
-		}
-		s, err := newSymbol(r.f, e, SourceDynsym)
-		if err != nil {
-			return nil, err
-		}
-		s.Version = ver
-		seen[k] = len(out)
-		defaultVer[len(out)] = !hidden
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // maxDemangle bounds the names handed to the demangler, whose cost grows

@@ -1,9 +1,10 @@
-package uprobe
+package symtab
 
 import (
 	"debug/elf"
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
@@ -17,20 +18,6 @@ const (
 	sym64Size = 24
 )
 
-// rawSym is one function entry of a symbol table, before its offset, kind
-// and version are resolved.
-type rawSym struct {
-	index int // index in its table; .gnu.version is indexed by it
-	name  string
-	info  uint8
-	shndx uint16
-	value uint64
-	size  uint64
-}
-
-func (r rawSym) typ() elf.SymType  { return elf.ST_TYPE(r.info) }
-func (r rawSym) bind() elf.SymBind { return elf.ST_BIND(r.info) }
-
 // symEntSize returns the entry size of a symbol table of class c, or 0.
 func symEntSize(c elf.Class) int {
 	switch c {
@@ -42,63 +29,93 @@ func symEntSize(c elf.Class) int {
 	return 0
 }
 
-// parseSyms decodes the defined function entries (STT_FUNC, STT_GNU_IFUNC,
-// st_shndx != SHN_UNDEF) of a symbol table. data is the table's contents,
-// read from file offset off; entsize is its sh_entsize (0 means "not given"
-// and is accepted); strtab is the linked string table.
-// Names are substrings of strtab, so a table costs one string allocation.
+// symTable is one symbol table section, read and ready to decode.
+type symTable struct {
+	data    []byte // the section's contents
+	off     uint64 // file offset of data
+	entsize uint64 // sh_entsize; 0 means "not given" and is accepted
+	strtab  string // the linked string table
+	src     Source
+	vers    *versions // .dynsym only; nil if none
+}
+
+// appendSyms decodes the entries of t that Read lists and appends them to
+// out: every entry but the null one, those with st_shndx SHN_UNDEF, and
+// those without a name (section symbols). For a table with versions it also
+// returns, per appended entry, whether its version is hidden (VERSYM_HIDDEN,
+// "foo@V" rather than the default "foo@@V"). Names and versions are
+// substrings of the string table, so a table costs one string allocation.
 //
 // Every error is a *FormatError whose offset points into the file.
-func parseSyms(data []byte, off, entsize uint64, strtab string, class elf.Class, order binary.ByteOrder) ([]rawSym, error) {
+func appendSyms(out []Symbol, t *symTable, class elf.Class, order binary.ByteOrder) ([]Symbol, []bool, error) {
 	size := symEntSize(class)
 	if size == 0 {
-		return nil, newFormatError(off, "unknown ELF class", class)
+		return nil, nil, newFormatError(t.off, "unknown ELF class", class)
 	}
-	if entsize != 0 && entsize != uint64(size) {
-		return nil, newFormatError(off, "symbol table entry size mismatch", entsize)
+	if t.entsize != 0 && t.entsize != uint64(size) {
+		return nil, nil, newFormatError(t.off, "symbol table entry size mismatch", t.entsize)
 	}
-	if len(data)%size != 0 {
-		return nil, newFormatError(off, "symbol table size is not a multiple of the entry size", len(data))
+	if len(t.data)%size != 0 {
+		return nil, nil, newFormatError(t.off, "symbol table size is not a multiple of the entry size", len(t.data))
 	}
-	n := len(data) / size
-	// Entry 0 is the reserved null symbol. The count of functions is not
-	// known before the loop; growing from an estimate keeps one
-	// allocation for typical tables without trusting the file beyond its
-	// size.
-	out := make([]rawSym, 0, n/2)
+	n := len(t.data) / size
+	if n == 0 {
+		return out, nil, nil
+	}
+	// Entry 0 is the reserved null symbol. n is bounded by the section
+	// size, which elfnotes checks against the file size.
+	out = slices.Grow(out, n-1)
+	var hidden []bool
+	if t.vers != nil {
+		hidden = make([]bool, 0, n-1)
+	}
 	for i := 1; i < n; i++ {
-		e := data[i*size : (i+1)*size]
-		var r rawSym
-		var nameOff uint32
+		e := t.data[i*size : (i+1)*size]
+		var (
+			nameOff uint32
+			info    uint8
+			s       Symbol
+		)
 		if class == elf.ELFCLASS64 {
 			nameOff = order.Uint32(e[0:4])
-			r.info = e[4]
-			r.shndx = order.Uint16(e[6:8])
-			r.value = order.Uint64(e[8:16])
-			r.size = order.Uint64(e[16:24])
+			info = e[4]
+			s.Section = order.Uint16(e[6:8])
+			s.Value = order.Uint64(e[8:16])
+			s.Size = order.Uint64(e[16:24])
 		} else {
 			nameOff = order.Uint32(e[0:4])
-			r.value = uint64(order.Uint32(e[4:8]))
-			r.size = uint64(order.Uint32(e[8:12]))
-			r.info = e[12]
-			r.shndx = order.Uint16(e[14:16])
+			s.Value = uint64(order.Uint32(e[4:8]))
+			s.Size = uint64(order.Uint32(e[8:12]))
+			info = e[12]
+			s.Section = order.Uint16(e[14:16])
 		}
-		if t := r.typ(); t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC {
+		if elf.SectionIndex(s.Section) == elf.SHN_UNDEF || nameOff == 0 {
 			continue
 		}
-		if elf.SectionIndex(r.shndx) == elf.SHN_UNDEF {
-			continue
-		}
-		entOff := off + uint64(i*size)
-		name, msg := cstring(strtab, nameOff)
+		entOff := t.off + uint64(i*size)
+		name, msg := cstring(t.strtab, nameOff)
 		if msg != "" {
-			return nil, newFormatError(entOff, "symbol name "+msg, nameOff)
+			return nil, nil, newFormatError(entOff, "symbol name "+msg, nameOff)
 		}
-		r.index = i
-		r.name = name
-		out = append(out, r)
+		if name == "" {
+			continue
+		}
+		s.Name = name
+		s.Type = elf.ST_TYPE(info)
+		s.Bind = elf.ST_BIND(info)
+		s.Dynamic = t.src == SourceDynsym
+		s.Source = t.src
+		if t.vers != nil {
+			ver, h, err := t.vers.version(i)
+			if err != nil {
+				return nil, nil, err
+			}
+			s.Version = ver
+			hidden = append(hidden, h)
+		}
+		out = append(out, s)
 	}
-	return out, nil
+	return out, hidden, nil
 }
 
 // cstring returns the NUL-terminated string at off in tab, or a reason
@@ -134,7 +151,7 @@ func linked(f *elfnotes.File, s *elfnotes.Section) (*elfnotes.Section, error) {
 	return f.Sections[s.Link], nil
 }
 
-// tableReader reads the tables of one File for one call of Symbols. It
+// tableReader reads the tables of one File for one call of Read. It
 // reads each string table once: .dynsym and the version sections share
 // .dynstr.
 type tableReader struct {
@@ -165,8 +182,8 @@ func (r *tableReader) strtab(s *elfnotes.Section) (string, error) {
 	return r.strs[str], nil
 }
 
-// symbols reads the function symbols of the symbol table section s.
-func (r *tableReader) symbols(s *elfnotes.Section) ([]rawSym, error) {
+// table reads the symbol table section s (and, for .dynsym, its versions).
+func (r *tableReader) table(s *elfnotes.Section, src Source) (*symTable, error) {
 	strtab, err := r.strtab(s)
 	if err != nil {
 		return nil, err
@@ -175,7 +192,13 @@ func (r *tableReader) symbols(s *elfnotes.Section) ([]rawSym, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseSyms(data, s.Offset, s.Entsize, strtab, r.f.Class, r.f.ByteOrder)
+	t := &symTable{data: data, off: s.Offset, entsize: s.Entsize, strtab: strtab, src: src}
+	if src == SourceDynsym {
+		if t.vers, err = r.versions(s); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 // newFormatError returns an *elfnotes.FormatError at file offset off.

@@ -1,4 +1,4 @@
-package uprobe
+package symtab
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func gopclntabSection(f *elfnotes.File) *elfnotes.Section {
 }
 
 // Magic numbers of the pclntab formats (internal/abi.PCLnTabMagic) that
-// Symbols reads. The Go 1.2 format (0xfffffffb, Go 1.2 to 1.15) is refused:
+// Read reads. The Go 1.2 format (0xfffffffb, Go 1.2 to 1.15) is refused:
 // its names and file names are unbounded offsets into the whole table,
 // which debug/gosym turns into overlapping strings, so a small hostile
 // table could make it allocate quadratically.
@@ -163,6 +163,12 @@ func goSymbols(f *elfnotes.File) ([]Symbol, error) {
 	if err != nil {
 		return nil, err
 	}
+	textIdx := uint16(0)
+	for i, s := range f.Sections {
+		if s == text && i < int(elf.SHN_LORESERVE) {
+			textIdx = uint16(i)
+		}
+	}
 	out := make([]Symbol, 0, len(funcs))
 	for _, fn := range funcs {
 		if fn.Sym == nil || fn.Name == "" {
@@ -171,17 +177,15 @@ func goSymbols(f *elfnotes.File) ([]Symbol, error) {
 		s := Symbol{
 			// The linker writes "·" as "." into .symtab; so does
 			// debug/gosym for .gosymtab names, but not for these.
-			Name:   strings.ReplaceAll(fn.Name, "·", "."),
-			Value:  fn.Entry,
-			Kind:   SymFunc,
-			Bind:   elf.STB_GLOBAL,
-			Source: SourceGopclntab,
+			Name:    strings.ReplaceAll(fn.Name, "·", "."),
+			Value:   fn.Entry,
+			Type:    elf.STT_FUNC,
+			Bind:    elf.STB_GLOBAL,
+			Section: textIdx,
+			Source:  SourceGopclntab,
 		}
 		if fn.End > fn.Entry {
 			s.Size = fn.End - fn.Entry
-		}
-		if s.Offset, err = fileOffset(f, s.Value, 0); err != nil {
-			return nil, fmt.Errorf("symbol %s: %w", s.Name, err)
 		}
 		out = append(out, s)
 	}

@@ -1,4 +1,4 @@
-package uprobe
+package symtab
 
 import (
 	"debug/elf"

@@ -1,4 +1,11 @@
-package uprobe
+// Package symtabtest builds small ELF files with symbol tables, for the
+// tests and fuzz seeds of package symtab and its users. The files have an
+// ELF header, one PT_LOAD segment mapping the whole file at Base, and the
+// given sections laid out from DataOff in order, each 16-byte aligned.
+//
+// The record layouts are written out here from the System V gABI and the
+// LSB "Symbol Versioning" chapter, independently of the parser they test.
+package symtabtest
 
 import (
 	"bytes"
@@ -6,70 +13,95 @@ import (
 	"encoding/binary"
 )
 
-// This file builds small ELF files for tests and fuzz seeds: a header, one
-// PT_LOAD segment mapping the whole file at testBase, and the given sections
-// laid out from testDataOff in order, each 16-byte aligned.
-
 const (
-	testBase    = 0x400000
-	testDataOff = 0x100 // past the ELF header and one program header
+	// Base is the virtual address of file offset 0.
+	Base = 0x400000
+	// DataOff is the file offset of the first section, past the ELF
+	// header and one program header.
+	DataOff = 0x100
 )
 
-type testSection struct {
-	name    string
-	typ     elf.SectionType
-	link    uint32
-	info    uint32
-	entsize uint64
-	data    []byte
+// Sizes of the records the encoders write (gABI Elf32_Sym, Elf64_Sym; LSB
+// Elf_Verdef, Elf_Verdaux, Elf_Verneed, Elf_Vernaux).
+const (
+	Sym32Size   = 16
+	Sym64Size   = 24
+	VerdefSize  = 20
+	VerdauxSize = 8
+	VerneedSize = 16
+	VernauxSize = 16
+
+	verFlagBase = 0x1 // VER_FLG_BASE
+)
+
+// SymEntSize returns the symbol entry size of class c.
+func SymEntSize(c elf.Class) int {
+	if c == elf.ELFCLASS32 {
+		return Sym32Size
+	}
+	return Sym64Size
 }
 
-type testELF struct {
-	class    elf.Class
-	order    testOrder
-	typ      elf.Type
-	noLoad   bool // omit the PT_LOAD segment
-	sections []testSection
+// Section is one section to lay out; Link, Info and Entsize are written to
+// its header as given.
+type Section struct {
+	Name    string
+	Type    elf.SectionType
+	Link    uint32
+	Info    uint32
+	Entsize uint64
+	Data    []byte
 }
 
-// sectionOff returns the file offset the builder gives section i (counting
+// ELF describes a file to build with Bytes. Section indexes count from 1:
+// index 0 is the SHT_NULL entry, and .shstrtab comes last.
+type ELF struct {
+	Class    elf.Class
+	Order    Order
+	Type     elf.Type
+	NoLoad   bool // omit the PT_LOAD segment
+	Sections []Section
+}
+
+// SectionOff returns the file offset the builder gives section i (counting
 // from 1; 0 is the SHT_NULL entry).
-func (e testELF) sectionOff(i int) uint64 {
-	off := uint64(testDataOff)
-	for _, s := range e.sections[:i-1] {
-		off = align16(off + uint64(len(s.data)))
+func (e ELF) SectionOff(i int) uint64 {
+	off := uint64(DataOff)
+	for _, s := range e.Sections[:i-1] {
+		off = align16(off + uint64(len(s.Data)))
 	}
 	return off
 }
 
 func align16(n uint64) uint64 { return (n + 15) &^ 15 }
 
-func (e testELF) bytes() []byte {
-	is64 := e.class == elf.ELFCLASS64
-	bo := e.order
+// Bytes returns the encoded file.
+func (e ELF) Bytes() []byte {
+	is64 := e.Class == elf.ELFCLASS64
+	bo := e.Order
 	var buf bytes.Buffer
 	// Section data.
-	body := make([]byte, testDataOff)
-	offs := make([]uint64, len(e.sections))
-	for i, s := range e.sections {
+	body := make([]byte, DataOff)
+	offs := make([]uint64, len(e.Sections))
+	for i, s := range e.Sections {
 		offs[i] = uint64(len(body))
-		body = append(body, s.data...)
+		body = append(body, s.Data...)
 		body = append(body, make([]byte, align16(uint64(len(body)))-uint64(len(body)))...)
 	}
 	// Section name table.
 	shstr := []byte{0}
-	nameOff := make([]uint32, len(e.sections)+1)
-	for i, s := range e.sections {
+	nameOff := make([]uint32, len(e.Sections)+1)
+	for i, s := range e.Sections {
 		nameOff[i] = uint32(len(shstr))
-		shstr = append(append(shstr, s.name...), 0)
+		shstr = append(append(shstr, s.Name...), 0)
 	}
-	nameOff[len(e.sections)] = uint32(len(shstr))
+	nameOff[len(e.Sections)] = uint32(len(shstr))
 	shstr = append(append(shstr, ".shstrtab"...), 0)
 	shstrOff := uint64(len(body))
 	body = append(body, shstr...)
 	body = append(body, make([]byte, align16(uint64(len(body)))-uint64(len(body)))...)
 	shoff := uint64(len(body))
-	shnum := len(e.sections) + 2
+	shnum := len(e.Sections) + 2
 
 	shentsize, phentsize, ehsize := 40, 32, 52
 	if is64 {
@@ -77,12 +109,12 @@ func (e testELF) bytes() []byte {
 	}
 	total := shoff + uint64(shnum*shentsize)
 	phnum := 1
-	if e.noLoad {
+	if e.NoLoad {
 		phnum = 0
 	}
 
 	// ELF header.
-	ident := [16]byte{0x7f, 'E', 'L', 'F', byte(e.class), 1, 1}
+	ident := [16]byte{0x7f, 'E', 'L', 'F', byte(e.Class), 1, 1}
 	if bo == binary.BigEndian {
 		ident[5] = 2
 	}
@@ -96,10 +128,10 @@ func (e testELF) bytes() []byte {
 			w32(uint32(v))
 		}
 	}
-	w16(uint16(e.typ))
+	w16(uint16(e.Type))
 	w16(uint16(elf.EM_X86_64))
 	w32(1)
-	wa(testBase)       // e_entry
+	wa(Base)           // e_entry
 	wa(uint64(ehsize)) // e_phoff
 	wa(shoff)
 	w32(0) // e_flags
@@ -115,16 +147,16 @@ func (e testELF) bytes() []byte {
 			w32(uint32(elf.PT_LOAD))
 			w32(uint32(elf.PF_R | elf.PF_X))
 			wa(0)
-			wa(testBase)
-			wa(testBase)
+			wa(Base)
+			wa(Base)
 			wa(total)
 			wa(total)
 			wa(0x1000)
 		} else {
 			w32(uint32(elf.PT_LOAD))
 			wa(0)
-			wa(testBase)
-			wa(testBase)
+			wa(Base)
+			wa(Base)
 			wa(total)
 			wa(total)
 			w32(uint32(elf.PF_R | elf.PF_X))
@@ -149,62 +181,63 @@ func (e testELF) bytes() []byte {
 		wa(entsize)
 	}
 	shdr(0, elf.SHT_NULL, 0, 0, 0, 0, 0, 0)
-	for i, s := range e.sections {
-		shdr(nameOff[i], s.typ, testBase+offs[i], offs[i], uint64(len(s.data)), s.link, s.info, s.entsize)
+	for i, s := range e.Sections {
+		shdr(nameOff[i], s.Type, Base+offs[i], offs[i], uint64(len(s.Data)), s.Link, s.Info, s.Entsize)
 	}
-	shdr(nameOff[len(e.sections)], elf.SHT_STRTAB, 0, shstrOff, uint64(len(shstr)), 0, 0, 0)
+	shdr(nameOff[len(e.Sections)], elf.SHT_STRTAB, 0, shstrOff, uint64(len(shstr)), 0, 0, 0)
 	return buf.Bytes()
 }
 
-// testStrtab builds a string table; off returns a name's offset.
-type testStrtab struct {
-	data []byte
-	offs map[string]uint32
+// Strtab is a string table: Data holds the names, Offs their offsets.
+type Strtab struct {
+	Data []byte
+	Offs map[string]uint32
 }
 
-func newTestStrtab(names ...string) *testStrtab {
-	t := &testStrtab{data: []byte{0}, offs: map[string]uint32{"": 0}}
+// NewStrtab returns a string table of names, after the empty name at 0.
+func NewStrtab(names ...string) *Strtab {
+	t := &Strtab{Data: []byte{0}, Offs: map[string]uint32{"": 0}}
 	for _, n := range names {
-		t.offs[n] = uint32(len(t.data))
-		t.data = append(append(t.data, n...), 0)
+		t.Offs[n] = uint32(len(t.Data))
+		t.Data = append(append(t.Data, n...), 0)
 	}
 	return t
 }
 
-// testSym is one symbol table entry to encode.
-type testSym struct {
-	name  uint32
-	typ   elf.SymType
-	bind  elf.SymBind
-	shndx uint16
-	value uint64
-	size  uint64
+// Sym is one symbol table entry to encode.
+type Sym struct {
+	Name  uint32 // offset in the string table
+	Type  elf.SymType
+	Bind  elf.SymBind
+	Shndx uint16
+	Value uint64
+	Size  uint64
 }
 
-// encodeSyms encodes a symbol table, including the null entry 0.
-func encodeSyms(class elf.Class, bo testOrder, syms ...testSym) []byte {
+// EncodeSyms encodes a symbol table, including the null entry 0.
+func EncodeSyms(class elf.Class, bo Order, syms ...Sym) []byte {
 	var b []byte
-	for _, s := range append([]testSym{{}}, syms...) {
-		info := elf.ST_INFO(s.bind, s.typ)
-		b = bo.AppendUint32(b, s.name)
+	for _, s := range append([]Sym{{}}, syms...) {
+		info := elf.ST_INFO(s.Bind, s.Type)
+		b = bo.AppendUint32(b, s.Name)
 		if class == elf.ELFCLASS64 {
 			b = append(b, info, 0)
-			b = bo.AppendUint16(b, s.shndx)
-			b = bo.AppendUint64(b, s.value)
-			b = bo.AppendUint64(b, s.size)
+			b = bo.AppendUint16(b, s.Shndx)
+			b = bo.AppendUint64(b, s.Value)
+			b = bo.AppendUint64(b, s.Size)
 		} else {
-			b = bo.AppendUint32(b, uint32(s.value))
-			b = bo.AppendUint32(b, uint32(s.size))
+			b = bo.AppendUint32(b, uint32(s.Value))
+			b = bo.AppendUint32(b, uint32(s.Size))
 			b = append(b, info, 0)
-			b = bo.AppendUint16(b, s.shndx)
+			b = bo.AppendUint16(b, s.Shndx)
 		}
 	}
 	return b
 }
 
-// encodeVerdef encodes a .gnu.version_d with a base entry (index 1) and one
+// EncodeVerdef encodes a .gnu.version_d with a base entry (index 1) and one
 // entry per name, indexed from 2.
-func encodeVerdef(bo testOrder, base uint32, names ...uint32) []byte {
+func EncodeVerdef(bo Order, base uint32, names ...uint32) []byte {
 	var b []byte
 	all := append([]uint32{base}, names...)
 	for i, n := range all {
@@ -212,7 +245,7 @@ func encodeVerdef(bo testOrder, base uint32, names ...uint32) []byte {
 		if i == 0 {
 			flags = verFlagBase
 		}
-		next := uint32(verdefSize + verdauxSize)
+		next := uint32(VerdefSize + VerdauxSize)
 		if i == len(all)-1 {
 			next = 0
 		}
@@ -221,7 +254,7 @@ func encodeVerdef(bo testOrder, base uint32, names ...uint32) []byte {
 		b = bo.AppendUint16(b, uint16(i+1))
 		b = bo.AppendUint16(b, 1) // vd_cnt
 		b = bo.AppendUint32(b, 0) // vd_hash
-		b = bo.AppendUint32(b, verdefSize)
+		b = bo.AppendUint32(b, VerdefSize)
 		b = bo.AppendUint32(b, next)
 		b = bo.AppendUint32(b, n) // vda_name
 		b = bo.AppendUint32(b, 0) // vda_next
@@ -229,7 +262,8 @@ func encodeVerdef(bo testOrder, base uint32, names ...uint32) []byte {
 	return b
 }
 
-func encodeVersym(bo testOrder, ndx ...uint16) []byte {
+// EncodeVersym encodes a .gnu.version: index 0 for the null symbol, then ndx.
+func EncodeVersym(bo Order, ndx ...uint16) []byte {
 	b := bo.AppendUint16(nil, 0) // null symbol
 	for _, n := range ndx {
 		b = bo.AppendUint16(b, n)
@@ -237,7 +271,7 @@ func encodeVersym(bo testOrder, ndx ...uint16) []byte {
 	return b
 }
 
-// testLib returns a small shared object of the given class and byte order:
+// Lib returns a small shared object of the given class and byte order:
 // .text (section 1), .symtab+.strtab (2, 3), .dynsym+.dynstr (4, 5),
 // .gnu.version (6) and .gnu.version_d (7). It defines
 //
@@ -245,37 +279,37 @@ func encodeVersym(bo testOrder, ndx ...uint16) []byte {
 //	f2  IFUNC GLOBAL at text+0x4 size 0   (.dynsym only; hidden version V2)
 //	loc FUNC  LOCAL  at text+0x8 size 8   (.symtab only)
 //	obj OBJECT at text+0x10, und FUNC UNDEF (neither listed)
-func testLib(class elf.Class, bo testOrder) testELF {
+func Lib(class elf.Class, bo Order) ELF {
 	text := make([]byte, 0x20)
-	textAddr := uint64(testBase + testDataOff)
-	str := newTestStrtab("f1", "loc", "obj", "und")
-	dynstr := newTestStrtab("f1", "f2", "und", "lib.so", "V1", "V2")
-	e := testELF{class: class, order: bo, typ: elf.ET_DYN}
-	size := uint64(symEntSize(class))
-	e.sections = []testSection{
-		{name: ".text", typ: elf.SHT_PROGBITS, data: text},
-		{name: ".symtab", typ: elf.SHT_SYMTAB, link: 3, entsize: size, data: encodeSyms(class, bo,
-			testSym{name: str.offs["f1"], typ: elf.STT_FUNC, bind: elf.STB_GLOBAL, shndx: 1, value: textAddr, size: 4},
-			testSym{name: str.offs["loc"], typ: elf.STT_FUNC, bind: elf.STB_LOCAL, shndx: 1, value: textAddr + 8, size: 8},
-			testSym{name: str.offs["obj"], typ: elf.STT_OBJECT, bind: elf.STB_GLOBAL, shndx: 1, value: textAddr + 0x10, size: 8},
-			testSym{name: str.offs["und"], typ: elf.STT_FUNC, bind: elf.STB_GLOBAL},
+	textAddr := uint64(Base + DataOff)
+	str := NewStrtab("f1", "loc", "obj", "und")
+	dynstr := NewStrtab("f1", "f2", "und", "lib.so", "V1", "V2")
+	e := ELF{Class: class, Order: bo, Type: elf.ET_DYN}
+	size := uint64(SymEntSize(class))
+	e.Sections = []Section{
+		{Name: ".text", Type: elf.SHT_PROGBITS, Data: text},
+		{Name: ".symtab", Type: elf.SHT_SYMTAB, Link: 3, Entsize: size, Data: EncodeSyms(class, bo,
+			Sym{Name: str.Offs["f1"], Type: elf.STT_FUNC, Bind: elf.STB_GLOBAL, Shndx: 1, Value: textAddr, Size: 4},
+			Sym{Name: str.Offs["loc"], Type: elf.STT_FUNC, Bind: elf.STB_LOCAL, Shndx: 1, Value: textAddr + 8, Size: 8},
+			Sym{Name: str.Offs["obj"], Type: elf.STT_OBJECT, Bind: elf.STB_GLOBAL, Shndx: 1, Value: textAddr + 0x10, Size: 8},
+			Sym{Name: str.Offs["und"], Type: elf.STT_FUNC, Bind: elf.STB_GLOBAL},
 		)},
-		{name: ".strtab", typ: elf.SHT_STRTAB, data: str.data},
-		{name: ".dynsym", typ: elf.SHT_DYNSYM, link: 5, entsize: size, data: encodeSyms(class, bo,
-			testSym{name: dynstr.offs["f1"], typ: elf.STT_FUNC, bind: elf.STB_GLOBAL, shndx: 1, value: textAddr, size: 4},
-			testSym{name: dynstr.offs["f2"], typ: elf.STT_GNU_IFUNC, bind: elf.STB_GLOBAL, shndx: 1, value: textAddr + 4},
-			testSym{name: dynstr.offs["und"], typ: elf.STT_FUNC, bind: elf.STB_GLOBAL},
+		{Name: ".strtab", Type: elf.SHT_STRTAB, Data: str.Data},
+		{Name: ".dynsym", Type: elf.SHT_DYNSYM, Link: 5, Entsize: size, Data: EncodeSyms(class, bo,
+			Sym{Name: dynstr.Offs["f1"], Type: elf.STT_FUNC, Bind: elf.STB_GLOBAL, Shndx: 1, Value: textAddr, Size: 4},
+			Sym{Name: dynstr.Offs["f2"], Type: elf.STT_GNU_IFUNC, Bind: elf.STB_GLOBAL, Shndx: 1, Value: textAddr + 4},
+			Sym{Name: dynstr.Offs["und"], Type: elf.STT_FUNC, Bind: elf.STB_GLOBAL},
 		)},
-		{name: ".dynstr", typ: elf.SHT_STRTAB, data: dynstr.data},
-		{name: ".gnu.version", typ: elf.SHT_GNU_VERSYM, link: 4, entsize: 2, data: encodeVersym(bo, 2, 0x8000|3, 0)},
-		{name: ".gnu.version_d", typ: elf.SHT_GNU_VERDEF, link: 5, info: 3,
-			data: encodeVerdef(bo, dynstr.offs["lib.so"], dynstr.offs["V1"], dynstr.offs["V2"])},
+		{Name: ".dynstr", Type: elf.SHT_STRTAB, Data: dynstr.Data},
+		{Name: ".gnu.version", Type: elf.SHT_GNU_VERSYM, Link: 4, Entsize: 2, Data: EncodeVersym(bo, 2, 0x8000|3, 0)},
+		{Name: ".gnu.version_d", Type: elf.SHT_GNU_VERDEF, Link: 5, Info: 3,
+			Data: EncodeVerdef(bo, dynstr.Offs["lib.so"], dynstr.Offs["V1"], dynstr.Offs["V2"])},
 	}
 	return e
 }
 
-// testOrder is binary.LittleEndian or binary.BigEndian.
-type testOrder interface {
+// Order is binary.LittleEndian or binary.BigEndian.
+type Order interface {
 	binary.ByteOrder
 	binary.AppendByteOrder
 }

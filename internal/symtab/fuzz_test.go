@@ -1,0 +1,93 @@
+package symtab
+
+import (
+	"bytes"
+	"cmp"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
+)
+
+// fuzzSeeds returns the generated ELF files used as fuzz seeds.
+func fuzzSeeds() [][]byte {
+	var seeds [][]byte
+	for _, c := range []elf.Class{elf.ELFCLASS32, elf.ELFCLASS64} {
+		for _, bo := range []symtabtest.Order{binary.LittleEndian, binary.BigEndian} {
+			seeds = append(seeds, symtabtest.Lib(c, bo).Bytes())
+		}
+	}
+	seeds = append(seeds, dataLib().Bytes())
+	// A Go-looking file with no .symtab and a Go 1.20 pclntab header:
+	// magic, pad, quantum 1, pointer size 8, then nfunc = 1 and garbage.
+	pcln := binary.LittleEndian.AppendUint32(nil, 0xfffffff1)
+	pcln = append(pcln, 0, 0, 1, 8)
+	pcln = binary.LittleEndian.AppendUint64(pcln, 1)
+	pcln = append(pcln, bytes.Repeat([]byte{0x40, 0, 0, 0, 0, 0, 0, 0}, 10)...)
+	goFile := symtabtest.ELF{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Type: elf.ET_EXEC,
+		Sections: []symtabtest.Section{
+			{Name: ".text", Type: elf.SHT_PROGBITS, Data: make([]byte, 32)},
+			{Name: ".gopclntab", Type: elf.SHT_PROGBITS, Data: pcln},
+			{Name: ".go.buildinfo", Type: elf.SHT_PROGBITS, Data: []byte("\xff Go buildinf:")},
+		}}
+	return append(seeds, goFile.Bytes())
+}
+
+// FuzzRead checks that no input makes Read panic, that it returns either
+// symbols or an error, that what it returns is sorted, defined and named,
+// and that a Table of it finds every name it indexes. Seeds: the generated
+// files and testdata/*.elf (see testdata/README).
+func FuzzRead(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		f.Add(s)
+	}
+	files, err := filepath.Glob("testdata/*.elf")
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seeds in testdata/*.elf (%v)", err)
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ef, err := elfnotes.NewFile(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		syms, err := Read(ef)
+		if (err != nil) != (syms == nil) {
+			t.Fatalf("have %d symbols and error %v", len(syms), err)
+		}
+		if !slices.IsSortedFunc(syms, func(a, b Symbol) int {
+			return cmp.Or(cmp.Compare(a.Value, b.Value), strings.Compare(a.Name, b.Name))
+		}) {
+			t.Error("not sorted by value and name")
+		}
+		tab := NewTable(syms)
+		for _, s := range syms {
+			if s.Name == "" || elf.SectionIndex(s.Section) == elf.SHN_UNDEF {
+				t.Errorf("have %+v, want a named, defined symbol", s)
+			}
+			if s.Type == elf.STT_FILE || s.Type == elf.STT_SECTION {
+				continue
+			}
+			have, err := tab.Lookup(s.Name)
+			if err == nil && have.Value != s.Value {
+				t.Errorf("Lookup(%q): have value %#x, want %#x", s.Name, have.Value, s.Value)
+			}
+			if err != nil && !errors.Is(err, ErrAmbiguous) {
+				t.Errorf("Lookup(%q): %v", s.Name, err)
+			}
+		}
+	})
+}

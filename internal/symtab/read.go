@@ -1,0 +1,160 @@
+package symtab
+
+import (
+	"cmp"
+	"debug/elf"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
+)
+
+// Read returns the defined symbols of f, of every type, sorted by Value,
+// then Name, then Version. Undefined symbols (imports) and symbols without
+// a name (section symbols) are skipped. A symbol in both .symtab and
+// .dynsym (same name and value) is listed once. A Go binary without
+// .symtab is read from its .gopclntab instead, together with its .dynsym,
+// if any.
+//
+// Read returns an error wrapping [ErrNoSymbols] if f has no table, and a
+// *[elfnotes.FormatError] for a malformed one; on error the slice is nil,
+// on success it is not. It does not retain f.
+func Read(f *elfnotes.File) ([]Symbol, error) {
+	symtab := sectionOfType(f, elf.SHT_SYMTAB)
+	dynsym := sectionOfType(f, elf.SHT_DYNSYM)
+
+	r := &tableReader{f: f}
+	var out []Symbol
+	switch {
+	case symtab != nil:
+		t, err := r.table(symtab, SourceSymtab)
+		if err == nil {
+			out, _, err = appendSyms(nil, t, f.Class, f.ByteOrder)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", symtab.Name, err)
+		}
+	case IsGo(f) && gopclntabSection(f) != nil:
+		var err error
+		if out, err = goSymbols(f); err != nil {
+			return nil, err
+		}
+	case dynsym == nil:
+		return nil, ErrNoSymbols
+	}
+
+	if dynsym != nil {
+		var err error
+		if out, err = r.mergeDynsym(dynsym, out); err != nil {
+			return nil, fmt.Errorf("%s: %w", dynsym.Name, err)
+		}
+	}
+
+	if out == nil {
+		out = []Symbol{} // success is never nil, even with no symbols
+	}
+	sortSymbols(out)
+	return out, nil
+}
+
+// plainName returns name without the "@VERSION" or "@@VERSION" that ld
+// writes into .symtab for symbols versioned with .symver.
+func plainName(name string) string {
+	if i := strings.IndexByte(name, '@'); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// mergeDynsym adds the symbols of the .dynsym section dyn to out. An entry
+// already in out (from .symtab, or earlier in .dynsym) with the same name
+// and value is marked Dynamic and given its version instead of being added
+// again.
+func (r *tableReader) mergeDynsym(dyn *elfnotes.Section, out []Symbol) ([]Symbol, error) {
+	t, err := r.table(dyn, SourceDynsym)
+	if err != nil {
+		return nil, err
+	}
+	n := len(out)
+	out, hidden, err := appendSyms(out, t, r.f.Class, r.f.ByteOrder)
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		name  string
+		value uint64
+	}
+	seen := make(map[key]int, len(out))
+	for i, s := range out[:n] {
+		// ld writes versioned names into .symtab when the source used
+		// .symver ("foo@V1", "foo@@V2"); .dynsym has the plain name.
+		seen[key{plainName(s.Name), s.Value}] = i
+	}
+	// glibc 2.34 moved libpthread's functions into libc, where each has
+	// its old version and GLIBC_2.34 at one address: one symbol, listed
+	// once with its default ("@@") version. isDefault[i] records that
+	// out[i] has a default version.
+	isDefault := make([]bool, len(out))
+	w := n
+	for j := n; j < len(out); j++ {
+		e := out[j]
+		h := hidden != nil && hidden[j-n]
+		k := key{e.Name, e.Value}
+		if i, ok := seen[k]; ok {
+			switch {
+			case out[i].Dynamic && (h || isDefault[i]):
+				// Keep the first version, unless this is the default.
+			case out[i].Source == SourceDynsym:
+				// Versions at one address may differ in size
+				// (glibc's sys_errlist grew with each one).
+				out[i] = e
+			default:
+				out[i].Name = e.Name
+				out[i].Dynamic = true
+				out[i].Version = e.Version
+			}
+			isDefault[i] = isDefault[i] || !h
+			continue
+		}
+		seen[k] = w
+		isDefault[w] = !h
+		out[w] = e
+		w++
+	}
+	clear(out[w:]) // drop the strings of merged entries
+	return out[:w], nil
+}
+
+// sortSymbols sorts syms by Value, Name and Version. Symbols are large:
+// sorting indices and then moving each symbol once, along the cycles of the
+// permutation, is several times faster than sorting them in place, and
+// needs no second slice of symbols.
+func sortSymbols(syms []Symbol) {
+	idx := make([]int, len(syms))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(i, j int) int {
+		a, b := &syms[i], &syms[j]
+		return cmp.Or(cmp.Compare(a.Value, b.Value), strings.Compare(a.Name, b.Name), strings.Compare(a.Version, b.Version))
+	})
+	// syms[i] must become the old syms[idx[i]]; -1 marks a placed slot.
+	for i := range syms {
+		if idx[i] < 0 {
+			continue
+		}
+		tmp := syms[i]
+		j := i
+		for {
+			k := idx[j]
+			idx[j] = -1
+			if k == i {
+				syms[j] = tmp
+				break
+			}
+			syms[j] = syms[k]
+			j = k
+		}
+	}
+}
