@@ -1,6 +1,7 @@
 package bpfgen_test
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -63,28 +64,153 @@ func emptySpec() *ebpf.CollectionSpec {
 }
 
 // ringbufSpec writes 16 bytes to a ring buffer without wakeup: the floor of
-// delivering an event.
-func ringbufSpec() *ebpf.CollectionSpec {
-	return &ebpf.CollectionSpec{
-		Maps: map[string]*ebpf.MapSpec{bpfgen.MapEvents: {Name: bpfgen.MapEvents, Type: ebpf.RingBuf, MaxEntries: bpfgen.DefaultRingSize}},
-		Programs: map[string]*ebpf.ProgramSpec{bpfgen.ProgName: {
-			Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti, License: "GPL",
-			Instructions: asm.Instructions{
-				asm.StoreImm(asm.R10, -16, 1, asm.Word),
-				asm.StoreImm(asm.R10, -12, 2, asm.Word),
-				asm.StoreImm(asm.R10, -8, 3, asm.Word),
-				asm.StoreImm(asm.R10, -4, 4, asm.Word),
-				asm.LoadMapPtr(asm.R1, 0).WithReference(bpfgen.MapEvents),
-				asm.Mov.Reg(asm.R2, asm.R10),
-				asm.Add.Imm(asm.R2, -16),
-				asm.Mov.Imm(asm.R3, 16),
-				asm.Mov.Imm(asm.R4, 1), // BPF_RB_NO_WAKEUP
-				asm.FnRingbufOutput.Call(),
-				asm.Mov.Imm(asm.R0, 0),
-				asm.Return(),
-			},
-		}},
+// delivering an event. Each piece adds one part of the generated program's
+// work before the write, so that the variant's time minus ringbuf-bare's
+// is what the piece costs:
+//
+//	ktime     bpf_ktime_get_ns
+//	pid_tgid  bpf_get_current_pid_tgid
+//	cpu       bpf_get_smp_processor_id
+//	comm      bpf_get_current_comm into 16 bytes of stack
+//	header    ktime, pid_tgid, cpu and comm
+//	cookie    bpf_get_attach_cookie
+//	read_user bpf_probe_read_user of 8 bytes at the user stack pointer
+//	scratch   bpf_map_lookup_elem of a per-CPU array (the old record buffer)
+//	query     bpf_ringbuf_query(BPF_RB_AVAIL_DATA)
+//	copy152   bpf_ringbuf_output of 152 bytes from the per-CPU array
+//	          instead of 16 from the stack (the old record and copy)
+//	reserve   bpf_ringbuf_reserve, four stores, bpf_ringbuf_submit instead
+//	          of bpf_ringbuf_output
+func ringbufSpec(tb testing.TB, pieces ...string) *ebpf.CollectionSpec {
+	tb.Helper()
+	spec := &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{
+			bpfgen.MapEvents: {Name: bpfgen.MapEvents, Type: ebpf.RingBuf, MaxEntries: bpfgen.DefaultRingSize},
+			"percpu":         {Name: "percpu", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 152, MaxEntries: 1},
+		},
 	}
+	sp, err := bpfgen.PtRegs(elf.EM_X86_64, "rsp")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lookup := asm.Instructions{
+		asm.StoreImm(asm.R10, -40, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference("percpu"),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -40),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+	}
+	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
+	write := "output"
+	for _, p := range pieces {
+		switch p {
+		case "ktime":
+			insns = append(insns, asm.FnKtimeGetNs.Call())
+		case "pid_tgid":
+			insns = append(insns, asm.FnGetCurrentPidTgid.Call())
+		case "cpu":
+			insns = append(insns, asm.FnGetSmpProcessorId.Call())
+		case "comm":
+			insns = append(insns,
+				asm.Mov.Reg(asm.R1, asm.R10),
+				asm.Add.Imm(asm.R1, -32),
+				asm.Mov.Imm(asm.R2, 16),
+				asm.FnGetCurrentComm.Call(),
+			)
+		case "cookie":
+			insns = append(insns, asm.Mov.Reg(asm.R1, asm.R6), asm.FnGetAttachCookie.Call())
+		case "read_user":
+			insns = append(insns,
+				asm.Mov.Reg(asm.R1, asm.R10),
+				asm.Add.Imm(asm.R1, -32),
+				asm.Mov.Imm(asm.R2, 8),
+				asm.LoadMem(asm.R3, asm.R6, sp, asm.DWord),
+				asm.FnProbeReadUser.Call(),
+			)
+		case "scratch":
+			insns = append(insns, lookup...)
+		case "query":
+			insns = append(insns,
+				asm.LoadMapPtr(asm.R1, 0).WithReference(bpfgen.MapEvents),
+				asm.Mov.Imm(asm.R2, 0), // BPF_RB_AVAIL_DATA
+				asm.FnRingbufQuery.Call(),
+			)
+		case "copy152", "reserve":
+			write = p
+		default:
+			tb.Fatalf("unknown piece %q", p)
+		}
+	}
+	switch write {
+	case "output":
+		insns = append(insns,
+			asm.StoreImm(asm.R10, -16, 1, asm.Word),
+			asm.StoreImm(asm.R10, -12, 2, asm.Word),
+			asm.StoreImm(asm.R10, -8, 3, asm.Word),
+			asm.StoreImm(asm.R10, -4, 4, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(bpfgen.MapEvents),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, -16),
+			asm.Mov.Imm(asm.R3, 16),
+			asm.Mov.Imm(asm.R4, 1), // BPF_RB_NO_WAKEUP
+			asm.FnRingbufOutput.Call(),
+		)
+	case "copy152":
+		insns = append(insns, lookup...)
+		insns = append(insns,
+			asm.StoreImm(asm.R0, 0, 1, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(bpfgen.MapEvents),
+			asm.Mov.Reg(asm.R2, asm.R0),
+			asm.Mov.Imm(asm.R3, 152),
+			asm.Mov.Imm(asm.R4, 1), // BPF_RB_NO_WAKEUP
+			asm.FnRingbufOutput.Call(),
+		)
+	case "reserve":
+		insns = append(insns,
+			asm.LoadMapPtr(asm.R1, 0).WithReference(bpfgen.MapEvents),
+			asm.Mov.Imm(asm.R2, 16),
+			asm.Mov.Imm(asm.R3, 0),
+			asm.FnRingbufReserve.Call(),
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+			asm.StoreImm(asm.R0, 0, 1, asm.Word),
+			asm.StoreImm(asm.R0, 4, 2, asm.Word),
+			asm.StoreImm(asm.R0, 8, 3, asm.Word),
+			asm.StoreImm(asm.R0, 12, 4, asm.Word),
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
+			asm.FnRingbufSubmit.Call(),
+		)
+	}
+	insns = append(insns, asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"), asm.Return())
+	spec.Programs = map[string]*ebpf.ProgramSpec{bpfgen.ProgName: {
+		Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti, License: "GPL",
+		Instructions: insns,
+	}}
+	return spec
+}
+
+// benchVariants are the programs BenchmarkHit compares. "args2" is the
+// generated ModeEvents program for the bench probe (two integer arguments,
+// the second read from memory: seed(%rip)); "args0" is the same program
+// with no arguments (the record header only); "ringbuf-bare+P" is
+// ringbufSpec with piece P.
+var benchVariants = []string{
+	"empty", "ringbuf-bare", "args2", "args0",
+	"ringbuf-bare+ktime", "ringbuf-bare+pid_tgid", "ringbuf-bare+cpu", "ringbuf-bare+comm",
+	"ringbuf-bare+header", "ringbuf-bare+cookie", "ringbuf-bare+read_user",
+	"ringbuf-bare+scratch", "ringbuf-bare+query", "ringbuf-bare+copy152", "ringbuf-bare+reserve",
+}
+
+// bpfStatsRunTime is BPF_STATS_RUN_TIME (include/uapi/linux/bpf.h).
+const bpfStatsRunTime = 0
+
+func (bt *benchTarget) stats(tb testing.TB) *ebpf.ProgramStats {
+	st, err := bt.coll.Programs[bpfgen.ProgName].Stats()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }
 
 func newBenchTarget(tb testing.TB, path string, variant string) *benchTarget {
@@ -93,12 +219,19 @@ func newBenchTarget(tb testing.TB, path string, variant string) *benchTarget {
 	s := newSession(tb, path, nil, "bench")
 	s.cfg.Multi = true
 	var spec *ebpf.CollectionSpec
-	switch variant {
-	case "empty":
+	switch piece, ok := strings.CutPrefix(variant, "ringbuf-bare"); {
+	case variant == "empty":
 		spec = emptySpec()
-	case "ringbuf-bare":
-		spec = ringbufSpec()
+	case ok && piece == "":
+		spec = ringbufSpec(tb)
+	case ok && piece == "+header":
+		spec = ringbufSpec(tb, "ktime", "pid_tgid", "cpu", "comm")
+	case ok:
+		spec = ringbufSpec(tb, strings.TrimPrefix(piece, "+"))
 	default:
+		if variant == "args0" {
+			s.cfg.Sites[0].Args = nil
+		}
 		var err error
 		if spec, err = bpfgen.Generate(&s.cfg); err != nil {
 			tb.Fatal(err)
@@ -152,19 +285,32 @@ func newBenchTarget(tb testing.TB, path string, variant string) *benchTarget {
 
 // BenchmarkHit measures the cost per probe hit of the generated ModeEvents
 // program with two integer arguments (/args2) against an empty program
-// (/empty) and a bare 16-byte ring buffer write without wakeup
-// (/ringbuf-bare), each on its own copy of the tracee. /ratios times all
-// three in the same iterations and reports args2/empty and
-// args2/ringbuf-bare. The time is the tracee's own clock around a loop of
-// hits; b.N counts loops of hitsPerLoop hits.
+// (/empty), a bare 16-byte ring buffer write without wakeup
+// (/ringbuf-bare) and the other benchVariants, each on its own copy of the
+// tracee. The time is the tracee's own clock around a loop of hits; b.N
+// counts loops of hitsPerLoop hits. Only numbers from one run compare (the
+// machine is noisy):
+//
+//   - /ratios times empty, ringbuf-bare, args0 and args2 in the same
+//     iterations and reports args2/empty, args2/ringbuf-bare, and the
+//     nanoseconds per hit that the record header costs over the bare
+//     write ("ns:args0-bare") and that fetching the two arguments costs
+//     ("ns:args2-args0").
+//   - /breakdown runs every variant in the same iterations with the
+//     kernel's BPF run time statistics on, which time the program alone
+//     (not the int3 trap) and are far less noisy than the tracee's clock:
+//     "bpf-ns:V" is program V's time per run, "bpf-ns:+P" what piece P
+//     adds to ringbuf-bare (see ringbufSpec). The statistics add their own
+//     clock reads to every run, so the ratios come from /ratios.
 func BenchmarkHit(b *testing.B) {
 	testutil.RequireBPF(b)
 	const hitsPerLoop = 1000
+	path := buildTracee(b, "-O2")
 	targets := map[string]*benchTarget{}
-	for _, v := range []string{"empty", "args2", "ringbuf-bare"} {
-		targets[v] = newBenchTarget(b, buildTracee(b, "-O2"), v)
+	for _, v := range benchVariants {
+		targets[v] = newBenchTarget(b, path, v)
 	}
-	for _, v := range []string{"empty", "args2", "ringbuf-bare"} {
+	for _, v := range benchVariants[:4] {
 		b.Run(v, func(b *testing.B) {
 			bt := targets[v]
 			var ns float64
@@ -179,14 +325,50 @@ func BenchmarkHit(b *testing.B) {
 	}
 	b.Run("ratios", func(b *testing.B) {
 		sum := map[string]float64{}
+		var n float64
 		for b.Loop() {
-			for _, v := range []string{"empty", "args2", "ringbuf-bare"} {
+			for _, v := range benchVariants[:4] {
 				sum[v] += targets[v].hits(b, hitsPerLoop)
 			}
+			n += hitsPerLoop
 		}
 		b.ReportMetric(sum["args2"]/sum["empty"], "args2/empty")
 		b.ReportMetric(sum["args2"]/sum["ringbuf-bare"], "args2/ringbuf-bare")
 		b.ReportMetric(sum["ringbuf-bare"]/sum["empty"], "ringbuf-bare/empty")
+		b.ReportMetric((sum["args0"]-sum["ringbuf-bare"])/n, "ns:args0-bare")
+		b.ReportMetric((sum["args2"]-sum["args0"])/n, "ns:args2-args0")
 		b.ReportMetric(float64(targets["args2"].lostN()), "lost")
+	})
+	b.Run("breakdown", func(b *testing.B) {
+		stats, err := ebpf.EnableStats(bpfStatsRunTime)
+		if err != nil {
+			b.Fatalf("enable BPF run time statistics: %v", err)
+		}
+		defer stats.Close()
+		before := map[string]*ebpf.ProgramStats{}
+		for _, v := range benchVariants {
+			before[v] = targets[v].stats(b)
+		}
+		for b.Loop() {
+			for _, v := range benchVariants {
+				targets[v].hits(b, hitsPerLoop)
+			}
+		}
+		bpfNS := map[string]float64{}
+		for _, v := range benchVariants {
+			after := targets[v].stats(b)
+			runs := after.RunCount - before[v].RunCount
+			if runs == 0 {
+				b.Fatalf("%s: the program did not run", v)
+			}
+			bpfNS[v] = float64(after.Runtime-before[v].Runtime) / float64(runs)
+		}
+		for _, v := range benchVariants {
+			if piece, ok := strings.CutPrefix(v, "ringbuf-bare+"); ok {
+				b.ReportMetric(bpfNS[v]-bpfNS["ringbuf-bare"], "bpf-ns:+"+piece)
+			} else {
+				b.ReportMetric(bpfNS[v], "bpf-ns:"+v)
+			}
+		}
 	})
 }

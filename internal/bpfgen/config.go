@@ -25,8 +25,8 @@ const (
 	DefaultStrLen = 64
 	// MaxStrLen is the largest Config.StrLen.
 	MaxStrLen = 4096
-	// DefaultRingSize is the default Config.RingSize: 4 MiB, about 27000
-	// events of 152 bytes.
+	// DefaultRingSize is the default Config.RingSize: 4 MiB, about 52000
+	// events of two integer arguments (72-byte records).
 	DefaultRingSize = 4 << 20
 	// MaxRingSize is the largest Config.RingSize.
 	MaxRingSize = 1 << 30
@@ -35,10 +35,12 @@ const (
 	// MaxSites bounds len(Config.Sites): the dispatch tree (about 3
 	// instructions per site) must fit 16-bit jump offsets.
 	MaxSites = 10000
-	// maxRecord bounds the event record: it is the value of a per-CPU array,
-	// whose values may not exceed PCPU_MIN_UNIT_SIZE (32 KiB) in
-	// kernel/bpf/arraymap.c array_map_alloc_check.
+	// maxRecord bounds the event record, the bytes one hit reserves in
+	// the ring buffer.
 	maxRecord = 32 << 10
+	// ringHeader is the header the kernel puts before each ring buffer
+	// record: BPF_RINGBUF_HDR_SZ in include/uapi/linux/bpf.h.
+	ringHeader = 8
 )
 
 // FetchKind says where a Fetch finds the argument.
@@ -213,7 +215,8 @@ type Config struct {
 	Multi bool
 	// StrLen is the number of bytes per string argument, the NUL included:
 	// longer strings are cut. 0 means DefaultStrLen; at most MaxStrLen, and
-	// all string slots together must fit the 32 KiB event record.
+	// all string slots together must fit the 32 KiB event record (and the
+	// record must fit RingSize).
 	StrLen int
 	// Filters are ANDed. They are applied after the arguments are fetched,
 	// before output or aggregation. Every site must have argument Arg.
@@ -302,18 +305,26 @@ func (c *Config) check(pageSize int) (*settings, error) {
 		return nil, cfgErr("MaxEntries", "%d is not in 1..%d", c.MaxEntries, 1<<24)
 	}
 	var union uint16
+	argCap := 0
 	for i := range c.Sites {
 		site := &c.Sites[i]
 		if err := s.checkSite(i, site); err != nil {
 			return nil, err
 		}
-		if c.Mode == ModeEvents {
-			union |= site.Strings
-		}
+		union |= site.Strings
+		argCap = max(argCap, len(site.Args))
 	}
-	s.layout = newLayout(union, s.strLen)
+	if c.Mode != ModeEvents {
+		// The record is on the stack and never sent: strings are not
+		// read, and any argument may be a filter's or HistArg.
+		union, argCap = 0, MaxArgs
+	}
+	s.layout = newLayout(argCap, union, s.strLen)
 	if s.layout.size > maxRecord {
 		return nil, cfgErr("StrLen", "%d string slots of %d bytes exceed the %d-byte record", bits.OnesCount16(union), s.strLen, maxRecord)
+	}
+	if c.Mode == ModeEvents && s.layout.size+ringHeader > s.ringSize {
+		return nil, cfgErr("RingSize", "%d bytes do not hold one %d-byte record", s.ringSize, s.layout.size)
 	}
 	for i, f := range c.Filters {
 		if f.Op > OpGe {

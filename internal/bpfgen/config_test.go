@@ -46,6 +46,9 @@ func TestConfigErrors(t *testing.T) {
 		}, "StrLen", false},
 		{"ring not power of two", func(c *Config) { c.RingSize = 3 << 20 }, "RingSize", false},
 		{"ring too small", func(c *Config) { c.RingSize = 1024 }, "RingSize", false},
+		{"record bigger than the ring", func(c *Config) {
+			c.RingSize, c.StrLen, c.Sites[0].Strings = 4096, 2048, 0b111
+		}, "RingSize", false},
 		{"max entries", func(c *Config) { c.MaxEntries = -1 }, "MaxEntries", false},
 		{"filter past a site's args", func(c *Config) { c.Filters = []Filter{{Arg: 1}} }, "Filters[0].Arg", false},
 		{"filter negative arg", func(c *Config) { c.Filters = []Filter{{Arg: -1}} }, "Filters[0].Arg", false},

@@ -28,6 +28,14 @@ func runDispatch(t *testing.T, insns asm.Instructions, cookie uint64) (probe uin
 	if start < 0 {
 		t.Fatal("no cookie bound check")
 	}
+	// Then the record is set up: the tree starts after rRec is set.
+	setsRec := func(ins asm.Instruction) bool { return ins.OpCode.Class().IsALU() && ins.Dst == rRec }
+	for start < len(insns) && !setsRec(insns[start]) {
+		start++
+	}
+	for start < len(insns) && setsRec(insns[start]) {
+		start++
+	}
 	stored := false
 	for pc := start; pc < len(insns); {
 		ins := insns[pc]
@@ -67,25 +75,27 @@ func TestDispatchTree(t *testing.T) {
 			j := i - i%5/4
 			sites[i] = Site{Probe: uint32(j / 3), Args: args[j%len(args) : j%len(args)+1]}
 		}
-		s, err := (&Config{Machine: elf.EM_X86_64, Sites: sites}).check(os.Getpagesize())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, long := range []bool{false, true} {
-			g := newGen(s, long)
-			insns, err := g.resolve(g.program())
+		for _, mode := range []Mode{ModeEvents, ModeCount} {
+			s, err := (&Config{Machine: elf.EM_X86_64, Sites: sites, Mode: mode}).check(os.Getpagesize())
 			if err != nil {
 				t.Fatal(err)
 			}
-			leaves := len(g.intervals())
-			maxJumps := bits.Len(uint(leaves - 1)) // ceil(log2(leaves))
-			for c := range n {
-				probe, target, jumps := runDispatch(t, insns, uint64(c))
-				if probe != sites[c].Probe || target != blockLabel(g.siteBlk[c]) {
-					t.Errorf("n=%d cookie %d: probe %d block %s, want %d %s", n, c, probe, target, sites[c].Probe, blockLabel(g.siteBlk[c]))
+			for _, long := range []bool{false, true} {
+				g := newGen(s, long)
+				insns, err := g.resolve(g.program())
+				if err != nil {
+					t.Fatal(err)
 				}
-				if jumps > maxJumps {
-					t.Errorf("n=%d cookie %d: %d jumps for %d leaves, want at most %d", n, c, jumps, leaves, maxJumps)
+				leaves := len(g.intervals())
+				maxJumps := bits.Len(uint(leaves - 1)) // ceil(log2(leaves))
+				for c := range n {
+					probe, target, jumps := runDispatch(t, insns, uint64(c))
+					if probe != sites[c].Probe || target != blockLabel(g.siteBlk[c]) {
+						t.Errorf("%v n=%d cookie %d: probe %d block %s, want %d %s", mode, n, c, probe, target, sites[c].Probe, blockLabel(g.siteBlk[c]))
+					}
+					if jumps > maxJumps {
+						t.Errorf("%v n=%d cookie %d: %d jumps for %d leaves, want at most %d", mode, n, c, jumps, leaves, maxJumps)
+					}
 				}
 			}
 		}

@@ -22,13 +22,20 @@ import (
 //	 44     2  strs     bit i: argument i was read as a string
 //	 46     2  slots    bit i: the record has a string slot for argument i
 //	 48     2  strlen   bytes per string slot
-//	 50     6  (zero)
-//	 56    96  args     12 x u64, the fetched values, extended to 64 bits
-//	152     …  strings  one slot of strlen bytes per bit of slots, in
+//	 50     1  argcap   u64 slots in args: the most arguments of any site
+//	 51     5  (unused)
+//	 56     …  args     argcap x u64, the fetched values, extended to 64 bits
+//	  …     …  strings  one slot of strlen bytes per bit of slots, in
 //	                    argument order
 //
-// The record describes itself (slots, strlen), so a reader needs no table
-// of sites to decode it.
+// The record describes itself (argcap, slots, strlen), so a reader needs no
+// table of sites to decode it. The program builds the record in place in
+// the ring buffer, which is not cleared between records: only the header,
+// args[0:nargs] and the string slots named by strs are written; the unused
+// bytes, the other args and the other string slots hold older records.
+//
+// Version 1 had a fixed args[12] and no argcap; version 2 sizes args to the
+// program.
 const (
 	offTime    = 0
 	offPID     = 8
@@ -43,26 +50,28 @@ const (
 	offStrs    = 44
 	offSlots   = 46
 	offStrLen  = 48
+	offArgCap  = 50
 	offArgs    = 56
-	headerSize = offArgs + 8*MaxArgs
+	headerSize = offArgs
 
-	recordVersion = 1
+	recordVersion = 2
 )
 
 // layout is where a program puts what in a record.
 type layout struct {
+	argCap int    // u64 argument slots
 	slots  uint16 // args with a string slot
 	strLen int
 	size   int // record bytes
 }
 
-func newLayout(slots uint16, strLen int) layout {
-	return layout{slots: slots, strLen: strLen, size: headerSize + bits.OnesCount16(slots)*strLen}
+func newLayout(argCap int, slots uint16, strLen int) layout {
+	return layout{argCap: argCap, slots: slots, strLen: strLen, size: headerSize + 8*argCap + bits.OnesCount16(slots)*strLen}
 }
 
 // strOff returns the offset of argument i's string slot.
 func (l layout) strOff(i int) int {
-	return headerSize + bits.OnesCount16(l.slots&(1<<i-1))*l.strLen
+	return headerSize + 8*l.argCap + bits.OnesCount16(l.slots&(1<<i-1))*l.strLen
 }
 
 // Event is one decoded record of the "events" ring buffer.
@@ -125,9 +134,13 @@ func (c *Config) DecodeEvent(raw []byte, ev *Event) error {
 	if v := raw[offVersion]; v != recordVersion {
 		return &FormatError{Off: offVersion, Msg: fmt.Sprintf("version %d, want %d", v, recordVersion)}
 	}
+	argCap := int(raw[offArgCap])
+	if argCap > MaxArgs {
+		return &FormatError{Off: offArgCap, Msg: fmt.Sprintf("%d argument slots exceed %d", argCap, MaxArgs)}
+	}
 	nargs := int(raw[offNArgs])
-	if nargs > MaxArgs {
-		return &FormatError{Off: offNArgs, Msg: fmt.Sprintf("%d arguments exceed %d", nargs, MaxArgs)}
+	if nargs > argCap {
+		return &FormatError{Off: offNArgs, Msg: fmt.Sprintf("%d arguments exceed the record's %d slots", nargs, argCap)}
 	}
 	faults := ne.Uint16(raw[offFaults:])
 	strs := ne.Uint16(raw[offStrs:])
@@ -139,10 +152,10 @@ func (c *Config) DecodeEvent(raw []byte, ev *Event) error {
 	if want := c.StrLen; slots != 0 && want != 0 && strLen != want {
 		return &FormatError{Off: offStrLen, Msg: fmt.Sprintf("string length %d, want Config.StrLen %d", strLen, want)}
 	}
-	if slots>>MaxArgs != 0 || strs&^slots != 0 || strs>>nargs != 0 || faults>>nargs != 0 {
-		return &FormatError{Off: offFaults, Msg: fmt.Sprintf("argument bits faults %#x strs %#x slots %#x for %d arguments", faults, strs, slots, nargs)}
+	if slots>>argCap != 0 || strs&^slots != 0 || strs>>nargs != 0 || faults>>nargs != 0 {
+		return &FormatError{Off: offFaults, Msg: fmt.Sprintf("argument bits faults %#x strs %#x slots %#x for %d arguments in %d slots", faults, strs, slots, nargs, argCap)}
 	}
-	l := newLayout(slots, strLen)
+	l := newLayout(argCap, slots, strLen)
 	if len(raw) != l.size {
 		return &FormatError{Off: len(raw), Msg: fmt.Sprintf("record of %d bytes, want %d", len(raw), l.size)}
 	}

@@ -1,23 +1,29 @@
 package bpfgen
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"reflect"
 	"testing"
 )
 
-// encodeRecord builds the record the program would send for ev, with string
-// slots for the arguments in slots.
-func encodeRecord(ev *Event, slots uint16, strLen int) []byte {
-	l := newLayout(slots, strLen)
+// encodeRecord builds the record the program would send for ev, with argCap
+// argument slots and string slots for the arguments in slots. The bytes the
+// program leaves unwritten are 0xa5, as stale ring buffer contents.
+func encodeRecord(ev *Event, argCap int, slots uint16, strLen int) []byte {
+	l := newLayout(argCap, slots, strLen)
 	raw := make([]byte, l.size)
+	for i := range raw {
+		raw[i] = 0xa5
+	}
 	ne := binary.NativeEndian
 	ne.PutUint64(raw[offTime:], ev.Time)
 	ne.PutUint32(raw[offPID:], ev.PID)
 	ne.PutUint32(raw[offTID:], ev.TID)
 	ne.PutUint32(raw[offCPU:], ev.CPU)
 	ne.PutUint32(raw[offProbe:], ev.Probe)
+	clear(raw[offComm : offComm+commLen])
 	copy(raw[offComm:offComm+commLen-1], ev.Comm)
 	raw[offNArgs] = byte(ev.NArgs)
 	raw[offVersion] = recordVersion
@@ -25,11 +31,13 @@ func encodeRecord(ev *Event, slots uint16, strLen int) []byte {
 	ne.PutUint16(raw[offStrs:], ev.StringArgs)
 	ne.PutUint16(raw[offSlots:], slots)
 	ne.PutUint16(raw[offStrLen:], uint16(strLen))
+	raw[offArgCap] = byte(argCap)
 	for i, a := range ev.Args {
 		ne.PutUint64(raw[offArgs+8*i:], a)
 	}
 	for i, s := range ev.Strings {
 		if ev.StringArgs&(1<<i) != 0 {
+			clear(raw[l.strOff(i) : l.strOff(i)+strLen])
 			copy(raw[l.strOff(i):l.strOff(i)+strLen-1], s)
 		}
 	}
@@ -47,7 +55,7 @@ func sampleEvent() Event {
 func TestDecodeEventRoundTrip(t *testing.T) {
 	want := sampleEvent()
 	c := &Config{StrLen: 16}
-	raw := encodeRecord(&want, 0b1101, 16)
+	raw := encodeRecord(&want, 5, 0b1101, 16)
 	var have Event
 	if err := c.DecodeEvent(raw, &have); err != nil {
 		t.Fatal(err)
@@ -61,7 +69,7 @@ func TestDecodeEventRoundTrip(t *testing.T) {
 	}
 	// A string filling its slot is cut at StrLen-1 bytes by the kernel; an
 	// unterminated slot decodes whole.
-	off := newLayout(0b1101, 16).strOff(3)
+	off := newLayout(5, 0b1101, 16).strOff(3)
 	for i := range 16 {
 		raw[off+i] = 'x'
 	}
@@ -72,7 +80,7 @@ func TestDecodeEventRoundTrip(t *testing.T) {
 
 func TestDecodeEventErrors(t *testing.T) {
 	ev := sampleEvent()
-	good := encodeRecord(&ev, 0b1100, 16)
+	good := encodeRecord(&ev, 4, 0b1100, 16)
 	tests := []struct {
 		name string
 		edit func([]byte) []byte
@@ -81,8 +89,11 @@ func TestDecodeEventErrors(t *testing.T) {
 		{"short", func(b []byte) []byte { return b[:100] }, 100},
 		{"long", func(b []byte) []byte { return append(b, 0) }, len(good) + 1},
 		{"truncated slots", func(b []byte) []byte { return b[:len(b)-1] }, len(good) - 1},
-		{"version", func(b []byte) []byte { b[offVersion] = 2; return b }, offVersion},
-		{"nargs", func(b []byte) []byte { b[offNArgs] = 13; return b }, offNArgs},
+		{"version", func(b []byte) []byte { b[offVersion] = 1; return b }, offVersion},
+		{"argcap", func(b []byte) []byte { b[offArgCap] = 13; return b }, offArgCap},
+		{"argcap differs", func(b []byte) []byte { b[offArgCap] = 5; return b }, len(good)},
+		{"nargs", func(b []byte) []byte { b[offNArgs] = 5; return b }, offNArgs},
+		{"slot past argcap", func(b []byte) []byte { b[offArgCap] = 3; b[offNArgs] = 3; b[offStrs] = 0b100; return b }, offFaults},
 		{"strlen", func(b []byte) []byte { b[offStrLen] = 1; return b }, offStrLen},
 		{"strlen differs from config", func(b []byte) []byte { b[offStrLen] = 32; return b }, offStrLen},
 		{"string without slot", func(b []byte) []byte { b[offStrs] = 0b10000; return b }, offFaults},
@@ -99,6 +110,32 @@ func TestDecodeEventErrors(t *testing.T) {
 			}
 			if fe.Off != tc.off {
 				t.Errorf("offset %d, want %d (%v)", fe.Off, tc.off, err)
+			}
+		})
+	}
+}
+
+func TestRecordSize(t *testing.T) {
+	args := sampleArgs(t)
+	tests := []struct {
+		name string
+		cfg  Config
+		want int
+	}{
+		{"no args", Config{Sites: []Site{{}}}, headerSize},
+		{"two args", Config{Sites: []Site{{Args: args[:2]}}}, headerSize + 2*8},
+		{"widest site", Config{Sites: []Site{{Args: args[:2]}, {Args: args[:5]}, {}}}, headerSize + 5*8},
+		{"strings", Config{StrLen: 32, Sites: []Site{{Args: args[:2], Strings: 0b10}, {Args: args[:3], Strings: 0b110}}}, headerSize + 3*8 + 2*32},
+		{"count mode", Config{Mode: ModeCount, Sites: []Site{{Args: args[:2], Strings: 0b10}}}, headerSize + MaxArgs*8},
+		{"invalid", Config{}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name != "invalid" {
+				tc.cfg.Machine = elf.EM_X86_64
+			}
+			if have := tc.cfg.RecordSize(); have != tc.want {
+				t.Errorf("have %d, want %d", have, tc.want)
 			}
 		})
 	}

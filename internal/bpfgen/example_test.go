@@ -46,8 +46,8 @@ func ExampleGenerate() {
 	// Output:
 	// -4@%edi: reg size 4 signed true ip-relative false offset 0x0
 	// 8@gs+8(%rip): mem size 8 signed false ip-relative true offset 0x2edf
-	// maps: [events lost scratch]
-	// record bytes: 216
+	// maps: [events lost]
+	// record bytes: 136
 }
 
 func ExampleHistBucket() {
