@@ -2,12 +2,15 @@ package sdt
 
 import (
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/session"
+	"github.com/usdtkit/usdtkit/internal/symtab"
 )
 
 // Types of a trace, shared with package uprobe's function tracing.
@@ -53,10 +56,13 @@ type TraceOptions struct {
 	PID int
 	// Mode is what happens at a hit; the zero value is ModeEvents.
 	Mode Mode
-	// StringArgs has bit i set to read argument i as a NUL-terminated
-	// string (Event.Strings[i]); at most StrLen bytes, default 64.
-	StringArgs uint16
-	StrLen     int
+	// StringArgs has bit i set to read argument i of every probe as a
+	// NUL-terminated string (Event.Strings[i]); at most StrLen bytes,
+	// default 64. ProbeStringArgs does the same for the probe named by the
+	// key ("provider:name").
+	StringArgs      uint16
+	ProbeStringArgs map[string]uint16
+	StrLen          int
 	// Filters are ANDed; a hit that fails one is dropped in the kernel.
 	// A filter's comparison is made signed when its argument's spec is.
 	Filters []Filter
@@ -108,6 +114,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		HistArg: opts.HistArg,
 	}
 	objects := make(map[string]*session.Object)
+	symbols := make(symbolTables)
 	var order []string
 	signedArgs := make(map[int]bool)
 	for i := range opts.Probes {
@@ -136,15 +143,17 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			objects[p.OpenPath] = obj
 			order = append(order, p.OpenPath)
 		}
+		resolve := symbols.resolver(p.OpenPath)
 		for j := range p.Locations {
 			loc := &p.Locations[j]
 			if loc.OffsetErr != nil {
 				return nil, fmt.Errorf("trace %s in %s at %#x: %w", p, p.Path, loc.Address, loc.OffsetErr)
 			}
-			site := bpfgen.Site{Probe: id, Strings: opts.StringArgs & (1<<len(loc.Args) - 1)}
+			strs := opts.StringArgs | opts.ProbeStringArgs[p.String()]
+			site := bpfgen.Site{Probe: id, Strings: strs & (1<<len(loc.Args) - 1)}
 			for k := range loc.Args {
 				a := &loc.Args[k]
-				f, err := a.Fetch(loc.Address, nil)
+				f, err := a.Fetch(loc.Address, resolve)
 				if err != nil {
 					t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s at %#x: arg%d: %w", p, p.Path, loc.Address, k, err))
 					f = bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8}
@@ -191,6 +200,50 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	}
 	t.sess = sess
 	return t, nil
+}
+
+// symbolTables resolves symbols in argument specs ("8@counter+8(%rip)"),
+// reading each object's symbol table once, and only if an argument needs it.
+type symbolTables map[string]*symbolTable
+
+type symbolTable struct {
+	table *symtab.Table
+	err   error
+}
+
+func (st symbolTables) resolver(path string) func(string) (uint64, error) {
+	return func(name string) (uint64, error) {
+		t := st[path]
+		if t == nil {
+			t = &symbolTable{}
+			st[path] = t
+			t.table, t.err = readSymbols(path)
+		}
+		if t.err != nil {
+			return 0, t.err
+		}
+		sym, err := t.table.Lookup(name)
+		if err != nil {
+			return 0, err
+		}
+		if sym.Type == elf.STT_TLS {
+			return 0, fmt.Errorf("symbol %s is thread-local", name)
+		}
+		return sym.Value, nil
+	}
+}
+
+func readSymbols(path string) (*symtab.Table, error) {
+	f, err := elfnotes.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	syms, err := symtab.Read(f)
+	if err != nil {
+		return nil, err
+	}
+	return symtab.NewTable(syms), nil
 }
 
 // ErrNoProbes means there is nothing to trace.

@@ -1,0 +1,115 @@
+package testutil
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TraceeSource is the path of the C program with USDT probes that tracing
+// tests run (internal/bpfgen/testdata/tracee.c; its comment says what it
+// does).
+func TraceeSource(tb testing.TB) string {
+	tb.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		tb.Fatal("no caller information to find tracee.c")
+	}
+	return RequireFile(tb, filepath.Join(filepath.Dir(file), "..", "bpfgen", "testdata", "tracee.c"))
+}
+
+// BuildTracee compiles tracee.c with gcc, sys/sdt.h and flags (say "-O2")
+// into a temporary directory and returns the executable's path.
+func BuildTracee(tb testing.TB, flags ...string) string {
+	tb.Helper()
+	gcc := RequireTool(tb, "gcc")
+	RequireFile(tb, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
+	out := filepath.Join(tb.TempDir(), "tracee")
+	args := append(append([]string{}, flags...), "-g", "-o", out, TraceeSource(tb))
+	if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		tb.Fatalf("gcc %v: %v\n%s", args, err, b)
+	}
+	return out
+}
+
+// Tracee is a running tracee.c, killed when the test ends.
+type Tracee struct {
+	Cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+}
+
+// StartTracee runs the executable at path.
+func StartTracee(tb testing.TB, path string) *Tracee {
+	tb.Helper()
+	cmd := exec.Command(path)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		if cmd.ProcessState == nil {
+			cmd.Wait()
+		}
+	})
+	return &Tracee{Cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+}
+
+// Do sends one command ("run 3", "sem", "loop 1000") and returns the lines
+// the tracee printed before "done".
+func (t *Tracee) Do(tb testing.TB, command string) []string {
+	tb.Helper()
+	if _, err := fmt.Fprintln(t.stdin, command); err != nil {
+		tb.Fatal(err)
+	}
+	var lines []string
+	for t.out.Scan() {
+		if t.out.Text() == "done" {
+			return lines
+		}
+		lines = append(lines, t.out.Text())
+	}
+	tb.Fatalf("tracee ended before answering %q: %v", command, t.out.Err())
+	return nil
+}
+
+// WaitSem sends "sem" until the tracee reports the sem probe's semaphore
+// raised — a tracer that attaches sem last is then fully attached — and
+// fails the test if that takes over 10 s or alive reports the tracer gone.
+func (t *Tracee) WaitSem(tb testing.TB, alive func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for t.Do(tb, "sem")[0] != "sem enabled" {
+		if !alive() || time.Now().After(deadline) {
+			tb.Fatal("the tracer did not attach to the tracee's sem probe")
+		}
+	}
+}
+
+// PID is the tracee's process ID.
+func (t *Tracee) PID() int { return t.Cmd.Process.Pid }
+
+// Quit closes the tracee's stdin and waits for it to exit.
+func (t *Tracee) Quit(tb testing.TB) {
+	tb.Helper()
+	t.stdin.Close()
+	if err := t.Cmd.Wait(); err != nil {
+		tb.Fatalf("tracee: %v", err)
+	}
+}
