@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/usdtkit/usdtkit/internal/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +44,20 @@ func TestListErrors(t *testing.T) {
 		{"bad selector", []string{"list", "a:b:c"}, "PROVIDER:NAME"},
 		{"bad glob", []string{"list", "usdt:/bin/true:[:x"}, "glob"},
 		{"both kinds", []string{"list", "python:x", "uprobe:/bin/true:main"}, "not both"},
+		{"trace no probe", []string{"trace"}, "requires at least 1 arg"},
+		{"trace no match", []string{"trace", "usdt:" + testutil.Python311 + ":python:nosuch"}, "no probe matches"},
+		{"trace two modes", []string{"trace", "--count", "--hist", "arg0", "python:x"}, "exclude each other"},
+		{"trace -p and -c", []string{"trace", "-p", "1", "-c", "true", "python:x"}, "exclude each other"},
+		{"trace bad str", []string{"trace", "--str", "12", "python:x"}, "--str 12"},
+		{"trace bad probe str", []string{"trace", "--str", "x=1", "python:x"}, "PROVIDER:NAME=N"},
+		{"trace bad hist", []string{"trace", "--hist", "x", "python:x"}, "want argN"},
+		{"trace bad latency", []string{"trace", "--latency", "a", "python:x"}, "START,DONE"},
+		{"trace bad filter", []string{"trace", "--filter", "arg0 ~ 1", "python:x"}, "argN OP VALUE"},
+		{"trace bad format", []string{"trace", "-F", `"%s", arg0`, "python:x"}, "str(argN)"},
+		{"trace format and count", []string{"trace", "--count", "-F", "%d", "python:x"}, "--format prints events"},
+		{"trace count-by", []string{"trace", "--count", "--count-by", "cpu", "python:x"}, "want pid or comm"},
+		{"trace dead pid", []string{"trace", "-p", strconv.Itoa(deadPID(t)), "python:x"}, "is the PID right"},
+		{"trace latency probe", []string{"trace", "--latency", "a,b", "usdt:" + testutil.Python311 + ":python:line"}, "must be among the traced probes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

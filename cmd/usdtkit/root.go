@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/cilium/ebpf"
 	"github.com/spf13/cobra"
 
 	"github.com/usdtkit/usdtkit/sdt"
@@ -18,6 +19,8 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.AddCommand(newListCmd())
+	root.AddCommand(newTraceCmd())
+	root.AddCommand(newDoctorCmd())
 	return root
 }
 
@@ -26,7 +29,11 @@ func userMessage(err error) string {
 	var argErr *sdt.ArgError
 	switch {
 	case errors.Is(err, os.ErrPermission):
-		return fmt.Sprintf("%v (reading other processes' mappings needs root or CAP_SYS_ADMIN)", err)
+		return fmt.Sprintf("%v (tracing needs root, or CAP_BPF and CAP_PERFMON; other processes' mappings need CAP_SYS_ADMIN)", err)
+	case errors.Is(err, ebpf.ErrNotSupported):
+		return fmt.Sprintf("%v (this kernel lacks a feature usdtkit needs: run usdtkit doctor)", err)
+	case errors.Is(err, sdt.ErrNoProbes):
+		return err.Error()
 	case errors.Is(err, sdt.ErrNoProcess):
 		return fmt.Sprintf("%v (is the PID right, and is the process still running?)", err)
 	case errors.Is(err, sdt.ErrNoTarget):

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/launch"
+	"github.com/usdtkit/usdtkit/sdt"
+)
+
+type traceOptions struct {
+	pid      int
+	command  string
+	output   string
+	strs     []string
+	strLen   int
+	formats  []string
+	filters  []string
+	count    bool
+	countBy  []string
+	hist     string
+	latency  string
+	duration time.Duration
+	classic  bool
+}
+
+func newTraceCmd() *cobra.Command {
+	var o traceOptions
+	cmd := &cobra.Command{
+		Use:   "trace [-p PID | -c 'CMD ARGS'] PROBE... [flags]",
+		Short: "Trace USDT probes: print their arguments, or count and histogram them in the kernel",
+		Long: `Attach to USDT probes and print each hit, or aggregate hits in the kernel.
+
+PROBE is usdt:PATH:PROVIDER:NAME (or usdt:PATH:NAME, or PROVIDER:NAME), each part a
+glob; PATH is a file or a library short name, and may be left empty with -p or -c.
+Every location of every matching probe is traced. Ctrl-C, SIGTERM or -d ends the
+trace: aggregates and the number of lost events are printed then.
+
+A format (-F) is printf-style, as in bpftrace: '"%s %s:%d", str(arg0), str(arg1), arg2',
+or just '%s %s:%d' (verbs take arg0, arg1, ... in order). -F FMT applies to every
+probe, -F 'PROVIDER:NAME=FMT' to one.`,
+		Example: `  usdtkit trace -p 1234 usdt::python:function__entry -F '%s %s:%d'
+  usdtkit trace usdt:/usr/bin/python3.11:python:gc__start --count --count-by comm
+  usdtkit trace -c './server' 'usdt::myapp:request__*' -o json --str 0
+  usdtkit trace -p 1234 usdt::app:query__start usdt::app:query__done --latency query__start,query__done`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTrace(cmd, &o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVarP(&o.pid, "pid", "p", 0, "trace only this process (and the objects it has mapped)")
+	f.StringVarP(&o.command, "command", "c", "", "run this command and trace it from its first instruction")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event)")
+	f.StringArrayVar(&o.strs, "str", nil, "read argument N as a string, of every probe (N) or of one (PROVIDER:NAME=N); repeatable")
+	f.IntVar(&o.strLen, "strlen", 64, "bytes read per string argument, the NUL included")
+	f.StringArrayVarP(&o.formats, "format", "F", nil, "printf-style format for every probe, or PROVIDER:NAME=FORMAT for one")
+	f.StringArrayVar(&o.filters, "filter", nil, "keep hits where argN OP VALUE holds (==, !=, <, <=, >, >=); repeatable, ANDed")
+	f.BoolVar(&o.count, "count", false, "count hits per probe in the kernel and print the counts at the end")
+	f.StringSliceVar(&o.countBy, "count-by", nil, "with --count, also count per pid and/or comm")
+	f.StringVar(&o.hist, "hist", "", "log2 histogram of this argument (argN) per probe, in the kernel")
+	f.StringVar(&o.latency, "latency", "", "log2 histogram of nanoseconds from probe START to probe DONE on one thread: START,DONE as NAME or PROVIDER:NAME")
+	f.DurationVarP(&o.duration, "duration", "d", 0, "stop after this long (e.g. 10s)")
+	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
+	return cmd
+}
+
+func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
+	topts, err := o.traceOptions()
+	if err != nil {
+		return err
+	}
+	var sels []sdt.Selector
+	for _, a := range args {
+		sel, err := sdt.ParseSelector(a)
+		if err != nil {
+			return err
+		}
+		sels = append(sels, sel)
+	}
+	formats, err := parseFormats(o.formats)
+	if err != nil {
+		return err
+	}
+	for probe, f := range formats {
+		if probe == "" {
+			topts.StringArgs |= f.StringArgs()
+			continue
+		}
+		if topts.ProbeStringArgs == nil {
+			topts.ProbeStringArgs = make(map[string]uint16)
+		}
+		topts.ProbeStringArgs[probe] |= f.StringArgs()
+	}
+	ctx := cmd.Context()
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+
+	lopts := &sdt.ListOptions{PID: o.pid, Selectors: sels}
+	var proc *launch.Process
+	if o.command != "" {
+		if proc, lopts, err = startCommand(o.command, sels); err != nil {
+			return err
+		}
+		defer proc.Kill()
+		topts.PID = proc.PID()
+	}
+	probes, err := sdt.List(lopts)
+	if err != nil {
+		return err
+	}
+	if len(probes) == 0 {
+		return fmt.Errorf("no probe matches %s", strings.Join(args, " "))
+	}
+	topts.Probes = probes
+	t, err := sdt.Trace(topts)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	stderr := cmd.ErrOrStderr()
+	for _, w := range t.Warnings {
+		fmt.Fprintln(stderr, "usdtkit: warning:", w)
+	}
+	kind := "uprobe_multi"
+	if !t.Multi() {
+		kind = "classic uprobe"
+	}
+	fmt.Fprintf(stderr, "Tracing %d probes at %d sites (%s links). Ctrl-C to end.\n", countNames(probes), t.Sites(), kind)
+
+	if proc != nil {
+		if err := proc.Resume(); err != nil {
+			return err
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() { proc.Cmd.Wait(); cancel() }()
+	} else if o.pid != 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() { launch.WaitExit(ctx, o.pid); cancel() }()
+	}
+
+	out := newEventWriter(cmd.OutOrStdout(), t, o.output, formats)
+	var n uint64
+	if topts.Mode == sdt.ModeEvents {
+		var ev sdt.Event
+		for {
+			err := t.Read(ctx, &ev)
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			n++
+			if err := out.write(&ev); err != nil {
+				return err
+			}
+		}
+	} else {
+		<-ctx.Done()
+	}
+	if err := t.Detach(); err != nil {
+		return err
+	}
+	if err := t.Drain(func(ev *sdt.Event) error { n++; return out.write(ev) }); err != nil {
+		return err
+	}
+	if err := out.flush(); err != nil {
+		return err
+	}
+	if err := writeAggregates(cmd.OutOrStdout(), t, topts.Mode, o.output); err != nil {
+		return err
+	}
+	lost, failed, err := t.Lost()
+	if err != nil {
+		return err
+	}
+	if topts.Mode == sdt.ModeEvents {
+		fmt.Fprintf(stderr, "%d events, %d lost.\n", n, lost)
+	} else {
+		fmt.Fprintf(stderr, "%d aggregation updates failed (map full).\n", failed)
+	}
+	return nil
+}
+
+// traceOptions validates the flags and turns them into sdt.TraceOptions
+// (without probes).
+func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
+	if o.output != "text" && o.output != "json" {
+		return nil, fmt.Errorf("--output %q: want text or json", o.output)
+	}
+	if o.pid != 0 && o.command != "" {
+		return nil, fmt.Errorf("-p and -c exclude each other")
+	}
+	if o.pid < 0 {
+		return nil, fmt.Errorf("--pid %d: want a process ID", o.pid)
+	}
+	t := &sdt.TraceOptions{PID: o.pid, StrLen: o.strLen, Classic: o.classic}
+	for _, s := range o.strs {
+		probe, num, ok := strings.Cut(s, "=")
+		if !ok {
+			probe, num = "", s
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 0 || n >= 12 || (ok && !strings.Contains(probe, ":")) {
+			return nil, fmt.Errorf("--str %s: want N or PROVIDER:NAME=N, N from 0 to 11", s)
+		}
+		if probe == "" {
+			t.StringArgs |= 1 << n
+			continue
+		}
+		if t.ProbeStringArgs == nil {
+			t.ProbeStringArgs = make(map[string]uint16)
+		}
+		t.ProbeStringArgs[probe] |= 1 << n
+	}
+	for _, s := range o.filters {
+		f, err := eventfmt.ParseFilter(s)
+		if err != nil {
+			return nil, err
+		}
+		t.Filters = append(t.Filters, f)
+	}
+	modes := 0
+	if o.count {
+		modes++
+		t.Mode = sdt.ModeCount
+		for _, by := range o.countBy {
+			switch by {
+			case "pid":
+				t.CountBy |= sdt.CountPID
+			case "comm":
+				t.CountBy |= sdt.CountComm
+			default:
+				return nil, fmt.Errorf("--count-by %q: want pid or comm", by)
+			}
+		}
+	} else if len(o.countBy) > 0 {
+		return nil, fmt.Errorf("--count-by needs --count")
+	}
+	if o.hist != "" {
+		modes++
+		t.Mode = sdt.ModeHist
+		f, err := eventfmt.ParseFilter(o.hist + "==0")
+		if err != nil {
+			return nil, fmt.Errorf("--hist %q: want argN", o.hist)
+		}
+		t.HistArg = f.Arg
+	}
+	if o.latency != "" {
+		modes++
+		t.Mode = sdt.ModeLatency
+		start, done, ok := strings.Cut(o.latency, ",")
+		if !ok || start == "" || done == "" {
+			return nil, fmt.Errorf("--latency %q: want START,DONE", o.latency)
+		}
+		t.LatencyStart, t.LatencyDone = start, done
+	}
+	if modes > 1 {
+		return nil, fmt.Errorf("--count, --hist and --latency exclude each other")
+	}
+	if t.Mode != sdt.ModeEvents && len(o.formats) > 0 {
+		return nil, fmt.Errorf("--format prints events; it does not go with --count, --hist or --latency")
+	}
+	return t, nil
+}
+
+// parseFormats returns the formats by probe ("" for every probe).
+func parseFormats(specs []string) (map[string]*eventfmt.Format, error) {
+	formats := make(map[string]*eventfmt.Format)
+	for _, s := range specs {
+		probe, text := "", s
+		if i := strings.IndexByte(s, '='); i > 0 && !strings.ContainsAny(s[:i], "\"% ") && strings.Contains(s[:i], ":") {
+			probe, text = s[:i], s[i+1:]
+		}
+		f, err := eventfmt.ParseFormat(text)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := formats[probe]; dup {
+			return nil, fmt.Errorf("two formats for %s", or(probe, "every probe"))
+		}
+		formats[probe] = f
+	}
+	return formats, nil
+}
+
+// startCommand starts command stopped at its first instruction and returns
+// the list options that find the probes in its executable (or in the
+// selectors' paths).
+func startCommand(command string, sels []sdt.Selector) (*launch.Process, *sdt.ListOptions, error) {
+	argv := strings.Fields(command)
+	if len(argv) == 0 {
+		return nil, nil, fmt.Errorf("-c: empty command")
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	lopts := &sdt.ListOptions{Selectors: make([]sdt.Selector, len(sels))}
+	copy(lopts.Selectors, sels)
+	for i := range lopts.Selectors {
+		if s := &lopts.Selectors[i]; s.Path == "" || s.Path == "*" {
+			s.Path = path
+		}
+	}
+	c := exec.Command(path, argv[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	p, err := launch.Start(c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-c %s: %w", argv[0], err)
+	}
+	return p, lopts, nil
+}
+
+func countNames(probes []sdt.Probe) int {
+	seen := make(map[string]bool)
+	for i := range probes {
+		seen[probes[i].String()] = true
+	}
+	return len(seen)
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

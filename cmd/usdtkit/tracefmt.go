@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/sdt"
+)
+
+// eventWriter prints events as text lines or JSON objects.
+type eventWriter struct {
+	w       *bufio.Writer
+	t       *sdt.Tracer
+	json    bool
+	formats map[string]*eventfmt.Format
+	// wallOffset turns the kernel's CLOCK_MONOTONIC times into wall time.
+	wallOffset int64
+	buf        []byte
+	lastFlush  time.Time
+}
+
+func newEventWriter(w io.Writer, t *sdt.Tracer, output string, formats map[string]*eventfmt.Format) *eventWriter {
+	ew := &eventWriter{w: bufio.NewWriterSize(w, 64<<10), t: t, json: output == "json", formats: formats}
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
+		ew.wallOffset = time.Now().UnixNano() - ts.Nano()
+	}
+	return ew
+}
+
+// eventJSON is one line of `trace -o json`.
+type eventJSON struct {
+	TS     uint64 `json:"ts"`
+	PID    uint32 `json:"pid"`
+	TID    uint32 `json:"tid"`
+	CPU    uint32 `json:"cpu"`
+	Comm   string `json:"comm"`
+	Probe  string `json:"probe"`
+	Args   []any  `json:"args"`
+	Faults []int  `json:"faults,omitempty"`
+}
+
+func (ew *eventWriter) write(ev *sdt.Event) error {
+	name := ew.t.ProbeName(ev.Probe)
+	if ew.json {
+		j := eventJSON{TS: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Comm: ev.Comm, Probe: name, Args: make([]any, len(ev.Args))}
+		for i, v := range ev.Args {
+			switch {
+			case ev.StringArgs&(1<<i) != 0:
+				j.Args[i] = ev.Strings[i]
+			case ew.t.Signed(ev.Probe, i):
+				j.Args[i] = int64(v)
+			default:
+				j.Args[i] = v
+			}
+			if ev.Faults&(1<<i) != 0 {
+				j.Faults = append(j.Faults, i)
+			}
+		}
+		b, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		ew.buf = append(append(ew.buf[:0], b...), '\n')
+	} else {
+		b := time.Unix(0, int64(ev.Time)+ew.wallOffset).AppendFormat(ew.buf[:0], "15:04:05.000000")
+		b = fmt.Appendf(b, " %-7d %-7d %-16s %s", ev.PID, ev.TID, ev.Comm, name)
+		if f := ew.format(name); f != nil {
+			b = f.Append(append(b, ' '), ev)
+		} else {
+			for i, v := range ev.Args {
+				b = strconv.AppendInt(append(b, " arg"...), int64(i), 10)
+				b = append(b, '=')
+				switch {
+				case ev.Faults&(1<<i) != 0:
+					b = append(b, "<fault>"...)
+				case ev.StringArgs&(1<<i) != 0:
+					b = strconv.AppendQuote(b, ev.Strings[i])
+				case ew.t.Signed(ev.Probe, i):
+					b = strconv.AppendInt(b, int64(v), 10)
+				default:
+					b = strconv.AppendUint(b, v, 10)
+				}
+			}
+		}
+		if len(b) == 0 || b[len(b)-1] != '\n' {
+			b = append(b, '\n')
+		}
+		ew.buf = b
+	}
+	if _, err := ew.w.Write(ew.buf); err != nil {
+		return err
+	}
+	// Flush when the stream pauses, so a reader sees events promptly, but
+	// not once per event when they come fast.
+	if now := time.Now(); now.Sub(ew.lastFlush) > 100*time.Millisecond {
+		ew.lastFlush = now
+		return ew.w.Flush()
+	}
+	return nil
+}
+
+func (ew *eventWriter) format(probe string) *eventfmt.Format {
+	if f := ew.formats[probe]; f != nil {
+		return f
+	}
+	return ew.formats[""]
+}
+
+func (ew *eventWriter) flush() error { return ew.w.Flush() }
+
+// writeAggregates prints what ModeCount, ModeHist and ModeLatency gathered.
+func writeAggregates(w io.Writer, t *sdt.Tracer, mode sdt.Mode, output string) error {
+	bw := bufio.NewWriter(w)
+	switch mode {
+	case sdt.ModeCount:
+		counts, err := t.Counts()
+		if err != nil {
+			return err
+		}
+		slices.SortStableFunc(counts, func(a, b sdt.CountEntry) int { return cmp.Compare(b.Count, a.Count) })
+		for _, c := range counts {
+			if output == "json" {
+				b, err := json.Marshal(struct {
+					Probe string `json:"probe"`
+					PID   uint32 `json:"pid,omitempty"`
+					Comm  string `json:"comm,omitempty"`
+					Count uint64 `json:"count"`
+				}{t.ProbeName(c.Probe), c.PID, c.Comm, c.Count})
+				if err != nil {
+					return err
+				}
+				bw.Write(append(b, '\n'))
+				continue
+			}
+			key := t.ProbeName(c.Probe)
+			if c.PID != 0 {
+				key += ", " + strconv.FormatUint(uint64(c.PID), 10)
+			}
+			if c.Comm != "" {
+				key += ", " + c.Comm
+			}
+			fmt.Fprintf(bw, "@[%s]: %d\n", key, c.Count)
+		}
+	case sdt.ModeHist, sdt.ModeLatency:
+		hists, err := t.Hist()
+		if err != nil {
+			return err
+		}
+		ids := make([]uint32, 0, len(hists))
+		for id := range hists {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			title := "@[" + t.ProbeName(id) + "]"
+			if mode == sdt.ModeLatency {
+				title = "@latency_ns[" + t.ProbeName(id) + "]"
+			}
+			if output == "json" {
+				b, err := json.Marshal(struct {
+					Probe   string   `json:"probe"`
+					Latency bool     `json:"latency_ns,omitempty"`
+					Buckets []uint64 `json:"log2_buckets"`
+				}{t.ProbeName(id), mode == sdt.ModeLatency, hists[id]})
+				if err != nil {
+					return err
+				}
+				bw.Write(append(b, '\n'))
+				continue
+			}
+			bw.Write(eventfmt.AppendHist(nil, title, hists[id]))
+		}
+	}
+	return bw.Flush()
+}
