@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,37 +13,42 @@ import (
 )
 
 var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	buildMu  sync.Mutex
+	buildDir string
+	built    = make(map[string]string)
 )
 
-// usdtkitBinary builds cmd/usdtkit once per test binary, as make build
-// ships it (stripped).
-func usdtkitBinary(tb testing.TB) string {
+// buildCmd builds a command of this module once per test binary, as make
+// build ships it (stripped), and returns its path.
+func buildCmd(tb testing.TB, pkg string) string {
 	tb.Helper()
-	buildOnce.Do(func() {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[pkg]; ok {
+		return p
+	}
+	if buildDir == "" {
 		dir, err := os.MkdirTemp("", "usdtkit-bench")
 		if err != nil {
-			buildErr = err
-			return
+			tb.Fatal(err)
 		}
-		binPath = filepath.Join(dir, "usdtkit")
-		out, err := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "github.com/usdtkit/usdtkit/cmd/usdtkit").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("%w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		tb.Fatalf("build usdtkit: %v", buildErr)
+		buildDir = dir
 	}
-	return binPath
+	p := filepath.Join(buildDir, filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", p, "github.com/usdtkit/usdtkit/"+pkg).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+	built[pkg] = p
+	return p
 }
+
+func usdtkitBinary(tb testing.TB) string { return buildCmd(tb, "cmd/usdtkit") }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
 	}
 	os.Exit(code)
 }
