@@ -35,9 +35,16 @@ lint:
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# The main job on this machine: list the probes of the system's Python.
+# The main job on this machine: list the probes of the system's Python,
+# then (as root) trace a Python program from its first instruction. CPython
+# 3.11 fires function__entry only while its line probe is enabled too.
+PYTHON ?= /usr/bin/python3.11
 demo: build
-	./$(BIN) list -v /usr/bin/python3.11
+	./$(BIN) list -v $(PYTHON)
+	@if [ "$$(id -u)" -ne 0 ]; then echo "usdtkit: tracing needs root: run sudo make demo"; exit 1; fi
+	./$(BIN) trace -c '$(PYTHON) examples/python/fib.py' usdt::python:function__entry usdt::python:line \
+		-F 'python:function__entry="-> %s (%s:%d)", str(arg1), str(arg0), arg2' \
+		-F 'python:line="   line %d", arg2'
 
 clean:
 	rm -rf bin

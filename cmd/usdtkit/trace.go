@@ -305,7 +305,10 @@ func parseFormats(specs []string) (map[string]*eventfmt.Format, error) {
 // the list options that find the probes in its executable (or in the
 // selectors' paths).
 func startCommand(command string, sels []sdt.Selector) (*launch.Process, *sdt.ListOptions, error) {
-	argv := strings.Fields(command)
+	argv, err := launch.SplitCommand(command)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-c: %w", err)
+	}
 	if len(argv) == 0 {
 		return nil, nil, fmt.Errorf("-c: empty command")
 	}

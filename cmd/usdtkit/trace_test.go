@@ -224,3 +224,24 @@ func TestTracePythonPath(t *testing.T) {
 	}
 	checkEntries(t, parseEvents(t, out), py.cmd.Process.Pid, calls, py.script)
 }
+
+// TestTraceCommand runs python3.11 under -c, traced from its first
+// instruction: both explicit full collections show up as gc__start with
+// generation 2, and the trace ends when the command does.
+func TestTraceCommand(t *testing.T) {
+	py := testutil.RequireFile(t, testutil.Python311)
+	tr := startTrace(t, "trace", "-o", "json", "-c", py+` -c "import gc; gc.collect(); gc.collect()"`, "usdt::python:gc__start")
+	code, out, errs := tr.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	full := 0
+	for _, ev := range parseEvents(t, out) {
+		if ev.Probe == "python:gc__start" && len(ev.Args) == 1 && ev.Args[0] == float64(2) {
+			full++
+		}
+	}
+	if full < 2 {
+		t.Errorf("%d full collections traced, want at least 2; output %q", full, out)
+	}
+}
