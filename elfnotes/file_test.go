@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,55 +12,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-func TestMain(m *testing.M) {
-	// The first os.Open starts the runtime's netpoller (an epoll and an
-	// eventfd); start it now so that those do not count as leaks.
-	if f, err := os.Open(os.Args[0]); err == nil {
-		f.Close()
-	}
-	before := openFDs()
-	code := m.Run()
-	if leaked := newFDs(before); code == 0 && len(leaked) > 0 {
-		fmt.Fprintf(os.Stderr, "file descriptors leaked: %q\n", leaked)
-		code = 1
-	}
-	os.Exit(code)
-}
-
-// openFDs maps each open descriptor number to its target.
-func openFDs() map[string]string {
-	fds := map[string]string{}
-	ents, _ := os.ReadDir("/proc/self/fd")
-	for _, e := range ents {
-		fds[e.Name()], _ = os.Readlink("/proc/self/fd/" + e.Name())
-	}
-	return fds
-}
-
-// newFDs lists descriptors opened since before, except the profile and
-// trace files the testing package itself keeps open past m.Run.
-func newFDs(before map[string]string) []string {
-	ignore := map[string]bool{}
-	for _, name := range []string{"test.cpuprofile", "test.memprofile", "test.blockprofile", "test.mutexprofile", "test.trace", "test.coverprofile"} {
-		if fl := flag.Lookup(name); fl != nil && fl.Value.String() != "" {
-			ignore[filepath.Base(fl.Value.String())] = true
-		}
-	}
-	var leaked []string
-	for fd, target := range openFDs() {
-		// The descriptor ReadDir itself used is gone by now.
-		if _, ok := before[fd]; ok || ignore[filepath.Base(target)] || target == "" {
-			continue
-		}
-		if _, err := os.Stat("/proc/self/fd/" + fd); err != nil {
-			continue
-		}
-		leaked = append(leaked, target)
-	}
-	return leaked
-}
+func TestMain(m *testing.M) { testutil.MainCheckingFDs(m) }
 
 // readerAtOnly hides the Size method of the reader it wraps, so NewFile
 // cannot know the file size.

@@ -1,7 +1,6 @@
 package uprobe
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -12,15 +11,6 @@ import (
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
 )
-
-func newTestFile(t testing.TB, b []byte) *elfnotes.File {
-	t.Helper()
-	f, err := elfnotes.NewFile(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("elfnotes.NewFile: %v", err)
-	}
-	return f
-}
 
 func TestSymbolsSynthetic(t *testing.T) {
 	const text = symtabtest.Base + symtabtest.DataOff
@@ -34,7 +24,7 @@ func TestSymbolsSynthetic(t *testing.T) {
 		{elf.ELFCLASS32, binary.BigEndian},
 	} {
 		t.Run(fmt.Sprintf("%v/%v", tc.class, tc.order), func(t *testing.T) {
-			f := newTestFile(t, symtabtest.Lib(tc.class, tc.order).Bytes())
+			f := symtabtest.NewFile(t, symtabtest.Lib(tc.class, tc.order).Bytes())
 			have, err := Symbols(f)
 			if err != nil {
 				t.Fatal(err)
@@ -57,7 +47,7 @@ func TestSymbolsSynthetic(t *testing.T) {
 func TestSymbolsNoTables(t *testing.T) {
 	e := symtabtest.ELF{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Type: elf.ET_EXEC,
 		Sections: []symtabtest.Section{{Name: ".text", Type: elf.SHT_PROGBITS, Data: make([]byte, 16)}}}
-	have, err := Symbols(newTestFile(t, e.Bytes()))
+	have, err := Symbols(symtabtest.NewFile(t, e.Bytes()))
 	if !errors.Is(err, ErrNoSymbols) || have != nil {
 		t.Errorf("have %v, %v; want nil, ErrNoSymbols", have, err)
 	}
@@ -66,7 +56,7 @@ func TestSymbolsNoTables(t *testing.T) {
 func TestSymbolsNoSegment(t *testing.T) {
 	e := symtabtest.Lib(elf.ELFCLASS64, binary.LittleEndian)
 	e.NoLoad = true
-	have, err := Symbols(newTestFile(t, e.Bytes()))
+	have, err := Symbols(symtabtest.NewFile(t, e.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +80,7 @@ func TestSymbolsRelocatable(t *testing.T) {
 		)},
 		{Name: ".strtab", Type: elf.SHT_STRTAB, Data: str.Data},
 	}
-	have, err := Symbols(newTestFile(t, e.Bytes()))
+	have, err := Symbols(symtabtest.NewFile(t, e.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +161,7 @@ func TestSymbolsMalformed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := symtabtest.Lib(elf.ELFCLASS64, bo)
 			tc.edit(&e)
-			have, err := Symbols(newTestFile(t, e.Bytes()))
+			have, err := Symbols(symtabtest.NewFile(t, e.Bytes()))
 			var fe *elfnotes.FormatError
 			if !errors.As(err, &fe) {
 				t.Fatalf("have %v, %v; want a *FormatError", have, err)

@@ -1,7 +1,6 @@
 package symtab
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -12,15 +11,6 @@ import (
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
 )
-
-func newTestFile(t testing.TB, b []byte) *elfnotes.File {
-	t.Helper()
-	f, err := elfnotes.NewFile(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("elfnotes.NewFile: %v", err)
-	}
-	return f
-}
 
 func TestReadSynthetic(t *testing.T) {
 	const text = symtabtest.Base + symtabtest.DataOff
@@ -34,7 +24,7 @@ func TestReadSynthetic(t *testing.T) {
 		{elf.ELFCLASS32, binary.BigEndian},
 	} {
 		t.Run(fmt.Sprintf("%v/%v", tc.class, tc.order), func(t *testing.T) {
-			have, err := Read(newTestFile(t, symtabtest.Lib(tc.class, tc.order).Bytes()))
+			have, err := Read(symtabtest.NewFile(t, symtabtest.Lib(tc.class, tc.order).Bytes()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +77,7 @@ func dataLib() symtabtest.ELF {
 
 func TestReadDataSymbols(t *testing.T) {
 	const data = symtabtest.Base + symtabtest.DataOff
-	have, err := Read(newTestFile(t, dataLib().Bytes()))
+	have, err := Read(symtabtest.NewFile(t, dataLib().Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +98,7 @@ func TestReadDataSymbols(t *testing.T) {
 func TestReadNoTables(t *testing.T) {
 	e := symtabtest.ELF{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Type: elf.ET_EXEC,
 		Sections: []symtabtest.Section{{Name: ".text", Type: elf.SHT_PROGBITS, Data: make([]byte, 16)}}}
-	have, err := Read(newTestFile(t, e.Bytes()))
+	have, err := Read(symtabtest.NewFile(t, e.Bytes()))
 	if !errors.Is(err, ErrNoSymbols) || have != nil {
 		t.Errorf("have %v, %v; want nil, ErrNoSymbols", have, err)
 	}
@@ -164,7 +154,7 @@ func TestReadMalformed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := symtabtest.Lib(elf.ELFCLASS64, bo)
 			tc.edit(&e)
-			have, err := Read(newTestFile(t, e.Bytes()))
+			have, err := Read(symtabtest.NewFile(t, e.Bytes()))
 			var fe *elfnotes.FormatError
 			if !errors.As(err, &fe) {
 				t.Fatalf("have %v, %v; want a *FormatError", have, err)

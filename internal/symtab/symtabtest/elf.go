@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"github.com/usdtkit/usdtkit/elfnotes"
+	"testing"
 )
 
 const (
@@ -312,4 +314,14 @@ func Lib(class elf.Class, bo Order) ELF {
 type Order interface {
 	binary.ByteOrder
 	binary.AppendByteOrder
+}
+
+// NewFile parses b with elfnotes.NewFile and fails the test if it can't.
+func NewFile(tb testing.TB, b []byte) *elfnotes.File {
+	tb.Helper()
+	f, err := elfnotes.NewFile(bytes.NewReader(b))
+	if err != nil {
+		tb.Fatalf("elfnotes.NewFile: %v", err)
+	}
+	return f
 }
