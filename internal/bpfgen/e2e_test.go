@@ -1,14 +1,10 @@
 package bpfgen_test
 
 import (
-	"bufio"
 	"debug/elf"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,68 +18,6 @@ import (
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 )
-
-// buildTracee compiles testdata/tracee.c with gcc and flags.
-func buildTracee(tb testing.TB, flags ...string) string {
-	tb.Helper()
-	gcc := testutil.RequireTool(tb, "gcc")
-	testutil.RequireFile(tb, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
-	out := filepath.Join(tb.TempDir(), "tracee")
-	args := append(append([]string{}, flags...), "-g", "-o", out, filepath.Join("testdata", "tracee.c"))
-	if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
-		tb.Fatalf("gcc %v: %v\n%s", args, err, b)
-	}
-	return out
-}
-
-// tracee is a running testdata/tracee.c.
-type tracee struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
-}
-
-func startTracee(tb testing.TB, path string) *tracee {
-	tb.Helper()
-	cmd := exec.Command(path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return &tracee{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
-}
-
-// do sends one command and returns the lines printed before "done".
-func (tr *tracee) do(tb testing.TB, command string) []string {
-	tb.Helper()
-	if _, err := fmt.Fprintln(tr.stdin, command); err != nil {
-		tb.Fatal(err)
-	}
-	var lines []string
-	for tr.out.Scan() {
-		if tr.out.Text() == "done" {
-			return lines
-		}
-		lines = append(lines, tr.out.Text())
-	}
-	tb.Fatalf("tracee ended before answering %q: %v", command, tr.out.Err())
-	return nil
-}
-
-func (tr *tracee) pid() int { return tr.cmd.Process.Pid }
 
 // symbols returns a resolver over the symbol table of path.
 func symbols(tb testing.TB, path string) func(string) (uint64, error) {
@@ -293,24 +227,24 @@ func TestEvents(t *testing.T) {
 	for _, b := range builds {
 		for _, multi := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/multi=%v", b.name, multi), func(t *testing.T) {
-				path := buildTracee(t, b.flags...)
-				tr := startTracee(t, path)
+				path := testutil.BuildTracee(t, b.flags...)
+				tr := testutil.StartTracee(t, path)
 				s := newSession(t, path, stringArgs)
 				s.cfg.Multi = multi
-				a := s.attach(t, path, tr.pid())
+				a := s.attach(t, path, tr.PID())
 				rd, err := ringbuf.NewReader(a.coll.Maps[bpfgen.MapEvents])
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer rd.Close()
 
-				want := tr.do(t, "run 3")
+				want := tr.Do(t, "run 3")
 				evs := drain(t, &s.cfg, rd)
 				var have []string
 				for i := range evs {
 					ev := &evs[i]
-					if ev.PID != uint32(tr.pid()) || ev.TID != uint32(tr.pid()) || ev.Comm != "tracee" {
-						t.Errorf("event %d: pid %d tid %d comm %q, want %d %d tracee", i, ev.PID, ev.TID, ev.Comm, tr.pid(), tr.pid())
+					if ev.PID != uint32(tr.PID()) || ev.TID != uint32(tr.PID()) || ev.Comm != "tracee" {
+						t.Errorf("event %d: pid %d tid %d comm %q, want %d %d tracee", i, ev.PID, ev.TID, ev.Comm, tr.PID(), tr.PID())
 					}
 					if ev.Faults != 0 {
 						t.Errorf("event %d (%s): faults %#x", i, s.format(ev), ev.Faults)
@@ -341,20 +275,20 @@ func TestSemaphore(t *testing.T) {
 	testutil.RequireBPF(t)
 	for _, multi := range []bool{true, false} {
 		t.Run(fmt.Sprintf("multi=%v", multi), func(t *testing.T) {
-			path := buildTracee(t, "-O2")
-			tr := startTracee(t, path)
-			if have := tr.do(t, "sem"); !slices.Equal(have, []string{"sem disabled"}) {
+			path := testutil.BuildTracee(t, "-O2")
+			tr := testutil.StartTracee(t, path)
+			if have := tr.Do(t, "sem"); !slices.Equal(have, []string{"sem disabled"}) {
 				t.Fatalf("before attach: %q", have)
 			}
 			s := newSession(t, path, nil, "sem")
 			s.cfg.Multi = multi
-			a := s.attach(t, path, tr.pid())
+			a := s.attach(t, path, tr.PID())
 			rd, err := ringbuf.NewReader(a.coll.Maps[bpfgen.MapEvents])
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rd.Close()
-			if have := tr.do(t, "sem"); !slices.Equal(have, []string{"sem enabled", "sem 7"}) {
+			if have := tr.Do(t, "sem"); !slices.Equal(have, []string{"sem enabled", "sem 7"}) {
 				t.Fatalf("attached: %q", have)
 			}
 			evs := drain(t, &s.cfg, rd)
@@ -364,7 +298,7 @@ func TestSemaphore(t *testing.T) {
 			if err := a.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if have := tr.do(t, "sem"); !slices.Equal(have, []string{"sem disabled"}) {
+			if have := tr.Do(t, "sem"); !slices.Equal(have, []string{"sem disabled"}) {
 				t.Fatalf("after close: %q", have)
 			}
 		})
@@ -374,19 +308,19 @@ func TestSemaphore(t *testing.T) {
 // TestFilter keeps the hits of "ints" whose signed char argument is > -6.
 func TestFilter(t *testing.T) {
 	testutil.RequireBPF(t)
-	path := buildTracee(t, "-O2")
-	tr := startTracee(t, path)
+	path := testutil.BuildTracee(t, "-O2")
+	tr := testutil.StartTracee(t, path)
 	s := newSession(t, path, nil, "ints")
 	s.cfg.Multi = true
 	s.cfg.Filters = []bpfgen.Filter{{Arg: 0, Op: bpfgen.OpGt, Value: -6, Signed: true}, {Arg: 7, Op: bpfgen.OpGe, Value: -16}}
-	a := s.attach(t, path, tr.pid())
+	a := s.attach(t, path, tr.PID())
 	rd, err := ringbuf.NewReader(a.coll.Maps[bpfgen.MapEvents])
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rd.Close()
 	var want []string
-	for _, l := range tr.do(t, "run 3") {
+	for _, l := range tr.Do(t, "run 3") {
 		// c = -5-k passes only for k = 0; ul = 2^64-16+k passes all.
 		if strings.HasPrefix(l, "ints -5 ") {
 			want = append(want, l)
@@ -405,16 +339,16 @@ func TestFilter(t *testing.T) {
 // tracee printed.
 func TestAggregations(t *testing.T) {
 	testutil.RequireBPF(t)
-	path := buildTracee(t, "-O2")
+	path := testutil.BuildTracee(t, "-O2")
 	const runs = 5
 	for _, multi := range []bool{true, false} {
 		t.Run(fmt.Sprintf("count/multi=%v", multi), func(t *testing.T) {
-			tr := startTracee(t, path)
+			tr := testutil.StartTracee(t, path)
 			s := newSession(t, path, nil)
 			s.cfg.Multi, s.cfg.Mode, s.cfg.CountBy = multi, bpfgen.ModeCount, bpfgen.CountPID|bpfgen.CountComm
-			a := s.attach(t, path, tr.pid())
+			a := s.attach(t, path, tr.PID())
 			want := map[string]uint64{}
-			for _, l := range tr.do(t, fmt.Sprintf("run %d", runs)) {
+			for _, l := range tr.Do(t, fmt.Sprintf("run %d", runs)) {
 				want[strings.Fields(l)[0]]++
 			}
 			counts, err := bpfgen.ReadCounts(a.coll.Maps[bpfgen.MapCounts])
@@ -423,8 +357,8 @@ func TestAggregations(t *testing.T) {
 			}
 			have := map[string]uint64{}
 			for _, c := range counts {
-				if c.PID != uint32(tr.pid()) || c.Comm != "tracee" {
-					t.Errorf("entry %+v: want pid %d comm tracee", c, tr.pid())
+				if c.PID != uint32(tr.PID()) || c.Comm != "tracee" {
+					t.Errorf("entry %+v: want pid %d comm tracee", c, tr.PID())
 				}
 				have[s.names[c.Probe]] += c.Count
 			}
@@ -433,14 +367,14 @@ func TestAggregations(t *testing.T) {
 			}
 		})
 		t.Run(fmt.Sprintf("hist/multi=%v", multi), func(t *testing.T) {
-			tr := startTracee(t, path)
+			tr := testutil.StartTracee(t, path)
 			s := newSession(t, path, nil, "ints")
 			s.cfg.Multi, s.cfg.Mode = multi, bpfgen.ModeHist
 			for arg := range 8 {
 				s.cfg.HistArg = arg
-				a := s.attach(t, path, tr.pid())
+				a := s.attach(t, path, tr.PID())
 				want := make([]uint64, bpfgen.HistBuckets)
-				for _, l := range tr.do(t, fmt.Sprintf("run %d", runs)) {
+				for _, l := range tr.Do(t, fmt.Sprintf("run %d", runs)) {
 					if v := strings.Fields(l); v[0] == "ints" {
 						signed := strings.HasPrefix(v[1+arg], "-") || arg < 4
 						want[bpfgen.HistBucket(parseValue(t, v[1+arg]), signed)]++
@@ -457,12 +391,12 @@ func TestAggregations(t *testing.T) {
 			}
 		})
 		t.Run(fmt.Sprintf("latency/multi=%v", multi), func(t *testing.T) {
-			tr := startTracee(t, path)
+			tr := testutil.StartTracee(t, path)
 			s := newSession(t, path, nil, "ints", "consts")
 			s.cfg.Multi, s.cfg.Mode = multi, bpfgen.ModeLatency
 			s.cfg.LatencyStart, s.cfg.LatencyDone = s.probe("ints"), s.probe("consts")
-			a := s.attach(t, path, tr.pid())
-			tr.do(t, fmt.Sprintf("run %d", runs))
+			a := s.attach(t, path, tr.PID())
+			tr.Do(t, fmt.Sprintf("run %d", runs))
 			hist, err := bpfgen.ReadHist(a.coll.Maps[bpfgen.MapHist])
 			if err != nil {
 				t.Fatal(err)
