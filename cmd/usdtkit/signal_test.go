@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// TestTraceSignals runs the real binary and ends a trace with SIGTERM and
+// with SIGINT: each time it detaches, reports the events and losses, and
+// exits 0.
+func TestTraceSignals(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := filepath.Join(t.TempDir(), "usdtkit")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	py := startPyScript(t, 1)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			testutil.DefaultSIGINTForChildren()
+			cmd := exec.Command(bin, "trace", "-p", strconv.Itoa(py.cmd.Process.Pid), "usdt::python:line")
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			sc := bufio.NewScanner(stderr)
+			if !sc.Scan() || !strings.HasPrefix(sc.Text(), "Tracing ") {
+				t.Fatalf("first line %q, want Tracing ...", sc.Text())
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			var rest []string
+			for sc.Scan() {
+				rest = append(rest, sc.Text())
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("exit after %v: %v", sig, err)
+			}
+			if len(rest) != 1 || !strings.HasSuffix(rest[0], " lost.") {
+				t.Errorf("after %v stderr %q, want one line with the events and losses", sig, rest)
+			}
+		})
+	}
+}
+
+// TestTraceNotRoot runs the real binary as nobody: tracing fails with one
+// sentence that says what privileges it needs, and exit status 1.
+func TestTraceNotRoot(t *testing.T) {
+	testutil.RequireRoot(t)
+	// nobody must reach the binary: t.TempDir and its parent are 0700.
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "usdtkit")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "trace", "-d", "1s", "usdt:"+testutil.Python311+":python:line")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	lines := nonEmptyLines(string(out))
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || len(lines) != 1 || !strings.Contains(lines[0], "tracing needs root, or CAP_BPF and CAP_PERFMON") {
+		t.Errorf("as nobody: %v, output %q; want exit 1 and one line saying tracing needs root", err, out)
+	}
+}
