@@ -9,6 +9,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/launch"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/symtab"
 )
@@ -85,6 +86,7 @@ type TraceOptions struct {
 type Tracer struct {
 	sess  *session.Session
 	names []string
+	pid   int
 	// signed[id] has bit i set when argument i of probe id is signed (per
 	// its first location).
 	signed []uint16
@@ -199,6 +201,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		return nil, err
 	}
 	t.sess = sess
+	t.pid = opts.PID
 	return t, nil
 }
 
@@ -296,6 +299,49 @@ func (t *Tracer) Multi() bool { return t.sess.Multi() }
 // Read waits for the next event (ModeEvents) and decodes it into ev, which
 // it reuses. It returns ctx.Err() when ctx is done and ErrClosed after Close.
 func (t *Tracer) Read(ctx context.Context, ev *Event) error { return t.sess.Read(ctx, ev) }
+
+// Run reads events (ModeEvents) and calls fn for each until ctx is done or
+// the traced process (TraceOptions.PID) exits, then detaches and calls fn for every event still in the ring buffer, so
+// that nothing delivered is lost. In the aggregating modes it waits for ctx
+// and detaches. It returns the first error of fn or of reading; ctx's end is
+// not an error. Aggregations and Lost can be read after Run returns.
+func (t *Tracer) Run(ctx context.Context, fn func(*Event) error) error {
+	if t.pid != 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan struct{})
+		defer func() { cancel(); <-done }()
+		go func() {
+			defer close(done)
+			launch.WaitExit(ctx, t.pid)
+			cancel()
+		}()
+	}
+	if t.sess.Config().Mode == ModeEvents {
+		var ev Event
+		for {
+			err := t.Read(ctx, &ev)
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+			if err != nil {
+				t.Detach()
+				return err
+			}
+			if err := fn(&ev); err != nil {
+				t.Detach()
+				return err
+			}
+		}
+	} else {
+		<-ctx.Done()
+	}
+	if err := t.Detach(); err != nil {
+		return err
+	}
+	return t.Drain(fn)
+}
 
 // Detach stops the probes; events already delivered can still be drained
 // and aggregations read.

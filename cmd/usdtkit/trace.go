@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -144,41 +143,13 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		if err := proc.Resume(); err != nil {
 			return err
 		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		go func() { proc.Cmd.Wait(); cancel() }()
-	} else if o.pid != 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		go func() { launch.WaitExit(ctx, o.pid); cancel() }()
+		// Reap the command; Run ends when it exits.
+		go proc.Cmd.Wait()
 	}
 
 	out := newEventWriter(cmd.OutOrStdout(), t, o.output, formats)
 	var n uint64
-	if topts.Mode == sdt.ModeEvents {
-		var ev sdt.Event
-		for {
-			err := t.Read(ctx, &ev)
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			n++
-			if err := out.write(&ev); err != nil {
-				return err
-			}
-		}
-	} else {
-		<-ctx.Done()
-	}
-	if err := t.Detach(); err != nil {
-		return err
-	}
-	if err := t.Drain(func(ev *sdt.Event) error { n++; return out.write(ev) }); err != nil {
+	if err := t.Run(ctx, func(ev *sdt.Event) error { n++; return out.write(ev) }); err != nil {
 		return err
 	}
 	if err := out.flush(); err != nil {
