@@ -62,6 +62,12 @@ type BuildProg struct {
 	Flags    elf.ProgFlag
 	Align    uint64
 	Sections []string
+	// Headers extends the segment down to the start of the file, so that
+	// it also covers the ELF header and the program headers, as the first
+	// PT_LOAD of a shared object does: Off is 0 and Vaddr is the first
+	// section's address minus its file offset, which must not be negative.
+	// It needs at least one section.
+	Headers bool
 }
 
 // ErrBuild is wrapped by [Builder.Bytes] when the description is
@@ -133,6 +139,9 @@ func (b *Builder) Bytes() ([]byte, error) {
 		}
 		if p.Align&(p.Align-1) != 0 || !fits(p.Align) {
 			return nil, fmt.Errorf("segment %d: bad alignment %d: %w", i, p.Align, ErrBuild)
+		}
+		if p.Headers && spans[i].first < 0 {
+			return nil, fmt.Errorf("segment %d: Headers without sections: %w", i, ErrBuild)
 		}
 		if p.Type == elf.PT_LOAD && spans[i].first >= 0 && p.Align > 1 {
 			loadAlign[spans[i].first] = max(loadAlign[spans[i].first], p.Align)
@@ -214,6 +223,13 @@ func (b *Builder) Bytes() ([]byte, error) {
 		var poff, vaddr, filesz, memsz uint64
 		if sp := spans[i]; sp.first >= 0 {
 			poff, vaddr = offsets[sp.first], secs[sp.first].Addr
+			if pr.Headers {
+				if vaddr < poff {
+					return nil, fmt.Errorf("segment %d: first section %q at address %#x below its offset %#x: %w",
+						i, secs[sp.first].Name, vaddr, poff, ErrBuild)
+				}
+				poff, vaddr = 0, vaddr-poff
+			}
 			for k := sp.first; k <= sp.last; k++ {
 				if secs[k].Type != elf.SHT_NOBITS {
 					filesz = offsets[k] + sizes[k] - poff

@@ -225,12 +225,20 @@ func pad4(dst []byte, n int) []byte {
 }
 
 func appendUint32(dst []byte, order binary.ByteOrder, v uint32) []byte {
+	// binary.LittleEndian and BigEndian append without the temporary
+	// array, which escapes through the interface call below.
+	if ao, ok := order.(binary.AppendByteOrder); ok {
+		return ao.AppendUint32(dst, v)
+	}
 	var b [4]byte
 	order.PutUint32(b[:], v)
 	return append(dst, b[:]...)
 }
 
 func appendUint64(dst []byte, order binary.ByteOrder, v uint64) []byte {
+	if ao, ok := order.(binary.AppendByteOrder); ok {
+		return ao.AppendUint64(dst, v)
+	}
 	var b [8]byte
 	order.PutUint64(b[:], v)
 	return append(dst, b[:]...)

@@ -1,0 +1,345 @@
+package dynsdt
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
+)
+
+// Object is a built shared object (ET_DYN, linked at address 0) holding one
+// provider's probes; see "The shared object" in the package documentation
+// for its layout. It is plain data: Build returns a new one each time, and
+// nothing else refers to its slices.
+type Object struct {
+	Machine elf.Machine
+	// Bytes is the whole file.
+	Bytes []byte
+	// Stubs holds, per probe in spec order, the address of its stub. In
+	// this object an address equals its file offset. The probe site is the
+	// stub's first byte, which is also the function's entry.
+	Stubs []uint64
+	// Semaphores holds, per probe in spec order, the address of its 2-byte
+	// semaphore, inside the writable segment.
+	Semaphores []uint64
+	// Segments are the PT_LOAD segments in file order: read-only (headers,
+	// dynamic symbols, .stapsdt.base), read+execute (.text) and read+write
+	// (.dynamic, .probes).
+	Segments []Segment
+}
+
+// Segment is one PT_LOAD segment of an Object, as the loader maps it: Filesz
+// bytes of the file from Off at Vaddr (relative to the load base), Memsz
+// bytes in all, with protection Prot.
+type Segment struct {
+	Off, Vaddr, Filesz, Memsz, Align uint64
+	// Prot holds the unix.PROT_READ, PROT_WRITE and PROT_EXEC bits that
+	// the segment's p_flags ask for.
+	Prot int
+}
+
+// ErrUnsupportedMachine is wrapped by Build's error for an ELF machine it
+// cannot write stubs and argument specs for (only EM_X86_64 and EM_AARCH64).
+var ErrUnsupportedMachine = errors.New("unsupported machine")
+
+// SemaphoreSymbol returns the name of the dynamic symbol of a probe's
+// semaphore, "<provider>_<probe>_semaphore", the name sys/sdt.h gives it.
+func SemaphoreSymbol(provider, probe string) string {
+	return provider + "_" + probe + "_semaphore"
+}
+
+// SOName returns the DT_SONAME of the object Build writes for provider:
+// "<provider>.so", the file name usdtkit gen writes it to.
+func SOName(provider string) string { return provider + ".so" }
+
+// machine holds what differs between target architectures.
+type machine struct {
+	// page is the PT_LOAD alignment and the boundary each PT_LOAD starts
+	// on, so that each can be mapped on its own.
+	page uint64
+	// stub is the code of one stub: the probe site, then a return.
+	stub []byte
+	// fill pads the stub to stubAlign.
+	fill byte
+	// appendArg appends the spec of argument i (from 0) of type t.
+	appendArg func(dst []byte, i int, t ArgType) []byte
+}
+
+func lookupMachine(m elf.Machine) (*machine, bool) {
+	switch m {
+	case elf.EM_X86_64:
+		return &machineX86, true
+	case elf.EM_AARCH64:
+		return &machineAArch64, true
+	}
+	return nil, false
+}
+
+// stubAlign is the distance between stubs, the usual function alignment.
+const stubAlign = 16
+
+// Section indexes in the file: elfnotes.Builder gives Sections[i] index
+// i+1. The order is that of the sections slice in Build.
+const (
+	secHash = 1 + iota
+	secDynsym
+	secDynstr
+	secBase
+	secText
+	secDynamic
+	secProbes
+	secNote
+)
+
+// sizes of ELF64 structures.
+const (
+	ehdrSize = 64
+	phdrSize = 56
+	symSize  = 24 // Elf64_Sym
+	dynSize  = 16 // Elf64_Dyn
+	numProgs = 5  // PT_LOAD ×3, PT_DYNAMIC, PT_GNU_STACK
+)
+
+// Build validates p and writes its shared object for machine m (EM_X86_64
+// or EM_AARCH64), in time linear in the number of probes and the length of
+// their names.
+//
+// Errors wrap ErrSpec for an invalid spec (see ProviderSpec.Validate), a
+// provider without probes, or a probe named like another probe's semaphore
+// symbol; and ErrUnsupportedMachine for another m.
+func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
+	if p == nil {
+		return nil, fmt.Errorf("nil provider spec: %w", ErrSpec)
+	}
+	mach, ok := lookupMachine(m)
+	if !ok {
+		return nil, fmt.Errorf("build provider %s for %v: %w", p.Name, m, ErrUnsupportedMachine)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	n := len(p.Probes)
+	if n == 0 {
+		return nil, fmt.Errorf("provider %s has no probes: %w", p.Name, ErrSpec)
+	}
+	if err := checkSymbolClash(p); err != nil {
+		return nil, err
+	}
+	bo := binary.LittleEndian
+
+	// .dynstr: the soname, then per probe its stub's and its semaphore's
+	// symbol names. nameOff[2i] and nameOff[2i+1] are their offsets.
+	soname := SOName(p.Name)
+	strsz := 1 + len(soname) + 1
+	for _, pr := range p.Probes {
+		strsz += len(pr.Name) + 1 + len(p.Name) + 1 + len(pr.Name) + len("__semaphore") + 1
+	}
+	dynstr := make([]byte, 1, strsz)
+	dynstr = append(append(dynstr, soname...), 0)
+	nameOff := make([]uint32, 2*n)
+	for i, pr := range p.Probes {
+		nameOff[2*i] = uint32(len(dynstr))
+		dynstr = append(append(dynstr, pr.Name...), 0)
+		nameOff[2*i+1] = uint32(len(dynstr))
+		dynstr = append(append(append(append(append(dynstr, p.Name...), '_'), pr.Name...), "_semaphore"...), 0)
+	}
+
+	// Layout: every allocated section's address is its file offset, and
+	// each PT_LOAD starts on a page boundary. These are the rules by which
+	// elfnotes.Builder places sections (each at its alignment, the first
+	// of a PT_LOAD at an offset congruent to its address), so the Builder
+	// puts every section exactly where we say.
+	nsym := 1 + 2*n
+	nbucket := nsym/2 + 1
+	hashSize := uint64(4 * (2 + nbucket + nsym))
+	off := uint64(ehdrSize + numProgs*phdrSize)
+	hashAddr := alignUp(off, 8)
+	dynsymAddr := alignUp(hashAddr+hashSize, 8)
+	dynstrAddr := dynsymAddr + uint64(nsym*symSize)
+	baseAddr := dynstrAddr + uint64(len(dynstr))
+	rEnd := baseAddr + 1
+	textAddr := alignUp(rEnd, mach.page)
+	textSize := uint64(n * stubAlign)
+	dynamicAddr := alignUp(textAddr+textSize, mach.page)
+	const numDyn = 7
+	probesAddr := dynamicAddr + numDyn*dynSize
+	probesSize := uint64(2 * n)
+
+	obj := &Object{
+		Machine:    m,
+		Stubs:      make([]uint64, n),
+		Semaphores: make([]uint64, n),
+		Segments: []Segment{
+			{Off: 0, Vaddr: 0, Filesz: rEnd, Memsz: rEnd, Align: mach.page, Prot: unix.PROT_READ},
+			{Off: textAddr, Vaddr: textAddr, Filesz: textSize, Memsz: textSize, Align: mach.page, Prot: unix.PROT_READ | unix.PROT_EXEC},
+			{Off: dynamicAddr, Vaddr: dynamicAddr, Filesz: probesAddr + probesSize - dynamicAddr,
+				Memsz: probesAddr + probesSize - dynamicAddr, Align: mach.page, Prot: unix.PROT_READ | unix.PROT_WRITE},
+		},
+	}
+
+	text := make([]byte, textSize)
+	for i := range p.Probes {
+		s := text[i*stubAlign : (i+1)*stubAlign]
+		for j := copy(s, mach.stub); j < len(s); j++ {
+			s[j] = mach.fill
+		}
+		obj.Stubs[i] = textAddr + uint64(i*stubAlign)
+		obj.Semaphores[i] = probesAddr + uint64(2*i)
+	}
+
+	// .dynsym: the null symbol, then per probe the stub (FUNC) and the
+	// semaphore (OBJECT), all GLOBAL with default visibility.
+	dynsym := make([]byte, nsym*symSize)
+	for i := range p.Probes {
+		putSym(dynsym[(1+2*i)*symSize:], nameOff[2*i], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(mach.stub)))
+		putSym(dynsym[(2+2*i)*symSize:], nameOff[2*i+1], elf.STT_OBJECT, secProbes, obj.Semaphores[i], 2)
+	}
+
+	hash := make([]byte, hashSize)
+	bo.PutUint32(hash, uint32(nbucket))
+	bo.PutUint32(hash[4:], uint32(nsym))
+	buckets, chains := hash[8:8+4*nbucket], hash[8+4*nbucket:]
+	// Insert from the last symbol down so that each chain lists symbols
+	// in index order; any order is valid, this one is stable.
+	for sym := nsym - 1; sym >= 1; sym-- {
+		no := nameOff[sym-1]
+		b := int(sysvHash(dynstr[no:])%uint32(nbucket)) * 4
+		copy(chains[4*sym:], buckets[b:b+4])
+		bo.PutUint32(buckets[b:], uint32(sym))
+	}
+
+	dynamic := make([]byte, 0, numDyn*dynSize)
+	for _, d := range [numDyn][2]uint64{
+		{uint64(elf.DT_HASH), hashAddr},
+		{uint64(elf.DT_STRTAB), dynstrAddr},
+		{uint64(elf.DT_SYMTAB), dynsymAddr},
+		{uint64(elf.DT_STRSZ), uint64(len(dynstr))},
+		{uint64(elf.DT_SYMENT), symSize},
+		{uint64(elf.DT_SONAME), 1},
+		{uint64(elf.DT_NULL), 0},
+	} {
+		dynamic = bo.AppendUint64(bo.AppendUint64(dynamic, d[0]), d[1])
+	}
+
+	// .note.stapsdt: one NT_STAPSDT note per probe, in spec order.
+	var notes, desc, args []byte
+	for i, pr := range p.Probes {
+		args = args[:0]
+		for j, t := range pr.Args {
+			if j > 0 {
+				args = append(args, ' ')
+			}
+			args = mach.appendArg(args, j, t)
+		}
+		desc = elfnotes.Stapsdt{
+			PC:        obj.Stubs[i],
+			Base:      baseAddr,
+			Semaphore: obj.Semaphores[i],
+			Provider:  p.Name,
+			Name:      pr.Name,
+			Args:      string(args),
+		}.AppendDesc(desc[:0], elf.ELFCLASS64, bo)
+		if i == 0 {
+			// All notes are about the same size; one allocation.
+			notes = make([]byte, 0, n*(12+len(elfnotes.OwnerStapsdt)+1+len(desc)+8))
+		}
+		notes = elfnotes.AppendNote(notes, bo, elfnotes.OwnerStapsdt, elfnotes.NTStapsdt, desc)
+	}
+
+	b := elfnotes.Builder{
+		Class:   elf.ELFCLASS64,
+		Data:    elf.ELFDATA2LSB,
+		Type:    elf.ET_DYN,
+		Machine: m,
+		Sections: []elfnotes.BuildSection{
+			secHash - 1: {Name: ".hash", Type: elf.SHT_HASH, Flags: elf.SHF_ALLOC, Addr: hashAddr, Align: 8, Link: secDynsym, Entsize: 4, Data: hash},
+			secDynsym - 1: {Name: ".dynsym", Type: elf.SHT_DYNSYM, Flags: elf.SHF_ALLOC, Addr: dynsymAddr, Align: 8, Link: secDynstr,
+				Info: 1 /* index of the first non-local symbol */, Entsize: symSize, Data: dynsym},
+			secDynstr - 1:  {Name: ".dynstr", Type: elf.SHT_STRTAB, Flags: elf.SHF_ALLOC, Addr: dynstrAddr, Align: 1, Data: dynstr},
+			secBase - 1:    {Name: elfnotes.StapsdtBaseSection, Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Addr: baseAddr, Align: 1, Data: []byte{0}},
+			secText - 1:    {Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addr: textAddr, Align: stubAlign, Data: text},
+			secDynamic - 1: {Name: ".dynamic", Type: elf.SHT_DYNAMIC, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: dynamicAddr, Align: 8, Link: secDynstr, Entsize: dynSize, Data: dynamic},
+			secProbes - 1:  {Name: ".probes", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: probesAddr, Align: 2, Data: make([]byte, probesSize)},
+			// Not allocated, as sys/sdt.h makes it: tracers read it from
+			// the file.
+			secNote - 1: {Name: ".note.stapsdt", Type: elf.SHT_NOTE, Align: 4, Data: notes},
+		},
+		Progs: []elfnotes.BuildProg{
+			{Type: elf.PT_LOAD, Flags: elf.PF_R, Align: mach.page, Sections: []string{".hash", ".dynsym", ".dynstr", elfnotes.StapsdtBaseSection}, Headers: true},
+			{Type: elf.PT_LOAD, Flags: elf.PF_R | elf.PF_X, Align: mach.page, Sections: []string{".text"}},
+			{Type: elf.PT_LOAD, Flags: elf.PF_R | elf.PF_W, Align: mach.page, Sections: []string{".dynamic", ".probes"}},
+			{Type: elf.PT_DYNAMIC, Flags: elf.PF_R | elf.PF_W, Align: 8, Sections: []string{".dynamic"}},
+			// Without it glibc assumes the object needs an executable
+			// stack, which glibc 2.41+ refuses to dlopen.
+			{Type: elf.PT_GNU_STACK, Flags: elf.PF_R | elf.PF_W, Align: 16},
+		},
+	}
+	out, err := b.Bytes()
+	if err != nil {
+		// Our description is consistent by construction.
+		return nil, fmt.Errorf("build provider %s: %w", p.Name, err)
+	}
+	obj.Bytes = out
+	return obj, nil
+}
+
+// checkSymbolClash rejects a probe whose stub symbol would have the name of
+// another probe's semaphore symbol: dlsym could find only one of them.
+func checkSymbolClash(p *ProviderSpec) error {
+	prefix := p.Name + "_"
+	var names map[string]bool
+	for _, pr := range p.Probes {
+		mid, ok := strings.CutPrefix(pr.Name, prefix)
+		if !ok {
+			continue
+		}
+		mid, ok = strings.CutSuffix(mid, "_semaphore")
+		if !ok {
+			continue
+		}
+		if names == nil {
+			names = make(map[string]bool, len(p.Probes))
+			for _, q := range p.Probes {
+				names[q.Name] = true
+			}
+		}
+		if names[mid] {
+			return fmt.Errorf("provider %s: probe %s has the name of probe %s's semaphore symbol: %w", p.Name, pr.Name, mid, ErrSpec)
+		}
+	}
+	return nil
+}
+
+// putSym writes one Elf64_Sym of a GLOBAL symbol with default visibility.
+func putSym(b []byte, name uint32, typ elf.SymType, shndx uint16, value, size uint64) {
+	bo := binary.LittleEndian
+	bo.PutUint32(b, name)
+	b[4] = byte(elf.STB_GLOBAL)<<4 | byte(typ)
+	b[5] = byte(elf.STV_DEFAULT)
+	bo.PutUint16(b[6:], shndx)
+	bo.PutUint64(b[8:], value)
+	bo.PutUint64(b[16:], size)
+}
+
+// sysvHash is the System V ABI's ELF hash function (gABI "Hash Table") of
+// the NUL-terminated name at the start of s.
+func sysvHash(s []byte) uint32 {
+	var h uint32
+	for _, c := range s {
+		if c == 0 {
+			break
+		}
+		h = h<<4 + uint32(c)
+		g := h & 0xf0000000
+		h ^= g >> 24
+		h &^= g
+	}
+	return h
+}
+
+func alignUp(v, a uint64) uint64 { return (v + a - 1) &^ (a - 1) }

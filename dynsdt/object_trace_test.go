@@ -1,0 +1,180 @@
+package dynsdt_test
+
+import (
+	"bufio"
+	"context"
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/sdt"
+)
+
+func hostIs(m elf.Machine) bool {
+	switch runtime.GOARCH {
+	case "amd64":
+		return m == elf.EM_X86_64
+	case "arm64":
+		return m == elf.EM_AARCH64
+	}
+	return false
+}
+
+// traceScript loads the object named by argv[1] with ctypes and, per line
+// on stdin, prints the semaphore of probe all ("sem") or fires both probes
+// with the arguments of TestBuildTrace ("fire").
+const traceScript = `
+import ctypes, sys
+from ctypes import *
+l = CDLL(sys.argv[1])
+l.all.argtypes = [c_int8, c_int16, c_int32, c_int64, c_uint8, c_uint16,
+                  c_uint32, c_uint64, c_bool, c_void_p, c_char_p, c_int32]
+l.all.restype = None
+l.pair.argtypes = [c_char_p, c_int64]
+l.pair.restype = None
+sem = c_uint16.in_dll(l, "dyntest_all_semaphore")
+print("ready", flush=True)
+for line in sys.stdin:
+    if line == "sem\n":
+        print(sem.value, flush=True)
+    elif line == "fire\n":
+        l.all(-5, -300, -70000, -(1 << 40), 200, 60000, 4000000000, (1 << 64) - 1,
+              True, 0x1234, b"hello", -7)
+        l.pair(b"in a register", -2)
+        print("fired", flush=True)
+`
+
+// TestBuildTrace traces an object that Python loads with ctypes: integers
+// of every size (with negative values), a bool, a pointer and strings, in
+// registers and on the stack, arrive as fired; the semaphore is 0 before
+// the tracer attaches, non-zero while it is attached, 0 after.
+func TestBuildTrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	if !hostIs(elf.EM_X86_64) {
+		t.Skip("the test fires from x86-64 Python")
+	}
+	python := testutil.RequireFile(t, "/usr/bin/python3.11")
+	spec := &dynsdt.ProviderSpec{Name: "dyntest", Probes: []dynsdt.ProbeSpec{
+		{Name: "all", Args: []dynsdt.ArgType{dynsdt.Int8, dynsdt.Int16, dynsdt.Int32, dynsdt.Int64, dynsdt.Uint8, dynsdt.Uint16,
+			dynsdt.Uint32, dynsdt.Uint64, dynsdt.Bool, dynsdt.Pointer, dynsdt.String, dynsdt.Int32}},
+		{Name: "pair", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int64}},
+	}}
+	path, _ := writeObject(t, spec, elf.EM_X86_64)
+	py := startPython(t, python, traceScript, path)
+	if have := py.do(t, "sem"); have != "0" {
+		t.Fatalf("semaphore before attaching: have %s, want 0", have)
+	}
+
+	probes, err := sdt.List(&sdt.ListOptions{Paths: []string{path}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := sdt.Trace(&sdt.TraceOptions{
+		Probes:          probes,
+		PID:             py.cmd.Process.Pid,
+		ProbeStringArgs: map[string]uint16{"dyntest:all": 1 << 10, "dyntest:pair": 1 << 0},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	if len(tr.Warnings) > 0 {
+		t.Errorf("warnings: %v", tr.Warnings)
+	}
+	if have := py.do(t, "sem"); have == "0" {
+		t.Error("semaphore while attached: have 0, want non-zero")
+	}
+	if have := py.do(t, "fire"); have != "fired" {
+		t.Fatalf("fire: have %q", have)
+	}
+
+	neg := func(v int64) uint64 { return uint64(v) }
+	want := []string{
+		fmt.Sprint("dyntest:all", []uint64{neg(-5), neg(-300), neg(-70000), neg(-1 << 40), 200, 60000, 4000000000, 1<<64 - 1, 1, 0x1234}, " hello ", neg(-7)),
+		fmt.Sprint("dyntest:pair in a register ", neg(-2)),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var have []string
+	for range want {
+		var ev sdt.Event
+		if err := tr.Read(ctx, &ev); err != nil {
+			t.Fatalf("read: %v (have %q)", err, have)
+		}
+		if ev.Faults != 0 {
+			t.Errorf("%s: faults %#b", tr.ProbeName(ev.Probe), ev.Faults)
+		}
+		switch name := tr.ProbeName(ev.Probe); name {
+		case "dyntest:all":
+			have = append(have, fmt.Sprint(name, ev.Args[:10], " ", ev.Strings[10], " ", ev.Args[11]))
+		default:
+			have = append(have, fmt.Sprint(name, " ", ev.Strings[0], " ", ev.Args[1]))
+		}
+	}
+	if !slices.Equal(have, want) {
+		t.Errorf("events:\nhave %q\nwant %q", have, want)
+	}
+
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if have := py.do(t, "sem"); have != "0" {
+		t.Errorf("semaphore after detaching: have %s, want 0", have)
+	}
+}
+
+type pythonProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+}
+
+// startPython runs script with args and waits for its "ready" line; the
+// process is killed when the test ends.
+func startPython(t *testing.T, python, script string, args ...string) *pythonProc {
+	t.Helper()
+	cmd := exec.Command(python, append([]string{"-c", script}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	p := &pythonProc{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	if !p.out.Scan() || p.out.Text() != "ready" {
+		t.Fatalf("python did not start: %q %v", p.out.Text(), p.out.Err())
+	}
+	return p
+}
+
+// do sends one command and returns the line it printed.
+func (p *pythonProc) do(t *testing.T, command string) string {
+	t.Helper()
+	if _, err := fmt.Fprintln(p.stdin, command); err != nil {
+		t.Fatal(err)
+	}
+	if !p.out.Scan() {
+		t.Fatalf("%s: no answer: %v", command, p.out.Err())
+	}
+	return strings.TrimSpace(p.out.Text())
+}

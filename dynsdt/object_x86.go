@@ -1,0 +1,60 @@
+package dynsdt
+
+import "strconv"
+
+// machineX86 is x86-64: 4 KiB pages, the stub "nop5; ret", arguments in
+// the System V AMD64 ABI's registers rdi, rsi, rdx, rcx, r8, r9, then on
+// the stack.
+var machineX86 = machine{
+	page: 0x1000,
+	// 0f 1f 44 00 00 is "nopl 0x0(%rax,%rax,1)", the 5-byte nop that Linux
+	// 6.18 (uprobe optimization, arch/x86/kernel/uprobes.c) rewrites into a
+	// call to its uprobe trampoline instead of trapping on int3 at every
+	// hit; c3 is ret.
+	stub:      []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3},
+	fill:      0xcc, // int3, as linkers pad code
+	appendArg: appendArgX86,
+}
+
+// regsX86 are the integer argument registers by size: 8, 4, 2 and 1
+// bytes, the alias a tracer reads the argument's Size bytes from.
+var regsX86 = [6][4]string{
+	{"rdi", "edi", "di", "dil"},
+	{"rsi", "esi", "si", "sil"},
+	{"rdx", "edx", "dx", "dl"},
+	{"rcx", "ecx", "cx", "cl"},
+	{"r8", "r8d", "r8w", "r8b"},
+	{"r9", "r9d", "r9w", "r9b"},
+}
+
+// appendArgX86 appends the spec of argument i at the stub's entry: "-4@%edi"
+// for an int32 in the first register, "8@16(%rsp)" for the 8th argument.
+// At the entry 0(%rsp) holds the return address and stack arguments follow
+// in 8-byte slots, each value in its slot's low bytes.
+func appendArgX86(dst []byte, i int, t ArgType) []byte {
+	dst = appendSizePrefix(dst, t)
+	if i < len(regsX86) {
+		var alias int
+		switch t.Size() {
+		case 8:
+			alias = 0
+		case 4:
+			alias = 1
+		case 2:
+			alias = 2
+		default:
+			alias = 3
+		}
+		return append(append(dst, '%'), regsX86[i][alias]...)
+	}
+	dst = strconv.AppendInt(dst, int64(8*(i-len(regsX86)+1)), 10)
+	return append(dst, "(%rsp)"...)
+}
+
+// appendSizePrefix appends "[-]N@" for t.
+func appendSizePrefix(dst []byte, t ArgType) []byte {
+	if t.Signed() {
+		dst = append(dst, '-')
+	}
+	return append(strconv.AppendInt(dst, int64(t.Size()), 10), '@')
+}
