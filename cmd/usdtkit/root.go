@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newListCmd())
 	root.AddCommand(newTraceCmd())
 	root.AddCommand(newDoctorCmd())
+	root.AddCommand(newGenCmd())
 	return root
 }
 

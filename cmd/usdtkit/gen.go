@@ -1,0 +1,121 @@
+package main
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/usdtkit/usdtkit/dynsdt"
+)
+
+type genOptions struct {
+	dir      string
+	pkg      string
+	provider string
+	probes   []string
+	arch     string
+}
+
+func newGenCmd() *cobra.Command {
+	var o genOptions
+	cmd := &cobra.Command{
+		Use:   "gen -o DIR (FILE.d | --provider NAME --probe NAME:TYPES...)",
+		Short: "Generate a shared object, C header and Go file that give a program USDT probes",
+		Long: `Generate, for each provider of a DTrace provider file (or of the one
+declared with --provider and --probe), three files in DIR:
+
+  PROVIDER.so  a shared object holding the probes; calling its function
+               request__start fires probe PROVIDER:request__start. It needs
+               only the C library: dlopen it from any language's FFI.
+  PROVIDER.h   C prototypes, semaphores and PROVIDER_PROBE_ENABLED() macros
+  PROVIDER.go  typed Go functions using the dynsdt runtime (no cgo), for
+               go:generate: RequestStart(arg0 string, arg1 int32), Load, Close
+
+FILE.d declares probes by C types: provider myapp { probe request__start(char *, int); };
+--probe takes NAME:TYPE,TYPE with types int8..int64, uint8..uint64, bool,
+pointer, string and bytes.`,
+		Example: `  usdtkit gen -o probes myapp.d
+  usdtkit gen -o . --provider myapp --probe 'request__start:string,int64' --probe 'request__done:int64'
+  //go:generate usdtkit gen -o . --package probes myapp.d`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runGen(cmd, &o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.dir, "output", "o", ".", "directory to write the files to (created if missing)")
+	f.StringVar(&o.pkg, "package", "", "package name of the Go file (default: the provider's name)")
+	f.StringVar(&o.provider, "provider", "", "name of the provider declared with --probe")
+	f.StringArrayVar(&o.probes, "probe", nil, "declare a probe, NAME:TYPE,TYPE,...; repeatable")
+	f.StringVar(&o.arch, "arch", "", "architecture of the shared object: amd64 or arm64 (default: this machine's)")
+	return cmd
+}
+
+var genArchs = map[string]elf.Machine{"": elf.EM_NONE, "amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+func runGen(cmd *cobra.Command, o *genOptions, args []string) error {
+	machine, ok := genArchs[o.arch]
+	if !ok {
+		return fmt.Errorf("--arch %q: want amd64 or arm64", o.arch)
+	}
+	provs, err := genProviders(o, args)
+	if err != nil {
+		return err
+	}
+	if o.pkg != "" && len(provs) > 1 {
+		return fmt.Errorf("--package names one Go package, but %s declares %d providers", args[0], len(provs))
+	}
+	var files []dynsdt.GeneratedFile
+	for i := range provs {
+		fs, err := dynsdt.GenerateFiles(&provs[i], &dynsdt.GenerateOptions{Package: o.pkg, Machine: machine})
+		if err != nil {
+			return fmt.Errorf("provider %s: %w", provs[i].Name, err)
+		}
+		files = append(files, fs...)
+	}
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		path := filepath.Join(o.dir, f.Name)
+		if err := os.WriteFile(path, f.Data, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), path)
+	}
+	return nil
+}
+
+// genProviders returns the providers of the .d file in args, or the one
+// declared by --provider and --probe.
+func genProviders(o *genOptions, args []string) ([]dynsdt.ProviderSpec, error) {
+	if len(args) == 1 {
+		if o.provider != "" || len(o.probes) > 0 {
+			return nil, fmt.Errorf("give a .d file or --provider and --probe, not both")
+		}
+		f, err := os.Open(args[0])
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return dynsdt.ParseD(f, args[0])
+	}
+	if o.provider == "" || len(o.probes) == 0 {
+		return nil, fmt.Errorf("give a .d file, or --provider NAME and at least one --probe NAME:TYPES")
+	}
+	p := dynsdt.ProviderSpec{Name: o.provider}
+	for _, s := range o.probes {
+		pr, err := dynsdt.ParseProbeSpec(s)
+		if err != nil {
+			return nil, fmt.Errorf("--probe: %w", err)
+		}
+		p.Probes = append(p.Probes, pr)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return []dynsdt.ProviderSpec{p}, nil
+}

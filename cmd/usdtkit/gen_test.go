@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+const genD = `/* myapp's probes */
+provider myapp {
+	probe request__start(const char *path, int n);
+	probe request__done(long long, bool ok);
+	probe tick();
+};
+#pragma D attributes Evolving/Evolving/Common provider myapp provider
+`
+
+var genFlags = []string{"--provider", "myapp", "--probe", "request__start:string,int32", "--probe", "request__done:int64,bool", "--probe", "tick"}
+
+var genSpec = dynsdt.ProviderSpec{Name: "myapp", Probes: []dynsdt.ProbeSpec{
+	{Name: "request__start", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
+	{Name: "request__done", Args: []dynsdt.ArgType{dynsdt.Int64, dynsdt.Bool}},
+	{Name: "tick"},
+}}
+
+// gen runs usdtkit gen with args into a new directory and returns it.
+func gen(t *testing.T, args ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "out")
+	out := usdtkit(t, append([]string{"gen", "-o", dir}, args...)...)
+	want := strings.Join([]string{filepath.Join(dir, "myapp.so"), filepath.Join(dir, "myapp.h"), filepath.Join(dir, "myapp.go")}, "\n") + "\n"
+	if out != want {
+		t.Fatalf("stdout: have %q, want %q", out, want)
+	}
+	return dir
+}
+
+func writeGenD(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "myapp.d")
+	if err := os.WriteFile(path, []byte(genD), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestGen checks that a .d file and the same probes given by flags give
+// the same files: the library's header and Go code, and a shared object
+// whose notes readelf reads as declared.
+func TestGen(t *testing.T) {
+	fromD := gen(t, writeGenD(t))
+	fromFlags := gen(t, genFlags...)
+	for _, name := range []string{"myapp.so", "myapp.h", "myapp.go"} {
+		if !bytes.Equal(readFile(t, filepath.Join(fromD, name)), readFile(t, filepath.Join(fromFlags, name))) {
+			t.Errorf("%s differs between the .d file and --probe", name)
+		}
+	}
+	if have, want := readFile(t, filepath.Join(fromD, "myapp.h")), dynsdt.GenerateHeader(&genSpec); !bytes.Equal(have, want) {
+		t.Errorf("myapp.h: have\n%s\nwant\n%s", have, want)
+	}
+	wantGo, err := dynsdt.GenerateGo(&genSpec, "myapp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have := readFile(t, filepath.Join(fromD, "myapp.go")); !bytes.Equal(have, wantGo) {
+		t.Errorf("myapp.go: have\n%s\nwant\n%s", have, wantGo)
+	}
+	notes := readelfNotes(t, filepath.Join(fromD, "myapp.so"))
+	if len(notes) != len(genSpec.Probes) {
+		t.Fatalf("readelf -n: have %d notes, want %d", len(notes), len(genSpec.Probes))
+	}
+	for i, n := range notes {
+		pr := genSpec.Probes[i]
+		if n.provider != "myapp" || n.name != pr.Name || len(strings.Fields(n.args)) != len(pr.Args) || n.semaphore == 0 {
+			t.Errorf("note %d: have %+v; want myapp:%s with %d arguments and a semaphore", i, n, pr.Name, len(pr.Args))
+		}
+	}
+}
+
+func TestGenPackage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	usdtkit(t, append([]string{"gen", "-o", dir, "--package", "probes"}, genFlags...)...)
+	if src := readFile(t, filepath.Join(dir, "myapp.go")); !bytes.Contains(src, []byte("\npackage probes\n")) {
+		t.Errorf("myapp.go does not declare package probes:\n%s", src)
+	}
+}
+
+func TestGenArm64(t *testing.T) {
+	dir := gen(t, append([]string{"--arch", "arm64"}, genFlags...)...)
+	so := filepath.Join(dir, "myapp.so")
+	out, err := exec.Command(testutil.RequireTool(t, "readelf"), "-h", so).Output()
+	if err != nil || !bytes.Contains(out, []byte("AArch64")) {
+		t.Fatalf("readelf -h %s: %v\n%s", so, err, out)
+	}
+	notes := readelfNotes(t, so)
+	if len(notes) != 3 || notes[0].args != "8@x0 -4@x1" {
+		t.Errorf("readelf -n: have %+v, want request__start with arguments 8@x0 -4@x1 first", notes)
+	}
+}
+
+// genUseC calls every probe through the header, by function and by macro,
+// checks that no semaphore is set, and prints "ok".
+const genUseC = `#include <stdio.h>
+#include "myapp.h"
+
+int main(void) {
+	request__start("/index.html", 200);
+	MYAPP_REQUEST_START("/", 1);
+	request__done(-1, true);
+	MYAPP_REQUEST_DONE(2, false);
+	MYAPP_TICK();
+	if (MYAPP_REQUEST_START_ENABLED() || MYAPP_REQUEST_DONE_ENABLED() || MYAPP_TICK_ENABLED() ||
+	    myapp_request__start_semaphore != 0) {
+		puts("semaphore set without a tracer");
+		return 1;
+	}
+	puts("ok");
+	return 0;
+}
+`
+
+// TestGenC compiles a C program with the generated header, links it with
+// the generated shared object and runs it: the header's declarations and
+// the object's dynamic symbols must agree, and the stubs must return.
+func TestGenC(t *testing.T) {
+	gcc := testutil.RequireTool(t, "gcc")
+	dir := gen(t, writeGenD(t))
+	if err := os.WriteFile(filepath.Join(dir, "use.c"), []byte(genUseC), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command(gcc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", "use", "use.c", "myapp.so", "-Wl,-rpath,"+dir)
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(dir, "use")).CombinedOutput()
+	if err != nil || string(out) != "ok\n" {
+		t.Fatalf("use: %v\n%s", err, out)
+	}
+}
+
+// genPython calls the stubs of the shared object in argv[1] through ctypes,
+// as examples/python does, and reads a semaphore.
+const genPython = `import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.request__start.argtypes = [ctypes.c_char_p, ctypes.c_int32]
+lib.request__start.restype = None
+lib.request__start(b"/index.html", 200)
+lib.request__done(ctypes.c_int64(-1), ctypes.c_bool(True))
+lib.tick()
+sem = ctypes.c_ushort.in_dll(lib, "myapp_request__start_semaphore")
+print("ok" if sem.value == 0 else "semaphore %d" % sem.value)
+`
+
+func TestGenPythonCtypes(t *testing.T) {
+	python := testutil.RequireTool(t, "python3")
+	dir := gen(t, genFlags...)
+	out, err := exec.Command(python, "-c", genPython, filepath.Join(dir, "myapp.so")).CombinedOutput()
+	if err != nil || string(out) != "ok\n" {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+}
+
+func TestGenErrors(t *testing.T) {
+	d := writeGenD(t)
+	bad := filepath.Join(t.TempDir(), "bad.d")
+	if err := os.WriteFile(bad, []byte("provider p {\n\tprobe x(float);\n};\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	two := filepath.Join(t.TempDir(), "two.d")
+	if err := os.WriteFile(two, []byte("provider a { probe x(); };\nprovider b { probe y(); };\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string // in the one line on stderr
+	}{
+		{"nothing", []string{"gen", "-o", out}, "give a .d file, or --provider"},
+		{"provider without probe", []string{"gen", "-o", out, "--provider", "p"}, "at least one --probe"},
+		{"both", append([]string{"gen", "-o", out, d}, genFlags...), "not both"},
+		{"missing file", []string{"gen", "-o", out, "/no/such.d"}, "no such file"},
+		{"bad .d", []string{"gen", "-o", out, bad}, bad + ":2:10: argument 0 of probe x: floating-point"},
+		{"bad probe", []string{"gen", "-o", out, "--provider", "p", "--probe", "x:int"}, `unknown type "int"`},
+		{"bad provider", []string{"gen", "-o", out, "--provider", "my-app", "--probe", "x"}, "not a C identifier"},
+		{"duplicate probe", []string{"gen", "-o", out, "--provider", "p", "--probe", "x", "--probe", "x:int8"}, "declared twice"},
+		{"bad arch", []string{"gen", "-o", out, "--arch", "ppc64", d}, `--arch "ppc64"`},
+		{"package for two", []string{"gen", "-o", out, "--package", "x", two}, "declares 2 providers"},
+		{"bad package", []string{"gen", "-o", out, "--package", "my-pkg", d}, `package name "my-pkg"`},
+		{"Go name clash", []string{"gen", "-o", out, "--provider", "p", "--probe", "a__b", "--probe", "a_b"}, "Go function AB"},
+		{"two files", []string{"gen", "-o", out, d, d}, "accepts at most 1 arg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tt.args, &stdout, &stderr)
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if code != 1 || stdout.Len() != 0 || len(lines) != 1 || !strings.Contains(lines[0], tt.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, no stdout, one line with %q", code, stdout.String(), stderr.String(), tt.want)
+			}
+		})
+	}
+	if entries, err := os.ReadDir(out); err != nil || len(entries) != 0 {
+		t.Errorf("failed runs wrote %v (%v)", entries, err)
+	}
+}
+
+// TestGenParseErrorKept checks that the CLI keeps ParseD's error as data.
+func TestGenParseErrorKept(t *testing.T) {
+	_, err := genProviders(&genOptions{}, []string{writeBad(t)})
+	var perr *dynsdt.ParseError
+	if !errors.As(err, &perr) || perr.Line != 1 {
+		t.Errorf("have %v, want a *dynsdt.ParseError at line 1", err)
+	}
+}
+
+func writeBad(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "x.d")
+	if err := os.WriteFile(path, []byte("typedef int x_t;"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
