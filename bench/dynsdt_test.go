@@ -1,0 +1,534 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/internal/features"
+	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/sdt"
+)
+
+// fireSpec has one probe per Go variant of BenchmarkFireTraced, each with
+// the two 4-byte integer arguments of tracee.c's "bench" probe, so that no
+// tracer of one variant runs on another's site.
+var fireSpec = dynsdt.ProviderSpec{Name: "kfire", Probes: []dynsdt.ProbeSpec{
+	{Name: "untraced", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
+	{Name: "count", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
+	{Name: "events", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
+	{Name: "bare", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
+}}
+
+// fireVariant is one target of BenchmarkFireTraced: loop fires its probe
+// n times and returns the nanoseconds the firing side's own clock measured
+// around the loop.
+type fireVariant struct {
+	name  string
+	loop  func(tb testing.TB, n int) float64
+	fired uint64
+}
+
+// goLoop fires pr n times with arguments k (0..n-1) and s, as tracee.c's
+// loop does, timed with time.Now around the loop.
+func goLoop(pr *dynsdt.Probe) func(testing.TB, int) float64 {
+	return func(_ testing.TB, n int) float64 {
+		s := uint64(os.Getpid()) // not a constant, as tracee.c's seed
+		start := time.Now()
+		for k := range n {
+			pr.Fire(uint64(k), s)
+		}
+		return float64(time.Since(start).Nanoseconds())
+	}
+}
+
+// cLoop runs tracee.c's "loop n" and returns the time it printed.
+func cLoop(tc *testutil.Tracee) func(testing.TB, int) float64 {
+	return func(tb testing.TB, n int) float64 {
+		lines := tc.Do(tb, "loop "+strconv.Itoa(n))
+		if len(lines) != 1 {
+			tb.Fatalf("loop: %q", lines)
+		}
+		m := reLoop.FindStringSubmatch(lines[0])
+		if m == nil {
+			tb.Fatalf("loop: %q", lines)
+		}
+		ns, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return ns
+	}
+}
+
+// stubSpec is the provider of stubCaller's shared object.
+var stubSpec = dynsdt.ProviderSpec{Name: "kstub", Probes: []dynsdt.ProbeSpec{
+	{Name: "hit", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
+}}
+
+// stubCallerSource answers "loop N" like tracee.c, but fires by calling
+// the stub of kstub.so that usdtkit gen writes (dynsdt's nop5 site) instead
+// of a sys/sdt.h probe.
+const stubCallerSource = `#include <stdio.h>
+#include <time.h>
+#include "kstub.h"
+
+volatile int seed = 1;
+
+int main(void)
+{
+	char line[64];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while (fgets(line, sizeof line, stdin)) {
+		int n = 0;
+		if (sscanf(line, "loop %d", &n) == 1) {
+			int s = seed;
+			struct timespec a, b;
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			for (int k = 0; k < n; k++)
+				KSTUB_HIT(k, s);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			printf("loop %lld\n", (b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
+		}
+		printf("done\n");
+	}
+	return 0;
+}
+`
+
+// buildStubCaller writes stubSpec's shared object and header as usdtkit gen
+// does and builds stubCallerSource against them with gcc -O2.
+func buildStubCaller(tb testing.TB) string {
+	tb.Helper()
+	gcc := testutil.RequireTool(tb, "gcc")
+	files, err := dynsdt.GenerateFiles(&stubSpec, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := tb.TempDir()
+	for _, f := range files[:2] { // kstub.so, kstub.h
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	src := filepath.Join(dir, "stubcaller.c")
+	if err := os.WriteFile(src, []byte(stubCallerSource), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(dir, "stubcaller")
+	so := filepath.Join(dir, dynsdt.SOName(stubSpec.Name))
+	if out, err := exec.Command(gcc, "-O2", "-o", bin, src, so, "-Wl,-rpath,"+dir).CombinedOutput(); err != nil {
+		tb.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// eventCounter reads a ModeEvents trace in a goroutine, as a tracer does,
+// and counts the events.
+type eventCounter struct {
+	tr     *sdt.Tracer
+	n      atomic.Uint64
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newEventCounter(tb testing.TB, tr *sdt.Tracer) *eventCounter {
+	ctx, cancel := context.WithCancel(context.Background())
+	ec := &eventCounter{tr: tr, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(ec.done)
+		var ev sdt.Event
+		for tr.Read(ctx, &ev) == nil {
+			ec.n.Add(1)
+		}
+	}()
+	tb.Cleanup(ec.stop)
+	return ec
+}
+
+// stop ends the reader and waits for it; it may be called again.
+func (ec *eventCounter) stop() {
+	ec.cancel()
+	<-ec.done
+}
+
+// finish stops the reader, detaches and returns every event delivered
+// (read and drained) and the events the ring buffer refused.
+func (ec *eventCounter) finish(tb testing.TB) (read, lost uint64) {
+	ec.stop()
+	if err := ec.tr.Detach(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := ec.tr.Drain(func(*sdt.Event) error { ec.n.Add(1); return nil }); err != nil {
+		tb.Fatal(err)
+	}
+	lost, _, err := ec.tr.Lost()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ec.n.Load(), lost
+}
+
+// bareRing is the floor of an event: a program that writes 16 bytes to a
+// ring buffer without wakeup (as internal/bpfgen's BenchmarkHit
+// ringbuf-bare), attached to one site of this process, and a goroutine
+// draining the ring by polling.
+type bareRing struct {
+	coll *ebpf.Collection
+	l    link.Link
+	rd   *ringbuf.Reader
+	n    atomic.Uint64
+	done chan struct{}
+}
+
+func newBareRing(tb testing.TB, p sdt.Probe) *bareRing {
+	tb.Helper()
+	const ringSize = 4 << 20 // bpfgen.DefaultRingSize
+	spec := &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{"events": {Name: "events", Type: ebpf.RingBuf, MaxEntries: ringSize}},
+		Programs: map[string]*ebpf.ProgramSpec{"bare": {
+			Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti, License: "GPL",
+			Instructions: asm.Instructions{
+				asm.StoreImm(asm.R10, -16, 1, asm.Word),
+				asm.StoreImm(asm.R10, -12, 2, asm.Word),
+				asm.StoreImm(asm.R10, -8, 3, asm.Word),
+				asm.StoreImm(asm.R10, -4, 4, asm.Word),
+				asm.LoadMapPtr(asm.R1, 0).WithReference("events"),
+				asm.Mov.Reg(asm.R2, asm.R10),
+				asm.Add.Imm(asm.R2, -16),
+				asm.Mov.Imm(asm.R3, 16),
+				asm.Mov.Imm(asm.R4, 1), // BPF_RB_NO_WAKEUP
+				asm.FnRingbufOutput.Call(),
+				asm.Mov.Imm(asm.R0, 0),
+				asm.Return(),
+			},
+		}},
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	br := &bareRing{coll: coll, done: make(chan struct{})}
+	tb.Cleanup(br.close)
+	ex, err := link.OpenExecutable(p.OpenPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	loc := p.Locations[0]
+	if br.l, err = ex.UprobeMulti(nil, coll.Programs["bare"], &link.UprobeMultiOptions{
+		Addresses: []uint64{loc.Offset}, RefCtrOffsets: []uint64{loc.SemaphoreOffset}, PID: uint32(os.Getpid()),
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	if br.rd, err = ringbuf.NewReader(coll.Maps["events"]); err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		defer close(br.done)
+		var rec ringbuf.Record
+		for {
+			// No wakeups: poll, as a real reader of such a ring does.
+			br.rd.SetDeadline(time.Now().Add(5 * time.Millisecond))
+			err := br.rd.ReadInto(&rec)
+			switch {
+			case err == nil:
+				br.n.Add(1)
+			case errors.Is(err, os.ErrDeadlineExceeded):
+			default:
+				return
+			}
+		}
+	}()
+	return br
+}
+
+// finish detaches, waits until the reader has seen every record written and
+// returns their number. The reader is still polling, so whatever remains
+// arrives within a poll period.
+func (br *bareRing) finish(tb testing.TB, want uint64) uint64 {
+	if err := br.l.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for br.n.Load() < want && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	return br.n.Load()
+}
+
+func (br *bareRing) close() {
+	if br.l != nil {
+		br.l.Close()
+	}
+	if br.rd != nil {
+		br.rd.Close()
+		<-br.done
+	}
+	br.coll.Close()
+}
+
+// siteCode returns the 5 bytes at the first site of a probe of a dynsdt
+// object mapped by process pid, and whether they are a call into the
+// kernel's [uprobes-trampoline]: Linux 6.18's optimized path, which replaces
+// the int3 trap after the site's first hit. The object is linked at 0, so a
+// site's address is the load base (the start of the offset-0 mapping of
+// the object) plus its note address.
+func siteCode(tb testing.TB, pid int, probe sdt.Probe) ([]byte, bool) {
+	tb.Helper()
+	maps, err := procfs.ReadMaps(pid)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var addr uint64
+	for _, m := range maps {
+		if m.Path == probe.Path && m.Offset == 0 {
+			addr = m.Start + probe.Locations[0].Address
+			break
+		}
+	}
+	if addr == 0 {
+		tb.Fatalf("%s is not mapped in PID %d", probe.Path, pid)
+	}
+	mem, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer mem.Close()
+	code := make([]byte, 5)
+	if _, err := mem.ReadAt(code, int64(addr)); err != nil {
+		tb.Fatalf("read site at %#x: %v", addr, err)
+	}
+	if code[0] != 0xe8 { // call rel32
+		return code, false
+	}
+	target := addr + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(code[1:]))))
+	for _, m := range maps {
+		if m.Path == "[uprobes-trampoline]" && target >= m.Start && target < m.End {
+			return code, true
+		}
+	}
+	return code, false
+}
+
+// BenchmarkFireTraced compares the cost per hit of a dynsdt probe fired
+// from Go with that of a C sys/sdt.h probe, both with two 4-byte integer
+// arguments in registers and traced by sdt.Trace with the same mode:
+//
+//	go-untraced   dynsdt Fire, no tracer (the floor: trampoline, nop5, ret)
+//	go-count      dynsdt Fire, ModeCount (one counter per probe)
+//	go-events     dynsdt Fire, ModeEvents, read by a goroutine of this process
+//	go-ringbuf-bare  dynsdt Fire, a bare 16-byte ring buffer write without
+//	              wakeup (internal/bpfgen's ringbuf-bare): the event floor
+//	c-untraced    tracee.c's "bench" probe (gcc -O2), no tracer
+//	c-count       the same, ModeCount
+//	c-events      the same, ModeEvents, read by a goroutine of this process
+//	c-stub-count  a C program calling the stub of the .so usdtkit gen writes
+//	              for a probe with the same arguments (dynsdt's nop5 site
+//	              without Go), ModeCount
+//
+// The Go side fires in a tight loop in this process and times it with
+// time.Now; tracee.c times its own loop ("loop N") with clock_gettime. Each
+// C variant has its own tracee and each Go variant its own probe (stub), so
+// every tracer stays attached for the whole run and only its site runs its
+// program. b.N counts rounds in which every variant fires hitsPerLoop times,
+// starting each round at the next variant; the metrics are each variant's
+// median loop per hit ("V-ns/hit") and the ratios go-count/c-count and
+// go-events/c-events (issue 4's goal: at most 1.1), go-untraced/c-untraced,
+// go-events/go-ringbuf-bare, and go-count/c-stub-count and
+// c-stub-count/c-count, which split the first ratio into what the Go caller
+// costs over a C caller of the same site and what the nop5 site saves over
+// sys/sdt.h's.
+//
+// The dynsdt site is a nop5 at the stub's entry, which Linux 6.18+
+// turns into a call to its uprobe trampoline after the first hit; the
+// sys/sdt.h site is a 1-byte nop, which always traps (int3). Every traced
+// site is hit once before the rounds, so that no timed loop pays for the
+// rewrite. "nop5-call" is 1 when every traced dynsdt site (the Go ones and
+// c-stub-count's) was a call into [uprobes-trampoline] after that hit, and
+// "kernel-nop5" is features.Nop5Optimized; the benchmark fails if the kernel
+// optimizes but a traced dynsdt site was not optimized. It also fails unless the counters
+// counted every hit and the event variants delivered or reported as lost
+// ("lost") every one.
+func BenchmarkFireTraced(b *testing.B) {
+	testutil.RequireBPF(b)
+	const hitsPerLoop = 1000
+
+	p, err := dynsdt.Load(&fireSpec, &dynsdt.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	goProbes := map[string]sdt.Probe{}
+	listed, err := sdt.List(&sdt.ListOptions{PID: os.Getpid(), Selectors: []sdt.Selector{{Provider: fireSpec.Name}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, pr := range listed {
+		goProbes[pr.Name] = pr
+	}
+	if len(goProbes) != len(fireSpec.Probes) {
+		b.Fatalf("listed %d probes of %s in this process, want %d", len(goProbes), fireSpec.Name, len(fireSpec.Probes))
+	}
+
+	bin := testutil.BuildTracee(b, "-O2")
+	cProbes, err := sdt.List(&sdt.ListOptions{Paths: []string{bin}, Selectors: []sdt.Selector{{Provider: "tracee", Name: "bench"}}})
+	if err != nil || len(cProbes) != 1 {
+		b.Fatalf("tracee:bench: %v, %d probes", err, len(cProbes))
+	}
+	tracees := map[string]*testutil.Tracee{}
+	for _, name := range []string{"untraced", "count", "events"} {
+		tracees[name] = testutil.StartTracee(b, bin)
+	}
+	stubCaller := testutil.StartTracee(b, buildStubCaller(b))
+	// An answer means main runs: ld.so has mapped kstub.so.
+	cLoop(stubCaller)(b, 0)
+	stubProbes, err := sdt.List(&sdt.ListOptions{PID: stubCaller.PID(), Selectors: []sdt.Selector{{Provider: stubSpec.Name}}})
+	if err != nil || len(stubProbes) != 1 {
+		b.Fatalf("%s:hit in PID %d: %v, %d probes", stubSpec.Name, stubCaller.PID(), err, len(stubProbes))
+	}
+
+	trace := func(probe sdt.Probe, pid int, mode sdt.Mode) *sdt.Tracer {
+		tr, err := sdt.Trace(&sdt.TraceOptions{Probes: []sdt.Probe{probe}, PID: pid, Mode: mode})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tr.Close() })
+		if len(tr.Warnings) > 0 {
+			b.Fatalf("%s: %v", probe.String(), tr.Warnings)
+		}
+		return tr
+	}
+	goCount := trace(goProbes["count"], os.Getpid(), sdt.ModeCount)
+	goEvents := newEventCounter(b, trace(goProbes["events"], os.Getpid(), sdt.ModeEvents))
+	goBare := newBareRing(b, goProbes["bare"])
+	cCount := trace(cProbes[0], tracees["count"].PID(), sdt.ModeCount)
+	cEvents := newEventCounter(b, trace(cProbes[0], tracees["events"].PID(), sdt.ModeEvents))
+	cStubCount := trace(stubProbes[0], stubCaller.PID(), sdt.ModeCount)
+
+	variants := []*fireVariant{
+		{name: "go-untraced", loop: goLoop(p.Probe("untraced"))},
+		{name: "go-count", loop: goLoop(p.Probe("count"))},
+		{name: "go-events", loop: goLoop(p.Probe("events"))},
+		{name: "go-ringbuf-bare", loop: goLoop(p.Probe("bare"))},
+		{name: "c-untraced", loop: cLoop(tracees["untraced"])},
+		{name: "c-count", loop: cLoop(tracees["count"])},
+		{name: "c-events", loop: cLoop(tracees["events"])},
+		{name: "c-stub-count", loop: cLoop(stubCaller)},
+	}
+	byName := map[string]*fireVariant{}
+	for _, v := range variants {
+		// The first hit of a nop5 site traps and rewrites it.
+		v.loop(b, 1)
+		v.fired++
+		byName[v.name] = v
+	}
+
+	kernelNop5, err := features.Nop5Optimized()
+	if err != nil {
+		b.Fatal(err)
+	}
+	optimized := true
+	for _, site := range []struct {
+		pid   int
+		probe sdt.Probe
+	}{
+		{os.Getpid(), goProbes["count"]}, {os.Getpid(), goProbes["events"]},
+		{os.Getpid(), goProbes["bare"]}, {stubCaller.PID(), stubProbes[0]},
+	} {
+		code, call := siteCode(b, site.pid, site.probe)
+		if !call {
+			optimized = false
+			if kernelNop5 {
+				b.Errorf("kernel optimizes nop5 uprobes, but the traced site of %s in PID %d holds % x after a hit",
+					site.probe.String(), site.pid, code)
+			}
+		}
+	}
+
+	loops := map[string][]float64{}
+	first := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range variants {
+			v := variants[(first+i)%len(variants)]
+			loops[v.name] = append(loops[v.name], v.loop(b, hitsPerLoop))
+			v.fired += hitsPerLoop
+		}
+		first++
+	}
+	b.StopTimer()
+
+	// Check that what was timed is what works: every hit counted or
+	// delivered.
+	var lost uint64
+	for _, c := range []struct {
+		v  string
+		tr *sdt.Tracer
+	}{{"go-count", goCount}, {"c-count", cCount}, {"c-stub-count", cStubCount}} {
+		counts, err := c.tr.Counts()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total uint64
+		for _, e := range counts {
+			total += e.Count
+		}
+		if want := byName[c.v].fired; total != want {
+			b.Errorf("%s: counted %d hits, want %d", c.v, total, want)
+		}
+	}
+	for _, c := range []struct {
+		v  string
+		ec *eventCounter
+	}{{"go-events", goEvents}, {"c-events", cEvents}} {
+		read, l := c.ec.finish(b)
+		if want := byName[c.v].fired; read+l != want {
+			b.Errorf("%s: %d events delivered and %d lost, want %d hits", c.v, read, l, want)
+		}
+		lost += l
+	}
+	if have, want := goBare.finish(b, byName["go-ringbuf-bare"].fired), byName["go-ringbuf-bare"].fired; have != want {
+		b.Errorf("go-ringbuf-bare: %d records read, want %d", have, want)
+	}
+
+	// The median loop, not the mean: a loop the scheduler preempts takes
+	// a time slice longer, and such outliers would decide a mean.
+	med := map[string]float64{}
+	for _, v := range variants {
+		ns := loops[v.name]
+		slices.Sort(ns)
+		med[v.name] = ns[len(ns)/2] / hitsPerLoop
+		b.ReportMetric(med[v.name], v.name+"-ns/hit")
+	}
+	b.ReportMetric(med["go-count"]/med["c-count"], "go-count/c-count")
+	b.ReportMetric(med["go-events"]/med["c-events"], "go-events/c-events")
+	b.ReportMetric(med["go-untraced"]/med["c-untraced"], "go-untraced/c-untraced")
+	b.ReportMetric(med["go-events"]/med["go-ringbuf-bare"], "go-events/go-ringbuf-bare")
+	b.ReportMetric(med["go-count"]/med["c-stub-count"], "go-count/c-stub-count")
+	b.ReportMetric(med["c-stub-count"]/med["c-count"], "c-stub-count/c-count")
+	b.ReportMetric(float64(lost), "lost")
+	b.ReportMetric(boolMetric(optimized), "nop5-call")
+	b.ReportMetric(boolMetric(kernelNop5), "kernel-nop5")
+}
+
+func boolMetric(v bool) float64 {
+	if v {
+		return 1
+	}
+	return 0
+}
