@@ -63,14 +63,22 @@ func TestFireAlignment(t *testing.T) {
 }
 
 // TestFireMethod checks Probe.Fire's own part: the variadic slice reaches
-// the trampoline, and a nil Probe does nothing.
+// the trampoline when the site has changed (a tracer is attached), nothing
+// is called while it holds its original bytes, and a nil Probe does nothing.
 func TestFireMethod(t *testing.T) {
 	var out [MaxArgs]uint64
-	pr := &Probe{stub: argsStubAddr()}
+	site := uint32(0xcc) // an int3 where the original word was 0
+	pr := &Probe{stub: argsStubAddr(), site: &site}
 	pr.Fire(uint64(uintptr(unsafe.Pointer(&out))), 2, 3)
 	runtime.KeepAlive(&out)
 	if out[1] != 2 || out[2] != 3 {
 		t.Errorf("have %d %d, want 2 3", out[1], out[2])
+	}
+	site = 0 // untraced again
+	pr.Fire(uint64(uintptr(unsafe.Pointer(&out))), 4, 5)
+	runtime.KeepAlive(&out)
+	if out[1] != 2 || out[2] != 3 {
+		t.Errorf("untraced Fire called the stub: have %d %d", out[1], out[2])
 	}
 	var nilProbe *Probe
 	nilProbe.Fire(1, 2, 3)
