@@ -35,16 +35,11 @@ lint:
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# The main job on this machine: list the probes of the system's Python,
-# then (as root) trace a Python program from its first instruction. CPython
-# 3.11 fires function__entry only while its line probe is enabled too.
-PYTHON ?= /usr/bin/python3.11
-demo: build
-	./$(BIN) list -v $(PYTHON)
-	@if [ "$$(id -u)" -ne 0 ]; then echo "usdtkit: tracing needs root: run sudo make demo"; exit 1; fi
-	./$(BIN) trace -c '$(PYTHON) examples/python/fib.py' usdt::python:function__entry usdt::python:line \
-		-F 'python:function__entry="-> %s (%s:%d)", str(arg1), str(arg0), arg2' \
-		-F 'python:line="   line %d", arg2'
+# The main job on a fresh machine (as root): build usdtkit and
+# examples/go-server, start the server with some requests to itself, and
+# trace its USDT probes for 3 seconds, printing each request's events.
+demo:
+	@GO='$(GO)' BIN='$(BIN)' sh examples/go-server/demo.sh
 
 clean:
 	rm -rf bin
