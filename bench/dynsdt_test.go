@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,16 +26,6 @@ import (
 	"github.com/usdtkit/usdtkit/sdt"
 )
 
-// fireSpec has one probe per Go variant of BenchmarkFireTraced, each with
-// the two 4-byte integer arguments of tracee.c's "bench" probe, so that no
-// tracer of one variant runs on another's site.
-var fireSpec = dynsdt.ProviderSpec{Name: "kfire", Probes: []dynsdt.ProbeSpec{
-	{Name: "untraced", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
-	{Name: "count", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
-	{Name: "events", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
-	{Name: "bare", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
-}}
-
 // fireVariant is one target of BenchmarkFireTraced: loop fires its probe
 // n times and returns the nanoseconds the firing side's own clock measured
 // around the loop.
@@ -44,21 +35,9 @@ type fireVariant struct {
 	fired uint64
 }
 
-// goLoop fires pr n times with arguments k (0..n-1) and s, as tracee.c's
-// loop does, timed with time.Now around the loop.
-func goLoop(pr *dynsdt.Probe) func(testing.TB, int) float64 {
-	return func(_ testing.TB, n int) float64 {
-		s := uint64(os.Getpid()) // not a constant, as tracee.c's seed
-		start := time.Now()
-		for k := range n {
-			pr.Fire(uint64(k), s)
-		}
-		return float64(time.Since(start).Nanoseconds())
-	}
-}
-
-// cLoop runs tracee.c's "loop n" and returns the time it printed.
-func cLoop(tc *testutil.Tracee) func(testing.TB, int) float64 {
+// tracedLoop runs "loop n" in tc, a process speaking tracee.c's protocol
+// (tracee.c, stubCallerSource or gofire), and returns the time it printed.
+func tracedLoop(tc *testutil.Tracee) func(testing.TB, int) float64 {
 	return func(tb testing.TB, n int) float64 {
 		lines := tc.Do(tb, "loop "+strconv.Itoa(n))
 		if len(lines) != 1 {
@@ -74,6 +53,22 @@ func cLoop(tc *testutil.Tracee) func(testing.TB, int) float64 {
 		}
 		return ns
 	}
+}
+
+// startGoFire starts bench/gofire (bin), waits until it has loaded its
+// provider and returns it with its probe, listed by PID.
+func startGoFire(tb testing.TB, bin string) (*testutil.Tracee, sdt.Probe) {
+	tb.Helper()
+	tc := testutil.StartTracee(tb, bin)
+	// An answer means the provider is loaded and mapped.
+	if have, want := tc.Do(tb, "pid"), fmt.Sprintf("pid %d", tc.PID()); len(have) != 1 || have[0] != want {
+		tb.Fatalf("gofire: have %q, want %q", have, want)
+	}
+	probes, err := sdt.List(&sdt.ListOptions{PID: tc.PID(), Selectors: []sdt.Selector{{Provider: "gofire", Name: "bench"}}})
+	if err != nil || len(probes) != 1 {
+		tb.Fatalf("gofire:bench in PID %d: %v, %d probes", tc.PID(), err, len(probes))
+	}
+	return tc, probes[0]
 }
 
 // stubSpec is the provider of stubCaller's shared object.
@@ -186,8 +181,8 @@ func (ec *eventCounter) finish(tb testing.TB) (read, lost uint64) {
 
 // bareRing is the floor of an event: a program that writes 16 bytes to a
 // ring buffer without wakeup (as internal/bpfgen's BenchmarkHit
-// ringbuf-bare), attached to one site of this process, and a goroutine
-// draining the ring by polling.
+// ringbuf-bare), attached to one site of process pid, and a goroutine of
+// this process draining the ring by polling.
 type bareRing struct {
 	coll *ebpf.Collection
 	l    link.Link
@@ -196,7 +191,7 @@ type bareRing struct {
 	done chan struct{}
 }
 
-func newBareRing(tb testing.TB, p sdt.Probe) *bareRing {
+func newBareRing(tb testing.TB, p sdt.Probe, pid int) *bareRing {
 	tb.Helper()
 	const ringSize = 4 << 20 // bpfgen.DefaultRingSize
 	spec := &ebpf.CollectionSpec{
@@ -231,7 +226,7 @@ func newBareRing(tb testing.TB, p sdt.Probe) *bareRing {
 	}
 	loc := p.Locations[0]
 	if br.l, err = ex.UprobeMulti(nil, coll.Programs["bare"], &link.UprobeMultiOptions{
-		Addresses: []uint64{loc.Offset}, RefCtrOffsets: []uint64{loc.SemaphoreOffset}, PID: uint32(os.Getpid()),
+		Addresses: []uint64{loc.Offset}, RefCtrOffsets: []uint64{loc.SemaphoreOffset}, PID: uint32(pid),
 	}); err != nil {
 		tb.Fatal(err)
 	}
@@ -329,9 +324,10 @@ func siteCode(tb testing.TB, pid int, probe sdt.Probe) ([]byte, bool) {
 // from Go with that of a C sys/sdt.h probe, both with two 4-byte integer
 // arguments in registers and traced by sdt.Trace with the same mode:
 //
-//	go-untraced   dynsdt Fire, no tracer (the floor: trampoline, nop5, ret)
-//	go-count      dynsdt Fire, ModeCount (one counter per probe)
-//	go-events     dynsdt Fire, ModeEvents, read by a goroutine of this process
+//	go-untraced   dynsdt Fire in bench/gofire, no tracer (the floor: one
+//	              load of the site; Fire skips the stub)
+//	go-count      the same, ModeCount (one counter per probe)
+//	go-events     the same, ModeEvents, read by a goroutine of this process
 //	go-ringbuf-bare  dynsdt Fire, a bare 16-byte ring buffer write without
 //	              wakeup (internal/bpfgen's ringbuf-bare): the event floor
 //	c-untraced    tracee.c's "bench" probe (gcc -O2), no tracer
@@ -341,12 +337,14 @@ func siteCode(tb testing.TB, pid int, probe sdt.Probe) ([]byte, bool) {
 //	              for a probe with the same arguments (dynsdt's nop5 site
 //	              without Go), ModeCount
 //
-// The Go side fires in a tight loop in this process and times it with
-// time.Now; tracee.c times its own loop ("loop N") with clock_gettime. Each
-// C variant has its own tracee and each Go variant its own probe (stub), so
-// every tracer stays attached for the whole run and only its site runs its
-// program. b.N counts rounds in which every variant fires hitsPerLoop times,
-// starting each round at the next variant; the metrics are each variant's
+// Both sides fire in a child process speaking the same protocol ("loop N"
+// answered with "loop NS", the loop timed on the child's own clock:
+// time.Now in gofire, clock_gettime in tracee.c), so that neither loop
+// shares its process with this one's tracer goroutines (ring buffer
+// readers) and every tracer attaches by PID to another process. Each
+// variant has its own child, so every tracer stays attached for the whole
+// run and only its site runs its program. b.N counts rounds in which every
+// variant fires hitsPerLoop times, starting each round at the next variant; the metrics are each variant's
 // median loop per hit ("V-ns/hit") and the ratios go-count/c-count and
 // go-events/c-events (issue 4's goal: at most 1.1), go-untraced/c-untraced,
 // go-events/go-ringbuf-bare, and go-count/c-stub-count and
@@ -368,21 +366,15 @@ func BenchmarkFireTraced(b *testing.B) {
 	testutil.RequireBPF(b)
 	const hitsPerLoop = 1000
 
-	p, err := dynsdt.Load(&fireSpec, &dynsdt.Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { p.Close() })
+	// Every Go variant has its own gofire process, as every C variant
+	// has its own tracee: the object files go to a directory removed after
+	// the processes are killed (cleanups run last-in first-out).
+	b.Setenv("USDTKIT_GOFIRE_DIR", b.TempDir())
+	gofire := buildCmd(b, "bench/gofire")
+	goFires := map[string]*testutil.Tracee{}
 	goProbes := map[string]sdt.Probe{}
-	listed, err := sdt.List(&sdt.ListOptions{PID: os.Getpid(), Selectors: []sdt.Selector{{Provider: fireSpec.Name}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, pr := range listed {
-		goProbes[pr.Name] = pr
-	}
-	if len(goProbes) != len(fireSpec.Probes) {
-		b.Fatalf("listed %d probes of %s in this process, want %d", len(goProbes), fireSpec.Name, len(fireSpec.Probes))
+	for _, name := range []string{"untraced", "count", "events", "bare"} {
+		goFires[name], goProbes[name] = startGoFire(b, gofire)
 	}
 
 	bin := testutil.BuildTracee(b, "-O2")
@@ -396,7 +388,7 @@ func BenchmarkFireTraced(b *testing.B) {
 	}
 	stubCaller := testutil.StartTracee(b, buildStubCaller(b))
 	// An answer means main runs: ld.so has mapped kstub.so.
-	cLoop(stubCaller)(b, 0)
+	tracedLoop(stubCaller)(b, 0)
 	stubProbes, err := sdt.List(&sdt.ListOptions{PID: stubCaller.PID(), Selectors: []sdt.Selector{{Provider: stubSpec.Name}}})
 	if err != nil || len(stubProbes) != 1 {
 		b.Fatalf("%s:hit in PID %d: %v, %d probes", stubSpec.Name, stubCaller.PID(), err, len(stubProbes))
@@ -413,22 +405,22 @@ func BenchmarkFireTraced(b *testing.B) {
 		}
 		return tr
 	}
-	goCount := trace(goProbes["count"], os.Getpid(), sdt.ModeCount)
-	goEvents := newEventCounter(b, trace(goProbes["events"], os.Getpid(), sdt.ModeEvents))
-	goBare := newBareRing(b, goProbes["bare"])
+	goCount := trace(goProbes["count"], goFires["count"].PID(), sdt.ModeCount)
+	goEvents := newEventCounter(b, trace(goProbes["events"], goFires["events"].PID(), sdt.ModeEvents))
+	goBare := newBareRing(b, goProbes["bare"], goFires["bare"].PID())
 	cCount := trace(cProbes[0], tracees["count"].PID(), sdt.ModeCount)
 	cEvents := newEventCounter(b, trace(cProbes[0], tracees["events"].PID(), sdt.ModeEvents))
 	cStubCount := trace(stubProbes[0], stubCaller.PID(), sdt.ModeCount)
 
 	variants := []*fireVariant{
-		{name: "go-untraced", loop: goLoop(p.Probe("untraced"))},
-		{name: "go-count", loop: goLoop(p.Probe("count"))},
-		{name: "go-events", loop: goLoop(p.Probe("events"))},
-		{name: "go-ringbuf-bare", loop: goLoop(p.Probe("bare"))},
-		{name: "c-untraced", loop: cLoop(tracees["untraced"])},
-		{name: "c-count", loop: cLoop(tracees["count"])},
-		{name: "c-events", loop: cLoop(tracees["events"])},
-		{name: "c-stub-count", loop: cLoop(stubCaller)},
+		{name: "go-untraced", loop: tracedLoop(goFires["untraced"])},
+		{name: "go-count", loop: tracedLoop(goFires["count"])},
+		{name: "go-events", loop: tracedLoop(goFires["events"])},
+		{name: "go-ringbuf-bare", loop: tracedLoop(goFires["bare"])},
+		{name: "c-untraced", loop: tracedLoop(tracees["untraced"])},
+		{name: "c-count", loop: tracedLoop(tracees["count"])},
+		{name: "c-events", loop: tracedLoop(tracees["events"])},
+		{name: "c-stub-count", loop: tracedLoop(stubCaller)},
 	}
 	byName := map[string]*fireVariant{}
 	for _, v := range variants {
@@ -447,8 +439,8 @@ func BenchmarkFireTraced(b *testing.B) {
 		pid   int
 		probe sdt.Probe
 	}{
-		{os.Getpid(), goProbes["count"]}, {os.Getpid(), goProbes["events"]},
-		{os.Getpid(), goProbes["bare"]}, {stubCaller.PID(), stubProbes[0]},
+		{goFires["count"].PID(), goProbes["count"]}, {goFires["events"].PID(), goProbes["events"]},
+		{goFires["bare"].PID(), goProbes["bare"]}, {stubCaller.PID(), stubProbes[0]},
 	} {
 		code, call := siteCode(b, site.pid, site.probe)
 		if !call {
