@@ -9,7 +9,6 @@ import (
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
-	"github.com/usdtkit/usdtkit/internal/launch"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/symtab"
 )
@@ -306,41 +305,7 @@ func (t *Tracer) Read(ctx context.Context, ev *Event) error { return t.sess.Read
 // and detaches. It returns the first error of fn or of reading; ctx's end is
 // not an error. Aggregations and Lost can be read after Run returns.
 func (t *Tracer) Run(ctx context.Context, fn func(*Event) error) error {
-	if t.pid != 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		done := make(chan struct{})
-		defer func() { cancel(); <-done }()
-		go func() {
-			defer close(done)
-			launch.WaitExit(ctx, t.pid)
-			cancel()
-		}()
-	}
-	if t.sess.Config().Mode == ModeEvents {
-		var ev Event
-		for {
-			err := t.Read(ctx, &ev)
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				break
-			}
-			if err != nil {
-				t.Detach()
-				return err
-			}
-			if err := fn(&ev); err != nil {
-				t.Detach()
-				return err
-			}
-		}
-	} else {
-		<-ctx.Done()
-	}
-	if err := t.Detach(); err != nil {
-		return err
-	}
-	return t.Drain(fn)
+	return t.sess.Run(ctx, t.pid, fn)
 }
 
 // Detach stops the probes; events already delivered can still be drained

@@ -17,7 +17,8 @@
 // object with its cookie (the site's index in Config.Sites) and its
 // semaphore's file offset. Kernels without uprobe_multi get one classic
 // uprobe link per site (cookies need 5.15+), which needs the program variant
-// of Config.Multi == false. On this kernel closing a classic link costs
+// of Config.Multi == false. An Object with Return set gets uretprobe links
+// of the same two kinds; entry and return sites of one file are two Objects. On this kernel closing a classic link costs
 // ~100–150 ms, a multi link of 1000 sites tens of ms: multi is not only
 // faster to attach, it is what makes detaching large probe sets usable.
 //
@@ -46,6 +47,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/launch"
 )
 
 // DefaultPollInterval is how often Read looks at the ring buffer when no
@@ -68,6 +70,12 @@ type Object struct {
 	// RefCtrOffsets are the file offsets of the sites' semaphores, 0 for
 	// none; nil when no site has one. Needs kernel 4.20+.
 	RefCtrOffsets []uint64
+	// Return attaches return probes (uretprobes) instead of entry probes:
+	// each offset must be a function's entry, and the program runs when
+	// that function returns. The kernel replaces the return address on the
+	// stack, which breaks code that moves its stack (Go): callers refuse
+	// Go binaries.
+	Return bool
 }
 
 // Options describes a session.
@@ -153,12 +161,17 @@ func (s *Session) attach(prog *ebpf.Program, obj *Object, pid int) error {
 		return fmt.Errorf("attach %s: %w", obj.Path, err)
 	}
 	if s.multi {
-		l, err := ex.UprobeMulti(nil, prog, &link.UprobeMultiOptions{
+		mo := &link.UprobeMultiOptions{
 			Addresses:     obj.Offsets,
 			Cookies:       obj.Cookies,
 			RefCtrOffsets: obj.RefCtrOffsets,
 			PID:           uint32(pid),
-		})
+		}
+		multi := ex.UprobeMulti
+		if obj.Return {
+			multi = ex.UretprobeMulti
+		}
+		l, err := multi(nil, prog, mo)
 		if err != nil {
 			return fmt.Errorf("attach %s (%d sites): %w", obj.Path, len(obj.Offsets), err)
 		}
@@ -171,7 +184,11 @@ func (s *Session) attach(prog *ebpf.Program, obj *Object, pid int) error {
 		if obj.RefCtrOffsets != nil {
 			uo.RefCtrOffset = obj.RefCtrOffsets[i]
 		}
-		l, err := ex.Uprobe("", prog, uo)
+		classic := ex.Uprobe
+		if obj.Return {
+			classic = ex.Uretprobe
+		}
+		l, err := classic("", prog, uo)
 		if err != nil {
 			return fmt.Errorf("attach %s at offset %#x: %w", obj.Path, off, err)
 		}
@@ -245,6 +262,47 @@ func (s *Session) Drain(fn func(*bpfgen.Event) error) error {
 			return err
 		}
 	}
+}
+
+// Run reads events (ModeEvents) and calls fn for each until ctx is done or,
+// when pid is not 0, process pid exits; then it detaches and calls fn for
+// every event still in the ring buffer, so that nothing delivered is lost.
+// In the aggregating modes it waits for ctx (or the exit) and detaches. It
+// returns the first error of fn or of reading; ctx's end is not an error.
+func (s *Session) Run(ctx context.Context, pid int, fn func(*bpfgen.Event) error) error {
+	if pid != 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		done := make(chan struct{})
+		defer func() { cancel(); <-done }()
+		go func() {
+			defer close(done)
+			launch.WaitExit(ctx, pid)
+			cancel()
+		}()
+	}
+	if s.cfg.Mode == bpfgen.ModeEvents {
+		var ev bpfgen.Event
+		for {
+			err := s.Read(ctx, &ev)
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+			if err == nil {
+				err = fn(&ev)
+			}
+			if err != nil {
+				s.Detach()
+				return err
+			}
+		}
+	} else {
+		<-ctx.Done()
+	}
+	if err := s.Detach(); err != nil {
+		return err
+	}
+	return s.Drain(fn)
 }
 
 // Detach closes every link: probes stop firing and the kernel lowers the
