@@ -1,6 +1,10 @@
 // Package uprobe finds the functions of ELF files that user-space probes
-// (uprobes) can attach to. For now it lists function symbols; attaching BPF
-// programs and reading Go arguments from DWARF come later.
+// (uprobes) can attach to, and traces native (C, C++) functions: Functions
+// turns selectors into sites, Trace attaches a program that reads arg0..arg5
+// from the C ABI's argument registers (x86-64 rdi rsi rdx rcx r8 r9, arm64
+// x0..x5) at entry, or the return register (rax, x0) as arg0 at a
+// uretprobe. Uretprobes on Go binaries are refused (ErrGoReturn); reading Go
+// arguments from DWARF comes later.
 //
 // # Model
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
@@ -19,9 +20,20 @@ import (
 // FUNC is a glob (path.Match syntax) matched against the symbol's name and
 // its demangled name; it may contain colons (C++ "ns::f"). PATH is a file,
 // a glob, or a library short name, as for sdt.Selector.
+//
+// As in bpftrace, FUNC may also be FUNC+OFFSET (a probe OFFSET bytes into
+// the function, decimal or 0x hex) or 0xADDR, a virtual address of the
+// binary (st_value units, not a file offset), which selects the function
+// that contains it.
 type Selector struct {
 	Path string
+	// Func is the glob, without "+OFFSET"; for the 0xADDR form it is the
+	// address as written.
 	Func string
+	// Offset is the OFFSET of FUNC+OFFSET, 0 without one.
+	Offset uint64
+	// Address is the ADDR of the 0xADDR form, 0 for a name.
+	Address uint64
 	// Return selects the function's return (uretprobe).
 	Return bool
 }
@@ -44,6 +56,28 @@ func ParseSelector(s string) (Selector, error) {
 	if !ok || sel.Func == "" {
 		return Selector{}, fmt.Errorf("selector %q: want %s:PATH:FUNC", s, kind)
 	}
+	if hex, ok := strings.CutPrefix(sel.Func, "0x"); ok {
+		a, err := strconv.ParseUint(hex, 16, 64)
+		if err != nil || a == 0 {
+			return Selector{}, fmt.Errorf("selector %q: address %q: want 0x and a non-zero hex number", s, sel.Func)
+		}
+		sel.Address = a
+		if sel.Return {
+			return Selector{}, fmt.Errorf("selector %q: a uretprobe takes a function name, not an address", s)
+		}
+		return sel, nil
+	}
+	// A last "+" followed by a number is an offset; any other "+" belongs
+	// to the name (C++ "operator+").
+	if i := strings.LastIndexByte(sel.Func, '+'); i > 0 && i < len(sel.Func)-1 {
+		off, err := strconv.ParseUint(sel.Func[i+1:], 0, 64)
+		if err == nil {
+			if sel.Return {
+				return Selector{}, fmt.Errorf("selector %q: a uretprobe takes no offset", s)
+			}
+			sel.Func, sel.Offset = sel.Func[:i], off
+		}
+	}
 	if _, err := path.Match(sel.Func, ""); err != nil {
 		return Selector{}, fmt.Errorf("selector %q: glob %q: %w", s, sel.Func, err)
 	}
@@ -56,12 +90,22 @@ func (s Selector) String() string {
 	if s.Return {
 		kind = "uretprobe"
 	}
-	return kind + ":" + s.Path + ":" + s.Func
+	fn := s.Func
+	if s.Address != 0 {
+		fn = "0x" + strconv.FormatUint(s.Address, 16)
+	} else if s.Offset != 0 {
+		fn += "+" + strconv.FormatUint(s.Offset, 10)
+	}
+	return kind + ":" + s.Path + ":" + fn
 }
 
 // MatchSymbol reports whether the symbol's name or demangled name matches
-// the selector's FUNC glob.
+// the selector's FUNC glob; for the 0xADDR form, whether the symbol's
+// function contains the address (a symbol of size 0 only its first byte).
 func (s Selector) MatchSymbol(sym *Symbol) bool {
+	if s.Address != 0 {
+		return s.Address == sym.Value || (s.Address > sym.Value && s.Address-sym.Value < sym.Size)
+	}
 	if s.Func == "" || s.Func == "*" {
 		return true
 	}
@@ -76,9 +120,12 @@ func (s Selector) MatchSymbol(sym *Symbol) bool {
 type Object struct {
 	// Path is the file as users know it; PID the process it was found in
 	// (0 for files).
-	Path    string
-	PID     int
-	Machine elf.Machine
+	Path string
+	PID  int
+	// OpenPath is where this process opens the file (for a process's
+	// objects, /proc/PID/root/... or /proc/PID/map_files/...).
+	OpenPath string
+	Machine  elf.Machine
 	// Go reports a Go binary (see IsGo).
 	Go      bool
 	Symbols []Symbol
@@ -159,5 +206,5 @@ func readObject(t target.Object) (Object, error) {
 	if err != nil {
 		return Object{}, fmt.Errorf("%s: %w", t.Path, err)
 	}
-	return Object{Path: t.Path, PID: t.PID, Machine: f.Machine, Go: IsGo(f), Symbols: syms}, nil
+	return Object{Path: t.Path, PID: t.PID, OpenPath: t.OpenPath, Machine: f.Machine, Go: IsGo(f), Symbols: syms}, nil
 }

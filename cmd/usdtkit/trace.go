@@ -14,6 +14,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/internal/launch"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/uprobe"
 )
 
 type traceOptions struct {
@@ -78,14 +79,6 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	var sels []sdt.Selector
-	for _, a := range args {
-		sel, err := sdt.ParseSelector(a)
-		if err != nil {
-			return err
-		}
-		sels = append(sels, sel)
-	}
 	formats, err := parseFormats(o.formats)
 	if err != nil {
 		return err
@@ -107,37 +100,24 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		defer cancel()
 	}
 
-	lopts := &sdt.ListOptions{PID: o.pid, Selectors: sels}
-	var proc *launch.Process
-	if o.command != "" {
-		if proc, lopts, err = startCommand(o.command, sels); err != nil {
-			return err
-		}
-		defer proc.Kill()
-		topts.PID = proc.PID()
+	st, err := startTracer(o, topts, args)
+	if st.proc != nil {
+		defer st.proc.Kill()
 	}
-	probes, err := sdt.List(lopts)
 	if err != nil {
 		return err
 	}
-	if len(probes) == 0 {
-		return fmt.Errorf("no probe matches %s", strings.Join(args, " "))
-	}
-	topts.Probes = probes
-	t, err := sdt.Trace(topts)
-	if err != nil {
-		return err
-	}
+	t, proc := st.t, st.proc
 	defer t.Close()
 	stderr := cmd.ErrOrStderr()
-	for _, w := range t.Warnings {
+	for _, w := range st.warnings {
 		fmt.Fprintln(stderr, "usdtkit: warning:", w)
 	}
 	kind := "uprobe_multi"
 	if !t.Multi() {
 		kind = "classic uprobe"
 	}
-	fmt.Fprintf(stderr, "Tracing %d probes at %d sites (%s links). Ctrl-C to end.\n", countNames(probes), t.Sites(), kind)
+	fmt.Fprintf(stderr, "Tracing %d probes at %d sites (%s links). Ctrl-C to end.\n", st.probes, t.Sites(), kind)
 
 	if proc != nil {
 		if err := proc.Resume(); err != nil {
@@ -273,34 +253,142 @@ func parseFormats(specs []string) (map[string]*eventfmt.Format, error) {
 }
 
 // startCommand starts command stopped at its first instruction and returns
-// the list options that find the probes in its executable (or in the
-// selectors' paths).
-func startCommand(command string, sels []sdt.Selector) (*launch.Process, *sdt.ListOptions, error) {
+// it with the path of its executable.
+func startCommand(command string) (*launch.Process, string, error) {
 	argv, err := launch.SplitCommand(command)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-c: %w", err)
+		return nil, "", fmt.Errorf("-c: %w", err)
 	}
 	if len(argv) == 0 {
-		return nil, nil, fmt.Errorf("-c: empty command")
+		return nil, "", fmt.Errorf("-c: empty command")
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		return nil, nil, err
-	}
-	lopts := &sdt.ListOptions{Selectors: make([]sdt.Selector, len(sels))}
-	copy(lopts.Selectors, sels)
-	for i := range lopts.Selectors {
-		if s := &lopts.Selectors[i]; s.Path == "" || s.Path == "*" {
-			s.Path = path
-		}
+		return nil, "", err
 	}
 	c := exec.Command(path, argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
 	p, err := launch.Start(c)
 	if err != nil {
-		return nil, nil, fmt.Errorf("-c %s: %w", argv[0], err)
+		return nil, "", fmt.Errorf("-c %s: %w", argv[0], err)
 	}
-	return p, lopts, nil
+	return p, path, nil
+}
+
+// tracer is what runTrace uses of sdt.Tracer and uprobe.Tracer.
+type tracer interface {
+	ProbeName(id uint32) string
+	Signed(id uint32, arg int) bool
+	Sites() int
+	Multi() bool
+	Run(ctx context.Context, fn func(*sdt.Event) error) error
+	Lost() (events, updates uint64, err error)
+	Counts() ([]sdt.CountEntry, error)
+	Hist() (map[uint32][]uint64, error)
+	Close() error
+}
+
+// startedTrace is an attached tracer, with the command it traces (-c,
+// stopped until runTrace resumes it; set even on error, to be killed).
+type startedTrace struct {
+	t        tracer
+	proc     *launch.Process
+	warnings []error
+	probes   int
+}
+
+// isFuncSelector reports whether a selector is uprobe's rather than sdt's.
+func isFuncSelector(s string) bool {
+	kind, _, _ := strings.Cut(s, ":")
+	return kind == "uprobe" || kind == "u" || kind == "uretprobe" || kind == "ur"
+}
+
+// startTracer lists what args select, starting -c's command first, and
+// attaches: USDT probes, or with uprobe selectors functions.
+func startTracer(o *traceOptions, topts *sdt.TraceOptions, args []string) (st startedTrace, err error) {
+	funcs := 0
+	for _, a := range args {
+		if isFuncSelector(a) {
+			funcs++
+		}
+	}
+	if funcs != 0 && funcs != len(args) {
+		return st, fmt.Errorf("uprobe and usdt selectors cannot be mixed in one trace (yet)")
+	}
+	var exe string
+	if o.command != "" {
+		if st.proc, exe, err = startCommand(o.command); err != nil {
+			return st, err
+		}
+		topts.PID = st.proc.PID()
+	}
+	if funcs > 0 {
+		return st, startFuncTrace(&st, o.pid, exe, topts, args)
+	}
+	lopts := &sdt.ListOptions{PID: o.pid}
+	for _, a := range args {
+		sel, err := sdt.ParseSelector(a)
+		if err != nil {
+			return st, err
+		}
+		if exe != "" && (sel.Path == "" || sel.Path == "*") {
+			sel.Path = exe
+		}
+		lopts.Selectors = append(lopts.Selectors, sel)
+	}
+	probes, err := sdt.List(lopts)
+	if err != nil {
+		return st, err
+	}
+	if len(probes) == 0 {
+		return st, fmt.Errorf("no probe matches %s", strings.Join(args, " "))
+	}
+	topts.Probes = probes
+	t, err := sdt.Trace(topts)
+	if err != nil {
+		return st, err
+	}
+	st.t, st.warnings, st.probes = t, t.Warnings, countNames(probes)
+	return st, nil
+}
+
+// startFuncTrace attaches to the functions args select. With -c (exe set)
+// they are looked for in files, the command's executable for an empty
+// PATH, since the stopped process has not mapped its libraries yet.
+func startFuncTrace(st *startedTrace, pid int, exe string, topts *sdt.TraceOptions, args []string) error {
+	lopts := &uprobe.ListOptions{PID: pid}
+	for _, a := range args {
+		sel, err := uprobe.ParseSelector(a)
+		if err != nil {
+			return err
+		}
+		if exe != "" && (sel.Path == "" || sel.Path == "*") {
+			sel.Path = exe
+		}
+		lopts.Selectors = append(lopts.Selectors, sel)
+	}
+	fns, err := uprobe.Functions(lopts)
+	if err != nil {
+		return err
+	}
+	if len(fns) == 0 {
+		return fmt.Errorf("no function matches %s", strings.Join(args, " "))
+	}
+	t, err := uprobe.Trace(&uprobe.TraceOptions{
+		Functions: fns, PID: topts.PID, Mode: topts.Mode,
+		StringArgs: topts.StringArgs, ProbeStringArgs: topts.ProbeStringArgs, StrLen: topts.StrLen,
+		Filters: topts.Filters, CountBy: topts.CountBy, HistArg: topts.HistArg,
+		LatencyStart: topts.LatencyStart, LatencyDone: topts.LatencyDone, Classic: topts.Classic,
+	})
+	if err != nil {
+		return err
+	}
+	names := make(map[string]bool)
+	for i := range fns {
+		names[fns[i].Name()] = true
+	}
+	st.t, st.warnings, st.probes = t, t.Warnings, len(names)
+	return nil
 }
 
 func countNames(probes []sdt.Probe) int {

@@ -19,7 +19,7 @@ import (
 // eventWriter prints events as text lines or JSON objects.
 type eventWriter struct {
 	w       *bufio.Writer
-	t       *sdt.Tracer
+	t       tracer
 	json    bool
 	formats map[string]*eventfmt.Format
 	// wallOffset turns the kernel's CLOCK_MONOTONIC times into wall time.
@@ -28,7 +28,7 @@ type eventWriter struct {
 	lastFlush  time.Time
 }
 
-func newEventWriter(w io.Writer, t *sdt.Tracer, output string, formats map[string]*eventfmt.Format) *eventWriter {
+func newEventWriter(w io.Writer, t tracer, output string, formats map[string]*eventfmt.Format) *eventWriter {
 	ew := &eventWriter{w: bufio.NewWriterSize(w, 64<<10), t: t, json: output == "json", formats: formats}
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
@@ -119,7 +119,7 @@ func (ew *eventWriter) format(probe string) *eventfmt.Format {
 func (ew *eventWriter) flush() error { return ew.w.Flush() }
 
 // writeAggregates prints what ModeCount, ModeHist and ModeLatency gathered.
-func writeAggregates(w io.Writer, t *sdt.Tracer, mode sdt.Mode, output string) error {
+func writeAggregates(w io.Writer, t tracer, mode sdt.Mode, output string) error {
 	bw := bufio.NewWriter(w)
 	switch mode {
 	case sdt.ModeCount:

@@ -1,0 +1,394 @@
+package uprobe
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/session"
+	"github.com/usdtkit/usdtkit/internal/target"
+)
+
+// Types of a trace, the same as package sdt's.
+type (
+	// Event is one probe hit: time, process, thread, CPU, probe id (see
+	// Tracer.ProbeName), comm and arguments.
+	Event = bpfgen.Event
+	// Filter keeps a hit only when an argument compares with a value.
+	Filter = bpfgen.Filter
+	// Mode is what the program does with a hit.
+	Mode = bpfgen.Mode
+	// CountKey selects what counts are kept per, beside the probe.
+	CountKey = bpfgen.CountKey
+	// CountEntry is one count of a ModeCount trace.
+	CountEntry = bpfgen.CountEntry
+)
+
+// Modes of a trace, as in package sdt.
+const (
+	ModeEvents  = bpfgen.ModeEvents
+	ModeCount   = bpfgen.ModeCount
+	ModeHist    = bpfgen.ModeHist
+	ModeLatency = bpfgen.ModeLatency
+
+	CountPID  = bpfgen.CountPID
+	CountComm = bpfgen.CountComm
+)
+
+// Errors of Functions and Trace.
+var (
+	// ErrClosed is returned by Tracer.Read after Close.
+	ErrClosed = session.ErrClosed
+	// ErrNoFunctions means there is nothing to trace.
+	ErrNoFunctions = errors.New("no functions to trace")
+	// ErrGoReturn refuses a uretprobe on a Go function.
+	ErrGoReturn = errors.New("uretprobe on a Go function would crash it; a later version uses RET uprobes")
+)
+
+// Function is one site to trace: a function's entry, a place inside it
+// (FUNC+OFFSET, 0xADDR) or its return. It is plain data.
+type Function struct {
+	// Path, OpenPath, PID, Machine and Go are those of the Object the
+	// symbol is in.
+	Path     string
+	OpenPath string
+	PID      int
+	Machine  elf.Machine
+	Go       bool
+	Symbol   Symbol
+	// Delta is the distance of the site from the symbol's start, in bytes.
+	Delta uint64
+	// Return selects the function's return (a uretprobe); Delta is 0.
+	Return bool
+}
+
+// Name is the probe name of the site: "uprobe:FUNC", "uprobe:FUNC+DELTA"
+// or "uretprobe:FUNC", FUNC demangled.
+func (f *Function) Name() string {
+	kind := "uprobe:"
+	if f.Return {
+		kind = "uretprobe:"
+	}
+	s := kind + f.Symbol.DisplayName()
+	if f.Delta != 0 {
+		s += "+" + strconv.FormatUint(f.Delta, 10)
+	}
+	return s
+}
+
+// FileOffset returns the file offset a probe is attached at.
+func (f *Function) FileOffset() (uint64, error) {
+	if f.Symbol.Offset == 0 {
+		return 0, fmt.Errorf("%s in %s: address %#x has no bytes in the file", f.Name(), f.Path, f.Symbol.Value)
+	}
+	if f.Symbol.Size != 0 && f.Delta >= f.Symbol.Size {
+		return 0, fmt.Errorf("%s in %s: offset %d is beyond the function's %d bytes", f.Name(), f.Path, f.Delta, f.Symbol.Size)
+	}
+	return f.Symbol.Offset + f.Delta, nil
+}
+
+// Functions returns the sites that opts's selectors name: one per selector
+// and matching symbol, in the order of the objects and their symbols. It
+// looks where List looks, and returns List's errors; selectors are
+// required. No match is not an error: the result is empty.
+func Functions(opts *ListOptions) ([]Function, error) {
+	if opts == nil || len(opts.Selectors) == 0 {
+		return nil, fmt.Errorf("functions: no selectors")
+	}
+	selPaths := make([]string, len(opts.Selectors))
+	for i, s := range opts.Selectors {
+		selPaths[i] = s.Path
+	}
+	scope, err := target.NewScope(opts.Paths, opts.PID, selPaths)
+	if err != nil {
+		return nil, err
+	}
+	var fns []Function
+	for _, t := range scope.Objects {
+		obj, err := readObject(t)
+		if t.PID != 0 && (errors.Is(err, elfnotes.ErrNotELF) || errors.Is(err, ErrNoSymbols)) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i, sel := range opts.Selectors {
+			if !scope.Applies(i, t) {
+				continue
+			}
+			for _, sym := range obj.Symbols {
+				if !sel.MatchSymbol(&sym) {
+					continue
+				}
+				fn := Function{Path: obj.Path, OpenPath: obj.OpenPath, PID: obj.PID, Machine: obj.Machine,
+					Go: obj.Go, Symbol: sym, Delta: sel.Offset, Return: sel.Return}
+				if sel.Address != 0 {
+					fn.Delta = sel.Address - sym.Value
+				}
+				fns = append(fns, fn)
+			}
+		}
+	}
+	return fns, nil
+}
+
+// TraceOptions describes a trace of native functions. The fields other
+// than Functions mean what they mean in sdt.TraceOptions.
+type TraceOptions struct {
+	// Functions are the sites to trace, as Functions returns them; at
+	// least one, all of one machine.
+	Functions []Function
+	// PID restricts the trace to one process; 0 traces every process that
+	// maps the files.
+	PID int
+	// Mode is what happens at a hit; the zero value is ModeEvents.
+	Mode Mode
+	// StringArgs has bit i set to read argument i of every probe as a
+	// NUL-terminated string; ProbeStringArgs does so for the probe named
+	// by the key ("uprobe:FUNC"). At most StrLen bytes, default 64.
+	StringArgs      uint16
+	ProbeStringArgs map[string]uint16
+	StrLen          int
+	// Filters are ANDed; comparisons are unsigned (C arguments are read
+	// as 8-byte unsigned registers).
+	Filters []Filter
+	CountBy CountKey
+	// HistArg is ModeHist's argument.
+	HistArg int
+	// LatencyStart and LatencyDone name ModeLatency's probes
+	// ("uprobe:FUNC", "uretprobe:FUNC", or FUNC if only one has it).
+	LatencyStart, LatencyDone string
+	// Classic forces classic uprobe links; by default one uprobe_multi
+	// link per file and kind is used where the kernel has it (6.6+).
+	Classic bool
+}
+
+// Tracer is a running trace of functions. Close it to detach.
+//
+// A Tracer is safe for concurrent use, except that only one goroutine may
+// Read at a time; Close interrupts a Read.
+type Tracer struct {
+	sess  *session.Session
+	names []string
+	pid   int
+	// Warnings says what the trace reads that may not mean what the user
+	// thinks: C ABI registers at the entry of a Go function, an IFUNC
+	// resolver.
+	Warnings []error
+}
+
+// Entry sites read the first six integer arguments of the C calling
+// convention; return sites read the integer return register.
+const (
+	entryArgs  = 6
+	returnArgs = 1
+)
+
+// argRegs returns the registers of the integer arguments of machine m's C
+// ABI: System V AMD64 ABI §3.2.3 (rdi, rsi, rdx, rcx, r8, r9), AAPCS64 §6.8
+// (x0..x7, of which the first six are read).
+func argRegs(m elf.Machine) ([]string, error) {
+	switch m {
+	case elf.EM_X86_64:
+		return []string{"rdi", "rsi", "rdx", "rcx", "r8", "r9"}, nil
+	case elf.EM_AARCH64:
+		return []string{"x0", "x1", "x2", "x3", "x4", "x5"}, nil
+	}
+	return nil, fmt.Errorf("machine %v: %w", m, bpfgen.ErrUnsupported)
+}
+
+// retReg returns the integer return register of machine m's C ABI.
+func retReg(m elf.Machine) (string, error) {
+	switch m {
+	case elf.EM_X86_64:
+		return "rax", nil
+	case elf.EM_AARCH64:
+		return "x0", nil
+	}
+	return "", fmt.Errorf("machine %v: %w", m, bpfgen.ErrUnsupported)
+}
+
+// siteArgs returns the fetches of an entry or return site of machine m.
+func siteArgs(m elf.Machine, ret bool) ([]bpfgen.Fetch, error) {
+	regs, err := argRegs(m)
+	if err != nil {
+		return nil, err
+	}
+	if ret {
+		r, err := retReg(m)
+		if err != nil {
+			return nil, err
+		}
+		regs = []string{r}
+	}
+	fetches := make([]bpfgen.Fetch, len(regs))
+	for i, name := range regs {
+		off, err := bpfgen.PtRegs(m, name)
+		if err != nil {
+			return nil, err
+		}
+		fetches[i] = bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 8, Reg: bpfgen.Reg{Off: off, Width: 8}}
+	}
+	return fetches, nil
+}
+
+// Trace loads a program for opts and attaches it to every function site.
+// Entry sites report arg0..arg5, the integer argument registers of the C
+// ABI of the file's machine; return sites report the return register as
+// arg0. A return site in a Go binary gives an error wrapping ErrGoReturn.
+// Errors wrap ebpf.ErrNotSupported when the kernel lacks a feature,
+// os.ErrPermission without the privileges, and os.ErrNotExist when the
+// process is gone.
+func Trace(opts *TraceOptions) (*Tracer, error) {
+	if opts == nil || len(opts.Functions) == 0 {
+		return nil, fmt.Errorf("trace: %w", ErrNoFunctions)
+	}
+	t := &Tracer{pid: opts.PID}
+	machine := opts.Functions[0].Machine
+	cfg := bpfgen.Config{
+		Machine: machine,
+		Mode:    opts.Mode,
+		StrLen:  opts.StrLen,
+		Filters: append([]Filter(nil), opts.Filters...),
+		CountBy: opts.CountBy,
+		HistArg: opts.HistArg,
+	}
+	type objKey struct {
+		path string
+		ret  bool
+	}
+	objects := make(map[objKey]*session.Object)
+	var order []objKey
+	ids := make(map[string]uint32)
+	for i := range opts.Functions {
+		fn := &opts.Functions[i]
+		name := fn.Name()
+		if fn.Machine != machine {
+			return nil, fmt.Errorf("trace %s in %s: machine %s, other functions are %s", name, fn.Path, fn.Machine, machine)
+		}
+		if fn.Return && fn.Go {
+			return nil, fmt.Errorf("trace %s in %s: %w", name, fn.Path, ErrGoReturn)
+		}
+		if fn.Return && fn.Delta != 0 {
+			return nil, fmt.Errorf("trace %s in %s: a return probe must be at the function's start", name, fn.Path)
+		}
+		off, err := fn.FileOffset()
+		if err != nil {
+			return nil, fmt.Errorf("trace %w", err)
+		}
+		args, err := siteArgs(machine, fn.Return)
+		if err != nil {
+			return nil, fmt.Errorf("trace %s in %s: %w", name, fn.Path, err)
+		}
+		id, ok := ids[name]
+		if !ok {
+			id = uint32(len(t.names))
+			ids[name] = id
+			t.names = append(t.names, name)
+			if fn.Go {
+				t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s: a Go function; arg0..arg5 are the C ABI's registers, not Go's arguments", name, fn.Path))
+			}
+			if fn.Symbol.Kind == SymIFunc {
+				t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s: an IFUNC resolver, which runs at load time, not at each call", name, fn.Path))
+			}
+		}
+		k := objKey{fn.OpenPath, fn.Return}
+		obj := objects[k]
+		if obj == nil {
+			obj = &session.Object{Path: fn.OpenPath, Return: fn.Return}
+			objects[k] = obj
+			order = append(order, k)
+		}
+		strs := opts.StringArgs | opts.ProbeStringArgs[name]
+		obj.Offsets = append(obj.Offsets, off)
+		obj.Cookies = append(obj.Cookies, uint64(len(cfg.Sites)))
+		cfg.Sites = append(cfg.Sites, bpfgen.Site{Probe: id, Args: args, Strings: strs & (1<<len(args) - 1)})
+	}
+	if cfg.Mode == ModeLatency {
+		var ok1, ok2 bool
+		cfg.LatencyStart, ok1 = t.lookup(opts.LatencyStart)
+		cfg.LatencyDone, ok2 = t.lookup(opts.LatencyDone)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("latency from %q to %q: both must be among the traced probes %v", opts.LatencyStart, opts.LatencyDone, t.names)
+		}
+	}
+	sopts := &session.Options{Config: cfg, PID: opts.PID, Classic: opts.Classic}
+	for _, k := range order {
+		sopts.Objects = append(sopts.Objects, *objects[k])
+	}
+	sess, err := session.Start(sopts)
+	if err != nil {
+		return nil, err
+	}
+	t.sess = sess
+	return t, nil
+}
+
+// lookup finds a probe id by its name, or by FUNC when only one traced
+// probe has it.
+func (t *Tracer) lookup(s string) (uint32, bool) {
+	found, n := uint32(0), 0
+	for id, name := range t.names {
+		if name == s {
+			return uint32(id), true
+		}
+		if _, fn, _ := strings.Cut(name, ":"); fn == s {
+			found, n = uint32(id), n+1
+		}
+	}
+	return found, n == 1
+}
+
+// ProbeName returns the name ("uprobe:FUNC") of an Event's Probe id.
+func (t *Tracer) ProbeName(id uint32) string {
+	if int(id) < len(t.names) {
+		return t.names[id]
+	}
+	return fmt.Sprintf("probe#%d", id)
+}
+
+// Signed reports whether an argument prints as a signed number: never, for
+// registers read as 8-byte unsigned values.
+func (t *Tracer) Signed(id uint32, arg int) bool { return false }
+
+// Sites is the number of sites attached.
+func (t *Tracer) Sites() int { return t.sess.Sites() }
+
+// Multi reports whether uprobe_multi links carry the trace.
+func (t *Tracer) Multi() bool { return t.sess.Multi() }
+
+// Read waits for the next event (ModeEvents) and decodes it into ev, which
+// it reuses. It returns ctx.Err() when ctx is done and ErrClosed after Close.
+func (t *Tracer) Read(ctx context.Context, ev *Event) error { return t.sess.Read(ctx, ev) }
+
+// Run reads events and calls fn for each until ctx is done or the traced
+// process (TraceOptions.PID) exits, then detaches and drains what is left,
+// as sdt.Tracer.Run does.
+func (t *Tracer) Run(ctx context.Context, fn func(*Event) error) error {
+	return t.sess.Run(ctx, t.pid, fn)
+}
+
+// Detach stops the probes; events already delivered can still be drained
+// and aggregations read.
+func (t *Tracer) Detach() error { return t.sess.Detach() }
+
+// Drain calls fn for every event left, without waiting.
+func (t *Tracer) Drain(fn func(*Event) error) error { return t.sess.Drain(fn) }
+
+// Lost returns the events the ring buffer refused and the aggregation
+// updates that failed, counted in the kernel.
+func (t *Tracer) Lost() (events, updates uint64, err error) { return t.sess.Lost() }
+
+// Counts returns ModeCount's counts.
+func (t *Tracer) Counts() ([]CountEntry, error) { return t.sess.Counts() }
+
+// Hist returns ModeHist's or ModeLatency's log2 buckets per probe id.
+func (t *Tracer) Hist() (map[uint32][]uint64, error) { return t.sess.Hist() }
+
+// Close detaches and releases everything. Safe to call twice.
+func (t *Tracer) Close() error { return t.sess.Close() }
