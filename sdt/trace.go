@@ -1,11 +1,9 @@
 package sdt
 
 import (
-	"context"
 	"debug/elf"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
@@ -83,12 +81,10 @@ type TraceOptions struct {
 // A Tracer is safe for concurrent use, except that only one goroutine may
 // Read at a time; Close interrupts a Read.
 type Tracer struct {
-	sess  *session.Session
-	names []string
-	pid   int
-	// signed[id] has bit i set when argument i of probe id is signed (per
-	// its first location).
-	signed []uint16
+	// Session, probe names and argument signedness: ProbeName, Signed,
+	// Read, Run, Detach, Drain, Lost, Counts, Hist, Close and the rest
+	// are its methods.
+	*session.Tracer
 	// Warnings says which arguments of which locations cannot be read by
 	// the program (a register BPF cannot see, a symbol operand, a spec
 	// that does not parse): those arguments read as 0 with their fault
@@ -104,7 +100,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	if opts == nil || len(opts.Probes) == 0 {
 		return nil, fmt.Errorf("trace: %w", ErrNoProbes)
 	}
-	t := &Tracer{}
+	t := &Tracer{Tracer: &session.Tracer{PID: opts.PID}}
 	ids := make(map[string]uint32)
 	cfg := bpfgen.Config{
 		Machine: opts.Probes[0].Machine,
@@ -125,9 +121,9 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		}
 		id, ok := ids[p.String()]
 		if !ok {
-			id = uint32(len(t.names))
+			id = uint32(len(t.Names))
 			ids[p.String()] = id
-			t.names = append(t.names, p.String())
+			t.Names = append(t.Names, p.String())
 			var mask uint16
 			if len(p.Locations) > 0 {
 				for k, a := range p.Locations[0].Args {
@@ -136,7 +132,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 					}
 				}
 			}
-			t.signed = append(t.signed, mask)
+			t.SignedArgs = append(t.SignedArgs, mask)
 		}
 		obj := objects[p.OpenPath]
 		if obj == nil {
@@ -181,10 +177,10 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	}
 	if cfg.Mode == ModeLatency {
 		var ok1, ok2 bool
-		cfg.LatencyStart, ok1 = t.lookup(opts.LatencyStart)
-		cfg.LatencyDone, ok2 = t.lookup(opts.LatencyDone)
+		cfg.LatencyStart, ok1 = t.Lookup(opts.LatencyStart)
+		cfg.LatencyDone, ok2 = t.Lookup(opts.LatencyDone)
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("latency from %q to %q: both must be among the traced probes %v", opts.LatencyStart, opts.LatencyDone, t.names)
+			return nil, fmt.Errorf("latency from %q to %q: both must be among the traced probes %v", opts.LatencyStart, opts.LatencyDone, t.Names)
 		}
 	}
 	sopts := &session.Options{Config: cfg, PID: opts.PID, Classic: opts.Classic}
@@ -199,8 +195,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.sess = sess
-	t.pid = opts.PID
+	t.Session = sess
 	return t, nil
 }
 
@@ -259,71 +254,3 @@ func hasNonZero(v []uint64) bool {
 	}
 	return false
 }
-
-// lookup finds a probe id by "provider:name", or by a name that only one
-// traced probe has.
-func (t *Tracer) lookup(s string) (uint32, bool) {
-	found, n := uint32(0), 0
-	for id, name := range t.names {
-		if name == s {
-			return uint32(id), true
-		}
-		if _, pname, _ := strings.Cut(name, ":"); pname == s {
-			found, n = uint32(id), n+1
-		}
-	}
-	return found, n == 1
-}
-
-// ProbeName returns "provider:name" of an Event's Probe id.
-func (t *Tracer) ProbeName(id uint32) string {
-	if int(id) < len(t.names) {
-		return t.names[id]
-	}
-	return fmt.Sprintf("probe#%d", id)
-}
-
-// Signed reports whether argument arg of probe id is signed, so that its
-// 64-bit value in an Event prints as a signed number.
-func (t *Tracer) Signed(id uint32, arg int) bool {
-	return int(id) < len(t.signed) && arg < 16 && t.signed[id]&(1<<arg) != 0
-}
-
-// Sites is the number of probe locations attached.
-func (t *Tracer) Sites() int { return t.sess.Sites() }
-
-// Multi reports whether uprobe_multi links carry the trace.
-func (t *Tracer) Multi() bool { return t.sess.Multi() }
-
-// Read waits for the next event (ModeEvents) and decodes it into ev, which
-// it reuses. It returns ctx.Err() when ctx is done and ErrClosed after Close.
-func (t *Tracer) Read(ctx context.Context, ev *Event) error { return t.sess.Read(ctx, ev) }
-
-// Run reads events (ModeEvents) and calls fn for each until ctx is done or
-// the traced process (TraceOptions.PID) exits, then detaches and calls fn for every event still in the ring buffer, so
-// that nothing delivered is lost. In the aggregating modes it waits for ctx
-// and detaches. It returns the first error of fn or of reading; ctx's end is
-// not an error. Aggregations and Lost can be read after Run returns.
-func (t *Tracer) Run(ctx context.Context, fn func(*Event) error) error {
-	return t.sess.Run(ctx, t.pid, fn)
-}
-
-// Detach stops the probes; events already delivered can still be drained
-// and aggregations read.
-func (t *Tracer) Detach() error { return t.sess.Detach() }
-
-// Drain calls fn for every event left, without waiting.
-func (t *Tracer) Drain(fn func(*Event) error) error { return t.sess.Drain(fn) }
-
-// Lost returns the events the ring buffer refused and the aggregation
-// updates that failed, counted in the kernel.
-func (t *Tracer) Lost() (events, updates uint64, err error) { return t.sess.Lost() }
-
-// Counts returns ModeCount's counts.
-func (t *Tracer) Counts() ([]CountEntry, error) { return t.sess.Counts() }
-
-// Hist returns ModeHist's or ModeLatency's log2 buckets per probe id.
-func (t *Tracer) Hist() (map[uint32][]uint64, error) { return t.sess.Hist() }
-
-// Close detaches and releases everything. Safe to call twice.
-func (t *Tracer) Close() error { return t.sess.Close() }

@@ -1,12 +1,10 @@
 package uprobe
 
 import (
-	"context"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
@@ -173,9 +171,10 @@ type TraceOptions struct {
 // A Tracer is safe for concurrent use, except that only one goroutine may
 // Read at a time; Close interrupts a Read.
 type Tracer struct {
-	sess  *session.Session
-	names []string
-	pid   int
+	// Session and probe names: ProbeName, Read, Run, Detach, Drain, Lost,
+	// Counts, Hist, Close and the rest are its methods. Arguments and
+	// return values are read as unsigned.
+	*session.Tracer
 	// Warnings says what the trace reads that may not mean what the user
 	// thinks: C ABI registers at the entry of a Go function, an IFUNC
 	// resolver.
@@ -248,7 +247,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	if opts == nil || len(opts.Functions) == 0 {
 		return nil, fmt.Errorf("trace: %w", ErrNoFunctions)
 	}
-	t := &Tracer{pid: opts.PID}
+	t := &Tracer{Tracer: &session.Tracer{PID: opts.PID}}
 	machine := opts.Functions[0].Machine
 	cfg := bpfgen.Config{
 		Machine: machine,
@@ -287,9 +286,9 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		}
 		id, ok := ids[name]
 		if !ok {
-			id = uint32(len(t.names))
+			id = uint32(len(t.Names))
 			ids[name] = id
-			t.names = append(t.names, name)
+			t.Names = append(t.Names, name)
 			if fn.Go {
 				t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s: a Go function; arg0..arg5 are the C ABI's registers, not Go's arguments", name, fn.Path))
 			}
@@ -311,10 +310,10 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	}
 	if cfg.Mode == ModeLatency {
 		var ok1, ok2 bool
-		cfg.LatencyStart, ok1 = t.lookup(opts.LatencyStart)
-		cfg.LatencyDone, ok2 = t.lookup(opts.LatencyDone)
+		cfg.LatencyStart, ok1 = t.Lookup(opts.LatencyStart)
+		cfg.LatencyDone, ok2 = t.Lookup(opts.LatencyDone)
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("latency from %q to %q: both must be among the traced probes %v", opts.LatencyStart, opts.LatencyDone, t.names)
+			return nil, fmt.Errorf("latency from %q to %q: both must be among the traced probes %v", opts.LatencyStart, opts.LatencyDone, t.Names)
 		}
 	}
 	sopts := &session.Options{Config: cfg, PID: opts.PID, Classic: opts.Classic}
@@ -325,70 +324,6 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.sess = sess
+	t.Session = sess
 	return t, nil
 }
-
-// lookup finds a probe id by its name, or by FUNC when only one traced
-// probe has it.
-func (t *Tracer) lookup(s string) (uint32, bool) {
-	found, n := uint32(0), 0
-	for id, name := range t.names {
-		if name == s {
-			return uint32(id), true
-		}
-		if _, fn, _ := strings.Cut(name, ":"); fn == s {
-			found, n = uint32(id), n+1
-		}
-	}
-	return found, n == 1
-}
-
-// ProbeName returns the name ("uprobe:FUNC") of an Event's Probe id.
-func (t *Tracer) ProbeName(id uint32) string {
-	if int(id) < len(t.names) {
-		return t.names[id]
-	}
-	return fmt.Sprintf("probe#%d", id)
-}
-
-// Signed reports whether an argument prints as a signed number: never, for
-// registers read as 8-byte unsigned values.
-func (t *Tracer) Signed(id uint32, arg int) bool { return false }
-
-// Sites is the number of sites attached.
-func (t *Tracer) Sites() int { return t.sess.Sites() }
-
-// Multi reports whether uprobe_multi links carry the trace.
-func (t *Tracer) Multi() bool { return t.sess.Multi() }
-
-// Read waits for the next event (ModeEvents) and decodes it into ev, which
-// it reuses. It returns ctx.Err() when ctx is done and ErrClosed after Close.
-func (t *Tracer) Read(ctx context.Context, ev *Event) error { return t.sess.Read(ctx, ev) }
-
-// Run reads events and calls fn for each until ctx is done or the traced
-// process (TraceOptions.PID) exits, then detaches and drains what is left,
-// as sdt.Tracer.Run does.
-func (t *Tracer) Run(ctx context.Context, fn func(*Event) error) error {
-	return t.sess.Run(ctx, t.pid, fn)
-}
-
-// Detach stops the probes; events already delivered can still be drained
-// and aggregations read.
-func (t *Tracer) Detach() error { return t.sess.Detach() }
-
-// Drain calls fn for every event left, without waiting.
-func (t *Tracer) Drain(fn func(*Event) error) error { return t.sess.Drain(fn) }
-
-// Lost returns the events the ring buffer refused and the aggregation
-// updates that failed, counted in the kernel.
-func (t *Tracer) Lost() (events, updates uint64, err error) { return t.sess.Lost() }
-
-// Counts returns ModeCount's counts.
-func (t *Tracer) Counts() ([]CountEntry, error) { return t.sess.Counts() }
-
-// Hist returns ModeHist's or ModeLatency's log2 buckets per probe id.
-func (t *Tracer) Hist() (map[uint32][]uint64, error) { return t.sess.Hist() }
-
-// Close detaches and releases everything. Safe to call twice.
-func (t *Tracer) Close() error { return t.sess.Close() }
