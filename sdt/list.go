@@ -42,11 +42,7 @@ func List(opts *ListOptions) ([]Probe, error) {
 	if opts == nil {
 		opts = &ListOptions{}
 	}
-	selPaths := make([]string, len(opts.Selectors))
-	for i, s := range opts.Selectors {
-		selPaths[i] = s.Path
-	}
-	scope, err := target.NewScope(opts.Paths, opts.PID, selPaths)
+	scope, err := target.NewScopeOf(opts.Paths, opts.PID, opts.Selectors, func(s Selector) string { return s.Path })
 	if err != nil {
 		return nil, err
 	}

@@ -154,22 +154,18 @@ func List(opts *ListOptions) ([]Object, error) {
 	if opts == nil {
 		opts = &ListOptions{}
 	}
-	selPaths := make([]string, len(opts.Selectors))
-	for i, s := range opts.Selectors {
-		selPaths[i] = s.Path
-	}
-	scope, err := target.NewScope(opts.Paths, opts.PID, selPaths)
+	scope, err := target.NewScopeOf(opts.Paths, opts.PID, opts.Selectors, selectorPath)
 	if err != nil {
 		return nil, err
 	}
 	var objs []Object
 	for _, t := range scope.Objects {
-		obj, err := readObject(t)
-		if t.PID != 0 && (errors.Is(err, elfnotes.ErrNotELF) || errors.Is(err, ErrNoSymbols)) {
-			continue
-		}
+		obj, ok, err := readObject(t)
 		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			continue
 		}
 		if len(opts.Selectors) > 0 {
 			kept := obj.Symbols[:0]
@@ -187,6 +183,8 @@ func List(opts *ListOptions) ([]Object, error) {
 	return objs, nil
 }
 
+func selectorPath(s Selector) string { return s.Path }
+
 func matchAny(sels []Selector, scope *target.Scope, t target.Object, sym *Symbol) bool {
 	for i, s := range sels {
 		if scope.Applies(i, t) && s.MatchSymbol(sym) {
@@ -196,7 +194,18 @@ func matchAny(sels []Selector, scope *target.Scope, t target.Object, sym *Symbol
 	return false
 }
 
-func readObject(t target.Object) (Object, error) {
+// readObject reads t's function symbols. ok is false, without an error,
+// for an object of a process that is not an ELF file or has no symbol
+// table: listings pass those over. A named file gets the error.
+func readObject(t target.Object) (obj Object, ok bool, err error) {
+	obj, err = readSymbols(t)
+	if t.PID != 0 && (errors.Is(err, elfnotes.ErrNotELF) || errors.Is(err, ErrNoSymbols)) {
+		return Object{}, false, nil
+	}
+	return obj, err == nil, err
+}
+
+func readSymbols(t target.Object) (Object, error) {
 	f, err := elfnotes.Open(t.OpenPath)
 	if err != nil {
 		return Object{}, err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/target"
@@ -98,22 +97,18 @@ func Functions(opts *ListOptions) ([]Function, error) {
 	if opts == nil || len(opts.Selectors) == 0 {
 		return nil, fmt.Errorf("functions: no selectors")
 	}
-	selPaths := make([]string, len(opts.Selectors))
-	for i, s := range opts.Selectors {
-		selPaths[i] = s.Path
-	}
-	scope, err := target.NewScope(opts.Paths, opts.PID, selPaths)
+	scope, err := target.NewScopeOf(opts.Paths, opts.PID, opts.Selectors, selectorPath)
 	if err != nil {
 		return nil, err
 	}
 	var fns []Function
 	for _, t := range scope.Objects {
-		obj, err := readObject(t)
-		if t.PID != 0 && (errors.Is(err, elfnotes.ErrNotELF) || errors.Is(err, ErrNoSymbols)) {
-			continue
-		}
+		obj, ok, err := readObject(t)
 		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			continue
 		}
 		for i, sel := range opts.Selectors {
 			if !scope.Applies(i, t) {

@@ -56,3 +56,13 @@ func NewScope(paths []string, pid int, selectorPaths []string) (*Scope, error) {
 func (s *Scope) Applies(i int, obj Object) bool {
 	return s.in[i] == nil || s.in[i][obj.Path]
 }
+
+// NewScopeOf is NewScope for a listing's selectors of any kind: path gives
+// a selector's PATH part.
+func NewScopeOf[S any](paths []string, pid int, sels []S, path func(S) string) (*Scope, error) {
+	selPaths := make([]string, len(sels))
+	for i, s := range sels {
+		selPaths[i] = path(s)
+	}
+	return NewScope(paths, pid, selPaths)
+}
