@@ -19,6 +19,11 @@ var ErrUnsupported = errors.New("unsupported argument")
 // at most 12 arguments (STAP_PROBE12).
 const MaxArgs = 12
 
+// MaxDerefs is the most pointers one Fetch follows (Fetch.Derefs): enough
+// for a field three structs away (a.b.c.d), each hop costing one
+// bpf_probe_read_user.
+const MaxDerefs = 4
+
 // Limits of Config fields.
 const (
 	// DefaultStrLen is the default Config.StrLen.
@@ -52,7 +57,7 @@ const (
 	// FetchReg: the argument is in register Reg.
 	FetchReg
 	// FetchMem: the argument is Size bytes of user memory at
-	// base + index*Scale + Offset.
+	// base + index*Scale + Offset, after following Derefs pointers.
 	FetchMem
 )
 
@@ -97,6 +102,18 @@ type Fetch struct {
 	IPRel bool
 	// Value is, for FetchConst, the 64-bit pattern reported.
 	Value int64
+	// Derefs is, for FetchMem, the number of pointers followed from the
+	// address above, at most MaxDerefs: an 8-byte pointer p is read
+	// there and the next address is p + Path[0]; while hops remain the
+	// pointer there is read and Path[k] added again. The last address
+	// holds the Size bytes reported. So s.next.count with s in a register
+	// is Offset = offsetof(next), Derefs = 1, Path[0] = offsetof(count).
+	// A NULL pointer or a failed read on the way reports 0 with the
+	// argument's fault bit set. 0 reads at the address itself, as before.
+	Derefs uint8
+	// Path holds the field offsets of the Derefs hops; entries past
+	// Derefs must be 0, so that equal chains compare equal.
+	Path [MaxDerefs]int32
 }
 
 // size returns the number of bytes read: Size, or 8 when it is 0.
@@ -117,6 +134,17 @@ type Site struct {
 	// Strings has bit i set to read argument i as a NUL-terminated user
 	// string (the argument's value is the address).
 	Strings uint16
+	// Bytes has bit i set to read argument i as a byte string whose
+	// length is argument BytesLen[i] (a Go string or slice: a pointer and
+	// a length, not NUL-terminated, NULs allowed). The program copies
+	// min(length, StrLen-2) bytes, the length compared unsigned (so a
+	// negative one is cut like a huge one), into the argument's string
+	// slot after a 2-byte count. Exclusive with Strings per argument.
+	// Read only in ModeEvents, like Strings.
+	Bytes uint16
+	// BytesLen[i] is, for bit i of Bytes, the index of the argument
+	// holding the length; other entries are ignored.
+	BytesLen [MaxArgs]uint8
 }
 
 // Mode says what the program does with the fetched arguments.
@@ -131,8 +159,9 @@ const (
 	// argument HistArg.
 	ModeHist
 	// ModeLatency measures the time from probe LatencyStart to probe
-	// LatencyDone on the same thread into a log2 histogram ("hist") of
-	// nanoseconds.
+	// LatencyDone on the same thread (or, with LatencyByArg, with the same
+	// value of argument LatencyArg in the same process) into a log2
+	// histogram ("hist") of nanoseconds.
 	ModeLatency
 )
 
@@ -228,6 +257,14 @@ type Config struct {
 	HistArg int
 	// LatencyStart and LatencyDone are the probe ids of ModeLatency.
 	LatencyStart, LatencyDone uint32
+	// LatencyByArg pairs the ModeLatency start and done hits by the value
+	// of argument LatencyArg and the process (thread group) id instead of
+	// the thread id: a goroutine id, which stays with the goroutine when
+	// the Go scheduler moves it to another thread. Every site must have
+	// argument LatencyArg; a hit whose LatencyArg cannot be read is
+	// ignored (it would pair unrelated hits under key 0).
+	LatencyByArg bool
+	LatencyArg   int
 	// RingSize is the size in bytes of the ModeEvents ring buffer: a power
 	// of two, at least the page size, at most MaxRingSize. 0 means
 	// DefaultRingSize.
@@ -311,7 +348,7 @@ func (c *Config) check(pageSize int) (*settings, error) {
 		if err := s.checkSite(i, site); err != nil {
 			return nil, err
 		}
-		union |= site.Strings
+		union |= site.Strings | site.Bytes
 		argCap = max(argCap, len(site.Args))
 	}
 	if c.Mode != ModeEvents {
@@ -335,7 +372,13 @@ func (c *Config) check(pageSize int) (*settings, error) {
 		}
 	}
 	switch c.Mode {
-	case ModeEvents, ModeLatency:
+	case ModeEvents:
+	case ModeLatency:
+		if c.LatencyByArg {
+			if err := s.checkArg("LatencyArg", c.LatencyArg); err != nil {
+				return nil, err
+			}
+		}
 	case ModeCount:
 		if c.CountBy&^(CountPID|CountComm) != 0 {
 			return nil, cfgErr("CountBy", "unknown flags %#x", uint8(c.CountBy))
@@ -370,6 +413,17 @@ func (s *settings) checkSite(i int, site *Site) error {
 	if site.Strings>>len(site.Args) != 0 {
 		return cfgErr(fmt.Sprintf("Sites[%d].Strings", i), "bits %#x name missing arguments", site.Strings)
 	}
+	if site.Bytes>>len(site.Args) != 0 {
+		return cfgErr(fmt.Sprintf("Sites[%d].Bytes", i), "bits %#x name missing arguments", site.Bytes)
+	}
+	if both := site.Bytes & site.Strings; both != 0 {
+		return cfgErr(fmt.Sprintf("Sites[%d].Bytes", i), "bits %#x are also in Strings", both)
+	}
+	for j := range site.Args {
+		if site.Bytes&(1<<j) != 0 && int(site.BytesLen[j]) >= len(site.Args) {
+			return cfgErr(fmt.Sprintf("Sites[%d].BytesLen[%d]", i, j), "argument %d is past the site's %d arguments", site.BytesLen[j], len(site.Args))
+		}
+	}
 	for j := range site.Args {
 		if err := s.checkFetch(fmt.Sprintf("Sites[%d].Args[%d]", i, j), &site.Args[j]); err != nil {
 			return err
@@ -397,6 +451,17 @@ func (s *settings) checkFetch(field string, f *Fetch) error {
 			return cfgErr(field+"."+name+".Shift", "%d does not fit a %d-byte alias in 64 bits", r.Shift, r.Width)
 		}
 		return nil
+	}
+	if f.Derefs > MaxDerefs {
+		return cfgErr(field+".Derefs", "%d exceeds %d", f.Derefs, MaxDerefs)
+	}
+	if f.Derefs > 0 && f.Kind != FetchMem {
+		return cfgErr(field+".Derefs", "%d pointers to follow from a %v argument", f.Derefs, f.Kind)
+	}
+	for k := int(f.Derefs); k < MaxDerefs; k++ {
+		if f.Path[k] != 0 {
+			return cfgErr(fmt.Sprintf("%s.Path[%d]", field, k), "%d past Derefs %d", f.Path[k], f.Derefs)
+		}
 	}
 	switch f.Kind {
 	case FetchConst:

@@ -56,6 +56,18 @@ func TestConfigErrors(t *testing.T) {
 		{"hist arg", func(c *Config) { c.Mode, c.HistArg = ModeHist, 2 }, "HistArg", false},
 		{"count flags", func(c *Config) { c.Mode, c.CountBy = ModeCount, 4 }, "CountBy", false},
 		{"mode", func(c *Config) { c.Mode = 9 }, "Mode", false},
+		{"bytes past args", func(c *Config) { c.Sites[1].Bytes = 1 << 1 }, "Sites[1].Bytes", false},
+		{"bytes and strings", func(c *Config) { c.Sites[0].Bytes, c.Sites[0].Strings = 0b110, 0b100 }, "Sites[0].Bytes", false},
+		{"bytes length past args", func(c *Config) { c.Sites[0].Bytes, c.Sites[0].BytesLen[1] = 0b10, 3 }, "Sites[0].BytesLen[1]", false},
+		{"derefs too many", func(c *Config) { c.Sites[0].Args = []Fetch{{Kind: FetchMem, Derefs: MaxDerefs + 1}} }, "Sites[0].Args[0].Derefs", false},
+		{"derefs of a register", func(c *Config) {
+			c.Sites[0].Args = []Fetch{{Kind: FetchReg, Reg: Reg{Width: 8}, Derefs: 1}}
+		}, "Sites[0].Args[0].Derefs", false},
+		{"path past derefs", func(c *Config) {
+			c.Sites[0].Args = []Fetch{{Kind: FetchMem, Derefs: 2, Path: [MaxDerefs]int32{8, 16, 24}}}
+		}, "Sites[0].Args[0].Path[2]", false},
+		{"latency arg past a site's args", func(c *Config) { c.Mode, c.LatencyByArg, c.LatencyArg = ModeLatency, true, 1 }, "LatencyArg", false},
+		{"latency arg negative", func(c *Config) { c.Mode, c.LatencyByArg, c.LatencyArg = ModeLatency, true, -1 }, "LatencyArg", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,6 +89,19 @@ func TestConfigErrors(t *testing.T) {
 	c := good()
 	if _, err := Generate(&c); err != nil {
 		t.Errorf("good config: %v", err)
+	}
+	// The new fields in valid use: BytesLen of an unset bit is ignored,
+	// and LatencyArg is only checked with LatencyByArg.
+	c = good()
+	c.Sites[0].Args = append([]Fetch{{Kind: FetchMem, HasBase: true, Reg: Reg{Width: 8}, Derefs: MaxDerefs, Path: [MaxDerefs]int32{8, -8, 0, 1 << 20}}}, args[1:3]...)
+	c.Sites[0].Bytes, c.Sites[0].BytesLen = 0b100, [MaxArgs]uint8{1: 99, 2: 1}
+	c.Mode, c.LatencyArg = ModeLatency, 7
+	if _, err := Generate(&c); err != nil {
+		t.Errorf("good config with chains and bytes: %v", err)
+	}
+	c.LatencyByArg, c.LatencyArg = true, 0
+	if _, err := Generate(&c); err != nil {
+		t.Errorf("good config with LatencyByArg: %v", err)
 	}
 	if _, err := Generate(nil); err == nil {
 		t.Error("nil config: no error")

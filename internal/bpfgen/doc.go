@@ -7,7 +7,7 @@
 // The data flows from the note to the event:
 //
 //	sdt.Arg (parsed spec at one location) ──Arg.Fetch──► Fetch
-//	Site{Probe, Args []Fetch, Strings}   (one per location; cookie = index)
+//	Site{Probe, Args []Fetch, Strings, Bytes}  (one per location; cookie = index)
 //	Config{Sites, Mode, Filters, …} ──Generate──► ebpf.CollectionSpec
 //	ring buffer record ──Config.DecodeEvent──► Event
 //
@@ -27,24 +27,31 @@
 //	            cookies with the same probe and block: ceil(log2(runs))
 //	            compares; each leaf stores the probe id and jumps to its block
 //	blocks      one per distinct fetch list (sites with equal fetches, string
-//	            bits and, for ModeHist, signedness share one): each argument
-//	            is read and stored, extended to 64 bits, in args[i]; string
-//	            arguments are then read with bpf_probe_read_user_str into
-//	            their slot; then a jump to the tail
+//	            and byte bits and, for ModeHist, signedness share one): each
+//	            argument is read and stored, extended to 64 bits, in
+//	            args[i] (a pointer chain reads each pointer into args[i]
+//	            first); string arguments are then read with
+//	            bpf_probe_read_user_str into their slot, byte strings with
+//	            bpf_probe_read_user after their clamped length; then a jump
+//	            to the tail
 //	tail        the filters (a failing one exits, discarding a reserved
 //	            record), then per mode:
 //	            events:  time, pid/tid, cpu, comm, the constant header
 //	                     fields, then bpf_ringbuf_submit
 //	            count:   counts[{probe, pid, comm}] += 1
 //	            hist:    hist[{probe, log2 bucket of args[HistArg]}] += 1
-//	            latency: starts[pid_tgid] = now at LatencyStart; at
+//	            latency: starts[key] = now at LatencyStart; at
 //	                     LatencyDone hist[{probe, bucket(now - start)}] += 1
-//	                     and the start is deleted
+//	                     and the start is deleted; key is pid_tgid, or
+//	                     with LatencyByArg {args[LatencyArg], tgid}
 //
 // Registers R6..R9 survive helper calls; faults are collected in R9 without
 // branches (a helper's negative result shifted right by 63 is 1), so a
 // block's paths do not multiply in the verifier, and the verifier prunes at
-// the tail, so a session of MaxSites (10000) sites with different fetch lists
+// the tail. The two branches a pointer chain or byte string needs (a failed
+// hop; the length clamp) meet again right after the argument with only R9,
+// R8 (the cut bits of byte strings) and the record differing, none of them
+// precise, so the verifier prunes there too; so a session of MaxSites (10000) sites with different fetch lists
 // loads (2000 sites of up to 12 arguments: ~100k instructions, well under a
 // second). Programs over 32000 instructions reach blocks and the tail with
 // gotol (kernel 6.4+); the kernel caps a program at 1M instructions, which a
@@ -63,21 +70,35 @@
 // address), then extends them. A read that fails gives 0 and sets the
 // argument's bit in Event.Faults. A constant is Value. Size 0 reads 8 bytes.
 //
+// A memory argument with Derefs > 0 is a pointer chain (s.next.count): at
+// the address above an 8-byte pointer is read, Path[0] added, and so on
+// for Derefs hops; the last address holds the Size bytes. A failed read or
+// a NULL pointer on the way gives 0 and the fault bit.
+//
+// A byte string (Site.Bytes bit i, a Go string or slice) is the pointer in
+// argument i and the length in argument BytesLen[i]: n = min(length,
+// StrLen-2), compared unsigned, bytes are copied after a u16 count n, and
+// the record's cut bit says the length was larger (or negative). NULs are
+// data. A fault gives n = 0. Like strings, byte strings are read only in
+// ModeEvents. bpf_probe_read_user cannot fault pages in: memory the target
+// never touched (a string constant in a fresh .rodata page) reads as a
+// fault.
+//
 // # Event record
 //
 // A record of one size per program (the verifier needs a constant
 // reservation; see event.go for offsets), native byte order: a 56-byte
 // header (time, pid, tid, cpu, probe, comm[16], nargs, version, faults,
-// strs, slots, strlen, argcap), args[argcap] as u64 where argcap is the
-// most arguments of any site, then one StrLen-byte slot per argument that
-// any site reads as a string. The header says how many argument slots and
+// strs, slots, strlen, argcap, bytes, cut), args[argcap] as u64 where
+// argcap is the most arguments of any site, then one StrLen-byte slot per
+// argument that any site reads as a string or byte string. The header says how many argument slots and
 // which string slots exist and how long they are, so DecodeEvent needs no
 // site table. Two integer arguments make a 72-byte record; at most 32 KiB,
 // and at most RingSize. The ring is not cleared between records: bytes the
 // site does not write (args past nargs, string slots it does not read)
-// hold older records and are not decoded. Record version 2 (version 1 had a
-// fixed args[12], 152 bytes before the strings, built in a per-CPU array
-// and copied with bpf_ringbuf_output).
+// hold older records and are not decoded. Record version 3 (version 2 had
+// no byte strings; version 1 had a fixed args[12], 152 bytes before the
+// strings, built in a per-CPU array and copied with bpf_ringbuf_output).
 //
 // # Cost
 //
@@ -101,6 +122,17 @@
 // to lost[1] (LostUpdates); both are per-CPU, read with ReadLost. A "starts"
 // entry whose thread never reaches the done probe ages out of the LRU map.
 //
+// # Latency per goroutine
+//
+// Go moves goroutines between threads, so a function's entry and its
+// return may run on different threads, and one thread runs many
+// goroutines in turn. With LatencyByArg the "starts" key is {value of
+// argument LatencyArg, tgid} (16 bytes): the goroutine id, fetched as an
+// argument at both the start and the done sites (for a function's entry
+// and its return instructions alike). A hit whose key argument faults is
+// ignored. A recursive call overwrites its caller's start, as with
+// per-thread keys.
+//
 // # Kernel versions
 //
 // bpf_probe_read_user{,_str}: 5.5. bpf_ringbuf_reserve, _submit, _discard
@@ -123,6 +155,8 @@
 // # Sources
 //
 // Kernel: arch/x86/include/asm/ptrace.h (struct pt_regs),
+// kernel/trace/bpf_trace.c bpf_probe_read_user_proto (ARG_CONST_SIZE_OR_ZERO:
+// a byte string's size may be 0 but must be bounded),
 // arch/arm64/include/uapi/asm/ptrace.h (struct user_pt_regs),
 // kernel/events/uprobes.c handle_swbp ("change it in advance for
 // ->handler() and restart": the ip is the probe address when handlers run)

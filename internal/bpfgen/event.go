@@ -23,19 +23,26 @@ import (
 //	 46     2  slots    bit i: the record has a string slot for argument i
 //	 48     2  strlen   bytes per string slot
 //	 50     1  argcap   u64 slots in args: the most arguments of any site
-//	 51     5  (unused)
+//	 51     1  (unused)
+//	 52     2  bytes    bit i: argument i was read as a byte string
+//	 54     2  cut      bit i: the byte string was longer than its slot
 //	 56     …  args     argcap x u64, the fetched values, extended to 64 bits
 //	  …     …  strings  one slot of strlen bytes per bit of slots, in
 //	                    argument order
 //
+// A string slot (strs) holds the string up to its NUL, cut at strlen-1
+// bytes. A byte slot (bytes) holds a u16 count n, at most strlen-2, then n
+// bytes of data, NULs included; on a fault n is 0.
+//
 // The record describes itself (argcap, slots, strlen), so a reader needs no
 // table of sites to decode it. The program builds the record in place in
 // the ring buffer, which is not cleared between records: only the header,
-// args[0:nargs] and the string slots named by strs are written; the unused
-// bytes, the other args and the other string slots hold older records.
+// args[0:nargs] and the string slots named by strs and bytes are written;
+// the unused bytes, the other args and the other string slots hold older
+// records.
 //
-// Version 1 had a fixed args[12] and no argcap; version 2 sizes args to the
-// program.
+// Version 1 had a fixed args[12] and no argcap; version 2 sized args to the
+// program; version 3 adds byte strings (bytes, cut).
 const (
 	offTime    = 0
 	offPID     = 8
@@ -51,10 +58,15 @@ const (
 	offSlots   = 46
 	offStrLen  = 48
 	offArgCap  = 50
+	offBytes   = 52
+	offCut     = 54
 	offArgs    = 56
 	headerSize = offArgs
 
-	recordVersion = 2
+	// bytesCount is the u16 count at the start of a byte slot.
+	bytesCount = 2
+
+	recordVersion = 3
 )
 
 // layout is where a program puts what in a record.
@@ -90,11 +102,19 @@ type Event struct {
 	// Args are the argument values, sign- or zero-extended to 64 bits per
 	// the site's Fetch. For a string argument it is the address.
 	Args []uint64
-	// Strings[i] is argument i read as a string, "" unless bit i of
-	// StringArgs is set.
+	// Strings[i] is argument i read as a string (bit i of StringArgs) or
+	// as a byte string (bit i of BytesArgs: exactly the bytes copied,
+	// NULs included), "" otherwise.
 	Strings []string
 	// StringArgs has bit i set when argument i was read as a string.
 	StringArgs uint16
+	// BytesArgs has bit i set when argument i was read as a byte string
+	// (Site.Bytes).
+	BytesArgs uint16
+	// Truncated has bit i set when byte string i was longer than the
+	// Config.StrLen-2 bytes of its slot, or its length was negative:
+	// Strings[i] holds its first bytes.
+	Truncated uint16
 	// Faults has bit i set when argument i (or, for a string argument, the
 	// string) could not be read: its value is then 0 (or "").
 	Faults uint16
@@ -124,8 +144,8 @@ func (c *Config) RecordSize() int {
 // DecodeEvent decodes a record of the "events" ring buffer into ev. It
 // reuses ev.Args and ev.Strings and allocates only for a comm or string that
 // differs from the one already in ev. A record of the wrong size or with
-// impossible header fields gives a *FormatError and leaves ev partly
-// written. It may be called concurrently with different ev.
+// impossible header fields gives a *FormatError and leaves ev unchanged.
+// It may be called concurrently with different ev.
 func (c *Config) DecodeEvent(raw []byte, ev *Event) error {
 	if len(raw) < headerSize {
 		return &FormatError{Off: len(raw), Msg: fmt.Sprintf("record of %d bytes is shorter than the %d-byte header", len(raw), headerSize)}
@@ -155,9 +175,28 @@ func (c *Config) DecodeEvent(raw []byte, ev *Event) error {
 	if slots>>argCap != 0 || strs&^slots != 0 || strs>>nargs != 0 || faults>>nargs != 0 {
 		return &FormatError{Off: offFaults, Msg: fmt.Sprintf("argument bits faults %#x strs %#x slots %#x for %d arguments in %d slots", faults, strs, slots, nargs, argCap)}
 	}
+	byteArgs := ne.Uint16(raw[offBytes:])
+	cut := ne.Uint16(raw[offCut:])
+	if byteArgs&^slots != 0 || byteArgs&strs != 0 || byteArgs>>nargs != 0 {
+		return &FormatError{Off: offBytes, Msg: fmt.Sprintf("byte string bits %#x with strs %#x slots %#x for %d arguments", byteArgs, strs, slots, nargs)}
+	}
+	if cut&^byteArgs != 0 {
+		return &FormatError{Off: offCut, Msg: fmt.Sprintf("cut bits %#x outside byte strings %#x", cut, byteArgs)}
+	}
 	l := newLayout(argCap, slots, strLen)
 	if len(raw) != l.size {
 		return &FormatError{Off: len(raw), Msg: fmt.Sprintf("record of %d bytes, want %d", len(raw), l.size)}
+	}
+	// Check every count before writing to ev, which an error leaves
+	// unchanged.
+	for i := range nargs {
+		if byteArgs&(1<<i) == 0 {
+			continue
+		}
+		off := l.strOff(i)
+		if n := int(ne.Uint16(raw[off:])); n > strLen-bytesCount {
+			return &FormatError{Off: off, Msg: fmt.Sprintf("byte string of %d bytes in a %d-byte slot", n, strLen)}
+		}
 	}
 
 	ev.Time = ne.Uint64(raw[offTime:])
@@ -169,6 +208,8 @@ func (c *Config) DecodeEvent(raw []byte, ev *Event) error {
 	ev.NArgs = nargs
 	ev.Faults = faults
 	ev.StringArgs = strs
+	ev.BytesArgs = byteArgs
+	ev.Truncated = cut
 	ev.Args = ev.Args[:0]
 	for i := range nargs {
 		ev.Args = append(ev.Args, ne.Uint64(raw[offArgs+8*i:]))
@@ -178,12 +219,16 @@ func (c *Config) DecodeEvent(raw []byte, ev *Event) error {
 	}
 	ev.Strings = ev.Strings[:nargs]
 	for i := range nargs {
-		if strs&(1<<i) == 0 {
-			ev.Strings[i] = ""
-			continue
-		}
 		off := l.strOff(i)
-		setString(&ev.Strings[i], cstring(raw[off:off+strLen]))
+		switch {
+		case strs&(1<<i) != 0:
+			setString(&ev.Strings[i], cstring(raw[off:off+strLen]))
+		case byteArgs&(1<<i) != 0:
+			n := int(ne.Uint16(raw[off:]))
+			setString(&ev.Strings[i], raw[off+bytesCount:off+bytesCount+n])
+		default:
+			ev.Strings[i] = ""
+		}
 	}
 	return nil
 }

@@ -11,14 +11,17 @@ import (
 )
 
 // FuzzDecodeEvent checks that DecodeEvent never panics on arbitrary ring
-// buffer records, and that what it decodes encodes back to a record that
-// decodes to the same Event.
+// buffer records, that an error leaves the Event unchanged (zero), and that
+// what it decodes encodes back to a record that decodes to the same Event.
 func FuzzDecodeEvent(f *testing.F) {
 	ev := sampleEvent()
 	f.Add(encodeRecord(&ev, 4, 0b1100, 16))
 	f.Add(encodeRecord(&ev, MaxArgs, 0b1111, 64))
 	noStr := Event{NArgs: 2, Args: []uint64{1, 2}, Strings: []string{"", ""}, Comm: "x"}
 	f.Add(encodeRecord(&noStr, 2, 0, DefaultStrLen))
+	bev := bytesEvent()
+	f.Add(encodeRecord(&bev, 4, 0b0111, 16))
+	f.Add(encodeRecord(&bev, 5, 0b10111, 2+14))
 	seeds, err := filepath.Glob(filepath.Join("testdata", "records", "*.bin"))
 	if err != nil || len(seeds) == 0 {
 		f.Fatalf("no seed records in testdata/records: %v", err)
@@ -34,6 +37,9 @@ func FuzzDecodeEvent(f *testing.F) {
 		var c Config
 		var ev Event
 		if err := c.DecodeEvent(raw, &ev); err != nil {
+			if !reflect.DeepEqual(ev, Event{}) {
+				t.Fatalf("error %v left %+v", err, ev)
+			}
 			return
 		}
 		raw2 := encodeRecord(&ev, int(raw[offArgCap]), slotsOf(raw), strLenOf(raw))
@@ -63,7 +69,9 @@ func trimmed(ev Event, strLen int) Event {
 	ev.Comm = cut(ev.Comm, commLen-1)
 	ev.Strings = append([]string(nil), ev.Strings...)
 	for i := range ev.Strings {
-		ev.Strings[i] = cut(ev.Strings[i], strLen-1)
+		if ev.BytesArgs&(1<<i) == 0 {
+			ev.Strings[i] = cut(ev.Strings[i], strLen-1)
+		}
 	}
 	return ev
 }
@@ -79,10 +87,12 @@ func seedRecords() map[string][]byte {
 		Args: make([]uint64, MaxArgs), Strings: make([]string, MaxArgs), Faults: 1<<MaxArgs - 1,
 	}
 	empty := Event{Args: []uint64{}, Strings: []string{}}
+	bev := bytesEvent()
 	return map[string][]byte{
 		"strings.bin":       encodeRecord(&ev, 4, 0b1100, 16),
 		"twelve-faults.bin": encodeRecord(&faults, MaxArgs, 0, DefaultStrLen),
 		"empty.bin":         encodeRecord(&empty, 0, 0, DefaultStrLen),
+		"bytes.bin":         encodeRecord(&bev, 4, 0b0111, 16),
 	}
 }
 

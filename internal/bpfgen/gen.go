@@ -37,6 +37,7 @@ const (
 	rCtx    = asm.R6 // the context: struct pt_regs
 	rRec    = asm.R7 // the record being built: in the ring buffer (ModeEvents), else on the stack
 	rCookie = asm.R8 // the attach cookie during dispatch; then the hist signedness
+	rCut    = asm.R8 // in blocks with byte strings, after dispatch: the cut bits
 	rFaults = asm.R9 // fault bits while fetching
 )
 
@@ -112,7 +113,7 @@ func Generate(cfg *Config) (*ebpf.CollectionSpec, error) {
 		spec.Maps[MapHist] = &ebpf.MapSpec{Name: MapHist, Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: me}
 		// LRU: a thread that never reaches the done probe must not fill
 		// the map for good.
-		spec.Maps[MapStarts] = &ebpf.MapSpec{Name: MapStarts, Type: ebpf.LRUHash, KeySize: 8, ValueSize: 8, MaxEntries: me}
+		spec.Maps[MapStarts] = &ebpf.MapSpec{Name: MapStarts, Type: ebpf.LRUHash, KeySize: uint32(startsKeySize(cfg)), ValueSize: 8, MaxEntries: me}
 	}
 	return spec, nil
 }
@@ -131,11 +132,13 @@ type gen struct {
 
 // blockKey identifies the code of a site: sites with equal keys share it.
 type blockKey struct {
-	n       int // arguments fetched
-	args    [MaxArgs]Fetch
-	fetched uint16 // which of args are fetched
-	strs    uint16
-	signed  bool // ModeHist: HistArg is signed
+	n        int // arguments fetched
+	args     [MaxArgs]Fetch
+	fetched  uint16 // which of args are fetched
+	strs     uint16
+	bytes    uint16
+	bytesLen [MaxArgs]uint8 // 0 where bytes has no bit
+	signed   bool           // ModeHist: HistArg is signed
 }
 
 func newGen(s *settings, long bool) *gen {
@@ -147,6 +150,9 @@ func newGen(s *settings, long bool) *gen {
 	if s.Mode == ModeHist {
 		need |= 1 << s.HistArg
 	}
+	if s.Mode == ModeLatency && s.LatencyByArg {
+		need |= 1 << s.LatencyArg
+	}
 	g.siteBlk = make([]int, len(s.Sites))
 	for i := range s.Sites {
 		site := &s.Sites[i]
@@ -155,6 +161,12 @@ func newGen(s *settings, long bool) *gen {
 		if s.Mode == ModeEvents {
 			k.fetched = 1<<len(site.Args) - 1
 			k.strs = site.Strings
+			k.bytes = site.Bytes
+			for j := range MaxArgs {
+				if site.Bytes&(1<<j) != 0 {
+					k.bytesLen[j] = site.BytesLen[j]
+				}
+			}
 		} else {
 			k.fetched = need
 			for j := range k.args {
@@ -276,7 +288,7 @@ func (g *gen) program() asm.Instructions {
 
 	for b := range g.blocks {
 		g.label(blockLabel(b))
-		g.block(&g.blocks[b])
+		g.block(b, &g.blocks[b])
 	}
 
 	g.label(lTail)
@@ -355,47 +367,59 @@ func (g *gen) dispatch(iv []interval) {
 	g.dispatch(iv[mid:])
 }
 
-// block emits the fetches of one block and jumps to the tail.
-func (g *gen) block(k *blockKey) {
+// block emits the fetches of block b and jumps to the tail.
+func (g *gen) block(b int, k *blockKey) {
 	usesFaults := false
 	for i := range MaxArgs {
 		if k.fetched&(1<<i) != 0 && k.args[i].Kind == FetchMem {
 			usesFaults = true
 		}
 	}
-	if k.strs != 0 {
+	if k.strs != 0 || k.bytes != 0 || g.s.Mode == ModeLatency && g.s.LatencyByArg {
+		// ModeLatency's tail reads the fault bit of LatencyArg.
 		usesFaults = true
 	}
 	if usesFaults {
 		g.emit(asm.Mov.Imm(rFaults, 0))
 	}
+	if k.bytes != 0 {
+		g.emit(asm.Mov.Imm(rCut, 0))
+	}
 	for i := range MaxArgs {
 		if k.fetched&(1<<i) != 0 {
-			g.fetch(i, &k.args[i])
+			g.fetch(b, i, &k.args[i])
 		}
 	}
 	for i := range MaxArgs {
-		if k.strs&(1<<i) == 0 {
-			continue
+		switch {
+		case k.strs&(1<<i) != 0:
+			g.emit(
+				asm.Mov.Reg(asm.R1, rRec),
+				asm.Add.Imm(asm.R1, int32(g.s.layout.strOff(i))),
+				asm.Mov.Imm(asm.R2, int32(g.s.layout.strLen)),
+				asm.LoadMem(asm.R3, rRec, int16(offArgs+8*i), asm.DWord),
+				asm.FnProbeReadUserStr.Call(),
+			)
+			g.fault(i)
+		case k.bytes&(1<<i) != 0:
+			g.bytes(b, i, int(k.bytesLen[i]))
 		}
-		g.emit(
-			asm.Mov.Reg(asm.R1, rRec),
-			asm.Add.Imm(asm.R1, int32(g.s.layout.strOff(i))),
-			asm.Mov.Imm(asm.R2, int32(g.s.layout.strLen)),
-			asm.LoadMem(asm.R3, rRec, int16(offArgs+8*i), asm.DWord),
-			asm.FnProbeReadUserStr.Call(),
-		)
-		g.fault(i)
 	}
 	if g.s.Mode == ModeEvents {
 		g.emit(
 			asm.StoreImm(rRec, offNArgs, int64(k.n), asm.Byte),
 			asm.StoreImm(rRec, offStrs, int64(k.strs), asm.Half),
+			asm.StoreImm(rRec, offBytes, int64(k.bytes), asm.Half),
 		)
 		if usesFaults {
 			g.emit(asm.StoreMem(rRec, offFaults, rFaults, asm.Half))
 		} else {
 			g.emit(asm.StoreImm(rRec, offFaults, 0, asm.Half))
+		}
+		if k.bytes != 0 {
+			g.emit(asm.StoreMem(rRec, offCut, rCut, asm.Half))
+		} else {
+			g.emit(asm.StoreImm(rRec, offCut, 0, asm.Half))
 		}
 	}
 	if g.s.Mode == ModeHist {
@@ -406,6 +430,42 @@ func (g *gen) block(k *blockKey) {
 		g.emit(asm.Mov.Imm(rCookie, sign))
 	}
 	g.emit(g.jump(lTail))
+}
+
+// bytes emits the copy of byte string i, whose length is argument n, into
+// its slot: a u16 count, then the data.
+func (g *gen) bytes(b, i, n int) {
+	off := int32(g.s.layout.strOff(i))
+	room := int32(g.s.layout.strLen - bytesCount)
+	fits := fmt.Sprintf("block%d_bytes%d_fits", b, i)
+	// The clamp is an unsigned compare, so the verifier knows R2 is in
+	// 0..room on both paths: the helper's size must be bounded by the
+	// slot (ARG_CONST_SIZE_OR_ZERO: 0 is allowed and reads nothing). A
+	// negative length is huge unsigned, and cut like one.
+	g.emit(
+		asm.LoadMem(asm.R2, rRec, int16(offArgs+8*n), asm.DWord),
+		asm.JLE.Imm(asm.R2, room, fits),
+		asm.Mov.Imm(asm.R2, room),
+		asm.Or.Imm(rCut, int32(1)<<i),
+	)
+	g.label(fits)
+	g.emit(
+		asm.StoreMem(rRec, int16(off), asm.R2, asm.Half),
+		asm.Mov.Reg(asm.R1, rRec),
+		asm.Add.Imm(asm.R1, off+bytesCount),
+		asm.LoadMem(asm.R3, rRec, int16(offArgs+8*i), asm.DWord),
+		asm.FnProbeReadUser.Call(),
+		// Set the fault bit and, without a branch, the count to 0 on a
+		// fault: (R0 >> 63) - 1 is 0 for a failed read, all ones else.
+		asm.RSh.Imm(asm.R0, 63),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.LSh.Imm(asm.R1, int32(i)),
+		asm.Or.Reg(rFaults, asm.R1),
+		asm.Sub.Imm(asm.R0, 1),
+		asm.LoadMem(asm.R1, rRec, int16(off), asm.Half),
+		asm.And.Reg(asm.R1, asm.R0),
+		asm.StoreMem(rRec, int16(off), asm.R1, asm.Half),
+	)
 }
 
 // fault sets bit i of rFaults when the helper result in R0 is negative,
@@ -440,9 +500,9 @@ func (g *gen) extend(dst asm.Register, n int, signed bool) {
 	}
 }
 
-// fetch emits the code that stores argument i, extended to 64 bits, in the
-// record's args[i].
-func (g *gen) fetch(i int, f *Fetch) {
+// fetch emits the code that stores argument i of block b, extended to 64
+// bits, in the record's args[i].
+func (g *gen) fetch(b, i int, f *Fetch) {
 	slot := int16(offArgs + 8*i)
 	size := f.size()
 	switch f.Kind {
@@ -462,6 +522,24 @@ func (g *gen) fetch(i int, f *Fetch) {
 		g.emit(asm.StoreMem(rRec, slot, asm.R0, asm.DWord))
 	case FetchMem:
 		g.address(f)
+		fault := fmt.Sprintf("block%d_arg%d_fault", b, i)
+		done := fmt.Sprintf("block%d_arg%d_done", b, i)
+		for k := range int(f.Derefs) {
+			// Each pointer is read into the argument's own slot, which
+			// the value overwrites at the end.
+			g.emit(
+				asm.Mov.Reg(asm.R1, rRec),
+				asm.Add.Imm(asm.R1, int32(slot)),
+				asm.Mov.Imm(asm.R2, 8),
+				asm.FnProbeReadUser.Call(),
+				asm.JNE.Imm(asm.R0, 0, fault),
+				asm.LoadMem(asm.R3, rRec, slot, asm.DWord),
+				asm.JEq.Imm(asm.R3, 0, fault),
+			)
+			if f.Path[k] != 0 {
+				g.emit(asm.Add.Imm(asm.R3, f.Path[k]))
+			}
+		}
 		g.emit(
 			asm.Mov.Reg(asm.R1, rRec),
 			asm.Add.Imm(asm.R1, int32(slot)),
@@ -475,6 +553,18 @@ func (g *gen) fetch(i int, f *Fetch) {
 			g.emit(asm.LoadMem(asm.R0, rRec, slot, sizeOf(size)))
 			g.extend(asm.R0, size, f.Signed)
 			g.emit(asm.StoreMem(rRec, slot, asm.R0, asm.DWord))
+		}
+		if f.Derefs > 0 {
+			// The two paths meet at done with only rFaults and the slot
+			// differing, so the verifier prunes the second: chains do
+			// not multiply the paths of a block.
+			g.emit(asm.Ja.Label(done))
+			g.label(fault)
+			g.emit(
+				asm.Or.Imm(rFaults, int32(1)<<i),
+				storeImm64(rRec, slot, 0),
+			)
+			g.label(done)
 		}
 	}
 }
@@ -752,20 +842,56 @@ func (g *gen) tailHist() {
 	g.increment(MapHist, key, "hist")
 }
 
+// startsKeySize is the size of the "starts" key: pid_tgid, or with
+// LatencyByArg the argument's value and the thread group id (goroutine ids
+// are per process), padded to 16 bytes.
+func startsKeySize(c *Config) int {
+	if c.LatencyByArg {
+		return 16
+	}
+	return 8
+}
+
+// latencyKey stores the "starts" key of the hit at R10+key.
+func (g *gen) latencyKey(key int16) {
+	if !g.s.LatencyByArg {
+		g.emit(
+			asm.FnGetCurrentPidTgid.Call(),
+			asm.StoreMem(asm.R10, key, asm.R0, asm.DWord),
+		)
+		return
+	}
+	g.emit(
+		asm.LoadMem(asm.R1, rRec, int16(offArgs+8*g.s.LatencyArg), asm.DWord),
+		asm.StoreMem(asm.R10, key, asm.R1, asm.DWord),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.StoreMem(asm.R10, key+8, asm.R0, asm.Word),
+		asm.StoreImm(asm.R10, key+12, 0, asm.Word),
+	)
+}
+
 func (g *gen) tailLatency() {
 	const (
-		tid = -16 // pid_tgid
+		// key is the "starts" key, 8 or 16 bytes: R10-40..-25; ts is
+		// below tailHist's key and value (R10-16..-1).
+		key = -40
 		ts  = -24
 	)
+	if g.s.LatencyByArg {
+		// An unread key would pair unrelated hits under key 0.
+		g.emit(asm.JSet.Imm(rFaults, int32(1)<<g.s.LatencyArg, lExit))
+	}
 	g.emit(
 		asm.LoadMem(asm.R1, rRec, offProbe, asm.Word),
 		asm.JEq.Imm32(asm.R1, int32(g.s.LatencyStart), "latency_start"),
 		asm.JNE.Imm32(asm.R1, int32(g.s.LatencyDone), lExit),
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.StoreMem(asm.R10, tid, asm.R0, asm.DWord),
+	)
+	g.latencyKey(key)
+	g.emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(MapStarts),
 		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, tid),
+		asm.Add.Imm(asm.R2, key),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, lExit),
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
@@ -776,21 +902,20 @@ func (g *gen) tailLatency() {
 		asm.StoreMem(asm.R10, ts, asm.R0, asm.DWord),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(MapStarts),
 		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, tid),
+		asm.Add.Imm(asm.R2, key),
 		asm.FnMapDeleteElem.Call(),
 		asm.LoadMem(asm.R1, asm.R10, ts, asm.DWord),
 		asm.Mov.Imm(rCookie, 0),
 	)
 	g.tailHist()
 	g.label("latency_start")
+	g.latencyKey(key)
 	g.emit(
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.StoreMem(asm.R10, tid, asm.R0, asm.DWord),
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(asm.R10, ts, asm.R0, asm.DWord),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(MapStarts),
 		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, tid),
+		asm.Add.Imm(asm.R2, key),
 		asm.Mov.Reg(asm.R3, asm.R10),
 		asm.Add.Imm(asm.R3, ts),
 		asm.Mov.Imm(asm.R4, bpfAny),

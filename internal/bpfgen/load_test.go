@@ -35,6 +35,35 @@ func sampleArgs(t testing.TB) []Fetch {
 	}
 }
 
+// chainArgs returns 12 arguments for the new paths: pointer chains of 1 to
+// MaxDerefs hops, and pointers with lengths for byte strings (bytesSite).
+func chainArgs(t testing.TB) []Fetch {
+	args := sampleArgs(t)
+	out := make([]Fetch, MaxArgs)
+	for i := range out {
+		f := args[(2+i)%5] // the FetchMem and FetchConst ones
+		if f.Kind == FetchMem {
+			f.Derefs = uint8(1 + i%MaxDerefs)
+			for k := range int(f.Derefs) {
+				f.Path[k] = int32(8 * (k + i))
+			}
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// bytesSite reads every even argument of chainArgs as a byte string whose
+// length is the next argument.
+func bytesSite(t testing.TB, probe uint32) Site {
+	site := Site{Probe: probe, Args: chainArgs(t)}
+	for i := 0; i < MaxArgs; i += 2 {
+		site.Bytes |= 1 << i
+		site.BytesLen[i] = uint8(i + 1)
+	}
+	return site
+}
+
 // loadSpec loads spec into the kernel and closes it; a verifier rejection
 // fails the test with the verifier log.
 func loadSpec(t *testing.T, spec *ebpf.CollectionSpec) {
@@ -63,7 +92,7 @@ func TestGenerateLoads(t *testing.T) {
 	filters := []Filter{{Arg: 0, Op: OpGt, Value: -3, Signed: true}, {Arg: 1, Op: OpNe, Value: 1 << 40}}
 	for _, mode := range []Mode{ModeEvents, ModeCount, ModeHist, ModeLatency} {
 		for _, multi := range []bool{false, true} {
-			for _, variant := range []string{"plain", "strings", "filters"} {
+			for _, variant := range []string{"plain", "strings", "filters", "chains"} {
 				name := fmt.Sprintf("%v/multi=%v/%s", mode, multi, variant)
 				t.Run(name, func(t *testing.T) {
 					cfg := &Config{
@@ -81,6 +110,17 @@ func TestGenerateLoads(t *testing.T) {
 						cfg.Filters = filters
 					case "strings":
 						cfg.StrLen = 256
+					case "chains":
+						// Twelve chains and six byte strings in one
+						// block, strings and bytes in another, and
+						// LatencyByArg: the verifier must not see the
+						// paths multiply.
+						mixed := bytesSite(t, 1)
+						mixed.Bytes &^= 1 << 10
+						mixed.Strings = 1 << 10
+						cfg.Sites = []Site{bytesSite(t, 0xffffffff), mixed, {Probe: 2, Args: chainArgs(t)}}
+						cfg.HistArg, cfg.LatencyByArg, cfg.LatencyArg = 3, true, 5
+						cfg.Filters = filters
 					}
 					spec, err := Generate(cfg)
 					if err != nil {
