@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/gofunc"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/target"
 )
@@ -43,8 +45,6 @@ var (
 	ErrClosed = session.ErrClosed
 	// ErrNoFunctions means there is nothing to trace.
 	ErrNoFunctions = errors.New("no functions to trace")
-	// ErrGoReturn refuses a uretprobe on a Go function.
-	ErrGoReturn = errors.New("uretprobe on a Go function would crash it; a later version uses RET uprobes")
 )
 
 // Function is one site to trace: a function's entry, a place inside it
@@ -159,6 +159,18 @@ type TraceOptions struct {
 	// Classic forces classic uprobe links; by default one uprobe_multi
 	// link per file and kind is used where the kernel has it (6.6+).
 	Classic bool
+
+	// GoFilters are filters on Go functions' values by name; every traced
+	// function must be a Go function with that value. They are ANDed with
+	// Filters.
+	GoFilters []GoFilter
+	// GoHist names the ModeHist value of Go functions (instead of
+	// HistArg).
+	GoHist string
+	// Fields are paths through pointer parameters of Go functions
+	// ("s.hits", "req.next.id") read at their entry, in addition to the
+	// parameters. Integer, bool and pointer fields only.
+	Fields []string
 }
 
 // Tracer is a running trace of functions. Close it to detach.
@@ -171,9 +183,12 @@ type Tracer struct {
 	// return values are read as unsigned.
 	*session.Tracer
 	// Warnings says what the trace reads that may not mean what the user
-	// thinks: C ABI registers at the entry of a Go function, an IFUNC
-	// resolver.
+	// thinks: C ABI registers at an offset into a Go function, values of a
+	// Go function that are not read, an IFUNC resolver.
 	Warnings []error
+
+	// goProbes[id] is the layout of Go probe id's events, nil for others.
+	goProbes []*goProbe
 }
 
 // Entry sites read the first six integer arguments of the C calling
@@ -259,15 +274,63 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	objects := make(map[objKey]*session.Object)
 	var order []objKey
 	ids := make(map[string]uint32)
+	gobins := make(map[string]*gofunc.Binary)
+	defer func() {
+		for _, b := range gobins {
+			b.Close()
+		}
+	}()
+	goSites, cSites := 0, 0
 	for i := range opts.Functions {
 		fn := &opts.Functions[i]
 		name := fn.Name()
 		if fn.Machine != machine {
 			return nil, fmt.Errorf("trace %s in %s: machine %s, other functions are %s", name, fn.Path, fn.Machine, machine)
 		}
-		if fn.Return && fn.Go {
-			return nil, fmt.Errorf("trace %s in %s: %w", name, fn.Path, ErrGoReturn)
+		if fn.Go && fn.Delta == 0 {
+			// Go functions: the entry after the prologue, or every RET;
+			// never a uretprobe (see package gofunc).
+			b := gobins[fn.OpenPath]
+			if b == nil {
+				var err error
+				if b, err = gofunc.Open(fn.OpenPath); err != nil {
+					return nil, fmt.Errorf("trace %s: %w", name, err)
+				}
+				gobins[fn.OpenPath] = b
+			}
+			gf, err := b.Func(fn.Symbol.Name)
+			if err != nil {
+				return nil, fmt.Errorf("trace %s: %w", name, err)
+			}
+			id, ok := ids[name]
+			if !ok {
+				id = uint32(len(t.Names))
+				ids[name] = id
+				t.Names = append(t.Names, name)
+				for _, pr := range gf.Problems {
+					t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s: %s", name, fn.Path, pr))
+				}
+			}
+			offs, site, err := t.goSites(fn, gf, b.GoidOffset, b.GReg, opts, id)
+			if err != nil {
+				return nil, fmt.Errorf("trace %w", err)
+			}
+			k := objKey{fn.OpenPath, false}
+			obj := objects[k]
+			if obj == nil {
+				obj = &session.Object{Path: fn.OpenPath}
+				objects[k] = obj
+				order = append(order, k)
+			}
+			for _, off := range offs {
+				obj.Offsets = append(obj.Offsets, off)
+				obj.Cookies = append(obj.Cookies, uint64(len(cfg.Sites)))
+				cfg.Sites = append(cfg.Sites, site)
+				goSites++
+			}
+			continue
 		}
+		cSites++
 		if fn.Return && fn.Delta != 0 {
 			return nil, fmt.Errorf("trace %s in %s: a return probe must be at the function's start", name, fn.Path)
 		}
@@ -285,7 +348,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			ids[name] = id
 			t.Names = append(t.Names, name)
 			if fn.Go {
-				t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s: a Go function; arg0..arg5 are the C ABI's registers, not Go's arguments", name, fn.Path))
+				t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s: an offset into a Go function; arg0..arg5 are the C ABI's registers, not Go's arguments", name, fn.Path))
 			}
 			if fn.Symbol.Kind == SymIFunc {
 				t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s: an IFUNC resolver, which runs at load time, not at each call", name, fn.Path))
@@ -303,12 +366,34 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		obj.Cookies = append(obj.Cookies, uint64(len(cfg.Sites)))
 		cfg.Sites = append(cfg.Sites, bpfgen.Site{Probe: id, Args: args, Strings: strs & (1<<len(args) - 1)})
 	}
+	if refs := opts.goRefs(); len(refs) > 0 {
+		if cSites > 0 {
+			return nil, fmt.Errorf("trace: filters and histograms by name need Go functions only (%s)", strings.Join(refs, ", "))
+		}
+		slot := make(map[string]int)
+		for i, r := range refs {
+			slot[r] = 1 + i
+		}
+		for _, f := range opts.GoFilters {
+			bf := f.Filter
+			bf.Arg = slot[f.Name]
+			bf.Signed = t.Signed(cfg.Sites[0].Probe, bf.Arg) || bf.Signed
+			cfg.Filters = append(cfg.Filters, bf)
+		}
+		if opts.GoHist != "" {
+			cfg.HistArg = slot[opts.GoHist]
+		}
+	}
 	if cfg.Mode == ModeLatency {
 		var ok1, ok2 bool
 		cfg.LatencyStart, ok1 = t.Lookup(opts.LatencyStart)
 		cfg.LatencyDone, ok2 = t.Lookup(opts.LatencyDone)
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("latency from %q to %q: both must be among the traced probes %v", opts.LatencyStart, opts.LatencyDone, t.Names)
+		}
+		if cSites == 0 && goSites > 0 {
+			// Go: pair entries and returns by goroutine, not by thread.
+			cfg.LatencyByArg, cfg.LatencyArg = true, 0
 		}
 	}
 	sopts := &session.Options{Config: cfg, PID: opts.PID, Classic: opts.Classic}

@@ -131,13 +131,7 @@ func TestFunctionSite(t *testing.T) {
 	}
 }
 
-func TestTraceRefusesGoReturn(t *testing.T) {
-	fn := Function{Path: "/bin/gox", OpenPath: "/bin/gox", Machine: elf.EM_X86_64, Go: true, Return: true,
-		Symbol: Symbol{Name: "main.f", Value: 0x401000, Offset: 0x1000}}
-	_, err := Trace(&TraceOptions{Functions: []Function{fn}})
-	if !errors.Is(err, ErrGoReturn) {
-		t.Errorf("have %v, want ErrGoReturn", err)
-	}
+func TestTraceNoFunctions(t *testing.T) {
 	if _, err := Trace(nil); !errors.Is(err, ErrNoFunctions) {
 		t.Errorf("nil options: have %v, want ErrNoFunctions", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,12 @@ type traceOptions struct {
 	latency  string
 	duration time.Duration
 	classic  bool
+	fields   []string
+
+	// Set by traceOptions: filters and the histogram of Go functions'
+	// values by name.
+	goFilters []uprobe.GoFilter
+	goHist    string
 }
 
 func newTraceCmd() *cobra.Command {
@@ -71,6 +78,7 @@ probe, -F 'PROVIDER:NAME=FMT' to one.`,
 	f.StringVar(&o.latency, "latency", "", "log2 histogram of nanoseconds from probe START to probe DONE on one thread: START,DONE as NAME or PROVIDER:NAME")
 	f.DurationVarP(&o.duration, "duration", "d", 0, "stop after this long (e.g. 10s)")
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
+	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
 	return cmd
 }
 
@@ -181,10 +189,15 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 		}
 		t.ProbeStringArgs[probe] |= 1 << n
 	}
+	o.goFilters, o.goHist = nil, ""
 	for _, s := range o.filters {
-		f, err := eventfmt.ParseFilter(s)
+		name, f, err := eventfmt.ParseNamedFilter(s)
 		if err != nil {
 			return nil, err
+		}
+		if name != "" {
+			o.goFilters = append(o.goFilters, uprobe.GoFilter{Name: name, Filter: f})
+			continue
 		}
 		t.Filters = append(t.Filters, f)
 	}
@@ -208,11 +221,15 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 	if o.hist != "" {
 		modes++
 		t.Mode = sdt.ModeHist
-		f, err := eventfmt.ParseFilter(o.hist + "==0")
-		if err != nil {
-			return nil, fmt.Errorf("--hist %q: want argN", o.hist)
+		if eventfmt.IsName(o.hist) {
+			o.goHist = o.hist
+		} else {
+			f, err := eventfmt.ParseFilter(o.hist + "==0")
+			if err != nil {
+				return nil, fmt.Errorf("--hist %q: want argN or the name of a Go function's value", o.hist)
+			}
+			t.HistArg = f.Arg
 		}
-		t.HistArg = f.Arg
 	}
 	if o.latency != "" {
 		modes++
@@ -315,6 +332,9 @@ func startTracer(o *traceOptions, topts *sdt.TraceOptions, args []string) (st st
 	if funcs != 0 && funcs != len(args) {
 		return st, fmt.Errorf("uprobe and usdt selectors cannot be mixed in one trace (yet)")
 	}
+	if funcs == 0 && (len(o.goFilters) > 0 || o.goHist != "" || len(o.fields) > 0) {
+		return st, fmt.Errorf("values by name (filters, --hist, --field) are for Go functions (uprobe:PATH:pkg.Func); USDT probes take argN")
+	}
 	var exe string
 	if o.command != "" {
 		if st.proc, exe, err = startCommand(o.command); err != nil {
@@ -323,7 +343,7 @@ func startTracer(o *traceOptions, topts *sdt.TraceOptions, args []string) (st st
 		topts.PID = st.proc.PID()
 	}
 	if funcs > 0 {
-		return st, startFuncTrace(&st, o.pid, exe, topts, args)
+		return st, startFuncTrace(&st, o, exe, topts, args)
 	}
 	lopts := &sdt.ListOptions{PID: o.pid}
 	for _, a := range args {
@@ -355,8 +375,8 @@ func startTracer(o *traceOptions, topts *sdt.TraceOptions, args []string) (st st
 // startFuncTrace attaches to the functions args select. With -c (exe set)
 // they are looked for in files, the command's executable for an empty
 // PATH, since the stopped process has not mapped its libraries yet.
-func startFuncTrace(st *startedTrace, pid int, exe string, topts *sdt.TraceOptions, args []string) error {
-	lopts := &uprobe.ListOptions{PID: pid}
+func startFuncTrace(st *startedTrace, o *traceOptions, exe string, topts *sdt.TraceOptions, args []string) error {
+	lopts := &uprobe.ListOptions{PID: o.pid}
 	for _, a := range args {
 		sel, err := uprobe.ParseSelector(a)
 		if err != nil {
@@ -379,6 +399,7 @@ func startFuncTrace(st *startedTrace, pid int, exe string, topts *sdt.TraceOptio
 		StringArgs: topts.StringArgs, ProbeStringArgs: topts.ProbeStringArgs, StrLen: topts.StrLen,
 		Filters: topts.Filters, CountBy: topts.CountBy, HistArg: topts.HistArg,
 		LatencyStart: topts.LatencyStart, LatencyDone: topts.LatencyDone, Classic: topts.Classic,
+		GoFilters: o.goFilters, GoHist: o.goHist, Fields: o.fieldPaths(),
 	})
 	if err != nil {
 		return err
@@ -389,6 +410,25 @@ func startFuncTrace(st *startedTrace, pid int, exe string, topts *sdt.TraceOptio
 	}
 	st.t, st.warnings, st.probes = t, t.Warnings, len(names)
 	return nil
+}
+
+// fieldPaths returns --field's paths and the dotted names formats print.
+func (o *traceOptions) fieldPaths() []string {
+	paths := append([]string(nil), o.fields...)
+	for _, s := range o.formats {
+		formats, err := parseFormats([]string{s})
+		if err != nil {
+			continue
+		}
+		for _, f := range formats {
+			for _, n := range f.Names() {
+				if strings.Contains(n, ".") && !slices.Contains(paths, n) {
+					paths = append(paths, n)
+				}
+			}
+		}
+	}
+	return paths
 }
 
 func countNames(probes []sdt.Probe) int {

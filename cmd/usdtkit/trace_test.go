@@ -63,7 +63,9 @@ func startTrace(t *testing.T, args ...string) *traceRun {
 		}
 	}
 	close(tr.errDone)
-	t.Fatalf("usdtkit %s: exit %d before tracing: %s", strings.Join(args, " "), <-tr.done, tr.stderr.String())
+	code := <-tr.done
+	tr.done <- code // for the cleanup's stop
+	t.Fatalf("usdtkit %s: exit %d before tracing: %s", strings.Join(args, " "), code, tr.stderr.String())
 	return nil
 }
 

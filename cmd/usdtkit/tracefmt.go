@@ -14,6 +14,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/uprobe"
 )
 
 // eventWriter prints events as text lines or JSON objects.
@@ -26,10 +27,14 @@ type eventWriter struct {
 	wallOffset int64
 	buf        []byte
 	lastFlush  time.Time
+	// gt decodes Go functions' events, when tracing functions.
+	gt *uprobe.Tracer
+	ge uprobe.GoEvent
 }
 
 func newEventWriter(w io.Writer, t tracer, output string, formats map[string]*eventfmt.Format) *eventWriter {
 	ew := &eventWriter{w: bufio.NewWriterSize(w, 64<<10), t: t, json: output == "json", formats: formats}
+	ew.gt, _ = t.(*uprobe.Tracer)
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
 		ew.wallOffset = time.Now().UnixNano() - ts.Nano()
@@ -51,7 +56,9 @@ type eventJSON struct {
 
 func (ew *eventWriter) write(ev *sdt.Event) error {
 	name := ew.t.ProbeName(ev.Probe)
-	if ew.json {
+	if ew.gt != nil && ew.gt.DecodeGo(ev, &ew.ge) {
+		ew.buf = ew.appendGo(ew.buf[:0], ev, name)
+	} else if ew.json {
 		j := eventJSON{TS: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Comm: ev.Comm, Probe: name, Args: make([]any, len(ev.Args))}
 		for i, v := range ev.Args {
 			switch {
@@ -97,6 +104,11 @@ func (ew *eventWriter) write(ev *sdt.Event) error {
 		}
 		ew.buf = b
 	}
+	return ew.emit()
+}
+
+// emit writes ew.buf, flushing when the stream pauses.
+func (ew *eventWriter) emit() error {
 	if _, err := ew.w.Write(ew.buf); err != nil {
 		return err
 	}

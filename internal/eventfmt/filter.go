@@ -40,6 +40,57 @@ func ParseFilter(s string) (bpfgen.Filter, error) {
 	return bpfgen.Filter{}, fmt.Errorf("filter %q: want argN OP VALUE with OP one of == != < <= > >=", s)
 }
 
+// ParseNamedFilter parses "LHS OP VALUE" like ParseFilter, where LHS is
+// argN (name is "") or a value name: a Go identifier or a dotted path of
+// them ("n", "s.hits"), returned as name with f.Arg 0.
+func ParseNamedFilter(s string) (name string, f bpfgen.Filter, err error) {
+	for _, o := range ops {
+		lhs, rhs, ok := strings.Cut(s, o.text)
+		if !ok {
+			continue
+		}
+		lhs = strings.TrimSpace(lhs)
+		if !IsName(lhs) {
+			break
+		}
+		v, signed, err := parseInt(strings.TrimSpace(rhs))
+		if err != nil {
+			return "", bpfgen.Filter{}, fmt.Errorf("filter %q: %w", s, err)
+		}
+		return lhs, bpfgen.Filter{Op: o.op, Value: v, Signed: signed}, nil
+	}
+	f, err = ParseFilter(s)
+	return "", f, err
+}
+
+// IsName reports whether s is a value name ParseNamedFilter accepts: a Go
+// identifier or a dotted path of them, not arg followed by digits.
+func IsName(s string) bool {
+	if n, ok := strings.CutPrefix(s, "arg"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+		return false
+	}
+	return isPath(s)
+}
+
+// isPath reports whether s is a dotted path of identifiers.
+func isPath(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if part == "" {
+			return false
+		}
+		for i, r := range part {
+			letter := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+			if !letter && (i == 0 || r < '0' || r > '9') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // parseArgRef parses "argN" with 0 <= N < bpfgen.MaxArgs.
 func parseArgRef(s string) (int, error) {
 	n, ok := strings.CutPrefix(s, "arg")

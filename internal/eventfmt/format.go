@@ -20,6 +20,8 @@ type part struct {
 	verb      byte   // as written: d i u x X o p c s
 	arg       int
 	str       bool
+	// name is a value name (a Go parameter, "s.hits") instead of arg.
+	name string
 }
 
 // ParseFormat parses a format in either of the forms the package doc gives.
@@ -48,8 +50,9 @@ func ParseFormat(s string) (*Format, error) {
 }
 
 type argRef struct {
-	arg int
-	str bool
+	arg  int
+	str  bool
+	name string
 }
 
 // unquote reads a double-quoted string with \n \t \\ \" escapes from the
@@ -103,6 +106,11 @@ func parseRefs(s string) ([]argRef, error) {
 			}
 			r, ref.str = strings.TrimSpace(inner), true
 		}
+		if IsName(r) && !ref.str {
+			ref.name = r
+			refs = append(refs, ref)
+			continue
+		}
 		arg, err := parseArgRef(r)
 		if err != nil {
 			return nil, err
@@ -153,8 +161,8 @@ func parseVerbs(text string, refs []argRef) (*Format, error) {
 			if next >= len(refs) {
 				return nil, fmt.Errorf("more verbs than arguments")
 			}
-			p.arg, p.str = refs[next].arg, refs[next].str
-			if p.str != (verb == 's') {
+			p.arg, p.str, p.name = refs[next].arg, refs[next].str, refs[next].name
+			if p.name == "" && p.str != (verb == 's') {
 				return nil, fmt.Errorf("%%%c prints arg%d: %%s goes with str(argN) and only with it", verb, p.arg)
 			}
 		}
@@ -179,6 +187,17 @@ func (f *Format) StringArgs() uint16 {
 	return m
 }
 
+// Names returns the value names the format prints, in order.
+func (f *Format) Names() []string {
+	var names []string
+	for _, p := range f.parts {
+		if p.name != "" {
+			names = append(names, p.name)
+		}
+	}
+	return names
+}
+
 // NArgs is one more than the highest argument the format prints (0 if it
 // prints none).
 func (f *Format) NArgs() int {
@@ -197,6 +216,10 @@ func (f *Format) Append(dst []byte, ev *bpfgen.Event) []byte {
 	for _, p := range f.parts {
 		if p.verb == 0 {
 			dst = append(dst, p.lit...)
+			continue
+		}
+		if p.name != "" {
+			dst = fmt.Appendf(dst, "<%s?>", p.name)
 			continue
 		}
 		if p.arg >= len(ev.Args) {
@@ -219,6 +242,45 @@ func (f *Format) Append(dst []byte, ev *bpfgen.Event) []byte {
 			dst = fmt.Appendf(dst, "0x%"+p.directive[1:]+"x", v)
 		case 'c':
 			dst = fmt.Appendf(dst, p.directive+"c", rune(byte(v)))
+		default:
+			dst = fmt.Appendf(dst, p.directive+string(p.verb), v)
+		}
+	}
+	return dst
+}
+
+// AppendNamed formats ev after dst like Append, taking the values of
+// names from lookup: %s prints any value, the integer verbs print integers
+// and bools (as 0 or 1), %p and %x pointers. A name lookup does not know
+// prints "<NAME?>", a nil value "<nil>".
+func (f *Format) AppendNamed(dst []byte, ev *bpfgen.Event, lookup func(name string) (any, bool)) []byte {
+	for _, p := range f.parts {
+		if p.name == "" {
+			dst = (&Format{parts: []part{p}}).Append(dst, ev)
+			continue
+		}
+		v, ok := lookup(p.name)
+		switch {
+		case !ok:
+			dst = fmt.Appendf(dst, "<%s?>", p.name)
+			continue
+		case v == nil:
+			dst = append(dst, "<nil>"...)
+			continue
+		}
+		if b, isBool := v.(bool); isBool && p.verb != 's' {
+			v = 0
+			if b {
+				v = 1
+			}
+		}
+		switch p.verb {
+		case 's':
+			dst = fmt.Appendf(dst, p.directive+"v", v)
+		case 'd', 'i', 'u':
+			dst = fmt.Appendf(dst, p.directive+"d", v)
+		case 'p':
+			dst = fmt.Appendf(dst, "0x%"+p.directive[1:]+"x", v)
 		default:
 			dst = fmt.Appendf(dst, p.directive+string(p.verb), v)
 		}

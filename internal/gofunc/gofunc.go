@@ -1,0 +1,649 @@
+package gofunc
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/go-delve/delve/pkg/dwarf/frame"
+	"github.com/go-delve/delve/pkg/dwarf/godwarf"
+	"github.com/go-delve/delve/pkg/dwarf/op"
+	"github.com/go-delve/delve/pkg/proc"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
+)
+
+// Errors of Open and Binary.Func.
+var (
+	// ErrNotFound: the binary has no function of that name.
+	ErrNotFound = errors.New("no such Go function")
+	// ErrNotGo: the file is not a Go binary.
+	ErrNotGo = errors.New("not a Go binary")
+	// ErrUnsupportedArch: a Go binary of a machine other than amd64 and
+	// arm64.
+	ErrUnsupportedArch = errors.New("Go binary of an unsupported machine")
+)
+
+// Kind is how a Param's words make a value.
+type Kind uint8
+
+const (
+	// Int is a signed integer of Size bytes in one word.
+	Int Kind = iota + 1
+	// Uint is an unsigned integer (uintptr included) of Size bytes.
+	Uint
+	// Bool is a bool: one byte, 0 or 1.
+	Bool
+	// Pointer is an address: pointers, maps, channels, funcs,
+	// unsafe.Pointer.
+	Pointer
+	// String has two words: the data pointer and the length in bytes.
+	String
+	// Slice has three words: data pointer, length and capacity (in
+	// elements of ElemSize bytes, ElemKind).
+	Slice
+	// Interface has two words: the type (itab for a non-empty interface)
+	// and the data pointer. Both are 0 for nil.
+	Interface
+	// Unreadable is a value a uprobe cannot read; Reason says why.
+	Unreadable
+)
+
+var kindNames = [...]string{Int: "int", Uint: "uint", Bool: "bool", Pointer: "pointer", String: "string",
+	Slice: "slice", Interface: "interface", Unreadable: "unreadable"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Word is where one machine word of a value is at a site: in the register
+// Reg (a name bpfgen.PtRegs knows: "rax", "x0"), or when Reg is "" in
+// memory at the stack pointer plus SPOffset.
+type Word struct {
+	Reg      string
+	SPOffset int64
+	// Size is the number of bytes of the word that belong to the value:
+	// 1, 2, 4 or 8.
+	Size int64
+}
+
+// Param is one parameter or result, or one field of a struct passed by
+// value ("p.X").
+type Param struct {
+	// Name is the name in the source; unnamed results are r0, r1, ... by
+	// position, unnamed parameters arg0, arg1, ...
+	Name string
+	// Type is the Go type as DWARF names it: "int", "*main.Server".
+	Type string
+	Kind Kind
+	// Size is the value's size in bytes for Int, Uint, Bool and Pointer.
+	Size int64
+	// ElemKind and ElemSize describe a Slice's elements (ElemKind 0 when
+	// they are not integers, bools or pointers).
+	ElemKind Kind
+	ElemSize int64
+	// Words are where the value is: 1 for Int, Uint, Bool and Pointer, 2
+	// for String and Interface, 3 for Slice; none when Unreadable.
+	Words []Word
+	// Reason says why an Unreadable value cannot be read.
+	Reason string
+	// Struct is the Go type of the pointed-to struct for a Pointer to a
+	// struct, nil otherwise: Field resolves paths through it.
+	Struct *godwarf.StructType
+}
+
+// Func is what a tracer needs of one Go function. Addresses are link-time
+// virtual addresses of the binary (st_value units).
+type Func struct {
+	Name string
+	// Entry and End bound the function's code.
+	Entry, End uint64
+	// Site is the entry site: the first instruction after the prologue.
+	Site uint64
+	// Returns are the addresses of the function's RET instructions.
+	Returns []uint64
+	// Params are the arguments at Site, Results the results at every RET.
+	Params, Results []Param
+	// Optimized reports that the compiler optimized the function (values
+	// may be unavailable at the site: such a Param is Unreadable).
+	Optimized bool
+	// Problems say what of the function cannot be decoded and why.
+	Problems []string
+}
+
+// Binary is an open Go binary. It is not safe for concurrent use.
+type Binary struct {
+	Path    string
+	Machine elf.Machine
+	// GoidOffset is the byte offset of goid in runtime.g, -1 if unknown;
+	// GReg is the register that holds the current g ("r14", "x28").
+	GoidOffset int64
+	GReg       string
+	// DWARF reports that the binary has debug information: without it
+	// functions have no parameters or results.
+	DWARF bool
+
+	bi     *proc.BinaryInfo
+	file   *os.File
+	ef     *elfnotes.File
+	frames frame.FrameDescriptionEntries
+	intArg []string
+	// types caches godwarf types across functions.
+	types map[dwarf.Offset]godwarf.Type
+}
+
+// Open reads the Go binary at path. Close it when done.
+func Open(path string) (b *Binary, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	ef, err := elfnotes.NewFile(f)
+	if err != nil {
+		return nil, err
+	}
+	b = &Binary{Path: path, Machine: ef.Machine, file: f, ef: ef, GoidOffset: -1, types: make(map[dwarf.Offset]godwarf.Type)}
+	var goarch string
+	switch ef.Machine {
+	case elf.EM_X86_64:
+		goarch, b.GReg = "amd64", "r14"
+	case elf.EM_AARCH64:
+		goarch, b.GReg = "arm64", "x28"
+	default:
+		return nil, fmt.Errorf("%s: %w (%v)", path, ErrUnsupportedArch, ef.Machine)
+	}
+	if ef.Section(".gopclntab") == nil && ef.Section(".go.buildinfo") == nil {
+		return nil, fmt.Errorf("%s: %w", path, ErrNotGo)
+	}
+	if err := guard(func() error {
+		b.bi = proc.NewBinaryInfo("linux", goarch, false)
+		// The link-time entry point: addresses stay link-time (static
+		// base 0) for PIE binaries too.
+		return b.bi.LoadBinaryInfo(path, ef.Entry, nil)
+	}); err != nil {
+		return nil, fmt.Errorf("read Go binary %s: %w", path, err)
+	}
+	img := b.bi.Images[0]
+	b.DWARF = img.LoadError() == nil && !img.Stripped()
+	if b.DWARF {
+		if t, err := b.bi.FindType("runtime.g"); err == nil {
+			if st, ok := resolve(t).(*godwarf.StructType); ok {
+				for _, fld := range st.Field {
+					if fld.Name == "goid" {
+						b.GoidOffset = fld.ByteOffset
+					}
+				}
+			}
+		}
+		if sec := ef.Section(".debug_frame"); sec != nil {
+			data, err := sectionData(path, ".debug_frame")
+			if err == nil {
+				_ = guard(func() error {
+					fdes, err := frame.Parse(data, binary.LittleEndian, 0, 8, 0)
+					b.frames = fdes
+					return err
+				})
+			}
+		}
+	}
+	return b, nil
+}
+
+// Close releases the file.
+func (b *Binary) Close() error {
+	if b.file == nil {
+		return nil
+	}
+	err := b.file.Close()
+	b.file = nil
+	_ = b.bi.Close()
+	return err
+}
+
+// guard calls fn and turns a panic into an error: delve reads the file
+// with debug/elf and debug/dwarf, which are not hardened.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed binary: %v", r)
+		}
+	}()
+	return fn()
+}
+
+// sectionData returns the decompressed contents of a section, read with
+// debug/elf under guard.
+func sectionData(path, name string) (data []byte, err error) {
+	err = guard(func() error {
+		f, err := elf.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		s := f.Section(name)
+		if s == nil {
+			return fmt.Errorf("no section %s", name)
+		}
+		data, err = s.Data()
+		return err
+	})
+	return data, err
+}
+
+// Func returns the layout of the function named name
+// ("main.(*Server).handle").
+func (b *Binary) Func(name string) (fn *Func, err error) {
+	err = guard(func() error {
+		fn, err = b.readFunc(name)
+		return err
+	})
+	return fn, err
+}
+
+func (b *Binary) readFunc(name string) (*Func, error) {
+	fns := b.bi.LookupFunc()[name]
+	if len(fns) == 0 {
+		return nil, fmt.Errorf("%s in %s: %w", name, b.Path, ErrNotFound)
+	}
+	pf := fns[0]
+	fn := &Func{Name: name, Entry: pf.Entry, End: pf.End}
+	if fn.End <= fn.Entry || fn.End-fn.Entry > 16<<20 {
+		return nil, fmt.Errorf("%s in %s: function bounds %#x..%#x", name, b.Path, fn.Entry, fn.End)
+	}
+	code := make([]byte, fn.End-fn.Entry)
+	off, err := b.ef.AddrToOffset(fn.Entry)
+	if err != nil {
+		return nil, fmt.Errorf("%s in %s: %w", name, b.Path, err)
+	}
+	if _, err := b.file.ReadAt(code, int64(off)); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s in %s: read code: %w", name, b.Path, err)
+	}
+	dec, err := decode(b.Machine, code, fn.Entry)
+	if err != nil {
+		return nil, fmt.Errorf("%s in %s: %w", name, b.Path, err)
+	}
+	fn.Returns = dec.returns
+	if len(fn.Returns) == 0 {
+		fn.Problems = append(fn.Problems, "no RET instruction: the function does not return (results are not traced)")
+	}
+	fn.Site = fn.Entry
+	if b.DWARF {
+		fn.Optimized = pf.Optimized()
+		if pc := pf.PrologueEndPC(); pc > fn.Entry && pc < fn.End {
+			fn.Site = pc
+		}
+	}
+	if fn.Site < dec.afterCheck {
+		fn.Site = dec.afterCheck
+	}
+	if !b.DWARF {
+		fn.Problems = append(fn.Problems, "the binary has no DWARF (built with -ldflags=-w or -s, or stripped): parameter and result names, types and places are unknown")
+		return fn, nil
+	}
+	if err := b.readParams(fn); err != nil {
+		return nil, fmt.Errorf("%s in %s: %w", name, b.Path, err)
+	}
+	return fn, nil
+}
+
+// cfaOffset returns k such that the CFA is SP + k at pc.
+func (b *Binary) cfaOffset(pc uint64) (int64, bool) {
+	if b.frames == nil {
+		return 0, false
+	}
+	fde, err := b.frames.FDEForPC(pc)
+	if err != nil {
+		return 0, false
+	}
+	ctx, err := fde.EstablishFrame(pc)
+	if err != nil || ctx.CFA.Rule != frame.RuleCFA {
+		return 0, false
+	}
+	sp := uint64(7)
+	if b.Machine == elf.EM_AARCH64 {
+		sp = 31
+	}
+	if ctx.CFA.Reg != sp {
+		return 0, false
+	}
+	return ctx.CFA.Offset, true
+}
+
+// readParams fills fn.Params and fn.Results from the function's DWARF.
+func (b *Binary) readParams(fn *Func) error {
+	rdr := b.bi.Images[0].DwarfReader()
+	if _, err := rdr.SeekPC(fn.Entry); err != nil {
+		return fmt.Errorf("no DWARF compile unit: %w", err)
+	}
+	var sub *dwarf.Entry
+	for sub == nil {
+		e, err := rdr.Next()
+		if err != nil {
+			return err
+		}
+		if e == nil || e.Tag == dwarf.TagCompileUnit {
+			return fmt.Errorf("no DWARF subprogram at %#x", fn.Entry)
+		}
+		if e.Tag == dwarf.TagSubprogram {
+			if lo, _ := e.Val(dwarf.AttrLowpc).(uint64); lo == fn.Entry {
+				sub = e
+				continue
+			}
+		}
+		if e.Children {
+			rdr.SkipChildren()
+		}
+	}
+	if !sub.Children {
+		return nil
+	}
+	cfa, cfaOK := b.cfaOffset(fn.Site)
+	var results []resultDIE
+	var params []paramDIE
+	nArg := 0
+	for {
+		e, err := rdr.Next()
+		if err != nil {
+			return err
+		}
+		if e == nil || e.Tag == 0 {
+			break
+		}
+		if e.Children {
+			rdr.SkipChildren()
+		}
+		if e.Tag != dwarf.TagFormalParameter {
+			continue
+		}
+		name, _ := e.Val(dwarf.AttrName).(string)
+		toff, _ := e.Val(dwarf.AttrType).(dwarf.Offset)
+		typ, terr := b.typ(toff)
+		if isRet, _ := e.Val(dwarf.AttrVarParam).(bool); isRet {
+			if name == "" || strings.HasPrefix(name, "~r") || strings.HasPrefix(name, "~b") {
+				name = "r" + strconv.Itoa(len(results))
+			}
+			results = append(results, resultDIE{name: name, typ: typ, err: terr})
+			continue
+		}
+		if name == "" || name == "_" {
+			name = "arg" + strconv.Itoa(nArg)
+		}
+		nArg++
+		params = append(params, paramDIE{name: name, typ: typ, err: terr})
+		if terr != nil {
+			fn.Params = append(fn.Params, Param{Name: name, Kind: Unreadable, Reason: "type: " + terr.Error()})
+			continue
+		}
+		regs := op.DwarfRegisters{CFA: cfa}
+		addr, pieces, _, lerr := b.bi.Location(e, dwarf.AttrLocation, fn.Entry, regs, nil)
+		if lerr != nil {
+			fn.Params = append(fn.Params, unreadable(name, typ, "no location at the entry (optimized away)"))
+			continue
+		}
+		words, reason := b.pieceWords(pieces, addr, cfaOK, typ.Size())
+		fn.Params = append(fn.Params, b.values(name, typ, words, reason)...)
+	}
+	if len(results) > 0 {
+		b.placeResults(fn, params, results)
+	}
+	return nil
+}
+
+// paramDIE and resultDIE are a parameter's and a result's name and type.
+type paramDIE struct {
+	name string
+	typ  godwarf.Type
+	err  error
+}
+
+type resultDIE paramDIE
+
+// typ returns the godwarf type at off, cached.
+func (b *Binary) typ(off dwarf.Offset) (godwarf.Type, error) {
+	if t, ok := b.types[off]; ok {
+		return t, nil
+	}
+	t, err := b.bi.Images[0].Type(off)
+	if err != nil {
+		return nil, err
+	}
+	b.types[off] = t
+	return t, nil
+}
+
+// pieceWords turns a DWARF location into words of 8 bytes (the last may be
+// shorter): register pieces, or a stack address (CFA-relative; addr is SP
+// relative because the CFA passed was SP's offset).
+func (b *Binary) pieceWords(pieces []op.Piece, addr int64, cfaOK bool, size int64) ([]Word, string) {
+	if len(pieces) == 0 {
+		if !cfaOK {
+			return nil, "passed on the stack, and the stack frame at the entry site is unknown"
+		}
+		var words []Word
+		for off := int64(0); off < max(size, 1); off += 8 {
+			words = append(words, Word{SPOffset: addr + off, Size: min(8, size-off)})
+		}
+		return words, ""
+	}
+	var words []Word
+	for _, p := range pieces {
+		psize := int64(p.Size)
+		if psize == 0 {
+			psize = min(size, 8)
+		}
+		switch p.Kind {
+		case op.RegPiece:
+			reg, ok := dwarfRegName(b.Machine, p.Val)
+			if !ok {
+				return nil, "in register " + regDesc(b.Machine, p.Val) + ", which a uprobe cannot read"
+			}
+			words = append(words, Word{Reg: reg, Size: psize})
+		case op.AddrPiece:
+			if !cfaOK {
+				return nil, "partly on the stack, and the stack frame at the entry site is unknown"
+			}
+			words = append(words, Word{SPOffset: int64(p.Val), Size: psize})
+		default:
+			return nil, "a constant or composite location"
+		}
+	}
+	return words, ""
+}
+
+func unreadable(name string, typ godwarf.Type, reason string) Param {
+	p := Param{Name: name, Kind: Unreadable, Reason: reason}
+	if typ != nil {
+		p.Type = typ.String()
+	}
+	return p
+}
+
+// values turns a value of type typ in words into Params: one, or one per
+// field of a struct.
+func (b *Binary) values(name string, typ godwarf.Type, words []Word, reason string) []Param {
+	if reason != "" {
+		return []Param{unreadable(name, typ, reason)}
+	}
+	t := resolve(typ)
+	p := Param{Name: name, Type: typ.String()}
+	need := 1
+	switch t := t.(type) {
+	case *godwarf.IntType:
+		p.Kind, p.Size = Int, t.ByteSize
+	case *godwarf.UintType:
+		p.Kind, p.Size = Uint, t.ByteSize
+	case *godwarf.BoolType:
+		p.Kind, p.Size = Bool, 1
+	case *godwarf.PtrType:
+		p.Kind, p.Size = Pointer, 8
+		if st, ok := resolve(t.Type).(*godwarf.StructType); ok {
+			p.Struct = st
+		}
+	case *godwarf.MapType, *godwarf.ChanType, *godwarf.FuncType:
+		p.Kind, p.Size = Pointer, 8
+	case *godwarf.StringType:
+		p.Kind, need = String, 2
+	case *godwarf.SliceType:
+		p.Kind, need = Slice, 3
+		p.ElemSize = t.ElemType.Size()
+		switch resolve(t.ElemType).(type) {
+		case *godwarf.IntType:
+			p.ElemKind = Int
+		case *godwarf.UintType:
+			p.ElemKind = Uint
+		case *godwarf.BoolType:
+			p.ElemKind = Bool
+		case *godwarf.PtrType:
+			p.ElemKind = Pointer
+		}
+	case *godwarf.InterfaceType:
+		p.Kind, need = Interface, 2
+	case *godwarf.StructType:
+		return b.structFields(name, t, words)
+	case *godwarf.FloatType, *godwarf.ComplexType:
+		return []Param{unreadable(name, typ, "floating point, in a register a uprobe cannot read")}
+	default:
+		if t.Common().ReflectKind == reflect.UnsafePointer {
+			p.Kind, p.Size = Pointer, 8
+			break
+		}
+		return []Param{unreadable(name, typ, "type "+typ.String()+" is not decoded")}
+	}
+	ws, ok := splitWords(words, need)
+	if !ok {
+		return []Param{unreadable(name, typ, "location does not match the type")}
+	}
+	p.Words = ws
+	return []Param{p}
+}
+
+// splitWords returns words as need 8-byte words: DWARF pieces are one per
+// word for register values; stack values come as 8-byte words already.
+func splitWords(words []Word, need int) ([]Word, bool) {
+	if len(words) != need {
+		return nil, false
+	}
+	return words, true
+}
+
+// structFields splits a struct passed by value into one Param per field.
+// Register-passed structs have one DWARF piece per scalar field, in field
+// order; stack-passed ones are addressed by field offset.
+func (b *Binary) structFields(name string, st *godwarf.StructType, words []Word) []Param {
+	var out []Param
+	onStack := len(words) > 0 && words[0].Reg == ""
+	i := 0
+	for _, f := range st.Field {
+		fname := name + "." + f.Name
+		var fw []Word
+		if onStack {
+			base := words[0].SPOffset
+			for off := int64(0); off < max(f.Type.Size(), 1); off += 8 {
+				fw = append(fw, Word{SPOffset: base + f.ByteOffset + off, Size: min(8, f.Type.Size()-off)})
+			}
+		} else {
+			n := scalarWords(f.Type)
+			if n < 0 || i+n > len(words) {
+				return append(out, unreadable(fname, f.Type, "struct layout not decoded"))
+			}
+			fw = words[i : i+n]
+			i += n
+		}
+		out = append(out, b.values(fname, f.Type, fw, "")...)
+	}
+	return out
+}
+
+// scalarWords returns the number of register pieces a value of type t
+// takes, -1 for types not split here.
+func scalarWords(t godwarf.Type) int {
+	switch t := resolve(t).(type) {
+	case *godwarf.StringType, *godwarf.InterfaceType:
+		return 2
+	case *godwarf.SliceType:
+		return 3
+	case *godwarf.StructType:
+		n := 0
+		for _, f := range t.Field {
+			k := scalarWords(f.Type)
+			if k < 0 {
+				return -1
+			}
+			n += k
+		}
+		return n
+	case *godwarf.ArrayType:
+		if t.Count == 0 {
+			return 0
+		}
+		if t.Count == 1 {
+			return scalarWords(t.Type)
+		}
+		return -1
+	}
+	if t.Size() == 0 {
+		return 0
+	}
+	return 1
+}
+
+// resolve strips typedefs and qualifiers.
+func resolve(t godwarf.Type) godwarf.Type {
+	for range 32 {
+		switch tt := t.(type) {
+		case *godwarf.TypedefType:
+			t = tt.Type
+		case *godwarf.QualType:
+			t = tt.Type
+		default:
+			return t
+		}
+	}
+	return t
+}
+
+// dwarfRegName returns the pt_regs name of DWARF register n, if pt_regs
+// has it.
+func dwarfRegName(m elf.Machine, n uint64) (string, bool) {
+	switch m {
+	case elf.EM_X86_64:
+		names := [...]string{"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+			"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"}
+		if n < uint64(len(names)) {
+			return names[n], true
+		}
+	case elf.EM_AARCH64:
+		if n <= 30 {
+			return "x" + strconv.FormatUint(n, 10), true
+		}
+		if n == 31 {
+			return "sp", true
+		}
+	}
+	return "", false
+}
+
+func regDesc(m elf.Machine, n uint64) string {
+	switch {
+	case m == elf.EM_X86_64 && n >= 17 && n <= 32:
+		return "xmm" + strconv.FormatUint(n-17, 10)
+	case m == elf.EM_AARCH64 && n >= 64 && n <= 95:
+		return "v" + strconv.FormatUint(n-64, 10)
+	}
+	return "DWARF " + strconv.FormatUint(n, 10)
+}
