@@ -288,11 +288,14 @@ func (pr *Probe) Enabled() bool {
 	if pr == nil {
 		return false
 	}
-	on := atomic.LoadUint32(pr.site) != pr.orig
 	// pr (and with it the mapping, see resources) must be live until the
-	// load is done.
-	runtime.KeepAlive(pr)
-	return on
+	// site is read. Loading pr.orig after the site does that: a load is
+	// never moved before an atomic load, so pr stays in a register (which
+	// the GC scans when it preempts) until then. runtime.KeepAlive(pr)
+	// would say the same, but makes the compiler store pr to the stack at
+	// every check when the caller has no further use for it.
+	site := atomic.LoadUint32(pr.site)
+	return site != pr.orig
 }
 
 // Fire calls the probe's stub with args as its arguments in the C calling

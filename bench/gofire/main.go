@@ -14,6 +14,9 @@
 //	        value read at run time (the PID, as tracee.c's volatile seed),
 //	        and print "loop NS", the time taken by the loop on this
 //	        process's monotonic clock
+//	enabled N  check N times whether probe "bench" is enabled, firing it
+//	        (arguments as for loop) when it is, as code that guards the work
+//	        for a probe's arguments does, and print "loop NS" as loop does
 //	quit    exit
 //
 // At quit or the end of stdin it closes the provider, removing its file.
@@ -27,6 +30,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
@@ -55,6 +59,11 @@ func run(in io.Reader, out io.Writer) (err error) {
 		}
 	}()
 	probe := p.Probe("bench")
+	// "enabled" reads the probe as the code usdtkit gen writes does: from
+	// an atomic.Pointer that Load and Close store to, once in XxxEnabled()
+	// and again in Xxx(args), the probe's function.
+	var bench atomic.Pointer[dynsdt.Probe]
+	bench.Store(probe)
 	seed := uint64(os.Getpid())
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
@@ -72,6 +81,14 @@ func run(in io.Reader, out io.Writer) (err error) {
 				probe.Fire(uint64(k), seed)
 			}
 			_, err = fmt.Fprintf(out, "loop %d\n", time.Since(start).Nanoseconds())
+		case "enabled":
+			n, perr := strconv.Atoi(arg)
+			if perr != nil || n < 0 {
+				return fmt.Errorf("enabled %q: want a count", arg)
+			}
+			start := time.Now()
+			checkLoop(&bench, n, seed)
+			_, err = fmt.Fprintf(out, "loop %d\n", time.Since(start).Nanoseconds())
 		case "quit":
 			return nil
 		default:
@@ -85,4 +102,18 @@ func run(in io.Reader, out io.Writer) (err error) {
 		}
 	}
 	return sc.Err()
+}
+
+// checkLoop checks n times whether the probe in bench is enabled and fires
+// it if so, as C code guards a probe with its PROVIDER_PROBE_ENABLED()
+// macro. It is a function of its own, as a hot loop in a program is, so
+// that the compiler treats it as it would theirs, not as part of run.
+//
+//go:noinline
+func checkLoop(bench *atomic.Pointer[dynsdt.Probe], n int, seed uint64) {
+	for k := range n {
+		if bench.Load().Enabled() {
+			bench.Load().Fire(uint64(k), seed)
+		}
+	}
 }
