@@ -42,6 +42,15 @@ func GenerateHeader(p *ProviderSpec) []byte {
 	w("#ifndef %s\n#define %s\n\n", guard, guard)
 	w("#include <stdbool.h>\n#include <stdint.h>\n\n")
 	w("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n")
+	// A plain extern declaration lets the compiler address the semaphore
+	// directly and the linker give the executable a copy of it (a copy
+	// relocation): the program would read its own copy while the kernel
+	// counts in the shared object's. A weak declaration makes the compiler
+	// go through the GOT, to the object's semaphore; its address is NULL
+	// when the program does not link the object (with --as-needed, a
+	// program that never calls a stub does not), which _ENABLED() checks.
+	w("#ifndef USDTKIT_SEMAPHORE\n#if defined(__GNUC__) || defined(__clang__)\n")
+	w("#define USDTKIT_SEMAPHORE __attribute__((weak))\n#else\n#define USDTKIT_SEMAPHORE\n#endif\n#endif\n")
 	w("#ifndef USDTKIT_UNLIKELY\n#if defined(__GNUC__) || defined(__clang__)\n")
 	w("#define USDTKIT_UNLIKELY(x) __builtin_expect(!!(x), 0)\n#else\n#define USDTKIT_UNLIKELY(x) (x)\n#endif\n#endif\n")
 	macros := make(map[string]string)
@@ -62,14 +71,14 @@ func GenerateHeader(p *ProviderSpec) []byte {
 		sem := SemaphoreSymbol(p.Name, pr.Name)
 		w("\n/* %s:%s */\n", p.Name, pr.Name)
 		w("void %s(%s);\n", pr.Name, proto)
-		w("extern volatile unsigned short %s;\n", sem)
+		w("extern volatile unsigned short %s USDTKIT_SEMAPHORE;\n", sem)
 		m := macroName(p.Name, pr.Name)
 		if other, dup := macros[m]; dup {
 			w("/* no %s_ENABLED() and %s(): probe %s has them */\n", m, m, other)
 			continue
 		}
 		macros[m] = pr.Name
-		w("#define %s_ENABLED() USDTKIT_UNLIKELY(%s != 0)\n", m, sem)
+		w("#define %s_ENABLED() USDTKIT_UNLIKELY(&%s != 0 && %s != 0)\n", m, sem, sem)
 		w("#define %s(%s) %s(%s)\n", m, strings.Join(params, ", "), pr.Name, strings.Join(params, ", "))
 	}
 	w("\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard)

@@ -16,6 +16,13 @@
 extern "C" {
 #endif
 
+#ifndef USDTKIT_SEMAPHORE
+#if defined(__GNUC__) || defined(__clang__)
+#define USDTKIT_SEMAPHORE __attribute__((weak))
+#else
+#define USDTKIT_SEMAPHORE
+#endif
+#endif
 #ifndef USDTKIT_UNLIKELY
 #if defined(__GNUC__) || defined(__clang__)
 #define USDTKIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -26,68 +33,68 @@ extern "C" {
 
 /* interp:function__entry */
 void function__entry(const char *, const char *, int32_t);
-extern volatile unsigned short interp_function__entry_semaphore;
-#define INTERP_FUNCTION_ENTRY_ENABLED() USDTKIT_UNLIKELY(interp_function__entry_semaphore != 0)
+extern volatile unsigned short interp_function__entry_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_FUNCTION_ENTRY_ENABLED() USDTKIT_UNLIKELY(&interp_function__entry_semaphore != 0 && interp_function__entry_semaphore != 0)
 #define INTERP_FUNCTION_ENTRY(arg0, arg1, arg2) function__entry(arg0, arg1, arg2)
 
 /* interp:function__return */
 void function__return(const char *, const char *, int32_t);
-extern volatile unsigned short interp_function__return_semaphore;
-#define INTERP_FUNCTION_RETURN_ENABLED() USDTKIT_UNLIKELY(interp_function__return_semaphore != 0)
+extern volatile unsigned short interp_function__return_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_FUNCTION_RETURN_ENABLED() USDTKIT_UNLIKELY(&interp_function__return_semaphore != 0 && interp_function__return_semaphore != 0)
 #define INTERP_FUNCTION_RETURN(arg0, arg1, arg2) function__return(arg0, arg1, arg2)
 
 /* interp:instance__new__start */
 void instance__new__start(const char *, const char *);
-extern volatile unsigned short interp_instance__new__start_semaphore;
-#define INTERP_INSTANCE_NEW_START_ENABLED() USDTKIT_UNLIKELY(interp_instance__new__start_semaphore != 0)
+extern volatile unsigned short interp_instance__new__start_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_INSTANCE_NEW_START_ENABLED() USDTKIT_UNLIKELY(&interp_instance__new__start_semaphore != 0 && interp_instance__new__start_semaphore != 0)
 #define INTERP_INSTANCE_NEW_START(arg0, arg1) instance__new__start(arg0, arg1)
 
 /* interp:instance__new__done */
 void instance__new__done(const char *, const char *);
-extern volatile unsigned short interp_instance__new__done_semaphore;
-#define INTERP_INSTANCE_NEW_DONE_ENABLED() USDTKIT_UNLIKELY(interp_instance__new__done_semaphore != 0)
+extern volatile unsigned short interp_instance__new__done_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_INSTANCE_NEW_DONE_ENABLED() USDTKIT_UNLIKELY(&interp_instance__new__done_semaphore != 0 && interp_instance__new__done_semaphore != 0)
 #define INTERP_INSTANCE_NEW_DONE(arg0, arg1) instance__new__done(arg0, arg1)
 
 /* interp:line */
 void line(const char *, const char *, int32_t);
-extern volatile unsigned short interp_line_semaphore;
-#define INTERP_LINE_ENABLED() USDTKIT_UNLIKELY(interp_line_semaphore != 0)
+extern volatile unsigned short interp_line_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_LINE_ENABLED() USDTKIT_UNLIKELY(&interp_line_semaphore != 0 && interp_line_semaphore != 0)
 #define INTERP_LINE(arg0, arg1, arg2) line(arg0, arg1, arg2)
 
 /* interp:heap__collect__start */
 void heap__collect__start(int32_t);
-extern volatile unsigned short interp_heap__collect__start_semaphore;
-#define INTERP_HEAP_COLLECT_START_ENABLED() USDTKIT_UNLIKELY(interp_heap__collect__start_semaphore != 0)
+extern volatile unsigned short interp_heap__collect__start_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_HEAP_COLLECT_START_ENABLED() USDTKIT_UNLIKELY(&interp_heap__collect__start_semaphore != 0 && interp_heap__collect__start_semaphore != 0)
 #define INTERP_HEAP_COLLECT_START(arg0) heap__collect__start(arg0)
 
 /* interp:heap__collect__done */
 void heap__collect__done(int64_t);
-extern volatile unsigned short interp_heap__collect__done_semaphore;
-#define INTERP_HEAP_COLLECT_DONE_ENABLED() USDTKIT_UNLIKELY(interp_heap__collect__done_semaphore != 0)
+extern volatile unsigned short interp_heap__collect__done_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_HEAP_COLLECT_DONE_ENABLED() USDTKIT_UNLIKELY(&interp_heap__collect__done_semaphore != 0 && interp_heap__collect__done_semaphore != 0)
 #define INTERP_HEAP_COLLECT_DONE(arg0) heap__collect__done(arg0)
 
 /* interp:module__load__start */
 void module__load__start(const char *);
-extern volatile unsigned short interp_module__load__start_semaphore;
-#define INTERP_MODULE_LOAD_START_ENABLED() USDTKIT_UNLIKELY(interp_module__load__start_semaphore != 0)
+extern volatile unsigned short interp_module__load__start_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_MODULE_LOAD_START_ENABLED() USDTKIT_UNLIKELY(&interp_module__load__start_semaphore != 0 && interp_module__load__start_semaphore != 0)
 #define INTERP_MODULE_LOAD_START(arg0) module__load__start(arg0)
 
 /* interp:module__load__done */
 void module__load__done(const char *, int32_t);
-extern volatile unsigned short interp_module__load__done_semaphore;
-#define INTERP_MODULE_LOAD_DONE_ENABLED() USDTKIT_UNLIKELY(interp_module__load__done_semaphore != 0)
+extern volatile unsigned short interp_module__load__done_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_MODULE_LOAD_DONE_ENABLED() USDTKIT_UNLIKELY(&interp_module__load__done_semaphore != 0 && interp_module__load__done_semaphore != 0)
 #define INTERP_MODULE_LOAD_DONE(arg0, arg1) module__load__done(arg0, arg1)
 
 /* interp:audit */
 void audit(const char *, void *);
-extern volatile unsigned short interp_audit_semaphore;
-#define INTERP_AUDIT_ENABLED() USDTKIT_UNLIKELY(interp_audit_semaphore != 0)
+extern volatile unsigned short interp_audit_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_AUDIT_ENABLED() USDTKIT_UNLIKELY(&interp_audit_semaphore != 0 && interp_audit_semaphore != 0)
 #define INTERP_AUDIT(arg0, arg1) audit(arg0, arg1)
 
 /* interp:ready */
 void ready(void);
-extern volatile unsigned short interp_ready_semaphore;
-#define INTERP_READY_ENABLED() USDTKIT_UNLIKELY(interp_ready_semaphore != 0)
+extern volatile unsigned short interp_ready_semaphore USDTKIT_SEMAPHORE;
+#define INTERP_READY_ENABLED() USDTKIT_UNLIKELY(&interp_ready_semaphore != 0 && interp_ready_semaphore != 0)
 #define INTERP_READY() ready()
 
 #ifdef __cplusplus

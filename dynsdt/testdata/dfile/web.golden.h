@@ -16,6 +16,13 @@
 extern "C" {
 #endif
 
+#ifndef USDTKIT_SEMAPHORE
+#if defined(__GNUC__) || defined(__clang__)
+#define USDTKIT_SEMAPHORE __attribute__((weak))
+#else
+#define USDTKIT_SEMAPHORE
+#endif
+#endif
 #ifndef USDTKIT_UNLIKELY
 #if defined(__GNUC__) || defined(__clang__)
 #define USDTKIT_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -26,32 +33,32 @@ extern "C" {
 
 /* webrt:gc__start */
 void gc__start(int32_t, int32_t, void *);
-extern volatile unsigned short webrt_gc__start_semaphore;
-#define WEBRT_GC_START_ENABLED() USDTKIT_UNLIKELY(webrt_gc__start_semaphore != 0)
+extern volatile unsigned short webrt_gc__start_semaphore USDTKIT_SEMAPHORE;
+#define WEBRT_GC_START_ENABLED() USDTKIT_UNLIKELY(&webrt_gc__start_semaphore != 0 && webrt_gc__start_semaphore != 0)
 #define WEBRT_GC_START(arg0, arg1, arg2) gc__start(arg0, arg1, arg2)
 
 /* webrt:gc__done */
 void gc__done(int32_t, int32_t, void *);
-extern volatile unsigned short webrt_gc__done_semaphore;
-#define WEBRT_GC_DONE_ENABLED() USDTKIT_UNLIKELY(webrt_gc__done_semaphore != 0)
+extern volatile unsigned short webrt_gc__done_semaphore USDTKIT_SEMAPHORE;
+#define WEBRT_GC_DONE_ENABLED() USDTKIT_UNLIKELY(&webrt_gc__done_semaphore != 0 && webrt_gc__done_semaphore != 0)
 #define WEBRT_GC_DONE(arg0, arg1, arg2) gc__done(arg0, arg1, arg2)
 
 /* webrt:net__server__connection */
 void net__server__connection(void *, const char *, int32_t, int32_t);
-extern volatile unsigned short webrt_net__server__connection_semaphore;
-#define WEBRT_NET_SERVER_CONNECTION_ENABLED() USDTKIT_UNLIKELY(webrt_net__server__connection_semaphore != 0)
+extern volatile unsigned short webrt_net__server__connection_semaphore USDTKIT_SEMAPHORE;
+#define WEBRT_NET_SERVER_CONNECTION_ENABLED() USDTKIT_UNLIKELY(&webrt_net__server__connection_semaphore != 0 && webrt_net__server__connection_semaphore != 0)
 #define WEBRT_NET_SERVER_CONNECTION(arg0, arg1, arg2, arg3) net__server__connection(arg0, arg1, arg2, arg3)
 
 /* webrt:http__server__request */
 void http__server__request(void *, void *, const char *, int32_t, const char *, const char *, int32_t);
-extern volatile unsigned short webrt_http__server__request_semaphore;
-#define WEBRT_HTTP_SERVER_REQUEST_ENABLED() USDTKIT_UNLIKELY(webrt_http__server__request_semaphore != 0)
+extern volatile unsigned short webrt_http__server__request_semaphore USDTKIT_SEMAPHORE;
+#define WEBRT_HTTP_SERVER_REQUEST_ENABLED() USDTKIT_UNLIKELY(&webrt_http__server__request_semaphore != 0 && webrt_http__server__request_semaphore != 0)
 #define WEBRT_HTTP_SERVER_REQUEST(arg0, arg1, arg2, arg3, arg4, arg5, arg6) http__server__request(arg0, arg1, arg2, arg3, arg4, arg5, arg6)
 
 /* webrt:http__client__response */
 void http__client__response(void *, const char *, int32_t, int32_t);
-extern volatile unsigned short webrt_http__client__response_semaphore;
-#define WEBRT_HTTP_CLIENT_RESPONSE_ENABLED() USDTKIT_UNLIKELY(webrt_http__client__response_semaphore != 0)
+extern volatile unsigned short webrt_http__client__response_semaphore USDTKIT_SEMAPHORE;
+#define WEBRT_HTTP_CLIENT_RESPONSE_ENABLED() USDTKIT_UNLIKELY(&webrt_http__client__response_semaphore != 0 && webrt_http__client__response_semaphore != 0)
 #define WEBRT_HTTP_CLIENT_RESPONSE(arg0, arg1, arg2, arg3) http__client__response(arg0, arg1, arg2, arg3)
 
 #ifdef __cplusplus
