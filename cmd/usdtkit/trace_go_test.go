@@ -167,3 +167,90 @@ func mustJSON(v any) string {
 	json.NewEncoder(&b).Encode(v)
 	return b.String()
 }
+
+// runGoTrace traces one round of gofuncs with args and returns stdout.
+func runGoTrace(t *testing.T, bin string, args ...string) (string, string) {
+	t.Helper()
+	g := startGoTarget(t, bin)
+	pid := strconv.Itoa(g.cmd.Process.Pid)
+	tr := startTrace(t, append([]string{"trace", "-p", pid}, args...)...)
+	g.calls(t)
+	g.stdin.Close()
+	code, stdout, stderr := tr.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	return stdout, stderr
+}
+
+// TestTraceGoByName uses Go values by name in filters, histograms,
+// formats and the latency pairing.
+func TestTraceGoByName(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := testutil.BuildGo(t, "testdata/gofuncs")
+	handle := "uprobe::main.(*Server).Handle"
+	t.Run("filter", func(t *testing.T) {
+		stdout, _ := runGoTrace(t, bin, "-o", "json", handle, "--filter", "n == 2", "--filter", "s.hits >= 40")
+		if n := strings.Count(stdout, `"probe":"uprobe:main.(*Server).Handle"`); n != 1 {
+			t.Errorf("n == 2: %d events, want 1:\n%s", n, stdout)
+		}
+		stdout, stderr := runGoTrace(t, bin, "-o", "json", handle, "--filter", "n > 2")
+		if strings.TrimSpace(stdout) != "" || !strings.Contains(stderr, "0 events, 0 lost") {
+			t.Errorf("n > 2: want no events, have %s\n%s", stdout, stderr)
+		}
+		// Signed: -1 is n of the second Str call's result.
+		stdout, _ = runGoTrace(t, bin, "-o", "json", "uretprobe::main.Str", "--filter", "n < 0")
+		if c := strings.Count(stdout, `"n":-1`); c != 1 || strings.Count(stdout, "\n") != 1 {
+			t.Errorf("n < 0 on results: want the one event with n -1, have %s", stdout)
+		}
+	})
+	t.Run("hist", func(t *testing.T) {
+		stdout, _ := runGoTrace(t, bin, handle, "--hist", "n")
+		if !strings.Contains(stdout, "@[uprobe:main.(*Server).Handle]") || !strings.Contains(stdout, "[2, 4)") {
+			t.Errorf("hist n: %s", stdout)
+		}
+	})
+	t.Run("format", func(t *testing.T) {
+		stdout, _ := runGoTrace(t, bin, handle, "-F", `"path=%s n=%d hits=%d", path, n, s.hits`)
+		if !strings.Contains(stdout, "path=/index n=2 hits=40") {
+			t.Errorf("format: %s", stdout)
+		}
+	})
+	t.Run("latency", func(t *testing.T) {
+		stdout, _ := runGoTrace(t, bin, "-o", "json", "uprobe::main.Str", "uretprobe::main.Str",
+			"--latency", "uprobe:main.Str,uretprobe:main.Str")
+		var h struct {
+			Buckets []uint64 `json:"log2_buckets"`
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &h); err != nil {
+			t.Fatalf("%v: %s", err, stdout)
+		}
+		total := uint64(0)
+		for _, b := range h.Buckets {
+			total += b
+		}
+		if total != 2 {
+			t.Errorf("latency: %d samples, want the 2 calls of main.Str: %s", total, stdout)
+		}
+	})
+	t.Run("errors", func(t *testing.T) {
+		g := startGoTarget(t, bin)
+		pid := strconv.Itoa(g.cmd.Process.Pid)
+		for _, tt := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{handle, "--filter", "nope > 1"}, `has no parameter "nope"`},
+			{[]string{handle, "--filter", "path > 1"}, "filters and histograms take integers"},
+			{[]string{"uretprobe::main.Str", "--hist", "s"}, `has no result "s"`},
+			{[]string{handle, "--field", "s.nope"}, "has no field nope"},
+			{[]string{"uprobe::main.Str+4", "--filter", "n > 1"}, "Go functions only"},
+		} {
+			var out, errb bytes.Buffer
+			code := run(t.Context(), append([]string{"trace", "-p", pid}, tt.args...), &out, &errb)
+			if code == 0 || !strings.Contains(errb.String(), tt.want) {
+				t.Errorf("%v: exit %d, stderr %q; want an error with %q", tt.args, code, errb.String(), tt.want)
+			}
+		}
+	})
+}
