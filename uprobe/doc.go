@@ -3,8 +3,7 @@
 // turns selectors into sites, Trace attaches a program that reads arg0..arg5
 // from the C ABI's argument registers (x86-64 rdi rsi rdx rcx r8 r9, arm64
 // x0..x5) at entry, or the return register (rax, x0) as arg0 at a
-// uretprobe. Uretprobes on Go binaries are refused (ErrGoReturn); reading Go
-// arguments from DWARF comes later.
+// uretprobe. Go functions are traced by name instead (see "Go functions").
 //
 // # Model
 //
@@ -58,6 +57,25 @@
 // linker runs once to pick an implementation; to trace calls, probe the
 // implementations (for glibc's memcpy, __memcpy_avx_unaligned_erms and
 // its siblings).
+//
+// # Go functions
+//
+// A Function of a Go binary (Function.Go) without an offset is traced as
+// package internal/gofunc lays it out: the entry site is the first
+// instruction after the stack check (a probe at the entry would fire again
+// when morestack copies the stack and restarts the function), and a return
+// is a uprobe on every RET instruction, never a uretprobe, whose rewritten
+// return address the Go runtime finds when it copies the stack, and
+// crashes on. Each site's event has the goroutine id (runtime.g.goid,
+// through the g register) in slot 0, then the values that
+// TraceOptions.GoFilters and GoHist name, so that they are in the same
+// slot at every site, then the parameters (entry) or results (RETs), then
+// TraceOptions.Fields. A string or byte slice takes two slots: its pointer,
+// read as the bytes up to the length in the other; an interface two; a
+// struct passed by value is one value per field ("p.X"). Tracer.DecodeGo
+// turns an event back into named GoValues. Latency traces of Go functions
+// pair start and done by goroutine id. A Go function with +OFFSET is a
+// native site (C ABI registers, with a warning).
 //
 // # Errors
 //

@@ -44,7 +44,7 @@ func newTraceCmd() *cobra.Command {
 	var o traceOptions
 	cmd := &cobra.Command{
 		Use:   "trace [-p PID | -c 'CMD ARGS'] PROBE... [flags]",
-		Short: "Trace USDT probes: print their arguments, or count and histogram them in the kernel",
+		Short: "Trace USDT probes and functions: print their arguments, or count and histogram them in the kernel",
 		Long: `Attach to USDT probes and print each hit, or aggregate hits in the kernel.
 
 PROBE is usdt:PATH:PROVIDER:NAME (or usdt:PATH:NAME, or PROVIDER:NAME), each part a
@@ -54,11 +54,20 @@ trace: aggregates and the number of lost events are printed then.
 
 A format (-F) is printf-style, as in bpftrace: '"%s %s:%d", str(arg0), str(arg1), arg2',
 or just '%s %s:%d' (verbs take arg0, arg1, ... in order). -F FMT applies to every
-probe, -F 'PROVIDER:NAME=FMT' to one.`,
+probe, -F 'PROVIDER:NAME=FMT' to one.
+
+Functions: uprobe:PATH:FUNC and uretprobe:PATH:FUNC (globs, FUNC+OFFSET, 0xADDR). For C
+and C++, arg0..arg5 are the C ABI's argument registers and a uretprobe's arg0 is the
+return value. For Go functions (main.(*Server).handle) arguments and results are read by
+name from DWARF and Go's register ABI, events carry the goroutine id, and filters,
+--hist and formats take names ('n > 3', --hist n, '"%s %d", path, n'); --field s.hits
+reads a field through a pointer parameter. A Go uretprobe is a uprobe on every RET.`,
 		Example: `  usdtkit trace -p 1234 usdt::python:function__entry -F '%s %s:%d'
   usdtkit trace usdt:/usr/bin/python3.11:python:gc__start --count --count-by comm
   usdtkit trace -c './server' 'usdt::myapp:request__*' -o json --str 0
-  usdtkit trace -p 1234 usdt::app:query__start usdt::app:query__done --latency query__start,query__done`,
+  usdtkit trace -p 1234 usdt::app:query__start usdt::app:query__done --latency query__start,query__done
+  usdtkit trace -p 1234 'uprobe::main.(*Server).handle' 'uretprobe::main.(*Server).handle' -o json
+  usdtkit trace -p 1234 uprobe:libc:malloc --hist arg0`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runTrace(cmd, &o, args)
