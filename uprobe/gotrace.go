@@ -9,8 +9,10 @@ import (
 
 	"github.com/go-delve/delve/pkg/dwarf/godwarf"
 
+	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/gofunc"
+	"github.com/usdtkit/usdtkit/internal/symtab"
 )
 
 // Go function tracing: the layout of a Go probe's event.
@@ -60,15 +62,20 @@ type Slice struct {
 }
 
 // Interface is a Go interface value that is not nil: its type word (an
-// itab for a non-empty interface such as error) and data word.
+// itab for a non-empty interface such as error) and data word, and the
+// dynamic type's name when the binary's symbol table names the type word
+// ("*errors.errorString"; not for position-independent executables).
 type Interface struct {
 	Type, Data Pointer
+	TypeName   string
 }
 
 // goProbe is how a Go probe's event slots make values.
 type goProbe struct {
 	results bool
 	values  []goSlotValue
+	// types names itabs and type descriptors by address, nil if unknown.
+	types map[uint64]string
 }
 
 type goSlotValue struct {
@@ -444,7 +451,7 @@ func (t *Tracer) DecodeGo(ev *Event, ge *GoEvent) bool {
 	ge.GoID = arg(ev, 0)
 	ge.Values = ge.Values[:0]
 	for i := range gp.values {
-		ge.Values = append(ge.Values, gp.values[i].decode(ev))
+		ge.Values = append(ge.Values, gp.values[i].decode(ev, gp.types))
 	}
 	return true
 }
@@ -456,7 +463,7 @@ func arg(ev *Event, i int) uint64 {
 	return 0
 }
 
-func (v *goSlotValue) decode(ev *Event) GoValue {
+func (v *goSlotValue) decode(ev *Event, types map[uint64]string) GoValue {
 	gv := GoValue{Name: v.name, Type: v.typ}
 	if v.kind == gofunc.Unreadable {
 		gv.Err = v.reason
@@ -487,7 +494,7 @@ func (v *goSlotValue) decode(ev *Event) GoValue {
 			gv.Value = nil
 			return gv
 		}
-		gv.Value = Interface{Type: Pointer(x), Data: Pointer(ev.Args[v.slots[1]])}
+		gv.Value = Interface{Type: Pointer(x), Data: Pointer(ev.Args[v.slots[1]]), TypeName: types[x]}
 	case gofunc.String, gofunc.Slice:
 		n := ev.Args[v.slots[1]]
 		data := ""
@@ -523,4 +530,35 @@ func (v *goSlotValue) decode(ev *Event) GoValue {
 		gv.Value = sl
 	}
 	return gv
+}
+
+// goTypeNames returns the names of the itabs and type descriptors of the
+// Go executable at path by address, or nil for a position-independent
+// one, whose run-time addresses differ from its symbols'.
+func goTypeNames(path string) map[uint64]string {
+	f, err := elfnotes.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if f.Type != elf.ET_EXEC {
+		return nil
+	}
+	syms, err := symtab.Read(f)
+	if err != nil {
+		return nil
+	}
+	names := make(map[uint64]string)
+	for _, s := range syms {
+		if rest, ok := strings.CutPrefix(s.Name, "go:itab."); ok {
+			// go:itab.CONCRETE,INTERFACE; CONCRETE has no comma unless
+			// it is generic, so cut at the last comma.
+			if i := strings.LastIndexByte(rest, ','); i > 0 {
+				names[s.Value] = rest[:i]
+			}
+		} else if rest, ok := strings.CutPrefix(s.Name, "type:"); ok && !strings.HasPrefix(rest, ".") {
+			names[s.Value] = rest
+		}
+	}
+	return names
 }

@@ -275,6 +275,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	var order []objKey
 	ids := make(map[string]uint32)
 	gobins := make(map[string]*gofunc.Binary)
+	gotypes := make(map[string]map[uint64]string)
 	defer func() {
 		for _, b := range gobins {
 			b.Close()
@@ -297,6 +298,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 					return nil, fmt.Errorf("trace %s: %w", name, err)
 				}
 				gobins[fn.OpenPath] = b
+				gotypes[fn.OpenPath] = goTypeNames(fn.OpenPath)
 			}
 			gf, err := b.Func(fn.Symbol.Name)
 			if err != nil {
@@ -315,6 +317,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			if err != nil {
 				return nil, fmt.Errorf("trace %w", err)
 			}
+			t.goProbes[id].types = gotypes[fn.OpenPath]
 			k := objKey{fn.OpenPath, false}
 			obj := objects[k]
 			if obj == nil {

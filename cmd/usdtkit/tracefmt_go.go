@@ -113,7 +113,11 @@ func appendGoJSON(b []byte, v *uprobe.GoValue) []byte {
 	case uprobe.Pointer:
 		return appendJSON(b, x.String())
 	case uprobe.Interface:
-		b = appendJSON(append(b, `{"type":`...), x.Type.String())
+		typ := x.Type.String()
+		if x.TypeName != "" {
+			typ = x.TypeName
+		}
+		b = appendJSON(append(b, `{"type":`...), typ)
 		b = appendJSON(append(b, `,"data":`...), x.Data.String())
 		return append(b, '}')
 	case uprobe.Slice:
@@ -155,7 +159,11 @@ func appendGoText(b []byte, v *uprobe.GoValue) []byte {
 			b = strconv.AppendQuote(b, x.Data)
 		}
 	case uprobe.Interface:
-		b = fmt.Appendf(b, "(%s,%s)", x.Type, x.Data)
+		if x.TypeName != "" {
+			b = fmt.Appendf(b, "(%s)%s", x.TypeName, x.Data)
+		} else {
+			b = fmt.Appendf(b, "(%s,%s)", x.Type, x.Data)
+		}
 	default:
 		b = fmt.Appendf(b, "%v", x)
 	}

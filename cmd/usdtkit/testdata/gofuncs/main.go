@@ -83,7 +83,7 @@ func main() {
 	n, err := Str("héllo, world", []byte("bytes\x00in"), true)
 	emit(call{"main.Str", map[string]any{"s": "héllo, world", "b": "bytes\x00in", "ok": true}, map[string]any{"n": n, "err": err}})
 	n, err = Str("", nil, false)
-	emit(call{"main.Str", map[string]any{"s": "", "b": "", "ok": false}, map[string]any{"n": n, "err": "non-nil"}})
+	emit(call{"main.Str", map[string]any{"s": "", "b": "", "ok": false}, map[string]any{"n": n, "err": fmt.Sprintf("%T", err)}})
 
 	srv := &Server{name: "srv", hits: 40, ready: true}
 	srv.next = &Server{name: "next", hits: 7}
