@@ -80,6 +80,10 @@ func writeSymbolsJSON(w io.Writer, objs []uprobe.Object) error {
 func writeSymbolsText(w io.Writer, objs []uprobe.Object, verbose bool) error {
 	bw := bufio.NewWriter(w)
 	for _, obj := range objs {
+		var sigs map[string]*uprobe.GoSignature
+		if verbose && obj.Go {
+			sigs = goSignatures(&obj)
+		}
 		for i := range obj.Symbols {
 			s := &obj.Symbols[i]
 			if !verbose {
@@ -95,6 +99,9 @@ func writeSymbolsText(w io.Writer, objs []uprobe.Object, verbose bool) error {
 				name += "@" + s.Version
 			}
 			fmt.Fprintf(bw, "%s %#x %s size=%d %s %s %s\n", obj.Path, s.Value, off, s.Size, s.Kind, bindName(s), name)
+			if sig := sigs[s.Name]; sig != nil {
+				fmt.Fprintf(bw, "  go: %s\n", sig)
+			}
 		}
 	}
 	return bw.Flush()
@@ -111,4 +118,24 @@ func bindName(s *uprobe.Symbol) string {
 		return "weak"
 	}
 	return s.Bind.String()
+}
+
+// goSignatures returns what usdtkit trace reads of the Go functions of obj,
+// by name; nil if the binary cannot be read that way.
+func goSignatures(obj *uprobe.Object) map[string]*uprobe.GoSignature {
+	var names []string
+	for _, s := range obj.Symbols {
+		if s.Kind == uprobe.SymFunc {
+			names = append(names, s.Name)
+		}
+	}
+	sigs, err := uprobe.GoSignatures(obj.OpenPath, names)
+	if err != nil {
+		return nil
+	}
+	m := make(map[string]*uprobe.GoSignature, len(sigs))
+	for i := range sigs {
+		m[sigs[i].Name] = &sigs[i]
+	}
+	return m
 }

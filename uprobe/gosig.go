@@ -1,0 +1,97 @@
+package uprobe
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/usdtkit/usdtkit/internal/gofunc"
+)
+
+// GoParam is a parameter or result of a Go function as Trace reads it.
+type GoParam struct {
+	// Name is the name events use: the source name, "p.X" for a field of
+	// a struct passed by value, r0, r1, ... for unnamed results.
+	Name string
+	// Type is the Go type.
+	Type string
+	// Place says where the value is at the entry site (parameters) or the
+	// RETs (results): registers ("rbx rcx" for a string) or stack slots
+	// ("sp+8"); "" when it cannot be read, Unread saying why.
+	Place  string
+	Unread string
+}
+
+// GoSignature is what Trace reads of a Go function.
+type GoSignature struct {
+	Name            string
+	Params, Results []GoParam
+	// Problems say what of the function cannot be decoded.
+	Problems []string
+}
+
+// GoSignatures returns the signatures of the named functions of the Go
+// binary at path (an Object's OpenPath), in order, leaving out names the
+// binary's function table does not know (symbols of assembly stubs and
+// markers such as runtime.text). A function that cannot be decoded has
+// the error in Problems.
+func GoSignatures(path string, names []string) ([]GoSignature, error) {
+	b, err := gofunc.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	sigs := make([]GoSignature, 0, len(names))
+	for _, name := range names {
+		fn, err := b.Func(name)
+		if errors.Is(err, gofunc.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			sigs = append(sigs, GoSignature{Name: name, Problems: []string{err.Error()}})
+			continue
+		}
+		sig := GoSignature{Name: name, Params: goParams(fn.Params), Results: goParams(fn.Results), Problems: fn.Problems}
+		sigs = append(sigs, sig)
+	}
+	return sigs, nil
+}
+
+func goParams(ps []gofunc.Param) []GoParam {
+	out := make([]GoParam, 0, len(ps))
+	for _, p := range ps {
+		gp := GoParam{Name: p.Name, Type: p.Type, Unread: p.Reason}
+		var places []string
+		for _, w := range p.Words {
+			if w.Reg != "" {
+				places = append(places, w.Reg)
+			} else {
+				places = append(places, "sp+"+strconv.FormatInt(w.SPOffset, 10))
+			}
+		}
+		gp.Place = strings.Join(places, " ")
+		out = append(out, gp)
+	}
+	return out
+}
+
+// String formats s as "NAME(p T [place], ...) (r T [place], ...)".
+func (s *GoSignature) String() string {
+	list := func(ps []GoParam) string {
+		parts := make([]string, len(ps))
+		for i, p := range ps {
+			where := p.Place
+			if p.Unread != "" {
+				where = "unread: " + p.Unread
+			}
+			parts[i] = fmt.Sprintf("%s %s [%s]", p.Name, p.Type, where)
+		}
+		return strings.Join(parts, ", ")
+	}
+	out := s.Name + "(" + list(s.Params) + ")"
+	if len(s.Results) > 0 {
+		out += " (" + list(s.Results) + ")"
+	}
+	return out
+}
