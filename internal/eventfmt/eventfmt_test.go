@@ -109,7 +109,7 @@ func TestParseFormatErrors(t *testing.T) {
 }
 
 func FuzzParseFormat(f *testing.F) {
-	for _, s := range []string{`"%s %s:%d", str(arg0), str(arg1), arg2`, `%s %d`, `"%-5.3x\n", arg11`, `"%"`, `%%`} {
+	for _, s := range []string{`"%s %s:%d", str(arg0), str(arg1), arg2`, `%s %d`, `"%-5.3x\n", arg11`, `"%"`, `%%`, `"%s n=%d", path, s.hits`} {
 		f.Add(s)
 	}
 	ev := &bpfgen.Event{NArgs: 2, Args: []uint64{1, 2}, Strings: []string{"a", "b"}}
@@ -122,6 +122,7 @@ func FuzzParseFormat(f *testing.F) {
 			return
 		}
 		fm.Append(nil, ev)
+		fm.AppendNamed(nil, ev, func(name string) (any, bool) { return int64(len(name)), len(name)%2 == 0 })
 		if fm.NArgs() > bpfgen.MaxArgs {
 			t.Fatalf("NArgs %d", fm.NArgs())
 		}
