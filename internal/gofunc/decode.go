@@ -31,27 +31,53 @@ func decode(m elf.Machine, code []byte, entry uint64) (decoded, error) {
 	return decoded{}, fmt.Errorf("decode: %w (%v)", ErrUnsupportedArch, m)
 }
 
-// decodeAMD64: the stack check is
+// decodeAMD64: the stack check compares a stack pointer with
+// g.stackguard0 (16 bytes into runtime.g, g in R14; ABI0 assembly loads g
+// into another register first) and branches to morestack when it is below
+// or equal (cmd/internal/obj/x86 stacksplit):
 //
-//	CMPQ SP, 16(R14)          (or LEAQ -N(SP), R12; CMPQ R12, 16(R14))
-//	JLS  morestack            (JBE)
+//	CMPQ SP, 16(R14)                               small frames
+//	LEAQ -N(SP), R12; CMPQ R12, 16(R14)            frames up to StackBig
+//	MOVQ SP, R12; SUBQ $N, R12; JCS morestack;
+//	CMPQ R12, 16(R14)                              larger frames
+//	JLS  morestack                                 (JBE)
 //
-// within the first few instructions; the probe goes after the JBE.
+// within the first few instructions; the probe goes after the JBE that
+// follows the comparison with the guard, never after the JCS of the
+// underflow test, and a leaf function's own early JBE is no stack check.
 func decodeAMD64(code []byte, entry uint64) (decoded, error) {
 	d := decoded{afterCheck: entry}
+	guardCmp := false // the previous instruction compared with the guard
+	// x86asm reads past the end of its input on a truncated VEX or EVEX
+	// instruction (x/arch v0.28.0 decodeAVX: index out of range), so it
+	// gets a copy of the next bytes padded with INT3, longer than any
+	// instruction (15 bytes); an instruction reaching into the padding
+	// is truncated.
+	var win [32]byte
 	for pc := 0; pc < len(code); {
-		inst, err := x86asm.Decode(code[pc:], 64)
+		n := copy(win[:], code[pc:])
+		for i := n; i < len(win); i++ {
+			win[i] = 0xcc
+		}
+		inst, err := x86asm.Decode(win[:], 64)
+		if err == nil && inst.Len > n {
+			err = fmt.Errorf("truncated instruction")
+		}
 		if err != nil || inst.Len == 0 {
 			if code[pc] == 0xcc {
 				break
 			}
 			return d, fmt.Errorf("decode at %#x: %v", entry+uint64(pc), err)
 		}
+		prevGuard := guardCmp
+		guardCmp = false
 		switch inst.Op {
 		case x86asm.RET:
 			d.returns = append(d.returns, entry+uint64(pc))
-		case x86asm.JBE, x86asm.JB:
-			if d.afterCheck == entry && pc < 32 {
+		case x86asm.CMP:
+			guardCmp = pc < stackCheckWindow && isStackGuard(inst.Args[1])
+		case x86asm.JBE:
+			if prevGuard && d.afterCheck == entry {
 				d.afterCheck = entry + uint64(pc+inst.Len)
 			}
 		case x86asm.INT:
@@ -65,13 +91,30 @@ func decodeAMD64(code []byte, entry uint64) (decoded, error) {
 	return d, nil
 }
 
-// decodeARM64: the stack check is
+// stackCheckWindow bounds where the stack check's instructions start: the
+// longest amd64 form (MOVQ, SUBQ imm32, JCS rel32, CMPQ) is 20 bytes, the
+// longest arm64 one (MOVD, up to four MOVZ/MOVK of the frame size, SUBS,
+// BLO, CMP) 8 instructions.
+const stackCheckWindow = 32
+
+// isStackGuard reports whether a is g.stackguard0: 16(reg), g.stack.lo
+// and g.stack.hi being the two words before it.
+func isStackGuard(a x86asm.Arg) bool {
+	m, ok := a.(x86asm.Mem)
+	return ok && m.Disp == 16 && m.Base != 0 && m.Index == 0 && m.Segment == 0
+}
+
+// decodeARM64: the stack check loads g.stackguard0 (16 bytes into
+// runtime.g, g in R28) and branches when SP, less the frame, is lower or
+// the same (cmd/internal/obj/arm64 stacksplit):
 //
-//	MOVD 16(g), R16; CMP R16, RSP; BLS morestack
+//	MOVD 16(g), R16; [SUB(S) $N, RSP, R17; [BLO morestack;]] CMP; BLS morestack
 //
-// (or with an extra SUB for large frames).
+// The probe goes after the BLS that follows the load of the guard; a leaf
+// function's own early BLS is no stack check.
 func decodeARM64(code []byte, entry uint64) (decoded, error) {
 	d := decoded{afterCheck: entry}
+	guardLoad := false
 	for pc := 0; pc+4 <= len(code); pc += 4 {
 		word := binary.LittleEndian.Uint32(code[pc:])
 		if word == 0 {
@@ -84,8 +127,12 @@ func decodeARM64(code []byte, entry uint64) (decoded, error) {
 		switch inst.Op {
 		case arm64asm.RET:
 			d.returns = append(d.returns, entry+uint64(pc))
+		case arm64asm.LDR:
+			if pc < stackCheckWindow && inst.Args[1] != nil && inst.Args[1].String() == "[X28,#16]" {
+				guardLoad = true
+			}
 		case arm64asm.B:
-			if c, ok := inst.Args[0].(arm64asm.Cond); ok && c.String() == "LS" && d.afterCheck == entry && pc < 32 {
+			if c, ok := inst.Args[0].(arm64asm.Cond); ok && c.String() == "LS" && guardLoad && d.afterCheck == entry && pc < 2*stackCheckWindow {
 				d.afterCheck = entry + uint64(pc+4)
 			}
 		}

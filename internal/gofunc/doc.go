@@ -51,10 +51,17 @@
 //
 // # Errors
 //
-// Read returns an error for a file that is not a Go ELF binary of a
+// Open returns an error for a file that is not a Go ELF binary of a
 // supported machine (amd64, arm64) or that cannot be read; a function that
 // is not there is ErrNotFound. delve parses the file with debug/elf, which
-// is not hardened against hostile input; Read turns a panic on its own
-// goroutine into an error, but delve's loader also runs goroutines of its
-// own.
+// is not hardened against hostile input; Open and Func turn a panic on the
+// caller's goroutine into an error, but delve's loader also parses DWARF
+// on goroutines of its own, where a panic ends the process: an
+// uncompressed .debug_info with a few bytes changed does that (delve
+// v1.27.2, bininfo.go loadDebugInfoMapsInlinedCalls). Open only binaries
+// you would run.
+//
+// Opening a binary never runs debuginfod-find, which delve would call to
+// download the debug information of a binary without DWARF. delve prints
+// a warning to standard error when a binary has no DWARF.
 package gofunc

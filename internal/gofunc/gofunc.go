@@ -18,6 +18,7 @@ import (
 	"github.com/go-delve/delve/pkg/proc"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/goabi"
 )
 
 // Errors of Open and Binary.Func.
@@ -171,7 +172,10 @@ func Open(path string) (b *Binary, err error) {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotGo)
 	}
 	if err := guard(func() error {
-		b.bi = proc.NewBinaryInfo("linux", goarch, false)
+		// attaching=true: for a binary without DWARF, delve would
+		// otherwise run debuginfod-find, which may download debug
+		// information from the network.
+		b.bi = proc.NewBinaryInfo("linux", goarch, true)
 		// The link-time entry point: addresses stay link-time (static
 		// base 0) for PIE binaries too.
 		return b.bi.LoadBinaryInfo(path, ef.Entry, nil)
@@ -260,7 +264,18 @@ func (b *Binary) readFunc(name string) (*Func, error) {
 	if len(fns) == 0 {
 		return nil, fmt.Errorf("%s in %s: %w", name, b.Path, ErrNotFound)
 	}
-	pf := fns[0]
+	// delve also lists functions that exist only inlined into their
+	// callers, with no code of their own (Entry 0).
+	var pf *proc.Function
+	for _, f := range fns {
+		if f.Entry != 0 {
+			pf = f
+			break
+		}
+	}
+	if pf == nil {
+		return nil, fmt.Errorf("%s in %s: %w (it is inlined into every caller; build with -gcflags=-l or mark it //go:noinline)", name, b.Path, ErrNotFound)
+	}
 	fn := &Func{Name: name, Entry: pf.Entry, End: pf.End}
 	if fn.End <= fn.Entry || fn.End-fn.Entry > 16<<20 {
 		return nil, fmt.Errorf("%s in %s: function bounds %#x..%#x", name, b.Path, fn.Entry, fn.End)
@@ -290,6 +305,16 @@ func (b *Binary) readFunc(name string) (*Func, error) {
 	}
 	if fn.Site < dec.afterCheck {
 		fn.Site = dec.afterCheck
+	}
+	// On x86-64 the kernel emulates PUSH (and branches) at a uprobe, but
+	// single-steps other instructions out of line, which costs ten times
+	// as much here (~1 us against ~12 us a hit). When the stack check is
+	// followed by PUSH RBP, probe that: the arguments are still in their
+	// registers, and the check is behind us.
+	if b.Machine == elf.EM_X86_64 && dec.afterCheck > fn.Entry && dec.afterCheck < fn.Site {
+		if i := dec.afterCheck - fn.Entry; i < uint64(len(code)) && code[i] == 0x55 {
+			fn.Site = dec.afterCheck
+		}
 	}
 	if !b.DWARF {
 		fn.Problems = append(fn.Problems, "the binary has no DWARF (built with -ldflags=-w or -s, or stripped): parameter and result names, types and places are unknown")
@@ -355,7 +380,6 @@ func (b *Binary) readParams(fn *Func) error {
 	cfa, cfaOK := b.cfaOffset(fn.Site)
 	var results []resultDIE
 	var params []paramDIE
-	nArg := 0
 	for {
 		e, err := rdr.Next()
 		if err != nil {
@@ -381,22 +405,30 @@ func (b *Binary) readParams(fn *Func) error {
 			continue
 		}
 		if name == "" || name == "_" {
-			name = "arg" + strconv.Itoa(nArg)
+			name = "arg" + strconv.Itoa(len(params))
 		}
-		nArg++
-		params = append(params, paramDIE{name: name, typ: typ, err: terr})
-		if terr != nil {
-			fn.Params = append(fn.Params, Param{Name: name, Kind: Unreadable, Reason: "type: " + terr.Error()})
+		params = append(params, paramDIE{name: name, typ: typ, err: terr, entry: e})
+	}
+	stack := b.stackParams(fn, params, cfa, cfaOK)
+	for i, p := range params {
+		if p.err != nil {
+			fn.Params = append(fn.Params, Param{Name: p.name, Kind: Unreadable, Reason: "type: " + p.err.Error()})
 			continue
 		}
-		regs := op.DwarfRegisters{CFA: cfa}
-		addr, pieces, _, lerr := b.bi.Location(e, dwarf.AttrLocation, fn.Entry, regs, nil)
+		if stack[i] != nil {
+			fn.Params = append(fn.Params, b.values(p.name, p.typ, stack[i], "")...)
+			continue
+		}
+		// Go's DWARF frame base is DW_OP_call_frame_cfa: DW_OP_fbreg
+		// offsets are from the CFA too.
+		regs := op.DwarfRegisters{CFA: cfa, FrameBase: cfa}
+		addr, pieces, _, lerr := b.bi.Location(p.entry, dwarf.AttrLocation, fn.Entry, regs, nil)
 		if lerr != nil {
-			fn.Params = append(fn.Params, unreadable(name, typ, "no location at the entry (optimized away)"))
+			fn.Params = append(fn.Params, unreadable(p.name, p.typ, "no location at the entry (optimized away)"))
 			continue
 		}
-		words, reason := b.pieceWords(pieces, addr, cfaOK, typ.Size())
-		fn.Params = append(fn.Params, b.values(name, typ, words, reason)...)
+		words, reason := b.pieceWords(pieces, addr, cfaOK, p.typ.Size())
+		fn.Params = append(fn.Params, b.values(p.name, p.typ, words, reason)...)
 	}
 	if len(results) > 0 {
 		b.placeResults(fn, params, results)
@@ -404,11 +436,62 @@ func (b *Binary) readParams(fn *Func) error {
 	return nil
 }
 
+// stackParams returns, for each parameter the ABI passes on the stack, its
+// words as offsets from SP at fn.Site; nil for the others, and all nil if
+// the frame at the site or a parameter's type is unknown. The ABI, not
+// DWARF, places these: the optimizing compiler describes a stack-passed
+// value of which only a part is live by that part's address alone (a
+// slice of which only the length is used is "DW_OP_fbreg +24", its len
+// word), which would shift every word. A generic function's dictionary,
+// its first argument, has no DWARF entry, so its parameters keep DWARF's
+// locations.
+func (b *Binary) stackParams(fn *Func, params []paramDIE, cfa int64, cfaOK bool) [][]Word {
+	out := make([][]Word, len(params))
+	cfaEntry, ok := b.cfaOffset(fn.Entry)
+	if !cfaOK || !ok {
+		return out
+	}
+	var pts []*goabi.Type
+	for _, p := range params {
+		if p.err != nil || p.typ == nil {
+			return out
+		}
+		if _, generic := p.typ.(*godwarf.ParametricType); generic {
+			return out
+		}
+		at, err := goabi.FromDWARF(p.typ)
+		if err != nil {
+			return out
+		}
+		pts = append(pts, at)
+	}
+	frame, err := goabi.Assign(b.Machine, pts, nil)
+	if err != nil {
+		return out
+	}
+	// The stack arguments begin StackArgsOffset above SP at the entry,
+	// which is the CFA less cfaEntry; SP at the site is the CFA less cfa.
+	base := cfa - cfaEntry + goabi.StackArgsOffset(b.Machine)
+	for i, a := range frame.Params {
+		if !a.Stack {
+			continue
+		}
+		size := params[i].typ.Size()
+		words := []Word{}
+		for off := int64(0); off < size; off += 8 {
+			words = append(words, Word{SPOffset: base + a.StackOffset + off, Size: min(8, size-off)})
+		}
+		out[i] = words
+	}
+	return out
+}
+
 // paramDIE and resultDIE are a parameter's and a result's name and type.
 type paramDIE struct {
-	name string
-	typ  godwarf.Type
-	err  error
+	name  string
+	typ   godwarf.Type
+	err   error
+	entry *dwarf.Entry
 }
 
 type resultDIE paramDIE
@@ -609,6 +692,10 @@ func resolve(t godwarf.Type) godwarf.Type {
 		case *godwarf.TypedefType:
 			t = tt.Type
 		case *godwarf.QualType:
+			t = tt.Type
+		case *godwarf.ParametricType:
+			// A generic function's parameter: .paramN, a typedef
+			// of the shape type it is instantiated with.
 			t = tt.Type
 		default:
 			return t
