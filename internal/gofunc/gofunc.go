@@ -15,6 +15,7 @@ import (
 	"github.com/go-delve/delve/pkg/dwarf/frame"
 	"github.com/go-delve/delve/pkg/dwarf/godwarf"
 	"github.com/go-delve/delve/pkg/dwarf/op"
+	"github.com/go-delve/delve/pkg/dwarf/reader"
 	"github.com/go-delve/delve/pkg/proc"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
@@ -139,6 +140,9 @@ type Binary struct {
 	ef     *elfnotes.File
 	frames frame.FrameDescriptionEntries
 	intArg []string
+	// subs indexes subprograms by low PC once lookups says it pays.
+	subs    map[uint64]dwarf.Offset
+	lookups int
 	// types caches godwarf types across functions.
 	types map[dwarf.Offset]godwarf.Type
 }
@@ -352,10 +356,27 @@ func (b *Binary) cfaOffset(pc uint64) (int64, bool) {
 // readParams fills fn.Params and fn.Results from the function's DWARF.
 func (b *Binary) readParams(fn *Func) error {
 	rdr := b.bi.Images[0].DwarfReader()
-	if _, err := rdr.SeekPC(fn.Entry); err != nil {
+	var sub *dwarf.Entry
+	// The first few lookups scan the function's compile unit; after that
+	// one pass indexes every subprogram (usdtkit list -v reads them all).
+	b.lookups++
+	if b.subs == nil && b.lookups > 8 {
+		b.subs = indexSubprograms(b.bi.Images[0].DwarfReader())
+	}
+	if b.subs != nil {
+		off, ok := b.subs[fn.Entry]
+		if !ok {
+			return fmt.Errorf("no DWARF subprogram at %#x", fn.Entry)
+		}
+		rdr.Seek(off)
+		e, err := rdr.Next()
+		if err != nil || e == nil {
+			return fmt.Errorf("no DWARF subprogram at %#x: %v", fn.Entry, err)
+		}
+		sub = e
+	} else if _, err := rdr.SeekPC(fn.Entry); err != nil {
 		return fmt.Errorf("no DWARF compile unit: %w", err)
 	}
-	var sub *dwarf.Entry
 	for sub == nil {
 		e, err := rdr.Next()
 		if err != nil {
@@ -394,10 +415,19 @@ func (b *Binary) readParams(fn *Func) error {
 		if e.Tag != dwarf.TagFormalParameter {
 			continue
 		}
-		name, _ := e.Val(dwarf.AttrName).(string)
-		toff, _ := e.Val(dwarf.AttrType).(dwarf.Offset)
+		// The out-of-line copy of a function the compiler also inlines
+		// describes its parameters by DW_AT_abstract_origin: name, type
+		// and kind are on the abstract entry, the location here.
+		attrs := e
+		if off, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
+			if origin := b.entryAt(off); origin != nil {
+				attrs = origin
+			}
+		}
+		name, _ := attrs.Val(dwarf.AttrName).(string)
+		toff, _ := attrs.Val(dwarf.AttrType).(dwarf.Offset)
 		typ, terr := b.typ(toff)
-		if isRet, _ := e.Val(dwarf.AttrVarParam).(bool); isRet {
+		if isRet, _ := attrs.Val(dwarf.AttrVarParam).(bool); isRet {
 			if name == "" || strings.HasPrefix(name, "~r") || strings.HasPrefix(name, "~b") {
 				name = "r" + strconv.Itoa(len(results))
 			}
@@ -495,6 +525,36 @@ type paramDIE struct {
 }
 
 type resultDIE paramDIE
+
+// indexSubprograms maps the low PC of every subprogram to its entry.
+func indexSubprograms(r *reader.Reader) map[uint64]dwarf.Offset {
+	subs := make(map[uint64]dwarf.Offset)
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return subs
+		}
+		if e.Tag == dwarf.TagSubprogram {
+			if lo, ok := e.Val(dwarf.AttrLowpc).(uint64); ok {
+				subs[lo] = e.Offset
+			}
+		}
+		if e.Children && e.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+		}
+	}
+}
+
+// entryAt returns the DWARF entry at off, or nil.
+func (b *Binary) entryAt(off dwarf.Offset) *dwarf.Entry {
+	r := b.bi.Images[0].DwarfReader()
+	r.Seek(off)
+	e, err := r.Next()
+	if err != nil {
+		return nil
+	}
+	return e
+}
 
 // typ returns the godwarf type at off, cached.
 func (b *Binary) typ(off dwarf.Offset) (godwarf.Type, error) {
