@@ -109,8 +109,15 @@ func (s Selector) MatchSymbol(sym *Symbol) bool {
 	if s.Func == "" || s.Func == "*" {
 		return true
 	}
-	if ok, _ := path.Match(s.Func, sym.Name); ok {
+	if ok, _ := path.Match(s.Func, sym.Name); ok || s.Func == sym.Name {
 		return true
+	}
+	// A Go generic function's instances are "main.Map[go.shape.int]";
+	// "main.Map" selects them all ('[' would start a glob class).
+	if i := strings.IndexByte(sym.Name, '['); i > 0 && strings.HasSuffix(sym.Name, "]") {
+		if ok, _ := path.Match(s.Func, sym.Name[:i]); ok {
+			return true
+		}
 	}
 	ok, _ := path.Match(s.Func, sym.Demangled)
 	return ok && sym.Demangled != ""

@@ -49,6 +49,10 @@ func TestSelectorMatchSymbol(t *testing.T) {
 		{Selector{Func: "std::thread::detach*"}, detach, true},
 		{Selector{Func: "std::*"}, malloc, false},
 		{Selector{Func: "*"}, malloc, true},
+		{Selector{Func: "main.Map"}, Symbol{Name: "main.Map[go.shape.int]"}, true},
+		{Selector{Func: "main.Map[go.shape.int]"}, Symbol{Name: "main.Map[go.shape.int]"}, true},
+		{Selector{Func: "main.M*"}, Symbol{Name: "main.Map[go.shape.int]"}, true},
+		{Selector{Func: "main.Ma"}, Symbol{Name: "main.Map[go.shape.int]"}, false},
 	}
 	for _, tt := range tests {
 		if have := tt.sel.MatchSymbol(&tt.sym); have != tt.want {
