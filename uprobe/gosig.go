@@ -76,7 +76,8 @@ func goParams(ps []gofunc.Param) []GoParam {
 	return out
 }
 
-// String formats s as "NAME(p T [place], ...) (r T [place], ...)".
+// String formats s as "NAME(p T [place], ...) (r T [place], ...)", then
+// the problems in brackets.
 func (s *GoSignature) String() string {
 	list := func(ps []GoParam) string {
 		parts := make([]string, len(ps))
@@ -92,6 +93,9 @@ func (s *GoSignature) String() string {
 	out := s.Name + "(" + list(s.Params) + ")"
 	if len(s.Results) > 0 {
 		out += " (" + list(s.Results) + ")"
+	}
+	if len(s.Problems) > 0 {
+		out += " [" + strings.Join(s.Problems, "; ") + "]"
 	}
 	return out
 }

@@ -262,3 +262,20 @@ func TestTraceGoByName(t *testing.T) {
 		}
 	})
 }
+
+// TestTraceGoStripped traces a Go binary without DWARF: entry and RETs are
+// found through .gopclntab and the code, and the user is told why there
+// are no names.
+func TestTraceGoStripped(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := testutil.BuildGo(t, "testdata/gofuncs", "-ldflags=-s -w")
+	stdout, stderr := runGoTrace(t, bin, "uprobe::main.Str", "uretprobe::main.Str", "--count")
+	for _, want := range []string{"@[uprobe:main.Str]: 2", "@[uretprobe:main.Str]: 2"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "has no DWARF") || strings.Contains(stderr, "Warning: no debug info") {
+		t.Errorf("stderr: %s", stderr)
+	}
+}

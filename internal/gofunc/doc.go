@@ -44,10 +44,11 @@
 //
 // # Stripped binaries
 //
-// Without DWARF (go build -ldflags=-w or -s) functions are still found
-// through .gopclntab, the entry site is found by decoding the stack check,
-// and the RETs by decoding the function; but parameter names, types and
-// results are unknown. Func.Problems says so.
+// Without DWARF (go build -ldflags=-w or -s) the binary is read without
+// delve: functions are found through the symbol table or .gopclntab
+// (package symtab), the entry site by decoding the stack check, and the
+// RETs by decoding the function; but parameter names, types, results and
+// the goroutine id's place in runtime.g are unknown. Func.Problems says so.
 //
 // # Errors
 //

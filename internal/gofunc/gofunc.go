@@ -20,6 +20,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/goabi"
+	"github.com/usdtkit/usdtkit/internal/symtab"
 )
 
 // Errors of Open and Binary.Func.
@@ -140,6 +141,9 @@ type Binary struct {
 	ef     *elfnotes.File
 	frames frame.FrameDescriptionEntries
 	intArg []string
+	// funcs are the functions of a binary without DWARF, which is read
+	// without delve (bi nil).
+	funcs map[string]symtab.Symbol
 	// subs indexes subprograms by low PC once lookups says it pays.
 	subs    map[uint64]dwarf.Offset
 	lookups int
@@ -174,6 +178,22 @@ func Open(path string) (b *Binary, err error) {
 	}
 	if ef.Section(".gopclntab") == nil && ef.Section(".go.buildinfo") == nil {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotGo)
+	}
+	if ef.Section(".debug_info") == nil && ef.Section(".zdebug_info") == nil {
+		// No DWARF: function bounds come from the symbol table or
+		// .gopclntab. (delve would find the same, and print a warning
+		// on our stderr.)
+		syms, err := symtab.Read(ef)
+		if err != nil {
+			return nil, fmt.Errorf("read Go binary %s: %w", path, err)
+		}
+		b.funcs = make(map[string]symtab.Symbol)
+		for _, s := range syms {
+			if s.Type == elf.STT_FUNC && s.Size > 0 {
+				b.funcs[s.Name] = s
+			}
+		}
+		return b, nil
 	}
 	if err := guard(func() error {
 		// attaching=true: for a binary without DWARF, delve would
@@ -219,7 +239,9 @@ func (b *Binary) Close() error {
 	}
 	err := b.file.Close()
 	b.file = nil
-	_ = b.bi.Close()
+	if b.bi != nil {
+		_ = b.bi.Close()
+	}
 	return err
 }
 
@@ -264,6 +286,13 @@ func (b *Binary) Func(name string) (fn *Func, err error) {
 }
 
 func (b *Binary) readFunc(name string) (*Func, error) {
+	if b.bi == nil {
+		s, ok := b.funcs[name]
+		if !ok {
+			return nil, fmt.Errorf("%s in %s: %w", name, b.Path, ErrNotFound)
+		}
+		return b.readCode(&Func{Name: name, Entry: s.Value, End: s.Value + s.Size}, nil)
+	}
 	fns := b.bi.LookupFunc()[name]
 	if len(fns) == 0 {
 		return nil, fmt.Errorf("%s in %s: %w", name, b.Path, ErrNotFound)
@@ -280,7 +309,13 @@ func (b *Binary) readFunc(name string) (*Func, error) {
 	if pf == nil {
 		return nil, fmt.Errorf("%s in %s: %w (it is inlined into every caller; build with -gcflags=-l or mark it //go:noinline)", name, b.Path, ErrNotFound)
 	}
-	fn := &Func{Name: name, Entry: pf.Entry, End: pf.End}
+	return b.readCode(&Func{Name: name, Entry: pf.Entry, End: pf.End}, pf)
+}
+
+// readCode fills in fn from its code and, with pf (delve's function,
+// nil without DWARF), its parameters.
+func (b *Binary) readCode(fn *Func, pf *proc.Function) (*Func, error) {
+	name := fn.Name
 	if fn.End <= fn.Entry || fn.End-fn.Entry > 16<<20 {
 		return nil, fmt.Errorf("%s in %s: function bounds %#x..%#x", name, b.Path, fn.Entry, fn.End)
 	}
