@@ -236,11 +236,11 @@ func (l *goLayout) addField(fn *Function, params []gofunc.Param, path string) er
 		}
 		leaf = nil
 		st = nil
-		switch t := resolveType(fld.Type).(type) {
+		switch t := gofunc.Resolve(fld.Type).(type) {
 		case *godwarf.StructType:
 			st = t
 		case *godwarf.PtrType:
-			if s, ok := resolveType(t.Type).(*godwarf.StructType); ok {
+			if s, ok := gofunc.Resolve(t.Type).(*godwarf.StructType); ok {
 				st, leaf = s, t
 			}
 		}
@@ -255,7 +255,7 @@ func (l *goLayout) addField(fn *Function, params []gofunc.Param, path string) er
 		return fmt.Errorf("field %q: more than %d pointers to follow", path, bpfgen.MaxDerefs)
 	}
 	kind, size := gofunc.Uint, leaf.Size()
-	switch resolveType(leaf).(type) {
+	switch gofunc.Resolve(leaf).(type) {
 	case *godwarf.IntType:
 		kind = gofunc.Int
 	case *godwarf.BoolType:
@@ -284,20 +284,6 @@ func (l *goLayout) addField(fn *Function, params []gofunc.Param, path string) er
 	}
 	l.probe.values = append(l.probe.values, goSlotValue{name: path, typ: leaf.String(), kind: kind, size: size, slots: []int{l.add(f)}})
 	return nil
-}
-
-func resolveType(t godwarf.Type) godwarf.Type {
-	for range 32 {
-		switch tt := t.(type) {
-		case *godwarf.TypedefType:
-			t = tt.Type
-		case *godwarf.QualType:
-			t = tt.Type
-		default:
-			return t
-		}
-	}
-	return t
 }
 
 // GoFilter keeps a hit of a Go function only when the named parameter,

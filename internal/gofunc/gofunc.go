@@ -210,7 +210,7 @@ func Open(path string) (b *Binary, err error) {
 	b.DWARF = img.LoadError() == nil && !img.Stripped()
 	if b.DWARF {
 		if t, err := b.bi.FindType("runtime.g"); err == nil {
-			if st, ok := resolve(t).(*godwarf.StructType); ok {
+			if st, ok := Resolve(t).(*godwarf.StructType); ok {
 				for _, fld := range st.Field {
 					if fld.Name == "goid" {
 						b.GoidOffset = fld.ByteOffset
@@ -657,7 +657,7 @@ func (b *Binary) values(name string, typ godwarf.Type, words []Word, reason stri
 	if reason != "" {
 		return []Param{unreadable(name, typ, reason)}
 	}
-	t := resolve(typ)
+	t := Resolve(typ)
 	p := Param{Name: name, Type: typ.String()}
 	need := 1
 	switch t := t.(type) {
@@ -669,7 +669,7 @@ func (b *Binary) values(name string, typ godwarf.Type, words []Word, reason stri
 		p.Kind, p.Size = Bool, 1
 	case *godwarf.PtrType:
 		p.Kind, p.Size = Pointer, 8
-		if st, ok := resolve(t.Type).(*godwarf.StructType); ok {
+		if st, ok := Resolve(t.Type).(*godwarf.StructType); ok {
 			p.Struct = st
 		}
 	case *godwarf.MapType, *godwarf.ChanType, *godwarf.FuncType:
@@ -679,7 +679,7 @@ func (b *Binary) values(name string, typ godwarf.Type, words []Word, reason stri
 	case *godwarf.SliceType:
 		p.Kind, need = Slice, 3
 		p.ElemSize = t.ElemType.Size()
-		switch resolve(t.ElemType).(type) {
+		switch Resolve(t.ElemType).(type) {
 		case *godwarf.IntType:
 			p.ElemKind = Int
 		case *godwarf.UintType:
@@ -750,7 +750,7 @@ func (b *Binary) structFields(name string, st *godwarf.StructType, words []Word)
 // scalarWords returns the number of register pieces a value of type t
 // takes, -1 for types not split here.
 func scalarWords(t godwarf.Type) int {
-	switch t := resolve(t).(type) {
+	switch t := Resolve(t).(type) {
 	case *godwarf.StringType, *godwarf.InterfaceType:
 		return 2
 	case *godwarf.SliceType:
@@ -780,8 +780,9 @@ func scalarWords(t godwarf.Type) int {
 	return 1
 }
 
-// resolve strips typedefs and qualifiers.
-func resolve(t godwarf.Type) godwarf.Type {
+// Resolve strips typedefs, qualifiers and a generic function's shape
+// parameters from t.
+func Resolve(t godwarf.Type) godwarf.Type {
 	for range 32 {
 		switch tt := t.(type) {
 		case *godwarf.TypedefType:
