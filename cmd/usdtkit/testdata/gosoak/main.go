@@ -11,10 +11,11 @@
 //     calls) in a deferred call on two calls of three, so that it returns
 //     through its deferreturn epilogue.
 //
-// A background goroutine forces a garbage collection every 20ms: the
-// collector scans (walks) the stacks of goroutines stopped in traced
-// frames and shrinks the stacks that deep calls grew, so that the next
-// deep call grows them again.
+// Every iteration allocates (16 KiB by default) so that the collector runs
+// often: it scans (walks) the stacks of goroutines stopped in traced frames
+// and shrinks the stacks that deep calls grew, so that the next deep call
+// grows them again. (Forcing collections with runtime.GC instead stalls:
+// with thousands of runnable goroutines one call takes minutes.)
 //
 // The program counts its own calls of each function (every level of the
 // recursion is a call) and, at the end, prints one JSON object: the counts
@@ -62,8 +63,8 @@ type stats struct {
 type worker struct {
 	st   *stats
 	goid uint64
-	// leafSP is the stack address the deepest level of Recurse saw.
-	leafSP uintptr
+	// garbage is what the last iteration allocated.
+	garbage []byte
 }
 
 // spAddr returns an address in its own frame: two calls from one frame
@@ -76,27 +77,33 @@ func spAddr() uintptr {
 }
 
 // Recurse calls itself until depth reaches 1, each level with a 512-byte
-// array on its stack.
+// array on its stack. top points into the caller's frame: a pointer into
+// the stack, which the runtime adjusts when it moves the stack, so that
+// the deepest level can tell how much stack the call uses.
 //
 //go:noinline
-func Recurse(w *worker, depth int, seed uint64) uint64 {
+func Recurse(w *worker, depth int, seed uint64, top *byte) uint64 {
 	w.st.recurse.Add(1)
 	var frame [frameWords]uint64
 	for i := range frame {
 		frame[i] = seed + uint64(i)
 	}
 	if depth <= 1 {
-		w.leafSP = spAddr()
+		if used := uint64(uintptr(unsafe.Pointer(top)) - spAddr()); used < 1<<30 {
+			for m := w.st.maxStack.Load(); used > m && !w.st.maxStack.CompareAndSwap(m, used); m = w.st.maxStack.Load() {
+			}
+		}
 		return seed
 	}
-	r := Recurse(w, depth-1, seed*6364136223846793005+1442695040888963407)
+	r := Recurse(w, depth-1, seed*6364136223846793005+1442695040888963407, top)
 	return r ^ frame[r%frameWords]
 }
 
-// Sleepy sleeps for d and returns the thread it started and ended on.
+// Sleepy sleeps for d and returns the threads it started and ended on; id
+// is the calling goroutine's id, for a tracer to compare with its own.
 //
 //go:noinline
-func Sleepy(w *worker, goid uint64, d time.Duration) (before, after int) {
+func Sleepy(w *worker, id uint64, d time.Duration) (before, after int) {
 	w.st.sleepy.Add(1)
 	before = syscall.Gettid()
 	time.Sleep(d)
@@ -150,27 +157,29 @@ func goid() uint64 {
 	return id
 }
 
-// run is one worker's loop. One call of Recurse in four is deep, its depth
-// cycling through 1..maxDepth by a stride; the others are at most 16 deep,
-// so that the collector shrinks stacks that deep calls grew (it halves a
-// stack less than a quarter used) and stack scans stay short.
-func (w *worker) run(stop *atomic.Bool, maxDepth int, nap time.Duration, seed int) {
+// run is one worker's loop until deadline (checked by each worker, so
+// that the end does not wait for a main goroutine the scheduler starves).
+// One call of Recurse in 32 is deep, its depth cycling through
+// 1..maxDepth by a stride; the others are at most 16 deep, so that the
+// collector shrinks stacks that deep calls grew (it halves a stack less
+// than a quarter used) and the program, traced, keeps the CPUs busy but
+// not overloaded. Sleepy's sleeps vary from nap/2 to 3nap/2.
+func (w *worker) run(deadline time.Time, maxDepth int, nap time.Duration, garbage, seed int) {
 	w.goid = goid()
-	for i := seed; !stop.Load(); i++ {
+	for i := seed; time.Now().Before(deadline); i++ {
 		depth := 1 + i%16
-		if i%4 == 0 {
+		if i%32 == 0 {
 			depth = 1 + (i*37)%maxDepth
 		}
-		top := spAddr()
-		Recurse(w, depth, uint64(i))
-		if spAddr() != top {
+		var marker byte
+		sp := spAddr()
+		Recurse(w, depth, uint64(i), &marker)
+		if spAddr() != sp {
 			w.st.stackMoves.Add(1)
-		} else if used := uint64(top - w.leafSP); used < 1<<30 {
-			for m := w.st.maxStack.Load(); used > m && !w.st.maxStack.CompareAndSwap(m, used); m = w.st.maxStack.Load() {
-			}
 		}
-		Sleepy(w, w.goid, nap)
+		Sleepy(w, w.goid, nap/2+time.Duration(i*7919%1024)*nap/1024)
 		Rescue(w, i)
+		w.garbage = make([]byte, garbage)
 	}
 }
 
@@ -190,8 +199,8 @@ func main() {
 	goroutines := flag.Int("g", 2000, "number of goroutines")
 	duration := flag.Duration("d", 30*time.Second, "how long to run")
 	maxDepth := flag.Int("depth", 1000, "deepest recursion of Recurse")
-	nap := flag.Duration("sleep", time.Millisecond, "time Sleepy sleeps")
-	gcEvery := flag.Duration("gc", 20*time.Millisecond, "force a collection this often (0: never)")
+	nap := flag.Duration("sleep", 500*time.Millisecond, "average time Sleepy sleeps")
+	garbage := flag.Int("garbage", 16<<10, "bytes each iteration allocates, to make the collector run")
 	wait := flag.Bool("wait", false, `print "ready PID" and wait for a line on stdin first`)
 	flag.Parse()
 	if *goroutines < 1 || *maxDepth < 1 {
@@ -210,36 +219,16 @@ func main() {
 	}
 
 	var st stats
-	var stop atomic.Bool
 	var wg sync.WaitGroup
 	start := time.Now()
+	deadline := start.Add(*duration)
 	for g := range *goroutines {
 		wg.Go(func() {
 			w := &worker{st: &st}
-			w.run(&stop, *maxDepth, *nap, g)
+			w.run(deadline, *maxDepth, *nap, *garbage, g)
 		})
 	}
-	gcDone := make(chan struct{})
-	var gcWG sync.WaitGroup
-	if *gcEvery > 0 {
-		gcWG.Go(func() {
-			t := time.NewTicker(*gcEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-gcDone:
-					return
-				case <-t.C:
-					runtime.GC()
-				}
-			}
-		})
-	}
-	time.Sleep(*duration)
-	stop.Store(true)
 	wg.Wait()
-	close(gcDone)
-	gcWG.Wait()
 
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
