@@ -247,9 +247,11 @@ func siteArgs(m elf.Machine, ret bool) ([]bpfgen.Fetch, error) {
 }
 
 // Trace loads a program for opts and attaches it to every function site.
-// Entry sites report arg0..arg5, the integer argument registers of the C
-// ABI of the file's machine; return sites report the return register as
-// arg0. A return site in a Go binary gives an error wrapping ErrGoReturn.
+// Native entry sites report arg0..arg5, the integer argument registers of
+// the C ABI of the file's machine; native return sites report the return
+// register as arg0. Go functions (Function.Go, no Delta) are probed after
+// their stack check and at every RET, never with a uretprobe, and their
+// events decode by name with DecodeGo (see the package doc).
 // Errors wrap ebpf.ErrNotSupported when the kernel lacks a feature,
 // os.ErrPermission without the privileges, and os.ErrNotExist when the
 // process is gone.
