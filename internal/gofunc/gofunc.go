@@ -541,12 +541,7 @@ func (b *Binary) stackParams(fn *Func, params []paramDIE, cfa int64, cfaOK bool)
 		if !a.Stack {
 			continue
 		}
-		size := params[i].typ.Size()
-		words := []Word{}
-		for off := int64(0); off < size; off += 8 {
-			words = append(words, Word{SPOffset: base + a.StackOffset + off, Size: min(8, size-off)})
-		}
-		out[i] = words
+		out[i] = stackWords(base+a.StackOffset, params[i].typ.Size())
 	}
 	return out
 }
@@ -612,11 +607,7 @@ func (b *Binary) pieceWords(pieces []op.Piece, addr int64, cfaOK bool, size int6
 		if !cfaOK {
 			return nil, "passed on the stack, and the stack frame at the entry site is unknown"
 		}
-		var words []Word
-		for off := int64(0); off < max(size, 1); off += 8 {
-			words = append(words, Word{SPOffset: addr + off, Size: min(8, size-off)})
-		}
-		return words, ""
+		return stackWords(addr, max(size, 1)), ""
 	}
 	var words []Word
 	for _, p := range pieces {
@@ -641,6 +632,16 @@ func (b *Binary) pieceWords(pieces []op.Piece, addr int64, cfaOK bool, size int6
 		}
 	}
 	return words, ""
+}
+
+// stackWords returns the 8-byte words of a size-byte value at SP+off (the
+// last one shorter).
+func stackWords(off, size int64) []Word {
+	words := []Word{}
+	for o := int64(0); o < size; o += 8 {
+		words = append(words, Word{SPOffset: off + o, Size: min(8, size-o)})
+	}
+	return words
 }
 
 func unreadable(name string, typ godwarf.Type, reason string) Param {
@@ -730,10 +731,7 @@ func (b *Binary) structFields(name string, st *godwarf.StructType, words []Word)
 		fname := name + "." + f.Name
 		var fw []Word
 		if onStack {
-			base := words[0].SPOffset
-			for off := int64(0); off < max(f.Type.Size(), 1); off += 8 {
-				fw = append(fw, Word{SPOffset: base + f.ByteOffset + off, Size: min(8, f.Type.Size()-off)})
-			}
+			fw = stackWords(words[0].SPOffset+f.ByteOffset, max(f.Type.Size(), 1))
 		} else {
 			n := scalarWords(f.Type)
 			if n < 0 || i+n > len(words) {

@@ -50,10 +50,7 @@ func (b *Binary) placeResults(fn *Func, params []paramDIE, results []resultDIE) 
 		var words []Word
 		reason := ""
 		if a.Stack {
-			size := r.typ.Size()
-			for off := int64(0); off < size; off += 8 {
-				words = append(words, Word{SPOffset: base + a.StackOffset + off, Size: min(8, size-off)})
-			}
+			words = stackWords(base+a.StackOffset, r.typ.Size())
 		} else {
 			for _, p := range a.Pieces {
 				name, ok := goabi.PtRegsName(b.Machine, p.Reg)
