@@ -38,6 +38,8 @@ type traceOptions struct {
 	// values by name.
 	goFilters []uprobe.GoFilter
 	goHist    string
+	// Set by runTrace: --field's paths and the ones formats print.
+	goFields []string
 }
 
 func newTraceCmd() *cobra.Command {
@@ -100,6 +102,7 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	o.goFields = fieldPaths(o.fields, formats)
 	for probe, f := range formats {
 		if probe == "" {
 			topts.StringArgs |= f.StringArgs()
@@ -408,7 +411,7 @@ func startFuncTrace(st *startedTrace, o *traceOptions, exe string, topts *sdt.Tr
 		StringArgs: topts.StringArgs, ProbeStringArgs: topts.ProbeStringArgs, StrLen: topts.StrLen,
 		Filters: topts.Filters, CountBy: topts.CountBy, HistArg: topts.HistArg,
 		LatencyStart: topts.LatencyStart, LatencyDone: topts.LatencyDone, Classic: topts.Classic,
-		GoFilters: o.goFilters, GoHist: o.goHist, Fields: o.fieldPaths(),
+		GoFilters: o.goFilters, GoHist: o.goHist, Fields: o.goFields,
 	})
 	if err != nil {
 		return err
@@ -422,18 +425,12 @@ func startFuncTrace(st *startedTrace, o *traceOptions, exe string, topts *sdt.Tr
 }
 
 // fieldPaths returns --field's paths and the dotted names formats print.
-func (o *traceOptions) fieldPaths() []string {
-	paths := append([]string(nil), o.fields...)
-	for _, s := range o.formats {
-		formats, err := parseFormats([]string{s})
-		if err != nil {
-			continue
-		}
-		for _, f := range formats {
-			for _, n := range f.Names() {
-				if strings.Contains(n, ".") && !slices.Contains(paths, n) {
-					paths = append(paths, n)
-				}
+func fieldPaths(fields []string, formats map[string]*eventfmt.Format) []string {
+	paths := append([]string(nil), fields...)
+	for _, f := range formats {
+		for _, n := range f.Names() {
+			if strings.Contains(n, ".") && !slices.Contains(paths, n) {
+				paths = append(paths, n)
 			}
 		}
 	}
