@@ -9,10 +9,8 @@ import (
 
 	"github.com/go-delve/delve/pkg/dwarf/godwarf"
 
-	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/gofunc"
-	"github.com/usdtkit/usdtkit/internal/symtab"
 )
 
 // Go function tracing: the layout of a Go probe's event.
@@ -516,35 +514,4 @@ func (v *goSlotValue) decode(ev *Event, types map[uint64]string) GoValue {
 		gv.Value = sl
 	}
 	return gv
-}
-
-// goTypeNames returns the names of the itabs and type descriptors of the
-// Go executable at path by address, or nil for a position-independent
-// one, whose run-time addresses differ from its symbols'.
-func goTypeNames(path string) map[uint64]string {
-	f, err := elfnotes.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	if f.Type != elf.ET_EXEC {
-		return nil
-	}
-	syms, err := symtab.Read(f)
-	if err != nil {
-		return nil
-	}
-	names := make(map[uint64]string)
-	for _, s := range syms {
-		if rest, ok := strings.CutPrefix(s.Name, "go:itab."); ok {
-			// go:itab.CONCRETE,INTERFACE; CONCRETE has no comma unless
-			// it is generic, so cut at the last comma.
-			if i := strings.LastIndexByte(rest, ','); i > 0 {
-				names[s.Value] = rest[:i]
-			}
-		} else if rest, ok := strings.CutPrefix(s.Name, "type:"); ok && !strings.HasPrefix(rest, ".") {
-			names[s.Value] = rest
-		}
-	}
-	return names
 }

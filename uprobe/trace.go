@@ -300,7 +300,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 					return nil, fmt.Errorf("trace %s: %w", name, err)
 				}
 				gobins[fn.OpenPath] = b
-				gotypes[fn.OpenPath] = goTypeNames(fn.OpenPath)
+				gotypes[fn.OpenPath] = b.TypeNames()
 			}
 			gf, err := b.Func(fn.Symbol.Name)
 			if err != nil {

@@ -232,6 +232,34 @@ func Open(path string) (b *Binary, err error) {
 	return b, nil
 }
 
+// TypeNames returns the names of the executable's itabs and type
+// descriptors by address ("*errors.errorString" for the itab of
+// *errors.errorString as an error), to name the dynamic type of interface
+// values; nil for a position-independent executable, whose run-time
+// addresses differ from its symbols'.
+func (b *Binary) TypeNames() map[uint64]string {
+	if b.ef.Type != elf.ET_EXEC {
+		return nil
+	}
+	syms, err := symtab.Read(b.ef)
+	if err != nil {
+		return nil
+	}
+	names := make(map[uint64]string)
+	for _, s := range syms {
+		if rest, ok := strings.CutPrefix(s.Name, "go:itab."); ok {
+			// go:itab.CONCRETE,INTERFACE; CONCRETE has no comma unless
+			// it is generic, so cut at the last comma.
+			if i := strings.LastIndexByte(rest, ','); i > 0 {
+				names[s.Value] = rest[:i]
+			}
+		} else if rest, ok := strings.CutPrefix(s.Name, "type:"); ok && !strings.HasPrefix(rest, ".") {
+			names[s.Value] = rest
+		}
+	}
+	return names
+}
+
 // Close releases the file.
 func (b *Binary) Close() error {
 	if b.file == nil {
