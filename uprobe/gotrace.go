@@ -129,15 +129,13 @@ func wordFetch(fn *Function, w gofunc.Word, size int64, signed bool) (bpfgen.Fet
 }
 
 // addValue gives p slots, if they fit.
-func (l *goLayout) addValue(fn *Function, p *gofunc.Param, strLen int) error {
+func (l *goLayout) addValue(fn *Function, p *gofunc.Param) error {
 	v := goSlotValue{name: p.Name, typ: p.Type, kind: p.Kind, size: p.Size, elemKind: p.ElemKind, elemSize: p.ElemSize, reason: p.Reason}
 	need := 0
 	switch p.Kind {
 	case gofunc.Int, gofunc.Uint, gofunc.Bool, gofunc.Pointer:
 		need = 1
-	case gofunc.String, gofunc.Interface:
-		need = 2
-	case gofunc.Slice:
+	case gofunc.String, gofunc.Interface, gofunc.Slice:
 		need = 2
 	}
 	if need > l.free() {
@@ -325,7 +323,7 @@ func (t *Tracer) goSites(fn *Function, gf *gofunc.Func, goidOff int64, gReg stri
 			default:
 				return nil, site, fmt.Errorf("%s: %s is a %s; filters and histograms take integers, bools and pointers", fn.Name(), ref, p.Type)
 			}
-			if err := l.addValue(fn, p, opts.StrLen); err != nil {
+			if err := l.addValue(fn, p); err != nil {
 				return nil, site, err
 			}
 		case strings.Contains(ref, ".") && !fn.Return:
@@ -341,7 +339,7 @@ func (t *Tracer) goSites(fn *Function, gf *gofunc.Func, goidOff int64, gReg stri
 		if used[values[i].Name] {
 			continue
 		}
-		if err := l.addValue(fn, &values[i], opts.StrLen); err != nil {
+		if err := l.addValue(fn, &values[i]); err != nil {
 			return nil, site, err
 		}
 	}
