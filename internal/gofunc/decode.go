@@ -77,7 +77,8 @@ func decodeAMD64(code []byte, entry uint64) (decoded, error) {
 		case x86asm.CMP:
 			guardCmp = pc < stackCheckWindow && isStackGuard(inst.Args[1])
 		case x86asm.JBE:
-			if prevGuard && d.afterCheck == entry {
+			// A stack check comes before any return.
+			if prevGuard && d.afterCheck == entry && len(d.returns) == 0 {
 				d.afterCheck = entry + uint64(pc+inst.Len)
 			}
 		case x86asm.INT:
@@ -132,7 +133,7 @@ func decodeARM64(code []byte, entry uint64) (decoded, error) {
 				guardLoad = true
 			}
 		case arm64asm.B:
-			if c, ok := inst.Args[0].(arm64asm.Cond); ok && c.String() == "LS" && guardLoad && d.afterCheck == entry && pc < 2*stackCheckWindow {
+			if c, ok := inst.Args[0].(arm64asm.Cond); ok && c.String() == "LS" && guardLoad && d.afterCheck == entry && len(d.returns) == 0 && pc < 2*stackCheckWindow {
 				d.afterCheck = entry + uint64(pc+4)
 			}
 		}
