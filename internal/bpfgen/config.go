@@ -153,7 +153,8 @@ type Mode uint8
 const (
 	// ModeEvents sends one record per hit to the "events" ring buffer.
 	ModeEvents Mode = iota
-	// ModeCount counts hits in the "counts" hash by probe (and PID, comm).
+	// ModeCount counts hits by probe (and PID, comm) in "counts": a hash,
+	// or a per-CPU array when counting by probe alone.
 	ModeCount
 	// ModeHist counts hits in the "hist" hash by probe and log2 bucket of
 	// argument HistArg.
@@ -269,8 +270,8 @@ type Config struct {
 	// of two, at least the page size, at most MaxRingSize. 0 means
 	// DefaultRingSize.
 	RingSize int
-	// MaxEntries bounds the "counts", "hist" and "starts" maps. 0 means
-	// DefaultMaxEntries.
+	// MaxEntries bounds the "counts", "hist" and "starts" hashes (not the
+	// per-CPU array of counts by probe alone). 0 means DefaultMaxEntries.
 	MaxEntries int
 }
 

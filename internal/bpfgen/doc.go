@@ -38,7 +38,9 @@
 //	            record), then per mode:
 //	            events:  time, pid/tid, cpu, comm, the constant header
 //	                     fields, then bpf_ringbuf_submit
-//	            count:   counts[{probe, pid, comm}] += 1
+//	            count:   counts[{probe, pid, comm}] += 1, or with the
+//	                     probe alone counts[probe] += 1 in a per-CPU
+//	                     array (no hashing; the lookup is inlined)
 //	            hist:    hist[{probe, log2 bucket of args[HistArg]}] += 1
 //	            latency: starts[key] = now at LatencyStart; at
 //	                     LatencyDone hist[{probe, bucket(now - start)}] += 1

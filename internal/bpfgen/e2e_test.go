@@ -342,30 +342,44 @@ func TestAggregations(t *testing.T) {
 	path := testutil.BuildTracee(t, "-O2")
 	const runs = 5
 	for _, multi := range []bool{true, false} {
-		t.Run(fmt.Sprintf("count/multi=%v", multi), func(t *testing.T) {
-			tr := testutil.StartTracee(t, path)
-			s := newSession(t, path, nil)
-			s.cfg.Multi, s.cfg.Mode, s.cfg.CountBy = multi, bpfgen.ModeCount, bpfgen.CountPID|bpfgen.CountComm
-			a := s.attach(t, path, tr.PID())
-			want := map[string]uint64{}
-			for _, l := range tr.Do(t, fmt.Sprintf("run %d", runs)) {
-				want[strings.Fields(l)[0]]++
-			}
-			counts, err := bpfgen.ReadCounts(a.coll.Maps[bpfgen.MapCounts])
-			if err != nil {
-				t.Fatal(err)
-			}
-			have := map[string]uint64{}
-			for _, c := range counts {
-				if c.PID != uint32(tr.PID()) || c.Comm != "tracee" {
-					t.Errorf("entry %+v: want pid %d comm tracee", c, tr.PID())
+		// By probe alone: the per-CPU array; with PID and comm: the hash.
+		for _, by := range []bpfgen.CountKey{0, bpfgen.CountPID | bpfgen.CountComm} {
+			t.Run(fmt.Sprintf("count/multi=%v/by=%d", multi, by), func(t *testing.T) {
+				tr := testutil.StartTracee(t, path)
+				s := newSession(t, path, nil)
+				s.cfg.Multi, s.cfg.Mode, s.cfg.CountBy = multi, bpfgen.ModeCount, by
+				a := s.attach(t, path, tr.PID())
+				wantType := ebpf.PerCPUArray
+				if by != 0 {
+					wantType = ebpf.Hash
 				}
-				have[s.names[c.Probe]] += c.Count
-			}
-			if fmt.Sprint(have) != fmt.Sprint(want) {
-				t.Errorf("counts %v, want %v", have, want)
-			}
-		})
+				if typ := a.coll.Maps[bpfgen.MapCounts].Type(); typ != wantType {
+					t.Errorf("counts map is a %v, want %v", typ, wantType)
+				}
+				want := map[string]uint64{}
+				for _, l := range tr.Do(t, fmt.Sprintf("run %d", runs)) {
+					want[strings.Fields(l)[0]]++
+				}
+				counts, err := bpfgen.ReadCounts(a.coll.Maps[bpfgen.MapCounts])
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantPID, wantComm := uint32(tr.PID()), "tracee"
+				if by == 0 {
+					wantPID, wantComm = 0, ""
+				}
+				have := map[string]uint64{}
+				for _, c := range counts {
+					if c.PID != wantPID || c.Comm != wantComm {
+						t.Errorf("entry %+v: want pid %d comm %q", c, wantPID, wantComm)
+					}
+					have[s.names[c.Probe]] += c.Count
+				}
+				if len(want) == 0 || fmt.Sprint(have) != fmt.Sprint(want) {
+					t.Errorf("counts %v, want %v", have, want)
+				}
+			})
+		}
 		t.Run(fmt.Sprintf("hist/multi=%v", multi), func(t *testing.T) {
 			tr := testutil.StartTracee(t, path)
 			s := newSession(t, path, nil, "ints")

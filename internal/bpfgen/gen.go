@@ -106,7 +106,11 @@ func Generate(cfg *Config) (*ebpf.CollectionSpec, error) {
 	case ModeEvents:
 		spec.Maps[MapEvents] = &ebpf.MapSpec{Name: MapEvents, Type: ebpf.RingBuf, MaxEntries: uint32(s.ringSize)}
 	case ModeCount:
-		spec.Maps[MapCounts] = &ebpf.MapSpec{Name: MapCounts, Type: ebpf.Hash, KeySize: countKeySize, ValueSize: 8, MaxEntries: me}
+		if n, ok := s.countSlots(); ok {
+			spec.Maps[MapCounts] = &ebpf.MapSpec{Name: MapCounts, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: n}
+		} else {
+			spec.Maps[MapCounts] = &ebpf.MapSpec{Name: MapCounts, Type: ebpf.Hash, KeySize: countKeySize, ValueSize: 8, MaxEntries: me}
+		}
 	case ModeHist:
 		spec.Maps[MapHist] = &ebpf.MapSpec{Name: MapHist, Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: me}
 	case ModeLatency:
@@ -776,10 +780,49 @@ func (g *gen) increment(mapName string, keyOff int16, prefix string) {
 	)
 }
 
-// countKeySize is the "counts" key: probe u32, pid u32, comm [16]byte.
+// countKeySize is the "counts" hash key: probe u32, pid u32, comm [16]byte.
 const countKeySize = 24
 
+// maxCountSlots bounds the per-CPU "counts" array: probe ids up to it are
+// counted there, larger ones in the hash.
+const maxCountSlots = 1 << 16
+
+// countSlots returns the size of the per-CPU "counts" array, one slot per
+// probe id up to the largest a site has, and whether ModeCount uses it:
+// when counting by probe alone with probe ids below maxCountSlots.
+func (s *settings) countSlots() (uint32, bool) {
+	if s.Mode != ModeCount || s.CountBy != 0 {
+		return 0, false
+	}
+	var top uint32
+	for i := range s.Sites {
+		top = max(top, s.Sites[i].Probe)
+	}
+	if top >= maxCountSlots {
+		return 0, false
+	}
+	return top + 1, true
+}
+
 func (g *gen) tailCount() {
+	if _, ok := g.s.countSlots(); ok {
+		// counts[probe] += 1 in a per-CPU array: the lookup is inlined
+		// by the verifier and cannot fail (probe < MaxEntries). Atomic,
+		// as a program may be preempted by another on its CPU.
+		g.emit(
+			asm.LoadMem(asm.R1, rRec, offProbe, asm.Word),
+			asm.StoreMem(asm.R10, -4, asm.R1, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(MapCounts),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, lLost),
+			asm.Mov.Imm(asm.R1, 1),
+			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+			asm.Ja.Label(lExit),
+		)
+		return
+	}
 	const key = -24 // R10-24: probe; -20: pid; -16..-1: comm
 	g.emit(
 		asm.LoadMem(asm.R1, rRec, offProbe, asm.Word),

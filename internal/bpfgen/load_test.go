@@ -176,3 +176,40 @@ func TestGenerateScale(t *testing.T) {
 		})
 	}
 }
+
+// TestCountSlots checks which "counts" map ModeCount gets: a per-CPU array
+// with one slot per probe id when counting by probe alone and the ids are
+// small, the hash otherwise; each loads.
+func TestCountSlots(t *testing.T) {
+	testutil.RequireBPF(t)
+	args := sampleArgs(t)
+	for _, tc := range []struct {
+		name     string
+		probes   []uint32
+		by       CountKey
+		wantType ebpf.MapType
+		wantMax  uint32
+	}{
+		{"probe", []uint32{3, 0, 1}, 0, ebpf.PerCPUArray, 4},
+		{"largest-slot", []uint32{maxCountSlots - 1}, 0, ebpf.PerCPUArray, maxCountSlots},
+		{"large-id", []uint32{1, maxCountSlots}, 0, ebpf.Hash, DefaultMaxEntries},
+		{"pid", []uint32{1}, CountPID, ebpf.Hash, DefaultMaxEntries},
+		{"comm", []uint32{1}, CountComm, ebpf.Hash, DefaultMaxEntries},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sites []Site
+			for _, p := range tc.probes {
+				sites = append(sites, Site{Probe: p, Args: args[:2]})
+			}
+			spec, err := Generate(&Config{Machine: elf.EM_X86_64, Sites: sites, Multi: true, Mode: ModeCount, CountBy: tc.by})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := spec.Maps[MapCounts]
+			if m.Type != tc.wantType || m.MaxEntries != tc.wantMax {
+				t.Errorf("counts: %v of %d entries, want %v of %d", m.Type, m.MaxEntries, tc.wantType, tc.wantMax)
+			}
+			loadSpec(t, spec)
+		})
+	}
+}

@@ -40,8 +40,13 @@ type CountEntry struct {
 }
 
 // ReadCounts returns the entries of a "counts" map, ordered by probe, PID
-// and comm. Entries that are inserted while it runs may be missed.
+// and comm. Entries that are inserted while it runs may be missed. The
+// per-CPU array of counts by probe alone gives an entry for each probe
+// with a count, summed over CPUs.
 func ReadCounts(m *ebpf.Map) ([]CountEntry, error) {
+	if m.Type() == ebpf.PerCPUArray {
+		return readCountSlots(m)
+	}
 	if m.KeySize() != countKeySize || m.ValueSize() != 8 {
 		return nil, fmt.Errorf("read counts: map of %d-byte keys and %d-byte values, want %d and 8", m.KeySize(), m.ValueSize(), countKeySize)
 	}
@@ -66,6 +71,32 @@ func ReadCounts(m *ebpf.Map) ([]CountEntry, error) {
 	slices.SortFunc(out, func(a, b CountEntry) int {
 		return cmp.Or(cmp.Compare(a.Probe, b.Probe), cmp.Compare(a.PID, b.PID), cmp.Compare(a.Comm, b.Comm))
 	})
+	return out, nil
+}
+
+// readCountSlots reads the per-CPU "counts" array: slot i counts probe i.
+func readCountSlots(m *ebpf.Map) ([]CountEntry, error) {
+	if m.KeySize() != 4 || m.ValueSize() != 8 {
+		return nil, fmt.Errorf("read counts: per-CPU array of %d-byte keys and %d-byte values, want 4 and 8", m.KeySize(), m.ValueSize())
+	}
+	var (
+		key uint32
+		per []uint64
+		out []CountEntry
+	)
+	it := m.Iterate()
+	for it.Next(&key, &per) {
+		var sum uint64
+		for _, v := range per {
+			sum += v
+		}
+		if sum > 0 {
+			out = append(out, CountEntry{Probe: key, Count: sum})
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read counts: %w", err)
+	}
 	return out, nil
 }
 
