@@ -400,6 +400,10 @@ func BenchmarkEnabled(b *testing.B) {
 //	c-nop5-events tracee.c built with sys/sdt.h's site instruction made the
 //	              5-byte nop dynsdt writes (buildNop5Tracee), ModeEvents:
 //	              the C probe on the kernel's optimized path
+//	c-func-count, c-func-events
+//	              tracee.c's "fbench", the same probe inside a function
+//	              of its own that the loop calls (a 1-byte nop at its
+//	              entry), as most probes in real code sit
 //
 // Both sides fire in a child process speaking the same protocol ("loop N"
 // answered with "loop NS", the loop timed on the child's own clock:
@@ -415,7 +419,8 @@ func BenchmarkEnabled(b *testing.B) {
 // c-stub-count/c-count, which split the first ratio into what the Go caller
 // costs over a C caller of the same site and what the nop5 site saves over
 // sys/sdt.h's, and go-events/c-nop5-events and c-nop5-events/c-events,
-// which split the second the same way.
+// which split the second the same way; go-count/c-func-count and
+// go-events/c-func-events compare with the probe in a called function.
 //
 // After the timed rounds, statRounds more run with the kernel's BPF
 // run-time statistics on; "V-prog-ns/hit" is the time per hit spent in
@@ -424,8 +429,11 @@ func BenchmarkEnabled(b *testing.B) {
 // event program runs ~100 ns longer when entered through the optimized
 // nop5 path than through int3 (c-nop5-events against c-events, one C
 // binary but for the site instruction), which is most of what
-// go-events/c-events is above 1: the nop5 site saves no time per hit here,
-// while the program runs slower behind it.
+// go-events/c-events is above 1: the nop5 site saves no time per hit here
+// over an int3 in a loop's body, while the program runs slower behind it.
+// An int3 in a called function costs ~200 ns more per hit here than one
+// in the caller's loop (the return after the trap), which the nop5 path
+// does not (c-func-* against c-*).
 //
 // The dynsdt site is a nop5 at the stub's entry, which Linux 6.18+
 // turns into a call to its uprobe trampoline after the first hit; the
@@ -457,8 +465,12 @@ func BenchmarkFireTraced(b *testing.B) {
 	if err != nil || len(cProbes) != 1 {
 		b.Fatalf("tracee:bench: %v, %d probes", err, len(cProbes))
 	}
+	fProbes, err := sdt.List(&sdt.ListOptions{Paths: []string{bin}, Selectors: []sdt.Selector{{Provider: "tracee", Name: "fbench"}}})
+	if err != nil || len(fProbes) != 1 {
+		b.Fatalf("tracee:fbench: %v, %d probes", err, len(fProbes))
+	}
 	tracees := map[string]*testutil.Tracee{}
-	for _, name := range []string{"untraced", "count", "events"} {
+	for _, name := range []string{"untraced", "count", "events", "func-count", "func-events"} {
 		tracees[name] = testutil.StartTracee(b, bin)
 	}
 	stubCaller := testutil.StartTracee(b, buildStubCaller(b))
@@ -493,6 +505,8 @@ func BenchmarkFireTraced(b *testing.B) {
 	cEvents := newEventCounter(b, trace(cProbes[0], tracees["events"].PID(), sdt.ModeEvents))
 	cStubCount := trace(stubProbes[0], stubCaller.PID(), sdt.ModeCount)
 	cNop5Events := newEventCounter(b, trace(nop5Probes[0], nop5Tracee.PID(), sdt.ModeEvents))
+	cFuncCount := trace(fProbes[0], tracees["func-count"].PID(), sdt.ModeCount)
+	cFuncEvents := newEventCounter(b, trace(fProbes[0], tracees["func-events"].PID(), sdt.ModeEvents))
 
 	variants := []*fireVariant{
 		{name: "go-untraced", loop: tracedLoop(goFires["untraced"])},
@@ -504,6 +518,8 @@ func BenchmarkFireTraced(b *testing.B) {
 		{name: "c-events", loop: tracedLoop(tracees["events"])},
 		{name: "c-stub-count", loop: tracedLoop(stubCaller)},
 		{name: "c-nop5-events", loop: tracedLoop(nop5Tracee)},
+		{name: "c-func-count", loop: childLoop(tracees["func-count"], "floop")},
+		{name: "c-func-events", loop: childLoop(tracees["func-events"], "floop")},
 	}
 	byName := map[string]*fireVariant{}
 	for _, v := range variants {
@@ -559,6 +575,7 @@ func BenchmarkFireTraced(b *testing.B) {
 	progPIDs := map[int]string{
 		goFires["count"].PID(): "go-count", goFires["events"].PID(): "go-events", goFires["bare"].PID(): "go-ringbuf-bare",
 		tracees["count"].PID(): "c-count", tracees["events"].PID(): "c-events", stubCaller.PID(): "c-stub-count", nop5Tracee.PID(): "c-nop5-events",
+		tracees["func-count"].PID(): "c-func-count", tracees["func-events"].PID(): "c-func-events",
 	}
 	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
 	if err != nil {
@@ -586,7 +603,7 @@ func BenchmarkFireTraced(b *testing.B) {
 	for _, c := range []struct {
 		v  string
 		tr *sdt.Tracer
-	}{{"go-count", goCount}, {"c-count", cCount}, {"c-stub-count", cStubCount}} {
+	}{{"go-count", goCount}, {"c-count", cCount}, {"c-stub-count", cStubCount}, {"c-func-count", cFuncCount}} {
 		counts, err := c.tr.Counts()
 		if err != nil {
 			b.Fatal(err)
@@ -602,7 +619,7 @@ func BenchmarkFireTraced(b *testing.B) {
 	for _, c := range []struct {
 		v  string
 		ec *eventCounter
-	}{{"go-events", goEvents}, {"c-events", cEvents}, {"c-nop5-events", cNop5Events}} {
+	}{{"go-events", goEvents}, {"c-events", cEvents}, {"c-nop5-events", cNop5Events}, {"c-func-events", cFuncEvents}} {
 		read, l := c.ec.finish(b)
 		if want := byName[c.v].fired; read+l != want {
 			b.Errorf("%s: %d events delivered and %d lost, want %d hits", c.v, read, l, want)
@@ -630,6 +647,8 @@ func BenchmarkFireTraced(b *testing.B) {
 	b.ReportMetric(med["c-stub-count"]/med["c-count"], "c-stub-count/c-count")
 	b.ReportMetric(med["go-events"]/med["c-nop5-events"], "go-events/c-nop5-events")
 	b.ReportMetric(med["c-nop5-events"]/med["c-events"], "c-nop5-events/c-events")
+	b.ReportMetric(med["go-count"]/med["c-func-count"], "go-count/c-func-count")
+	b.ReportMetric(med["go-events"]/med["c-func-events"], "go-events/c-func-events")
 	b.ReportMetric(float64(lost), "lost")
 	b.ReportMetric(boolMetric(optimized), "nop5-call")
 	b.ReportMetric(boolMetric(kernelNop5), "kernel-nop5")
