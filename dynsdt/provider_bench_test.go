@@ -63,9 +63,11 @@ func BenchmarkEnabled(b *testing.B) {
 }
 
 // BenchmarkFire calls an untraced probe with two integer arguments.
-// /nop-stub is the floor: a direct Go call of an empty assembly function;
-// /untraced adds the trampoline (argument loading, aligned frame) and the
-// stub's nop5 and ret.
+// /nop-stub is a direct Go call of an empty assembly function, for scale;
+// /untraced is Fire as a program calls it: the site's original bytes are
+// there, so Fire returns after one load and compare, without calling the
+// trampoline or the stub (/untraced-12 builds the 12-value slice too).
+// TestLoadedStubs runs the mapped stubs themselves.
 func BenchmarkFire(b *testing.B) {
 	p, err := Load(&traceSpec, &Options{Memfd: true})
 	if err != nil {
