@@ -1,7 +1,6 @@
 package dynsdt_test
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,7 @@ import (
 
 // helperEnv makes the test binary run TestHelperLoad as a child process
 // that loads loadSpec into the directory the variable names.
-const helperEnv = "DYNSDT_TEST_HELPER_DIR"
+const helperEnv = dynsdt.HelperDirEnv
 
 // TestHelperLoad is the child process of TestReap: it loads the provider,
 // prints the object's path and waits for its stdin to close; it exits
@@ -41,31 +40,7 @@ func startHelper(t *testing.T, dir string) (*exec.Cmd, io.Closer, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLoad$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		t.Fatalf("helper: no output: %v", sc.Err())
-	}
-	path := sc.Text()
-	if filepath.Dir(path) != dir {
-		t.Fatalf("helper: %s", path)
-	}
+	stdin, path := dynsdt.StartLoadHelper(t, cmd, dir)
 	return cmd, stdin, path
 }
 

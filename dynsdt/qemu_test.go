@@ -170,33 +170,8 @@ func testResults(out []byte) (passed, others []string) {
 func startQemuHelper(t *testing.T, qemu, bin, dir string) (*exec.Cmd, io.Closer, string) {
 	t.Helper()
 	cmd := exec.Command(qemu, bin, "-test.run=^TestHelperLoad$")
-	// helperEnv of provider_reap_test.go, in the external test package.
-	cmd.Env = qemuEnv("DYNSDT_TEST_HELPER_DIR=" + dir)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		t.Fatalf("helper under qemu: no output: %v", sc.Err())
-	}
-	path := sc.Text()
-	if filepath.Dir(path) != dir {
-		t.Fatalf("helper under qemu: %s", path)
-	}
+	cmd.Env = qemuEnv(HelperDirEnv + "=" + dir)
+	stdin, path := StartLoadHelper(t, cmd, dir)
 	return cmd, stdin, path
 }
 
