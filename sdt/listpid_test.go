@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 )
@@ -212,5 +213,28 @@ func TestListPIDMalformed(t *testing.T) {
 		if have[probe] != path {
 			t.Errorf("probe %s: have it in %q, want in %s (all: %v)", probe, have[probe], path, have)
 		}
+	}
+}
+
+// TestTraceRefusesAnotherFile gives Trace probes whose recorded file
+// identity is not that of the file at their path: Trace refuses them
+// instead of attaching to whatever the path names now.
+func TestTraceRefusesAnotherFile(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "swapper")
+	testutil.BuildSwapper(t, exe, false)
+	probes, err := sdt.List(&sdt.ListOptions{Paths: []string{exe}})
+	if err != nil || len(probes) == 0 {
+		t.Fatalf("List: %v, %d probes", err, len(probes))
+	}
+	if want := testutil.StatID(t, exe); (testutil.FileID{Dev: probes[0].Dev, Inode: probes[0].Inode}) != want {
+		t.Fatalf("List recorded device %#x inode %d, want %+v", probes[0].Dev, probes[0].Inode, want)
+	}
+	probes[0].Inode++
+	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes[:1]})
+	if tr != nil {
+		tr.Close()
+	}
+	if !errors.Is(err, procfs.ErrChanged) {
+		t.Errorf("have %v, want ErrChanged", err)
 	}
 }
