@@ -35,6 +35,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/ldso"
 	"github.com/usdtkit/usdtkit/internal/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotFound means a name matched no file, library or mapped object.
@@ -64,7 +65,8 @@ func (o Object) Open() (*os.File, error) {
 
 // Reopen opens again the object at path, as Resolve found it (in process
 // pid when pid != 0), and checks that it is the file that had identity id
-// (a zero id is not checked). Callers that read a file and attach to it
+// (a zero id is not checked). In a process, an object that maps the file
+// with identity id under another path (renamed since) is taken too. Callers that read a file and attach to it
 // later call it to attach through the file they read; the caller closes the
 // file. A different file gives an error wrapping procfs.ErrChanged.
 func Reopen(path string, pid int, id procfs.FileID) (*os.File, error) {
@@ -76,8 +78,17 @@ func Reopen(path string, pid int, id procfs.FileID) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
+		// By path first (on overlayfs the open file's identity is not
+		// the one maps shows), then by the identity maps shows: the
+		// process may have renamed the file since it was listed.
 		for _, o := range objs {
 			if o.Path == path {
+				cands = append(cands, o)
+			}
+		}
+		for _, o := range objs {
+			if o.Path != path && id != (procfs.FileID{}) && o.proc.Inode == id.Inode &&
+				o.proc.Major == unix.Major(id.Dev) && o.proc.Minor == unix.Minor(id.Dev) {
 				cands = append(cands, o)
 			}
 		}
