@@ -142,3 +142,41 @@ func TestListPIDMalformedCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestTracePIDSwapCLI runs trace -p on a process that swaps its
+// executable's directory with a symlink to the host build: every event
+// is the process's own swap:hit (arg 1111; the host build's 2222 never
+// runs), or the trace is refused with one clear error.
+func TestTracePIDSwapCLI(t *testing.T) {
+	testutil.RequireBPF(t)
+	const runs = 5
+	events := 0
+	for i := 0; i < runs; i++ {
+		sw := testutil.StartSwap(t, testutil.SwapSymlink)
+		tr := startTrace(t, "trace", "-p", strconv.Itoa(sw.PID()), "-o", "json", "swap:hit")
+		// Attached: end the process, which ends the trace.
+		sw.Cmd.Process.Kill()
+		code, out, errs := tr.wait(t)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d: %s", i, code, errs)
+		}
+		for _, l := range nonEmptyLines(out) {
+			var ev struct {
+				PID   int    `json:"pid"`
+				Probe string `json:"probe"`
+				Args  []int  `json:"args"`
+			}
+			if err := json.Unmarshal([]byte(l), &ev); err != nil {
+				t.Fatalf("line %.200q: %v", l, err)
+			}
+			if ev.PID != sw.PID() || ev.Probe != "swap:hit" || len(ev.Args) != 1 || ev.Args[0] != 1111 {
+				t.Fatalf("run %d: event %s, want pid %d swap:hit args [1111]", i, l, sw.PID())
+			}
+			events++
+		}
+	}
+	t.Logf("%d runs: %d events, all from the process's own file", runs, events)
+	if events == 0 {
+		t.Error("no events in any run")
+	}
+}
