@@ -69,7 +69,8 @@ func TestReopenFile(t *testing.T) {
 
 // TestReopenProcess lists this process's mapping of a file, then reopens
 // it: the same file, even after its path names another one (through
-// map_files), and an error for an identity the process does not map.
+// map_files) or under another path (by identity), and an error for an
+// identity the process does not map.
 func TestReopenProcess(t *testing.T) {
 	testutil.RequireRoot(t)
 	img, err := os.ReadFile("/bin/true")
@@ -131,11 +132,20 @@ func TestReopenProcess(t *testing.T) {
 		}
 		t.Errorf("Reopen for another identity: have %v, want ErrChanged", err)
 	}
-	if g, err := Reopen("/no/such/object", os.Getpid(), id); !errors.Is(err, procfs.ErrChanged) {
+	// Renamed since listed: found by the identity maps shows.
+	g, err = Reopen("/renamed/obj.so", os.Getpid(), id)
+	if err != nil {
+		t.Fatalf("Reopen under another path: %v", err)
+	}
+	if have := idOf(t, g); have != id {
+		t.Errorf("Reopen under another path: have %+v, want %+v", have, id)
+	}
+	g.Close()
+	if g, err := Reopen("/no/such/object", os.Getpid(), procfs.FileID{Dev: id.Dev, Inode: id.Inode + 1}); !errors.Is(err, procfs.ErrChanged) {
 		if g != nil {
 			g.Close()
 		}
-		t.Errorf("Reopen of a path the process does not map: have %v, want ErrChanged", err)
+		t.Errorf("Reopen of a file the process does not map: have %v, want ErrChanged", err)
 	}
 }
 
