@@ -104,11 +104,11 @@ func readObject(obj target.Object) ([]Probe, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", obj.Path, err)
+		return nil, named(obj, err)
 	}
 	probes, err := ReadProbes(f, obj.Path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", obj.Path, err)
+		return nil, named(obj, err)
 	}
 	for i := range probes {
 		probes[i].PID = obj.PID
@@ -116,4 +116,13 @@ func readObject(obj target.Object) ([]Probe, error) {
 		probes[i].Dev, probes[i].Inode = id.Dev, id.Inode
 	}
 	return probes, nil
+}
+
+// named adds a named file's path to err; a process's object gets it in
+// the warning that skips it (see List).
+func named(obj target.Object, err error) error {
+	if obj.PID != 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", obj.Path, err)
 }

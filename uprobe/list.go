@@ -243,12 +243,21 @@ func readSymbols(t target.Object) (Object, error) {
 	}
 	f, err := elfnotes.NewFile(fd)
 	if err != nil {
-		return Object{}, fmt.Errorf("%s: %w", t.Path, err)
+		return Object{}, named(t, err)
 	}
 	syms, err := Symbols(f)
 	if err != nil {
-		return Object{}, fmt.Errorf("%s: %w", t.Path, err)
+		return Object{}, named(t, err)
 	}
 	return Object{Path: t.Path, PID: t.PID, OpenPath: fd.Name(), Dev: id.Dev, Inode: id.Inode,
 		Machine: f.Machine, Go: IsGo(f), Symbols: syms}, nil
+}
+
+// named adds a named file's path to err; a process's object gets it in
+// the warning that skips it (see readObject).
+func named(t target.Object, err error) error {
+	if t.PID != 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", t.Path, err)
 }
