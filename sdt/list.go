@@ -35,8 +35,9 @@ type ListOptions struct {
 	// that is skipped because it cannot be opened or read: a malformed
 	// library, a deleted file without CAP_SYS_ADMIN, a path that no
 	// longer names the mapped file. The error names the object and says
-	// why. Without Warn such objects are skipped silently. Named files
-	// are never skipped: their errors are List's.
+	// why. It is called on List's goroutine before List returns. Without
+	// Warn such objects are skipped silently. Named files are never
+	// skipped: their errors are List's.
 	Warn func(error)
 }
 

@@ -68,7 +68,8 @@
 //
 // # Sources
 //
-// proc(5) ("/proc/pid/maps", "/proc/pid/map_files/"), and the kernel's
+// proc(5) ("/proc/pid/maps", "/proc/pid/map_files/"), openat2(2)
+// (RESOLVE_IN_ROOT, RESOLVE_NO_SYMLINKS), open(2) (O_PATH), and the kernel's
 // fs/proc/task_mmu.c show_map_vma for the exact layout.
 //
 // All functions are safe for concurrent use; nothing is cached. The caller

@@ -137,7 +137,19 @@ func TestOpenPathReplaced(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := objectByPath(t, objs, path)
-			name := guard(t, "Open", func() string { return route(t, o) })
+			type result struct {
+				f   *os.File
+				err error
+			}
+			r := guard(t, "Open", func() result {
+				f, err := Open(o)
+				return result{f, err}
+			})
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			name := r.f.Name()
+			r.f.Close()
 			if !strings.HasPrefix(name, mapFilesPrefix(os.Getpid())) {
 				t.Errorf("have opened %s, want map_files", name)
 			}
