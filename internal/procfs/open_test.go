@@ -158,6 +158,18 @@ func TestOpenPathReplaced(t *testing.T) {
 	}
 }
 
+// claim returns an object of this process at path with path's device and
+// inode, as if a mapping (that does not exist) mapped it.
+func claim(t *testing.T, path string) Object {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return Object{PID: os.Getpid(), Path: path, Major: unix.Major(st.Dev), Minor: unix.Minor(st.Dev),
+		Inode: st.Ino, Mappings: []Mapping{{Start: 0x1000, End: 0x2000}}}
+}
+
 func TestOpenRefused(t *testing.T) {
 	testutil.RequireRoot(t)
 	img := elfImage(t)
@@ -170,10 +182,6 @@ func TestOpenRefused(t *testing.T) {
 	mapped := objectByPath(t, objs, path)
 
 	fifo := mkfifo(t)
-	var fst unix.Stat_t
-	if err := unix.Stat(fifo, &fst); err != nil {
-		t.Fatal(err)
-	}
 	exited := exec.Command("true")
 	if err := exited.Run(); err != nil {
 		t.Fatal(err)
@@ -197,11 +205,18 @@ func TestOpenRefused(t *testing.T) {
 		{
 			// A FIFO whose device and inode are claimed by a mapping
 			// that does not exist: refused by type, not opened.
-			name: "fifo",
-			obj: func() Object {
-				return Object{PID: os.Getpid(), Path: fifo, Major: unix.Major(fst.Dev), Minor: unix.Minor(fst.Dev),
-					Inode: fst.Ino, Mappings: []Mapping{{Start: 0x1000, End: 0x2000}}}
-			},
+			name:   "fifo",
+			obj:    func() Object { return claim(t, fifo) },
+			target: ErrNotRegular,
+		},
+		{
+			name:   "directory",
+			obj:    func() Object { return claim(t, t.TempDir()) },
+			target: ErrNotRegular,
+		},
+		{
+			name:   "character device",
+			obj:    func() Object { return claim(t, "/dev/null") },
 			target: ErrNotRegular,
 		},
 		{
