@@ -180,3 +180,38 @@ func TestTracePIDSwapCLI(t *testing.T) {
 		t.Error("no events in any run")
 	}
 }
+
+// TestTracePIDMalformedCLI: trace -p of a process that maps a malformed
+// ELF traces the rest, with one warning naming the malformed file.
+func TestTracePIDMalformedCLI(t *testing.T) {
+	testutil.RequireBPF(t)
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "swapper")
+	testutil.BuildSwapper(t, exe, false)
+	img, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "libtruncated.so")
+	if err := os.WriteFile(bad, img[:256], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := testutil.StartMapper(t, exe, bad)
+	for _, probe := range []string{"own:only", "uprobe:" + exe + ":main"} {
+		tr := startTrace(t, "trace", "-p", strconv.Itoa(cmd.Process.Pid), probe)
+		tr.stop()
+		<-tr.errDone
+		tr.mu.Lock()
+		errs := tr.stderr.String()
+		tr.mu.Unlock()
+		var warnings []string
+		for _, l := range nonEmptyLines(errs) {
+			if strings.HasPrefix(l, "usdtkit: warning:") {
+				warnings = append(warnings, l)
+			}
+		}
+		if len(warnings) != 1 || !strings.Contains(warnings[0], bad) {
+			t.Errorf("trace %s: have warnings %q, want one naming %s", probe, warnings, bad)
+		}
+	}
+}
