@@ -1,8 +1,6 @@
 package procfs
 
-import (
-	"strings"
-)
+import "strings"
 
 // memfdPrefix starts the path of every memfd_create(2) file in maps; the
 // kernel names them "memfd:NAME" on an internal mount and, since they have
@@ -15,8 +13,8 @@ type Object struct {
 	PID int
 	// Path is the pathname in maps without " (deleted)", as seen from
 	// inside the process's mount namespace, e.g.
-	// "/usr/lib/x86_64-linux-gnu/libc.so.6" or "/memfd:jit".
-	// Open opens it.
+	// "/usr/lib/x86_64-linux-gnu/libc.so.6" or "/memfd:jit". The process
+	// controls this name: it is never opened as is (see Open).
 	Path         string
 	Major, Minor uint32 // device, as in maps
 	Inode        uint64
