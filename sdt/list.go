@@ -31,13 +31,24 @@ type ListOptions struct {
 	// Path of a selector also names a file to read when PID is 0, and
 	// restricts the selector to matching objects otherwise.
 	Selectors []Selector
+	// Warn, when not nil, is called once for each object of the process
+	// that is skipped because it cannot be opened or read: a malformed
+	// library, a deleted file without CAP_SYS_ADMIN, a path that no
+	// longer names the mapped file. The error names the object and says
+	// why. It is called on List's goroutine before List returns. Without
+	// Warn such objects are skipped silently. Named files are never
+	// skipped: their errors are List's.
+	Warn func(error)
 }
 
 // List returns the probes of the objects named by opts, in the order of the
 // objects and, within one, of their notes.
 //
+// Each object is opened once (see package doc) and read through that file.
 // Objects of a process that are not ELF files (JIT code in a memfd, for
-// example) are passed over; a named file that is not ELF is an error.
+// example) are passed over; objects of a process that cannot be opened or
+// read are skipped and reported to opts.Warn; a named file that is not
+// ELF, not a regular file, or malformed is an error.
 func List(opts *ListOptions) ([]Probe, error) {
 	if opts == nil {
 		opts = &ListOptions{}
@@ -49,6 +60,12 @@ func List(opts *ListOptions) ([]Probe, error) {
 	var probes []Probe
 	for _, obj := range scope.Objects {
 		ps, err := readObject(obj)
+		if err != nil && target.Skip(obj, err) {
+			if opts.Warn != nil {
+				opts.Warn(fmt.Errorf("pid %d: skipped %s: %w", obj.PID, obj.Path, err))
+			}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -74,21 +91,39 @@ func keep(sels []Selector, scope *target.Scope, obj target.Object, p *Probe) boo
 }
 
 func readObject(obj target.Object) ([]Probe, error) {
-	f, err := elfnotes.Open(obj.OpenPath)
+	fd, err := obj.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	id, err := procfs.IDOf(fd)
+	if err != nil {
+		return nil, err
+	}
+	f, err := elfnotes.NewFile(fd)
 	if obj.PID != 0 && errors.Is(err, elfnotes.ErrNotELF) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, named(obj, err)
 	}
-	defer f.Close()
 	probes, err := ReadProbes(f, obj.Path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", obj.Path, err)
+		return nil, named(obj, err)
 	}
 	for i := range probes {
 		probes[i].PID = obj.PID
-		probes[i].OpenPath = obj.OpenPath
+		probes[i].OpenPath = fd.Name()
+		probes[i].Dev, probes[i].Inode = id.Dev, id.Inode
 	}
 	return probes, nil
+}
+
+// named adds a named file's path to err; a process's object gets it in
+// the warning that skips it (see List).
+func named(obj target.Object, err error) error {
+	if obj.PID != 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", obj.Path, err)
 }
