@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -280,6 +281,14 @@ var btCases = []btCase{
 	// usdtkit keeps valid UTF-8.
 	{name: "json_utf8", prog: `@s["é"] = 1; printf("%s|\n", "ü");`,
 		render: printfs([]printfCall{{"%s|\n", []Arg{{Str: "ü"}}}}, &Map{Name: "@s", Keys: strKey, Agg: AggInt, Signed: true, Entries: []MapEntry{val(1, ks("é"))}})},
+	// time() formats the wall clock: these formats do not depend on it.
+	{name: "time_literal", prog: `time("lit %% x\n"); time("%n%t|\n"); time("%Q\n"); printf("after\n");`,
+		render: func(out Output) []byte {
+			b := AppendTime(nil, "lit %% x\n", time.Now(), out)
+			b = AppendTime(b, "%n%t|\n", time.Now(), out)
+			b = AppendTime(b, "%Q\n", time.Now(), out)
+			return append(b, printfs([]printfCall{{"after\n", nil}})(out)...)
+		}},
 	{name: "printf_int_verbs", prog: `printf("%d|%u|%x|%X|%o|%c|%p\n", -1, -1, -1, -1, -1, 65, 0); printf("%d %u %x %o\n", 42, 42, 42, 42);`,
 		render: printfs([]printfCall{{"%d|%u|%x|%X|%o|%c|%p\n", ints(-1, -1, -1, -1, -1, 65, 0)}, {"%d %u %x %o\n", ints(42, 42, 42, 42)}})},
 	{name: "printf_lengths", prog: `printf("%ld|%lu|%lld|%llu|%hhd|%hd|%lx|%hhu|%hu|%hhx|%ho|%jd|%zu|%td\n", -1, -1, -1, -1, -1, -1, -1, 300, 70000, -1, -1, -2, -3, -4); printf("%d %x %ld %u\n", 5000000000, 5000000000, 5000000000, 5000000000);`,
