@@ -47,7 +47,7 @@ func TestAppendTime(t *testing.T) {
 		{DefaultTimeFormat, OutputText, "01:02:03\n"},
 		{DefaultTimeFormat, OutputJSON, `{"type": "time", "data": "01:02:03\n"}` + "\n"},
 		{"", OutputText, ""},
-		{"%Y-%m-%d %H:%M:%S %Y-%m-%d %H:%M:%S %Y-%m-%d %H:%M:%S", OutputText, ""}, // 59 bytes fit (want below)
+		{"%Y-%m-%d %H:%M:%S %Y-%m-%d %H:%M:%S %Y-%m-%d %H:%M:%S", OutputText, ""},      // 59 bytes fit (want below)
 		{"%Y-%m-%d %H:%M:%S %Y-%m-%d %H:%M:%S %Y-%m-%d %H:%M:%S-----", OutputText, ""}, // 64 bytes do not,
 	} {
 		want := tt.want
