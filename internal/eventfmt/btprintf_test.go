@@ -2,11 +2,15 @@ package eventfmt
 
 import (
 	"errors"
+	"fmt"
+	"os/exec"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
 func TestParsePrintf(t *testing.T) {
@@ -111,4 +115,75 @@ func FuzzParsePrintf(f *testing.F) {
 		p.Append(nil, nil)
 		p.AppendOutput(nil, args, OutputJSON)
 	})
+}
+
+// TestPrintfMatchesC formats every combination of bpftrace's flags,
+// widths, precisions, lengths and verbs with Printf and with C's snprintf
+// (testdata/snprintf, built at test time), on values around each width's
+// limits.
+func TestPrintfMatchesC(t *testing.T) {
+	gcc := testutil.RequireTool(t, "gcc")
+	bin := filepath.Join(t.TempDir(), "snprintf")
+	if out, err := exec.Command(gcc, "-o", bin, filepath.Join("testdata", "snprintf", "snprintf.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	ints := []int64{0, 1, -1, 7, 42, 65, 127, 128, 255, 256, -129, 32767, 32768, 65535, 70000,
+		1<<31 - 1, 1 << 31, -1 << 31, 1<<32 + 5, 5000000000, -5000000000, 1<<63 - 1, -1 << 63}
+	strs := []string{"", "a", "abc", "héllo wörld", "with space"}
+	type conv struct {
+		format string
+		arg    Arg
+		isStr  bool
+	}
+	var convs []conv
+	for _, flag := range []string{"", "-"} {
+		for _, width := range []string{"", "0", "1", "5", "05", "012", "25"} {
+			for _, prec := range []string{"", ".0", ".1", ".3", ".12", ".20"} {
+				spec := "%" + flag + width + prec
+				for _, length := range []string{"", "hh", "h", "l", "ll", "j", "z", "t"} {
+					for _, verb := range "duoxXp" {
+						for _, v := range ints {
+							convs = append(convs, conv{spec + length + string(verb), Arg{Int: v}, false})
+						}
+					}
+				}
+				for _, v := range ints {
+					convs = append(convs, conv{spec + "c", Arg{Int: v}, false})
+				}
+				for _, s := range strs {
+					convs = append(convs, conv{spec + "s", Arg{Str: s}, true})
+				}
+			}
+		}
+	}
+	var in strings.Builder
+	for _, c := range convs {
+		if c.isStr {
+			fmt.Fprintf(&in, "%s\ns %s\n", c.format, c.arg.Str)
+		} else {
+			fmt.Fprintf(&in, "%s\ni %d\n", c.format, c.arg.Int)
+		}
+	}
+	cmd := exec.Command(bin)
+	cmd.Stdin = strings.NewReader(in.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if len(want) != len(convs) {
+		t.Fatalf("C printed %d results for %d conversions", len(want), len(convs))
+	}
+	failed := 0
+	for i, c := range convs {
+		p, err := ParsePrintf(c.format)
+		if err != nil {
+			t.Fatalf("ParsePrintf(%q): %v", c.format, err)
+		}
+		if have := string(p.Append(nil, []Arg{c.arg})); have != want[i] && failed < 20 {
+			failed++
+			t.Errorf("%q of %+v: have %q, C printed %q", c.format, c.arg, have, want[i])
+		}
+	}
+	t.Logf("%d conversions compared", len(convs))
 }
