@@ -3,8 +3,8 @@ package eventfmt
 import (
 	"errors"
 	"fmt"
-	"os/exec"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
