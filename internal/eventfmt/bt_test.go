@@ -289,6 +289,18 @@ var btCases = []btCase{
 			b = AppendTime(b, "%Q\n", time.Now(), out)
 			return append(b, printfs([]printfCall{{"after\n", nil}})(out)...)
 		}},
+	{name: "print_values", prog: `print(5); print(-5); print("a \"b\""); print((1, "x", -2)); print(((1, 2), "y")); print((uint64)18446744073709551615); $t = (3, "z"); print($t);`,
+		render: func(out Output) []byte {
+			i := func(v int64) Value { return Value{Kind: ValueInt, Int: v, Signed: true} }
+			s := func(v string) Value { return Value{Kind: ValueString, Str: v} }
+			tup := func(e ...Value) Value { return Value{Kind: ValueTuple, Elems: e} }
+			var b []byte
+			for _, v := range []Value{i(5), i(-5), s(`a "b"`), tup(i(1), s("x"), i(-2)), tup(tup(i(1), i(2)), s("y")),
+				{Kind: ValueInt, Int: -1}, tup(i(3), s("z"))} {
+				b = AppendValue(b, v, out)
+			}
+			return AppendExit(b, nil, out)
+		}},
 	{name: "printf_int_verbs", prog: `printf("%d|%u|%x|%X|%o|%c|%p\n", -1, -1, -1, -1, -1, 65, 0); printf("%d %u %x %o\n", 42, 42, 42, 42);`,
 		render: printfs([]printfCall{{"%d|%u|%x|%X|%o|%c|%p\n", ints(-1, -1, -1, -1, -1, 65, 0)}, {"%d %u %x %o\n", ints(42, 42, 42, 42)}})},
 	{name: "printf_lengths", prog: `printf("%ld|%lu|%lld|%llu|%hhd|%hd|%lx|%hhu|%hu|%hhx|%ho|%jd|%zu|%td\n", -1, -1, -1, -1, -1, -1, -1, 300, 70000, -1, -1, -2, -3, -4); printf("%d %x %ld %u\n", 5000000000, 5000000000, 5000000000, 5000000000);`,

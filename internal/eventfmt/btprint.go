@@ -457,3 +457,73 @@ func appendJSONEscaped(dst []byte, s string) []byte {
 	}
 	return dst
 }
+
+// ValueKind is the type of a value print() prints that is not a map.
+type ValueKind uint8
+
+const (
+	ValueInt    ValueKind = iota + 1 // Value.Int, read as Value.Signed says
+	ValueString                      // Value.Str
+	ValueTuple                       // Value.Elems
+)
+
+// Value is a value print(x) prints when x is not a map: an integer, a
+// string or a tuple of values.
+type Value struct {
+	Kind   ValueKind
+	Int    int64 // the 64 bits of an integer, extended by its type's sign
+	Signed bool
+	Str    string
+	Elems  []Value
+}
+
+// AppendValue appends v as bpftrace's print(v) prints it: the value and a
+// newline ("(1, abc)" for a tuple), or {"type": "value", "data": V} with
+// strings quoted and tuples as JSON arrays.
+func AppendValue(dst []byte, v Value, out Output) []byte {
+	if out == OutputJSON {
+		dst = append(dst, `{"type": "value", "data": `...)
+		dst = appendValueJSON(dst, v)
+		return append(dst, "}\n"...)
+	}
+	return append(appendValueText(dst, v), '\n')
+}
+
+func appendValueText(dst []byte, v Value) []byte {
+	switch v.Kind {
+	case ValueString:
+		return append(dst, v.Str...)
+	case ValueTuple:
+		dst = append(dst, '(')
+		for i, e := range v.Elems {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			dst = appendValueText(dst, e)
+		}
+		return append(dst, ')')
+	}
+	if v.Signed {
+		return strconv.AppendInt(dst, v.Int, 10)
+	}
+	return strconv.AppendUint(dst, uint64(v.Int), 10)
+}
+
+func appendValueJSON(dst []byte, v Value) []byte {
+	switch v.Kind {
+	case ValueString:
+		dst = append(dst, '"')
+		dst = appendJSONEscaped(dst, v.Str)
+		return append(dst, '"')
+	case ValueTuple:
+		dst = append(dst, '[')
+		for i, e := range v.Elems {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendValueJSON(dst, e)
+		}
+		return append(dst, ']')
+	}
+	return appendValueText(dst, v)
+}
