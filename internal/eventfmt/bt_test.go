@@ -2,6 +2,7 @@ package eventfmt
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -425,5 +426,98 @@ func TestBpftraceGoldenCurrent(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// mapFromBytes builds a map of kind agg with nkeys key fields from fuzz
+// data: every value, length and bucket comes from b.
+func mapFromBytes(agg Agg, nkeys uint8, b []byte) *Map {
+	next := func() byte {
+		if len(b) == 0 {
+			return 0
+		}
+		c := b[0]
+		b = b[1:]
+		return c
+	}
+	num := func() int64 {
+		var v int64
+		for range 8 {
+			v = v<<8 | int64(next())
+		}
+		return v
+	}
+	m := &Map{Name: "@" + string(b[:min(len(b), 3)]), Agg: agg, Signed: next()&1 == 1, Bits: 8 << (next() % 5)}
+	m.Lhist = LinearRange{Min: num() % 2000, Max: num() % 5000, Step: num() % 300}
+	for range nkeys % 4 {
+		m.Keys = append(m.Keys, KeyField{Kind: KeyKind(next() % 4), Size: int(next() % 70)})
+	}
+	for len(b) > 0 {
+		e := MapEntry{Value: uint64(num()), Count: num(), Total: num(), Str: string(b[:min(len(b), int(next()%8))])}
+		for range len(m.Keys) {
+			e.Key = append(e.Key, Key{Int: num(), Str: string(b[:min(len(b), int(next()%10))])})
+		}
+		for range next() % 80 {
+			e.Buckets = append(e.Buckets, uint64(num()))
+		}
+		m.Entries = append(m.Entries, e)
+	}
+	return m
+}
+
+// FuzzAppendMap prints maps of any shape and content: no panic, and
+// every JSON line is valid JSON.
+func FuzzAppendMap(f *testing.F) {
+	f.Add(uint8(AggCount), uint8(1), []byte("\x01\x02\x03abc\x00\x00\x00\x00\x00\x00\x00\x05"))
+	f.Add(uint8(AggHist), uint8(2), []byte("\xff\xfe\x80\x00\x01\x10\x20\x30\x40\x50\x60\x70\x80\x90"))
+	f.Add(uint8(AggLhist), uint8(0), []byte("\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x64\x00\x00\x00\x00\x00\x00\x00\x0a\x07"))
+	f.Add(uint8(AggStats), uint8(3), []byte("é\"\\\n\x01"))
+	f.Fuzz(func(t *testing.T, agg, nkeys uint8, b []byte) {
+		m := mapFromBytes(Agg(agg%11), nkeys, b)
+		for _, opts := range []*PrintOptions{nil, {Top: int(nkeys % 3), Div: uint32(agg)}} {
+			AppendMap(nil, m, OutputText, opts)
+			for _, line := range strings.Split(string(AppendMap(nil, m, OutputJSON, opts)), "\n") {
+				if line != "" && !json.Valid([]byte(line)) {
+					t.Fatalf("invalid JSON: %s", line)
+				}
+			}
+		}
+	})
+}
+
+func TestHistIndexAndLabels(t *testing.T) {
+	for v, want := range map[int64]int{-1 << 63: 0, -1: 0, 0: 1, 1: 2, 2: 3, 3: 3, 4: 4, 1023: 11, 1024: 12, 1<<32 - 1: 33, 1 << 32: 34, 1<<63 - 1: 64} {
+		if have := HistIndex(v); have != want {
+			t.Errorf("HistIndex(%d) = %d, want %d", v, have, want)
+		}
+	}
+	for i, want := range map[int]string{0: "(..., 0)", 1: "[0]", 2: "[1]", 3: "[2, 4)", 12: "[1K, 2K)", 33: "[2G, 4G)",
+		42: "[1T, 2T)", 52: "[1024T, 2048T)", 64: "[4194304T, 8388608T)"} {
+		if have := histLabelBT(i); have != want {
+			t.Errorf("histLabelBT(%d) = %q, want %q", i, have, want)
+		}
+	}
+	r := LinearRange{Min: 5, Max: 20, Step: 5}
+	for v, want := range map[int64]int{-1: 0, 4: 0, 5: 1, 9: 1, 10: 2, 19: 3, 20: 4, 1 << 40: 4} {
+		if have := r.Index(v); have != want {
+			t.Errorf("%+v.Index(%d) = %d, want %d", r, v, have, want)
+		}
+	}
+	if n := r.Buckets(); n != 5 {
+		t.Errorf("Buckets() = %d, want 5", n)
+	}
+	// A label wider than its 16 columns and a count wider than 8 get no
+	// padding, as with C++'s setw: they touch.
+	e := MapEntry{Buckets: make([]uint64, HistBucketsBT)}
+	e.Buckets[64] = 123456789012
+	want := "@h: \n[4194304T, 8388608T)123456789012 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n"
+	if have := string(AppendMap(nil, &Map{Name: "@h", Agg: AggHist, Entries: []MapEntry{e}}, OutputText, nil)); have != want {
+		t.Errorf("have %q, want %q", have, want)
+	}
+	if have, want := string(AppendLost(nil, 3, OutputText)), "Lost 3 events\n"; have != want {
+		t.Errorf("AppendLost = %q, want %q", have, want)
+	}
+	if have, want := string(AppendLost(nil, 3, OutputJSON)), `{"type": "lost_events", "data": {"events": 3}}`+"\n"; have != want {
+		t.Errorf("AppendLost = %q, want %q", have, want)
 	}
 }

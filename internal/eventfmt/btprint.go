@@ -32,7 +32,8 @@ type PrintOptions struct {
 // print(@m, top, div), or for each map at exit (see AppendExit): entries
 // sorted as sortedEntries describes, keys as "@m[k1, k2]", hist and lhist
 // as bpftrace draws them. An empty map prints "\n" in text ("\n\n" for avg
-// and stats) and nothing in JSON. opts may be nil.
+// and stats) and nothing in JSON. A map without key prints only its
+// first entry. opts may be nil.
 //
 // Where bpftrace 0.17 prints a wrong number usdtkit prints the right one:
 // JSON hist bounds from 2^31 up (bpftrace overflows an int), and bytes
@@ -47,6 +48,9 @@ func AppendMap(dst []byte, m *Map, out Output, opts *PrintOptions) []byte {
 		o.Div = 1
 	}
 	idx := sortedEntries(m)
+	if len(m.Keys) == 0 && len(idx) > 1 {
+		idx = []int{0} // a map without key has one entry
+	}
 	if o.Top > 0 && len(idx) > o.Top && m.Agg != AggStats {
 		idx = idx[len(idx)-o.Top:]
 	}
@@ -113,6 +117,19 @@ func AppendAttached(dst []byte, probes int, out Output) []byte {
 		return append(dst, " probe...\n"...)
 	}
 	return append(dst, " probes...\n"...)
+}
+
+// AppendLost appends bpftrace's report of events the kernel dropped
+// because the buffer was full: "Lost N events", or its JSON form.
+func AppendLost(dst []byte, lost uint64, out Output) []byte {
+	if out == OutputJSON {
+		dst = append(dst, `{"type": "lost_events", "data": {"events": `...)
+		dst = strconv.AppendUint(dst, lost, 10)
+		return append(dst, "}}\n"...)
+	}
+	dst = append(dst, "Lost "...)
+	dst = strconv.AppendUint(dst, lost, 10)
+	return append(dst, " events\n"...)
 }
 
 // appendMessage appends a text message as is, or as a JSON line of the
@@ -223,7 +240,7 @@ func appendHistLine(dst []byte, label string, count uint64, bar int) []byte {
 // count; first is -1 if all are empty.
 func histRange(e *MapEntry, n int) (first, last int, max uint64) {
 	first, last = -1, -1
-	for i := 0; i < n; i++ {
+	for i := 0; i < min(n, len(e.Buckets)); i++ {
 		v := e.bucket(i)
 		if v == 0 {
 			continue
