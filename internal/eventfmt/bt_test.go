@@ -302,6 +302,17 @@ var btCases = []btCase{
 			}
 			return AppendExit(b, nil, out)
 		}},
+	{name: "hist_ties_string_keys", prog: `@h["b"] = hist(1); @h["a"] = hist(2); @h["ab"] = hist(3); @h[""] = hist(4); @h["B"] = hist(5); @h["b"] = hist(6); @h["zz"] = hist(1); @h["zz"] = hist(1);`,
+		render: exitMaps(&Map{Name: "@h", Keys: strKey, Agg: AggHist, Entries: []MapEntry{
+			histOf(keys(ks("b")), 1, 6), histOf(keys(ks("a")), 2), histOf(keys(ks("ab")), 3), histOf(keys(ks("")), 4), histOf(keys(ks("B")), 5), histOf(keys(ks("zz")), 1, 1)}})},
+	{name: "avg_ties_tuple_keys", prog: `@a[2, "x"] = avg(3); @a[1, "y"] = avg(3); @a[1, "x"] = avg(3); @a[256, "a"] = avg(3); @a[0, "b"] = avg(1); @a[0, "b"] = avg(6);`,
+		render: exitMaps(&Map{Name: "@a", Keys: []KeyField{{Kind: KeyInt}, {Kind: KeyString, Size: 64}}, Agg: AggAvg, Entries: []MapEntry{
+			avgOf(keys(ki(2), ks("x")), 3), avgOf(keys(ki(1), ks("y")), 3), avgOf(keys(ki(1), ks("x")), 3), avgOf(keys(ki(256), ks("a")), 3), avgOf(keys(ki(0), ks("b")), 1, 6)}})},
+	{name: "sum_unsigned", prog: `@u[1] = sum((uint64)18446744073709551615); @u[2] = sum((uint64)5); @u[3] = sum((uint64)9223372036854775808);`,
+		render: exitMaps(&Map{Name: "@u", Keys: intKey, Agg: AggSum, Entries: []MapEntry{
+			{Key: keys(ki(1)), Value: 18446744073709551615}, {Key: keys(ki(2)), Value: 5}, {Key: keys(ki(3)), Value: 9223372036854775808}}})},
+	{name: "printf_long_string", prog: `printf("[%5s][%-70s][%.63s]\n", "123456789012345678901234567890123456789012345678901234567890123", "abc", "123456789012345678901234567890123456789012345678901234567890123");`,
+		render: printfs([]printfCall{{"[%5s][%-70s][%.63s]\n", []Arg{{Str: "123456789012345678901234567890123456789012345678901234567890123"}, {Str: "abc"}, {Str: "123456789012345678901234567890123456789012345678901234567890123"}}}})},
 	{name: "printf_int_verbs", prog: `printf("%d|%u|%x|%X|%o|%c|%p\n", -1, -1, -1, -1, -1, 65, 0); printf("%d %u %x %o\n", 42, 42, 42, 42);`,
 		render: printfs([]printfCall{{"%d|%u|%x|%X|%o|%c|%p\n", ints(-1, -1, -1, -1, -1, 65, 0)}, {"%d %u %x %o\n", ints(42, 42, 42, 42)}})},
 	{name: "printf_lengths", prog: `printf("%ld|%lu|%lld|%llu|%hhd|%hd|%lx|%hhu|%hu|%hhx|%ho|%jd|%zu|%td\n", -1, -1, -1, -1, -1, -1, -1, 300, 70000, -1, -1, -2, -3, -4); printf("%d %x %ld %u\n", 5000000000, 5000000000, 5000000000, 5000000000);`,
