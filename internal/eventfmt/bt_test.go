@@ -313,6 +313,13 @@ var btCases = []btCase{
 			{Key: keys(ki(1)), Value: 18446744073709551615}, {Key: keys(ki(2)), Value: 5}, {Key: keys(ki(3)), Value: 9223372036854775808}}})},
 	{name: "printf_long_string", prog: `printf("[%5s][%-70s][%.63s]\n", "123456789012345678901234567890123456789012345678901234567890123", "abc", "123456789012345678901234567890123456789012345678901234567890123");`,
 		render: printfs([]printfCall{{"[%5s][%-70s][%.63s]\n", []Arg{{Str: "123456789012345678901234567890123456789012345678901234567890123"}, {Str: "abc"}, {Str: "123456789012345678901234567890123456789012345678901234567890123"}}}})},
+	{name: "int_widths", prog: `@x = (int8)-1; @y = (uint8)255; @z = (int32)-5; @w = (uint32)4294967295; @v = (int16)-300;`,
+		render: func(out Output) []byte {
+			w := func(name string, bits int, signed bool, v int64) *Map {
+				return &Map{Name: name, Agg: AggInt, Bits: bits, Signed: signed, Entries: []MapEntry{val(v)}}
+			}
+			return AppendExit(nil, []*Map{w("@x", 8, true, -1), w("@y", 8, false, 255), w("@z", 32, true, -5), w("@w", 32, false, -1), w("@v", 16, true, -300)}, out)
+		}},
 	{name: "printf_int_verbs", prog: `printf("%d|%u|%x|%X|%o|%c|%p\n", -1, -1, -1, -1, -1, 65, 0); printf("%d %u %x %o\n", 42, 42, 42, 42);`,
 		render: printfs([]printfCall{{"%d|%u|%x|%X|%o|%c|%p\n", ints(-1, -1, -1, -1, -1, 65, 0)}, {"%d %u %x %o\n", ints(42, 42, 42, 42)}})},
 	{name: "printf_lengths", prog: `printf("%ld|%lu|%lld|%llu|%hhd|%hd|%lx|%hhu|%hu|%hhx|%ho|%jd|%zu|%td\n", -1, -1, -1, -1, -1, -1, -1, 300, 70000, -1, -1, -2, -3, -4); printf("%d %x %ld %u\n", 5000000000, 5000000000, 5000000000, 5000000000);`,

@@ -164,10 +164,11 @@ func sortedEntries(m *Map) []int {
 		sortByKey(m, idx)
 		signed := m.Agg == AggMin || m.Agg == AggMax || (m.Signed && m.Agg != AggCount)
 		stdSort(idx, func(a, b int) bool {
+			va, vb := m.intValue(&e[a]), m.intValue(&e[b])
 			if signed {
-				return int64(e[a].Value) < int64(e[b].Value)
+				return int64(va) < int64(vb)
 			}
-			return e[a].Value < e[b].Value
+			return va < vb
 		})
 	case AggHist, AggLhist:
 		sortByKeyBytes(m, idx)
@@ -185,6 +186,20 @@ func sortedEntries(m *Map) []int {
 		sortByKey(m, idx)
 	}
 	return idx
+}
+
+// intValue is an integer entry's value as its type reads it: an AggInt
+// value of Bits < 64 truncated and extended by its sign.
+func (m *Map) intValue(e *MapEntry) uint64 {
+	v := e.Value
+	if m.Agg != AggInt || m.Bits <= 0 || m.Bits >= 64 {
+		return v
+	}
+	shift := 64 - uint(m.Bits)
+	if m.Signed {
+		return uint64(int64(v<<shift) >> shift)
+	}
+	return v << shift >> shift
 }
 
 // average is bpftrace's: Total/Count truncated, 0 without samples.

@@ -190,23 +190,7 @@ func appendValue(dst []byte, m *Map, e *MapEntry, div uint32, quoted bool) []byt
 	case AggMin, AggMax:
 		return strconv.AppendInt(dst, int64(v)/int64(div), 10)
 	case AggInt:
-		switch m.Bits {
-		case 8:
-			if m.Signed {
-				return strconv.AppendInt(dst, int64(int8(v))/int64(div), 10)
-			}
-			return strconv.AppendUint(dst, uint64(uint8(v))/uint64(div), 10)
-		case 16:
-			if m.Signed {
-				return strconv.AppendInt(dst, int64(int16(v))/int64(div), 10)
-			}
-			return strconv.AppendUint(dst, uint64(uint16(v))/uint64(div), 10)
-		case 32:
-			if m.Signed {
-				return strconv.AppendInt(dst, int64(int32(v))/int64(div), 10)
-			}
-			return strconv.AppendUint(dst, uint64(uint32(v))/uint64(div), 10)
-		}
+		v = m.intValue(e)
 	}
 	if m.Signed {
 		return strconv.AppendInt(dst, int64(v)/int64(div), 10)
