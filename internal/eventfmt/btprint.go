@@ -91,10 +91,15 @@ func AppendMap(dst []byte, m *Map, out Output, opts *PrintOptions) []byte {
 }
 
 // AppendExit appends what bpftrace prints after exit() or Ctrl-C: two
-// newlines (also in JSON mode, as bpftrace writes them), then every map
-// in byte order of their names, each as AppendMap prints it.
+// newlines (also in JSON mode, as bpftrace writes them), then AppendMaps.
 func AppendExit(dst []byte, maps []*Map, out Output) []byte {
-	dst = append(dst, "\n\n"...)
+	return AppendMaps(append(dst, "\n\n"...), maps, out)
+}
+
+// AppendMaps appends every map in byte order of their names, each as
+// AppendMap prints it: what bpftrace prints on SIGUSR1, and at exit after
+// two newlines.
+func AppendMaps(dst []byte, maps []*Map, out Output) []byte {
 	sorted := slices.Clone(maps)
 	slices.SortStableFunc(sorted, func(a, b *Map) int { return strings.Compare(a.Name, b.Name) })
 	for _, m := range sorted {

@@ -30,8 +30,9 @@
 // counts indexed by [HistIndex] and [LinearRange.Index]. The printers
 // never change a Map and never fail:
 //
-//   - [AppendMap] is print(@m[, top[, div]]); [AppendExit] is what
-//     bpftrace prints after exit(): "\n\n", then every map by name.
+//   - [AppendMap] is print(@m[, top[, div]]); [AppendMaps] is what
+//     SIGUSR1 prints: every map by name; [AppendExit] is what bpftrace
+//     prints after exit(): "\n\n", then AppendMaps.
 //   - [ParsePrintf] parses printf's format once; [Printf.Args] tells the
 //     checker what each argument must be; [Printf.AppendOutput] prints it.
 //   - [AppendTime] is time(); [AppendValue] print() of a non-map value;
