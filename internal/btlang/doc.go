@@ -1,0 +1,3 @@
+// Package btlang is the front end of usdtkit's bpftrace language: lexer,
+// parser, syntax tree and type checker for the user-space subset.
+package btlang
