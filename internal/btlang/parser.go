@@ -150,6 +150,10 @@ func (p *parser) stmts(top bool) []Stmt {
 	p.expect("{", false)
 	var list []Stmt
 	for p.err == nil && !p.tok.is("}") {
+		if p.tok.kind == tEOF {
+			p.failf(p.tok.pos, "the block is not closed with \"}\"")
+			break
+		}
 		s, blockStmt := p.stmt()
 		list = append(list, s)
 		if blockStmt || p.tok.is("}") {
@@ -452,6 +456,10 @@ func (p *parser) ident() Expr {
 		p.failf(t.pos, "%s (stack arguments) is not supported yet", t.text)
 	}
 	switch t.text {
+	case "perf", "bpftrace", "raw":
+		p.failf(t.pos, "stack mode %s is not supported yet; ustack(n) takes the number of frames", t.text)
+	case "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "char", "int", "long", "unsigned", "signed", "short", "bool":
+		p.failf(t.pos, "casts such as (%s) are not supported", t.text)
 	case "if", "else":
 		p.failf(t.pos, "%s cannot appear in an expression", t.text)
 	case "sizeof", "offsetof":

@@ -21,9 +21,15 @@ const (
 	KindTuple
 	// KindStack is a user stack of at most Type.Size frames (ustack).
 	KindStack
+	// KindProbe is the probe that fired (the probe builtin): the back end
+	// stores which probe it was and prints its full name, as bpftrace does.
+	KindProbe
+	// KindSym is a code address printed as the symbol it is in (the func
+	// builtin: the traced function's name).
+	KindSym
 )
 
-var kindNames = [...]string{"none", "int", "string", "tuple", "stack"}
+var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -103,7 +109,7 @@ func (t Type) widen(u Type) Type {
 }
 
 // String returns the type as bpftrace names it: int64, uint32, string[64],
-// (int64,string[16]), ustack[127].
+// (int64,string[16]), ustack[127], probe, usym.
 func (t Type) String() string {
 	switch t.Kind {
 	case KindInt:
@@ -116,6 +122,10 @@ func (t Type) String() string {
 		return "string[" + strconv.Itoa(t.Size) + "]"
 	case KindStack:
 		return "ustack[" + strconv.Itoa(t.Size) + "]"
+	case KindProbe:
+		return "probe"
+	case KindSym:
+		return "usym"
 	case KindTuple:
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {
@@ -158,4 +168,23 @@ func aggByName(name string) AggKind {
 		}
 	}
 	return AggNone
+}
+
+// String describes the map for diagnostics and tests: its name, key types
+// and value, as "@lat[uint64, string[16]] hist(uint64)" or "@n int64".
+func (m *Map) String() string {
+	s := m.Name
+	if m.Keys != nil {
+		s += "[" + typeList(m.Keys) + "]"
+	}
+	switch m.Agg {
+	case AggNone:
+		return s + " " + m.Value.String()
+	case AggCount:
+		return s + " count()"
+	case AggLhist:
+		return s + " lhist(" + m.AggArg.String() + ", " + strconv.FormatInt(m.LhistMin, 10) + ", " +
+			strconv.FormatInt(m.LhistMax, 10) + ", " + strconv.FormatInt(m.LhistStep, 10) + ")"
+	}
+	return s + " " + m.Agg.String() + "(" + m.AggArg.String() + ")"
 }
