@@ -78,9 +78,13 @@ func (p *Probe) String() string {
 	return s
 }
 
-// quotePart quotes s when it holds characters a bare probe part cannot, or
-// (function names, where a trailing +N is an offset) a "+".
+// quotePart quotes s when it holds characters a bare probe part cannot, or,
+// for function names, a "+" (a bare trailing +N is an offset) or a leading
+// digit (a bare number is an address).
 func quotePart(s string, isFunc bool) string {
+	if isFunc && s != "" && isDigit(s[0]) {
+		return `"` + s + `"`
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !isProbeChar(c) || c == ':' || isFunc && c == '+' {
