@@ -26,7 +26,9 @@ type ExprBase struct {
 	T  Type
 }
 
-// Pos returns where the expression starts.
+// Pos returns the expression's position: its first character, or for
+// Binary, Ternary and TupleIndex its operator ("+", "?", "."), where
+// errors about the operation point.
 func (e *ExprBase) Pos() Pos { return e.At }
 
 // Type returns the type Check resolved (KindNone before Check).

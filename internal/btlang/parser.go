@@ -28,6 +28,19 @@ func Parse(file string, src []byte) (*Program, error) {
 	return prog, nil
 }
 
+// Compile parses src and checks it: Parse, then Check with opts. On error
+// the Program is nil; errors in the program come as an ErrorList.
+func Compile(file string, src []byte, opts *CheckOptions) (*Program, error) {
+	prog, err := Parse(file, src)
+	if err != nil {
+		return nil, err
+	}
+	if err := Check(prog, opts); err != nil {
+		return nil, err
+	}
+	return prog, nil
+}
+
 // parser is a recursive-descent parser. The first error is kept in err and
 // turns the token stream into end of input, so every loop ends and the
 // descent unwinds without panics; callers get placeholder nodes meanwhile.
