@@ -147,31 +147,43 @@ func TestCorpusValid(t *testing.T) {
 
 // TestCorpusBpftrace cross-checks the corpora with bpftrace itself: every
 // valid program not marked [usdtkit] passes "bpftrace -d" (parse, semantic
-// analysis and code generation, without attaching), and every invalid one
-// marked [rejects] fails it.
+// analysis and code generation, without attaching) and parses to the tree
+// bpftrace prints, and every invalid one marked [rejects] fails it.
 func TestCorpusBpftrace(t *testing.T) {
 	testutil.RequireRoot(t)
 	bpftrace := testutil.RequireTool(t, "bpftrace")
 	pathRE := regexp.MustCompile(`(?:usdt|U|uprobe|uretprobe):(/[^:]+):`)
-	run := func(t *testing.T, e entry) error {
+	run := func(t *testing.T, e entry) (string, error) {
 		for _, m := range pathRE.FindAllStringSubmatch(e.src, -1) {
 			testutil.RequireFile(t, m[1])
 		}
-		var stderr bytes.Buffer
+		var stdout, stderr bytes.Buffer
 		cmd := exec.Command(bpftrace, "-d", "-e", e.src)
-		cmd.Stderr = &stderr
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%w: %s", err, stderr.Bytes())
+			return "", fmt.Errorf("%w: %s", err, stderr.Bytes())
 		}
-		return nil
+		return stdout.String(), nil
 	}
 	for _, e := range readCorpus(t, "valid.txt") {
 		if e.usdtkit {
 			continue
 		}
 		t.Run("valid/"+e.name, func(t *testing.T) {
-			if err := run(t, e); err != nil {
-				t.Errorf("bpftrace rejects a program of the valid corpus: %v", err)
+			out, err := run(t, e)
+			if err != nil {
+				t.Fatalf("bpftrace rejects a program of the valid corpus: %v", err)
+			}
+			want, ok := parserDump(out)
+			if !ok {
+				t.Fatalf("no AST in bpftrace -d output:\n%s", out)
+			}
+			prog, err := Parse("stdin", []byte(e.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if have := bpftraceDump(prog); have != want {
+				t.Errorf("tree differs from bpftrace's\nhave:\n%s\nwant (bpftrace -d):\n%s", have, want)
 			}
 		})
 	}
@@ -180,7 +192,7 @@ func TestCorpusBpftrace(t *testing.T) {
 			continue
 		}
 		t.Run("invalid/"+e.name, func(t *testing.T) {
-			if err := run(t, e); err == nil {
+			if _, err := run(t, e); err == nil {
 				t.Errorf("bpftrace accepts a program marked [rejects]")
 			}
 		})
