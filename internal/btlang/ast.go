@@ -65,7 +65,8 @@ type ArgField struct {
 }
 
 // Var is a scratch variable, $name. After Check, Decl is the block's
-// variable it refers to.
+// variable it refers to; Decl.Type is the stored type, which may be wider
+// (a longer string) than the Type at this use.
 type Var struct {
 	ExprBase
 	Name string // with the "$"
@@ -75,6 +76,9 @@ type Var struct {
 // MapRef is a map access @name or @name[k1, k2…]: a read in an expression,
 // a target in Assign, IncDec, delete, clear, zero and print. After Check,
 // Map describes the map; Keys are the key expressions (nil for a scalar map).
+// Its Type is the value's type at this use (for a target, the assigned
+// value's), which may be narrower than Map.Value, the stored type; KindNone
+// for a map holding an aggregation.
 type MapRef struct {
 	ExprBase
 	Name string // with the "@"; "@" alone is the anonymous map

@@ -330,6 +330,9 @@ func (c *checker) assignMap(r *MapRef, op string, value Expr) {
 				c.errorf(value.Pos(), "%s needs an integer, not %s", op, t)
 				return
 			}
+			if !c.constOperand(r.At, op, value) {
+				return
+			}
 		}
 		if m.Value.Kind != KindNone && m.Value.Kind != KindInt {
 			c.errorf(r.At, "%s needs an integer, but map %s holds %s", op, r.Name, m.Value)
@@ -494,6 +497,8 @@ func (c *checker) assignVar(v *Var, op string, value Expr) {
 		if value != nil {
 			if t := c.expr(value); t.Kind != KindInt && t.Kind != KindNone {
 				c.errorf(value.Pos(), "%s needs an integer, not %s", op, t)
+			} else {
+				c.constOperand(v.At, op, value)
 			}
 		}
 		return
@@ -832,13 +837,35 @@ func (c *checker) binary(e *Binary) Type {
 	switch e.Op {
 	case "<", "<=", ">", ">=", "&&", "||":
 		return Uint64
-	case "/", "%":
-		if v, ok := constValue(e.Y); ok && v == 0 {
-			c.errorf(e.At, "division by zero")
-			return Type{}
-		}
+	}
+	if !c.constOperand(e.At, e.Op, e.Y) {
+		return Type{}
 	}
 	return Type{Kind: KindInt, Signed: a.Signed && b.Signed, Size: 8}
+}
+
+// constOperand rejects a right operand that makes op undefined: a constant
+// zero divisor (BPF would give 0, bpftrace prints it silently) or a
+// constant shift outside 0..63 (undefined in C and BPF). op may be a
+// compound assignment.
+func (c *checker) constOperand(at Pos, op string, y Expr) bool {
+	v, ok := constValue(y)
+	if !ok {
+		return true
+	}
+	switch strings.TrimSuffix(op, "=") {
+	case "/", "%":
+		if v == 0 {
+			c.errorf(at, "division by zero")
+			return false
+		}
+	case "<<", ">>":
+		if v < 0 || v > 63 {
+			c.errorf(at, "shift by %d is outside 0 to 63", v)
+			return false
+		}
+	}
+	return true
 }
 
 // builtinKinds lists the probe kinds each builtin needs; nil: any kind.

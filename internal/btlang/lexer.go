@@ -320,6 +320,11 @@ func (l *lexer) probe(t token) (token, *Error) {
 		if !isProbeChar(c) {
 			break
 		}
+		// BEGIN and END are keywords to bpftrace, so "BEGIN/pred/" starts
+		// a predicate; in other probes "/" belongs to the path.
+		if c == '/' && (l.src[start:l.off] == "BEGIN" || l.src[start:l.off] == "END") {
+			break
+		}
 		l.advance(1)
 	}
 	t.text = l.src[start:l.off]
