@@ -36,8 +36,9 @@ func (e *ExprBase) Type() Type { return e.T }
 
 func (*ExprBase) exprNode() {}
 
-// IntLit is an integer literal. Its type is int64, or uint64 when Val does
-// not fit int64. A minus sign is a Unary.
+// IntLit is an integer literal. Its type is int64, as in bpftrace, even
+// when Val does not fit (18446744073709551615 is -1). A minus sign is a
+// Unary.
 type IntLit struct {
 	ExprBase
 	Val uint64
@@ -95,7 +96,8 @@ type Call struct {
 	Args []Expr
 }
 
-// Unary is -X, !X or ~X.
+// Unary is -X, !X or ~X on an integer: - and ~ keep X's signedness (as
+// bpftrace), ! gives uint64 0 or 1.
 type Unary struct {
 	ExprBase
 	Op string
@@ -103,7 +105,9 @@ type Unary struct {
 }
 
 // Binary is X Op Y for Op one of * / % + - << >> < <= > >= == != & ^ | && ||.
-// Comparisons and && || give uint64 0 or 1; == and != also compare strings.
+// On integers the result is a 64-bit integer, signed when both operands
+// are (comparisons and && || give 0 or 1), as bpftrace types it; == and !=
+// also compare two strings, giving uint64.
 type Binary struct {
 	ExprBase
 	Op   string

@@ -2,6 +2,7 @@ package btlang
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -136,4 +137,59 @@ func parserDump(out string) (string, bool) {
 		b.WriteString(l + "\n")
 	}
 	return b.String(), true
+}
+
+var (
+	semanticMapRE = regexp.MustCompile(`map: (@\w*) :: type\[(.*?), ctx`)
+	stringSizeRE  = regexp.MustCompile(`string\[\d+\]`)
+)
+
+// semanticMaps extracts from "bpftrace -d" output each map's value type
+// after semantic analysis, as bpftrace names it ("unsigned int64", "hist",
+// "(int64,string[16])"), with string lengths dropped: bpftrace sizes every
+// str() at 64 where btlang keeps str(x, n)'s n.
+func semanticMaps(out string) map[string]string {
+	_, rest, _ := strings.Cut(out, "AST after: Semantic")
+	rest, _, _ = strings.Cut(rest, "AST after:")
+	maps := map[string]string{}
+	for _, m := range semanticMapRE.FindAllStringSubmatch(rest, -1) {
+		if _, ok := maps[m[1]]; !ok {
+			maps[m[1]] = stringSizeRE.ReplaceAllString(m[2], "string")
+		}
+	}
+	return maps
+}
+
+// bpftraceMaps names each map's value type as semanticMaps does.
+func bpftraceMaps(p *Program) map[string]string {
+	var name func(t Type) string
+	name = func(t Type) string {
+		switch t.Kind {
+		case KindInt:
+			if t.Signed {
+				return "int64"
+			}
+			return "unsigned int64"
+		case KindString:
+			return "string"
+		case KindStack:
+			return "ustack"
+		case KindTuple:
+			s := make([]string, len(t.Elems))
+			for i, e := range t.Elems {
+				s[i] = name(e)
+			}
+			return "(" + strings.Join(s, ",") + ")"
+		}
+		return t.String()
+	}
+	maps := map[string]string{}
+	for _, m := range p.Maps {
+		if m.Agg != AggNone {
+			maps[m.Name] = m.Agg.String()
+		} else {
+			maps[m.Name] = name(m.Value)
+		}
+	}
+	return maps
 }

@@ -711,9 +711,6 @@ func (c *checker) expr(e Expr) Type {
 func (c *checker) exprType(e Expr) Type {
 	switch e := e.(type) {
 	case *IntLit:
-		if e.Val > 1<<63-1 {
-			return Uint64
-		}
 		return Int64
 	case *StrLit:
 		return StringType(len(e.Val) + 1)
@@ -750,11 +747,8 @@ func (c *checker) exprType(e Expr) Type {
 			c.errorf(e.At, "%s needs an integer, not %s", e.Op, t)
 			return Type{}
 		}
-		switch e.Op {
-		case "!":
+		if e.Op == "!" {
 			return Uint64
-		case "-":
-			return Int64
 		}
 		return t.widen(t)
 	case *Binary:
@@ -819,7 +813,7 @@ func (c *checker) binary(e *Binary) Type {
 			return Uint64
 		}
 		if a.Kind == KindInt && b.Kind == KindInt {
-			return Uint64
+			return Type{Kind: KindInt, Signed: a.Signed && b.Signed, Size: 8}
 		}
 		c.errorf(e.At, "%s compares two integers or two strings, not %s and %s", e.Op, a, b)
 		return Type{}
@@ -833,10 +827,6 @@ func (c *checker) binary(e *Binary) Type {
 			c.errorf(e.At, "%s needs integers, not %s and %s", e.Op, a, b)
 		}
 		return Type{}
-	}
-	switch e.Op {
-	case "<", "<=", ">", ">=", "&&", "||":
-		return Uint64
 	}
 	if !c.constOperand(e.At, e.Op, e.Y) {
 		return Type{}

@@ -25,7 +25,8 @@ func TestCheckMaps(t *testing.T) {
 		{"read before assign", "uretprobe:libc:read { @l = hist(nsecs - @s[tid]); }\nuprobe:libc:read { @s[tid] = nsecs; }",
 			[]string{"@l hist(uint64)", "@s[uint64] uint64"}},
 		{"map from map", "BEGIN { @a = @b + 1; } BEGIN { @b = -1; }", []string{"@a int64", "@b int64"}},
-		{"comparison", `BEGIN { @c = "a" == "b"; @d = 1 < 2; }`, []string{"@c uint64", "@d uint64"}},
+		{"comparison", `BEGIN { @c = "a" == "b"; @d = 1 < 2; @e = pid < 2; @f = 1 && 0; }`,
+			[]string{"@c uint64", "@d int64", "@e uint64", "@f int64"}},
 		{"ternary strings", `BEGIN { @t = 1 ? "a" : "abc"; }`, []string{"@t string[4]"}},
 		{"args by name", `uprobe:./goapp:main.handle { @[args.n] = sum(args.name); }`, []string{"@[int64] sum(uint64)"}},
 		{"mixed signs", `BEGIN { @m = -1 * nsecs; @n = -1 * 2; }`, []string{"@m uint64", "@n int64"}},
@@ -55,9 +56,10 @@ func TestCheckMaps(t *testing.T) {
 func TestCheckTypes(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{`BEGIN { $x = 1 + 2; }`, "int64"},
-		{`BEGIN { $x = 18446744073709551615; }`, "uint64"},
+		{`BEGIN { $x = 18446744073709551615; }`, "int64"},
 		{`BEGIN { $x = pid + 1; }`, "uint64"},
-		{`BEGIN { $x = -pid; }`, "int64"},
+		{`BEGIN { $x = -pid; }`, "uint64"},
+		{`BEGIN { $x = -1; }`, "int64"},
 		{`BEGIN { $x = ~pid; }`, "uint64"},
 		{`BEGIN { $x = !1; }`, "uint64"},
 		{`BEGIN { $x = comm; }`, "string[16]"},

@@ -147,8 +147,9 @@ func TestCorpusValid(t *testing.T) {
 
 // TestCorpusBpftrace cross-checks the corpora with bpftrace itself: every
 // valid program not marked [usdtkit] passes "bpftrace -d" (parse, semantic
-// analysis and code generation, without attaching) and parses to the tree
-// bpftrace prints, and every invalid one marked [rejects] fails it.
+// analysis and code generation, without attaching), parses to the tree
+// bpftrace prints and gives its maps the value types bpftrace gives them;
+// every invalid one marked [rejects] fails it.
 func TestCorpusBpftrace(t *testing.T) {
 	testutil.RequireRoot(t)
 	bpftrace := testutil.RequireTool(t, "bpftrace")
@@ -184,6 +185,12 @@ func TestCorpusBpftrace(t *testing.T) {
 			}
 			if have := bpftraceDump(prog); have != want {
 				t.Errorf("tree differs from bpftrace's\nhave:\n%s\nwant (bpftrace -d):\n%s", have, want)
+			}
+			if err := Check(prog, nil); err != nil {
+				t.Fatal(err)
+			}
+			if have, want := bpftraceMaps(prog), semanticMaps(out); !reflect.DeepEqual(have, want) {
+				t.Errorf("map value types differ from bpftrace's\nhave %v\nwant %v", have, want)
 			}
 		})
 	}
