@@ -273,7 +273,14 @@ func (c *checker) lookupMap(r *MapRef) *Map {
 			m.Keys = keys
 			break
 		}
-		c.errorf(r.At, "map %s has %s (%s), not %d", r.Name, plural(len(m.Keys), "key"), typeList(m.Keys), len(keys))
+		switch {
+		case len(m.Keys) == 0:
+			c.errorf(r.At, "map %s has no keys; it cannot be used as %s[…]", r.Name, r.Name)
+		case len(keys) == 0:
+			c.errorf(r.At, "map %s needs %s (%s), as in %s[…]", r.Name, plural(len(m.Keys), "key"), typeList(m.Keys), r.Name)
+		default:
+			c.errorf(r.At, "map %s has %s (%s), not %d", r.Name, plural(len(m.Keys), "key"), typeList(m.Keys), len(keys))
+		}
 	default:
 		for i := range keys {
 			if !m.Keys[i].compatible(keys[i]) {

@@ -8,9 +8,15 @@ import (
 // MaxSourceSize is the largest program Parse accepts, in bytes.
 const MaxSourceSize = 1 << 20
 
-// maxDepth bounds the nesting of expressions and blocks, so that hostile
-// input cannot exhaust the stack.
-const maxDepth = 200
+// maxDepth bounds the depth of the tree (nested operations, calls and
+// blocks), and maxRecursion the parser's recursion (parentheses nest
+// without adding nodes), so that hostile input cannot exhaust the stack.
+// A printed tree of depth maxDepth parenthesises each level, which costs
+// the parser two levels of recursion, so maxRecursion leaves room for it.
+const (
+	maxDepth     = 200
+	maxRecursion = 4 * maxDepth
+)
 
 // Parse parses a program in bpftrace's language. file names the source in
 // positions ("-e" programs conventionally use "stdin"). It stops at the first
@@ -83,7 +89,7 @@ func (p *parser) expect(punct string, probeMode bool) token {
 
 func (p *parser) enter() {
 	p.depth++
-	if p.depth > maxDepth {
+	if p.depth > maxRecursion {
 		p.failf(p.tok.pos, "the program nests deeper than %d levels", maxDepth)
 	}
 }
@@ -99,6 +105,11 @@ func (p *parser) program() (*Program, *Error) {
 	}
 	if p.err != nil {
 		return nil, p.err
+	}
+	for _, b := range prog.Blocks {
+		if pos, deep := tooDeep(b, 0); deep {
+			return nil, errorf(pos, "the program nests deeper than %d levels", maxDepth)
+		}
 	}
 	return prog, nil
 }
@@ -490,4 +501,28 @@ func argIndex(name string) (int, bool) {
 	}
 	n, err := strconv.Atoi(rest)
 	return n, err == nil
+}
+
+// tooDeep reports the position of a node deeper than maxDepth in the tree
+// under n, which is at depth d. It stops descending there, so its own
+// recursion is bounded.
+func tooDeep(n Node, d int) (Pos, bool) {
+	if d > maxDepth {
+		return n.Pos(), true
+	}
+	var pos Pos
+	deep := false
+	first := true
+	Inspect(n, func(c Node) bool {
+		if deep {
+			return false
+		}
+		if first {
+			first = false
+			return true
+		}
+		pos, deep = tooDeep(c, d+1)
+		return false
+	})
+	return pos, deep
 }
