@@ -191,7 +191,8 @@ type ProbeBlock struct {
 func (b *ProbeBlock) Pos() Pos { return b.At }
 
 // Program is a parsed program. After Check, Maps lists every map, sorted
-// by name.
+// by name. Check writes into the tree, so a Program must not be used
+// concurrently while Check runs; afterwards it may be read concurrently.
 type Program struct {
 	Blocks []*ProbeBlock
 	Maps   []*Map

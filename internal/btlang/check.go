@@ -327,7 +327,7 @@ func (c *checker) assignMap(r *MapRef, op string, value Expr) {
 	}
 	var t Type
 	if value == nil || op != "=" {
-		t = Int64
+		t = int64T
 		if value != nil {
 			t = c.expr(value)
 			if t.Kind == KindNone {
@@ -348,7 +348,7 @@ func (c *checker) assignMap(r *MapRef, op string, value Expr) {
 		if value != nil {
 			// As bpftrace: a map first given a value by a compound
 			// assignment is unsigned, by ++ or -- signed.
-			t = Uint64
+			t = uint64T
 		}
 		if m.Value.Kind == KindInt {
 			t = m.Value
@@ -718,7 +718,7 @@ func (c *checker) expr(e Expr) Type {
 func (c *checker) exprType(e Expr) Type {
 	switch e := e.(type) {
 	case *IntLit:
-		return Int64
+		return int64T
 	case *StrLit:
 		return StringType(len(e.Val) + 1)
 	case *Builtin:
@@ -755,7 +755,7 @@ func (c *checker) exprType(e Expr) Type {
 			return Type{}
 		}
 		if e.Op == "!" {
-			return Uint64
+			return uint64T
 		}
 		return t.widen(t)
 	case *Binary:
@@ -817,7 +817,7 @@ func (c *checker) binary(e *Binary) Type {
 	switch e.Op {
 	case "==", "!=":
 		if a.Kind == KindString && b.Kind == KindString {
-			return Uint64
+			return uint64T
 		}
 		if a.Kind == KindInt && b.Kind == KindInt {
 			return Type{Kind: KindInt, Signed: a.Signed && b.Signed, Size: 8}
@@ -911,7 +911,7 @@ func (c *checker) builtin(e *Builtin) Type {
 			}
 		}
 	}
-	return Uint64
+	return uint64T
 }
 
 func (c *checker) argField(e *ArgField) Type {

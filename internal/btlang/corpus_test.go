@@ -65,9 +65,9 @@ type fakeProbes struct{}
 func (fakeProbes) Args(p *Probe) (ProbeArgs, error) {
 	switch {
 	case p.Path == "./goapp" && p.Name == "main.handle":
-		return ProbeArgs{Count: 2, Named: []NamedArg{{"n", Int64}, {"name", Uint64}}}, nil
+		return ProbeArgs{Count: 2, Named: []NamedArg{{"n", int64T}, {"name", uint64T}}}, nil
 	case p.Path == "./goapp" && p.Name == "main.other":
-		return ProbeArgs{Count: 1, Named: []NamedArg{{"n", Uint64}}}, nil
+		return ProbeArgs{Count: 1, Named: []NamedArg{{"n", uint64T}}}, nil
 	case p.Path == "./tracee" && p.Name == "twelve":
 		return ProbeArgs{Count: 12}, nil
 	case p.Path == "./tracee" && p.Name == "two":

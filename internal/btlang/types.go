@@ -47,10 +47,10 @@ type Type struct {
 	Elems  []Type // KindTuple
 }
 
-// Types used by the checker.
+// The 64-bit integer types, which all integer expressions have.
 var (
-	Int64  = Type{Kind: KindInt, Signed: true, Size: 8}
-	Uint64 = Type{Kind: KindInt, Size: 8}
+	int64T  = Type{Kind: KindInt, Signed: true, Size: 8}
+	uint64T = Type{Kind: KindInt, Size: 8}
 )
 
 // StringType returns a string type of at most n bytes, NUL included.
