@@ -32,3 +32,37 @@ func ExampleError() {
 	// Output:
 	// stdin:1:18: strings cannot be concatenated; + needs integers, not string[2] and int64
 }
+
+// goFuncs stands for the back end: it knows the arguments of the Go
+// function main.handle from its DWARF.
+type goFuncs struct{}
+
+func (goFuncs) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
+	if p.Name == "main.handle" {
+		return btlang.ProbeArgs{Count: 2, Named: []btlang.NamedArg{
+			{Name: "id", Type: btlang.Type{Kind: btlang.KindInt, Signed: true, Size: 8}},
+			{Name: "path", Type: btlang.StringType(64)},
+		}}, nil
+	}
+	return btlang.ProbeArgs{Count: -1}, nil
+}
+
+func ExampleCheck() {
+	src := `uprobe:./server:main.handle /args.id > 0/ { @[args.path] = count(); }`
+	prog, err := btlang.Parse("stdin", []byte(src))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := btlang.Check(prog, &btlang.CheckOptions{Probes: goFuncs{}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(prog.Maps[0])
+	fmt.Print(prog)
+	// Output:
+	// @[string[64]] count()
+	// uprobe:./server:main.handle /args.id > 0/ {
+	// 	@[args.path] = count()
+	// }
+}
