@@ -105,7 +105,11 @@
 // mode 0700; an Options.Dir must only be unwritable by others), named
 // "<provider>-<pid>-<16 random hex>.so", created with O_EXCL|O_NOFOLLOW and
 // mode 0600 relative to that descriptor. Options.Memfd writes it to a
-// memfd instead, sealed against writes.
+// memfd instead, sealed against writes. If the default directory fails
+// these checks (anyone can create usdtkit-<euid> in a shared /tmp first, as
+// their own directory, a symbolic link or with mode 0777) or cannot be
+// created, Load uses a memfd rather than fail; it fails only if that fails
+// too. A given Options.Dir that fails them is an error.
 //
 // The file must stay at its path while tracers may look: tplist-bpfcc -p
 // and bpftrace -p open the path maps shows, through /proc/PID/root, and
@@ -162,7 +166,10 @@
 // with mremap(MREMAP_FIXED) so that the stubs never disappear, and the rest
 // by PROT_NONE pages. A Fire racing with Close therefore still calls a stub
 // that returns, and Enabled reads original bytes (false); tracers see no
-// object any more. Close then removes the file and closes its descriptor.
+// object any more. Close then removes the file by its name in the directory
+// descriptor Load opened (unlinkat, after checking that the name still is
+// the file it holds open; the directory's path may lead elsewhere by now)
+// and closes both descriptors.
 // The range (and the stub pages' memory, 16 bytes per probe) is unmapped
 // by a runtime.AddCleanup once the Provider and all its Probes are
 // unreachable: Fire passes its *Probe to the trampoline and Enabled keeps
@@ -176,11 +183,16 @@
 //
 // Go has no exit hook, so a process that exits or is killed without Close
 // leaves its file. Every Load that writes a file first reaps the directory:
-// it removes "<provider>-<pid>-<hex>.so" files whose PID no longer exists
-// (kill(pid, 0) gives ESRCH) and whose lock no one holds, checking both
-// because a PID may be reused and may belong to another PID namespace. Call
-// Close before exiting to leave nothing (defer it in main); a memfd never
-// leaves anything.
+// it removes the "<provider>-<pid>-<hex>.so" files whose lock no one holds.
+// The lock, not the PID in the name, tells whether the owner lives: a flock
+// is released when its process ends and seen from every PID namespace,
+// while a PID names another process in another PID namespace (where PID 1
+// always exists) or after reuse. A new file's lock is free for the moment
+// between its creation and flock; a creator whose file is reaped in that
+// moment notices (the name is gone, or its flock would block) and tries
+// another name. Call Close before exiting to leave nothing (defer it in
+// main); a memfd never leaves anything. The PID in the name is only for
+// people reading the directory.
 //
 // # Concurrency
 //
