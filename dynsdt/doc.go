@@ -56,13 +56,17 @@
 // glibc does not need), DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT and
 // DT_SONAME "<provider>.so" (SOName), the name usdtkit gen gives the file.
 // .dynsym holds per probe a GLOBAL FUNC symbol named exactly as the probe
-// (request__start) for the stub, and a GLOBAL OBJECT symbol
+// (request__start) for the stub, a GLOBAL OBJECT symbol
 // "<provider>_<probe>_semaphore" (SemaphoreSymbol), the name sys/sdt.h
 // gives semaphores, so that dlsym, ctypes and C code declaring the
-// semaphore find both. Build rejects a probe named like another probe's
-// semaphore symbol. Probe names are global symbols: a standalone .so opened
-// with RTLD_GLOBAL could interpose a library function of the same name, so
-// avoid probe names like "write".
+// semaphore find both, and a second GLOBAL FUNC symbol for the stub,
+// "<provider>_<probe>_fire" (FireSymbol), which the generated C header
+// calls: a probe named main, stdin or int can be declared and called from C
+// only by that name (the program's own main comes first in symbol lookup).
+// Build rejects a probe named like another probe's semaphore or fire
+// symbol. Probe names are global symbols: a standalone .so linked or opened
+// with RTLD_GLOBAL could interpose a library function or variable of the
+// same name, so avoid probe names like "write" or "stdin".
 //
 // # Argument specs
 //
