@@ -87,7 +87,7 @@
 // # Errors
 //
 // Build's errors wrap ErrSpec (the spec fails ProviderSpec.Validate, has no
-// probes, or a probe name clashes with a semaphore symbol) or
+// probes, or a probe name clashes with a semaphore or fire symbol) or
 // ErrUnsupportedMachine.
 //
 // # Sources

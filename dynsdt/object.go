@@ -119,7 +119,7 @@ const (
 //
 // Errors wrap ErrSpec for an invalid spec (see ProviderSpec.Validate), a
 // provider without probes, or a probe named like another probe's semaphore
-// symbol; and ErrUnsupportedMachine for another m.
+// or fire symbol; and ErrUnsupportedMachine for another m.
 func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	if p == nil {
 		return nil, fmt.Errorf("nil provider spec: %w", ErrSpec)
