@@ -56,13 +56,17 @@
 // glibc does not need), DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT and
 // DT_SONAME "<provider>.so" (SOName), the name usdtkit gen gives the file.
 // .dynsym holds per probe a GLOBAL FUNC symbol named exactly as the probe
-// (request__start) for the stub, and a GLOBAL OBJECT symbol
+// (request__start) for the stub, a GLOBAL OBJECT symbol
 // "<provider>_<probe>_semaphore" (SemaphoreSymbol), the name sys/sdt.h
 // gives semaphores, so that dlsym, ctypes and C code declaring the
-// semaphore find both. Build rejects a probe named like another probe's
-// semaphore symbol. Probe names are global symbols: a standalone .so opened
-// with RTLD_GLOBAL could interpose a library function of the same name, so
-// avoid probe names like "write".
+// semaphore find both, and a second GLOBAL FUNC symbol for the stub,
+// "<provider>_<probe>_fire" (FireSymbol), which the generated C header
+// calls: a probe named main, stdin or int can be declared and called from C
+// only by that name (the program's own main comes first in symbol lookup).
+// Build rejects a probe named like another probe's semaphore or fire
+// symbol. Probe names are global symbols: a standalone .so linked or opened
+// with RTLD_GLOBAL could interpose a library function or variable of the
+// same name, so avoid probe names like "write" or "stdin".
 //
 // # Argument specs
 //
@@ -83,7 +87,7 @@
 // # Errors
 //
 // Build's errors wrap ErrSpec (the spec fails ProviderSpec.Validate, has no
-// probes, or a probe name clashes with a semaphore symbol) or
+// probes, or a probe name clashes with a semaphore or fire symbol) or
 // ErrUnsupportedMachine.
 //
 // # Sources
@@ -105,7 +109,11 @@
 // mode 0700; an Options.Dir must only be unwritable by others), named
 // "<provider>-<pid>-<16 random hex>.so", created with O_EXCL|O_NOFOLLOW and
 // mode 0600 relative to that descriptor. Options.Memfd writes it to a
-// memfd instead, sealed against writes.
+// memfd instead, sealed against writes. If the default directory fails
+// these checks (anyone can create usdtkit-<euid> in a shared /tmp first, as
+// their own directory, a symbolic link or with mode 0777) or cannot be
+// created, Load uses a memfd rather than fail; it fails only if that fails
+// too. A given Options.Dir that fails them is an error.
 //
 // The file must stay at its path while tracers may look: tplist-bpfcc -p
 // and bpftrace -p open the path maps shows, through /proc/PID/root, and
@@ -162,7 +170,10 @@
 // with mremap(MREMAP_FIXED) so that the stubs never disappear, and the rest
 // by PROT_NONE pages. A Fire racing with Close therefore still calls a stub
 // that returns, and Enabled reads original bytes (false); tracers see no
-// object any more. Close then removes the file and closes its descriptor.
+// object any more. Close then removes the file by its name in the directory
+// descriptor Load opened (unlinkat, after checking that the name still is
+// the file it holds open; the directory's path may lead elsewhere by now)
+// and closes both descriptors.
 // The range (and the stub pages' memory, 16 bytes per probe) is unmapped
 // by a runtime.AddCleanup once the Provider and all its Probes are
 // unreachable: Fire passes its *Probe to the trampoline and Enabled keeps
@@ -176,11 +187,16 @@
 //
 // Go has no exit hook, so a process that exits or is killed without Close
 // leaves its file. Every Load that writes a file first reaps the directory:
-// it removes "<provider>-<pid>-<hex>.so" files whose PID no longer exists
-// (kill(pid, 0) gives ESRCH) and whose lock no one holds, checking both
-// because a PID may be reused and may belong to another PID namespace. Call
-// Close before exiting to leave nothing (defer it in main); a memfd never
-// leaves anything.
+// it removes the "<provider>-<pid>-<hex>.so" files whose lock no one holds.
+// The lock, not the PID in the name, tells whether the owner lives: a flock
+// is released when its process ends and seen from every PID namespace,
+// while a PID names another process in another PID namespace (where PID 1
+// always exists) or after reuse. A new file's lock is free for the moment
+// between its creation and flock; a creator whose file is reaped in that
+// moment notices (the name is gone, or its flock would block) and tries
+// another name. Call Close before exiting to leave nothing (defer it in
+// main); a memfd never leaves anything. The PID in the name is only for
+// people reading the directory.
 //
 // # Concurrency
 //

@@ -13,10 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrUnsafeDir is wrapped by Load's error when the directory for object
-// files is a symbolic link, not a directory, not owned by this process's
-// effective user, or writable by others (Options.Dir), or not private (the
-// default directory must have mode 0700).
+// ErrUnsafeDir is wrapped by Load's error when Options.Dir is a symbolic
+// link, not a directory, not owned by this process's effective user, or
+// writable by others. (When the default directory is so, or not private
+// with mode 0700, Load uses a memfd instead.)
 var ErrUnsafeDir = errors.New("directory is not private")
 
 // defaultDir is where Load writes object files when Options.Dir is empty:
@@ -73,9 +73,9 @@ func openDir(dir string) (path string, fd int, err error) {
 }
 
 // objectName is the name of an object file: "<provider>-<pid>-<16 hex>.so".
-// The PID says which process to ask whether the file is still in use; the
-// random part makes names unpredictable and lets a process load a provider
-// more than once.
+// The PID tells people which process made it (reap asks the file's lock,
+// not the PID, whether it is in use); the random part makes names
+// unpredictable and lets a process load a provider more than once.
 func objectName(provider string, pid int) (string, error) {
 	var r [8]byte
 	if _, err := rand.Read(r[:]); err != nil {
@@ -107,9 +107,9 @@ func parseObjectName(name string) (int, bool) {
 
 // createObjectFile creates a new object file in the directory open as
 // dirfd, writes b to it and returns its descriptor, holding a shared
-// flock(2) on it: the lock says "in use" to reapers in other PID
-// namespaces, where the PID in the name means nothing. The caller owns fd
-// and removes name on failure after the file was created.
+// flock(2) on it: the lock tells reapers, in any PID namespace, that the
+// file is in use. The caller owns fd and removes name on failure after the
+// file was created.
 func createObjectFile(dirfd int, provider string, b []byte) (name string, fd int, err error) {
 	pid := os.Getpid()
 	for range 8 {
@@ -123,9 +123,16 @@ func createObjectFile(dirfd int, provider string, b []byte) (name string, fd int
 		if err != nil {
 			return "", -1, fmt.Errorf("create %s: %w", name, err)
 		}
-		if err := lockAndCheck(dirfd, name, fd); err != nil {
+		reaped, err := lockAndCheck(dirfd, name, fd)
+		if err != nil || reaped {
 			unix.Close(fd)
-			return "", -1, err
+			if err != nil {
+				return "", -1, err
+			}
+			// Another Load reaped the file before we locked it: its
+			// lock was free, as every new file's is for a moment.
+			err = fmt.Errorf("create %s: reaped before it was locked", name)
+			continue
 		}
 		if err := writeAll(fd, b); err != nil {
 			unix.Close(fd)
@@ -138,21 +145,54 @@ func createObjectFile(dirfd int, provider string, b []byte) (name string, fd int
 }
 
 // lockAndCheck takes the shared lock on the new file fd and checks that
-// name still refers to it: a reaper in another PID namespace may have taken
-// it for stale between its creation and the lock.
-func lockAndCheck(dirfd int, name string, fd int) error {
-	if err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); err != nil {
-		return fmt.Errorf("lock %s: %w", name, err)
+// name still refers to it. It reports reaped if a reaper took the file for
+// stale between its creation and the lock (it holds the exclusive lock or
+// removed the name); the caller then tries another name.
+func lockAndCheck(dirfd int, name string, fd int) (reaped bool, err error) {
+	if err := unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
+		return true, nil
+	} else if err != nil {
+		return false, fmt.Errorf("lock %s: %w", name, err)
 	}
+	same, err := isFile(dirfd, name, fd)
+	if errors.Is(err, unix.ENOENT) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("stat %s: %w", name, err)
+	}
+	if !same {
+		return false, fmt.Errorf("%s was replaced after its creation: %w", name, ErrUnsafeDir)
+	}
+	return false, nil
+}
+
+// isFile reports whether name in the directory open as dirfd is the file
+// open as fd (same device and inode), without following a symbolic link.
+func isFile(dirfd int, name string, fd int) (bool, error) {
 	var have, want unix.Stat_t
 	if err := unix.Fstat(fd, &want); err != nil {
-		return fmt.Errorf("stat %s: %w", name, err)
+		return false, err
 	}
 	if err := unix.Fstatat(dirfd, name, &have, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("stat %s: %w", name, err)
+		return false, err
 	}
-	if have.Dev != want.Dev || have.Ino != want.Ino {
-		return fmt.Errorf("%s was replaced after its creation: %w", name, ErrUnsafeDir)
+	return have.Dev == want.Dev && have.Ino == want.Ino, nil
+}
+
+// removeObjectFile removes name from the directory open as dirfd if it
+// still is the file open as fd; it never resolves the directory's path
+// again, which may now lead elsewhere.
+func removeObjectFile(dirfd int, name string, fd int) error {
+	same, err := isFile(dirfd, name, fd)
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", name, err)
+	}
+	if !same {
+		return fmt.Errorf("remove %s: the name now refers to another file: %w", name, ErrUnsafeDir)
+	}
+	if err := unix.Unlinkat(dirfd, name, 0); err != nil {
+		return fmt.Errorf("remove %s: %w", name, err)
 	}
 	return nil
 }
@@ -176,10 +216,12 @@ func writeAll(fd int, b []byte) error {
 
 // reap removes the object files in the directory open as dirfd that
 // processes left when they ended without Close (killed, or exited without
-// calling it). A file is stale when both the PID in its name is gone and no
-// process holds its lock; either alone could be wrong (a reused PID, a
-// process in another PID namespace). It returns the names removed; it is
-// best effort: a file that cannot be checked is left alone.
+// calling it). A file is stale when no process holds its lock: a process
+// holds it from creation until Close or its end, in whatever PID namespace
+// it runs, while the PID in the name says nothing across PID namespaces
+// (there, PID 1 and many more are always alive) and may have been reused.
+// It returns the names removed; it is best effort: a file that cannot be
+// checked is left alone.
 func reap(dir string, dirfd int) []string {
 	// Read the names through a new open file description of the same
 	// directory: the caller owns dirfd, and a dup would share its offset.
@@ -193,11 +235,9 @@ func reap(dir string, dirfd int) []string {
 	if err != nil {
 		return nil
 	}
-	self := os.Getpid()
 	var removed []string
 	for _, name := range names {
-		pid, ok := parseObjectName(name)
-		if !ok || pid == self || processExists(pid) {
+		if _, ok := parseObjectName(name); !ok {
 			continue
 		}
 		if reapFile(dirfd, name) {
@@ -205,12 +245,6 @@ func reap(dir string, dirfd int) []string {
 		}
 	}
 	return removed
-}
-
-// processExists reports whether a process with this PID exists (in our
-// PID namespace); kill(pid, 0) fails with ESRCH only if it does not.
-func processExists(pid int) bool {
-	return !errors.Is(unix.Kill(pid, 0), unix.ESRCH)
 }
 
 // reapFile removes name if it is a regular file of ours that nobody holds a

@@ -66,38 +66,92 @@ func FuzzParseObjectName(f *testing.F) {
 	})
 }
 
-// TestReapLocked checks that a file whose PID is gone is kept while
-// another process (here: another open file description) holds its lock, as
-// a process in another PID namespace would.
+// TestReapLocked checks that a file is kept while another process (here:
+// another open file description) holds its lock and reaped once the lock
+// is free, whatever the PID in its name: a dead one, or 1, which exists
+// here but in a file left by a container's init names another process.
 func TestReapLocked(t *testing.T) {
-	dir := t.TempDir()
-	dead := deadPID(t)
-	name := "ktest-" + strconv.Itoa(dead) + "-0123456789abcdef.so"
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
+	for _, pid := range []int{deadPID(t), 1} {
+		t.Run(strconv.Itoa(pid), func(t *testing.T) {
+			dir := t.TempDir()
+			name := "ktest-" + strconv.Itoa(pid) + "-0123456789abcdef.so"
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+				t.Fatal(err)
+			}
+			_, dirfd, err := openDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(dirfd)
+			if removed := reap(dir, dirfd); len(removed) != 0 {
+				t.Errorf("reaped a locked file: %v", removed)
+			}
+			if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
+				t.Fatal(err)
+			}
+			if removed := reap(dir, dirfd); len(removed) != 1 || removed[0] != name {
+				t.Errorf("reaped %v, want [%s]", removed, name)
+			}
+		})
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
-		t.Fatal(err)
-	}
-	_, dirfd, err := openDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(dirfd)
-	if removed := reap(dir, dirfd); len(removed) != 0 {
-		t.Errorf("reaped a locked file: %v", removed)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
-		t.Fatal(err)
-	}
-	if removed := reap(dir, dirfd); len(removed) != 1 || removed[0] != name {
-		t.Errorf("reaped %v, want [%s]", removed, name)
+}
+
+// TestLockAndCheckReaped checks that a new file that a reaper took for
+// stale before its creator locked it (the reaper holds the exclusive lock,
+// or has removed the name) is reported as reaped, so that the creator tries
+// another name instead of failing or using a file no longer in the
+// directory.
+func TestLockAndCheckReaped(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		reaper func(t *testing.T, dir, path string)
+		reaped bool
+	}{
+		{"none", func(t *testing.T, dir, path string) {}, false},
+		{"locked", func(t *testing.T, dir, path string) {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"removed", func(t *testing.T, dir, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			_, dirfd, err := openDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(dirfd)
+			const name = "ktest-1-0123456789abcdef.so"
+			fd, err := unix.Openat(dirfd, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fd)
+			tt.reaper(t, dir, filepath.Join(dir, name))
+			reaped, err := lockAndCheck(dirfd, name, fd)
+			if err != nil || reaped != tt.reaped {
+				t.Errorf("have %v, %v; want %v, nil", reaped, err, tt.reaped)
+			}
+		})
 	}
 }
 

@@ -16,10 +16,16 @@ package dynsdt
 // hot path, and tracers can find the probes (usdtkit list -p PID) from
 // start-up rather than from the first hit. Before Load and after Close the
 // probe functions are no-ops and XxxEnabled reports false. Each probe is an
-// atomic.Pointer[Probe], nil when not loaded (a nil *Probe is disabled), so
-// Load and Close may race with firing: a disabled probe costs two loads
-// and a compare, and a String argument is copied only when the probe is
-// enabled.
+// atomic.Pointer[Probe] in one array, nil when not loaded (a nil *Probe is
+// disabled), so Load and Close may race with firing: a disabled probe costs
+// two loads and a compare, and a String argument is copied only when the
+// probe is enabled.
+//
+// The probes' declarations are one array literal of constants, which the
+// compiler lays out as static data, and Load and Close loop over them: the
+// code grows by one small function pair per probe, so compile time and
+// memory grow linearly. (A statement per probe in Load and Close made them
+// grow much faster: 4000 probes took minutes and gigabytes.)
 
 import (
 	"bytes"
@@ -111,17 +117,17 @@ func GenerateGo(p *ProviderSpec, pkg string) ([]byte, error) {
 	w("// /proc/PID/maps (usdtkit list -p PID). Every function is safe for\n")
 	w("// concurrent use, and Load and Close may race with firing.\n\n")
 
+	n := len(p.Probes)
 	w("var (\n")
 	w("dynsdtMu sync.Mutex\n")
 	w("dynsdtProvider *dynsdt.Provider // guarded by dynsdtMu\n\n")
-	for _, pr := range p.Probes {
-		w("probe%s atomic.Pointer[dynsdt.Probe]\n", goName(pr.Name))
-	}
+	w("// dynsdtProbes[i] is the probe dynsdtProbeSpecs[i] declares, nil when not\n")
+	w("// loaded.\n")
+	w("dynsdtProbes [%d]atomic.Pointer[dynsdt.Probe]\n", n)
 	w(")\n\n")
 
-	w("// dynsdtSpec returns a new declaration of provider %s.\n", p.Name)
-	w("func dynsdtSpec() *dynsdt.ProviderSpec {\n")
-	w("return &dynsdt.ProviderSpec{\nName: %q,\nProbes: []dynsdt.ProbeSpec{\n", p.Name)
+	w("// dynsdtProbeSpecs declares provider %s's probes.\n", p.Name)
+	w("var dynsdtProbeSpecs = [%d]dynsdt.ProbeSpec{\n", n)
 	for _, pr := range p.Probes {
 		w("{Name: %q", pr.Name)
 		if len(pr.Args) > 0 {
@@ -136,7 +142,12 @@ func GenerateGo(p *ProviderSpec, pkg string) ([]byte, error) {
 		}
 		w("},\n")
 	}
-	w("},\n}\n}\n\n")
+	w("}\n\n")
+
+	w("// dynsdtSpec returns the declaration of provider %s; it shares\n", p.Name)
+	w("// dynsdtProbeSpecs, which dynsdt.Load does not modify.\n")
+	w("func dynsdtSpec() *dynsdt.ProviderSpec {\n")
+	w("return &dynsdt.ProviderSpec{Name: %q, Probes: dynsdtProbeSpecs[:]}\n}\n\n", p.Name)
 
 	w(`// Load creates provider %[1]s's probes in this process. Until then, and
 // after Close, every probe function is a no-op and every XxxEnabled reports
@@ -153,11 +164,13 @@ func Load(opts *dynsdt.Options) error {
 		return err
 	}
 	dynsdtProvider = p
-`, p.Name)
-	for _, pr := range p.Probes {
-		w("probe%s.Store(p.Probe(%q))\n", goName(pr.Name), pr.Name)
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(p.Probe(dynsdtProbeSpecs[i].Name))
 	}
-	w("return nil\n}\n\n")
+	return nil
+}
+
+`, p.Name)
 
 	w(`// Close removes provider %s's probes from this process. Calling it again,
 // or before Load, returns nil.
@@ -167,11 +180,10 @@ func Close() error {
 	if dynsdtProvider == nil {
 		return nil
 	}
-`, p.Name)
-	for _, pr := range p.Probes {
-		w("probe%s.Store(nil)\n", goName(pr.Name))
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(nil)
 	}
-	w(`err := dynsdtProvider.Close()
+	err := dynsdtProvider.Close()
 	dynsdtProvider = nil
 	return err
 }
@@ -186,10 +198,10 @@ func Path() string {
 	}
 	return dynsdtProvider.Path()
 }
-`)
+`, p.Name)
 
-	for _, pr := range p.Probes {
-		writeGoProbe(&b, p.Name, pr)
+	for i, pr := range p.Probes {
+		writeGoProbe(&b, p.Name, i, pr)
 	}
 	if needs(Bool) {
 		w("\nfunc dynsdtBool(b bool) uint64 {\nif b {\nreturn 1\n}\nreturn 0\n}\n")
@@ -202,7 +214,7 @@ func Path() string {
 	return src, nil
 }
 
-func writeGoProbe(b *bytes.Buffer, provider string, pr ProbeSpec) {
+func writeGoProbe(b *bytes.Buffer, provider string, index int, pr ProbeSpec) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	g := goName(pr.Name)
 	var params, sig []string
@@ -213,7 +225,7 @@ func writeGoProbe(b *bytes.Buffer, provider string, pr ProbeSpec) {
 	w("\n// %s fires probe %s:%s(%s)\n", g, provider, pr.Name, strings.Join(sig, ", "))
 	w("// if a tracer has enabled it, and otherwise returns at once.\n")
 	w("func %s(%s) {\n", g, strings.Join(params, ", "))
-	w("if p := probe%s.Load(); p.Enabled() {\n", g)
+	w("if p := dynsdtProbes[%d].Load(); p.Enabled() {\n", index)
 	var fire, alive []string
 	for i, a := range pr.Args {
 		switch a {
@@ -239,7 +251,7 @@ func writeGoProbe(b *bytes.Buffer, provider string, pr ProbeSpec) {
 	w("}\n}\n\n")
 	w("// %sEnabled reports whether a tracer has enabled probe %s:%s;\n", g, provider, pr.Name)
 	w("// use it to skip work that only computes the probe's arguments.\n")
-	w("func %sEnabled() bool {\nreturn probe%s.Load().Enabled()\n}\n", g, g)
+	w("func %sEnabled() bool {\nreturn dynsdtProbes[%d].Load().Enabled()\n}\n", g, index)
 }
 
 // ParseProbeSpec parses a probe declared on the command line,

@@ -1,8 +1,15 @@
 package dynsdt
 
 import (
+	"crypto/rand"
 	"debug/elf"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // GenerateOptions are the options of GenerateFiles; nil means defaults.
@@ -49,4 +56,89 @@ func GenerateFiles(p *ProviderSpec, opts *GenerateOptions) ([]GeneratedFile, err
 		{p.Name + ".h", GenerateHeader(p)},
 		{p.Name + ".go", src},
 	}, nil
+}
+
+// ErrNotRegularFile is wrapped by WriteFiles' error when a file it is to
+// replace is a symbolic link, a directory or another non-regular file.
+var ErrNotRegularFile = errors.New("not a regular file")
+
+// WriteFiles writes files into dir, creating dir (mode 0755 before the
+// umask) if it is missing, and returns their paths. It never writes through
+// what dir holds: each file is written to a new temporary file created in
+// dir with O_EXCL|O_NOFOLLOW (mode 0644 before the umask) and renamed over
+// its name, so a symbolic link or hard link planted in dir is replaced, not
+// followed. A name that already is a symbolic link or not a regular file is
+// refused with an error wrapping ErrNotRegularFile, before anything is
+// written. Files written before an error stay.
+func WriteFiles(dir string, files []GeneratedFile) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	dirfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(dirfd)
+	for _, f := range files {
+		if f.Name == "" || f.Name != filepath.Base(f.Name) || f.Name == "." || f.Name == ".." {
+			return nil, fmt.Errorf("write %q: not a file name", f.Name)
+		}
+		var st unix.Stat_t
+		err := unix.Fstatat(dirfd, f.Name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+		case err != nil:
+			return nil, &os.PathError{Op: "stat", Path: filepath.Join(dir, f.Name), Err: err}
+		case st.Mode&unix.S_IFMT != unix.S_IFREG:
+			return nil, fmt.Errorf("%s: %w (remove it first)", filepath.Join(dir, f.Name), ErrNotRegularFile)
+		}
+	}
+	paths := make([]string, 0, len(files))
+	for _, f := range files {
+		if err := replaceFile(dirfd, f.Name, f.Data); err != nil {
+			return paths, fmt.Errorf("%s: %w", filepath.Join(dir, f.Name), err)
+		}
+		paths = append(paths, filepath.Join(dir, f.Name))
+	}
+	return paths, nil
+}
+
+// replaceFile writes data to a new file in dirfd and renames it to name.
+func replaceFile(dirfd int, name string, data []byte) error {
+	var fd int
+	var tmp string
+	for range 8 {
+		var r [8]byte
+		if _, err := rand.Read(r[:]); err != nil {
+			return err
+		}
+		tmp = "." + name + "." + hex.EncodeToString(r[:]) + ".tmp"
+		var err error
+		fd, err = unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+		if errors.Is(err, unix.EEXIST) {
+			fd = -1
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("create temporary file: %w", err)
+		}
+		break
+	}
+	if fd < 0 {
+		return fmt.Errorf("create temporary file: %w", unix.EEXIST)
+	}
+	err := writeAll(fd, data)
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
+	}
+	if err == nil {
+		// rename(2) replaces the entry name, whatever it is, and never
+		// follows it; a directory (which WriteFiles refused) makes it fail.
+		err = unix.Renameat(dirfd, tmp, dirfd, name)
+	}
+	if err != nil {
+		unix.Unlinkat(dirfd, tmp, 0)
+		return err
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package dynsdt
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -21,20 +22,119 @@ func macroName(provider, probe string) string {
 	return strings.ToUpper(provider + "_" + strings.ReplaceAll(probe, "__", "_"))
 }
 
+// cUnsafe are names a header must not declare as functions: keywords of
+// C (up to C23) and C++ (up to C++20), names <stdbool.h>, <stdint.h> and
+// <stddef.h> define, macros GCC predefines in its GNU modes, and names of
+// the C library and runtime that a program including the header is likely
+// to use too.
+var cUnsafe = wordSet(
+	// C
+	`auto break case char const continue default do double else enum extern float for goto if inline int long
+	register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+	_Alignas _Alignof _Atomic _BitInt _Bool _Complex _Decimal128 _Decimal32 _Decimal64 _Generic _Imaginary
+	_Noreturn _Static_assert _Thread_local alignas alignof bool constexpr false nullptr static_assert
+	thread_local true typeof typeof_unqual`,
+	// C++ (besides C's)
+	`and and_eq asm bitand bitor catch char8_t char16_t char32_t class co_await co_return co_yield compl concept
+	consteval constinit const_cast decltype delete dynamic_cast explicit export friend mutable namespace new
+	noexcept not not_eq operator or or_eq private protected public reinterpret_cast requires static_cast
+	template this throw try typeid typename using virtual wchar_t xor xor_eq`,
+	// <stdbool.h>, <stdint.h>, <stddef.h>
+	`int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t intmax_t uintmax_t
+	int_least8_t int_least16_t int_least32_t int_least64_t uint_least8_t uint_least16_t uint_least32_t
+	uint_least64_t int_fast8_t int_fast16_t int_fast32_t int_fast64_t uint_fast8_t uint_fast16_t uint_fast32_t
+	uint_fast64_t size_t ptrdiff_t max_align_t offsetof NULL`,
+	// GCC's predefined macros in -std=gnu* modes
+	`linux unix i386`,
+	// the C runtime and library
+	`main stdin stdout stderr errno environ assert EOF FILE`,
+)
+
+func wordSet(lists ...string) map[string]bool {
+	m := make(map[string]bool)
+	for _, l := range lists {
+		for _, w := range strings.Fields(l) {
+			m[w] = true
+		}
+	}
+	return m
+}
+
+// stdintMacro matches the object-like and function-like macros of
+// <stdint.h> (limits, widths and constant macros): a probe's macro must
+// not redefine them (provider int8, probe max → INT8_MAX).
+var stdintMacro = regexp.MustCompile(`^(U?INT(_LEAST|_FAST)?(8|16|32|64)|U?INTPTR|U?INTMAX|PTRDIFF|SIG_ATOMIC|SIZE|WCHAR|WINT)_(MIN|MAX|WIDTH|C)$`)
+
+// reservedName reports whether a C program may not declare name itself:
+// the C standard reserves names that begin with two underscores or an
+// underscore and a capital letter, and POSIX those that end in "_t".
+func reservedName(name string) bool {
+	return strings.HasPrefix(name, "__") ||
+		len(name) > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z' ||
+		strings.HasSuffix(name, "_t")
+}
+
+// headerProbe is what the header declares for one probe.
+type headerProbe struct {
+	// plain is whether to declare the stub by the probe's own name.
+	plain bool
+	// macro is the name of the probe's macros; "" for none, with why.
+	macro, noMacro string
+}
+
+// headerProbes decides, per probe of p, which names the header declares,
+// so that no declaration collides with a keyword, a name of the standard
+// headers or a macro of the header itself.
+func headerProbes(p *ProviderSpec) []headerProbe {
+	guard := headerGuard(p)
+	own := map[string]bool{guard: true, "USDTKIT_SEMAPHORE": true, "USDTKIT_UNLIKELY": true}
+	macros := make(map[string]string) // macro name → probe that has it
+	hs := make([]headerProbe, len(p.Probes))
+	for i, pr := range p.Probes {
+		m := macroName(p.Name, pr.Name)
+		other, dup := macros[m]
+		if !dup {
+			other, dup = macros[m+"_ENABLED"]
+		}
+		switch {
+		case dup:
+			hs[i].noMacro = "probe " + other + " has macros of these names"
+		case own[m] || own[m+"_ENABLED"] || stdintMacro.MatchString(m) || cUnsafe[m]:
+			hs[i].noMacro = "the name is taken by a standard header or this header"
+		default:
+			hs[i].macro = m
+			macros[m] = pr.Name
+			macros[m+"_ENABLED"] = pr.Name
+		}
+	}
+	for i, pr := range p.Probes {
+		_, isMacro := macros[pr.Name]
+		hs[i].plain = !cUnsafe[pr.Name] && !reservedName(pr.Name) && !isMacro && !own[pr.Name] && !stdintMacro.MatchString(pr.Name)
+	}
+	return hs
+}
+
+func headerGuard(p *ProviderSpec) string { return "USDTKIT_" + strings.ToUpper(p.Name) + "_H" }
+
 // GenerateHeader returns a C header for the shared object Build writes for
-// p (SOName), to be used from C or any FFI: per probe the prototype of its
-// stub, "void request__start(const char *, int32_t);", which fires the
-// probe when called; its semaphore, "extern volatile unsigned short
+// p (SOName), to be used from C or any FFI. Per probe it declares its
+// stub by its fire symbol (FireSymbol), "void
+// myapp_request__start_fire(const char *, int32_t);", which fires the probe
+// when called; its semaphore, "extern volatile unsigned short
 // myapp_request__start_semaphore;", non-zero while a tracer that uses
-// semaphores is attached; and, as dtrace -h names them,
-// MYAPP_REQUEST_START_ENABLED() and MYAPP_REQUEST_START(arg0, arg1). Two
-// probes whose macro names coincide (a__b and a_b) get macros only for the
-// first. p should be valid (Validate); an invalid p gives a header that does
-// not compile, never a panic.
+// semaphores is attached; as dtrace -h names them,
+// MYAPP_REQUEST_START_ENABLED() and MYAPP_REQUEST_START(arg0, arg1); and
+// the stub by the probe's own name too, "void request__start(const char *,
+// int32_t);", unless that name is a C or C++ keyword, reserved, or defined
+// by the standard headers, the C runtime (main, stdin, errno) or this
+// header's macros. Probes whose macro names coincide (a__b and a_b) get
+// macros only for the first, and no probe gets macros named like one of
+// <stdint.h> (INT8_MAX). p should be valid (Validate); an invalid p gives a
+// header that does not compile, never a panic.
 func GenerateHeader(p *ProviderSpec) []byte {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	guard := "USDTKIT_" + strings.ToUpper(p.Name) + "_H"
+	guard := headerGuard(p)
 	w("/* Code generated by usdtkit gen; DO NOT EDIT. */\n\n")
 	w("/*\n * USDT probes of provider %s, defined in %s: link with it or dlopen it.\n", p.Name, SOName(p.Name))
 	w(" * Calling a probe's function fires the probe; guard the call and the work\n")
@@ -53,8 +153,8 @@ func GenerateHeader(p *ProviderSpec) []byte {
 	w("#define USDTKIT_SEMAPHORE __attribute__((weak))\n#else\n#define USDTKIT_SEMAPHORE\n#endif\n#endif\n")
 	w("#ifndef USDTKIT_UNLIKELY\n#if defined(__GNUC__) || defined(__clang__)\n")
 	w("#define USDTKIT_UNLIKELY(x) __builtin_expect(!!(x), 0)\n#else\n#define USDTKIT_UNLIKELY(x) (x)\n#endif\n#endif\n")
-	macros := make(map[string]string)
-	for _, pr := range p.Probes {
+	for i, h := range headerProbes(p) {
+		pr := p.Probes[i]
 		var types, params []string
 		for i, a := range pr.Args {
 			c := "uint64_t" // invalid types: Validate would have said so
@@ -62,24 +162,30 @@ func GenerateHeader(p *ProviderSpec) []byte {
 				c = argC[a]
 			}
 			types = append(types, c)
+			// The macro's body names only the fire symbol, which ends
+			// in "_fire": argN never clashes with it.
 			params = append(params, fmt.Sprintf("arg%d", i))
 		}
 		proto := strings.Join(types, ", ")
 		if proto == "" {
 			proto = "void"
 		}
-		sem := SemaphoreSymbol(p.Name, pr.Name)
+		sem, fire := SemaphoreSymbol(p.Name, pr.Name), FireSymbol(p.Name, pr.Name)
 		w("\n/* %s:%s */\n", p.Name, pr.Name)
-		w("void %s(%s);\n", pr.Name, proto)
+		w("void %s(%s);\n", fire, proto)
 		w("extern volatile unsigned short %s USDTKIT_SEMAPHORE;\n", sem)
-		m := macroName(p.Name, pr.Name)
-		if other, dup := macros[m]; dup {
-			w("/* no %s_ENABLED() and %s(): probe %s has them */\n", m, m, other)
+		if h.plain {
+			w("void %s(%s);\n", pr.Name, proto)
+		} else {
+			w("/* no declaration named %s: the name is reserved or taken in C; call %s */\n", pr.Name, fire)
+		}
+		if h.macro == "" {
+			m := macroName(p.Name, pr.Name)
+			w("/* no %s_ENABLED() and %s(): %s */\n", m, m, h.noMacro)
 			continue
 		}
-		macros[m] = pr.Name
-		w("#define %s_ENABLED() USDTKIT_UNLIKELY(&%s != 0 && %s != 0)\n", m, sem, sem)
-		w("#define %s(%s) %s(%s)\n", m, strings.Join(params, ", "), pr.Name, strings.Join(params, ", "))
+		w("#define %s_ENABLED() USDTKIT_UNLIKELY(&%s != 0 && %s != 0)\n", h.macro, sem, sem)
+		w("#define %s(%s) %s(%s)\n", h.macro, strings.Join(params, ", "), fire, strings.Join(params, ", "))
 	}
 	w("\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* %s */\n", guard)
 	return b.Bytes()

@@ -53,6 +53,14 @@ func SemaphoreSymbol(provider, probe string) string {
 	return provider + "_" + probe + "_semaphore"
 }
 
+// FireSymbol returns the name of a second dynamic symbol of a probe's stub,
+// "<provider>_<probe>_fire", by which the generated C header calls it: the
+// probe's own name may be a C keyword, or name something the program or
+// the C library defines (main, stdin), which would take precedence.
+func FireSymbol(provider, probe string) string {
+	return provider + "_" + probe + "_fire"
+}
+
 // SOName returns the DT_SONAME of the object Build writes for provider:
 // "<provider>.so", the file name usdtkit gen writes it to.
 func SOName(provider string) string { return provider + ".so" }
@@ -111,7 +119,7 @@ const (
 //
 // Errors wrap ErrSpec for an invalid spec (see ProviderSpec.Validate), a
 // provider without probes, or a probe named like another probe's semaphore
-// symbol; and ErrUnsupportedMachine for another m.
+// or fire symbol; and ErrUnsupportedMachine for another m.
 func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	if p == nil {
 		return nil, fmt.Errorf("nil provider spec: %w", ErrSpec)
@@ -132,21 +140,22 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	}
 	bo := binary.LittleEndian
 
-	// .dynstr: the soname, then per probe its stub's and its semaphore's
-	// symbol names. nameOff[2i] and nameOff[2i+1] are their offsets.
+	// .dynstr: the soname, then per probe the names of its symbols (symsPerProbe:
+	// stub, semaphore, stub's fire alias). nameOff[symsPerProbe*i+k] is
+	// the offset of probe i's k-th name.
 	soname := SOName(p.Name)
 	strsz := 1 + len(soname) + 1
 	for _, pr := range p.Probes {
-		strsz += len(pr.Name) + 1 + len(p.Name) + 1 + len(pr.Name) + len("__semaphore") + 1
+		strsz += len(pr.Name) + 1 + len(SemaphoreSymbol(p.Name, pr.Name)) + 1 + len(FireSymbol(p.Name, pr.Name)) + 1
 	}
 	dynstr := make([]byte, 1, strsz)
 	dynstr = append(append(dynstr, soname...), 0)
-	nameOff := make([]uint32, 2*n)
-	for i, pr := range p.Probes {
-		nameOff[2*i] = uint32(len(dynstr))
-		dynstr = append(append(dynstr, pr.Name...), 0)
-		nameOff[2*i+1] = uint32(len(dynstr))
-		dynstr = append(append(append(append(append(dynstr, p.Name...), '_'), pr.Name...), "_semaphore"...), 0)
+	nameOff := make([]uint32, 0, symsPerProbe*n)
+	for _, pr := range p.Probes {
+		for _, name := range [symsPerProbe]string{pr.Name, SemaphoreSymbol(p.Name, pr.Name), FireSymbol(p.Name, pr.Name)} {
+			nameOff = append(nameOff, uint32(len(dynstr)))
+			dynstr = append(append(dynstr, name...), 0)
+		}
 	}
 
 	// Layout: every allocated section's address is its file offset, and
@@ -154,7 +163,7 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	// elfnotes.Builder places sections (each at its alignment, the first
 	// of a PT_LOAD at an offset congruent to its address), so the Builder
 	// puts every section exactly where we say.
-	nsym := 1 + 2*n
+	nsym := 1 + symsPerProbe*n
 	nbucket := nsym/2 + 1
 	hashSize := uint64(4 * (2 + nbucket + nsym))
 	off := uint64(ehdrSize + numProgs*phdrSize)
@@ -192,12 +201,15 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 		obj.Semaphores[i] = probesAddr + uint64(2*i)
 	}
 
-	// .dynsym: the null symbol, then per probe the stub (FUNC) and the
-	// semaphore (OBJECT), all GLOBAL with default visibility.
+	// .dynsym: the null symbol, then per probe the stub (FUNC), the
+	// semaphore (OBJECT) and the stub's fire alias (FUNC), all GLOBAL with
+	// default visibility.
 	dynsym := make([]byte, nsym*symSize)
 	for i := range p.Probes {
-		putSym(dynsym[(1+2*i)*symSize:], nameOff[2*i], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(mach.stub)))
-		putSym(dynsym[(2+2*i)*symSize:], nameOff[2*i+1], elf.STT_OBJECT, secProbes, obj.Semaphores[i], 2)
+		k := symsPerProbe * i
+		putSym(dynsym[(1+k)*symSize:], nameOff[k], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(mach.stub)))
+		putSym(dynsym[(2+k)*symSize:], nameOff[k+1], elf.STT_OBJECT, secProbes, obj.Semaphores[i], 2)
+		putSym(dynsym[(3+k)*symSize:], nameOff[k+2], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(mach.stub)))
 	}
 
 	hash := make([]byte, hashSize)
@@ -288,8 +300,13 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	return obj, nil
 }
 
+// symsPerProbe is the number of dynamic symbols per probe: the stub, the
+// semaphore and the stub's fire alias.
+const symsPerProbe = 3
+
 // checkSymbolClash rejects a probe whose stub symbol would have the name of
-// another probe's semaphore symbol: dlsym could find only one of them.
+// another probe's semaphore or fire symbol: dlsym could find only one of
+// them.
 func checkSymbolClash(p *ProviderSpec) error {
 	prefix := p.Name + "_"
 	var names map[string]bool
@@ -298,18 +315,20 @@ func checkSymbolClash(p *ProviderSpec) error {
 		if !ok {
 			continue
 		}
-		mid, ok = strings.CutSuffix(mid, "_semaphore")
-		if !ok {
-			continue
-		}
-		if names == nil {
-			names = make(map[string]bool, len(p.Probes))
-			for _, q := range p.Probes {
-				names[q.Name] = true
+		for _, suffix := range []string{"_semaphore", "_fire"} {
+			mid, ok := strings.CutSuffix(mid, suffix)
+			if !ok {
+				continue
 			}
-		}
-		if names[mid] {
-			return fmt.Errorf("provider %s: probe %s has the name of probe %s's semaphore symbol: %w", p.Name, pr.Name, mid, ErrSpec)
+			if names == nil {
+				names = make(map[string]bool, len(p.Probes))
+				for _, q := range p.Probes {
+					names[q.Name] = true
+				}
+			}
+			if names[mid] {
+				return fmt.Errorf("provider %s: probe %s has the name of probe %s's %s symbol: %w", p.Name, pr.Name, mid, suffix[1:], ErrSpec)
+			}
 		}
 	}
 	return nil

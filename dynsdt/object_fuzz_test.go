@@ -95,11 +95,12 @@ func FuzzBuild(f *testing.F) {
 	})
 }
 
-// clash reports whether a probe is named like another's semaphore symbol.
+// clash reports whether a probe is named like another's semaphore or fire
+// symbol.
 func clash(p *dynsdt.ProviderSpec) bool {
 	for _, a := range p.Probes {
 		for _, b := range p.Probes {
-			if a.Name == dynsdt.SemaphoreSymbol(p.Name, b.Name) {
+			if a.Name == dynsdt.SemaphoreSymbol(p.Name, b.Name) || a.Name == dynsdt.FireSymbol(p.Name, b.Name) {
 				return true
 			}
 		}

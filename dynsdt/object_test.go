@@ -306,7 +306,9 @@ func TestBuildLayout(t *testing.T) {
 					elf.Symbol{Name: p.Name, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC),
 						Section: elf.SectionIndex(slices.Index(f.Sections, text)), Value: obj.Stubs[i], Size: uint64(len(stubs[m]))},
 					elf.Symbol{Name: "myapp_" + p.Name + "_semaphore", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_OBJECT),
-						Section: elf.SectionIndex(slices.Index(f.Sections, probes)), Value: obj.Semaphores[i], Size: 2})
+						Section: elf.SectionIndex(slices.Index(f.Sections, probes)), Value: obj.Semaphores[i], Size: 2},
+					elf.Symbol{Name: "myapp_" + p.Name + "_fire", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC),
+						Section: elf.SectionIndex(slices.Index(f.Sections, text)), Value: obj.Stubs[i], Size: uint64(len(stubs[m]))})
 			}
 			if !slices.Equal(syms, want) {
 				t.Errorf("have symbols %+v\nwant %+v", syms, want)
@@ -389,6 +391,7 @@ func TestBuildErrors(t *testing.T) {
 		{"invalid type", &dynsdt.ProviderSpec{Name: "a", Probes: []dynsdt.ProbeSpec{{Name: "p", Args: []dynsdt.ArgType{dynsdt.ArgInvalid}}}}, elf.EM_X86_64, dynsdt.ErrSpec},
 		{"no probes", &dynsdt.ProviderSpec{Name: "a"}, elf.EM_X86_64, dynsdt.ErrSpec},
 		{"symbol clash", &dynsdt.ProviderSpec{Name: "a", Probes: []dynsdt.ProbeSpec{{Name: "a_p_semaphore"}, {Name: "p"}}}, elf.EM_X86_64, dynsdt.ErrSpec},
+		{"fire symbol clash", &dynsdt.ProviderSpec{Name: "a", Probes: []dynsdt.ProbeSpec{{Name: "p"}, {Name: "a_p_fire"}}}, elf.EM_X86_64, dynsdt.ErrSpec},
 		{"machine", &dynsdt.ProviderSpec{Name: "a", Probes: ok}, elf.EM_RISCV, dynsdt.ErrUnsupportedMachine},
 	}
 	for _, tt := range tests {

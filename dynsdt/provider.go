@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -54,9 +53,10 @@ type Provider struct {
 // which keeps the address range mapped for Fires in flight — and, if Close
 // was not called, removes the file too.
 type resources struct {
-	img  *image
-	file string // the object file to remove; "" for a memfd or once removed
-	fd   int    // the object file, holding its lock; -1 if none
+	img   *image
+	file  string // the object file's name in dirfd; "" for a memfd or once removed
+	fd    int    // the object file, holding its lock; -1 if none
+	dirfd int    // the directory holding file; -1 if none
 }
 
 // release frees what is left; only for Load's failures and the cleanup.
@@ -65,10 +65,13 @@ func (r *resources) release() {
 		r.img.unmap()
 	}
 	if r.file != "" {
-		os.Remove(r.file)
+		removeObjectFile(r.dirfd, r.file, r.fd)
 	}
 	if r.fd >= 0 {
 		unix.Close(r.fd)
+	}
+	if r.dirfd >= 0 {
+		unix.Close(r.dirfd)
 	}
 }
 
@@ -110,7 +113,7 @@ func Load(spec *ProviderSpec, opts *Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := loader{p: &Provider{name: spec.Name, res: &resources{fd: -1}}, fd: -1}
+	l := loader{p: &Provider{name: spec.Name, res: &resources{fd: -1, dirfd: -1}}, fd: -1}
 	defer l.close()
 	if err := l.create(obj, opts); err != nil {
 		return nil, fmt.Errorf("load provider %s: %w", spec.Name, err)
@@ -143,38 +146,21 @@ func (l *loader) close() {
 // create writes obj to a memfd or a new file and sets the Provider's path.
 func (l *loader) create(obj *Object, opts *Options) error {
 	p := l.p
+	var err error
 	if opts.Memfd {
-		fd, err := unix.MemfdCreate(SOName(p.name), unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-		if err != nil {
-			if errors.Is(err, unix.ENOSYS) {
-				err = fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
-			}
-			return fmt.Errorf("memfd_create: %w", err)
+		err = l.createMemfd(obj)
+	} else if err = l.createFile(obj, opts.Dir); err != nil && opts.Dir == "" {
+		// Anyone may create usdtkit-<euid> in /tmp before us, as
+		// another user's directory, a symbolic link or with mode 0777:
+		// that must not stop every Load.
+		if merr := l.createMemfd(obj); merr != nil {
+			err = fmt.Errorf("%w; memfd instead: %w", err, merr)
+		} else {
+			err = nil
 		}
-		l.fd = fd
-		if err := writeAll(fd, obj.Bytes); err != nil {
-			return fmt.Errorf("write memfd: %w", err)
-		}
-		// Nobody may change the object under the tracers' feet; the
-		// mappings are private, so sealing writes does not stop the
-		// kernel from writing breakpoints into this process's copy.
-		const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
-			return fmt.Errorf("seal memfd: %w", err)
-		}
-	} else {
-		dir, dirfd, err := openDir(opts.Dir)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(dirfd)
-		reap(dir, dirfd)
-		name, fd, err := createObjectFile(dirfd, p.name, obj.Bytes)
-		if err != nil {
-			return fmt.Errorf("%s: %w", dir, err)
-		}
-		p.res.fd = fd
-		p.res.file = filepath.Join(dir, name)
+	}
+	if err != nil {
+		return err
 	}
 	fd := l.fd
 	if p.res.fd >= 0 {
@@ -199,6 +185,48 @@ func (l *loader) create(obj *Object, opts *Options) error {
 		l.fd = -1
 	}
 	return err
+}
+
+// createFile writes obj to a new file in dir (openDir) and hands the
+// file, its name and its directory to the Provider's resources.
+func (l *loader) createFile(obj *Object, dir string) error {
+	dir, dirfd, err := openDir(dir)
+	if err != nil {
+		return err
+	}
+	reap(dir, dirfd)
+	name, fd, err := createObjectFile(dirfd, l.p.name, obj.Bytes)
+	if err != nil {
+		unix.Close(dirfd)
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	r := l.p.res
+	r.dirfd, r.fd, r.file = dirfd, fd, name
+	return nil
+}
+
+// createMemfd writes obj to a new sealed memfd, which l then owns.
+func (l *loader) createMemfd(obj *Object) error {
+	p := l.p
+	fd, err := unix.MemfdCreate(SOName(p.name), unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		if errors.Is(err, unix.ENOSYS) {
+			err = fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
+		}
+		return fmt.Errorf("memfd_create: %w", err)
+	}
+	l.fd = fd
+	if err := writeAll(fd, obj.Bytes); err != nil {
+		return fmt.Errorf("write memfd: %w", err)
+	}
+	// Nobody may change the object under the tracers' feet; the
+	// mappings are private, so sealing writes does not stop the
+	// kernel from writing breakpoints into this process's copy.
+	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals); err != nil {
+		return fmt.Errorf("seal memfd: %w", err)
+	}
+	return nil
 }
 
 // mapProbes fills in the Provider's probes from the mapped object.
@@ -238,7 +266,7 @@ func (p *Provider) Close() error {
 		errs = append(errs, err)
 	}
 	if r.file != "" {
-		if err := os.Remove(r.file); err != nil {
+		if err := removeObjectFile(r.dirfd, r.file, r.fd); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -248,7 +276,10 @@ func (p *Provider) Close() error {
 			errs = append(errs, fmt.Errorf("close %s: %w", r.file, err))
 		}
 	}
-	r.file, r.fd = "", -1
+	if r.dirfd >= 0 {
+		unix.Close(r.dirfd)
+	}
+	r.file, r.fd, r.dirfd = "", -1, -1
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close provider %s: %w", p.name, err)
 	}

@@ -46,7 +46,8 @@ func TestArm64UnderQemu(t *testing.T) {
 		// binfmt_misc entry for qemu: the "reap" subtest below does its
 		// part from here.
 		want := []string{
-			"TestParseObjectName", "TestReapLocked",
+			"TestParseObjectName", "TestReapLocked", "TestLockAndCheckReaped",
+			"TestLoadHostileDefaultDir", "TestCloseThroughDir",
 			"TestFireABI", "TestFireAlignment", "TestFireMethod",
 			"TestLoad", "TestLoadErrors", "TestFireAllocs", "TestCloseWhileFiring",
 			"TestLoadedStubs", "ExampleLoad",
@@ -96,8 +97,8 @@ func TestArm64UnderQemu(t *testing.T) {
 		if have, want := regularFiles(t, dir), baseNames(livePath, nextPath); !slices.Equal(have, want) {
 			t.Errorf("after the next Load: have %q, want %q", have, want)
 		}
-		// qemu-user passes getpid through: the name carries the PID the
-		// reaper checks.
+		// qemu-user passes getpid through: the name carries the process's
+		// PID.
 		prefix := "ktest-" + strconv.Itoa(next.Process.Pid) + "-"
 		if !strings.HasPrefix(filepath.Base(nextPath), prefix) {
 			t.Errorf("object file %s, want prefix %s", filepath.Base(nextPath), prefix)

@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -76,17 +75,11 @@ func runGen(cmd *cobra.Command, o *genOptions, args []string) error {
 		}
 		files = append(files, fs...)
 	}
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
-		return err
-	}
-	for _, f := range files {
-		path := filepath.Join(o.dir, f.Name)
-		if err := os.WriteFile(path, f.Data, 0o644); err != nil {
-			return err
-		}
+	paths, err := dynsdt.WriteFiles(o.dir, files)
+	for _, path := range paths {
 		fmt.Fprintln(cmd.OutOrStdout(), path)
 	}
-	return nil
+	return err
 }
 
 // genProviders returns the providers of the .d file in args, or the one

@@ -240,3 +240,27 @@ func writeBad(t *testing.T) string {
 	}
 	return path
 }
+
+// TestGenSymlink plants a symbolic link to another file under an output
+// name: gen must refuse it and leave that file as it was.
+func TestGenSymlink(t *testing.T) {
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("victim\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(victim, filepath.Join(dir, "myapp.h")); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), append([]string{"gen", "-o", dir}, genFlags...), &stdout, &stderr)
+	if code != 1 || stdout.Len() != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and no stdout", code, stdout.String(), stderr.String())
+	}
+	if b := readFile(t, victim); string(b) != "victim\n" {
+		t.Errorf("victim overwritten through the symbolic link: %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "myapp.h")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("myapp.h: %v, %v; want the symbolic link left alone", fi, err)
+	}
+}

@@ -23,9 +23,13 @@ if ! command -v "$GO" >/dev/null 2>&1; then
 	fi
 fi
 
-echo "building $BIN and $SERVER"
+# The first build compiles cilium/ebpf and the standard library and may
+# take a minute or more: say what is going on before each long step.
+echo "building usdtkit ($BIN)... (the first build may take a minute)"
 CGO_ENABLED=0 "$GO" build -trimpath -ldflags="-s -w" -o "$BIN" ./cmd/usdtkit
+echo "building examples/go-server ($SERVER)..."
 CGO_ENABLED=0 "$GO" build -trimpath -o "$SERVER" ./examples/go-server
+echo "starting server..."
 
 ready=$(mktemp)
 # 12 requests 200 ms apart, sent once the tracer has enabled the probes.
@@ -52,6 +56,7 @@ done
 echo "go-server: $(cat "$ready")"
 file=$(awk '{print $NF}' "$ready")
 
+echo "tracing for 3s..."
 echo "+ $BIN trace -p $pid 'usdt::server:*' -d 3s -F ... -F ..."
 "$BIN" trace -p "$pid" 'usdt::server:*' -d 3s \
 	-F 'server:request__start="start #%d %s", arg1, str(arg0)' \

@@ -19,71 +19,47 @@ var (
 	dynsdtMu       sync.Mutex
 	dynsdtProvider *dynsdt.Provider // guarded by dynsdtMu
 
-	probeTxnBegin                 atomic.Pointer[dynsdt.Probe]
-	probeTxnCommit                atomic.Pointer[dynsdt.Probe]
-	probeTxnAbort                 atomic.Pointer[dynsdt.Probe]
-	probeLatchAcquire             atomic.Pointer[dynsdt.Probe]
-	probeLatchRelease             atomic.Pointer[dynsdt.Probe]
-	probeLatchWaitStart           atomic.Pointer[dynsdt.Probe]
-	probeLatchWaitDone            atomic.Pointer[dynsdt.Probe]
-	probeLatchTryAcquire          atomic.Pointer[dynsdt.Probe]
-	probeLatchTryAcquireFail      atomic.Pointer[dynsdt.Probe]
-	probeLockWaitStart            atomic.Pointer[dynsdt.Probe]
-	probeLockWaitDone             atomic.Pointer[dynsdt.Probe]
-	probeStmtParseStart           atomic.Pointer[dynsdt.Probe]
-	probeStmtParseDone            atomic.Pointer[dynsdt.Probe]
-	probeStmtExecuteStart         atomic.Pointer[dynsdt.Probe]
-	probeStmtExecuteDone          atomic.Pointer[dynsdt.Probe]
-	probeSortStart                atomic.Pointer[dynsdt.Probe]
-	probeSortDone                 atomic.Pointer[dynsdt.Probe]
-	probePageReadStart            atomic.Pointer[dynsdt.Probe]
-	probePageReadDone             atomic.Pointer[dynsdt.Probe]
-	probePageFlushStart           atomic.Pointer[dynsdt.Probe]
-	probePageSyncWritten          atomic.Pointer[dynsdt.Probe]
-	probeDeadlockFound            atomic.Pointer[dynsdt.Probe]
-	probeCheckpointStart          atomic.Pointer[dynsdt.Probe]
-	probeCheckpointDone           atomic.Pointer[dynsdt.Probe]
-	probeLogInsert                atomic.Pointer[dynsdt.Probe]
-	probeLogSwitch                atomic.Pointer[dynsdt.Probe]
-	probeLogBufferWriteDirtyStart atomic.Pointer[dynsdt.Probe]
-	probeLogBufferWriteDirtyDone  atomic.Pointer[dynsdt.Probe]
+	// dynsdtProbes[i] is the probe dynsdtProbeSpecs[i] declares, nil when not
+	// loaded.
+	dynsdtProbes [28]atomic.Pointer[dynsdt.Probe]
 )
 
-// dynsdtSpec returns a new declaration of provider dbserver.
+// dynsdtProbeSpecs declares provider dbserver's probes.
+var dynsdtProbeSpecs = [28]dynsdt.ProbeSpec{
+	{Name: "txn__begin", Args: []dynsdt.ArgType{dynsdt.Uint32}},
+	{Name: "txn__commit", Args: []dynsdt.ArgType{dynsdt.Uint32}},
+	{Name: "txn__abort", Args: []dynsdt.ArgType{dynsdt.Uint32}},
+	{Name: "latch__acquire", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
+	{Name: "latch__release", Args: []dynsdt.ArgType{dynsdt.String}},
+	{Name: "latch__wait__start", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
+	{Name: "latch__wait__done", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
+	{Name: "latch__try__acquire", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
+	{Name: "latch__try__acquire__fail", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
+	{Name: "lock__wait__start", Args: []dynsdt.ArgType{dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32}},
+	{Name: "lock__wait__done", Args: []dynsdt.ArgType{dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32}},
+	{Name: "stmt__parse__start", Args: []dynsdt.ArgType{dynsdt.String}},
+	{Name: "stmt__parse__done", Args: []dynsdt.ArgType{dynsdt.String}},
+	{Name: "stmt__execute__start"},
+	{Name: "stmt__execute__done"},
+	{Name: "sort__start", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Uint8, dynsdt.Int32, dynsdt.Int32, dynsdt.Uint8, dynsdt.Int32}},
+	{Name: "sort__done", Args: []dynsdt.ArgType{dynsdt.Uint8, dynsdt.Int64}},
+	{Name: "page__read__start", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32, dynsdt.Uint8}},
+	{Name: "page__read__done", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32, dynsdt.Uint8, dynsdt.Uint8}},
+	{Name: "page__flush__start", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32}},
+	{Name: "page__sync__written", Args: []dynsdt.ArgType{dynsdt.Int32}},
+	{Name: "deadlock__found"},
+	{Name: "checkpoint__start", Args: []dynsdt.ArgType{dynsdt.Int32}},
+	{Name: "checkpoint__done", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32, dynsdt.Int32, dynsdt.Int32, dynsdt.Int32}},
+	{Name: "log__insert", Args: []dynsdt.ArgType{dynsdt.Uint8, dynsdt.Uint8}},
+	{Name: "log__switch"},
+	{Name: "log__buffer__write__dirty__start"},
+	{Name: "log__buffer__write__dirty__done"},
+}
+
+// dynsdtSpec returns the declaration of provider dbserver; it shares
+// dynsdtProbeSpecs, which dynsdt.Load does not modify.
 func dynsdtSpec() *dynsdt.ProviderSpec {
-	return &dynsdt.ProviderSpec{
-		Name: "dbserver",
-		Probes: []dynsdt.ProbeSpec{
-			{Name: "txn__begin", Args: []dynsdt.ArgType{dynsdt.Uint32}},
-			{Name: "txn__commit", Args: []dynsdt.ArgType{dynsdt.Uint32}},
-			{Name: "txn__abort", Args: []dynsdt.ArgType{dynsdt.Uint32}},
-			{Name: "latch__acquire", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
-			{Name: "latch__release", Args: []dynsdt.ArgType{dynsdt.String}},
-			{Name: "latch__wait__start", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
-			{Name: "latch__wait__done", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
-			{Name: "latch__try__acquire", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
-			{Name: "latch__try__acquire__fail", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
-			{Name: "lock__wait__start", Args: []dynsdt.ArgType{dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32}},
-			{Name: "lock__wait__done", Args: []dynsdt.ArgType{dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32}},
-			{Name: "stmt__parse__start", Args: []dynsdt.ArgType{dynsdt.String}},
-			{Name: "stmt__parse__done", Args: []dynsdt.ArgType{dynsdt.String}},
-			{Name: "stmt__execute__start"},
-			{Name: "stmt__execute__done"},
-			{Name: "sort__start", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Uint8, dynsdt.Int32, dynsdt.Int32, dynsdt.Uint8, dynsdt.Int32}},
-			{Name: "sort__done", Args: []dynsdt.ArgType{dynsdt.Uint8, dynsdt.Int64}},
-			{Name: "page__read__start", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32, dynsdt.Uint8}},
-			{Name: "page__read__done", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32, dynsdt.Uint8, dynsdt.Uint8}},
-			{Name: "page__flush__start", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32}},
-			{Name: "page__sync__written", Args: []dynsdt.ArgType{dynsdt.Int32}},
-			{Name: "deadlock__found"},
-			{Name: "checkpoint__start", Args: []dynsdt.ArgType{dynsdt.Int32}},
-			{Name: "checkpoint__done", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32, dynsdt.Int32, dynsdt.Int32, dynsdt.Int32}},
-			{Name: "log__insert", Args: []dynsdt.ArgType{dynsdt.Uint8, dynsdt.Uint8}},
-			{Name: "log__switch"},
-			{Name: "log__buffer__write__dirty__start"},
-			{Name: "log__buffer__write__dirty__done"},
-		},
-	}
+	return &dynsdt.ProviderSpec{Name: "dbserver", Probes: dynsdtProbeSpecs[:]}
 }
 
 // Load creates provider dbserver's probes in this process. Until then, and
@@ -101,34 +77,9 @@ func Load(opts *dynsdt.Options) error {
 		return err
 	}
 	dynsdtProvider = p
-	probeTxnBegin.Store(p.Probe("txn__begin"))
-	probeTxnCommit.Store(p.Probe("txn__commit"))
-	probeTxnAbort.Store(p.Probe("txn__abort"))
-	probeLatchAcquire.Store(p.Probe("latch__acquire"))
-	probeLatchRelease.Store(p.Probe("latch__release"))
-	probeLatchWaitStart.Store(p.Probe("latch__wait__start"))
-	probeLatchWaitDone.Store(p.Probe("latch__wait__done"))
-	probeLatchTryAcquire.Store(p.Probe("latch__try__acquire"))
-	probeLatchTryAcquireFail.Store(p.Probe("latch__try__acquire__fail"))
-	probeLockWaitStart.Store(p.Probe("lock__wait__start"))
-	probeLockWaitDone.Store(p.Probe("lock__wait__done"))
-	probeStmtParseStart.Store(p.Probe("stmt__parse__start"))
-	probeStmtParseDone.Store(p.Probe("stmt__parse__done"))
-	probeStmtExecuteStart.Store(p.Probe("stmt__execute__start"))
-	probeStmtExecuteDone.Store(p.Probe("stmt__execute__done"))
-	probeSortStart.Store(p.Probe("sort__start"))
-	probeSortDone.Store(p.Probe("sort__done"))
-	probePageReadStart.Store(p.Probe("page__read__start"))
-	probePageReadDone.Store(p.Probe("page__read__done"))
-	probePageFlushStart.Store(p.Probe("page__flush__start"))
-	probePageSyncWritten.Store(p.Probe("page__sync__written"))
-	probeDeadlockFound.Store(p.Probe("deadlock__found"))
-	probeCheckpointStart.Store(p.Probe("checkpoint__start"))
-	probeCheckpointDone.Store(p.Probe("checkpoint__done"))
-	probeLogInsert.Store(p.Probe("log__insert"))
-	probeLogSwitch.Store(p.Probe("log__switch"))
-	probeLogBufferWriteDirtyStart.Store(p.Probe("log__buffer__write__dirty__start"))
-	probeLogBufferWriteDirtyDone.Store(p.Probe("log__buffer__write__dirty__done"))
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(p.Probe(dynsdtProbeSpecs[i].Name))
+	}
 	return nil
 }
 
@@ -140,34 +91,9 @@ func Close() error {
 	if dynsdtProvider == nil {
 		return nil
 	}
-	probeTxnBegin.Store(nil)
-	probeTxnCommit.Store(nil)
-	probeTxnAbort.Store(nil)
-	probeLatchAcquire.Store(nil)
-	probeLatchRelease.Store(nil)
-	probeLatchWaitStart.Store(nil)
-	probeLatchWaitDone.Store(nil)
-	probeLatchTryAcquire.Store(nil)
-	probeLatchTryAcquireFail.Store(nil)
-	probeLockWaitStart.Store(nil)
-	probeLockWaitDone.Store(nil)
-	probeStmtParseStart.Store(nil)
-	probeStmtParseDone.Store(nil)
-	probeStmtExecuteStart.Store(nil)
-	probeStmtExecuteDone.Store(nil)
-	probeSortStart.Store(nil)
-	probeSortDone.Store(nil)
-	probePageReadStart.Store(nil)
-	probePageReadDone.Store(nil)
-	probePageFlushStart.Store(nil)
-	probePageSyncWritten.Store(nil)
-	probeDeadlockFound.Store(nil)
-	probeCheckpointStart.Store(nil)
-	probeCheckpointDone.Store(nil)
-	probeLogInsert.Store(nil)
-	probeLogSwitch.Store(nil)
-	probeLogBufferWriteDirtyStart.Store(nil)
-	probeLogBufferWriteDirtyDone.Store(nil)
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(nil)
+	}
 	err := dynsdtProvider.Close()
 	dynsdtProvider = nil
 	return err
@@ -187,7 +113,7 @@ func Path() string {
 // TxnBegin fires probe dbserver:txn__begin(uint32)
 // if a tracer has enabled it, and otherwise returns at once.
 func TxnBegin(arg0 uint32) {
-	if p := probeTxnBegin.Load(); p.Enabled() {
+	if p := dynsdtProbes[0].Load(); p.Enabled() {
 		p.Fire(uint64(arg0))
 	}
 }
@@ -195,13 +121,13 @@ func TxnBegin(arg0 uint32) {
 // TxnBeginEnabled reports whether a tracer has enabled probe dbserver:txn__begin;
 // use it to skip work that only computes the probe's arguments.
 func TxnBeginEnabled() bool {
-	return probeTxnBegin.Load().Enabled()
+	return dynsdtProbes[0].Load().Enabled()
 }
 
 // TxnCommit fires probe dbserver:txn__commit(uint32)
 // if a tracer has enabled it, and otherwise returns at once.
 func TxnCommit(arg0 uint32) {
-	if p := probeTxnCommit.Load(); p.Enabled() {
+	if p := dynsdtProbes[1].Load(); p.Enabled() {
 		p.Fire(uint64(arg0))
 	}
 }
@@ -209,13 +135,13 @@ func TxnCommit(arg0 uint32) {
 // TxnCommitEnabled reports whether a tracer has enabled probe dbserver:txn__commit;
 // use it to skip work that only computes the probe's arguments.
 func TxnCommitEnabled() bool {
-	return probeTxnCommit.Load().Enabled()
+	return dynsdtProbes[1].Load().Enabled()
 }
 
 // TxnAbort fires probe dbserver:txn__abort(uint32)
 // if a tracer has enabled it, and otherwise returns at once.
 func TxnAbort(arg0 uint32) {
-	if p := probeTxnAbort.Load(); p.Enabled() {
+	if p := dynsdtProbes[2].Load(); p.Enabled() {
 		p.Fire(uint64(arg0))
 	}
 }
@@ -223,13 +149,13 @@ func TxnAbort(arg0 uint32) {
 // TxnAbortEnabled reports whether a tracer has enabled probe dbserver:txn__abort;
 // use it to skip work that only computes the probe's arguments.
 func TxnAbortEnabled() bool {
-	return probeTxnAbort.Load().Enabled()
+	return dynsdtProbes[2].Load().Enabled()
 }
 
 // LatchAcquire fires probe dbserver:latch__acquire(string, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func LatchAcquire(arg0 string, arg1 int32) {
-	if p := probeLatchAcquire.Load(); p.Enabled() {
+	if p := dynsdtProbes[3].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0), uint64(arg1))
 		runtime.KeepAlive(s0)
@@ -239,13 +165,13 @@ func LatchAcquire(arg0 string, arg1 int32) {
 // LatchAcquireEnabled reports whether a tracer has enabled probe dbserver:latch__acquire;
 // use it to skip work that only computes the probe's arguments.
 func LatchAcquireEnabled() bool {
-	return probeLatchAcquire.Load().Enabled()
+	return dynsdtProbes[3].Load().Enabled()
 }
 
 // LatchRelease fires probe dbserver:latch__release(string)
 // if a tracer has enabled it, and otherwise returns at once.
 func LatchRelease(arg0 string) {
-	if p := probeLatchRelease.Load(); p.Enabled() {
+	if p := dynsdtProbes[4].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0))
 		runtime.KeepAlive(s0)
@@ -255,13 +181,13 @@ func LatchRelease(arg0 string) {
 // LatchReleaseEnabled reports whether a tracer has enabled probe dbserver:latch__release;
 // use it to skip work that only computes the probe's arguments.
 func LatchReleaseEnabled() bool {
-	return probeLatchRelease.Load().Enabled()
+	return dynsdtProbes[4].Load().Enabled()
 }
 
 // LatchWaitStart fires probe dbserver:latch__wait__start(string, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func LatchWaitStart(arg0 string, arg1 int32) {
-	if p := probeLatchWaitStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[5].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0), uint64(arg1))
 		runtime.KeepAlive(s0)
@@ -271,13 +197,13 @@ func LatchWaitStart(arg0 string, arg1 int32) {
 // LatchWaitStartEnabled reports whether a tracer has enabled probe dbserver:latch__wait__start;
 // use it to skip work that only computes the probe's arguments.
 func LatchWaitStartEnabled() bool {
-	return probeLatchWaitStart.Load().Enabled()
+	return dynsdtProbes[5].Load().Enabled()
 }
 
 // LatchWaitDone fires probe dbserver:latch__wait__done(string, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func LatchWaitDone(arg0 string, arg1 int32) {
-	if p := probeLatchWaitDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[6].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0), uint64(arg1))
 		runtime.KeepAlive(s0)
@@ -287,13 +213,13 @@ func LatchWaitDone(arg0 string, arg1 int32) {
 // LatchWaitDoneEnabled reports whether a tracer has enabled probe dbserver:latch__wait__done;
 // use it to skip work that only computes the probe's arguments.
 func LatchWaitDoneEnabled() bool {
-	return probeLatchWaitDone.Load().Enabled()
+	return dynsdtProbes[6].Load().Enabled()
 }
 
 // LatchTryAcquire fires probe dbserver:latch__try__acquire(string, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func LatchTryAcquire(arg0 string, arg1 int32) {
-	if p := probeLatchTryAcquire.Load(); p.Enabled() {
+	if p := dynsdtProbes[7].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0), uint64(arg1))
 		runtime.KeepAlive(s0)
@@ -303,13 +229,13 @@ func LatchTryAcquire(arg0 string, arg1 int32) {
 // LatchTryAcquireEnabled reports whether a tracer has enabled probe dbserver:latch__try__acquire;
 // use it to skip work that only computes the probe's arguments.
 func LatchTryAcquireEnabled() bool {
-	return probeLatchTryAcquire.Load().Enabled()
+	return dynsdtProbes[7].Load().Enabled()
 }
 
 // LatchTryAcquireFail fires probe dbserver:latch__try__acquire__fail(string, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func LatchTryAcquireFail(arg0 string, arg1 int32) {
-	if p := probeLatchTryAcquireFail.Load(); p.Enabled() {
+	if p := dynsdtProbes[8].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0), uint64(arg1))
 		runtime.KeepAlive(s0)
@@ -319,13 +245,13 @@ func LatchTryAcquireFail(arg0 string, arg1 int32) {
 // LatchTryAcquireFailEnabled reports whether a tracer has enabled probe dbserver:latch__try__acquire__fail;
 // use it to skip work that only computes the probe's arguments.
 func LatchTryAcquireFailEnabled() bool {
-	return probeLatchTryAcquireFail.Load().Enabled()
+	return dynsdtProbes[8].Load().Enabled()
 }
 
 // LockWaitStart fires probe dbserver:lock__wait__start(uint32, uint32, uint32, uint32, uint32, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func LockWaitStart(arg0 uint32, arg1 uint32, arg2 uint32, arg3 uint32, arg4 uint32, arg5 int32) {
-	if p := probeLockWaitStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[9].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4), uint64(arg5))
 	}
 }
@@ -333,13 +259,13 @@ func LockWaitStart(arg0 uint32, arg1 uint32, arg2 uint32, arg3 uint32, arg4 uint
 // LockWaitStartEnabled reports whether a tracer has enabled probe dbserver:lock__wait__start;
 // use it to skip work that only computes the probe's arguments.
 func LockWaitStartEnabled() bool {
-	return probeLockWaitStart.Load().Enabled()
+	return dynsdtProbes[9].Load().Enabled()
 }
 
 // LockWaitDone fires probe dbserver:lock__wait__done(uint32, uint32, uint32, uint32, uint32, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func LockWaitDone(arg0 uint32, arg1 uint32, arg2 uint32, arg3 uint32, arg4 uint32, arg5 int32) {
-	if p := probeLockWaitDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[10].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4), uint64(arg5))
 	}
 }
@@ -347,13 +273,13 @@ func LockWaitDone(arg0 uint32, arg1 uint32, arg2 uint32, arg3 uint32, arg4 uint3
 // LockWaitDoneEnabled reports whether a tracer has enabled probe dbserver:lock__wait__done;
 // use it to skip work that only computes the probe's arguments.
 func LockWaitDoneEnabled() bool {
-	return probeLockWaitDone.Load().Enabled()
+	return dynsdtProbes[10].Load().Enabled()
 }
 
 // StmtParseStart fires probe dbserver:stmt__parse__start(string)
 // if a tracer has enabled it, and otherwise returns at once.
 func StmtParseStart(arg0 string) {
-	if p := probeStmtParseStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[11].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0))
 		runtime.KeepAlive(s0)
@@ -363,13 +289,13 @@ func StmtParseStart(arg0 string) {
 // StmtParseStartEnabled reports whether a tracer has enabled probe dbserver:stmt__parse__start;
 // use it to skip work that only computes the probe's arguments.
 func StmtParseStartEnabled() bool {
-	return probeStmtParseStart.Load().Enabled()
+	return dynsdtProbes[11].Load().Enabled()
 }
 
 // StmtParseDone fires probe dbserver:stmt__parse__done(string)
 // if a tracer has enabled it, and otherwise returns at once.
 func StmtParseDone(arg0 string) {
-	if p := probeStmtParseDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[12].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0))
 		runtime.KeepAlive(s0)
@@ -379,13 +305,13 @@ func StmtParseDone(arg0 string) {
 // StmtParseDoneEnabled reports whether a tracer has enabled probe dbserver:stmt__parse__done;
 // use it to skip work that only computes the probe's arguments.
 func StmtParseDoneEnabled() bool {
-	return probeStmtParseDone.Load().Enabled()
+	return dynsdtProbes[12].Load().Enabled()
 }
 
 // StmtExecuteStart fires probe dbserver:stmt__execute__start()
 // if a tracer has enabled it, and otherwise returns at once.
 func StmtExecuteStart() {
-	if p := probeStmtExecuteStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[13].Load(); p.Enabled() {
 		p.Fire()
 	}
 }
@@ -393,13 +319,13 @@ func StmtExecuteStart() {
 // StmtExecuteStartEnabled reports whether a tracer has enabled probe dbserver:stmt__execute__start;
 // use it to skip work that only computes the probe's arguments.
 func StmtExecuteStartEnabled() bool {
-	return probeStmtExecuteStart.Load().Enabled()
+	return dynsdtProbes[13].Load().Enabled()
 }
 
 // StmtExecuteDone fires probe dbserver:stmt__execute__done()
 // if a tracer has enabled it, and otherwise returns at once.
 func StmtExecuteDone() {
-	if p := probeStmtExecuteDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[14].Load(); p.Enabled() {
 		p.Fire()
 	}
 }
@@ -407,13 +333,13 @@ func StmtExecuteDone() {
 // StmtExecuteDoneEnabled reports whether a tracer has enabled probe dbserver:stmt__execute__done;
 // use it to skip work that only computes the probe's arguments.
 func StmtExecuteDoneEnabled() bool {
-	return probeStmtExecuteDone.Load().Enabled()
+	return dynsdtProbes[14].Load().Enabled()
 }
 
 // SortStart fires probe dbserver:sort__start(int32, uint8, int32, int32, uint8, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func SortStart(arg0 int32, arg1 uint8, arg2 int32, arg3 int32, arg4 uint8, arg5 int32) {
-	if p := probeSortStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[15].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4), uint64(arg5))
 	}
 }
@@ -421,13 +347,13 @@ func SortStart(arg0 int32, arg1 uint8, arg2 int32, arg3 int32, arg4 uint8, arg5 
 // SortStartEnabled reports whether a tracer has enabled probe dbserver:sort__start;
 // use it to skip work that only computes the probe's arguments.
 func SortStartEnabled() bool {
-	return probeSortStart.Load().Enabled()
+	return dynsdtProbes[15].Load().Enabled()
 }
 
 // SortDone fires probe dbserver:sort__done(uint8, int64)
 // if a tracer has enabled it, and otherwise returns at once.
 func SortDone(arg0 uint8, arg1 int64) {
-	if p := probeSortDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[16].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1))
 	}
 }
@@ -435,13 +361,13 @@ func SortDone(arg0 uint8, arg1 int64) {
 // SortDoneEnabled reports whether a tracer has enabled probe dbserver:sort__done;
 // use it to skip work that only computes the probe's arguments.
 func SortDoneEnabled() bool {
-	return probeSortDone.Load().Enabled()
+	return dynsdtProbes[16].Load().Enabled()
 }
 
 // PageReadStart fires probe dbserver:page__read__start(int32, uint32, uint32, uint32, uint32, int32, uint8)
 // if a tracer has enabled it, and otherwise returns at once.
 func PageReadStart(arg0 int32, arg1 uint32, arg2 uint32, arg3 uint32, arg4 uint32, arg5 int32, arg6 uint8) {
-	if p := probePageReadStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[17].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4), uint64(arg5), uint64(arg6))
 	}
 }
@@ -449,13 +375,13 @@ func PageReadStart(arg0 int32, arg1 uint32, arg2 uint32, arg3 uint32, arg4 uint3
 // PageReadStartEnabled reports whether a tracer has enabled probe dbserver:page__read__start;
 // use it to skip work that only computes the probe's arguments.
 func PageReadStartEnabled() bool {
-	return probePageReadStart.Load().Enabled()
+	return dynsdtProbes[17].Load().Enabled()
 }
 
 // PageReadDone fires probe dbserver:page__read__done(int32, uint32, uint32, uint32, uint32, int32, uint8, uint8)
 // if a tracer has enabled it, and otherwise returns at once.
 func PageReadDone(arg0 int32, arg1 uint32, arg2 uint32, arg3 uint32, arg4 uint32, arg5 int32, arg6 uint8, arg7 uint8) {
-	if p := probePageReadDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[18].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4), uint64(arg5), uint64(arg6), uint64(arg7))
 	}
 }
@@ -463,13 +389,13 @@ func PageReadDone(arg0 int32, arg1 uint32, arg2 uint32, arg3 uint32, arg4 uint32
 // PageReadDoneEnabled reports whether a tracer has enabled probe dbserver:page__read__done;
 // use it to skip work that only computes the probe's arguments.
 func PageReadDoneEnabled() bool {
-	return probePageReadDone.Load().Enabled()
+	return dynsdtProbes[18].Load().Enabled()
 }
 
 // PageFlushStart fires probe dbserver:page__flush__start(int32, uint32, uint32, uint32, uint32)
 // if a tracer has enabled it, and otherwise returns at once.
 func PageFlushStart(arg0 int32, arg1 uint32, arg2 uint32, arg3 uint32, arg4 uint32) {
-	if p := probePageFlushStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[19].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4))
 	}
 }
@@ -477,13 +403,13 @@ func PageFlushStart(arg0 int32, arg1 uint32, arg2 uint32, arg3 uint32, arg4 uint
 // PageFlushStartEnabled reports whether a tracer has enabled probe dbserver:page__flush__start;
 // use it to skip work that only computes the probe's arguments.
 func PageFlushStartEnabled() bool {
-	return probePageFlushStart.Load().Enabled()
+	return dynsdtProbes[19].Load().Enabled()
 }
 
 // PageSyncWritten fires probe dbserver:page__sync__written(int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func PageSyncWritten(arg0 int32) {
-	if p := probePageSyncWritten.Load(); p.Enabled() {
+	if p := dynsdtProbes[20].Load(); p.Enabled() {
 		p.Fire(uint64(arg0))
 	}
 }
@@ -491,13 +417,13 @@ func PageSyncWritten(arg0 int32) {
 // PageSyncWrittenEnabled reports whether a tracer has enabled probe dbserver:page__sync__written;
 // use it to skip work that only computes the probe's arguments.
 func PageSyncWrittenEnabled() bool {
-	return probePageSyncWritten.Load().Enabled()
+	return dynsdtProbes[20].Load().Enabled()
 }
 
 // DeadlockFound fires probe dbserver:deadlock__found()
 // if a tracer has enabled it, and otherwise returns at once.
 func DeadlockFound() {
-	if p := probeDeadlockFound.Load(); p.Enabled() {
+	if p := dynsdtProbes[21].Load(); p.Enabled() {
 		p.Fire()
 	}
 }
@@ -505,13 +431,13 @@ func DeadlockFound() {
 // DeadlockFoundEnabled reports whether a tracer has enabled probe dbserver:deadlock__found;
 // use it to skip work that only computes the probe's arguments.
 func DeadlockFoundEnabled() bool {
-	return probeDeadlockFound.Load().Enabled()
+	return dynsdtProbes[21].Load().Enabled()
 }
 
 // CheckpointStart fires probe dbserver:checkpoint__start(int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func CheckpointStart(arg0 int32) {
-	if p := probeCheckpointStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[22].Load(); p.Enabled() {
 		p.Fire(uint64(arg0))
 	}
 }
@@ -519,13 +445,13 @@ func CheckpointStart(arg0 int32) {
 // CheckpointStartEnabled reports whether a tracer has enabled probe dbserver:checkpoint__start;
 // use it to skip work that only computes the probe's arguments.
 func CheckpointStartEnabled() bool {
-	return probeCheckpointStart.Load().Enabled()
+	return dynsdtProbes[22].Load().Enabled()
 }
 
 // CheckpointDone fires probe dbserver:checkpoint__done(int32, int32, int32, int32, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func CheckpointDone(arg0 int32, arg1 int32, arg2 int32, arg3 int32, arg4 int32) {
-	if p := probeCheckpointDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[23].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4))
 	}
 }
@@ -533,13 +459,13 @@ func CheckpointDone(arg0 int32, arg1 int32, arg2 int32, arg3 int32, arg4 int32) 
 // CheckpointDoneEnabled reports whether a tracer has enabled probe dbserver:checkpoint__done;
 // use it to skip work that only computes the probe's arguments.
 func CheckpointDoneEnabled() bool {
-	return probeCheckpointDone.Load().Enabled()
+	return dynsdtProbes[23].Load().Enabled()
 }
 
 // LogInsert fires probe dbserver:log__insert(uint8, uint8)
 // if a tracer has enabled it, and otherwise returns at once.
 func LogInsert(arg0 uint8, arg1 uint8) {
-	if p := probeLogInsert.Load(); p.Enabled() {
+	if p := dynsdtProbes[24].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1))
 	}
 }
@@ -547,13 +473,13 @@ func LogInsert(arg0 uint8, arg1 uint8) {
 // LogInsertEnabled reports whether a tracer has enabled probe dbserver:log__insert;
 // use it to skip work that only computes the probe's arguments.
 func LogInsertEnabled() bool {
-	return probeLogInsert.Load().Enabled()
+	return dynsdtProbes[24].Load().Enabled()
 }
 
 // LogSwitch fires probe dbserver:log__switch()
 // if a tracer has enabled it, and otherwise returns at once.
 func LogSwitch() {
-	if p := probeLogSwitch.Load(); p.Enabled() {
+	if p := dynsdtProbes[25].Load(); p.Enabled() {
 		p.Fire()
 	}
 }
@@ -561,13 +487,13 @@ func LogSwitch() {
 // LogSwitchEnabled reports whether a tracer has enabled probe dbserver:log__switch;
 // use it to skip work that only computes the probe's arguments.
 func LogSwitchEnabled() bool {
-	return probeLogSwitch.Load().Enabled()
+	return dynsdtProbes[25].Load().Enabled()
 }
 
 // LogBufferWriteDirtyStart fires probe dbserver:log__buffer__write__dirty__start()
 // if a tracer has enabled it, and otherwise returns at once.
 func LogBufferWriteDirtyStart() {
-	if p := probeLogBufferWriteDirtyStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[26].Load(); p.Enabled() {
 		p.Fire()
 	}
 }
@@ -575,13 +501,13 @@ func LogBufferWriteDirtyStart() {
 // LogBufferWriteDirtyStartEnabled reports whether a tracer has enabled probe dbserver:log__buffer__write__dirty__start;
 // use it to skip work that only computes the probe's arguments.
 func LogBufferWriteDirtyStartEnabled() bool {
-	return probeLogBufferWriteDirtyStart.Load().Enabled()
+	return dynsdtProbes[26].Load().Enabled()
 }
 
 // LogBufferWriteDirtyDone fires probe dbserver:log__buffer__write__dirty__done()
 // if a tracer has enabled it, and otherwise returns at once.
 func LogBufferWriteDirtyDone() {
-	if p := probeLogBufferWriteDirtyDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[27].Load(); p.Enabled() {
 		p.Fire()
 	}
 }
@@ -589,5 +515,5 @@ func LogBufferWriteDirtyDone() {
 // LogBufferWriteDirtyDoneEnabled reports whether a tracer has enabled probe dbserver:log__buffer__write__dirty__done;
 // use it to skip work that only computes the probe's arguments.
 func LogBufferWriteDirtyDoneEnabled() bool {
-	return probeLogBufferWriteDirtyDone.Load().Enabled()
+	return dynsdtProbes[27].Load().Enabled()
 }

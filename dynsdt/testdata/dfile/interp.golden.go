@@ -19,37 +19,30 @@ var (
 	dynsdtMu       sync.Mutex
 	dynsdtProvider *dynsdt.Provider // guarded by dynsdtMu
 
-	probeFunctionEntry    atomic.Pointer[dynsdt.Probe]
-	probeFunctionReturn   atomic.Pointer[dynsdt.Probe]
-	probeInstanceNewStart atomic.Pointer[dynsdt.Probe]
-	probeInstanceNewDone  atomic.Pointer[dynsdt.Probe]
-	probeLine             atomic.Pointer[dynsdt.Probe]
-	probeHeapCollectStart atomic.Pointer[dynsdt.Probe]
-	probeHeapCollectDone  atomic.Pointer[dynsdt.Probe]
-	probeModuleLoadStart  atomic.Pointer[dynsdt.Probe]
-	probeModuleLoadDone   atomic.Pointer[dynsdt.Probe]
-	probeAudit            atomic.Pointer[dynsdt.Probe]
-	probeReady            atomic.Pointer[dynsdt.Probe]
+	// dynsdtProbes[i] is the probe dynsdtProbeSpecs[i] declares, nil when not
+	// loaded.
+	dynsdtProbes [11]atomic.Pointer[dynsdt.Probe]
 )
 
-// dynsdtSpec returns a new declaration of provider interp.
+// dynsdtProbeSpecs declares provider interp's probes.
+var dynsdtProbeSpecs = [11]dynsdt.ProbeSpec{
+	{Name: "function__entry", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String, dynsdt.Int32}},
+	{Name: "function__return", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String, dynsdt.Int32}},
+	{Name: "instance__new__start", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String}},
+	{Name: "instance__new__done", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String}},
+	{Name: "line", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String, dynsdt.Int32}},
+	{Name: "heap__collect__start", Args: []dynsdt.ArgType{dynsdt.Int32}},
+	{Name: "heap__collect__done", Args: []dynsdt.ArgType{dynsdt.Int64}},
+	{Name: "module__load__start", Args: []dynsdt.ArgType{dynsdt.String}},
+	{Name: "module__load__done", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
+	{Name: "audit", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Pointer}},
+	{Name: "ready"},
+}
+
+// dynsdtSpec returns the declaration of provider interp; it shares
+// dynsdtProbeSpecs, which dynsdt.Load does not modify.
 func dynsdtSpec() *dynsdt.ProviderSpec {
-	return &dynsdt.ProviderSpec{
-		Name: "interp",
-		Probes: []dynsdt.ProbeSpec{
-			{Name: "function__entry", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String, dynsdt.Int32}},
-			{Name: "function__return", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String, dynsdt.Int32}},
-			{Name: "instance__new__start", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String}},
-			{Name: "instance__new__done", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String}},
-			{Name: "line", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String, dynsdt.Int32}},
-			{Name: "heap__collect__start", Args: []dynsdt.ArgType{dynsdt.Int32}},
-			{Name: "heap__collect__done", Args: []dynsdt.ArgType{dynsdt.Int64}},
-			{Name: "module__load__start", Args: []dynsdt.ArgType{dynsdt.String}},
-			{Name: "module__load__done", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
-			{Name: "audit", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Pointer}},
-			{Name: "ready"},
-		},
-	}
+	return &dynsdt.ProviderSpec{Name: "interp", Probes: dynsdtProbeSpecs[:]}
 }
 
 // Load creates provider interp's probes in this process. Until then, and
@@ -67,17 +60,9 @@ func Load(opts *dynsdt.Options) error {
 		return err
 	}
 	dynsdtProvider = p
-	probeFunctionEntry.Store(p.Probe("function__entry"))
-	probeFunctionReturn.Store(p.Probe("function__return"))
-	probeInstanceNewStart.Store(p.Probe("instance__new__start"))
-	probeInstanceNewDone.Store(p.Probe("instance__new__done"))
-	probeLine.Store(p.Probe("line"))
-	probeHeapCollectStart.Store(p.Probe("heap__collect__start"))
-	probeHeapCollectDone.Store(p.Probe("heap__collect__done"))
-	probeModuleLoadStart.Store(p.Probe("module__load__start"))
-	probeModuleLoadDone.Store(p.Probe("module__load__done"))
-	probeAudit.Store(p.Probe("audit"))
-	probeReady.Store(p.Probe("ready"))
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(p.Probe(dynsdtProbeSpecs[i].Name))
+	}
 	return nil
 }
 
@@ -89,17 +74,9 @@ func Close() error {
 	if dynsdtProvider == nil {
 		return nil
 	}
-	probeFunctionEntry.Store(nil)
-	probeFunctionReturn.Store(nil)
-	probeInstanceNewStart.Store(nil)
-	probeInstanceNewDone.Store(nil)
-	probeLine.Store(nil)
-	probeHeapCollectStart.Store(nil)
-	probeHeapCollectDone.Store(nil)
-	probeModuleLoadStart.Store(nil)
-	probeModuleLoadDone.Store(nil)
-	probeAudit.Store(nil)
-	probeReady.Store(nil)
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(nil)
+	}
 	err := dynsdtProvider.Close()
 	dynsdtProvider = nil
 	return err
@@ -119,7 +96,7 @@ func Path() string {
 // FunctionEntry fires probe interp:function__entry(string, string, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func FunctionEntry(arg0 string, arg1 string, arg2 int32) {
-	if p := probeFunctionEntry.Load(); p.Enabled() {
+	if p := dynsdtProbes[0].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		s1 := dynsdt.CString(arg1)
 		p.Fire(dynsdt.BytesPtr(s0), dynsdt.BytesPtr(s1), uint64(arg2))
@@ -131,13 +108,13 @@ func FunctionEntry(arg0 string, arg1 string, arg2 int32) {
 // FunctionEntryEnabled reports whether a tracer has enabled probe interp:function__entry;
 // use it to skip work that only computes the probe's arguments.
 func FunctionEntryEnabled() bool {
-	return probeFunctionEntry.Load().Enabled()
+	return dynsdtProbes[0].Load().Enabled()
 }
 
 // FunctionReturn fires probe interp:function__return(string, string, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func FunctionReturn(arg0 string, arg1 string, arg2 int32) {
-	if p := probeFunctionReturn.Load(); p.Enabled() {
+	if p := dynsdtProbes[1].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		s1 := dynsdt.CString(arg1)
 		p.Fire(dynsdt.BytesPtr(s0), dynsdt.BytesPtr(s1), uint64(arg2))
@@ -149,13 +126,13 @@ func FunctionReturn(arg0 string, arg1 string, arg2 int32) {
 // FunctionReturnEnabled reports whether a tracer has enabled probe interp:function__return;
 // use it to skip work that only computes the probe's arguments.
 func FunctionReturnEnabled() bool {
-	return probeFunctionReturn.Load().Enabled()
+	return dynsdtProbes[1].Load().Enabled()
 }
 
 // InstanceNewStart fires probe interp:instance__new__start(string, string)
 // if a tracer has enabled it, and otherwise returns at once.
 func InstanceNewStart(arg0 string, arg1 string) {
-	if p := probeInstanceNewStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[2].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		s1 := dynsdt.CString(arg1)
 		p.Fire(dynsdt.BytesPtr(s0), dynsdt.BytesPtr(s1))
@@ -167,13 +144,13 @@ func InstanceNewStart(arg0 string, arg1 string) {
 // InstanceNewStartEnabled reports whether a tracer has enabled probe interp:instance__new__start;
 // use it to skip work that only computes the probe's arguments.
 func InstanceNewStartEnabled() bool {
-	return probeInstanceNewStart.Load().Enabled()
+	return dynsdtProbes[2].Load().Enabled()
 }
 
 // InstanceNewDone fires probe interp:instance__new__done(string, string)
 // if a tracer has enabled it, and otherwise returns at once.
 func InstanceNewDone(arg0 string, arg1 string) {
-	if p := probeInstanceNewDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[3].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		s1 := dynsdt.CString(arg1)
 		p.Fire(dynsdt.BytesPtr(s0), dynsdt.BytesPtr(s1))
@@ -185,13 +162,13 @@ func InstanceNewDone(arg0 string, arg1 string) {
 // InstanceNewDoneEnabled reports whether a tracer has enabled probe interp:instance__new__done;
 // use it to skip work that only computes the probe's arguments.
 func InstanceNewDoneEnabled() bool {
-	return probeInstanceNewDone.Load().Enabled()
+	return dynsdtProbes[3].Load().Enabled()
 }
 
 // Line fires probe interp:line(string, string, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func Line(arg0 string, arg1 string, arg2 int32) {
-	if p := probeLine.Load(); p.Enabled() {
+	if p := dynsdtProbes[4].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		s1 := dynsdt.CString(arg1)
 		p.Fire(dynsdt.BytesPtr(s0), dynsdt.BytesPtr(s1), uint64(arg2))
@@ -203,13 +180,13 @@ func Line(arg0 string, arg1 string, arg2 int32) {
 // LineEnabled reports whether a tracer has enabled probe interp:line;
 // use it to skip work that only computes the probe's arguments.
 func LineEnabled() bool {
-	return probeLine.Load().Enabled()
+	return dynsdtProbes[4].Load().Enabled()
 }
 
 // HeapCollectStart fires probe interp:heap__collect__start(int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func HeapCollectStart(arg0 int32) {
-	if p := probeHeapCollectStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[5].Load(); p.Enabled() {
 		p.Fire(uint64(arg0))
 	}
 }
@@ -217,13 +194,13 @@ func HeapCollectStart(arg0 int32) {
 // HeapCollectStartEnabled reports whether a tracer has enabled probe interp:heap__collect__start;
 // use it to skip work that only computes the probe's arguments.
 func HeapCollectStartEnabled() bool {
-	return probeHeapCollectStart.Load().Enabled()
+	return dynsdtProbes[5].Load().Enabled()
 }
 
 // HeapCollectDone fires probe interp:heap__collect__done(int64)
 // if a tracer has enabled it, and otherwise returns at once.
 func HeapCollectDone(arg0 int64) {
-	if p := probeHeapCollectDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[6].Load(); p.Enabled() {
 		p.Fire(uint64(arg0))
 	}
 }
@@ -231,13 +208,13 @@ func HeapCollectDone(arg0 int64) {
 // HeapCollectDoneEnabled reports whether a tracer has enabled probe interp:heap__collect__done;
 // use it to skip work that only computes the probe's arguments.
 func HeapCollectDoneEnabled() bool {
-	return probeHeapCollectDone.Load().Enabled()
+	return dynsdtProbes[6].Load().Enabled()
 }
 
 // ModuleLoadStart fires probe interp:module__load__start(string)
 // if a tracer has enabled it, and otherwise returns at once.
 func ModuleLoadStart(arg0 string) {
-	if p := probeModuleLoadStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[7].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0))
 		runtime.KeepAlive(s0)
@@ -247,13 +224,13 @@ func ModuleLoadStart(arg0 string) {
 // ModuleLoadStartEnabled reports whether a tracer has enabled probe interp:module__load__start;
 // use it to skip work that only computes the probe's arguments.
 func ModuleLoadStartEnabled() bool {
-	return probeModuleLoadStart.Load().Enabled()
+	return dynsdtProbes[7].Load().Enabled()
 }
 
 // ModuleLoadDone fires probe interp:module__load__done(string, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func ModuleLoadDone(arg0 string, arg1 int32) {
-	if p := probeModuleLoadDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[8].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0), uint64(arg1))
 		runtime.KeepAlive(s0)
@@ -263,13 +240,13 @@ func ModuleLoadDone(arg0 string, arg1 int32) {
 // ModuleLoadDoneEnabled reports whether a tracer has enabled probe interp:module__load__done;
 // use it to skip work that only computes the probe's arguments.
 func ModuleLoadDoneEnabled() bool {
-	return probeModuleLoadDone.Load().Enabled()
+	return dynsdtProbes[8].Load().Enabled()
 }
 
 // Audit fires probe interp:audit(string, pointer)
 // if a tracer has enabled it, and otherwise returns at once.
 func Audit(arg0 string, arg1 uintptr) {
-	if p := probeAudit.Load(); p.Enabled() {
+	if p := dynsdtProbes[9].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0), uint64(arg1))
 		runtime.KeepAlive(s0)
@@ -279,13 +256,13 @@ func Audit(arg0 string, arg1 uintptr) {
 // AuditEnabled reports whether a tracer has enabled probe interp:audit;
 // use it to skip work that only computes the probe's arguments.
 func AuditEnabled() bool {
-	return probeAudit.Load().Enabled()
+	return dynsdtProbes[9].Load().Enabled()
 }
 
 // Ready fires probe interp:ready()
 // if a tracer has enabled it, and otherwise returns at once.
 func Ready() {
-	if p := probeReady.Load(); p.Enabled() {
+	if p := dynsdtProbes[10].Load(); p.Enabled() {
 		p.Fire()
 	}
 }
@@ -293,5 +270,5 @@ func Ready() {
 // ReadyEnabled reports whether a tracer has enabled probe interp:ready;
 // use it to skip work that only computes the probe's arguments.
 func ReadyEnabled() bool {
-	return probeReady.Load().Enabled()
+	return dynsdtProbes[10].Load().Enabled()
 }

@@ -19,37 +19,30 @@ var (
 	dynsdtMu       sync.Mutex
 	dynsdtProvider *dynsdt.Provider // guarded by dynsdtMu
 
-	probeStrings  atomic.Pointer[dynsdt.Probe]
-	probeInt8     atomic.Pointer[dynsdt.Probe]
-	probeUint8    atomic.Pointer[dynsdt.Probe]
-	probeInt16    atomic.Pointer[dynsdt.Probe]
-	probeUint16   atomic.Pointer[dynsdt.Probe]
-	probeInt32    atomic.Pointer[dynsdt.Probe]
-	probeUint32   atomic.Pointer[dynsdt.Probe]
-	probeInt64    atomic.Pointer[dynsdt.Probe]
-	probeUint64   atomic.Pointer[dynsdt.Probe]
-	probeBools    atomic.Pointer[dynsdt.Probe]
-	probePointers atomic.Pointer[dynsdt.Probe]
+	// dynsdtProbes[i] is the probe dynsdtProbeSpecs[i] declares, nil when not
+	// loaded.
+	dynsdtProbes [11]atomic.Pointer[dynsdt.Probe]
 )
 
-// dynsdtSpec returns a new declaration of provider types.
+// dynsdtProbeSpecs declares provider types's probes.
+var dynsdtProbeSpecs = [11]dynsdt.ProbeSpec{
+	{Name: "strings", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String, dynsdt.String, dynsdt.String, dynsdt.String}},
+	{Name: "int8", Args: []dynsdt.ArgType{dynsdt.Int8, dynsdt.Int8, dynsdt.Int8}},
+	{Name: "uint8", Args: []dynsdt.ArgType{dynsdt.Uint8, dynsdt.Uint8}},
+	{Name: "int16", Args: []dynsdt.ArgType{dynsdt.Int16, dynsdt.Int16, dynsdt.Int16, dynsdt.Int16}},
+	{Name: "uint16", Args: []dynsdt.ArgType{dynsdt.Uint16, dynsdt.Uint16, dynsdt.Uint16}},
+	{Name: "int32", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32, dynsdt.Int32, dynsdt.Int32, dynsdt.Int32}},
+	{Name: "uint32", Args: []dynsdt.ArgType{dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32}},
+	{Name: "int64", Args: []dynsdt.ArgType{dynsdt.Int64, dynsdt.Int64, dynsdt.Int64, dynsdt.Int64, dynsdt.Int64, dynsdt.Int64, dynsdt.Int64}},
+	{Name: "uint64", Args: []dynsdt.ArgType{dynsdt.Uint64, dynsdt.Uint64, dynsdt.Uint64, dynsdt.Uint64, dynsdt.Uint64}},
+	{Name: "bools", Args: []dynsdt.ArgType{dynsdt.Bool, dynsdt.Bool}},
+	{Name: "pointers", Args: []dynsdt.ArgType{dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer}},
+}
+
+// dynsdtSpec returns the declaration of provider types; it shares
+// dynsdtProbeSpecs, which dynsdt.Load does not modify.
 func dynsdtSpec() *dynsdt.ProviderSpec {
-	return &dynsdt.ProviderSpec{
-		Name: "types",
-		Probes: []dynsdt.ProbeSpec{
-			{Name: "strings", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.String, dynsdt.String, dynsdt.String, dynsdt.String}},
-			{Name: "int8", Args: []dynsdt.ArgType{dynsdt.Int8, dynsdt.Int8, dynsdt.Int8}},
-			{Name: "uint8", Args: []dynsdt.ArgType{dynsdt.Uint8, dynsdt.Uint8}},
-			{Name: "int16", Args: []dynsdt.ArgType{dynsdt.Int16, dynsdt.Int16, dynsdt.Int16, dynsdt.Int16}},
-			{Name: "uint16", Args: []dynsdt.ArgType{dynsdt.Uint16, dynsdt.Uint16, dynsdt.Uint16}},
-			{Name: "int32", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32, dynsdt.Int32, dynsdt.Int32, dynsdt.Int32}},
-			{Name: "uint32", Args: []dynsdt.ArgType{dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32}},
-			{Name: "int64", Args: []dynsdt.ArgType{dynsdt.Int64, dynsdt.Int64, dynsdt.Int64, dynsdt.Int64, dynsdt.Int64, dynsdt.Int64, dynsdt.Int64}},
-			{Name: "uint64", Args: []dynsdt.ArgType{dynsdt.Uint64, dynsdt.Uint64, dynsdt.Uint64, dynsdt.Uint64, dynsdt.Uint64}},
-			{Name: "bools", Args: []dynsdt.ArgType{dynsdt.Bool, dynsdt.Bool}},
-			{Name: "pointers", Args: []dynsdt.ArgType{dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer, dynsdt.Pointer}},
-		},
-	}
+	return &dynsdt.ProviderSpec{Name: "types", Probes: dynsdtProbeSpecs[:]}
 }
 
 // Load creates provider types's probes in this process. Until then, and
@@ -67,17 +60,9 @@ func Load(opts *dynsdt.Options) error {
 		return err
 	}
 	dynsdtProvider = p
-	probeStrings.Store(p.Probe("strings"))
-	probeInt8.Store(p.Probe("int8"))
-	probeUint8.Store(p.Probe("uint8"))
-	probeInt16.Store(p.Probe("int16"))
-	probeUint16.Store(p.Probe("uint16"))
-	probeInt32.Store(p.Probe("int32"))
-	probeUint32.Store(p.Probe("uint32"))
-	probeInt64.Store(p.Probe("int64"))
-	probeUint64.Store(p.Probe("uint64"))
-	probeBools.Store(p.Probe("bools"))
-	probePointers.Store(p.Probe("pointers"))
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(p.Probe(dynsdtProbeSpecs[i].Name))
+	}
 	return nil
 }
 
@@ -89,17 +74,9 @@ func Close() error {
 	if dynsdtProvider == nil {
 		return nil
 	}
-	probeStrings.Store(nil)
-	probeInt8.Store(nil)
-	probeUint8.Store(nil)
-	probeInt16.Store(nil)
-	probeUint16.Store(nil)
-	probeInt32.Store(nil)
-	probeUint32.Store(nil)
-	probeInt64.Store(nil)
-	probeUint64.Store(nil)
-	probeBools.Store(nil)
-	probePointers.Store(nil)
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(nil)
+	}
 	err := dynsdtProvider.Close()
 	dynsdtProvider = nil
 	return err
@@ -119,7 +96,7 @@ func Path() string {
 // Strings fires probe types:strings(string, string, string, string, string)
 // if a tracer has enabled it, and otherwise returns at once.
 func Strings(arg0 string, arg1 string, arg2 string, arg3 string, arg4 string) {
-	if p := probeStrings.Load(); p.Enabled() {
+	if p := dynsdtProbes[0].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		s1 := dynsdt.CString(arg1)
 		s2 := dynsdt.CString(arg2)
@@ -137,13 +114,13 @@ func Strings(arg0 string, arg1 string, arg2 string, arg3 string, arg4 string) {
 // StringsEnabled reports whether a tracer has enabled probe types:strings;
 // use it to skip work that only computes the probe's arguments.
 func StringsEnabled() bool {
-	return probeStrings.Load().Enabled()
+	return dynsdtProbes[0].Load().Enabled()
 }
 
 // Int8 fires probe types:int8(int8, int8, int8)
 // if a tracer has enabled it, and otherwise returns at once.
 func Int8(arg0 int8, arg1 int8, arg2 int8) {
-	if p := probeInt8.Load(); p.Enabled() {
+	if p := dynsdtProbes[1].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2))
 	}
 }
@@ -151,13 +128,13 @@ func Int8(arg0 int8, arg1 int8, arg2 int8) {
 // Int8Enabled reports whether a tracer has enabled probe types:int8;
 // use it to skip work that only computes the probe's arguments.
 func Int8Enabled() bool {
-	return probeInt8.Load().Enabled()
+	return dynsdtProbes[1].Load().Enabled()
 }
 
 // Uint8 fires probe types:uint8(uint8, uint8)
 // if a tracer has enabled it, and otherwise returns at once.
 func Uint8(arg0 uint8, arg1 uint8) {
-	if p := probeUint8.Load(); p.Enabled() {
+	if p := dynsdtProbes[2].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1))
 	}
 }
@@ -165,13 +142,13 @@ func Uint8(arg0 uint8, arg1 uint8) {
 // Uint8Enabled reports whether a tracer has enabled probe types:uint8;
 // use it to skip work that only computes the probe's arguments.
 func Uint8Enabled() bool {
-	return probeUint8.Load().Enabled()
+	return dynsdtProbes[2].Load().Enabled()
 }
 
 // Int16 fires probe types:int16(int16, int16, int16, int16)
 // if a tracer has enabled it, and otherwise returns at once.
 func Int16(arg0 int16, arg1 int16, arg2 int16, arg3 int16) {
-	if p := probeInt16.Load(); p.Enabled() {
+	if p := dynsdtProbes[3].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3))
 	}
 }
@@ -179,13 +156,13 @@ func Int16(arg0 int16, arg1 int16, arg2 int16, arg3 int16) {
 // Int16Enabled reports whether a tracer has enabled probe types:int16;
 // use it to skip work that only computes the probe's arguments.
 func Int16Enabled() bool {
-	return probeInt16.Load().Enabled()
+	return dynsdtProbes[3].Load().Enabled()
 }
 
 // Uint16 fires probe types:uint16(uint16, uint16, uint16)
 // if a tracer has enabled it, and otherwise returns at once.
 func Uint16(arg0 uint16, arg1 uint16, arg2 uint16) {
-	if p := probeUint16.Load(); p.Enabled() {
+	if p := dynsdtProbes[4].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2))
 	}
 }
@@ -193,13 +170,13 @@ func Uint16(arg0 uint16, arg1 uint16, arg2 uint16) {
 // Uint16Enabled reports whether a tracer has enabled probe types:uint16;
 // use it to skip work that only computes the probe's arguments.
 func Uint16Enabled() bool {
-	return probeUint16.Load().Enabled()
+	return dynsdtProbes[4].Load().Enabled()
 }
 
 // Int32 fires probe types:int32(int32, int32, int32, int32, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func Int32(arg0 int32, arg1 int32, arg2 int32, arg3 int32, arg4 int32) {
-	if p := probeInt32.Load(); p.Enabled() {
+	if p := dynsdtProbes[5].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4))
 	}
 }
@@ -207,13 +184,13 @@ func Int32(arg0 int32, arg1 int32, arg2 int32, arg3 int32, arg4 int32) {
 // Int32Enabled reports whether a tracer has enabled probe types:int32;
 // use it to skip work that only computes the probe's arguments.
 func Int32Enabled() bool {
-	return probeInt32.Load().Enabled()
+	return dynsdtProbes[5].Load().Enabled()
 }
 
 // Uint32 fires probe types:uint32(uint32, uint32, uint32)
 // if a tracer has enabled it, and otherwise returns at once.
 func Uint32(arg0 uint32, arg1 uint32, arg2 uint32) {
-	if p := probeUint32.Load(); p.Enabled() {
+	if p := dynsdtProbes[6].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2))
 	}
 }
@@ -221,13 +198,13 @@ func Uint32(arg0 uint32, arg1 uint32, arg2 uint32) {
 // Uint32Enabled reports whether a tracer has enabled probe types:uint32;
 // use it to skip work that only computes the probe's arguments.
 func Uint32Enabled() bool {
-	return probeUint32.Load().Enabled()
+	return dynsdtProbes[6].Load().Enabled()
 }
 
 // Int64 fires probe types:int64(int64, int64, int64, int64, int64, int64, int64)
 // if a tracer has enabled it, and otherwise returns at once.
 func Int64(arg0 int64, arg1 int64, arg2 int64, arg3 int64, arg4 int64, arg5 int64, arg6 int64) {
-	if p := probeInt64.Load(); p.Enabled() {
+	if p := dynsdtProbes[7].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4), uint64(arg5), uint64(arg6))
 	}
 }
@@ -235,13 +212,13 @@ func Int64(arg0 int64, arg1 int64, arg2 int64, arg3 int64, arg4 int64, arg5 int6
 // Int64Enabled reports whether a tracer has enabled probe types:int64;
 // use it to skip work that only computes the probe's arguments.
 func Int64Enabled() bool {
-	return probeInt64.Load().Enabled()
+	return dynsdtProbes[7].Load().Enabled()
 }
 
 // Uint64 fires probe types:uint64(uint64, uint64, uint64, uint64, uint64)
 // if a tracer has enabled it, and otherwise returns at once.
 func Uint64(arg0 uint64, arg1 uint64, arg2 uint64, arg3 uint64, arg4 uint64) {
-	if p := probeUint64.Load(); p.Enabled() {
+	if p := dynsdtProbes[8].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4))
 	}
 }
@@ -249,13 +226,13 @@ func Uint64(arg0 uint64, arg1 uint64, arg2 uint64, arg3 uint64, arg4 uint64) {
 // Uint64Enabled reports whether a tracer has enabled probe types:uint64;
 // use it to skip work that only computes the probe's arguments.
 func Uint64Enabled() bool {
-	return probeUint64.Load().Enabled()
+	return dynsdtProbes[8].Load().Enabled()
 }
 
 // Bools fires probe types:bools(bool, bool)
 // if a tracer has enabled it, and otherwise returns at once.
 func Bools(arg0 bool, arg1 bool) {
-	if p := probeBools.Load(); p.Enabled() {
+	if p := dynsdtProbes[9].Load(); p.Enabled() {
 		p.Fire(dynsdtBool(arg0), dynsdtBool(arg1))
 	}
 }
@@ -263,13 +240,13 @@ func Bools(arg0 bool, arg1 bool) {
 // BoolsEnabled reports whether a tracer has enabled probe types:bools;
 // use it to skip work that only computes the probe's arguments.
 func BoolsEnabled() bool {
-	return probeBools.Load().Enabled()
+	return dynsdtProbes[9].Load().Enabled()
 }
 
 // Pointers fires probe types:pointers(pointer, pointer, pointer, pointer, pointer, pointer, pointer, pointer)
 // if a tracer has enabled it, and otherwise returns at once.
 func Pointers(arg0 uintptr, arg1 uintptr, arg2 uintptr, arg3 uintptr, arg4 uintptr, arg5 uintptr, arg6 uintptr, arg7 uintptr) {
-	if p := probePointers.Load(); p.Enabled() {
+	if p := dynsdtProbes[10].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2), uint64(arg3), uint64(arg4), uint64(arg5), uint64(arg6), uint64(arg7))
 	}
 }
@@ -277,7 +254,7 @@ func Pointers(arg0 uintptr, arg1 uintptr, arg2 uintptr, arg3 uintptr, arg4 uintp
 // PointersEnabled reports whether a tracer has enabled probe types:pointers;
 // use it to skip work that only computes the probe's arguments.
 func PointersEnabled() bool {
-	return probePointers.Load().Enabled()
+	return dynsdtProbes[10].Load().Enabled()
 }
 
 func dynsdtBool(b bool) uint64 {

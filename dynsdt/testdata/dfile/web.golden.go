@@ -19,25 +19,24 @@ var (
 	dynsdtMu       sync.Mutex
 	dynsdtProvider *dynsdt.Provider // guarded by dynsdtMu
 
-	probeGcStart             atomic.Pointer[dynsdt.Probe]
-	probeGcDone              atomic.Pointer[dynsdt.Probe]
-	probeNetServerConnection atomic.Pointer[dynsdt.Probe]
-	probeHttpServerRequest   atomic.Pointer[dynsdt.Probe]
-	probeHttpClientResponse  atomic.Pointer[dynsdt.Probe]
+	// dynsdtProbes[i] is the probe dynsdtProbeSpecs[i] declares, nil when not
+	// loaded.
+	dynsdtProbes [5]atomic.Pointer[dynsdt.Probe]
 )
 
-// dynsdtSpec returns a new declaration of provider webrt.
+// dynsdtProbeSpecs declares provider webrt's probes.
+var dynsdtProbeSpecs = [5]dynsdt.ProbeSpec{
+	{Name: "gc__start", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32, dynsdt.Pointer}},
+	{Name: "gc__done", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32, dynsdt.Pointer}},
+	{Name: "net__server__connection", Args: []dynsdt.ArgType{dynsdt.Pointer, dynsdt.String, dynsdt.Int32, dynsdt.Int32}},
+	{Name: "http__server__request", Args: []dynsdt.ArgType{dynsdt.Pointer, dynsdt.Pointer, dynsdt.String, dynsdt.Int32, dynsdt.String, dynsdt.String, dynsdt.Int32}},
+	{Name: "http__client__response", Args: []dynsdt.ArgType{dynsdt.Pointer, dynsdt.String, dynsdt.Int32, dynsdt.Int32}},
+}
+
+// dynsdtSpec returns the declaration of provider webrt; it shares
+// dynsdtProbeSpecs, which dynsdt.Load does not modify.
 func dynsdtSpec() *dynsdt.ProviderSpec {
-	return &dynsdt.ProviderSpec{
-		Name: "webrt",
-		Probes: []dynsdt.ProbeSpec{
-			{Name: "gc__start", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32, dynsdt.Pointer}},
-			{Name: "gc__done", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32, dynsdt.Pointer}},
-			{Name: "net__server__connection", Args: []dynsdt.ArgType{dynsdt.Pointer, dynsdt.String, dynsdt.Int32, dynsdt.Int32}},
-			{Name: "http__server__request", Args: []dynsdt.ArgType{dynsdt.Pointer, dynsdt.Pointer, dynsdt.String, dynsdt.Int32, dynsdt.String, dynsdt.String, dynsdt.Int32}},
-			{Name: "http__client__response", Args: []dynsdt.ArgType{dynsdt.Pointer, dynsdt.String, dynsdt.Int32, dynsdt.Int32}},
-		},
-	}
+	return &dynsdt.ProviderSpec{Name: "webrt", Probes: dynsdtProbeSpecs[:]}
 }
 
 // Load creates provider webrt's probes in this process. Until then, and
@@ -55,11 +54,9 @@ func Load(opts *dynsdt.Options) error {
 		return err
 	}
 	dynsdtProvider = p
-	probeGcStart.Store(p.Probe("gc__start"))
-	probeGcDone.Store(p.Probe("gc__done"))
-	probeNetServerConnection.Store(p.Probe("net__server__connection"))
-	probeHttpServerRequest.Store(p.Probe("http__server__request"))
-	probeHttpClientResponse.Store(p.Probe("http__client__response"))
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(p.Probe(dynsdtProbeSpecs[i].Name))
+	}
 	return nil
 }
 
@@ -71,11 +68,9 @@ func Close() error {
 	if dynsdtProvider == nil {
 		return nil
 	}
-	probeGcStart.Store(nil)
-	probeGcDone.Store(nil)
-	probeNetServerConnection.Store(nil)
-	probeHttpServerRequest.Store(nil)
-	probeHttpClientResponse.Store(nil)
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(nil)
+	}
 	err := dynsdtProvider.Close()
 	dynsdtProvider = nil
 	return err
@@ -95,7 +90,7 @@ func Path() string {
 // GcStart fires probe webrt:gc__start(int32, int32, pointer)
 // if a tracer has enabled it, and otherwise returns at once.
 func GcStart(arg0 int32, arg1 int32, arg2 uintptr) {
-	if p := probeGcStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[0].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2))
 	}
 }
@@ -103,13 +98,13 @@ func GcStart(arg0 int32, arg1 int32, arg2 uintptr) {
 // GcStartEnabled reports whether a tracer has enabled probe webrt:gc__start;
 // use it to skip work that only computes the probe's arguments.
 func GcStartEnabled() bool {
-	return probeGcStart.Load().Enabled()
+	return dynsdtProbes[0].Load().Enabled()
 }
 
 // GcDone fires probe webrt:gc__done(int32, int32, pointer)
 // if a tracer has enabled it, and otherwise returns at once.
 func GcDone(arg0 int32, arg1 int32, arg2 uintptr) {
-	if p := probeGcDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[1].Load(); p.Enabled() {
 		p.Fire(uint64(arg0), uint64(arg1), uint64(arg2))
 	}
 }
@@ -117,13 +112,13 @@ func GcDone(arg0 int32, arg1 int32, arg2 uintptr) {
 // GcDoneEnabled reports whether a tracer has enabled probe webrt:gc__done;
 // use it to skip work that only computes the probe's arguments.
 func GcDoneEnabled() bool {
-	return probeGcDone.Load().Enabled()
+	return dynsdtProbes[1].Load().Enabled()
 }
 
 // NetServerConnection fires probe webrt:net__server__connection(pointer, string, int32, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func NetServerConnection(arg0 uintptr, arg1 string, arg2 int32, arg3 int32) {
-	if p := probeNetServerConnection.Load(); p.Enabled() {
+	if p := dynsdtProbes[2].Load(); p.Enabled() {
 		s1 := dynsdt.CString(arg1)
 		p.Fire(uint64(arg0), dynsdt.BytesPtr(s1), uint64(arg2), uint64(arg3))
 		runtime.KeepAlive(s1)
@@ -133,13 +128,13 @@ func NetServerConnection(arg0 uintptr, arg1 string, arg2 int32, arg3 int32) {
 // NetServerConnectionEnabled reports whether a tracer has enabled probe webrt:net__server__connection;
 // use it to skip work that only computes the probe's arguments.
 func NetServerConnectionEnabled() bool {
-	return probeNetServerConnection.Load().Enabled()
+	return dynsdtProbes[2].Load().Enabled()
 }
 
 // HttpServerRequest fires probe webrt:http__server__request(pointer, pointer, string, int32, string, string, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func HttpServerRequest(arg0 uintptr, arg1 uintptr, arg2 string, arg3 int32, arg4 string, arg5 string, arg6 int32) {
-	if p := probeHttpServerRequest.Load(); p.Enabled() {
+	if p := dynsdtProbes[3].Load(); p.Enabled() {
 		s2 := dynsdt.CString(arg2)
 		s4 := dynsdt.CString(arg4)
 		s5 := dynsdt.CString(arg5)
@@ -153,13 +148,13 @@ func HttpServerRequest(arg0 uintptr, arg1 uintptr, arg2 string, arg3 int32, arg4
 // HttpServerRequestEnabled reports whether a tracer has enabled probe webrt:http__server__request;
 // use it to skip work that only computes the probe's arguments.
 func HttpServerRequestEnabled() bool {
-	return probeHttpServerRequest.Load().Enabled()
+	return dynsdtProbes[3].Load().Enabled()
 }
 
 // HttpClientResponse fires probe webrt:http__client__response(pointer, string, int32, int32)
 // if a tracer has enabled it, and otherwise returns at once.
 func HttpClientResponse(arg0 uintptr, arg1 string, arg2 int32, arg3 int32) {
-	if p := probeHttpClientResponse.Load(); p.Enabled() {
+	if p := dynsdtProbes[4].Load(); p.Enabled() {
 		s1 := dynsdt.CString(arg1)
 		p.Fire(uint64(arg0), dynsdt.BytesPtr(s1), uint64(arg2), uint64(arg3))
 		runtime.KeepAlive(s1)
@@ -169,5 +164,5 @@ func HttpClientResponse(arg0 uintptr, arg1 string, arg2 int32, arg3 int32) {
 // HttpClientResponseEnabled reports whether a tracer has enabled probe webrt:http__client__response;
 // use it to skip work that only computes the probe's arguments.
 func HttpClientResponseEnabled() bool {
-	return probeHttpClientResponse.Load().Enabled()
+	return dynsdtProbes[4].Load().Enabled()
 }

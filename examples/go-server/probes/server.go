@@ -19,19 +19,21 @@ var (
 	dynsdtMu       sync.Mutex
 	dynsdtProvider *dynsdt.Provider // guarded by dynsdtMu
 
-	probeRequestStart atomic.Pointer[dynsdt.Probe]
-	probeRequestDone  atomic.Pointer[dynsdt.Probe]
+	// dynsdtProbes[i] is the probe dynsdtProbeSpecs[i] declares, nil when not
+	// loaded.
+	dynsdtProbes [2]atomic.Pointer[dynsdt.Probe]
 )
 
-// dynsdtSpec returns a new declaration of provider server.
+// dynsdtProbeSpecs declares provider server's probes.
+var dynsdtProbeSpecs = [2]dynsdt.ProbeSpec{
+	{Name: "request__start", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int64}},
+	{Name: "request__done", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int64, dynsdt.Int32, dynsdt.Int64}},
+}
+
+// dynsdtSpec returns the declaration of provider server; it shares
+// dynsdtProbeSpecs, which dynsdt.Load does not modify.
 func dynsdtSpec() *dynsdt.ProviderSpec {
-	return &dynsdt.ProviderSpec{
-		Name: "server",
-		Probes: []dynsdt.ProbeSpec{
-			{Name: "request__start", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int64}},
-			{Name: "request__done", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int64, dynsdt.Int32, dynsdt.Int64}},
-		},
-	}
+	return &dynsdt.ProviderSpec{Name: "server", Probes: dynsdtProbeSpecs[:]}
 }
 
 // Load creates provider server's probes in this process. Until then, and
@@ -49,8 +51,9 @@ func Load(opts *dynsdt.Options) error {
 		return err
 	}
 	dynsdtProvider = p
-	probeRequestStart.Store(p.Probe("request__start"))
-	probeRequestDone.Store(p.Probe("request__done"))
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(p.Probe(dynsdtProbeSpecs[i].Name))
+	}
 	return nil
 }
 
@@ -62,8 +65,9 @@ func Close() error {
 	if dynsdtProvider == nil {
 		return nil
 	}
-	probeRequestStart.Store(nil)
-	probeRequestDone.Store(nil)
+	for i := range dynsdtProbes {
+		dynsdtProbes[i].Store(nil)
+	}
 	err := dynsdtProvider.Close()
 	dynsdtProvider = nil
 	return err
@@ -83,7 +87,7 @@ func Path() string {
 // RequestStart fires probe server:request__start(string, int64)
 // if a tracer has enabled it, and otherwise returns at once.
 func RequestStart(arg0 string, arg1 int64) {
-	if p := probeRequestStart.Load(); p.Enabled() {
+	if p := dynsdtProbes[0].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0), uint64(arg1))
 		runtime.KeepAlive(s0)
@@ -93,13 +97,13 @@ func RequestStart(arg0 string, arg1 int64) {
 // RequestStartEnabled reports whether a tracer has enabled probe server:request__start;
 // use it to skip work that only computes the probe's arguments.
 func RequestStartEnabled() bool {
-	return probeRequestStart.Load().Enabled()
+	return dynsdtProbes[0].Load().Enabled()
 }
 
 // RequestDone fires probe server:request__done(string, int64, int32, int64)
 // if a tracer has enabled it, and otherwise returns at once.
 func RequestDone(arg0 string, arg1 int64, arg2 int32, arg3 int64) {
-	if p := probeRequestDone.Load(); p.Enabled() {
+	if p := dynsdtProbes[1].Load(); p.Enabled() {
 		s0 := dynsdt.CString(arg0)
 		p.Fire(dynsdt.BytesPtr(s0), uint64(arg1), uint64(arg2), uint64(arg3))
 		runtime.KeepAlive(s0)
@@ -109,5 +113,5 @@ func RequestDone(arg0 string, arg1 int64, arg2 int32, arg3 int64) {
 // RequestDoneEnabled reports whether a tracer has enabled probe server:request__done;
 // use it to skip work that only computes the probe's arguments.
 func RequestDoneEnabled() bool {
-	return probeRequestDone.Load().Enabled()
+	return dynsdtProbes[1].Load().Enabled()
 }
