@@ -3,11 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/spf13/cobra"
 
+	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/sdt"
 )
 
@@ -27,10 +30,27 @@ func newRootCmd() *cobra.Command {
 
 // userMessage turns an error into the one sentence a user acts on.
 func userMessage(err error) string {
-	var argErr *sdt.ArgError
+	var (
+		argErr  *sdt.ArgError
+		pathErr *fs.PathError
+		fmtErr  *elfnotes.FormatError
+	)
 	switch {
+	case errors.Is(err, os.ErrPermission) && errors.As(err, &pathErr):
+		// A file or a process's mapping we may not open: say which.
+		if strings.HasPrefix(pathErr.Path, "/proc/") {
+			return fmt.Sprintf("%s %s: permission denied (other processes' mappings need CAP_SYS_ADMIN, or root)", pathErr.Op, pathErr.Path)
+		}
+		return fmt.Sprintf("%s %s: permission denied", pathErr.Op, pathErr.Path)
 	case errors.Is(err, os.ErrPermission):
-		return fmt.Sprintf("%v (tracing needs root, or CAP_BPF and CAP_PERFMON; other processes' mappings need CAP_SYS_ADMIN)", err)
+		// The kernel refused a BPF call; the chain (cilium's MEMLOCK
+		// hint among it) helps no one who is not root.
+		return "permission denied: tracing needs root, or CAP_BPF and CAP_PERFMON"
+	case errors.Is(err, elfnotes.ErrNotELF) && errors.As(err, &fmtErr):
+		// The chain says which file ("PATH: bad magic number ..."); keep
+		// that and say what the magic number means.
+		what := strings.TrimSuffix(strings.TrimSuffix(err.Error(), fmtErr.Error()), ": ")
+		return fmt.Sprintf("%s: not an ELF file (a script or data? name the program itself)", what)
 	case errors.Is(err, ebpf.ErrNotSupported):
 		return fmt.Sprintf("%v (this kernel lacks a feature usdtkit needs: run usdtkit doctor)", err)
 	case errors.Is(err, sdt.ErrNoProbes):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,10 @@ func listSymbols(cmd *cobra.Command, o *listOptions, la listArgs) error {
 	objs, err := uprobe.List(&uprobe.ListOptions{Paths: la.paths, PID: o.pid, Selectors: sels})
 	if err != nil {
 		return err
+	}
+	if len(objs) == 0 && len(sels) > 0 {
+		// As for probes (see runList): no match is a failure.
+		return fmt.Errorf("no function matches %s", strings.Join(la.uprobes, " "))
 	}
 	if o.output == "json" {
 		return writeSymbolsJSON(cmd.OutOrStdout(), objs)

@@ -76,8 +76,8 @@ reads a field through a pointer parameter. A Go uretprobe is a uprobe on every R
 		},
 	}
 	f := cmd.Flags()
-	f.IntVarP(&o.pid, "pid", "p", 0, "trace only this process (and the objects it has mapped)")
-	f.StringVarP(&o.command, "command", "c", "", "run this command and trace it from its first instruction")
+	f.VarP(&pidFlag{pid: &o.pid}, "pid", "p", "trace only this process (and the objects it has mapped); a thread's ID means its process")
+	f.StringVarP(&o.command, "command", "c", "", "run this command and trace it from its first instruction; when the trace ends first, it gets SIGTERM (SIGKILL 2s later); usdtkit exits with its status when it ends by itself")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event)")
 	f.StringArrayVar(&o.strs, "str", nil, "read argument N as a string, of every probe (N) or of one (PROVIDER:NAME=N); repeatable")
 	f.IntVar(&o.strLen, "strlen", 64, "bytes read per string argument, the NUL included")
@@ -93,7 +93,17 @@ reads a field through a pointer parameter. A Go uretprobe is a uprobe on every R
 	return cmd
 }
 
+// commandGrace is how long a -c command has to exit after SIGTERM.
+const commandGrace = 2 * time.Second
+
 func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
+	fl := cmd.Flags()
+	if fl.Changed("command") && strings.TrimSpace(o.command) == "" {
+		return fmt.Errorf("-c: an empty command (leave -c out to trace every process that maps the file)")
+	}
+	if fl.Changed("duration") && o.duration <= 0 {
+		return fmt.Errorf("-d %v: want a positive duration, such as 10s", o.duration)
+	}
 	topts, err := o.traceOptions()
 	if err != nil {
 		return err
@@ -120,6 +130,9 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		defer cancel()
 	}
 
+	stderr := cmd.ErrOrStderr()
+	o.pid = processOf(o.pid, stderr, "tracing")
+	topts.PID = o.pid
 	st, err := startTracer(o, topts, args)
 	if st.proc != nil {
 		defer st.proc.Kill()
@@ -129,7 +142,6 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	}
 	t, proc := st.t, st.proc
 	defer t.Close()
-	stderr := cmd.ErrOrStderr()
 	for _, w := range st.warnings {
 		fmt.Fprintln(stderr, "usdtkit: warning:", w)
 	}
@@ -140,17 +152,26 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	fmt.Fprintf(stderr, "Tracing %d probes at %d sites (%s links). Ctrl-C to end.\n", st.probes, t.Sites(), kind)
 
 	if proc != nil {
+		// Run ends when the command exits; proc reaps it.
 		if err := proc.Resume(); err != nil {
 			return err
 		}
-		// Reap the command; Run ends when it exits.
-		go proc.Cmd.Wait()
 	}
 
 	out := newEventWriter(cmd.OutOrStdout(), t, o.output, formats)
 	var n uint64
-	if err := t.Run(ctx, func(ev *sdt.Event) error { n++; return out.write(ev) }); err != nil {
-		return err
+	runErr := t.Run(ctx, func(ev *sdt.Event) error { n++; return out.write(ev) })
+	var status error
+	if proc != nil {
+		state, ended := proc.End(commandGrace)
+		if ended {
+			fmt.Fprintf(stderr, "usdtkit: ended the command (%v).\n", state)
+		} else if code := launch.ExitCode(state); code != 0 {
+			status = exitStatus(code)
+		}
+	}
+	if runErr != nil {
+		return runErr
 	}
 	if err := out.flush(); err != nil {
 		return err
@@ -167,7 +188,7 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	} else {
 		fmt.Fprintf(stderr, "%d aggregation updates failed (map full).\n", failed)
 	}
-	return nil
+	return status
 }
 
 // traceOptions validates the flags and turns them into sdt.TraceOptions
@@ -178,9 +199,6 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 	}
 	if o.pid != 0 && o.command != "" {
 		return nil, fmt.Errorf("-p and -c exclude each other")
-	}
-	if o.pid < 0 {
-		return nil, fmt.Errorf("--pid %d: want a process ID", o.pid)
 	}
 	t := &sdt.TraceOptions{PID: o.pid, StrLen: o.strLen, Classic: o.classic}
 	for _, s := range o.strs {
@@ -289,11 +307,11 @@ func startCommand(command string) (*launch.Process, string, error) {
 		return nil, "", fmt.Errorf("-c: %w", err)
 	}
 	if len(argv) == 0 {
-		return nil, "", fmt.Errorf("-c: empty command")
+		return nil, "", fmt.Errorf("-c: an empty command (leave -c out to trace every process that maps the file)")
 	}
-	path, err := exec.LookPath(argv[0])
+	path, err := launch.LookPath(argv[0])
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("-c: %w", err)
 	}
 	c := exec.Command(path, argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
