@@ -19,7 +19,7 @@ import (
 
 // TestRefusedFlags checks that flag values that cannot be what the user
 // means are refused with exactly one line, before anything is attached:
-// -p 0 and -c ” would trace every process, a second -p would silently win.
+// -p 0 and an empty -c would trace every process, a second -p would silently win.
 func TestRefusedFlags(t *testing.T) {
 	py := "usdt:" + testutil.Python311 + ":python:gc__start"
 	tests := []struct {
