@@ -45,6 +45,9 @@ var (
 	ErrClosed = session.ErrClosed
 	// ErrNoFunctions means there is nothing to trace.
 	ErrNoFunctions = errors.New("no functions to trace")
+	// ErrNoArg means an option reads an argument a function's site does
+	// not have (package sdt's value).
+	ErrNoArg = session.ErrNoArg
 )
 
 // Function is one site to trace: a function's entry, a place inside it
@@ -147,6 +150,10 @@ type TraceOptions struct {
 	StringArgs      uint16
 	ProbeStringArgs map[string]uint16
 	StrLen          int
+	// PrintArgs and ProbePrintArgs name the arguments the caller prints
+	// (a format's argN), for Trace to check.
+	PrintArgs      uint16
+	ProbePrintArgs map[string]uint16
 	// Filters are ANDed; comparisons are unsigned (C arguments are read
 	// as 8-byte unsigned registers).
 	Filters []Filter
@@ -247,6 +254,8 @@ func siteArgs(m elf.Machine, ret bool) ([]bpfgen.Fetch, error) {
 }
 
 // Trace loads a program for opts and attaches it to every function site.
+// An argument an option reads that a native site lacks (arg6, or arg1 of
+// a return) is an error wrapping ErrNoArg.
 // Native entry sites report arg0..arg5, the integer argument registers of
 // the C ABI of the file's machine; native return sites report the return
 // register as arg0. Go functions (Function.Go, no Delta) are probed after
@@ -284,6 +293,11 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		}
 	}()
 	goSites, cSites := 0, 0
+	refs := &session.ArgRefs{
+		Strings: opts.StringArgs, ProbeStrings: opts.ProbeStringArgs,
+		Prints: opts.PrintArgs, ProbePrints: opts.ProbePrintArgs,
+		Filters: opts.Filters, Hist: opts.HistArg, HistOn: opts.Mode == ModeHist && opts.GoHist == "",
+	}
 	for i := range opts.Functions {
 		fn := &opts.Functions[i]
 		name := fn.Name()
@@ -347,6 +361,9 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("trace %s in %s: %w", name, fn.Path, err)
 		}
+		if err := refs.Check(name, len(args)); err != nil {
+			return nil, err
+		}
 		id, ok := ids[name]
 		if !ok {
 			id = uint32(len(t.Names))
@@ -370,6 +387,9 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		obj.Offsets = append(obj.Offsets, off)
 		obj.Cookies = append(obj.Cookies, uint64(len(cfg.Sites)))
 		cfg.Sites = append(cfg.Sites, bpfgen.Site{Probe: id, Args: args, Strings: strs & (1<<len(args) - 1)})
+	}
+	if err := refs.CheckNames(t.Names); err != nil {
+		return nil, err
 	}
 	if refs := opts.goRefs(); len(refs) > 0 {
 		if cSites > 0 {

@@ -70,6 +70,38 @@ func TestRefusedFlags(t *testing.T) {
 	}
 }
 
+// TestArgumentRefsChecked checks that an argument a probe lacks, read by
+// --str, a format, a filter or --hist, is refused naming the probe and its
+// arguments, instead of being ignored or printed as "<argN?>".
+func TestArgumentRefsChecked(t *testing.T) {
+	py := testutil.RequireFile(t, testutil.Python311)
+	gc := "usdt:" + py + ":python:gc__start" // one argument
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--str", []string{"--str", "5", gc}, "python:gc__start has 1 argument (arg0), no arg5 to read as a string"},
+		{"--str probe", []string{"--str", "python:gc__start=2", gc}, "python:gc__start has 1 argument (arg0), no arg2 to read as a string"},
+		{"--str other probe", []string{"--str", "python:gc__done=0", gc}, "python:gc__done is not among the traced probes (python:gc__start)"},
+		{"format str", []string{"-F", `"%s", str(arg7)`, gc}, "python:gc__start has 1 argument (arg0), no arg7 to read as a string"},
+		{"format int", []string{"-F", "python:gc__start=%d %d", gc}, "python:gc__start has 1 argument (arg0), no arg1 to print"},
+		{"filter", []string{"--filter", "arg3 > 1", gc}, "python:gc__start has 1 argument (arg0), no arg3 to filter on"},
+		{"hist", []string{"--hist", "arg5", gc}, "python:gc__start has 1 argument (arg0), no arg5 to make a histogram of"},
+		{"uretprobe str", []string{"--str", "1", "uretprobe:libc:malloc"}, "uretprobe:malloc has 1 argument (arg0), no arg1 to read as a string"},
+		{"uprobe hist", []string{"--hist", "arg6", "uprobe:libc:malloc"}, "uprobe:malloc has 6 arguments (arg0..arg5), no arg6 to make a histogram of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), append([]string{"trace"}, tt.args...), &out, &errb)
+			if want := "usdtkit: " + tt.want + "\n"; code != 1 || out.Len() != 0 || errb.String() != want {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, no stdout, stderr %q", code, out.String(), errb.String(), want)
+			}
+		})
+	}
+}
+
 // TestListNoProbesSaysSo checks that a file without probes is listed with
 // exit status 0 and a note on stderr, not silently.
 func TestListNoProbesSaysSo(t *testing.T) {

@@ -61,6 +61,10 @@ func userMessage(err error) string {
 		return "name a file, a library or a process (-p PID) to look in"
 	case errors.Is(err, sdt.ErrNotFound):
 		return err.Error()
+	case errors.Is(err, sdt.ErrNoArg):
+		// The sentence names the probe, its arguments and the one asked
+		// for; the sentinel's text would only repeat it.
+		return strings.TrimSuffix(err.Error(), ": "+sdt.ErrNoArg.Error())
 	case errors.As(err, &argErr):
 		return argErr.Error()
 	}

@@ -116,12 +116,15 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	for probe, f := range formats {
 		if probe == "" {
 			topts.StringArgs |= f.StringArgs()
+			topts.PrintArgs |= f.Args()
 			continue
 		}
 		if topts.ProbeStringArgs == nil {
 			topts.ProbeStringArgs = make(map[string]uint16)
+			topts.ProbePrintArgs = make(map[string]uint16)
 		}
 		topts.ProbeStringArgs[probe] |= f.StringArgs()
+		topts.ProbePrintArgs[probe] |= f.Args()
 	}
 	ctx := cmd.Context()
 	if o.duration > 0 {
@@ -427,6 +430,7 @@ func startFuncTrace(st *startedTrace, o *traceOptions, exe string, topts *sdt.Tr
 	t, err := uprobe.Trace(&uprobe.TraceOptions{
 		Functions: fns, PID: topts.PID, Mode: topts.Mode,
 		StringArgs: topts.StringArgs, ProbeStringArgs: topts.ProbeStringArgs, StrLen: topts.StrLen,
+		PrintArgs: topts.PrintArgs, ProbePrintArgs: topts.ProbePrintArgs,
 		Filters: topts.Filters, CountBy: topts.CountBy, HistArg: topts.HistArg,
 		LatencyStart: topts.LatencyStart, LatencyDone: topts.LatencyDone, Classic: topts.Classic,
 		GoFilters: o.goFilters, GoHist: o.goHist, Fields: o.goFields,
