@@ -92,8 +92,12 @@ func (f *Function) FileOffset() (uint64, error) {
 	return f.Symbol.Offset + f.Delta, nil
 }
 
-// Functions returns the sites that opts's selectors name: one per selector
-// and matching symbol, in the order of the objects and their symbols. It
+// Functions returns the sites that opts's selectors name: one per address
+// (with Return) in an object, in the order of the objects and their
+// symbols. Where several symbols name one site (aliases such as malloc and
+// __libc_malloc, or selectors naming one function twice), one is kept,
+// chosen as preferName says, since two probes at one address would report
+// each hit twice. It
 // looks where List looks, and returns List's errors; selectors are
 // required. No match is not an error: the result is empty.
 func Functions(opts *ListOptions) ([]Function, error) {
@@ -130,7 +134,7 @@ func Functions(opts *ListOptions) ([]Function, error) {
 			}
 		}
 	}
-	return fns, nil
+	return dedupeSites(fns), nil
 }
 
 // TraceOptions describes a trace of native functions. The fields other
@@ -355,6 +359,9 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		}
 		off, err := fn.FileOffset()
 		if err != nil {
+			return nil, fmt.Errorf("trace %w", err)
+		}
+		if err := checkBoundary(fn); err != nil {
 			return nil, fmt.Errorf("trace %w", err)
 		}
 		args, err := siteArgs(machine, fn.Return)
