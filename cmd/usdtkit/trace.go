@@ -188,6 +188,9 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	}
 	if topts.Mode == sdt.ModeEvents {
 		fmt.Fprintf(stderr, "%d events, %d lost.\n", n, lost)
+		if d := t.Discarded(); d > 0 {
+			fmt.Fprintf(stderr, "%d events that came while the probes were being detached were not printed.\n", d)
+		}
 	} else {
 		fmt.Fprintf(stderr, "%d aggregation updates failed (map full).\n", failed)
 	}
@@ -333,6 +336,7 @@ type tracer interface {
 	Multi() bool
 	Run(ctx context.Context, fn func(*sdt.Event) error) error
 	Lost() (events, updates uint64, err error)
+	Discarded() uint64
 	Counts() ([]sdt.CountEntry, error)
 	Hist() (map[uint32][]uint64, error)
 	Close() error
