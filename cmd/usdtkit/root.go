@@ -20,7 +20,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "List, trace and create USDT probes and uprobes",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("usdtkit {{.Version}}\n")
 	root.AddCommand(newListCmd())
 	root.AddCommand(newTraceCmd())
 	root.AddCommand(newDoctorCmd())
