@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/internal/launch"
 	"github.com/usdtkit/usdtkit/sdt"
@@ -223,7 +224,8 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 		if t.ProbeStringArgs == nil {
 			t.ProbeStringArgs = make(map[string]uint16)
 		}
-		t.ProbeStringArgs[probe] |= 1 << n
+		// Probe names print escaped; read them back.
+		t.ProbeStringArgs[escape.Literal(probe)] |= 1 << n
 	}
 	o.goFilters, o.goHist = nil, ""
 	for _, s := range o.filters {
@@ -274,7 +276,7 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 		if !ok || start == "" || done == "" {
 			return nil, fmt.Errorf("--latency %q: want START,DONE", o.latency)
 		}
-		t.LatencyStart, t.LatencyDone = start, done
+		t.LatencyStart, t.LatencyDone = escape.Literal(start), escape.Literal(done)
 	}
 	if modes > 1 {
 		return nil, fmt.Errorf("--count, --hist and --latency exclude each other")
@@ -291,7 +293,7 @@ func parseFormats(specs []string) (map[string]*eventfmt.Format, error) {
 	for _, s := range specs {
 		probe, text := "", s
 		if i := strings.IndexByte(s, '='); i > 0 && !strings.ContainsAny(s[:i], "\"% ") && strings.Contains(s[:i], ":") {
-			probe, text = s[:i], s[i+1:]
+			probe, text = escape.Literal(s[:i]), s[i+1:]
 		}
 		f, err := eventfmt.ParseFormat(text)
 		if err != nil {
