@@ -164,7 +164,14 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 
 	out := newEventWriter(cmd.OutOrStdout(), t, o.output, formats)
 	var n uint64
-	runErr := t.Run(ctx, func(ev *sdt.Event) error { n++; return out.write(ev) })
+	perProbe := make([]uint64, len(st.names))
+	runErr := t.Run(ctx, func(ev *sdt.Event) error {
+		n++
+		if int(ev.Probe) < len(perProbe) {
+			perProbe[ev.Probe]++
+		}
+		return out.write(ev)
+	})
 	var status error
 	if proc != nil {
 		state, ended := proc.End(commandGrace)
@@ -191,6 +198,16 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		fmt.Fprintf(stderr, "%d events, %d lost.\n", n, lost)
 		if d := t.Discarded(); d > 0 {
 			fmt.Fprintf(stderr, "%d events that came while the probes were being detached were not printed.\n", d)
+		}
+		for id, name := range st.names {
+			if perProbe[id] != 0 {
+				continue
+			}
+			for _, c := range sdt.Companions(name) {
+				if !slices.Contains(st.names, c) {
+					fmt.Fprintf(stderr, "usdtkit: hint: %s saw no events; it fires only while %s is traced too: add usdt::%s\n", escape.Name(name), c, c)
+				}
+			}
 		}
 	} else {
 		fmt.Fprintf(stderr, "%d aggregation updates failed (map full).\n", failed)
@@ -351,6 +368,8 @@ type startedTrace struct {
 	proc     *launch.Process
 	warnings []error
 	probes   int
+	// names are the USDT probes' names by probe id (nil for functions).
+	names []string
 }
 
 // isFuncSelector reports whether a selector is uprobe's rather than sdt's.
@@ -407,7 +426,7 @@ func startTracer(o *traceOptions, topts *sdt.TraceOptions, args []string) (st st
 	if err != nil {
 		return st, err
 	}
-	st.t, st.warnings, st.probes = t, t.Warnings, countNames(probes)
+	st.t, st.warnings, st.probes, st.names = t, t.Warnings, countNames(probes), t.Names
 	return st, nil
 }
 
