@@ -143,12 +143,16 @@ func TestPIDOfThread(t *testing.T) {
 func TestUserMessage(t *testing.T) {
 	memlock := fmt.Errorf("load program: %w", fmt.Errorf("map create: %w (MEMLOCK may be too low, consider rlimit.RemoveMemlock)", unix.EPERM))
 	notELF := fmt.Errorf("/tmp/x.sh: %w", &elfnotes.FormatError{Msg: "bad magic number", Val: "23212f62", Err: elfnotes.ErrNotELF})
+	bpfDenied := "permission denied: tracing needs root, or CAP_BPF and CAP_PERFMON"
+	if os.Geteuid() == 0 {
+		bpfDenied = "permission denied to root: on kernels before 5.11 raise the locked-memory limit (ulimit -l unlimited); otherwise a security module (lockdown, SELinux) refuses BPF"
+	}
 	tests := []struct {
 		name string
 		err  error
 		want string
 	}{
-		{"bpf permission", memlock, "permission denied: tracing needs root, or CAP_BPF and CAP_PERFMON"},
+		{"bpf permission", memlock, bpfDenied},
 		{"file permission", fmt.Errorf("list: %w", &fs.PathError{Op: "open", Path: "/root/x", Err: unix.EACCES}), "open /root/x: permission denied"},
 		{"mapping permission", &fs.PathError{Op: "open", Path: "/proc/1/maps", Err: unix.EACCES},
 			"open /proc/1/maps: permission denied (other processes' mappings need CAP_SYS_ADMIN, or root)"},

@@ -44,6 +44,11 @@ func userMessage(err error) string {
 			return fmt.Sprintf("%s %s: permission denied (other processes' mappings need CAP_SYS_ADMIN, or root)", pathErr.Op, pathErr.Path)
 		}
 		return fmt.Sprintf("%s %s: permission denied", pathErr.Op, pathErr.Path)
+	case errors.Is(err, os.ErrPermission) && os.Geteuid() == 0:
+		// Root refused: kernels before 5.11 charge BPF maps to
+		// RLIMIT_MEMLOCK (cilium's "consider rlimit.RemoveMemlock"), or a
+		// security module (lockdown, SELinux) says no.
+		return "permission denied to root: on kernels before 5.11 raise the locked-memory limit (ulimit -l unlimited); otherwise a security module (lockdown, SELinux) refuses BPF"
 	case errors.Is(err, os.ErrPermission):
 		// The kernel refused a BPF call; the chain (cilium's MEMLOCK
 		// hint among it) helps no one who is not root.
