@@ -44,7 +44,8 @@ func TestBoundary(t *testing.T) {
 }
 
 // FuzzBoundary: any bytes and offset give an answer or an error, never a
-// panic, and a boundary answer is consistent.
+// panic, and a boundary answer is consistent. Seeds: testdata/fuzz and
+// these.
 func FuzzBoundary(f *testing.F) {
 	f.Add([]byte{0x55, 0x48, 0x89, 0xe5, 0xc3}, uint64(2))
 	f.Add([]byte{0x62, 0xf1, 0x7c, 0x48}, uint64(3)) // truncated EVEX

@@ -8,6 +8,13 @@
 // lets it run untraced. ptrace requests must come from the thread that
 // became the tracer, so Start locks the calling goroutine to its thread
 // until Resume (or Kill) — call them from the same goroutine.
+//
+// After Resume the Process reaps the command itself. End finishes it the
+// way a tracer should when the trace ends first: SIGTERM, so that it can
+// clean up (a dynsdt provider removes its files), then SIGKILL after a
+// grace time; ExitCode turns the result into a shell-style status, which
+// usdtkit trace -c passes on as its own (as strace does; bpftrace -c exits
+// 0 whatever the command did).
 package launch
 
 import (
