@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/usdtkit/usdtkit/internal/escape"
 )
 
 // Selector picks USDT probes, in bpftrace's syntax:
@@ -12,7 +14,9 @@ import (
 //	usdt:PATH:NAME          (any provider)
 //	PROVIDER:NAME           (the objects named elsewhere)
 //
-// "U" is accepted for "usdt". Each part may be a glob (path.Match syntax);
+// "U" is accepted for "usdt". A \xNN in a part is byte NN, as listings
+// print bytes that are not printable UTF-8 (and \\ a backslash in PATH).
+// Each part may be a glob (path.Match syntax);
 // an empty or "*" part matches everything. PATH is a file path, a glob, or a
 // library short name; with a process it filters the process's objects (see
 // target.Match).
@@ -42,6 +46,8 @@ func ParseSelector(s string) (Selector, error) {
 	default:
 		return Selector{}, fmt.Errorf("selector %q: want usdt:PATH:PROVIDER:NAME or PROVIDER:NAME", s)
 	}
+	// Names print escaped (package escape): read the escapes back.
+	sel.Path, sel.Provider, sel.Name = escape.Literal(sel.Path), escape.Glob(sel.Provider), escape.Glob(sel.Name)
 	for _, g := range []string{sel.Provider, sel.Name} {
 		if _, err := path.Match(g, ""); err != nil {
 			return Selector{}, fmt.Errorf("selector %q: glob %q: %w", s, g, err)

@@ -17,6 +17,11 @@ func TestParseSelector(t *testing.T) {
 		{"usdt:a:b:c:d", Selector{}, true},
 		{"a:b:c", Selector{}, true},
 		{"usdt:x:[:y", Selector{}, true},
+		// Escapes as listings print them: bytes, a quoted metacharacter,
+		// a colon inside a name; \\ stays a glob escape.
+		{`usdt:/tmp/a\x01b:p\x80:n\x3an`, Selector{"/tmp/a\x01b", "p\x80", "n:n"}, false},
+		{`p:star\x2a`, Selector{Provider: "p", Name: `star\*`}, false},
+		{`p:back\\slash`, Selector{Provider: "p", Name: `back\\slash`}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

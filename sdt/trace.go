@@ -48,6 +48,10 @@ const (
 // ErrClosed is returned by Tracer.Read after Close.
 var ErrClosed = session.ErrClosed
 
+// ErrNoArg is wrapped by Trace when an option reads an argument that a
+// probe does not have.
+var ErrNoArg = session.ErrNoArg
+
 // TraceOptions describes a trace of USDT probes.
 type TraceOptions struct {
 	// Probes are traced at every location; List finds them. At least one.
@@ -64,6 +68,11 @@ type TraceOptions struct {
 	StringArgs      uint16
 	ProbeStringArgs map[string]uint16
 	StrLen          int
+	// PrintArgs has bit i set when the caller prints argument i of every
+	// probe (a format's argN); ProbePrintArgs does so for one probe. Trace
+	// only checks them.
+	PrintArgs      uint16
+	ProbePrintArgs map[string]uint16
 	// Filters are ANDed; a hit that fails one is dropped in the kernel.
 	// A filter's comparison is made signed when its argument's spec is.
 	Filters []Filter
@@ -96,7 +105,10 @@ type Tracer struct {
 }
 
 // Trace loads a program for opts and attaches it to every location of the
-// probes. Errors wrap ebpf.ErrNotSupported when the kernel lacks a feature,
+// probes. An argument an option reads (a string, a printed or filtered
+// one, HistArg) that a probe lacks is an error wrapping ErrNoArg, naming
+// the probe; so is a per-probe option whose key names no traced probe.
+// Errors wrap ebpf.ErrNotSupported when the kernel lacks a feature,
 // os.ErrPermission without the privileges (root, or CAP_BPF and
 // CAP_PERFMON), and os.ErrNotExist when the process is gone.
 func Trace(opts *TraceOptions) (*Tracer, error) {
@@ -127,6 +139,11 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	symbols := make(symbolTables)
 	var order []string
 	signedArgs := make(map[int]bool)
+	refs := &session.ArgRefs{
+		Strings: opts.StringArgs, ProbeStrings: opts.ProbeStringArgs,
+		Prints: opts.PrintArgs, ProbePrints: opts.ProbePrintArgs,
+		Filters: opts.Filters, Hist: opts.HistArg, HistOn: opts.Mode == ModeHist,
+	}
 	for i := range opts.Probes {
 		p := &opts.Probes[i]
 		if p.Machine != cfg.Machine {
@@ -169,6 +186,9 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			if loc.OffsetErr != nil {
 				return nil, fmt.Errorf("trace %s in %s at %#x: %w", p, p.Path, loc.Address, loc.OffsetErr)
 			}
+			if err := refs.Check(p.String(), len(loc.Args)); err != nil {
+				return nil, err
+			}
 			strs := opts.StringArgs | opts.ProbeStringArgs[p.String()]
 			site := bpfgen.Site{Probe: id, Strings: strs & (1<<len(loc.Args) - 1)}
 			for k := range loc.Args {
@@ -192,6 +212,9 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			obj.RefCtrOffsets = append(obj.RefCtrOffsets, sem)
 			cfg.Sites = append(cfg.Sites, site)
 		}
+	}
+	if err := refs.CheckNames(t.Names); err != nil {
+		return nil, err
 	}
 	for i := range cfg.Filters {
 		if f := &cfg.Filters[i]; signedArgs[f.Arg] {

@@ -88,6 +88,20 @@
 // that open file. A process's object that cannot be opened or read is
 // skipped and reported once to [ListOptions.Warn].
 //
+// # Sites
+//
+// Functions returns one site per address: symbols that alias one address
+// (malloc and __libc_malloc) would otherwise each get a probe and every hit
+// would be reported twice; the name kept is chosen deterministically
+// (global over weak over local, unversioned, fewer leading underscores,
+// shorter). A site inside a function (FUNC+OFFSET, 0xADDR) must start an
+// instruction: a uprobe replaces the byte at its address with a breakpoint,
+// and inside an instruction that changes what the program does. Trace
+// decodes the function from its first byte (package internal/insn: x86asm
+// for x86-64, 4-byte alignment for arm64) and refuses any other offset with
+// an error wrapping [ErrNotBoundary] that names the boundaries around it,
+// as bpftrace does.
+//
 // # Errors
 //
 // Symbols returns an error wrapping [ErrNoSymbols] when the file has no

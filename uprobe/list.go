@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/target"
 )
@@ -18,7 +19,8 @@ import (
 //	uprobe:PATH:FUNC      (or u:PATH:FUNC)
 //	uretprobe:PATH:FUNC   (or ur:PATH:FUNC)
 //
-// FUNC is a glob (path.Match syntax) matched against the symbol's name and
+// A \xNN in PATH or FUNC is byte NN, as listings print bytes that are not
+// printable UTF-8. FUNC is a glob (path.Match syntax) matched against the symbol's name and
 // its demangled name; it may contain colons (C++ "ns::f"). PATH is a file,
 // a glob, or a library short name, as for sdt.Selector.
 //
@@ -79,6 +81,8 @@ func ParseSelector(s string) (Selector, error) {
 			sel.Func, sel.Offset = sel.Func[:i], off
 		}
 	}
+	// Names print escaped (package escape): read the escapes back.
+	sel.Path, sel.Func = escape.Literal(sel.Path), escape.Glob(sel.Func)
 	if _, err := path.Match(sel.Func, ""); err != nil {
 		return Selector{}, fmt.Errorf("selector %q: glob %q: %w", s, sel.Func, err)
 	}

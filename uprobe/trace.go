@@ -47,6 +47,9 @@ var (
 	ErrClosed = session.ErrClosed
 	// ErrNoFunctions means there is nothing to trace.
 	ErrNoFunctions = errors.New("no functions to trace")
+	// ErrNoArg means an option reads an argument a function's site does
+	// not have (package sdt's value).
+	ErrNoArg = session.ErrNoArg
 )
 
 // Function is one site to trace: a function's entry, a place inside it
@@ -92,8 +95,12 @@ func (f *Function) FileOffset() (uint64, error) {
 	return f.Symbol.Offset + f.Delta, nil
 }
 
-// Functions returns the sites that opts's selectors name: one per selector
-// and matching symbol, in the order of the objects and their symbols. It
+// Functions returns the sites that opts's selectors name: one per address
+// (with Return) in an object, in the order of the objects and their
+// symbols. Where several symbols name one site (aliases such as malloc and
+// __libc_malloc, or selectors naming one function twice), one is kept,
+// chosen as preferName says, since two probes at one address would report
+// each hit twice. It
 // looks where List looks, and returns List's errors; selectors are
 // required. No match is not an error: the result is empty.
 func Functions(opts *ListOptions) ([]Function, error) {
@@ -130,7 +137,7 @@ func Functions(opts *ListOptions) ([]Function, error) {
 			}
 		}
 	}
-	return fns, nil
+	return dedupeSites(fns), nil
 }
 
 // TraceOptions describes a trace of native functions. The fields other
@@ -150,6 +157,10 @@ type TraceOptions struct {
 	StringArgs      uint16
 	ProbeStringArgs map[string]uint16
 	StrLen          int
+	// PrintArgs and ProbePrintArgs name the arguments the caller prints
+	// (a format's argN), for Trace to check.
+	PrintArgs      uint16
+	ProbePrintArgs map[string]uint16
 	// Filters are ANDed; comparisons are unsigned (C arguments are read
 	// as 8-byte unsigned registers).
 	Filters []Filter
@@ -250,6 +261,8 @@ func siteArgs(m elf.Machine, ret bool) ([]bpfgen.Fetch, error) {
 }
 
 // Trace loads a program for opts and attaches it to every function site.
+// An argument an option reads that a native site lacks (arg6, or arg1 of
+// a return) is an error wrapping ErrNoArg.
 // Native entry sites report arg0..arg5, the integer argument registers of
 // the C ABI of the file's machine; native return sites report the return
 // register as arg0. Go functions (Function.Go, no Delta) are probed after
@@ -297,6 +310,11 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		}
 	}()
 	goSites, cSites := 0, 0
+	refs := &session.ArgRefs{
+		Strings: opts.StringArgs, ProbeStrings: opts.ProbeStringArgs,
+		Prints: opts.PrintArgs, ProbePrints: opts.ProbePrintArgs,
+		Filters: opts.Filters, Hist: opts.HistArg, HistOn: opts.Mode == ModeHist && opts.GoHist == "",
+	}
 	for i := range opts.Functions {
 		fn := &opts.Functions[i]
 		name := fn.Name()
@@ -366,9 +384,15 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("trace %w", err)
 		}
+		if err := checkBoundary(fn, file); err != nil {
+			return nil, fmt.Errorf("trace %w", err)
+		}
 		args, err := siteArgs(machine, fn.Return)
 		if err != nil {
 			return nil, fmt.Errorf("trace %s in %s: %w", name, fn.Path, err)
+		}
+		if err := refs.Check(name, len(args)); err != nil {
+			return nil, err
 		}
 		id, ok := ids[name]
 		if !ok {
@@ -393,6 +417,9 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		obj.Offsets = append(obj.Offsets, off)
 		obj.Cookies = append(obj.Cookies, uint64(len(cfg.Sites)))
 		cfg.Sites = append(cfg.Sites, bpfgen.Site{Probe: id, Args: args, Strings: strs & (1<<len(args) - 1)})
+	}
+	if err := refs.CheckNames(t.Names); err != nil {
+		return nil, err
 	}
 	if refs := opts.goRefs(); len(refs) > 0 {
 		if cSites > 0 {

@@ -39,7 +39,7 @@ Arguments without a colon are paths or library short names.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVarP(&o.pid, "pid", "p", 0, "list the objects mapped by this process")
+	f.VarP(&pidFlag{pid: &o.pid}, "pid", "p", "list the objects mapped by this process; a thread's ID means its process")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show locations, semaphores and parsed arguments")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per line)")
 	f.BoolVar(&o.symbols, "symbols", false, "list function symbols instead of USDT probes")
@@ -48,9 +48,10 @@ Arguments without a colon are paths or library short names.`,
 
 // listArgs are the positional arguments sorted by kind.
 type listArgs struct {
-	paths   []string
-	usdt    []sdt.Selector
-	uprobes []string
+	paths    []string
+	usdt     []sdt.Selector
+	patterns []string // usdt's selectors as given
+	uprobes  []string
 }
 
 func parseListArgs(args []string) (listArgs, error) {
@@ -65,6 +66,7 @@ func parseListArgs(args []string) (listArgs, error) {
 				return la, err
 			}
 			la.usdt = append(la.usdt, sel)
+			la.patterns = append(la.patterns, a)
 		default:
 			la.paths = append(la.paths, a)
 		}
@@ -85,9 +87,7 @@ func runList(cmd *cobra.Command, o *listOptions, args []string) error {
 	if o.output != "text" && o.output != "json" {
 		return fmt.Errorf("--output %q: want text or json", o.output)
 	}
-	if o.pid < 0 {
-		return fmt.Errorf("--pid %d: want a process ID", o.pid)
-	}
+	o.pid = processOf(o.pid, cmd.ErrOrStderr(), "listing")
 	la, err := parseListArgs(args)
 	if err != nil {
 		return err
@@ -101,6 +101,16 @@ func runList(cmd *cobra.Command, o *listOptions, args []string) error {
 	probes, err := sdt.List(&sdt.ListOptions{Paths: la.paths, PID: o.pid, Selectors: la.usdt, Warn: warnTo(cmd.ErrOrStderr())})
 	if err != nil {
 		return err
+	}
+	if len(probes) == 0 {
+		// Like grep, and like trace: a pattern that selects nothing is a
+		// failure a script can test (bpftrace -l and tplist exit 0
+		// silently). A file with no probes at all is an answer: exit 0,
+		// but say it.
+		if len(la.usdt) > 0 {
+			return fmt.Errorf("no probe matches %s", strings.Join(la.patterns, " "))
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "usdtkit: no USDT probes found")
 	}
 	w := cmd.OutOrStdout()
 	if o.output == "json" {

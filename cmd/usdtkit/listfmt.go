@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/sdt"
 )
 
@@ -127,10 +128,10 @@ func byObject(probes []sdt.Probe) [][]locRef {
 
 func newProbeJSON(p *sdt.Probe, l *sdt.Location) probeJSON {
 	pj := probeJSON{
-		Path:     p.Path,
+		Path:     escape.Name(p.Path),
 		PID:      p.PID,
-		Provider: p.Provider,
-		Name:     p.Name,
+		Provider: escape.Name(p.Provider),
+		Name:     escape.Name(p.Name),
 		Address:  *hex(l.Address),
 		Args:     make([]any, 0, len(l.Args)),
 	}
@@ -157,7 +158,7 @@ func writeProbesText(w io.Writer, probes []sdt.Probe, verbose bool) error {
 	b := make([]byte, 0, 64<<10)
 	for i := range probes {
 		p := &probes[i]
-		b = append(append(append(append(append(b, p.Path...), ' '), p.Provider...), ':'), p.Name...)
+		b = append(append(append(append(append(b, escape.Name(p.Path)...), ' '), escape.Name(p.Provider)...), ':'), escape.Name(p.Name)...)
 		b = append(b, '\n')
 		if verbose {
 			b = appendLocations(b, p)

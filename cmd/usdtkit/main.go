@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,9 +28,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "usdtkit:", userMessage(err))
-		return 1
+	err := root.ExecuteContext(ctx)
+	var status exitStatus
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &status):
+		return int(status)
 	}
-	return 0
+	fmt.Fprintln(stderr, "usdtkit:", userMessage(err))
+	return 1
 }
+
+// exitStatus is a command's exit status (trace -c) that usdtkit passes on
+// as its own; it is not printed.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }

@@ -3,11 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/spf13/cobra"
 
+	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/sdt"
 )
 
@@ -17,7 +20,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "List, trace and create USDT probes and uprobes",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("usdtkit {{.Version}}\n")
 	root.AddCommand(newListCmd())
 	root.AddCommand(newTraceCmd())
 	root.AddCommand(newDoctorCmd())
@@ -27,10 +32,32 @@ func newRootCmd() *cobra.Command {
 
 // userMessage turns an error into the one sentence a user acts on.
 func userMessage(err error) string {
-	var argErr *sdt.ArgError
+	var (
+		argErr  *sdt.ArgError
+		pathErr *fs.PathError
+		fmtErr  *elfnotes.FormatError
+	)
 	switch {
+	case errors.Is(err, os.ErrPermission) && errors.As(err, &pathErr):
+		// A file or a process's mapping we may not open: say which.
+		if strings.HasPrefix(pathErr.Path, "/proc/") {
+			return fmt.Sprintf("%s %s: permission denied (other processes' mappings need CAP_SYS_ADMIN, or root)", pathErr.Op, pathErr.Path)
+		}
+		return fmt.Sprintf("%s %s: permission denied", pathErr.Op, pathErr.Path)
+	case errors.Is(err, os.ErrPermission) && os.Geteuid() == 0:
+		// Root refused: kernels before 5.11 charge BPF maps to
+		// RLIMIT_MEMLOCK (cilium's "consider rlimit.RemoveMemlock"), or a
+		// security module (lockdown, SELinux) says no.
+		return "permission denied to root: on kernels before 5.11 raise the locked-memory limit (ulimit -l unlimited); otherwise a security module (lockdown, SELinux) refuses BPF"
 	case errors.Is(err, os.ErrPermission):
-		return fmt.Sprintf("%v (tracing needs root, or CAP_BPF and CAP_PERFMON; other processes' mappings need CAP_SYS_ADMIN)", err)
+		// The kernel refused a BPF call; the chain (cilium's MEMLOCK
+		// hint among it) helps no one who is not root.
+		return "permission denied: tracing needs root, or CAP_BPF and CAP_PERFMON"
+	case errors.Is(err, elfnotes.ErrNotELF) && errors.As(err, &fmtErr):
+		// The chain says which file ("PATH: bad magic number ..."); keep
+		// that and say what the magic number means.
+		what := strings.TrimSuffix(strings.TrimSuffix(err.Error(), fmtErr.Error()), ": ")
+		return fmt.Sprintf("%s: not an ELF file (a script or data? name the program itself)", what)
 	case errors.Is(err, ebpf.ErrNotSupported):
 		return fmt.Sprintf("%v (this kernel lacks a feature usdtkit needs: run usdtkit doctor)", err)
 	case errors.Is(err, sdt.ErrNoProbes):
@@ -41,6 +68,10 @@ func userMessage(err error) string {
 		return "name a file, a library or a process (-p PID) to look in"
 	case errors.Is(err, sdt.ErrNotFound):
 		return err.Error()
+	case errors.Is(err, sdt.ErrNoArg):
+		// The sentence names the probe, its arguments and the one asked
+		// for; the sentinel's text would only repeat it.
+		return strings.TrimSuffix(err.Error(), ": "+sdt.ErrNoArg.Error())
 	case errors.As(err, &argErr):
 		return argErr.Error()
 	}

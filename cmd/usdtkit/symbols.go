@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 
@@ -23,6 +25,10 @@ func listSymbols(cmd *cobra.Command, o *listOptions, la listArgs) error {
 	objs, err := uprobe.List(&uprobe.ListOptions{Paths: la.paths, PID: o.pid, Selectors: sels, Warn: warnTo(cmd.ErrOrStderr())})
 	if err != nil {
 		return err
+	}
+	if len(objs) == 0 && len(sels) > 0 {
+		// As for probes (see runList): no match is a failure.
+		return fmt.Errorf("no function matches %s", strings.Join(la.uprobes, " "))
 	}
 	if o.output == "json" {
 		return writeSymbolsJSON(cmd.OutOrStdout(), objs)
@@ -53,15 +59,15 @@ func writeSymbolsJSON(w io.Writer, objs []uprobe.Object) error {
 		for i := range obj.Symbols {
 			s := &obj.Symbols[i]
 			j := symbolJSON{
-				Path:      obj.Path,
+				Path:      escape.Name(obj.Path),
 				PID:       obj.PID,
-				Name:      s.Name,
-				Demangled: strOrNil(s.Demangled),
+				Name:      escape.Name(s.Name),
+				Demangled: strOrNil(escape.Name(s.Demangled)),
 				Address:   *hex(s.Value),
 				Size:      s.Size,
 				Kind:      s.Kind.String(),
 				Bind:      bindName(s),
-				Version:   strOrNil(s.Version),
+				Version:   strOrNil(escape.Name(s.Version)),
 				Source:    s.Source.String(),
 			}
 			if s.Offset != 0 {
@@ -80,6 +86,7 @@ func writeSymbolsJSON(w io.Writer, objs []uprobe.Object) error {
 func writeSymbolsText(w io.Writer, objs []uprobe.Object, verbose bool) error {
 	bw := bufio.NewWriter(w)
 	for _, obj := range objs {
+		path := escape.Name(obj.Path)
 		var sigs map[string]*uprobe.GoSignature
 		if verbose && obj.Go {
 			sigs = goSignatures(&obj)
@@ -87,7 +94,7 @@ func writeSymbolsText(w io.Writer, objs []uprobe.Object, verbose bool) error {
 		for i := range obj.Symbols {
 			s := &obj.Symbols[i]
 			if !verbose {
-				fmt.Fprintf(bw, "%s %s\n", obj.Path, s.DisplayName())
+				fmt.Fprintf(bw, "%s %s\n", path, escape.Name(s.DisplayName()))
 				continue
 			}
 			off := "-"
@@ -98,7 +105,7 @@ func writeSymbolsText(w io.Writer, objs []uprobe.Object, verbose bool) error {
 			if s.Version != "" {
 				name += "@" + s.Version
 			}
-			fmt.Fprintf(bw, "%s %#x %s size=%d %s %s %s\n", obj.Path, s.Value, off, s.Size, s.Kind, bindName(s), name)
+			fmt.Fprintf(bw, "%s %#x %s size=%d %s %s %s\n", path, s.Value, off, s.Size, s.Kind, bindName(s), escape.Name(name))
 			if sig := sigs[s.Name]; sig != nil {
 				fmt.Fprintf(bw, "  go: %s\n", sig)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/internal/launch"
 	"github.com/usdtkit/usdtkit/sdt"
@@ -76,8 +77,8 @@ reads a field through a pointer parameter. A Go uretprobe is a uprobe on every R
 		},
 	}
 	f := cmd.Flags()
-	f.IntVarP(&o.pid, "pid", "p", 0, "trace only this process (and the objects it has mapped)")
-	f.StringVarP(&o.command, "command", "c", "", "run this command and trace it from its first instruction")
+	f.VarP(&pidFlag{pid: &o.pid}, "pid", "p", "trace only this process (and the objects it has mapped); a thread's ID means its process")
+	f.StringVarP(&o.command, "command", "c", "", "run this command and trace it from its first instruction; when the trace ends first, it gets SIGTERM (SIGKILL 2s later); usdtkit exits with its status when it ends by itself")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event)")
 	f.StringArrayVar(&o.strs, "str", nil, "read argument N as a string, of every probe (N) or of one (PROVIDER:NAME=N); repeatable")
 	f.IntVar(&o.strLen, "strlen", 64, "bytes read per string argument, the NUL included")
@@ -93,7 +94,17 @@ reads a field through a pointer parameter. A Go uretprobe is a uprobe on every R
 	return cmd
 }
 
+// commandGrace is how long a -c command has to exit after SIGTERM.
+const commandGrace = 2 * time.Second
+
 func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
+	fl := cmd.Flags()
+	if fl.Changed("command") && strings.TrimSpace(o.command) == "" {
+		return fmt.Errorf("-c: an empty command (leave -c out to trace every process that maps the file)")
+	}
+	if fl.Changed("duration") && o.duration <= 0 {
+		return fmt.Errorf("-d %v: want a positive duration, such as 10s", o.duration)
+	}
 	topts, err := o.traceOptions()
 	if err != nil {
 		return err
@@ -106,12 +117,15 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	for probe, f := range formats {
 		if probe == "" {
 			topts.StringArgs |= f.StringArgs()
+			topts.PrintArgs |= f.Args()
 			continue
 		}
 		if topts.ProbeStringArgs == nil {
 			topts.ProbeStringArgs = make(map[string]uint16)
+			topts.ProbePrintArgs = make(map[string]uint16)
 		}
 		topts.ProbeStringArgs[probe] |= f.StringArgs()
+		topts.ProbePrintArgs[probe] |= f.Args()
 	}
 	ctx := cmd.Context()
 	if o.duration > 0 {
@@ -120,6 +134,9 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		defer cancel()
 	}
 
+	stderr := cmd.ErrOrStderr()
+	o.pid = processOf(o.pid, stderr, "tracing")
+	topts.PID = o.pid
 	st, err := startTracer(o, topts, args)
 	if st.proc != nil {
 		defer st.proc.Kill()
@@ -129,7 +146,6 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	}
 	t, proc := st.t, st.proc
 	defer t.Close()
-	stderr := cmd.ErrOrStderr()
 	for _, w := range st.warnings {
 		fmt.Fprintln(stderr, "usdtkit: warning:", w)
 	}
@@ -140,17 +156,33 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	fmt.Fprintf(stderr, "Tracing %d probes at %d sites (%s links). Ctrl-C to end.\n", st.probes, t.Sites(), kind)
 
 	if proc != nil {
+		// Run ends when the command exits; proc reaps it.
 		if err := proc.Resume(); err != nil {
 			return err
 		}
-		// Reap the command; Run ends when it exits.
-		go proc.Cmd.Wait()
 	}
 
 	out := newEventWriter(cmd.OutOrStdout(), t, o.output, formats)
 	var n uint64
-	if err := t.Run(ctx, func(ev *sdt.Event) error { n++; return out.write(ev) }); err != nil {
-		return err
+	perProbe := make([]uint64, len(st.names))
+	runErr := t.Run(ctx, func(ev *sdt.Event) error {
+		n++
+		if int(ev.Probe) < len(perProbe) {
+			perProbe[ev.Probe]++
+		}
+		return out.write(ev)
+	})
+	var status error
+	if proc != nil {
+		state, ended := proc.End(commandGrace)
+		if ended {
+			fmt.Fprintf(stderr, "usdtkit: ended the command (%v).\n", state)
+		} else if code := launch.ExitCode(state); code != 0 {
+			status = exitStatus(code)
+		}
+	}
+	if runErr != nil {
+		return runErr
 	}
 	if err := out.flush(); err != nil {
 		return err
@@ -164,10 +196,23 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	}
 	if topts.Mode == sdt.ModeEvents {
 		fmt.Fprintf(stderr, "%d events, %d lost.\n", n, lost)
+		if d := t.Discarded(); d > 0 {
+			fmt.Fprintf(stderr, "%d events that came while the probes were being detached were not printed.\n", d)
+		}
+		for id, name := range st.names {
+			if perProbe[id] != 0 {
+				continue
+			}
+			for _, c := range sdt.Companions(name) {
+				if !slices.Contains(st.names, c) {
+					fmt.Fprintf(stderr, "usdtkit: hint: %s saw no events; it fires only while %s is traced too: add usdt::%s\n", escape.Name(name), c, c)
+				}
+			}
+		}
 	} else {
 		fmt.Fprintf(stderr, "%d aggregation updates failed (map full).\n", failed)
 	}
-	return nil
+	return status
 }
 
 // traceOptions validates the flags and turns them into sdt.TraceOptions
@@ -178,9 +223,6 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 	}
 	if o.pid != 0 && o.command != "" {
 		return nil, fmt.Errorf("-p and -c exclude each other")
-	}
-	if o.pid < 0 {
-		return nil, fmt.Errorf("--pid %d: want a process ID", o.pid)
 	}
 	t := &sdt.TraceOptions{PID: o.pid, StrLen: o.strLen, Classic: o.classic}
 	for _, s := range o.strs {
@@ -199,7 +241,8 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 		if t.ProbeStringArgs == nil {
 			t.ProbeStringArgs = make(map[string]uint16)
 		}
-		t.ProbeStringArgs[probe] |= 1 << n
+		// Probe names print escaped; read them back.
+		t.ProbeStringArgs[escape.Literal(probe)] |= 1 << n
 	}
 	o.goFilters, o.goHist = nil, ""
 	for _, s := range o.filters {
@@ -250,7 +293,7 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 		if !ok || start == "" || done == "" {
 			return nil, fmt.Errorf("--latency %q: want START,DONE", o.latency)
 		}
-		t.LatencyStart, t.LatencyDone = start, done
+		t.LatencyStart, t.LatencyDone = escape.Literal(start), escape.Literal(done)
 	}
 	if modes > 1 {
 		return nil, fmt.Errorf("--count, --hist and --latency exclude each other")
@@ -267,7 +310,7 @@ func parseFormats(specs []string) (map[string]*eventfmt.Format, error) {
 	for _, s := range specs {
 		probe, text := "", s
 		if i := strings.IndexByte(s, '='); i > 0 && !strings.ContainsAny(s[:i], "\"% ") && strings.Contains(s[:i], ":") {
-			probe, text = s[:i], s[i+1:]
+			probe, text = escape.Literal(s[:i]), s[i+1:]
 		}
 		f, err := eventfmt.ParseFormat(text)
 		if err != nil {
@@ -289,11 +332,11 @@ func startCommand(command string) (*launch.Process, string, error) {
 		return nil, "", fmt.Errorf("-c: %w", err)
 	}
 	if len(argv) == 0 {
-		return nil, "", fmt.Errorf("-c: empty command")
+		return nil, "", fmt.Errorf("-c: an empty command (leave -c out to trace every process that maps the file)")
 	}
-	path, err := exec.LookPath(argv[0])
+	path, err := launch.LookPath(argv[0])
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("-c: %w", err)
 	}
 	c := exec.Command(path, argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -312,6 +355,7 @@ type tracer interface {
 	Multi() bool
 	Run(ctx context.Context, fn func(*sdt.Event) error) error
 	Lost() (events, updates uint64, err error)
+	Discarded() uint64
 	Counts() ([]sdt.CountEntry, error)
 	Hist() (map[uint32][]uint64, error)
 	Close() error
@@ -324,6 +368,8 @@ type startedTrace struct {
 	proc     *launch.Process
 	warnings []error
 	probes   int
+	// names are the USDT probes' names by probe id (nil for functions).
+	names []string
 }
 
 // isFuncSelector reports whether a selector is uprobe's rather than sdt's.
@@ -380,7 +426,7 @@ func startTracer(o *traceOptions, topts *sdt.TraceOptions, args []string) (st st
 	if err != nil {
 		return st, err
 	}
-	st.t, st.warnings, st.probes = t, append(st.warnings, t.Warnings...), countNames(probes)
+	st.t, st.warnings, st.probes, st.names = t, append(st.warnings, t.Warnings...), countNames(probes), t.Names
 	return st, nil
 }
 
@@ -409,6 +455,7 @@ func startFuncTrace(st *startedTrace, o *traceOptions, exe string, topts *sdt.Tr
 	t, err := uprobe.Trace(&uprobe.TraceOptions{
 		Functions: fns, PID: topts.PID, Mode: topts.Mode,
 		StringArgs: topts.StringArgs, ProbeStringArgs: topts.ProbeStringArgs, StrLen: topts.StrLen,
+		PrintArgs: topts.PrintArgs, ProbePrintArgs: topts.ProbePrintArgs,
 		Filters: topts.Filters, CountBy: topts.CountBy, HistArg: topts.HistArg,
 		LatencyStart: topts.LatencyStart, LatencyDone: topts.LatencyDone, Classic: topts.Classic,
 		GoFilters: o.goFilters, GoHist: o.goHist, Fields: o.goFields,

@@ -247,3 +247,20 @@ func TestTraceCommand(t *testing.T) {
 		t.Errorf("%d full collections traced, want at least 2; output %q", full, out)
 	}
 }
+
+// TestTracePythonCompanionHint traces function__entry of a python3.11
+// script that calls a function, without the line probe: CPython 3.11 does
+// not fire it then, and the trace ends with a hint naming the line probe.
+func TestTracePythonCompanionHint(t *testing.T) {
+	py := startPyScript(t, 5)
+	tr := startTrace(t, "trace", "-p", strconv.Itoa(py.cmd.Process.Pid), "usdt::python:function__entry")
+	py.run(t)
+	code, out, errs := tr.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	hint := "usdtkit: hint: python:function__entry saw no events; it fires only while python:line is traced too: add usdt::python:line\n"
+	if out != "" || !strings.Contains(errs, "\n0 events, 0 lost.\n"+hint) {
+		t.Errorf("stdout %q, stderr %q; want no events and the hint %q", out, errs, hint)
+	}
+}

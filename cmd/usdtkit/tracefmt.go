@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/uprobe"
@@ -56,10 +57,13 @@ type eventJSON struct {
 
 func (ew *eventWriter) write(ev *sdt.Event) error {
 	name := ew.t.ProbeName(ev.Probe)
+	// Names and comms are any bytes: print them escaped (package escape),
+	// as selectors read them.
+	shown, comm := escape.Name(name), escape.Name(ev.Comm)
 	if ew.gt != nil && ew.gt.DecodeGo(ev, &ew.ge) {
-		ew.buf = ew.appendGo(ew.buf[:0], ev, name)
+		ew.buf = ew.appendGo(ew.buf[:0], ev, name, shown, comm)
 	} else if ew.json {
-		j := eventJSON{TS: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Comm: ev.Comm, Probe: name, Args: make([]any, len(ev.Args))}
+		j := eventJSON{TS: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Comm: comm, Probe: shown, Args: make([]any, len(ev.Args))}
 		for i, v := range ev.Args {
 			switch {
 			case ev.StringArgs&(1<<i) != 0:
@@ -80,7 +84,7 @@ func (ew *eventWriter) write(ev *sdt.Event) error {
 		ew.buf = append(append(ew.buf[:0], b...), '\n')
 	} else {
 		b := time.Unix(0, int64(ev.Time)+ew.wallOffset).AppendFormat(ew.buf[:0], "15:04:05.000000")
-		b = fmt.Appendf(b, " %-7d %-7d %-16s %s", ev.PID, ev.TID, ev.Comm, name)
+		b = fmt.Appendf(b, " %-7d %-7d %-16s %s", ev.PID, ev.TID, comm, shown)
 		if f := ew.format(name); f != nil {
 			b = f.Append(append(b, ' '), ev)
 		} else {
@@ -147,19 +151,19 @@ func writeAggregates(w io.Writer, t tracer, mode sdt.Mode, output string) error 
 					PID   uint32 `json:"pid,omitempty"`
 					Comm  string `json:"comm,omitempty"`
 					Count uint64 `json:"count"`
-				}{t.ProbeName(c.Probe), c.PID, c.Comm, c.Count})
+				}{escape.Name(t.ProbeName(c.Probe)), c.PID, escape.Name(c.Comm), c.Count})
 				if err != nil {
 					return err
 				}
 				bw.Write(append(b, '\n'))
 				continue
 			}
-			key := t.ProbeName(c.Probe)
+			key := escape.Name(t.ProbeName(c.Probe))
 			if c.PID != 0 {
 				key += ", " + strconv.FormatUint(uint64(c.PID), 10)
 			}
 			if c.Comm != "" {
-				key += ", " + c.Comm
+				key += ", " + escape.Name(c.Comm)
 			}
 			fmt.Fprintf(bw, "@[%s]: %d\n", key, c.Count)
 		}
@@ -174,16 +178,17 @@ func writeAggregates(w io.Writer, t tracer, mode sdt.Mode, output string) error 
 		}
 		slices.Sort(ids)
 		for _, id := range ids {
-			title := "@[" + t.ProbeName(id) + "]"
+			name := escape.Name(t.ProbeName(id))
+			title := "@[" + name + "]"
 			if mode == sdt.ModeLatency {
-				title = "@latency_ns[" + t.ProbeName(id) + "]"
+				title = "@latency_ns[" + name + "]"
 			}
 			if output == "json" {
 				b, err := json.Marshal(struct {
 					Probe   string   `json:"probe"`
 					Latency bool     `json:"latency_ns,omitempty"`
 					Buckets []uint64 `json:"log2_buckets"`
-				}{t.ProbeName(id), mode == sdt.ModeLatency, hists[id]})
+				}{name, mode == sdt.ModeLatency, hists[id]})
 				if err != nil {
 					return err
 				}

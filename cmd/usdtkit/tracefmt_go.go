@@ -19,11 +19,13 @@ import (
 // with "results" instead of "args" for a return; values that could not be
 // read are null, with the reason under "unread"; strings and slices longer
 // than what was read are listed under "truncated".
-func (ew *eventWriter) appendGo(b []byte, ev *sdt.Event, name string) []byte {
+// name selects the format; shown and comm are the escaped probe name and
+// comm that are printed.
+func (ew *eventWriter) appendGo(b []byte, ev *sdt.Event, name, shown, comm string) []byte {
 	ge := &ew.ge
 	if !ew.json {
 		b = time.Unix(0, int64(ev.Time)+ew.wallOffset).AppendFormat(b, "15:04:05.000000")
-		b = fmt.Appendf(b, " %-7d %-7d %-16s %s goid=%d", ev.PID, ev.TID, ev.Comm, name, ge.GoID)
+		b = fmt.Appendf(b, " %-7d %-7d %-16s %s goid=%d", ev.PID, ev.TID, comm, shown, ge.GoID)
 		if f := ew.format(name); f != nil {
 			b = f.AppendNamed(append(b, ' '), ev, ew.lookupGo)
 			return append(b, '\n')
@@ -35,8 +37,8 @@ func (ew *eventWriter) appendGo(b []byte, ev *sdt.Event, name string) []byte {
 		return append(b, '\n')
 	}
 	b = fmt.Appendf(b, `{"ts":%d,"pid":%d,"tid":%d,"cpu":%d,"comm":`, ev.Time, ev.PID, ev.TID, ev.CPU)
-	b = appendJSON(b, ev.Comm)
-	b = appendJSON(append(b, `,"probe":`...), name)
+	b = appendJSON(b, comm)
+	b = appendJSON(append(b, `,"probe":`...), shown)
 	b = strconv.AppendUint(append(b, `,"goid":`...), ge.GoID, 10)
 	if ge.Results {
 		b = append(b, `,"results":{`...)

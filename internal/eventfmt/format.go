@@ -187,6 +187,18 @@ func (f *Format) StringArgs() uint16 {
 	return m
 }
 
+// Args has bit i set when the format prints argument i (as a string or
+// not).
+func (f *Format) Args() uint16 {
+	var m uint16
+	for _, p := range f.parts {
+		if p.verb != 0 && p.name == "" {
+			m |= 1 << p.arg
+		}
+	}
+	return m
+}
+
 // Names returns the value names the format prints, in order.
 func (f *Format) Names() []string {
 	var names []string

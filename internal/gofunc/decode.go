@@ -7,6 +7,8 @@ import (
 
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/usdtkit/usdtkit/internal/insn"
 )
 
 // decoded is what decode finds in a function's code.
@@ -48,22 +50,9 @@ func decode(m elf.Machine, code []byte, entry uint64) (decoded, error) {
 func decodeAMD64(code []byte, entry uint64) (decoded, error) {
 	d := decoded{afterCheck: entry}
 	guardCmp := false // the previous instruction compared with the guard
-	// x86asm reads past the end of its input on a truncated VEX or EVEX
-	// instruction (x/arch v0.28.0 decodeAVX: index out of range), so it
-	// gets a copy of the next bytes padded with INT3, longer than any
-	// instruction (15 bytes); an instruction reaching into the padding
-	// is truncated.
-	var win [32]byte
 	for pc := 0; pc < len(code); {
-		n := copy(win[:], code[pc:])
-		for i := n; i < len(win); i++ {
-			win[i] = 0xcc
-		}
-		inst, err := x86asm.Decode(win[:], 64)
-		if err == nil && inst.Len > n {
-			err = fmt.Errorf("truncated instruction")
-		}
-		if err != nil || inst.Len == 0 {
+		inst, err := insn.DecodeX86(code[pc:])
+		if err != nil {
 			if code[pc] == 0xcc {
 				break
 			}

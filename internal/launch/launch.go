@@ -8,6 +8,13 @@
 // lets it run untraced. ptrace requests must come from the thread that
 // became the tracer, so Start locks the calling goroutine to its thread
 // until Resume (or Kill) — call them from the same goroutine.
+//
+// After Resume the Process reaps the command itself. End finishes it the
+// way a tracer should when the trace ends first: SIGTERM, so that it can
+// clean up (a dynsdt provider removes its files), then SIGKILL after a
+// grace time; ExitCode turns the result into a shell-style status, which
+// usdtkit trace -c passes on as its own (as strace does; bpftrace -c exits
+// 0 whatever the command did).
 package launch
 
 import (
@@ -18,6 +25,7 @@ import (
 	"os/exec"
 	"runtime"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,6 +35,8 @@ type Process struct {
 	Cmd     *exec.Cmd
 	locked  bool
 	resumed bool
+	// done is closed when the waiter Resume starts has reaped the command.
+	done chan struct{}
 }
 
 // Start starts cmd (stdin, stdout and stderr as the caller set them)
@@ -67,29 +77,102 @@ func Start(cmd *exec.Cmd) (*Process, error) {
 // PID is the command's process ID.
 func (p *Process) PID() int { return p.Cmd.Process.Pid }
 
-// Resume lets the command run.
+// Resume lets the command run. From then on the Process reaps the command
+// itself: call End (or Kill), never Cmd.Wait.
 func (p *Process) Resume() error {
 	if p.resumed {
 		return nil
 	}
 	p.resumed = true
 	defer p.unlock()
-	if err := unix.PtraceDetach(p.PID()); err != nil {
+	err := unix.PtraceDetach(p.PID())
+	// Reap the command whatever happened, so End and Kill never wait for
+	// nothing; End and Kill wait for this goroutine.
+	p.done = make(chan struct{})
+	go func() {
+		p.Cmd.Wait()
+		close(p.done)
+	}()
+	if err != nil {
 		return fmt.Errorf("resume %d: %w", p.PID(), err)
 	}
 	return nil
 }
 
-// Kill kills a command that has not been resumed, and reaps it.
+// Kill kills the command and reaps it. Safe to call after End.
 func (p *Process) Kill() {
 	defer p.unlock()
 	if p.resumed {
 		p.Cmd.Process.Kill()
+		<-p.done
 		return
 	}
 	p.resumed = true
 	p.Cmd.Process.Kill()
 	p.Cmd.Wait()
+}
+
+// End ends a resumed command politely and returns how it ended: if it is
+// still running it gets SIGTERM, so that it can clean up (a dynsdt
+// provider removes its files), then SIGKILL once grace has passed. ended
+// reports whether End had to signal it; false means it had exited by
+// itself. state is nil if the command was never resumed (it is killed).
+func (p *Process) End(grace time.Duration) (state *os.ProcessState, ended bool) {
+	if !p.resumed {
+		p.Kill()
+		return p.Cmd.ProcessState, true
+	}
+	select {
+	case <-p.done:
+		return p.Cmd.ProcessState, false
+	default:
+	}
+	// A command that has just exited is a zombie the waiter has not reaped
+	// yet: do not count it as ended by us.
+	if exited(p.PID()) {
+		<-p.done
+		return p.Cmd.ProcessState, false
+	}
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		p.Cmd.Process.Kill()
+		<-p.done
+	}
+	return p.Cmd.ProcessState, true
+}
+
+// exited reports whether process pid has exited (a zombie, or gone): its
+// pidfd polls readable then (pidfd_open(2)).
+func exited(pid int) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return errors.Is(err, unix.ESRCH)
+	}
+	defer unix.Close(fd)
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n == 1
+	}
+}
+
+// ExitCode returns a finished command's status as a shell reports it: its
+// exit code, or 128 plus the signal that killed it. A nil state gives 0.
+func ExitCode(state *os.ProcessState) int {
+	if state == nil {
+		return 0
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return state.ExitCode()
 }
 
 func (p *Process) unlock() {

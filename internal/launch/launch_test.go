@@ -32,8 +32,11 @@ func TestStartStopsBeforeFirstInstruction(t *testing.T) {
 	if err := p.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := WaitExit(context.Background(), p.PID()); err != nil {
 		t.Fatal(err)
+	}
+	if state, ended := p.End(time.Minute); ended || ExitCode(state) != 0 {
+		t.Errorf("End: %v, ended %v; want exit 0 by itself", state, ended)
 	}
 	if out.String() != "hello\n" {
 		t.Errorf("output %q", out.String())

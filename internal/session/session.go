@@ -18,9 +18,12 @@
 // semaphore's file offset. Kernels without uprobe_multi get one classic
 // uprobe link per site (cookies need 5.15+), which needs the program variant
 // of Config.Multi == false. An Object with Return set gets uretprobe links
-// of the same two kinds; entry and return sites of one file are two Objects. On this kernel closing a classic link costs
-// ~100–150 ms, a multi link of 1000 sites tens of ms: multi is not only
-// faster to attach, it is what makes detaching large probe sets usable.
+// of the same two kinds; entry and return sites of one file are two Objects. The kernel
+// unregisters classic uprobes one at a time, each waiting for an RCU grace
+// period, while a multi link goes in one step: multi is not only faster to
+// attach, it is what makes detaching large probe sets usable. Detach closes
+// classic links concurrently, which overlaps part of the waiting, and Run
+// passes on no event that happened after the trace's end (see Run).
 //
 // # Reading
 //
@@ -39,12 +42,14 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/launch"
@@ -56,6 +61,9 @@ const DefaultPollInterval = 50 * time.Millisecond
 
 // ErrClosed is returned by Read after Close.
 var ErrClosed = errors.New("session closed")
+
+// errEnd stops Run's first drain at the end of the trace.
+var errEnd = errors.New("end of trace")
 
 // Object is one file to attach to, with its sites. Offsets, Cookies and
 // RefCtrOffsets have one entry per site.
@@ -109,7 +117,8 @@ type Session struct {
 	links  []link.Link
 	closed bool
 
-	rec ringbuf.Record
+	rec       ringbuf.Record
+	discarded atomic.Uint64
 }
 
 // Start generates, loads and attaches the program described by opts. It
@@ -273,9 +282,13 @@ func (s *Session) Drain(fn func(*bpfgen.Event) error) error {
 
 // Run reads events (ModeEvents) and calls fn for each until ctx is done or,
 // when pid is not 0, process pid exits; then it detaches and calls fn for
-// every event still in the ring buffer, so that nothing delivered is lost.
-// In the aggregating modes it waits for ctx (or the exit) and detaches. It
-// returns the first error of fn or of reading; ctx's end is not an error.
+// every event still in the ring buffer that happened before that end, so
+// that nothing delivered is lost and nothing after the end is printed:
+// detaching classic uprobe links takes a while, during which the probes
+// still fire. Those later events are counted (see Discarded), not passed
+// to fn. In the aggregating modes it waits for ctx (or the exit) and
+// detaches. It returns the first error of fn or of reading; ctx's end is
+// not an error.
 func (s *Session) Run(ctx context.Context, pid int, fn func(*bpfgen.Event) error) error {
 	if pid != 0 {
 		var cancel context.CancelFunc
@@ -288,43 +301,92 @@ func (s *Session) Run(ctx context.Context, pid int, fn func(*bpfgen.Event) error
 			cancel()
 		}()
 	}
-	if s.cfg.Mode == bpfgen.ModeEvents {
-		var ev bpfgen.Event
-		for {
-			err := s.Read(ctx, &ev)
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				break
-			}
-			if err == nil {
-				err = fn(&ev)
-			}
-			if err != nil {
-				s.Detach()
-				return err
-			}
-		}
-	} else {
+	if s.cfg.Mode != bpfgen.ModeEvents {
 		<-ctx.Done()
+		return s.Detach()
+	}
+	var ev bpfgen.Event
+	for {
+		err := s.Read(ctx, &ev)
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		if err == nil {
+			err = fn(&ev)
+		}
+		if err != nil {
+			s.Detach()
+			return err
+		}
+	}
+	// The end, on the clock of the events (bpf_ktime_get_ns).
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return fmt.Errorf("read the clock: %w", err)
+	}
+	end := uint64(ts.Nano())
+	before := func(ev *bpfgen.Event) error {
+		if ev.Time > end {
+			s.discarded.Add(1)
+			return nil
+		}
+		return fn(ev)
+	}
+	// What came before the end is passed on now, not after the detach;
+	// the first event after it stops this drain, which could otherwise
+	// chase probes that keep firing. Events of other CPUs that are before
+	// the end but behind it in the ring come with the second drain.
+	err := s.Drain(func(ev *bpfgen.Event) error {
+		if ev.Time > end {
+			s.discarded.Add(1)
+			return errEnd
+		}
+		return fn(ev)
+	})
+	if err != nil && err != errEnd {
+		s.Detach()
+		return err
 	}
 	if err := s.Detach(); err != nil {
 		return err
 	}
-	return s.Drain(fn)
+	return s.Drain(before)
 }
+
+// Discarded is the number of events Run read after the end of the trace
+// (they happened while the links were being closed) and did not pass on.
+func (s *Session) Discarded() uint64 { return s.discarded.Load() }
+
+// detachWorkers bounds the goroutines Detach closes links with.
+const detachWorkers = 32
 
 // Detach closes every link: probes stop firing and the kernel lowers the
 // semaphores it raised. Maps stay readable until Close. Safe to call twice.
+// Links are closed concurrently (at most detachWorkers at a time, all
+// waited for): closing one classic uprobe link waits for the kernel to
+// unregister it, which costs ~200 ms, and the waits overlap.
 func (s *Session) Detach() error {
 	s.mu.Lock()
 	links := s.links
 	s.links = nil
 	s.mu.Unlock()
-	var errs []error
-	for _, l := range links {
-		if err := l.Close(); err != nil {
-			errs = append(errs, err)
-		}
+	errs := make([]error, len(links))
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range min(detachWorkers, len(links)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(links) {
+					return
+				}
+				errs[i] = links[i].Close()
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -5,13 +5,16 @@
 // After each line read from stdin it calls add3(11, -22, 33) and mallocs
 // the sizes 70001, 70002, 140003 (log2 buckets 16, 16 and 17), printing
 // "ADD3 r", then "SIZE n PTR p" per allocation (p in decimal), then "DONE".
-// The blocks are kept, so each pointer is distinct.
+// The blocks are kept, so each pointer is distinct. add3_alias is a second
+// name for add3 (one address, two symbols).
 #include <stdio.h>
 #include <stdlib.h>
 
 __attribute__((noinline)) long add3(int a, int b, int c) {
 	return (long)a + b + c;
 }
+
+long add3_alias(int a, int b, int c) __attribute__((alias("add3")));
 
 int main(void) {
 	static const size_t sizes[] = {70001, 70002, 140003};

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strconv"
+
+	"github.com/usdtkit/usdtkit/internal/launch"
+)
+
+// pidFlag is -p PID: a process ID above 0, given at most once.
+type pidFlag struct {
+	pid *int
+	set bool
+}
+
+func (p *pidFlag) String() string {
+	if p.pid == nil || *p.pid == 0 {
+		return ""
+	}
+	return strconv.Itoa(*p.pid)
+}
+
+func (p *pidFlag) Type() string { return "PID" }
+
+func (p *pidFlag) Set(s string) error {
+	if p.set {
+		return fmt.Errorf("-p is given twice: one process per run for now (several are planned)")
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("want a process ID above 0 (leave -p out to use every process that maps the file)")
+	}
+	*p.pid, p.set = n, true
+	return nil
+}
+
+// processOf returns the process that -p's PID names: a thread's ID
+// (/proc/TID, as top -H shows it) means its process, which is said on
+// stderr. A PID that does not exist is returned as it is, for the library
+// to report.
+func processOf(pid int, stderr io.Writer, verb string) int {
+	if pid == 0 {
+		return 0
+	}
+	tgid, err := launch.ThreadGroup(pid)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "usdtkit: warning: %v\n", err)
+		}
+		return pid
+	}
+	if tgid != pid {
+		fmt.Fprintf(stderr, "usdtkit: %d is a thread of process %d; %s %d\n", pid, tgid, verb, tgid)
+	}
+	return tgid
+}

@@ -1,0 +1,145 @@
+// Package escape writes names read from files and processes (probe,
+// provider and symbol names, paths, comms) so that they print as what they
+// are and can be typed back: a name is any bytes, but a terminal would act
+// on control characters, JSON would replace invalid UTF-8 with U+FFFD, and
+// a selector could then never name the probe again.
+//
+// # Format
+//
+// Name keeps printable UTF-8 as it is and writes every other byte as \xNN
+// (two lower-case hex digits), and a backslash as \\. Literal is its
+// inverse. Glob reads the same escapes in a selector part, which is also a
+// path.Match pattern: \xNN becomes the byte (a glob metacharacter quoted,
+// so \x2a is a literal '*'), while the glob's own escapes (\*, \\) are
+// left for path.Match. So path.Match(Glob(Name(s)), s) holds for every s
+// without the metacharacters *?[], which Name prints as they are (Go
+// generic instances are named "F[go.shape.int]"); a selector quotes them.
+//
+// The functions are pure and safe for concurrent use.
+package escape
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+const hexDigits = "0123456789abcdef"
+
+// Name returns s escaped as the package doc says; s itself if nothing
+// needs escaping.
+func Name(s string) string {
+	if clean(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == utf8.RuneError && n == 1, !unicode.IsPrint(r):
+			for _, c := range []byte(s[i : i+n]) {
+				b.WriteString(`\x`)
+				b.WriteByte(hexDigits[c>>4])
+				b.WriteByte(hexDigits[c&15])
+			}
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// clean reports whether s is printable ASCII without a backslash, the
+// common case.
+func clean(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// Literal returns the bytes an escaped name stands for: \xNN is byte NN,
+// \\ a backslash; anything else, a lone backslash included, is itself.
+func Literal(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			if c, ok := hexByte(s, i); ok {
+				b.WriteByte(c)
+				i += 3
+				continue
+			}
+			if i+1 < len(s) && s[i+1] == '\\' {
+				b.WriteByte('\\')
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Glob returns the path.Match pattern a selector part stands for: each
+// \xNN becomes byte NN, preceded by a backslash if it is one of the
+// metacharacters *?[\ (or ] and -, which mean something in a class), and
+// every other backslash pair is left as path.Match reads it.
+func Glob(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if c, ok := hexByte(s, i); ok {
+			if strings.IndexByte(`*?[]\-`, c) >= 0 {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(c)
+			i += 3
+			continue
+		}
+		// A glob escape: keep it and the byte it quotes together, so
+		// that \\x41 is a backslash and "x41".
+		b.WriteByte('\\')
+		if i+1 < len(s) {
+			b.WriteByte(s[i+1])
+			i++
+		}
+	}
+	return b.String()
+}
+
+// hexByte decodes the \xNN at s[i:], if there is one.
+func hexByte(s string, i int) (byte, bool) {
+	if i+4 > len(s) || s[i+1] != 'x' {
+		return 0, false
+	}
+	hi, ok1 := unhex(s[i+2])
+	lo, ok2 := unhex(s[i+3])
+	return hi<<4 | lo, ok1 && ok2
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
