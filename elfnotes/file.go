@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -29,6 +30,10 @@ const (
 	// readChunk bounds a single allocation when the size of the underlying
 	// reader is unknown: buffers grow only as data actually arrives.
 	readChunk = 1 << 20
+
+	// maxSectionName bounds the length of a section name; real ones are
+	// at most a few dozen bytes.
+	maxSectionName = 4 << 10
 )
 
 // A File is an ELF file whose headers have been parsed. Section and segment
@@ -48,9 +53,10 @@ type File struct {
 	Sections  []*Section // in header order; Sections[0] is the SHT_NULL entry when present
 	Progs     []*Prog
 
-	r      io.ReaderAt
-	size   int64 // size of r in bytes, or -1 when it cannot be determined
-	closer io.Closer
+	r        io.ReaderAt
+	size     int64 // size of r in bytes, or -1 when it cannot be determined
+	closer   io.Closer
+	warnings []error
 }
 
 // A Section is one entry of the section header table. Its contents are not
@@ -125,6 +131,15 @@ func (f *File) Close() error {
 	f.closer = nil
 	return c.Close()
 }
+
+// Warnings returns the damage [NewFile] passed over in the headers, one
+// *[FormatError] with its file offset each: a section whose name cannot be
+// read (outside the section name table, not NUL-terminated) gets the name
+// "", and so does every section when the section name table itself cannot
+// be read. A File with damaged headers is still usable: its sections are
+// found by type, and [File.Section] does not find the unnamed ones. The
+// slice is shared; callers must not modify it.
+func (f *File) Warnings() []error { return f.warnings }
 
 // Section returns the first section with the given name, or nil.
 func (f *File) Section(name string) *Section {
@@ -416,10 +431,28 @@ func (f *File) parse() error {
 	if shstrndx == uint64(elf.SHN_UNDEF) {
 		return nil
 	}
+	// Damage to the names is passed over with a warning, as readelf
+	// does: the sections are still found by type.
 	if shstrndx >= shnum {
-		return formatErr(shstrOff, "section name table index out of range", shstrndx)
+		f.warnings = append(f.warnings, formatErr(shstrOff, "section name table index out of range", shstrndx))
+		return nil
 	}
-	strtab, err := f.Sections[shstrndx].Data()
+	// Read only as much of the table as the names need, not the size it
+	// claims.
+	var maxOff uint64
+	for _, n := range names {
+		maxOff = max(maxOff, uint64(n))
+	}
+	st := f.Sections[shstrndx]
+	var strtab []byte
+	if st.Type != elf.SHT_NOBITS {
+		strtab, err = f.read(st.Offset, min(st.Size, maxOff+maxSectionName), "section name table")
+	}
+	var fe *FormatError
+	if errors.As(err, &fe) {
+		f.warnings = append(f.warnings, fmt.Errorf("section name table: %w", err))
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -432,11 +465,13 @@ func (f *File) parse() error {
 		}
 		hdrOff := clampOff(shoff + uint64(i)*shentsize)
 		if off >= uint64(len(str)) {
-			return formatErr(hdrOff, "section name offset out of range", off)
+			f.warnings = append(f.warnings, formatErr(hdrOff, fmt.Sprintf("section %d: name offset out of range", i), off))
+			continue
 		}
 		end := bytes.IndexByte(strtab[off:], 0)
 		if end < 0 {
-			return formatErr(hdrOff, "section name not NUL-terminated", off)
+			f.warnings = append(f.warnings, formatErr(hdrOff, fmt.Sprintf("section %d: name not NUL-terminated", i), off))
+			continue
 		}
 		s.Name = str[off : off+uint64(end)]
 	}
