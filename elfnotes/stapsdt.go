@@ -135,9 +135,21 @@ func (f *File) ReadSDTProbes() (probes []SDTProbe, warnings []error, err error) 
 	if f.Class == elf.ELFCLASS32 {
 		mask = 0xffffffff
 	}
-	probes = []SDTProbe{}
-	w := &noteWalker{f: f}
 	isSDT := func(owner []byte, typ uint32) bool { return string(owner) == OwnerStapsdt && typ == NTStapsdt }
+	// Count first, reading only headers and names: growing a slice of
+	// probes by append allocates about twice what it keeps.
+	n := 0
+	w := &noteWalker{f: f}
+	if err := w.walk(func(owner []byte, typ uint32) bool {
+		if isSDT(owner, typ) {
+			n++
+		}
+		return false
+	}, nil); err != nil {
+		return nil, nil, err
+	}
+	probes = make([]SDTProbe, 0, n)
+	w.reset()
 	err = w.walk(isSDT, func(r *noteRecord) {
 		s, err := ParseStapsdt(r.desc, f.Class, f.ByteOrder)
 		if err != nil {

@@ -35,7 +35,14 @@ const (
 type noteArea struct {
 	off, size, align uint64
 	section          string // "" for a segment
-	what             string // for messages: "note section .note.x", "PT_NOTE segment"
+}
+
+// what names the area in messages.
+func (a *noteArea) what() string {
+	if a.section == "" {
+		return "PT_NOTE segment"
+	}
+	return "note section " + a.section
 }
 
 // noteAreas returns the note sections (or, without section headers, the
@@ -45,14 +52,14 @@ func (f *File) noteAreas() []noteArea {
 	if len(f.Sections) > 0 {
 		for _, s := range f.Sections {
 			if s.Type == elf.SHT_NOTE {
-				areas = append(areas, noteArea{s.Offset, s.Size, s.Align, s.Name, "note section " + s.Name})
+				areas = append(areas, noteArea{s.Offset, s.Size, s.Align, s.Name})
 			}
 		}
 		return areas
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_NOTE {
-			areas = append(areas, noteArea{p.Off, p.Filesz, p.Align, "", "PT_NOTE segment"})
+			areas = append(areas, noteArea{p.Off, p.Filesz, p.Align, ""})
 		}
 	}
 	return areas
@@ -75,10 +82,13 @@ type noteRecord struct {
 // for each damaged note or area it passes over.
 type noteWalker struct {
 	f        *File
+	areas    []noteArea
 	notes    int    // records examined
 	read     uint64 // bytes read
 	name     []byte // scratch for names
 	desc     []byte // scratch for descriptors
+	hdr      [noteHeaderSize]byte
+	rec      noteRecord // passed to the callback; reused so that it stays off the heap per record
 	warnings []error
 
 	// The area being read: br reads sr from position cur.
@@ -94,6 +104,12 @@ var (
 	errTruncated = errors.New("truncated")
 )
 
+// reset prepares w for a second walk over the same file, keeping its
+// buffers.
+func (w *noteWalker) reset() {
+	w.notes, w.read, w.warnings = 0, 0, nil
+}
+
 func (w *noteWalker) warn(off uint64, msg string, val any) {
 	w.warnings = append(w.warnings, formatErr(clampOff(off), msg, val))
 }
@@ -106,9 +122,11 @@ func (w *noteWalker) limit(off uint64, msg string) {
 // only for records that want accepts; the others are skipped unread. It
 // returns only I/O errors.
 func (w *noteWalker) walk(want func(owner []byte, typ uint32) bool, fn func(*noteRecord)) error {
-	areas := w.f.noteAreas()
-	for i := range areas {
-		err := w.walkArea(&areas[i], want, fn)
+	if w.areas == nil {
+		w.areas = w.f.noteAreas()
+	}
+	for i := range w.areas {
+		err := w.walkArea(&w.areas[i], want, fn)
 		if err == errStop {
 			return nil
 		}
@@ -121,7 +139,7 @@ func (w *noteWalker) walk(want func(owner []byte, typ uint32) bool, fn func(*not
 
 func (w *noteWalker) walkArea(a *noteArea, want func([]byte, uint32) bool, fn func(*noteRecord)) error {
 	size := a.size
-	if err := w.f.checkRange(a.off, size, a.what); err != nil {
+	if err := w.f.checkRange(a.off, size, a.what()); err != nil {
 		// Read the records that are in the file, as a reader of unknown
 		// size does before it meets the end.
 		w.warnings = append(w.warnings, err)
@@ -135,7 +153,13 @@ func (w *noteWalker) walkArea(a *noteArea, want func([]byte, uint32) bool, fn fu
 	}
 	w.sr = io.NewSectionReader(w.f.r, int64(a.off), int64(size))
 	if w.br == nil {
-		w.br = bufio.NewReaderSize(w.sr, 4096)
+		// Real note areas are small: a buffer as large as the largest
+		// one up to a page, read in one call.
+		n := uint64(0)
+		for _, a := range w.areas {
+			n = max(n, a.size)
+		}
+		w.br = bufio.NewReaderSize(w.sr, int(min(n, 4096)))
 	} else {
 		w.br.Reset(w.sr)
 	}
@@ -151,7 +175,7 @@ func (w *noteWalker) walkArea(a *noteArea, want func([]byte, uint32) bool, fn fu
 func (w *noteWalker) records(a *noteArea, size uint64, want func([]byte, uint32) bool, fn func(*noteRecord)) error {
 	al := noteAlign(a.align)
 	bo := w.f.ByteOrder
-	var hdr [noteHeaderSize]byte
+	hdr := w.hdr[:]
 	for pos := uint64(0); pos < size; {
 		rem := size - pos
 		at := a.off + pos
@@ -161,24 +185,25 @@ func (w *noteWalker) records(a *noteArea, size uint64, want func([]byte, uint32)
 		}
 		w.notes++
 		if rem < noteHeaderSize {
-			w.warn(at, "truncated note header", fmt.Sprintf("%d bytes left in %s", rem, a.what))
+			w.warn(at, "truncated note header", fmt.Sprintf("%d bytes left in %s", rem, a.what()))
 			return nil
 		}
-		if err := w.readAt(hdr[:], pos, a); err != nil {
+		if err := w.readAt(hdr, pos, a); err != nil {
 			return err
 		}
 		namesz := uint64(bo.Uint32(hdr[0:]))
 		descsz := uint64(bo.Uint32(hdr[4:]))
-		r := noteRecord{area: a, typ: bo.Uint32(hdr[8:]), off: at}
+		r := &w.rec
+		*r = noteRecord{area: a, typ: bo.Uint32(hdr[8:]), off: at}
 		// Damage to the sizes loses the position of the next record:
 		// the rest of the area is skipped.
 		if namesz > rem-noteHeaderSize {
-			w.warn(at, "note name extends past end of "+a.what, namesz)
+			w.warn(at, "note name extends past end of "+a.what(), namesz)
 			return nil
 		}
 		descOff := alignUp(noteHeaderSize+namesz, al)
 		if descsz > 0 && (descOff > rem || descsz > rem-descOff) {
-			w.warn(at, "note descriptor extends past end of "+a.what, descsz)
+			w.warn(at, "note descriptor extends past end of "+a.what(), descsz)
 			return nil
 		}
 		r.doff = at + descOff
@@ -210,7 +235,7 @@ func (w *noteWalker) records(a *noteArea, size uint64, want func([]byte, uint32)
 			return err
 		}
 		r.desc = w.desc
-		fn(&r)
+		fn(r)
 	}
 	return nil
 }
@@ -231,10 +256,10 @@ func (w *noteWalker) readAt(buf []byte, pos uint64, a *noteArea) error {
 	case err == nil:
 		return nil
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
-		w.warn(a.off+pos, a.what+" truncated", fmt.Sprintf("%#x of %#x bytes", n, len(buf)))
+		w.warn(a.off+pos, a.what()+" truncated", fmt.Sprintf("%#x of %#x bytes", n, len(buf)))
 		return errTruncated
 	}
-	return fmt.Errorf("read %s: %w", a.what, err)
+	return fmt.Errorf("read %s: %w", a.what(), err)
 }
 
 // seek moves the reader of the current area to pos, reusing buffered bytes
