@@ -143,10 +143,14 @@ func (w *noteWalker) walkArea(a *noteArea, want func([]byte, uint32) bool, fn fu
 		// Read the records that are in the file, as a reader of unknown
 		// size does before it meets the end.
 		w.warnings = append(w.warnings, err)
-		if a.off > math.MaxInt64 || w.f.size < 0 || a.off >= uint64(w.f.size) {
+		end := uint64(math.MaxInt64)
+		if w.f.size >= 0 {
+			end = uint64(w.f.size)
+		}
+		if a.off >= end {
 			return nil
 		}
-		size = uint64(w.f.size) - a.off
+		size = min(size, end-a.off)
 	}
 	if size == 0 {
 		return nil
