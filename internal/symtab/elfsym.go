@@ -2,7 +2,7 @@ package symtab
 
 import (
 	"debug/elf"
-	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -46,8 +46,11 @@ type symTable struct {
 // "foo@V" rather than the default "foo@@V"). Names and versions are
 // substrings of the string table, so a table costs one string allocation.
 //
-// Every error is a *FormatError whose offset points into the file.
-func appendSyms(out []Symbol, t *symTable, class elf.Class, order binary.ByteOrder) ([]Symbol, []bool, error) {
+// A bad table is an error; a bad entry (name outside the string table,
+// undefined version) is skipped with a warning added to r. Every error and
+// warning is a *FormatError whose offset points into the file.
+func (r *tableReader) appendSyms(out []Symbol, t *symTable) ([]Symbol, []bool, error) {
+	class, order := r.f.Class, r.f.ByteOrder
 	size := symEntSize(class)
 	if size == 0 {
 		return nil, nil, newFormatError(t.off, "unknown ELF class", class)
@@ -95,7 +98,8 @@ func appendSyms(out []Symbol, t *symTable, class elf.Class, order binary.ByteOrd
 		entOff := t.off + uint64(i*size)
 		name, msg := cstring(t.strtab, nameOff)
 		if msg != "" {
-			return nil, nil, newFormatError(entOff, "symbol name "+msg, nameOff)
+			r.warnings = append(r.warnings, newFormatError(entOff, fmt.Sprintf("%s symbol %d: name %s", t.src, i, msg), nameOff))
+			continue
 		}
 		if name == "" {
 			continue
@@ -108,7 +112,8 @@ func appendSyms(out []Symbol, t *symTable, class elf.Class, order binary.ByteOrd
 		if t.vers != nil {
 			ver, h, err := t.vers.version(i)
 			if err != nil {
-				return nil, nil, err
+				r.warnings = append(r.warnings, fmt.Errorf("symbol %s: %w", name, err))
+				continue
 			}
 			s.Version = ver
 			hidden = append(hidden, h)
@@ -155,8 +160,9 @@ func linked(f *elfnotes.File, s *elfnotes.Section) (*elfnotes.Section, error) {
 // reads each string table once: .dynsym and the version sections share
 // .dynstr.
 type tableReader struct {
-	f    *elfnotes.File
-	strs map[*elfnotes.Section]string
+	f        *elfnotes.File
+	strs     map[*elfnotes.Section]string
+	warnings []error
 }
 
 // strtab returns the contents of the string table linked from s.
@@ -194,7 +200,11 @@ func (r *tableReader) table(s *elfnotes.Section, src Source) (*symTable, error) 
 	}
 	t := &symTable{data: data, off: s.Offset, entsize: s.Entsize, strtab: strtab, src: src}
 	if src == SourceDynsym {
-		if t.vers, err = r.versions(s); err != nil {
+		n := 0
+		if size := symEntSize(r.f.Class); size > 0 {
+			n = len(data) / size
+		}
+		if t.vers, err = r.versions(s, n); err != nil {
 			return nil, err
 		}
 	}

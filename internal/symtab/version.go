@@ -28,6 +28,10 @@ type versions struct {
 	off    uint64 // file offset of versym
 	order  binary.ByteOrder
 	names  map[uint16]string
+	// damaged reports that a version section could not be read (a
+	// warning says why): symbols whose version is unknown or past the
+	// end of versym are then listed without one rather than skipped.
+	damaged bool
 }
 
 // version returns the version name of .dynsym entry i, "" when it has none,
@@ -38,7 +42,7 @@ func (v *versions) version(i int) (name string, hidden bool, err error) {
 		return "", false, nil
 	}
 	if i < 0 || 2*i+2 > len(v.versym) {
-		return "", false, newFormatError(v.off, "symbol version table shorter than .dynsym", len(v.versym))
+		return "", false, nil // damaged: versions() warned
 	}
 	raw := v.order.Uint16(v.versym[2*i:])
 	ndx := raw & versymVersion
@@ -46,6 +50,9 @@ func (v *versions) version(i int) (name string, hidden bool, err error) {
 		return "", false, nil
 	}
 	name, ok := v.names[ndx]
+	if !ok && v.damaged {
+		return "", false, nil
+	}
 	if !ok {
 		return "", false, newFormatError(v.off+uint64(2*i), "undefined symbol version index", ndx)
 	}
@@ -134,9 +141,11 @@ func parseVerneed(names map[uint16]string, data []byte, off uint64, strtab strin
 }
 
 // versions reads the GNU version sections that belong to the .dynsym
-// section dyn. It returns nil when there are none. Sections are matched by
-// type and sh_link, as the dynamic linker matches them by DT_VERSYM & co.
-func (r *tableReader) versions(dyn *elfnotes.Section) (*versions, error) {
+// section dyn, of n entries. It returns nil when there are none. Sections
+// are matched by type and sh_link, as the dynamic linker matches them by
+// DT_VERSYM & co. Damaged sections add a warning to r and mark the result
+// damaged; the error is an I/O error.
+func (r *tableReader) versions(dyn *elfnotes.Section, n int) (*versions, error) {
 	f := r.f
 	var versym *elfnotes.Section
 	for i, s := range f.Sections {
@@ -148,11 +157,18 @@ func (r *tableReader) versions(dyn *elfnotes.Section) (*versions, error) {
 	if versym == nil {
 		return nil, nil
 	}
+	v := &versions{off: versym.Offset, order: f.ByteOrder, names: make(map[uint16]string)}
 	data, err := versym.Data()
-	if err != nil {
+	if err := r.warn(versym, err); err != nil {
 		return nil, err
 	}
-	v := &versions{versym: data, off: versym.Offset, order: f.ByteOrder, names: make(map[uint16]string)}
+	v.versym = data
+	if data == nil {
+		v.damaged = true
+	} else if len(data) < 2*n {
+		r.warnings = append(r.warnings, newFormatError(versym.Offset, versym.Name+": symbol version table shorter than .dynsym", len(data)))
+		v.damaged = true
+	}
 	for _, s := range f.Sections {
 		var parse func(map[uint16]string, []byte, uint64, string, binary.ByteOrder) error
 		switch s.Type {
@@ -167,16 +183,18 @@ func (r *tableReader) versions(dyn *elfnotes.Section) (*versions, error) {
 			continue
 		}
 		strtab, err := r.strtab(s)
-		if err != nil {
+		var b []byte
+		if err == nil {
+			b, err = s.Data()
+		}
+		if err == nil {
+			err = parse(v.names, b, s.Offset, strtab, f.ByteOrder)
+		}
+		before := len(r.warnings)
+		if err := r.warn(s, err); err != nil {
 			return nil, err
 		}
-		b, err := s.Data()
-		if err != nil {
-			return nil, err
-		}
-		if err := parse(v.names, b, s.Offset, strtab, f.ByteOrder); err != nil {
-			return nil, err
-		}
+		v.damaged = v.damaged || len(r.warnings) > before
 	}
 	return v, nil
 }
