@@ -31,6 +31,11 @@ type ListOptions struct {
 	// Path of a selector also names a file to read when PID is 0, and
 	// restricts the selector to matching objects otherwise.
 	Selectors []Selector
+	// Warn, when not nil, is called once for each part of an object that
+	// List passes over: a damaged note, whose error wraps an
+	// *elfnotes.FormatError with its offset and names the object. The
+	// rest of the object is listed. Without Warn they pass silently.
+	Warn func(error)
 }
 
 // List returns the probes of the objects named by opts, in the order of the
@@ -48,9 +53,14 @@ func List(opts *ListOptions) ([]Probe, error) {
 	}
 	var probes []Probe
 	for _, obj := range scope.Objects {
-		ps, err := readObject(obj)
+		ps, warnings, err := readObject(obj)
 		if err != nil {
 			return nil, err
+		}
+		for _, w := range warnings {
+			if opts.Warn != nil {
+				opts.Warn(w)
+			}
 		}
 		for _, p := range ps {
 			if keep(opts.Selectors, scope, obj, &p) {
@@ -73,22 +83,25 @@ func keep(sels []Selector, scope *target.Scope, obj target.Object, p *Probe) boo
 	return false
 }
 
-func readObject(obj target.Object) ([]Probe, error) {
+func readObject(obj target.Object) ([]Probe, []error, error) {
 	f, err := elfnotes.Open(obj.OpenPath)
 	if obj.PID != 0 && errors.Is(err, elfnotes.ErrNotELF) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	probes, err := ReadProbes(f, obj.Path)
+	probes, warnings, err := ReadProbesPartial(f, obj.Path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", obj.Path, err)
+		return nil, nil, fmt.Errorf("%s: %w", obj.Path, err)
+	}
+	for i, w := range warnings {
+		warnings[i] = fmt.Errorf("%s: %w", obj.Path, w)
 	}
 	for i := range probes {
 		probes[i].PID = obj.PID
 		probes[i].OpenPath = obj.OpenPath
 	}
-	return probes, nil
+	return probes, warnings, nil
 }

@@ -136,6 +136,8 @@ type Object struct {
 	// Go reports a Go binary (see IsGo).
 	Go      bool
 	Symbols []Symbol
+
+	warnings []error // for ListOptions.Warn
 }
 
 // ListOptions says where List looks and what it keeps; the fields mean what
@@ -144,6 +146,12 @@ type ListOptions struct {
 	Paths     []string
 	PID       int
 	Selectors []Selector
+	// Warn, when not nil, is called once for each part of an object that
+	// List passes over: a damaged symbol table, symbol or version, whose
+	// error wraps an *elfnotes.FormatError with its offset and names the
+	// object. The rest of the object is listed. Without Warn they pass
+	// silently.
+	Warn func(error)
 }
 
 // Errors of List that callers branch on, the same values as package sdt's.
@@ -173,6 +181,11 @@ func List(opts *ListOptions) ([]Object, error) {
 		}
 		if !ok {
 			continue
+		}
+		for _, w := range obj.warnings {
+			if opts.Warn != nil {
+				opts.Warn(w)
+			}
 		}
 		if len(opts.Selectors) > 0 {
 			kept := obj.Symbols[:0]
@@ -218,9 +231,12 @@ func readSymbols(t target.Object) (Object, error) {
 		return Object{}, err
 	}
 	defer f.Close()
-	syms, err := Symbols(f)
+	syms, warnings, err := SymbolsPartial(f)
 	if err != nil {
 		return Object{}, fmt.Errorf("%s: %w", t.Path, err)
 	}
-	return Object{Path: t.Path, PID: t.PID, OpenPath: t.OpenPath, Machine: f.Machine, Go: IsGo(f), Symbols: syms}, nil
+	for i, w := range warnings {
+		warnings[i] = fmt.Errorf("%s: %w", t.Path, w)
+	}
+	return Object{Path: t.Path, PID: t.PID, OpenPath: t.OpenPath, Machine: f.Machine, Go: IsGo(f), Symbols: syms, warnings: warnings}, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -97,7 +98,7 @@ func runList(cmd *cobra.Command, o *listOptions, args []string) error {
 		}
 		return listSymbols(cmd, o, la)
 	}
-	probes, err := sdt.List(&sdt.ListOptions{Paths: la.paths, PID: o.pid, Selectors: la.usdt})
+	probes, err := sdt.List(&sdt.ListOptions{Paths: la.paths, PID: o.pid, Selectors: la.usdt, Warn: warnTo(cmd.ErrOrStderr())})
 	if err != nil {
 		return err
 	}
@@ -106,4 +107,10 @@ func runList(cmd *cobra.Command, o *listOptions, args []string) error {
 		return writeProbesJSON(w, probes)
 	}
 	return writeProbesText(w, probes, o.verbose)
+}
+
+// warnTo prints each warning of a listing (a process's object skipped) on
+// one line of w.
+func warnTo(w io.Writer) func(error) {
+	return func(err error) { fmt.Fprintln(w, "usdtkit: warning:", err) }
 }

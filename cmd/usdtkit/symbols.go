@@ -20,7 +20,7 @@ func listSymbols(cmd *cobra.Command, o *listOptions, la listArgs) error {
 		}
 		sels = append(sels, sel)
 	}
-	objs, err := uprobe.List(&uprobe.ListOptions{Paths: la.paths, PID: o.pid, Selectors: sels})
+	objs, err := uprobe.List(&uprobe.ListOptions{Paths: la.paths, PID: o.pid, Selectors: sels, Warn: warnTo(cmd.ErrOrStderr())})
 	if err != nil {
 		return err
 	}
