@@ -90,7 +90,8 @@
 // claims: notes are read through a small buffer, record by record; a
 // descriptor is read only when it is wanted (NT_STAPSDT for SDTProbes),
 // and kept only as the fields decoded from it. [MaxNoteName] and
-// [MaxNoteDesc] bound one note; [MaxNotes] and [MaxNoteBytes] bound a
+// [MaxNoteDesc] bound one note, [MaxNotes] the records of one section
+// and the notes kept from a file, and [MaxNoteBytes] the bytes read from a
 // file, so that a sparse file claiming gigabytes of notes costs a few
 // megabytes and milliseconds and ends with a warning wrapping [ErrLimit].
 //

@@ -85,8 +85,9 @@ func (f *File) Notes() ([]Note, error) {
 // Damage stays local. A note whose name or descriptor is longer than
 // [MaxNoteName] or [MaxNoteDesc] is skipped; a record that does not fit
 // what remains of its section, or a section that extends past the end of
-// the file, ends that section after the notes read so far; reaching
-// [MaxNotes] or [MaxNoteBytes] ends the walk. Each of these adds one
+// the file, ends that section after the notes read so far, and so does a
+// section of more than [MaxNotes] records; keeping more than MaxNotes
+// notes or reading more than [MaxNoteBytes] ends the walk. Each of these adds one
 // warning, a *[FormatError] with the file offset of the bad record or
 // section (wrapping [ErrLimit] for the limits), and the other notes are
 // returned. err is reserved for I/O errors of the underlying reader, and

@@ -24,11 +24,12 @@ const (
 	// are not read ([File.ReadSDTProbes] reads only NT_STAPSDT ones) may
 	// have any size that fits their section.
 	MaxNoteDesc = 1 << 20
-	// MaxNotes bounds the note records examined in one file.
+	// MaxNotes bounds the note records examined in one section or
+	// segment, and the notes returned from one file.
 	MaxNotes = 1 << 18
 	// MaxNoteBytes bounds the bytes of note headers, names and descriptors
 	// read from one file.
-	MaxNoteBytes = 64 << 20
+	MaxNoteBytes = 32 << 20
 )
 
 // noteArea is one note section or PT_NOTE segment.
@@ -83,7 +84,7 @@ type noteRecord struct {
 type noteWalker struct {
 	f        *File
 	areas    []noteArea
-	notes    int    // records examined
+	kept     int    // records passed to the callback
 	read     uint64 // bytes read
 	name     []byte // scratch for names
 	desc     []byte // scratch for descriptors
@@ -107,7 +108,7 @@ var (
 // reset prepares w for a second walk over the same file, keeping its
 // buffers.
 func (w *noteWalker) reset() {
-	w.notes, w.read, w.warnings = 0, 0, nil
+	w.kept, w.read, w.warnings = 0, 0, nil
 }
 
 func (w *noteWalker) warn(off uint64, msg string, val any) {
@@ -180,14 +181,13 @@ func (w *noteWalker) records(a *noteArea, size uint64, want func([]byte, uint32)
 	al := noteAlign(a.align)
 	bo := w.f.ByteOrder
 	hdr := w.hdr[:]
-	for pos := uint64(0); pos < size; {
+	for pos, n := uint64(0), 0; pos < size; n++ {
 		rem := size - pos
 		at := a.off + pos
-		if w.notes >= MaxNotes {
-			w.limit(at, fmt.Sprintf("more than %d notes", MaxNotes))
-			return errStop
+		if n >= MaxNotes {
+			w.limit(at, fmt.Sprintf("more than %d notes in %s", MaxNotes, a.what()))
+			return nil
 		}
-		w.notes++
 		if rem < noteHeaderSize {
 			w.warn(at, "truncated note header", fmt.Sprintf("%d bytes left in %s", rem, a.what()))
 			return nil
@@ -239,6 +239,11 @@ func (w *noteWalker) records(a *noteArea, size uint64, want func([]byte, uint32)
 			return err
 		}
 		r.desc = w.desc
+		if w.kept >= MaxNotes {
+			w.limit(at, fmt.Sprintf("more than %d notes", MaxNotes))
+			return errStop
+		}
+		w.kept++
 		fn(r)
 	}
 	return nil
