@@ -1,0 +1,114 @@
+package symtab
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// TestPartialDamage damages one part of a copy of python3.11 at a time
+// (issue 10, item 6) and checks that ReadPartial lists exactly what
+// readelf -sW --dyn-syms lists in the damaged file, the entries readelf
+// marks <corrupt> aside, with exactly one warning: a *FormatError at the
+// damaged byte. The damaged entry is chosen in the file at test time.
+func TestPartialDamage(t *testing.T) {
+	good, err := os.ReadFile(testutil.RequireFile(t, testutil.Python311))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ef.Class != elf.ELFCLASS64 || ef.Data != elf.ELFDATA2LSB {
+		t.Fatal("want ELF64 little-endian")
+	}
+	le := binary.LittleEndian
+	section := func(typ elf.SectionType) (int, *elf.Section) {
+		for i, s := range ef.Sections {
+			if s.Type == typ {
+				return i, s
+			}
+		}
+		t.Fatalf("no section of type %v", typ)
+		return 0, nil
+	}
+	_, dynsym := section(elf.SHT_DYNSYM)
+	_, versym := section(elf.SHT_GNU_VERSYM)
+	// A defined .dynsym entry with a version of its own (index > 1).
+	entry := 0
+	for i := 1; uint64(i*sym64Size) < dynsym.Size; i++ {
+		e := good[dynsym.Offset+uint64(i*sym64Size):]
+		if le.Uint16(e[6:]) != 0 && le.Uint16(good[versym.Offset+uint64(2*i):])&versymVersion > verNdxGlobal {
+			entry = i
+			break
+		}
+	}
+	if entry == 0 {
+		t.Fatal("no defined, versioned .dynsym entry")
+	}
+	shoff := le.Uint64(good[40:])
+
+	tests := []struct {
+		name   string
+		damage func(raw []byte) int64 // returns the offset the warning must name
+		header bool                   // the warning is NewFile's
+	}{
+		{"version index", func(raw []byte) int64 {
+			off := versym.Offset + uint64(2*entry)
+			le.PutUint16(raw[off:], 0x7ff0)
+			return int64(off)
+		}, false},
+		{"symbol name", func(raw []byte) int64 {
+			off := dynsym.Offset + uint64(entry*sym64Size)
+			le.PutUint32(raw[off:], 0x7fffffff)
+			return int64(off)
+		}, false},
+		{"sh_name", func(raw []byte) int64 {
+			i, _ := section(elf.SHT_GNU_VERSYM)
+			off := shoff + uint64(i)*64
+			le.PutUint32(raw[off:], 0x7fffffff)
+			return int64(off)
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := bytes.Clone(good)
+			wantOff := tt.damage(raw)
+			path := filepath.Join(t.TempDir(), "damaged")
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := elfnotes.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			have, warnings, err := ReadPartial(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareSymbols(t, have, readelfSymbols(t, path))
+			if tt.header {
+				if len(warnings) != 0 {
+					t.Errorf("ReadPartial: have warnings %v, want none", warnings)
+				}
+				warnings = f.Warnings()
+			}
+			var fe *elfnotes.FormatError
+			if len(warnings) != 1 || !errors.As(warnings[0], &fe) || fe.Off != wantOff {
+				t.Errorf("have warnings %v, want one *FormatError at %#x", warnings, wantOff)
+			}
+			if _, err := Read(f); !tt.header && !errors.As(err, &fe) {
+				t.Errorf("strict Read: have %v, want the warning", err)
+			}
+		})
+	}
+}
