@@ -5,11 +5,15 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -108,6 +112,97 @@ func TestPartialDamage(t *testing.T) {
 			}
 			if _, err := Read(f); !tt.header && !errors.As(err, &fe) {
 				t.Errorf("strict Read: have %v, want the warning", err)
+			}
+		})
+	}
+}
+
+// TestSparseTables gives a gcc-built program a .symtab, or a .strtab,
+// that claims gigabytes in a hole at the end of the file (issue 10, item
+// 3, through list --symbols): ReadPartial still lists the .dynsym
+// symbols, reads a bounded prefix, allocates a few megabytes, and warns
+// when it stops at a limit.
+func TestSparseTables(t *testing.T) {
+	bin := buildDataProgram(t)
+	good, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := Read(symtabtest.NewFile(t, good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDyn := map[refKey]bool{}
+	for _, s := range orig {
+		if s.Dynamic {
+			wantDyn[refKey{s.Name, s.Value}] = true
+		}
+	}
+	le := binary.LittleEndian
+	shoff := le.Uint64(good[40:])
+	for _, tc := range []struct {
+		section   string
+		size      uint64
+		wantLimit bool // a warning that the table was cut short
+	}{
+		{".symtab", 3 << 29, true},
+		{".symtab", 16 << 30, true},
+		{".strtab", 16 << 30, false}, // names in the hole are empty: no symbols, no warning
+	} {
+		t.Run(fmt.Sprintf("%s/%dMiB", tc.section, tc.size>>20), func(t *testing.T) {
+			raw := bytes.Clone(good)
+			idx := -1
+			for i, s := range ef.Sections {
+				if s.Name == tc.section {
+					idx = i
+				}
+			}
+			if idx < 0 {
+				t.Fatalf("no %s", tc.section)
+			}
+			hdr := shoff + uint64(idx)*64
+			off := (uint64(len(raw)) + 0xfff) &^ 0xfff
+			size := tc.size / sym64Size * sym64Size
+			le.PutUint64(raw[hdr+24:], off)
+			le.PutUint64(raw[hdr+32:], size)
+			path := filepath.Join(t.TempDir(), "sparse")
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, int64(off+size)); err != nil {
+				t.Fatal(err)
+			}
+			f, err := elfnotes.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			syms, warnings, err := ReadPartial(f)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+				t.Errorf("allocated %d MiB", n>>20)
+			}
+			have := map[refKey]bool{}
+			for _, s := range syms {
+				if s.Dynamic {
+					have[refKey{s.Name, s.Value}] = true
+				}
+			}
+			if !reflect.DeepEqual(have, wantDyn) {
+				t.Errorf("have dynamic symbols %v, want %v", have, wantDyn)
+			}
+			var fe *elfnotes.FormatError
+			if tc.wantLimit && (len(warnings) != 1 || !errors.As(warnings[0], &fe)) || !tc.wantLimit && len(warnings) != 0 {
+				t.Errorf("have warnings %v, want a limit warning: %v", warnings, tc.wantLimit)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package symtab
 import (
 	"debug/elf"
 	"encoding/binary"
+	"io"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 )
@@ -62,7 +63,7 @@ func (v *versions) version(i int) (name string, hidden bool, err error) {
 // parseVerdef adds the version names defined in a .gnu.version_d section
 // (data, at file offset off) to names. The base definition, which names the
 // file itself, is skipped.
-func parseVerdef(names map[uint16]string, data []byte, off uint64, strtab string, order binary.ByteOrder) error {
+func parseVerdef(names map[uint16]string, data []byte, off uint64, strtab *strTab, order binary.ByteOrder) error {
 	// Each record's vd_next is relative and must be positive, so the walk
 	// moves forward and ends within len(data) steps.
 	for pos := uint64(0); ; {
@@ -83,7 +84,10 @@ func parseVerdef(names map[uint16]string, data []byte, off uint64, strtab string
 				return newFormatError(off+pos, "version definition aux out of range", aux)
 			}
 			nameOff := order.Uint32(data[a:])
-			name, msg := cstring(strtab, nameOff)
+			name, msg, err := strtab.cstring(nameOff)
+			if err != nil {
+				return err
+			}
 			if msg != "" {
 				return newFormatError(off+a, "version name "+msg, nameOff)
 			}
@@ -99,7 +103,7 @@ func parseVerdef(names map[uint16]string, data []byte, off uint64, strtab string
 // parseVerneed adds the version names required from other files, listed in
 // a .gnu.version_r section (data, at file offset off), to names. Defined
 // symbols seldom refer to them, but a linker may do so for copy relocations.
-func parseVerneed(names map[uint16]string, data []byte, off uint64, strtab string, order binary.ByteOrder) error {
+func parseVerneed(names map[uint16]string, data []byte, off uint64, strtab *strTab, order binary.ByteOrder) error {
 	// Records and their aux chains may overlap in a hostile file; a budget
 	// of as many aux entries as fit in the section keeps the walk linear.
 	budget := len(data) / vernauxSize
@@ -122,7 +126,10 @@ func parseVerneed(names map[uint16]string, data []byte, off uint64, strtab strin
 			x := data[a:]
 			ndx := order.Uint16(x[6:8])
 			nameOff := order.Uint32(x[8:12])
-			name, msg := cstring(strtab, nameOff)
+			name, msg, err := strtab.cstring(nameOff)
+			if err != nil {
+				return err
+			}
 			if msg != "" {
 				return newFormatError(off+a, "version name "+msg, nameOff)
 			}
@@ -158,7 +165,18 @@ func (r *tableReader) versions(dyn *elfnotes.Section, n int) (*versions, error) 
 		return nil, nil
 	}
 	v := &versions{off: versym.Offset, order: f.ByteOrder, names: make(map[uint16]string)}
-	data, err := versym.Data()
+	// Only the entries of the symbols read are needed.
+	data := make([]byte, min(versym.Size, 2*uint64(n)))
+	_, err := io.ReadFull(versym.Open(), data)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = newFormatError(versym.Offset, "symbol version table truncated", nil)
+	}
+	if versym.Type == elf.SHT_NOBITS {
+		data, err = nil, nil
+	}
+	if err != nil {
+		data = nil
+	}
 	if err := r.warn(versym, err); err != nil {
 		return nil, err
 	}
@@ -170,7 +188,7 @@ func (r *tableReader) versions(dyn *elfnotes.Section, n int) (*versions, error) 
 		v.damaged = true
 	}
 	for _, s := range f.Sections {
-		var parse func(map[uint16]string, []byte, uint64, string, binary.ByteOrder) error
+		var parse func(map[uint16]string, []byte, uint64, *strTab, binary.ByteOrder) error
 		switch s.Type {
 		case elf.SHT_GNU_VERDEF:
 			parse = parseVerdef
@@ -184,6 +202,9 @@ func (r *tableReader) versions(dyn *elfnotes.Section, n int) (*versions, error) 
 		}
 		strtab, err := r.strtab(s)
 		var b []byte
+		if err == nil && s.Size > maxVersionSection {
+			err = newFormatError(s.Offset, "version section larger than the limit", s.Size)
+		}
 		if err == nil {
 			b, err = s.Data()
 		}
