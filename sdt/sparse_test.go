@@ -26,8 +26,8 @@ import (
 const maxRSS = 200 << 20
 
 // sparseCopy writes a copy of the ELF file at src whose first note section
-// (.note.gnu.build-id, or whichever comes first) claims size bytes of
-// zeros at the end of the file: only the headers are written, the rest is
+// other than .note.stapsdt (.note.gnu.property for gcc on Debian 12)
+// claims size bytes of zeros at the end of the file: only the headers are written, the rest is
 // a hole, so the file takes a few kilobytes of disk. It returns the copy's
 // path. The other note sections, .note.stapsdt among them, stay intact.
 func sparseCopy(t *testing.T, src string, size int64) string {
@@ -178,9 +178,9 @@ func probeNames(probes []sdt.Probe) []string {
 }
 
 // TestSparseNotes lists copies of a gcc-built binary with SDT probes whose
-// build-id note section claims 1.5 GiB and 16 GiB of zeros (issue 10, item
-// 3): through the library, from the file and from a process that maps it,
-// and through the usdtkit binary. Each lists the binary's probes, warns
+// first note section claims 1.5 GiB and 16 GiB of zeros (issue 10, item
+// 3): through the library and the usdtkit binary, each from the file and
+// from a process that maps it (list -p). Each lists the binary's probes, warns
 // once that the zeros exceed the limit on notes, and stays under maxRSS.
 func TestSparseNotes(t *testing.T) {
 	testutil.RequireRoot(t) // clear_refs and list -p of another process
@@ -219,27 +219,36 @@ func TestSparseNotes(t *testing.T) {
 			t.Run("pid", func(t *testing.T) {
 				check(t, sdt.ListOptions{PID: mapFile(t, path), Paths: []string{path}})
 			})
-			t.Run("usdtkit", func(t *testing.T) {
-				var stdout, stderr bytes.Buffer
-				cmd := exec.Command(usdtkit, "list", path)
-				cmd.Stdout, cmd.Stderr = &stdout, &stderr
-				if err := cmd.Run(); err != nil {
-					t.Fatalf("usdtkit list: %v\n%s", err, stderr.Bytes())
-				}
-				rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
-				if rss > maxRSS {
-					t.Errorf("usdtkit list: max RSS %d MiB, want under %d MiB", rss>>20, maxRSS>>20)
-				}
-				for _, p := range want {
-					if !strings.Contains(stdout.String(), p.Provider+":"+p.Name) {
-						t.Errorf("usdtkit list does not list %s:\n%s", p.String(), stdout.Bytes())
-					}
-				}
-				if n := strings.Count(stderr.String(), "usdtkit: warning:"); n != 1 || !strings.Contains(stderr.String(), "notes") {
-					t.Errorf("usdtkit list: want one warning about notes on stderr, have:\n%s", stderr.Bytes())
-				}
-				t.Logf("usdtkit list: max RSS %d MiB for a %d MiB file", rss>>20, size>>20)
+			t.Run("usdtkit", func(t *testing.T) { runList(t, usdtkit, want, size, "list", path) })
+			t.Run("usdtkit-pid", func(t *testing.T) {
+				runList(t, usdtkit, want, size, "list", "-p", strconv.Itoa(mapFile(t, path)), path)
 			})
 		})
 	}
+}
+
+// runList runs usdtkit with args, listing a sparse copy of size bytes of
+// a binary with the probes want, and checks its output, its one warning
+// and its peak RSS.
+func runList(t *testing.T, usdtkit string, want []sdt.Probe, size int64, args ...string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(usdtkit, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("usdtkit list: %v\n%s", err, stderr.Bytes())
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	if rss > maxRSS {
+		t.Errorf("usdtkit list: max RSS %d MiB, want under %d MiB", rss>>20, maxRSS>>20)
+	}
+	for _, p := range want {
+		if !strings.Contains(stdout.String(), p.Provider+":"+p.Name) {
+			t.Errorf("usdtkit list does not list %s:\n%s", p.String(), stdout.Bytes())
+		}
+	}
+	if n := strings.Count(stderr.String(), "usdtkit: warning:"); n != 1 || !strings.Contains(stderr.String(), "notes") {
+		t.Errorf("usdtkit list: want one warning about notes on stderr, have:\n%s", stderr.Bytes())
+	}
+	t.Logf("usdtkit list: max RSS %d MiB for a %d MiB file", rss>>20, size>>20)
 }
