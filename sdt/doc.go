@@ -34,14 +34,27 @@
 //
 // [List] reads files, library short names ("libc", "libstdc++",
 // "libpython3.11", resolved like the dynamic loader does) and every object a
-// process has mapped executable — opened through /proc/PID/root so processes
-// in containers work, and through /proc/PID/map_files for memfd and deleted
-// files — deduplicated by device and inode.
+// process has mapped executable, deduplicated by device and inode.
+//
+// Each object is opened once and read through that open file. A process's
+// object is resolved inside the process's root (so processes in containers
+// work, and a container's symlinks cannot lead out of it), only a regular
+// file whose device and inode are the mapping's is accepted, and
+// /proc/PID/map_files serves memfd, deleted and replaced files; a FIFO or
+// device is refused without being opened. [Probe.Dev] and [Probe.Inode]
+// record the file read; [Trace] opens it again the same way, refuses a
+// different file, and attaches through the open file (/proc/self/fd/N), so
+// the kernel never resolves a name the process could have changed.
+//
+// One bad object does not hide a process's others: an object of the
+// process that cannot be opened or read (a malformed library, a deleted
+// file without CAP_SYS_ADMIN) is skipped and reported once to
+// [ListOptions.Warn]. Named files are never skipped.
 //
 // # Errors
 //
 // A note section that cannot be read fails the object with an
-// *elfnotes.FormatError. An argument that does not parse does not: its
+// *elfnotes.FormatError (for a process's object: a warning, see above). An argument that does not parse does not: its
 // [Arg.Err] holds an *ArgError and the other arguments are still usable. A
 // missing file, library or process wraps os.ErrNotExist, target.ErrNotFound
 // or procfs.ErrNoProcess.

@@ -31,18 +31,27 @@ type ListOptions struct {
 	// Path of a selector also names a file to read when PID is 0, and
 	// restricts the selector to matching objects otherwise.
 	Selectors []Selector
-	// Warn, when not nil, is called once for each part of an object that
-	// List passes over: a damaged note, whose error wraps an
-	// *elfnotes.FormatError with its offset and names the object. The
-	// rest of the object is listed. Without Warn they pass silently.
+	// Warn, when not nil, is called once for each part of the objects
+	// that List passes over, with an error that names the object and says
+	// why: an object of the process that is skipped because it cannot be
+	// opened or read (a malformed library, a deleted file without
+	// CAP_SYS_ADMIN, a path that no longer names the mapped file), or a
+	// damaged note or section header of an object whose other probes are
+	// listed (the error wraps an *elfnotes.FormatError with its file
+	// offset). It is called on List's goroutine before List returns.
+	// Without Warn these pass silently. Named files are never skipped:
+	// their errors are List's.
 	Warn func(error)
 }
 
 // List returns the probes of the objects named by opts, in the order of the
 // objects and, within one, of their notes.
 //
+// Each object is opened once (see package doc) and read through that file.
 // Objects of a process that are not ELF files (JIT code in a memfd, for
-// example) are passed over; a named file that is not ELF is an error.
+// example) are passed over; objects of a process that cannot be opened or
+// read are skipped and reported to opts.Warn; a named file that is not
+// ELF, not a regular file, or malformed is an error.
 func List(opts *ListOptions) ([]Probe, error) {
 	if opts == nil {
 		opts = &ListOptions{}
@@ -54,6 +63,12 @@ func List(opts *ListOptions) ([]Probe, error) {
 	var probes []Probe
 	for _, obj := range scope.Objects {
 		ps, warnings, err := readObject(obj)
+		if err != nil && target.Skip(obj, err) {
+			if opts.Warn != nil {
+				opts.Warn(fmt.Errorf("pid %d: skipped %s: %w", obj.PID, obj.Path, err))
+			}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -84,24 +99,46 @@ func keep(sels []Selector, scope *target.Scope, obj target.Object, p *Probe) boo
 }
 
 func readObject(obj target.Object) ([]Probe, []error, error) {
-	f, err := elfnotes.Open(obj.OpenPath)
+	fd, err := obj.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fd.Close()
+	id, err := procfs.IDOf(fd)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := elfnotes.NewFile(fd)
 	if obj.PID != 0 && errors.Is(err, elfnotes.ErrNotELF) {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, named(obj, err)
 	}
-	defer f.Close()
 	probes, warnings, err := ReadProbesPartial(f, obj.Path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", obj.Path, err)
+		return nil, nil, named(obj, err)
 	}
 	for i, w := range warnings {
-		warnings[i] = fmt.Errorf("%s: %w", obj.Path, w)
+		if obj.PID != 0 {
+			warnings[i] = fmt.Errorf("pid %d: %s: %w", obj.PID, obj.Path, w)
+		} else {
+			warnings[i] = fmt.Errorf("%s: %w", obj.Path, w)
+		}
 	}
 	for i := range probes {
 		probes[i].PID = obj.PID
-		probes[i].OpenPath = obj.OpenPath
+		probes[i].OpenPath = fd.Name()
+		probes[i].Dev, probes[i].Inode = id.Dev, id.Inode
 	}
 	return probes, warnings, nil
+}
+
+// named adds a named file's path to err; a process's object gets it in
+// the warning that skips it (see List).
+func named(obj target.Object, err error) error {
+	if obj.PID != 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", obj.Path, err)
 }

@@ -15,9 +15,14 @@ import (
 type Probe struct {
 	// Path is the object file as users know it (see target.Object).
 	Path string
-	// OpenPath is where the file is opened from to attach to it: Path, or
-	// for a process's objects /proc/PID/root/... or /proc/PID/map_files/...
+	// OpenPath says where the file was read from: Path, or for a
+	// process's objects /proc/PID/root/... or /proc/PID/map_files/...
+	// It is for messages; Trace does not open it.
 	OpenPath string
+	// Dev and Inode identify the file the probe was read from (stat's
+	// st_dev and st_ino). Trace opens the file again as List did and
+	// refuses a file whose identity differs; 0 and 0 are not checked.
+	Dev, Inode uint64
 	// PID is the process the object was found in, 0 for files.
 	PID      int
 	Machine  elf.Machine

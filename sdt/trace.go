@@ -4,11 +4,14 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/symtab"
+	"github.com/usdtkit/usdtkit/internal/target"
 )
 
 // Types of a trace, shared with package uprobe's function tracing.
@@ -111,6 +114,16 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		HistArg: opts.HistArg,
 	}
 	objects := make(map[string]*session.Object)
+	// Each file is opened once, as List opened it, and checked to be the
+	// file listed; the kernel attaches to the open file, not to a name.
+	// The kernel holds the inode once attached, so the files are closed
+	// when Trace returns.
+	files := make(map[fileKey]*os.File)
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
 	symbols := make(symbolTables)
 	var order []string
 	signedArgs := make(map[int]bool)
@@ -134,13 +147,23 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			}
 			t.SignedArgs = append(t.SignedArgs, mask)
 		}
-		obj := objects[p.OpenPath]
-		if obj == nil {
-			obj = &session.Object{Path: p.OpenPath}
-			objects[p.OpenPath] = obj
-			order = append(order, p.OpenPath)
+		fk := fileKey{p.PID, p.Path, procfs.FileID{Dev: p.Dev, Inode: p.Inode}}
+		file := files[fk]
+		if file == nil {
+			var err error
+			if file, err = target.Reopen(p.Path, p.PID, fk.id); err != nil {
+				return nil, fmt.Errorf("trace %s: %w", p, err)
+			}
+			files[fk] = file
 		}
-		resolve := symbols.resolver(p.OpenPath)
+		fdPath := procfs.FDPath(file)
+		obj := objects[fdPath]
+		if obj == nil {
+			obj = &session.Object{Path: fdPath, Name: p.Path}
+			objects[fdPath] = obj
+			order = append(order, fdPath)
+		}
+		resolve := symbols.resolver(fdPath)
 		for j := range p.Locations {
 			loc := &p.Locations[j]
 			if loc.OffsetErr != nil {
@@ -197,6 +220,13 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	}
 	t.Session = sess
 	return t, nil
+}
+
+// fileKey is a file as List found it.
+type fileKey struct {
+	pid  int
+	path string
+	id   procfs.FileID
 }
 
 // symbolTables resolves symbols in argument specs ("8@counter+8(%rip)"),

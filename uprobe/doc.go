@@ -77,6 +77,17 @@
 // pair start and done by goroutine id. A Go function with +OFFSET is a
 // native site (C ABI registers, with a warning).
 //
+// # Opening files
+//
+// [List] and [Functions] open each object once, as package sdt does (see
+// its doc): a process's objects inside the process's root or through
+// /proc/PID/map_files, regular files only, checked against the mapping's
+// device and inode. [Object] and [Function] record the file read (Dev,
+// Inode); [Trace] and [GoSignatures] open it again the same way, refuse a
+// different file, and give the kernel and the Go reader /proc/self/fd/N of
+// that open file. A process's object that cannot be opened or read is
+// skipped and reported once to [ListOptions.Warn].
+//
 // # Errors
 //
 // Symbols returns an error wrapping [ErrNoSymbols] when the file has no

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/gofunc"
+	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/target"
 )
 
 // GoParam is a parameter or result of a Go function as Trace reads it.
@@ -32,12 +34,20 @@ type GoSignature struct {
 }
 
 // GoSignatures returns the signatures of the named functions of the Go
-// binary at path (an Object's OpenPath), in order, leaving out names the
+// binary obj, in order, leaving out names the
 // binary's function table does not know (symbols of assembly stubs and
 // markers such as runtime.text). A function that cannot be decoded has
 // the error in Problems.
-func GoSignatures(path string, names []string) ([]GoSignature, error) {
-	b, err := gofunc.Open(path)
+//
+// The file is opened again as List opened it and must be the file listed
+// (Object.Dev and Inode).
+func GoSignatures(obj *Object, names []string) ([]GoSignature, error) {
+	f, err := target.Reopen(obj.Path, obj.PID, procfs.FileID{Dev: obj.Dev, Inode: obj.Inode})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := gofunc.Open(procfs.FDPath(f))
 	if err != nil {
 		return nil, err
 	}

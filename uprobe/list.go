@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/target"
 )
 
@@ -129,10 +130,15 @@ type Object struct {
 	// (0 for files).
 	Path string
 	PID  int
-	// OpenPath is where this process opens the file (for a process's
-	// objects, /proc/PID/root/... or /proc/PID/map_files/...).
+	// OpenPath says where the file was read from: Path, or for a
+	// process's objects /proc/PID/root/... or /proc/PID/map_files/...
+	// It is for messages; Trace and GoSignatures do not open it.
 	OpenPath string
-	Machine  elf.Machine
+	// Dev and Inode identify the file the symbols were read from (stat's
+	// st_dev and st_ino). Trace opens the file again as List did and
+	// refuses a file whose identity differs; 0 and 0 are not checked.
+	Dev, Inode uint64
+	Machine    elf.Machine
 	// Go reports a Go binary (see IsGo).
 	Go      bool
 	Symbols []Symbol
@@ -146,10 +152,10 @@ type ListOptions struct {
 	Paths     []string
 	PID       int
 	Selectors []Selector
-	// Warn, when not nil, is called once for each part of an object that
-	// List passes over: a damaged symbol table, symbol or version, whose
-	// error wraps an *elfnotes.FormatError with its offset and names the
-	// object. The rest of the object is listed. Without Warn they pass
+	// Warn, when not nil, is called once for each object of the process
+	// that is skipped because it cannot be opened or read, and for each
+	// damaged symbol table, symbol or version of an object whose other
+	// symbols are listed (see sdt.ListOptions.Warn); without it these pass
 	// silently.
 	Warn func(error)
 }
@@ -161,10 +167,12 @@ var (
 )
 
 // List returns the function symbols of the objects named by opts that match
-// a selector (all, without selectors), object by object. Objects of a process
-// that are not ELF files are passed over, and so are, in a process, objects
-// without a symbol table; a named file without one is an error wrapping
-// ErrNoSymbols.
+// a selector (all, without selectors), object by object. Each object is
+// opened once and read through that file. Objects of a process that are
+// not ELF files are passed over, and so are, in a process, objects without
+// a symbol table; objects of a process that cannot be opened or read are
+// skipped and reported to opts.Warn. A named file without a symbol table
+// is an error wrapping ErrNoSymbols.
 func List(opts *ListOptions) ([]Object, error) {
 	if opts == nil {
 		opts = &ListOptions{}
@@ -175,7 +183,7 @@ func List(opts *ListOptions) ([]Object, error) {
 	}
 	var objs []Object
 	for _, t := range scope.Objects {
-		obj, ok, err := readObject(t)
+		obj, ok, err := readObject(t, opts.Warn)
 		if err != nil {
 			return nil, err
 		}
@@ -216,27 +224,56 @@ func matchAny(sels []Selector, scope *target.Scope, t target.Object, sym *Symbol
 
 // readObject reads t's function symbols. ok is false, without an error,
 // for an object of a process that is not an ELF file or has no symbol
-// table: listings pass those over. A named file gets the error.
-func readObject(t target.Object) (obj Object, ok bool, err error) {
+// table: listings pass those over; and for one that cannot be opened or
+// read, which goes to warn. A named file gets the error.
+func readObject(t target.Object, warn func(error)) (obj Object, ok bool, err error) {
 	obj, err = readSymbols(t)
 	if t.PID != 0 && (errors.Is(err, elfnotes.ErrNotELF) || errors.Is(err, ErrNoSymbols)) {
+		return Object{}, false, nil
+	}
+	if err != nil && target.Skip(t, err) {
+		if warn != nil {
+			warn(fmt.Errorf("pid %d: skipped %s: %w", t.PID, t.Path, err))
+		}
 		return Object{}, false, nil
 	}
 	return obj, err == nil, err
 }
 
 func readSymbols(t target.Object) (Object, error) {
-	f, err := elfnotes.Open(t.OpenPath)
+	fd, err := t.Open()
 	if err != nil {
 		return Object{}, err
 	}
-	defer f.Close()
+	defer fd.Close()
+	id, err := procfs.IDOf(fd)
+	if err != nil {
+		return Object{}, err
+	}
+	f, err := elfnotes.NewFile(fd)
+	if err != nil {
+		return Object{}, named(t, err)
+	}
 	syms, warnings, err := SymbolsPartial(f)
 	if err != nil {
-		return Object{}, fmt.Errorf("%s: %w", t.Path, err)
+		return Object{}, named(t, err)
 	}
 	for i, w := range warnings {
-		warnings[i] = fmt.Errorf("%s: %w", t.Path, w)
+		if t.PID != 0 {
+			warnings[i] = fmt.Errorf("pid %d: %s: %w", t.PID, t.Path, w)
+		} else {
+			warnings[i] = fmt.Errorf("%s: %w", t.Path, w)
+		}
 	}
-	return Object{Path: t.Path, PID: t.PID, OpenPath: t.OpenPath, Machine: f.Machine, Go: IsGo(f), Symbols: syms, warnings: warnings}, nil
+	return Object{Path: t.Path, PID: t.PID, OpenPath: fd.Name(), Dev: id.Dev, Inode: id.Inode,
+		Machine: f.Machine, Go: IsGo(f), Symbols: syms, warnings: warnings}, nil
+}
+
+// named adds a named file's path to err; a process's object gets it in
+// the warning that skips it (see readObject).
+func named(t target.Object, err error) error {
+	if t.PID != 0 {
+		return err
+	}
+	return fmt.Errorf("%s: %w", t.Path, err)
 }

@@ -4,11 +4,13 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/gofunc"
+	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/target"
 )
@@ -50,14 +52,15 @@ var (
 // Function is one site to trace: a function's entry, a place inside it
 // (FUNC+OFFSET, 0xADDR) or its return. It is plain data.
 type Function struct {
-	// Path, OpenPath, PID, Machine and Go are those of the Object the
-	// symbol is in.
-	Path     string
-	OpenPath string
-	PID      int
-	Machine  elf.Machine
-	Go       bool
-	Symbol   Symbol
+	// Path, OpenPath, Dev, Inode, PID, Machine and Go are those of the
+	// Object the symbol is in.
+	Path       string
+	OpenPath   string
+	Dev, Inode uint64
+	PID        int
+	Machine    elf.Machine
+	Go         bool
+	Symbol     Symbol
 	// Delta is the distance of the site from the symbol's start, in bytes.
 	Delta uint64
 	// Return selects the function's return (a uretprobe); Delta is 0.
@@ -103,7 +106,7 @@ func Functions(opts *ListOptions) ([]Function, error) {
 	}
 	var fns []Function
 	for _, t := range scope.Objects {
-		obj, ok, err := readObject(t)
+		obj, ok, err := readObject(t, opts.Warn)
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +121,7 @@ func Functions(opts *ListOptions) ([]Function, error) {
 				if !sel.MatchSymbol(&sym) {
 					continue
 				}
-				fn := Function{Path: obj.Path, OpenPath: obj.OpenPath, PID: obj.PID, Machine: obj.Machine,
+				fn := Function{Path: obj.Path, OpenPath: obj.OpenPath, Dev: obj.Dev, Inode: obj.Inode, PID: obj.PID, Machine: obj.Machine,
 					Go: obj.Go, Symbol: sym, Delta: sel.Offset, Return: sel.Return}
 				if sel.Address != 0 {
 					fn.Delta = sel.Address - sym.Value
@@ -278,6 +281,16 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	ids := make(map[string]uint32)
 	gobins := make(map[string]*gofunc.Binary)
 	gotypes := make(map[string]map[uint64]string)
+	// Each file is opened once, as List opened it, and checked to be the
+	// file listed; the kernel and gofunc read the open file, not a name.
+	// The kernel holds the inode once attached, so the files are closed
+	// when Trace returns, after the Go binaries read through them.
+	files := make(map[fileKey]*os.File)
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
 	defer func() {
 		for _, b := range gobins {
 			b.Close()
@@ -290,17 +303,27 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		if fn.Machine != machine {
 			return nil, fmt.Errorf("trace %s in %s: machine %s, other functions are %s", name, fn.Path, fn.Machine, machine)
 		}
+		fk := fileKey{fn.PID, fn.Path, procfs.FileID{Dev: fn.Dev, Inode: fn.Inode}}
+		file := files[fk]
+		if file == nil {
+			var err error
+			if file, err = target.Reopen(fn.Path, fn.PID, fk.id); err != nil {
+				return nil, fmt.Errorf("trace %s: %w", name, err)
+			}
+			files[fk] = file
+		}
+		fdPath := procfs.FDPath(file)
 		if fn.Go && fn.Delta == 0 {
 			// Go functions: the entry after the prologue, or every RET;
 			// never a uretprobe (see package gofunc).
-			b := gobins[fn.OpenPath]
+			b := gobins[fdPath]
 			if b == nil {
 				var err error
-				if b, err = gofunc.Open(fn.OpenPath); err != nil {
+				if b, err = gofunc.Open(fdPath); err != nil {
 					return nil, fmt.Errorf("trace %s: %w", name, err)
 				}
-				gobins[fn.OpenPath] = b
-				gotypes[fn.OpenPath] = b.TypeNames()
+				gobins[fdPath] = b
+				gotypes[fdPath] = b.TypeNames()
 			}
 			gf, err := b.Func(fn.Symbol.Name)
 			if err != nil {
@@ -319,11 +342,11 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			if err != nil {
 				return nil, fmt.Errorf("trace %w", err)
 			}
-			t.goProbes[id].types = gotypes[fn.OpenPath]
-			k := objKey{fn.OpenPath, false}
+			t.goProbes[id].types = gotypes[fdPath]
+			k := objKey{fdPath, false}
 			obj := objects[k]
 			if obj == nil {
-				obj = &session.Object{Path: fn.OpenPath}
+				obj = &session.Object{Path: fdPath, Name: fn.Path}
 				objects[k] = obj
 				order = append(order, k)
 			}
@@ -359,10 +382,10 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 				t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s: an IFUNC resolver, which runs at load time, not at each call", name, fn.Path))
 			}
 		}
-		k := objKey{fn.OpenPath, fn.Return}
+		k := objKey{fdPath, fn.Return}
 		obj := objects[k]
 		if obj == nil {
-			obj = &session.Object{Path: fn.OpenPath, Return: fn.Return}
+			obj = &session.Object{Path: fdPath, Name: fn.Path, Return: fn.Return}
 			objects[k] = obj
 			order = append(order, k)
 		}
@@ -411,4 +434,11 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 	}
 	t.Session = sess
 	return t, nil
+}
+
+// fileKey is a file as List found it.
+type fileKey struct {
+	pid  int
+	path string
+	id   procfs.FileID
 }

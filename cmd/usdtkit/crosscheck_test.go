@@ -16,15 +16,14 @@ import (
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-// realBinaries are cross-checked against readelf and tplist, with the number
-// of NT_STAPSDT notes each has on this machine.
+// realBinaries are cross-checked against readelf and tplist. What each holds
+// is read from the file at test time: package updates change it.
 var realBinaries = []struct {
-	path  string
-	notes int
+	path string
 }{
-	{testutil.Python311, 8},
-	{testutil.LibStdcxx, 3},
-	{testutil.LibJVM, 531},
+	{testutil.Python311},
+	{testutil.LibStdcxx},
+	{testutil.LibJVM},
 }
 
 // listJSONLine mirrors the documented `list -o json` schema.
@@ -155,20 +154,22 @@ func TestListMatchesReadelf(t *testing.T) {
 		notes   int
 		badArgs bool
 	}
+	// anyNotes: as many as readelf shows of a system file, but not none.
+	const anyNotes = -1
 	files := []file{
 		{"testdata/x86_64.elf", 6, true},
 		{"testdata/aarch64.elf", 1, false},
 		{"testdata/ppc64.elf", 1, true},
 	}
 	for _, bin := range realBinaries {
-		files = append(files, file{bin.path, bin.notes, false})
+		files = append(files, file{bin.path, anyNotes, false})
 	}
 	for _, bin := range files {
 		t.Run(bin.path, func(t *testing.T) {
 			testutil.RequireFile(t, bin.path)
 			want := readelfNotes(t, bin.path)
-			if len(want) != bin.notes {
-				t.Fatalf("readelf shows %d notes, want %d (has the package changed?)", len(want), bin.notes)
+			if bin.notes == anyNotes && len(want) == 0 || bin.notes != anyNotes && len(want) != bin.notes {
+				t.Fatalf("readelf shows %d notes, want %d (-1: any but none)", len(want), bin.notes)
 			}
 			sect, hasSect := stapsdtBase(t, bin.path)
 			have := listJSON(t, bin.path)

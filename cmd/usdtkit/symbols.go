@@ -129,7 +129,7 @@ func goSignatures(obj *uprobe.Object) map[string]*uprobe.GoSignature {
 			names = append(names, s.Name)
 		}
 	}
-	sigs, err := uprobe.GoSignatures(obj.OpenPath, names)
+	sigs, err := uprobe.GoSignatures(obj, names)
 	if err != nil {
 		return nil
 	}

@@ -357,7 +357,7 @@ func startTracer(o *traceOptions, topts *sdt.TraceOptions, args []string) (st st
 	if funcs > 0 {
 		return st, startFuncTrace(&st, o, exe, topts, args)
 	}
-	lopts := &sdt.ListOptions{PID: o.pid}
+	lopts := &sdt.ListOptions{PID: o.pid, Warn: func(err error) { st.warnings = append(st.warnings, err) }}
 	for _, a := range args {
 		sel, err := sdt.ParseSelector(a)
 		if err != nil {
@@ -380,7 +380,7 @@ func startTracer(o *traceOptions, topts *sdt.TraceOptions, args []string) (st st
 	if err != nil {
 		return st, err
 	}
-	st.t, st.warnings, st.probes = t, t.Warnings, countNames(probes)
+	st.t, st.warnings, st.probes = t, append(st.warnings, t.Warnings...), countNames(probes)
 	return st, nil
 }
 
@@ -388,7 +388,7 @@ func startTracer(o *traceOptions, topts *sdt.TraceOptions, args []string) (st st
 // they are looked for in files, the command's executable for an empty
 // PATH, since the stopped process has not mapped its libraries yet.
 func startFuncTrace(st *startedTrace, o *traceOptions, exe string, topts *sdt.TraceOptions, args []string) error {
-	lopts := &uprobe.ListOptions{PID: o.pid}
+	lopts := &uprobe.ListOptions{PID: o.pid, Warn: func(err error) { st.warnings = append(st.warnings, err) }}
 	for _, a := range args {
 		sel, err := uprobe.ParseSelector(a)
 		if err != nil {
@@ -420,7 +420,7 @@ func startFuncTrace(st *startedTrace, o *traceOptions, exe string, topts *sdt.Tr
 	for i := range fns {
 		names[fns[i].Name()] = true
 	}
-	st.t, st.warnings, st.probes = t, t.Warnings, len(names)
+	st.t, st.warnings, st.probes = t, append(st.warnings, t.Warnings...), len(names)
 	return nil
 }
 

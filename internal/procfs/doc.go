@@ -10,18 +10,39 @@
 //
 // [ParseMaps] turns those lines into [Mapping] values without interpreting
 // them. [Objects] groups the file-backed mappings by device and inode (the
-// identity of the file, which survives renames and deletion), keeps the
-// objects that have at least one executable mapping, and decides for each
-// one where it can be opened from the caller's mount namespace:
+// identity of the file, which survives renames and deletion) and keeps the
+// objects that have at least one executable mapping. An [Object] is plain
+// data: it holds no fd and names no path to open.
 //
-//   - normally "/proc/PID/root" + path, so that a process in a container is
-//     read from its own root, not from ours;
-//   - "/proc/PID/map_files/<start>-<end>" of one of its mappings when the path
-//     cannot name the mapped file any more: memfd objects ("/memfd:NAME
-//     (deleted)"), deleted files, and files replaced on disk (the device and
-//     inode that stat reports for the path differ from those in maps).
+// # Opening an object
+//
+// [Open] opens an object once and returns the *os.File that every later
+// step uses: readers read it, and uprobes are attached to it through
+// [FDPath] ("/proc/self/fd/N"), so no name is resolved twice and a process
+// cannot swap the file between the steps. The path in maps is a name the
+// process controls (it may rename, bind-mount or swap directories with
+// symlinks at any time), so Open:
+//
+//   - resolves it inside the process's root, with openat2 relative to an
+//     O_PATH fd of /proc/PID/root and RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS
+//     and RESOLVE_NO_SYMLINKS (maps prints a dentry's path, which holds no
+//     symlink);
+//   - opens O_PATH first, which opens nothing, and accepts only a regular
+//     file ([ErrNotRegular] otherwise): a FIFO or device is never opened,
+//     so Open never blocks; the final open is O_NONBLOCK|O_NOCTTY|O_CLOEXEC
+//     through the O_PATH fd, without a name lookup;
+//   - checks the file's device and inode against the mapping's; on any
+//     failure, and directly for memfd objects ("/memfd:NAME (deleted)") and
+//     deleted files, it opens /proc/PID/map_files/START-END of the first
+//     mapping instead, which the kernel links to the mapped file itself,
+//     and checks that too ([ErrChanged]). For overlayfs files maps shows
+//     the underlying file's device and inode while the open file shows the
+//     overlay's; a map_files file on overlayfs is accepted as the mapping's.
 //     Opening map_files needs CAP_SYS_ADMIN (or, since Linux 5.9,
 //     CAP_CHECKPOINT_RESTORE).
+//
+// [OpenFile] applies the same rules (regular files only, never blocking)
+// to a path a user named.
 //
 // Pseudo mappings such as [vdso], [vsyscall], [heap] and anonymous memory
 // have inode 0 and are never objects.
@@ -31,7 +52,7 @@
 // The kernel prints the path as d_path would, escaping only the newline (as
 // "\012"); the escape is kept as is. A trailing " (deleted)" is removed and
 // recorded in [Mapping.Deleted]. A file whose real name ends in " (deleted)"
-// is indistinguishable from a deleted one; Objects copes because it then
+// is indistinguishable from a deleted one; Open copes because it then
 // opens the object through map_files.
 //
 // # Errors
@@ -40,12 +61,17 @@
 // A process that does not exist (or exited while being read) gives an error
 // wrapping both [ErrNoProcess] and, when the kernel said so, [os.ErrNotExist];
 // missing permission to read another user's process (ptrace access mode
-// PTRACE_MODE_READ) gives an error wrapping [os.ErrPermission].
+// PTRACE_MODE_READ), or to open map_files, gives an error wrapping
+// [os.ErrPermission]. Open's other errors are per object ([ErrNotRegular],
+// [ErrChanged], a mapping that went away): callers skip that object and
+// read the others.
 //
 // # Sources
 //
-// proc(5) ("/proc/pid/maps", "/proc/pid/map_files/"), and the kernel's
+// proc(5) ("/proc/pid/maps", "/proc/pid/map_files/"), openat2(2)
+// (RESOLVE_IN_ROOT, RESOLVE_NO_SYMLINKS), open(2) (O_PATH), and the kernel's
 // fs/proc/task_mmu.c show_map_vma for the exact layout.
 //
-// All functions are safe for concurrent use; nothing is cached.
+// All functions are safe for concurrent use; nothing is cached. The caller
+// owns the files Open and OpenFile return and closes them.
 package procfs

@@ -2,6 +2,7 @@ package procfs_test
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/procfs"
@@ -26,4 +27,25 @@ func ExampleParseMaps() {
 	// 0x55d0c8a02000 r-xp exec=true file=true deleted=false /usr/bin/cat
 	// 0x7f0000000000 r-xp exec=true file=true deleted=true /memfd:jit
 	// 0x7ffd00000000 r-xp exec=true file=false deleted=false [vdso]
+}
+
+// Read the start of every object this process has mapped executable, each
+// through the one file Open returns.
+func ExampleOpen() {
+	objs, err := procfs.Objects(os.Getpid())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, o := range objs {
+		f, err := procfs.Open(o)
+		if err != nil {
+			fmt.Println("skip", o.Path+":", err)
+			continue
+		}
+		magic := make([]byte, 4)
+		_, err = f.ReadAt(magic, 0)
+		fmt.Printf("%s via %s (%s): %q %v\n", o.Path, f.Name(), procfs.FDPath(f), magic, err)
+		f.Close()
+	}
 }

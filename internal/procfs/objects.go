@@ -1,11 +1,6 @@
 package procfs
 
-import (
-	"fmt"
-	"strings"
-
-	"golang.org/x/sys/unix"
-)
+import "strings"
 
 // memfdPrefix starts the path of every memfd_create(2) file in maps; the
 // kernel names them "memfd:NAME" on an internal mount and, since they have
@@ -18,14 +13,9 @@ type Object struct {
 	PID int
 	// Path is the pathname in maps without " (deleted)", as seen from
 	// inside the process's mount namespace, e.g.
-	// "/usr/lib/x86_64-linux-gnu/libc.so.6" or "/memfd:jit".
-	Path string
-	// OpenPath is where to open the object from the caller:
-	// "/proc/PID/root"+Path normally, or "/proc/PID/map_files/START-END"
-	// of the first mapping when Path no longer names the mapped file
-	// (memfd, deleted, or replaced on disk). A map_files path stays valid
-	// only while that mapping exists.
-	OpenPath     string
+	// "/usr/lib/x86_64-linux-gnu/libc.so.6" or "/memfd:jit". The process
+	// controls this name: it is never opened as is (see Open).
+	Path         string
 	Major, Minor uint32 // device, as in maps
 	Inode        uint64
 	Deleted      bool // the file was unlinked (always true for memfd)
@@ -48,11 +38,7 @@ func Objects(pid int) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs := group(pid, maps)
-	for i := range objs {
-		objs[i].OpenPath = openPath(objs[i])
-	}
-	return objs, nil
+	return group(pid, maps), nil
 }
 
 type fileID struct {
@@ -61,7 +47,7 @@ type fileID struct {
 }
 
 // group collects the file-backed mappings of maps into objects, keeping
-// those with an executable mapping. It leaves OpenPath empty.
+// those with an executable mapping.
 func group(pid int, maps []Mapping) []Object {
 	index := make(map[fileID]int)
 	var objs []Object
@@ -98,35 +84,4 @@ func group(pid int, maps []Mapping) []Object {
 		out = append(out, o)
 	}
 	return out
-}
-
-// openPath decides where o can be opened from: through the process's root
-// when the path still names the same file, else through map_files. It only
-// stats paths, so a process exiting meanwhile yields a path that no longer
-// opens rather than an error.
-func openPath(o Object) string {
-	first := o.Mappings[0]
-	mapFiles := fmt.Sprintf("/proc/%d/map_files/%x-%x", o.PID, first.Start, first.End)
-	if o.Deleted || !strings.HasPrefix(o.Path, "/") {
-		return mapFiles
-	}
-	root := fmt.Sprintf("/proc/%d/root%s", o.PID, o.Path)
-	if !sameFile(root, o) {
-		return mapFiles
-	}
-	return root
-}
-
-// sameFile reports whether path (followed through symlinks) is the file o
-// has mapped. For overlayfs files some kernels print the underlying file's
-// device and inode in maps while stat reports the overlay's; the comparison
-// then fails and the caller falls back to map_files, which still
-// opens the right file.
-func sameFile(path string, o Object) bool {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return false
-	}
-	return st.Ino == o.Inode &&
-		unix.Major(st.Dev) == o.Major && unix.Minor(st.Dev) == o.Minor
 }

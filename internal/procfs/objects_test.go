@@ -32,21 +32,32 @@ func findObject(t *testing.T, objs []Object, path string) Object {
 	return Object{}
 }
 
-// checkOpen opens o.OpenPath and compares its first bytes with want.
+// checkOpen opens o and compares its first bytes with want.
 func checkOpen(t *testing.T, o Object, want []byte) {
 	t.Helper()
-	f, err := os.Open(o.OpenPath)
+	f, err := Open(o)
 	if err != nil {
-		t.Fatalf("open %s: %v", o.OpenPath, err)
+		t.Fatalf("open %s: %v", o.Path, err)
 	}
 	defer f.Close()
 	have := make([]byte, len(want))
 	if _, err := io.ReadFull(f, have); err != nil {
-		t.Fatalf("read %s: %v", o.OpenPath, err)
+		t.Fatalf("read %s: %v", f.Name(), err)
 	}
 	if !bytes.Equal(have, want) {
-		t.Errorf("%s: have content %q..., want %q...", o.OpenPath, have[:min(16, len(have))], want[:min(16, len(want))])
+		t.Errorf("%s: have content %q..., want %q...", f.Name(), have[:min(16, len(have))], want[:min(16, len(want))])
 	}
+}
+
+// route returns the name of the file Open(o) opens: which way it went.
+func route(t *testing.T, o Object) string {
+	t.Helper()
+	f, err := Open(o)
+	if err != nil {
+		t.Fatalf("open %s: %v", o.Path, err)
+	}
+	defer f.Close()
+	return f.Name()
 }
 
 func rootPath(pid int, path string) string { return fmt.Sprintf("/proc/%d/root%s", pid, path) }
@@ -111,8 +122,8 @@ func TestObjectsSelf(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := findObject(t, objs, exe)
-	if have, want := o.OpenPath, rootPath(pid, o.Path); have != want {
-		t.Errorf("have OpenPath %q, want %q", have, want)
+	if have, want := route(t, o), rootPath(pid, o.Path); have != want {
+		t.Errorf("have opened %q, want %q", have, want)
 	}
 	if o.Deleted || o.Memfd {
 		t.Errorf("test binary: have Deleted=%v Memfd=%v, want false", o.Deleted, o.Memfd)
@@ -190,8 +201,8 @@ func TestObjectsDynamicProcess(t *testing.T) {
 	var sawLibc, sawLoader bool
 	for _, path := range want {
 		o := findObject(t, objs, path)
-		if have, want := o.OpenPath, rootPath(pid, o.Path); have != want {
-			t.Errorf("%s: have OpenPath %q, want %q", path, have, want)
+		if have, want := route(t, o), rootPath(pid, o.Path); have != want {
+			t.Errorf("%s: have opened %q, want %q", path, have, want)
 		}
 		checkOpen(t, o, []byte("\x7fELF"))
 		base := filepath.Base(o.Path)
@@ -237,8 +248,8 @@ func TestObjectsMemfd(t *testing.T) {
 	if !o.Memfd || !o.Deleted {
 		t.Errorf("have Memfd=%v Deleted=%v, want both true", o.Memfd, o.Deleted)
 	}
-	if !strings.HasPrefix(o.OpenPath, mapFilesPrefix(pid)) {
-		t.Errorf("have OpenPath %q, want it under %s", o.OpenPath, mapFilesPrefix(pid))
+	if have := route(t, o); !strings.HasPrefix(have, mapFilesPrefix(pid)) {
+		t.Errorf("have opened %q, want it under %s", have, mapFilesPrefix(pid))
 	}
 	checkOpen(t, o, img)
 }
@@ -260,8 +271,8 @@ func TestObjectsDeleted(t *testing.T) {
 	if !o.Deleted || o.Memfd {
 		t.Errorf("have Deleted=%v Memfd=%v, want true, false", o.Deleted, o.Memfd)
 	}
-	if !strings.HasPrefix(o.OpenPath, mapFilesPrefix(pid)) {
-		t.Errorf("have OpenPath %q, want it under %s", o.OpenPath, mapFilesPrefix(pid))
+	if have := route(t, o); !strings.HasPrefix(have, mapFilesPrefix(pid)) {
+		t.Errorf("have opened %q, want it under %s", have, mapFilesPrefix(pid))
 	}
 	checkOpen(t, o, img)
 }
@@ -326,8 +337,8 @@ func TestObjectsReplaced(t *testing.T) {
 			if o.Deleted != tt.deleted {
 				t.Errorf("have Deleted=%v, want %v", o.Deleted, tt.deleted)
 			}
-			if !strings.HasPrefix(o.OpenPath, mapFilesPrefix(pid)) {
-				t.Errorf("have OpenPath %q, want it under %s", o.OpenPath, mapFilesPrefix(pid))
+			if have := route(t, o); !strings.HasPrefix(have, mapFilesPrefix(pid)) {
+				t.Errorf("have opened %q, want it under %s", have, mapFilesPrefix(pid))
 			}
 			checkOpen(t, o, img)
 		})
@@ -353,8 +364,8 @@ func TestObjectsDedup(t *testing.T) {
 			t.Errorf("mappings not in address order: %+v", o.Mappings)
 		}
 	}
-	if have, want := o.OpenPath, rootPath(pid, path); have != want {
-		t.Errorf("have OpenPath %q, want %q", have, want)
+	if have, want := route(t, o), rootPath(pid, path); have != want {
+		t.Errorf("have opened %q, want %q", have, want)
 	}
 	checkOpen(t, o, img)
 }

@@ -60,9 +60,12 @@ var ErrClosed = errors.New("session closed")
 // Object is one file to attach to, with its sites. Offsets, Cookies and
 // RefCtrOffsets have one entry per site.
 type Object struct {
-	// Path is where the file is opened from (for a process's objects,
-	// /proc/PID/root/... or /proc/PID/map_files/...).
+	// Path is where the kernel finds the file: "/proc/self/fd/N" of a
+	// file the caller opened once and keeps open until Start returns (the
+	// kernel then holds the inode), so that no name is resolved again.
 	Path string
+	// Name is the file as users know it, for messages; Path when empty.
+	Name string
 	// Offsets are the file offsets of the probe sites.
 	Offsets []uint64
 	// Cookies are the indexes of the sites in Config.Sites.
@@ -152,13 +155,17 @@ func Start(opts *Options) (_ *Session, err error) {
 }
 
 func (s *Session) attach(prog *ebpf.Program, obj *Object, pid int) error {
+	name := obj.Name
+	if name == "" {
+		name = obj.Path
+	}
 	if len(obj.Offsets) == 0 || len(obj.Cookies) != len(obj.Offsets) ||
 		(obj.RefCtrOffsets != nil && len(obj.RefCtrOffsets) != len(obj.Offsets)) {
-		return fmt.Errorf("attach %s: %d offsets, %d cookies, %d ref_ctr offsets", obj.Path, len(obj.Offsets), len(obj.Cookies), len(obj.RefCtrOffsets))
+		return fmt.Errorf("attach %s: %d offsets, %d cookies, %d ref_ctr offsets", name, len(obj.Offsets), len(obj.Cookies), len(obj.RefCtrOffsets))
 	}
 	ex, err := link.OpenExecutable(obj.Path)
 	if err != nil {
-		return fmt.Errorf("attach %s: %w", obj.Path, err)
+		return fmt.Errorf("attach %s: %w", name, err)
 	}
 	if s.multi {
 		mo := &link.UprobeMultiOptions{
@@ -173,7 +180,7 @@ func (s *Session) attach(prog *ebpf.Program, obj *Object, pid int) error {
 		}
 		l, err := multi(nil, prog, mo)
 		if err != nil {
-			return fmt.Errorf("attach %s (%d sites): %w", obj.Path, len(obj.Offsets), err)
+			return fmt.Errorf("attach %s (%d sites): %w", name, len(obj.Offsets), err)
 		}
 		s.addLink(l)
 		s.sites += len(obj.Offsets)
@@ -190,7 +197,7 @@ func (s *Session) attach(prog *ebpf.Program, obj *Object, pid int) error {
 		}
 		l, err := classic("", prog, uo)
 		if err != nil {
-			return fmt.Errorf("attach %s at offset %#x: %w", obj.Path, off, err)
+			return fmt.Errorf("attach %s at offset %#x: %w", name, off, err)
 		}
 		s.addLink(l)
 		s.sites++

@@ -9,10 +9,16 @@
 //   - Any other name without a slash is a library short name ("libc",
 //     "libstdc++", "libpython3.11") resolved like the dynamic loader does
 //     (see internal/ldso).
-//   - A process (PID) contributes every object it has mapped executable,
-//     opened through /proc/PID/root or /proc/PID/map_files (see
-//     internal/procfs). Names given together with a PID filter those objects
-//     instead of adding files.
+//   - A process (PID) contributes every object it has mapped executable.
+//     Names given together with a PID filter those objects instead of
+//     adding files.
+//
+// An [Object] is data. [Object.Open] opens it once, with the rules of
+// procfs.Open (inside the process's root, or through map_files) or
+// procfs.OpenFile (regular files only, never blocking); readers read that
+// file and record its identity ([procfs.FileID]). To attach, [Reopen] opens
+// the object again the same way and refuses a file whose identity differs,
+// and the kernel is given the open file's /proc/self/fd/N, never a name.
 //
 // Errors wrap [ErrNotFound] when a name resolves to nothing and
 // procfs.ErrNoProcess when the process does not exist.
@@ -29,6 +35,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/ldso"
 	"github.com/usdtkit/usdtkit/internal/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotFound means a name matched no file, library or mapped object.
@@ -39,11 +46,77 @@ type Object struct {
 	// Path is the object as users know it: the path given, the resolved
 	// library, or the path in the process's mount namespace.
 	Path string
-	// OpenPath is where this process reads it from; equal to Path unless the
-	// object came from a process.
-	OpenPath string
 	// PID is the process the object was found in, 0 for files.
 	PID int
+
+	proc procfs.Object // the object in process PID
+}
+
+// Open opens the object for reading; the caller closes the file. Its Name
+// says where it was opened: Path, "/proc/PID/root/..." or
+// "/proc/PID/map_files/...". Errors wrap procfs.ErrNotRegular for anything
+// but a regular file and, for a process's object, what procfs.Open wraps.
+func (o Object) Open() (*os.File, error) {
+	if o.PID == 0 {
+		return procfs.OpenFile(o.Path)
+	}
+	return procfs.Open(o.proc)
+}
+
+// Reopen opens again the object at path, as Resolve found it (in process
+// pid when pid != 0), and checks that it is the file that had identity id
+// (a zero id is not checked). In a process, an object that maps the file
+// with identity id under another path (renamed since) is taken too. Callers that read a file and attach to it
+// later call it to attach through the file they read; the caller closes the
+// file. A different file gives an error wrapping procfs.ErrChanged.
+func Reopen(path string, pid int, id procfs.FileID) (*os.File, error) {
+	var cands []Object
+	if pid == 0 {
+		cands = []Object{{Path: path}}
+	} else {
+		objs, err := resolvePID(nil, pid)
+		if err != nil {
+			return nil, err
+		}
+		// By path first (on overlayfs the open file's identity is not
+		// the one maps shows), then by the identity maps shows: the
+		// process may have renamed the file since it was listed.
+		for _, o := range objs {
+			if o.Path == path {
+				cands = append(cands, o)
+			}
+		}
+		for _, o := range objs {
+			if o.Path != path && id != (procfs.FileID{}) && o.proc.Inode == id.Inode &&
+				o.proc.Major == unix.Major(id.Dev) && o.proc.Minor == unix.Minor(id.Dev) {
+				cands = append(cands, o)
+			}
+		}
+		if len(cands) == 0 {
+			return nil, fmt.Errorf("process %d maps no %s any more: %w", pid, path, procfs.ErrChanged)
+		}
+	}
+	var errs []error
+	for _, o := range cands {
+		f, err := o.Open()
+		if err != nil {
+			if errors.Is(err, procfs.ErrNoProcess) {
+				return nil, err
+			}
+			errs = append(errs, err)
+			continue
+		}
+		have, err := procfs.IDOf(f)
+		if err == nil && (id == procfs.FileID{} || have == id) {
+			return f, nil
+		}
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s: %w (device %#x inode %d, listed as device %#x inode %d)", f.Name(), procfs.ErrChanged, have.Dev, have.Inode, id.Dev, id.Inode)
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
 }
 
 // Resolve returns the objects named by names and pid.
@@ -69,7 +142,7 @@ func Resolve(names []string, pid int) ([]Object, error) {
 				continue
 			}
 			seen[p] = true
-			objs = append(objs, Object{Path: p, OpenPath: p})
+			objs = append(objs, Object{Path: p})
 		}
 	}
 	return objs, nil
@@ -121,7 +194,7 @@ func resolvePID(names []string, pid int) ([]Object, error) {
 		if len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return Match(n, o.Path) }) {
 			continue
 		}
-		objs = append(objs, Object{Path: o.Path, OpenPath: o.OpenPath, PID: pid})
+		objs = append(objs, Object{Path: o.Path, PID: pid, proc: o})
 	}
 	if len(objs) == 0 && len(names) > 0 {
 		return nil, fmt.Errorf("process %d maps no object matching %s: %w", pid, strings.Join(names, ", "), ErrNotFound)
@@ -156,3 +229,11 @@ func Match(filter, objPath string) bool {
 }
 
 func hasMeta(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+
+// Skip reports whether err, from opening or reading obj, should skip only
+// that object, with a warning, rather than end the listing: so it is for a
+// process's objects, unless the process is gone. One object a process
+// maps (a malformed library, a file it swapped) must not hide the others.
+func Skip(obj Object, err error) bool {
+	return obj.PID != 0 && !errors.Is(err, procfs.ErrNoProcess)
+}

@@ -44,7 +44,7 @@ func TestResolveFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) != 2 || objs[0].Path != a || objs[1].Path != b || objs[0].OpenPath != a || objs[0].PID != 0 {
+	if len(objs) != 2 || objs[0].Path != a || objs[1].Path != b || objs[0].PID != 0 {
 		t.Errorf("have %+v, want %s then %s once each", objs, a, b)
 	}
 

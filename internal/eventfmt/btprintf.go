@@ -1,0 +1,327 @@
+package eventfmt
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ArgKind is what a bpftrace printf verb prints: an integer or a string.
+type ArgKind uint8
+
+const (
+	ArgInt ArgKind = iota + 1
+	ArgString
+)
+
+// Printf is a parsed bpftrace printf format string. It is plain data and
+// safe for concurrent use.
+//
+// bpftrace 0.17 finds its verbs with the pattern
+// %-?[0-9]*(\.[0-9]+)?(LEN)?(VERB) where VERB is one of d u o x X p with a
+// LEN of hh h l ll j z t or none, or c or s without LEN (%i, %+d, %#x and
+// %e are not verbs there); each verb takes the next argument. It formats
+// each verb with C's snprintf, with the text between the previous verb
+// and this one, and writes the text after the last verb unformatted, so
+// "%%" prints "%" before the last verb and "%%" after it. C's rules apply:
+// without LEN, d u o x X c print the low 32 bits of their argument; hh
+// and h 8 and 16 bits; %p prints "0x…" or "(nil)"; widths and precisions
+// count bytes; output stops at a NUL byte (%c of 0) until the next verb.
+type Printf struct {
+	parts []printfPart
+	tail  string
+}
+
+// printfPart is one verb and the literal text before it.
+type printfPart struct {
+	lit string // with "%%" already made "%"
+	// skip is set when C reads the verb's '%' as the end of "%%": the
+	// argument is then not printed (bpftrace prints "%d" for "%%d").
+	skip  bool
+	spec  verbSpec
+	token string // as written, for errors
+}
+
+// verbSpec is one parsed verb.
+type verbSpec struct {
+	left      bool // '-'
+	zero      bool // a leading 0 in the width
+	width     int
+	precision int // -1 when not given
+	bits      int // 8, 16, 32 or 64 (from LEN)
+	verb      byte
+}
+
+// maxPrintfWidth bounds widths and precisions: C's limit is INT_MAX, but
+// nobody pads a line to a gigabyte.
+const maxPrintfWidth = 1 << 16
+
+// ParsePrintf parses a bpftrace printf format, its escapes (\n, \t, \", …)
+// already replaced by the bytes they stand for. It rejects a '%' before a
+// verb that C would read as a conversion bpftrace does not know (as in
+// "50% off %d", where C reads "% o"), %r (buffers), and widths or
+// precisions over 65536; errors are *FormatError with the byte offset.
+func ParsePrintf(format string) (*Printf, error) {
+	p := &Printf{}
+	lastEnd := 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		spec, end, ok := matchVerb(format, i)
+		if !ok {
+			if j := i + 1; j < len(format) && format[j] == 'r' {
+				return nil, &FormatError{Off: i, Msg: "%r prints buffers, which are not supported"}
+			}
+			continue
+		}
+		if spec.width > maxPrintfWidth || spec.precision > maxPrintfWidth {
+			return nil, &FormatError{Off: i, Msg: fmt.Sprintf("width or precision over %d", maxPrintfWidth)}
+		}
+		lit, skip, err := cLiteral(format[lastEnd:i], lastEnd)
+		if err != nil {
+			return nil, err
+		}
+		if skip {
+			// C read "%%" across the verb's '%': the verb's other
+			// bytes are plain text to it.
+			lit += format[i+1 : end]
+		}
+		p.parts = append(p.parts, printfPart{lit: lit, skip: skip, spec: spec, token: format[i:end]})
+		lastEnd = end
+		i = end - 1
+	}
+	p.tail = format[lastEnd:]
+	return p, nil
+}
+
+// FormatError reports a malformed printf format at byte Off.
+type FormatError struct {
+	Off int
+	Msg string
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("printf format at byte %d: %s", e.Off, e.Msg)
+}
+
+// matchVerb matches bpftrace's verb pattern at s[i] == '%'.
+func matchVerb(s string, i int) (spec verbSpec, end int, ok bool) {
+	spec.precision = -1
+	j := i + 1
+	if j < len(s) && s[j] == '-' {
+		spec.left = true
+		j++
+	}
+	if j < len(s) && s[j] == '0' {
+		spec.zero = true
+	}
+	start := j
+	for j < len(s) && isDigit(s[j]) {
+		j++
+	}
+	spec.width = atoiSat(s[start:j])
+	if j+1 < len(s) && s[j] == '.' && isDigit(s[j+1]) {
+		j++
+		start = j
+		for j < len(s) && isDigit(s[j]) {
+			j++
+		}
+		spec.precision = atoiSat(s[start:j])
+	}
+	spec.bits = 32
+	for _, l := range []struct {
+		s    string
+		bits int
+	}{{"hh", 8}, {"h", 16}, {"ll", 64}, {"l", 64}, {"j", 64}, {"z", 64}, {"t", 64}} {
+		if strings.HasPrefix(s[j:], l.s) {
+			if k := j + len(l.s); k < len(s) && strings.IndexByte("douxXp", s[k]) >= 0 {
+				spec.bits, spec.verb = l.bits, s[k]
+				return spec, k + 1, true
+			}
+			return spec, 0, false
+		}
+	}
+	if j < len(s) && strings.IndexByte("douxXpcs", s[j]) >= 0 {
+		spec.verb = s[j]
+		return spec, j + 1, true
+	}
+	return spec, 0, false
+}
+
+// cLiteral is how C's printf prints lit, the text before a verb: "%%" as
+// "%". skip reports that lit ends in an unpaired '%' that pairs with the
+// verb's own. Any other '%' would start a conversion bpftrace does not
+// know: an error at off plus its offset.
+func cLiteral(lit string, off int) (string, bool, error) {
+	if strings.IndexByte(lit, '%') < 0 {
+		return lit, false, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '%' {
+			b.WriteByte(lit[i])
+			continue
+		}
+		switch {
+		case i+1 == len(lit):
+			return b.String() + "%", true, nil
+		case lit[i+1] == '%':
+			b.WriteByte('%')
+			i++
+		default:
+			return "", false, &FormatError{Off: off + i, Msg: fmt.Sprintf("%q is not a conversion bpftrace knows (write %%%% for a percent sign)", lit[i:min(i+2, len(lit))])}
+		}
+	}
+	return b.String(), false, nil
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// atoiSat parses decimal digits, saturating above maxPrintfWidth.
+func atoiSat(s string) int {
+	n := 0
+	for _, c := range []byte(s) {
+		n = n*10 + int(c-'0')
+		if n > maxPrintfWidth {
+			return maxPrintfWidth + 1
+		}
+	}
+	return n
+}
+
+// Args returns what each argument must be, in order: one per verb.
+func (p *Printf) Args() []ArgKind {
+	kinds := make([]ArgKind, len(p.parts))
+	for i, part := range p.parts {
+		kinds[i] = ArgInt
+		if part.spec.verb == 's' {
+			kinds[i] = ArgString
+		}
+	}
+	return kinds
+}
+
+// Arg is one printf argument: Int for an integer verb (an argument of a
+// narrower type extended to 64 bits by its sign first), Str for %s.
+type Arg struct {
+	Int int64
+	Str string
+}
+
+// Append formats args after dst as bpftrace 0.17's printf prints them.
+// Missing arguments print as 0 or "".
+func (p *Printf) Append(dst []byte, args []Arg) []byte {
+	for i, part := range p.parts {
+		var a Arg
+		if i < len(args) {
+			a = args[i]
+		}
+		start := len(dst)
+		dst = append(dst, part.lit...)
+		if !part.skip {
+			dst = part.spec.append(dst, a)
+		}
+		// bpftrace writes snprintf's buffer as a C string.
+		if j := indexNUL(dst[start:]); j >= 0 {
+			dst = dst[:start+j]
+		}
+	}
+	return append(dst, p.tail...)
+}
+
+// AppendOutput is Append as bpftrace writes printf's output: as is in
+// text, as {"type": "printf", "data": "…"} in JSON.
+func (p *Printf) AppendOutput(dst []byte, args []Arg, out Output) []byte {
+	if out != OutputJSON {
+		return p.Append(dst, args)
+	}
+	return appendMessage(dst, "printf", p.Append(nil, args), out)
+}
+
+func indexNUL(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// append formats a as C's printf formats one conversion.
+func (s verbSpec) append(dst []byte, a Arg) []byte {
+	var body, prefix string
+	zeroPad := s.zero && !s.left
+	switch s.verb {
+	case 's':
+		body = a.Str
+		if s.precision >= 0 && len(body) > s.precision {
+			body = body[:s.precision]
+		}
+		zeroPad = false
+	case 'c':
+		body = string([]byte{byte(a.Int)})
+		zeroPad = false
+	case 'p':
+		if a.Int == 0 {
+			body, zeroPad = "(nil)", false
+			break
+		}
+		prefix = "0x"
+		body = digits(strconv.FormatUint(uint64(a.Int), 16), s.precision)
+		zeroPad = zeroPad && s.precision < 0
+	default:
+		u := uint64(a.Int)
+		var neg bool
+		switch s.bits {
+		case 8:
+			u = uint64(uint8(u))
+		case 16:
+			u = uint64(uint16(u))
+		case 32:
+			u = uint64(uint32(u))
+		}
+		if s.verb == 'd' {
+			v := int64(u<<(64-s.bits)) >> (64 - s.bits)
+			if v < 0 {
+				neg, u = true, uint64(-v)
+			}
+		}
+		base := map[byte]int{'d': 10, 'u': 10, 'o': 8, 'x': 16, 'X': 16}[s.verb]
+		body = strconv.FormatUint(u, base)
+		if s.verb == 'X' {
+			body = strings.ToUpper(body)
+		}
+		body = digits(body, s.precision)
+		if neg {
+			prefix = "-"
+		}
+		zeroPad = zeroPad && s.precision < 0
+	}
+	pad := max0(s.width - len(prefix) - len(body))
+	switch {
+	case s.left:
+		dst = append(append(dst, prefix...), body...)
+		return append(dst, strings.Repeat(" ", pad)...)
+	case zeroPad:
+		dst = append(dst, prefix...)
+		dst = append(dst, strings.Repeat("0", pad)...)
+		return append(dst, body...)
+	}
+	dst = append(dst, strings.Repeat(" ", pad)...)
+	return append(append(dst, prefix...), body...)
+}
+
+// digits applies a C integer precision: at least prec digits, and none
+// for a zero value with precision 0.
+func digits(s string, prec int) string {
+	switch {
+	case prec < 0:
+		return s
+	case prec == 0 && s == "0":
+		return ""
+	case len(s) < prec:
+		return strings.Repeat("0", prec-len(s)) + s
+	}
+	return s
+}
