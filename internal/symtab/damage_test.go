@@ -207,3 +207,59 @@ func TestSparseTables(t *testing.T) {
 		})
 	}
 }
+
+// TestSparseGopclntab gives a stripped Go binary a .gopclntab that claims
+// 16 GiB in a hole: ReadPartial refuses the table with one warning at the
+// section, lists what else there is, and allocates little.
+func TestSparseGopclntab(t *testing.T) {
+	good, err := os.ReadFile(buildGo(t, "-ldflags=-s -w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	idx := -1
+	for i, s := range ef.Sections {
+		if s.Name == ".gopclntab" {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		t.Fatal("no .gopclntab")
+	}
+	raw := bytes.Clone(good)
+	hdr := le.Uint64(raw[40:]) + uint64(idx)*64
+	off := (uint64(len(raw)) + 0xfff) &^ 0xfff
+	const size = 16 << 30
+	le.PutUint64(raw[hdr+24:], off)
+	le.PutUint64(raw[hdr+32:], size)
+	path := filepath.Join(t.TempDir(), "sparse")
+	if err := os.WriteFile(path, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, int64(off+size)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elfnotes.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	syms, warnings, err := ReadPartial(f)
+	runtime.ReadMemStats(&after)
+	if err != nil || syms == nil {
+		t.Fatalf("have %d symbols, %v", len(syms), err)
+	}
+	var fe *elfnotes.FormatError
+	if len(warnings) != 1 || !errors.As(warnings[0], &fe) || fe.Off != int64(off) {
+		t.Errorf("have warnings %v, want one *FormatError at %#x", warnings, off)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("allocated %d MiB", n>>20)
+	}
+}

@@ -68,8 +68,9 @@
 // entries are read a chunk at a time (at most 8 Mi entries per table, with
 // a warning beyond), a string table only as far as the names looked up
 // reach (at most 256 MiB), .gnu.version only for the entries read, and a
-// version definition or requirement section only up to 1 MiB; what is
-// kept grows with the defined symbols. debug/gosym is not hardened against
+// version definition or requirement section only up to 1 MiB, and a
+// .gopclntab only up to 128 MiB; what is kept grows with the defined
+// symbols. debug/gosym is not hardened against
 // malformed input: before it runs, the function count, function table and
 // name offsets of the pclntab are checked, so that what it allocates is
 // bounded by the table size, and it is called in exactly one function,
