@@ -219,3 +219,48 @@ func TestSparseNoteSection(t *testing.T) {
 		t.Errorf("allocated %d bytes", n)
 	}
 }
+
+// TestSparseHeaders opens fixtures whose program or section header table
+// has 0xfffe entries of 0xffff bytes, 4 GiB in a hole at the end of the
+// file: NewFile reads only the bytes of each entry it decodes.
+func TestSparseHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		offField, numField int // e_phoff/e_shoff, e_phnum/e_shnum
+		entField           int // e_phentsize/e_shentsize
+		progs, sections    int
+	}{
+		{"programs", 32, 56, 54, 0xfffe, -1},
+		{"sections", 40, 60, 58, -1, 0xfffe},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := buildFixture(t, fixtureOpts{class: elf.ELFCLASS64, data: elf.ELFDATA2LSB})
+			le := byteOrder(elf.ELFDATA2LSB)
+			off := uint64(len(raw)+0xfff) &^ 0xfff
+			le.PutUint64(raw[tc.offField:], off)
+			le.PutUint16(raw[tc.numField:], 0xfffe)
+			le.PutUint16(raw[tc.entField:], 0xffff)
+			path := filepath.Join(t.TempDir(), "sparse.elf")
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, int64(off+0xfffe*0xffff)); err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			f, err := Open(path)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if tc.progs >= 0 && len(f.Progs) != tc.progs || tc.sections >= 0 && len(f.Sections) != tc.sections {
+				t.Errorf("have %d programs and %d sections", len(f.Progs), len(f.Sections))
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > 32<<20 {
+				t.Errorf("allocated %d MiB", n>>20)
+			}
+		})
+	}
+}

@@ -87,7 +87,9 @@
 // warning.
 //
 // What is read is bounded by what is needed, not by the sizes a file
-// claims: notes are read through a small buffer, record by record; a
+// claims: NewFile reads at most 65536 program headers and 262144 section
+// headers, of each entry only the bytes it decodes, and of the section
+// name table only as far as the names reach; notes are read through a small buffer, record by record; a
 // descriptor is read only when it is wanted (NT_STAPSDT for SDTProbes),
 // and kept only as the fields decoded from it. [MaxNoteName] and
 // [MaxNoteDesc] bound one note, [MaxNotes] the records of one section

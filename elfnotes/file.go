@@ -34,6 +34,13 @@ const (
 	// maxSectionName bounds the length of a section name; real ones are
 	// at most a few dozen bytes.
 	maxSectionName = 4 << 10
+
+	// maxProgs and maxSections bound the header tables, whose counts may
+	// come from the 32- and 64-bit fields of section header 0. Linked
+	// files have a few dozen of each; objects built with
+	// -ffunction-sections may have tens of thousands of sections.
+	maxProgs    = 1 << 16
+	maxSections = 1 << 18
 )
 
 // A File is an ELF file whose headers have been parsed. Section and segment
@@ -280,6 +287,28 @@ func (f *File) read(off, n uint64, what string) ([]byte, error) {
 	return buf, nil
 }
 
+// readTable reads n entries of entsize bytes at off and returns the first
+// size bytes of each, packed: an entry larger than this package decodes
+// costs no memory for the bytes it does not read.
+func (f *File) readTable(off, n, entsize, size uint64, what string) ([]byte, error) {
+	if entsize == size {
+		return f.read(off, n*size, what)
+	}
+	// The caller checked that n*entsize does not overflow.
+	if err := f.checkRange(off, n*entsize, what); err != nil {
+		return nil, err
+	}
+	var tab []byte
+	for i := range n {
+		e, err := f.read(off+i*entsize, size, what)
+		if err != nil {
+			return nil, err
+		}
+		tab = append(tab, e...)
+	}
+	return tab, nil
+}
+
 func (f *File) readFull(buf []byte, off int64, what string) error {
 	n, err := f.r.ReadAt(buf, off)
 	if n == len(buf) {
@@ -397,13 +426,16 @@ func (f *File) parse() error {
 		if phnum > math.MaxUint64/phentsize {
 			return formatErr(phentOff, "program header table size overflows", phnum)
 		}
-		tab, err := f.read(phoff, phnum*phentsize, "program header table")
+		if phnum > maxProgs {
+			return formatErr(clampOff(phoff), "too many program headers", phnum)
+		}
+		tab, err := f.readTable(phoff, phnum, phentsize, minPh, "program header table")
 		if err != nil {
 			return err
 		}
 		f.Progs = make([]*Prog, phnum)
 		for i := range f.Progs {
-			f.Progs[i] = f.decodeProg(tab[uint64(i)*phentsize:])
+			f.Progs[i] = f.decodeProg(tab[uint64(i)*minPh:])
 		}
 	}
 
@@ -416,14 +448,17 @@ func (f *File) parse() error {
 	if shnum > math.MaxUint64/shentsize {
 		return formatErr(shentOff, "section header table size overflows", shnum)
 	}
-	tab, err := f.read(shoff, shnum*shentsize, "section header table")
+	if shnum > maxSections {
+		return formatErr(clampOff(shoff), "too many section headers", shnum)
+	}
+	tab, err := f.readTable(shoff, shnum, shentsize, minSh, "section header table")
 	if err != nil {
 		return err
 	}
 	f.Sections = make([]*Section, shnum)
 	names := make([]uint32, shnum)
 	for i := range f.Sections {
-		b := tab[uint64(i)*shentsize:]
+		b := tab[uint64(i)*minSh:]
 		names[i] = bo.Uint32(b)
 		f.Sections[i] = f.decodeSection(b)
 	}
