@@ -75,6 +75,28 @@
 // `readelf` or `xxd` can confirm it; use errors.As to get it. I/O errors
 // from the reader are wrapped with %w. No input makes the package panic.
 //
+// # Partial damage and limits
+//
+// Damage to one part does not hide the rest, as in readelf. [NewFile]
+// fails only when the ELF header or a header table cannot be read; a
+// section whose name cannot be read is kept without a name, with a warning
+// in [File.Warnings]. [File.ReadNotes] and [File.ReadSDTProbes] return the
+// sound notes and probes together with one warning (a *FormatError with
+// its offset) per note, section or descriptor they skipped; [File.Notes]
+// and [File.SDTProbes] are their strict variants, whose error is the first
+// warning.
+//
+// What is read is bounded by what is needed, not by the sizes a file
+// claims: NewFile reads at most 65536 program headers and 262144 section
+// headers, of each entry only the bytes it decodes, and of the section
+// name table only as far as the names reach; notes are read through a small buffer, record by record; a
+// descriptor is read only when it is wanted (NT_STAPSDT for SDTProbes),
+// and kept only as the fields decoded from it. [MaxNoteName] and
+// [MaxNoteDesc] bound one note, [MaxNotes] the records of one section
+// and the notes kept from a file, and [MaxNoteBytes] the bytes read from a
+// file, so that a sparse file claiming gigabytes of notes costs a few
+// megabytes and milliseconds and ends with a warning wrapping [ErrLimit].
+//
 // # Lifetime and concurrency
 //
 // A File from [Open] holds an open file descriptor until [File.Close]; a

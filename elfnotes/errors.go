@@ -42,3 +42,8 @@ func (e *FormatError) Error() string {
 func formatErr(off int64, msg string, val any) error {
 	return &FormatError{Off: off, Msg: msg, Val: val}
 }
+
+// ErrLimit is wrapped by the *FormatError warning that reports a file with
+// more notes, or more bytes of notes, than the package reads ([MaxNotes],
+// [MaxNoteBytes]).
+var ErrLimit = errors.New("limit on notes reached")

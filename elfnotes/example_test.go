@@ -1,10 +1,12 @@
 package elfnotes_test
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"log"
+	"os"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 )
@@ -52,4 +54,42 @@ func ExampleAppendNote() {
 	// Output:
 	// 64 bytes
 	// app:start at 0x1000
+}
+
+// Damage stays local: a broken NT_STAPSDT note is skipped with a warning
+// that gives its file offset, and the other probes are listed.
+func ExampleFile_ReadSDTProbes() {
+	raw, err := os.ReadFile("testdata/sdt-elf64le.elf")
+	if err != nil {
+		log.Fatal(err)
+	}
+	f, err := elfnotes.NewFile(bytes.NewReader(raw))
+	if err != nil {
+		log.Fatal(err)
+	}
+	good, err := f.SDTProbes()
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Overwrite the NUL that ends the second note's argument string: the
+	// header (12 bytes) and the owner ("stapsdt\x00") precede the
+	// descriptor.
+	n := good[1].NoteOffset
+	end := n + 12 + 8 + uint64(binary.LittleEndian.Uint32(raw[n+4:]))
+	raw[end-1] = 'x'
+
+	probes, warnings, err := f.ReadSDTProbes()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, p := range probes {
+		fmt.Printf("%s:%s\n", p.Provider, p.Name)
+	}
+	for _, w := range warnings {
+		fmt.Println("warning:", w)
+	}
+	// Output:
+	// prov:with_sema
+	// other:x
+	// warning: stapsdt arguments not NUL-terminated at byte 0x2099
 }

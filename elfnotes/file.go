@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -29,6 +30,17 @@ const (
 	// readChunk bounds a single allocation when the size of the underlying
 	// reader is unknown: buffers grow only as data actually arrives.
 	readChunk = 1 << 20
+
+	// maxSectionName bounds the length of a section name; real ones are
+	// at most a few dozen bytes.
+	maxSectionName = 4 << 10
+
+	// maxProgs and maxSections bound the header tables, whose counts may
+	// come from the 32- and 64-bit fields of section header 0. Linked
+	// files have a few dozen of each; objects built with
+	// -ffunction-sections may have tens of thousands of sections.
+	maxProgs    = 1 << 16
+	maxSections = 1 << 18
 )
 
 // A File is an ELF file whose headers have been parsed. Section and segment
@@ -48,9 +60,10 @@ type File struct {
 	Sections  []*Section // in header order; Sections[0] is the SHT_NULL entry when present
 	Progs     []*Prog
 
-	r      io.ReaderAt
-	size   int64 // size of r in bytes, or -1 when it cannot be determined
-	closer io.Closer
+	r        io.ReaderAt
+	size     int64 // size of r in bytes, or -1 when it cannot be determined
+	closer   io.Closer
+	warnings []error
 }
 
 // A Section is one entry of the section header table. Its contents are not
@@ -125,6 +138,15 @@ func (f *File) Close() error {
 	f.closer = nil
 	return c.Close()
 }
+
+// Warnings returns the damage [NewFile] passed over in the headers, one
+// *[FormatError] with its file offset each: a section whose name cannot be
+// read (outside the section name table, not NUL-terminated) gets the name
+// "", and so does every section when the section name table itself cannot
+// be read. A File with damaged headers is still usable: its sections are
+// found by type, and [File.Section] does not find the unnamed ones. The
+// slice is shared; callers must not modify it.
+func (f *File) Warnings() []error { return f.warnings }
 
 // Section returns the first section with the given name, or nil.
 func (f *File) Section(name string) *Section {
@@ -265,6 +287,28 @@ func (f *File) read(off, n uint64, what string) ([]byte, error) {
 	return buf, nil
 }
 
+// readTable reads n entries of entsize bytes at off and returns the first
+// size bytes of each, packed: an entry larger than this package decodes
+// costs no memory for the bytes it does not read.
+func (f *File) readTable(off, n, entsize, size uint64, what string) ([]byte, error) {
+	if entsize == size {
+		return f.read(off, n*size, what)
+	}
+	// The caller checked that n*entsize does not overflow.
+	if err := f.checkRange(off, n*entsize, what); err != nil {
+		return nil, err
+	}
+	var tab []byte
+	for i := range n {
+		e, err := f.read(off+i*entsize, size, what)
+		if err != nil {
+			return nil, err
+		}
+		tab = append(tab, e...)
+	}
+	return tab, nil
+}
+
 func (f *File) readFull(buf []byte, off int64, what string) error {
 	n, err := f.r.ReadAt(buf, off)
 	if n == len(buf) {
@@ -382,13 +426,16 @@ func (f *File) parse() error {
 		if phnum > math.MaxUint64/phentsize {
 			return formatErr(phentOff, "program header table size overflows", phnum)
 		}
-		tab, err := f.read(phoff, phnum*phentsize, "program header table")
+		if phnum > maxProgs {
+			return formatErr(clampOff(phoff), "too many program headers", phnum)
+		}
+		tab, err := f.readTable(phoff, phnum, phentsize, minPh, "program header table")
 		if err != nil {
 			return err
 		}
 		f.Progs = make([]*Prog, phnum)
 		for i := range f.Progs {
-			f.Progs[i] = f.decodeProg(tab[uint64(i)*phentsize:])
+			f.Progs[i] = f.decodeProg(tab[uint64(i)*minPh:])
 		}
 	}
 
@@ -401,14 +448,17 @@ func (f *File) parse() error {
 	if shnum > math.MaxUint64/shentsize {
 		return formatErr(shentOff, "section header table size overflows", shnum)
 	}
-	tab, err := f.read(shoff, shnum*shentsize, "section header table")
+	if shnum > maxSections {
+		return formatErr(clampOff(shoff), "too many section headers", shnum)
+	}
+	tab, err := f.readTable(shoff, shnum, shentsize, minSh, "section header table")
 	if err != nil {
 		return err
 	}
 	f.Sections = make([]*Section, shnum)
 	names := make([]uint32, shnum)
 	for i := range f.Sections {
-		b := tab[uint64(i)*shentsize:]
+		b := tab[uint64(i)*minSh:]
 		names[i] = bo.Uint32(b)
 		f.Sections[i] = f.decodeSection(b)
 	}
@@ -416,10 +466,28 @@ func (f *File) parse() error {
 	if shstrndx == uint64(elf.SHN_UNDEF) {
 		return nil
 	}
+	// Damage to the names is passed over with a warning, as readelf
+	// does: the sections are still found by type.
 	if shstrndx >= shnum {
-		return formatErr(shstrOff, "section name table index out of range", shstrndx)
+		f.warnings = append(f.warnings, formatErr(shstrOff, "section name table index out of range", shstrndx))
+		return nil
 	}
-	strtab, err := f.Sections[shstrndx].Data()
+	// Read only as much of the table as the names need, not the size it
+	// claims.
+	var maxOff uint64
+	for _, n := range names {
+		maxOff = max(maxOff, uint64(n))
+	}
+	st := f.Sections[shstrndx]
+	var strtab []byte
+	if st.Type != elf.SHT_NOBITS {
+		strtab, err = f.read(st.Offset, min(st.Size, maxOff+maxSectionName), "section name table")
+	}
+	var fe *FormatError
+	if errors.As(err, &fe) {
+		f.warnings = append(f.warnings, fmt.Errorf("section name table: %w", err))
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -432,11 +500,13 @@ func (f *File) parse() error {
 		}
 		hdrOff := clampOff(shoff + uint64(i)*shentsize)
 		if off >= uint64(len(str)) {
-			return formatErr(hdrOff, "section name offset out of range", off)
+			f.warnings = append(f.warnings, formatErr(hdrOff, fmt.Sprintf("section %d: name offset out of range", i), off))
+			continue
 		}
 		end := bytes.IndexByte(strtab[off:], 0)
 		if end < 0 {
-			return formatErr(hdrOff, "section name not NUL-terminated", off)
+			f.warnings = append(f.warnings, formatErr(hdrOff, fmt.Sprintf("section %d: name not NUL-terminated", i), off))
+			continue
 		}
 		s.Name = str[off : off+uint64(end)]
 	}

@@ -30,13 +30,29 @@ func addTestdataSeeds(f *testing.F) {
 // fileResult is everything FuzzNewFile compares between a sized and an
 // unsized reader.
 type fileResult struct {
-	ok      bool
-	errs    [2]bool // Notes, SDTProbes failed
-	notes   []Note
-	probes  []SDTProbe
-	offsets []uint64
+	ok       bool
+	warnings [3]bool // NewFile, ReadNotes, ReadSDTProbes warned
+	notes    []Note
+	probes   []SDTProbe
+	offsets  []uint64
 }
 
+// checkWarnings checks that every warning is a *FormatError.
+func checkWarnings(t *testing.T, what string, warnings []error) {
+	t.Helper()
+	for _, w := range warnings {
+		var fe *FormatError
+		if !errors.As(w, &fe) {
+			t.Fatalf("%s: warning %v is not a *FormatError", what, w)
+		}
+	}
+}
+
+// readAll reads everything from r. Properties: no panic; an error (only
+// from NewFile, as bytes.Reader has no I/O errors) means a zero result;
+// partial results come with warnings, each a *FormatError; the strict
+// variants fail exactly when the Read variants warn; notes and probes
+// round-trip through AppendNote and AppendDesc.
 func readAll(t *testing.T, r interface {
 	ReadAt([]byte, int64) (int, error)
 }, size int) fileResult {
@@ -52,27 +68,34 @@ func readAll(t *testing.T, r interface {
 		return fileResult{}
 	}
 	res := fileResult{ok: true}
-	notes, err := f.Notes()
-	if (err == nil) != (notes != nil) {
-		t.Fatalf("Notes: %d notes with error %v", len(notes), err)
+	checkWarnings(t, "NewFile", f.Warnings())
+	res.warnings[0] = len(f.Warnings()) > 0
+	notes, warnings, err := f.ReadNotes()
+	if err != nil || notes == nil {
+		t.Fatalf("ReadNotes: %d notes with error %v", len(notes), err)
+	}
+	checkWarnings(t, "ReadNotes", warnings)
+	if strictNotes, err := f.Notes(); (err != nil) != (len(warnings) > 0) || (err != nil) != (strictNotes == nil) {
+		t.Fatalf("Notes: %d notes, error %v, with %d warnings", len(strictNotes), err, len(warnings))
 	}
 	for _, n := range notes {
 		// Re-encoding and reading back a note gives it unchanged.
 		rec := AppendNote(nil, f.ByteOrder, n.Owner, n.Type, n.Desc)
-		var back []noteRecord
-		if err := walkNotes(rec, string(rec), 0, 4, f.ByteOrder, func(r noteRecord) error {
-			back = append(back, r)
-			return nil
-		}); err != nil || len(back) != 1 || back[0].owner != n.Owner || back[0].typ != n.Type || !bytes.Equal(back[0].desc, n.Desc) {
+		back, err := readRecords(rec, f.ByteOrder)
+		if err != nil || len(back) != 1 || back[0].Owner != n.Owner || back[0].Type != n.Type || !bytes.Equal(back[0].Desc, n.Desc) {
 			t.Fatalf("note %+v does not round-trip: %v", n, err)
 		}
 	}
-	res.notes, res.errs[0] = notes, err != nil
-	probes, err := f.SDTProbes()
-	if (err == nil) != (probes != nil) {
-		t.Fatalf("SDTProbes: %d probes with error %v", len(probes), err)
+	res.notes, res.warnings[1] = notes, len(warnings) > 0
+	probes, warnings, err := f.ReadSDTProbes()
+	if err != nil || probes == nil {
+		t.Fatalf("ReadSDTProbes: %d probes with error %v", len(probes), err)
 	}
-	res.probes, res.errs[1] = probes, err != nil
+	checkWarnings(t, "ReadSDTProbes", warnings)
+	if strictProbes, err := f.SDTProbes(); (err != nil) != (len(warnings) > 0) || (err != nil) != (strictProbes == nil) {
+		t.Fatalf("SDTProbes: %d probes, error %v, with %d warnings", len(strictProbes), err, len(warnings))
+	}
+	res.probes, res.warnings[2] = probes, len(warnings) > 0
 	for _, p := range probes {
 		back, err := ParseStapsdt(p.AppendDesc(nil, f.Class, f.ByteOrder), f.Class, f.ByteOrder)
 		if err != nil || back != p.Stapsdt {

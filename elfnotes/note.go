@@ -1,10 +1,9 @@
 package elfnotes
 
 import (
-	"debug/elf"
+	"bytes"
 	"encoding/binary"
 	"fmt"
-	"strings"
 )
 
 // Note owners and types this package knows by name. Note types are only
@@ -71,71 +70,54 @@ func noteTypeName(owner string, typ uint32) string {
 }
 
 // Notes returns every note of every SHT_NOTE section, in section and then
-// record order. A file without section headers is read through its PT_NOTE
-// segments instead. SHT_NOBITS sections (the notes of a separate debug file
-// that objcopy emptied) have no records and are skipped. Malformed records
-// give a *[FormatError]; a file without notes gives an empty, non-nil slice.
+// record order, as [File.ReadNotes] does, but fails on the first problem
+// ReadNotes would report as a warning: then the slice is nil and the error
+// is that warning. A file without notes gives an empty, non-nil slice.
 func (f *File) Notes() ([]Note, error) {
-	notes := []Note{}
-	err := f.eachNoteArea(func(data []byte, str string, base uint64, align uint64, section string) error {
-		return walkNotes(data, str, base, align, f.ByteOrder, func(r noteRecord) error {
-			notes = append(notes, Note{
-				Owner:   r.owner,
-				Type:    r.typ,
-				Desc:    r.desc,
-				Offset:  r.off,
-				Section: section,
-			})
-			return nil
-		})
+	return strict(f.ReadNotes())
+}
+
+// ReadNotes returns every note of every SHT_NOTE section, in section and
+// then record order. A file without section headers is read through its
+// PT_NOTE segments instead. SHT_NOBITS sections (the notes of a separate
+// debug file that objcopy emptied) have no records and are skipped.
+//
+// Damage stays local. A note whose name or descriptor is longer than
+// [MaxNoteName] or [MaxNoteDesc] is skipped; a record that does not fit
+// what remains of its section, or a section that extends past the end of
+// the file, ends that section after the notes read so far, and so does a
+// section of more than [MaxNotes] records; keeping more than MaxNotes
+// notes or reading more than [MaxNoteBytes] ends the walk. Each of these adds one
+// warning, a *[FormatError] with the file offset of the bad record or
+// section (wrapping [ErrLimit] for the limits), and the other notes are
+// returned. err is reserved for I/O errors of the underlying reader, and
+// then notes is nil. A file without notes gives an empty, non-nil slice.
+func (f *File) ReadNotes() (notes []Note, warnings []error, err error) {
+	notes = []Note{}
+	w := &noteWalker{f: f}
+	err = w.walk(func([]byte, uint32) bool { return true }, func(r *noteRecord) {
+		n := Note{Owner: string(r.name), Type: r.typ, Offset: r.off, Section: r.area.section}
+		if len(r.desc) > 0 {
+			n.Desc = bytes.Clone(r.desc)
+		}
+		notes = append(notes, n)
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return notes, w.warnings, nil
+}
+
+// strict turns the result of a Read method with warnings into that of its
+// strict variant: the first warning becomes the error.
+func strict[T any](v []T, warnings []error, err error) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	return notes, nil
-}
-
-// eachNoteArea reads each note section (or, without section headers, each
-// PT_NOTE segment) and passes its bytes, the same bytes as a string, its file
-// offset, its alignment and its section name to fn.
-func (f *File) eachNoteArea(fn func(data []byte, str string, base, align uint64, section string) error) error {
-	if len(f.Sections) > 0 {
-		for _, s := range f.Sections {
-			if s.Type != elf.SHT_NOTE {
-				continue
-			}
-			data, err := s.Data()
-			if err != nil {
-				return err
-			}
-			if err := fn(data, string(data), s.Offset, s.Align, s.Name); err != nil {
-				return err
-			}
-		}
-		return nil
+	if len(warnings) > 0 {
+		return nil, warnings[0]
 	}
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_NOTE {
-			continue
-		}
-		data, err := f.read(p.Off, p.Filesz, "PT_NOTE segment")
-		if err != nil {
-			return err
-		}
-		if err := fn(data, string(data), p.Off, p.Align, ""); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-type noteRecord struct {
-	owner string
-	typ   uint32
-	desc  []byte
-	dstr  string // desc as a substring of the area's string
-	off   uint64 // file offset of the header
-	doff  uint64 // file offset of desc
+	return v, nil
 }
 
 // noteAlign returns the padding unit of the records in a note section or
@@ -153,46 +135,6 @@ func noteAlign(a uint64) uint64 {
 }
 
 func alignUp(v, a uint64) uint64 { return (v + a - 1) &^ (a - 1) }
-
-// walkNotes calls fn for each record in data, which was read from file
-// offset base; str must equal string(data) and supplies the owner strings
-// without further allocation.
-func walkNotes(data []byte, str string, base, align uint64, bo binary.ByteOrder, fn func(noteRecord) error) error {
-	a := noteAlign(align)
-	size := uint64(len(data))
-	for off := uint64(0); off < size; {
-		rem := size - off
-		at := clampOff(base + off)
-		if rem < noteHeaderSize {
-			return formatErr(at, "truncated note header", fmt.Sprintf("%d bytes left", rem))
-		}
-		namesz := uint64(bo.Uint32(data[off:]))
-		descsz := uint64(bo.Uint32(data[off+4:]))
-		typ := bo.Uint32(data[off+8:])
-		if namesz > rem-noteHeaderSize {
-			return formatErr(at, "note name extends past end of notes", namesz)
-		}
-		descOff := alignUp(noteHeaderSize+namesz, a)
-		if descsz > 0 && (descOff > rem || descsz > rem-descOff) {
-			return formatErr(at, "note descriptor extends past end of notes", descsz)
-		}
-		name := str[off+noteHeaderSize : off+noteHeaderSize+namesz]
-		if i := strings.IndexByte(name, 0); i >= 0 {
-			name = name[:i]
-		}
-		r := noteRecord{owner: name, typ: typ, off: base + off, doff: base + off + descOff}
-		if descsz > 0 {
-			r.desc = data[off+descOff : off+descOff+descsz : off+descOff+descsz]
-			r.dstr = str[off+descOff : off+descOff+descsz]
-		}
-		if err := fn(r); err != nil {
-			return err
-		}
-		// The last record may omit its trailing padding.
-		off += min(alignUp(descOff+descsz, a), rem)
-	}
-	return nil
-}
 
 // AppendNote appends one note record to dst and returns the extended
 // slice: the three header words in byte order order, the owner with its

@@ -1,11 +1,10 @@
 package elfnotes
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"slices"
-	"strings"
 )
 
 // StapsdtBaseSection is the section whose run-time address SDT notes record
@@ -30,16 +29,6 @@ type Stapsdt struct {
 // the third NUL are ignored. A descriptor that is too short or lacks a
 // terminator gives a *[FormatError] whose Off counts from the start of desc.
 func ParseStapsdt(desc []byte, class elf.Class, order binary.ByteOrder) (Stapsdt, error) {
-	s, err := parseStapsdt(desc, string(desc), class, order)
-	if err != nil {
-		return Stapsdt{}, err
-	}
-	return s, nil
-}
-
-// parseStapsdt is ParseStapsdt with str == string(desc) supplied by the
-// caller, so that the strings need no allocation of their own.
-func parseStapsdt(desc []byte, str string, class elf.Class, order binary.ByteOrder) (Stapsdt, error) {
 	var s Stapsdt
 	var n int
 	switch class {
@@ -62,18 +51,22 @@ func parseStapsdt(desc []byte, str string, class elf.Class, order binary.ByteOrd
 		s.Base = order.Uint64(desc[8:])
 		s.Semaphore = order.Uint64(desc[16:])
 	}
+	// Find the three strings first, then copy them in one allocation:
+	// the strings must not keep a larger buffer alive.
+	var ends [3]int
 	off := 3 * n
-	for _, field := range []struct {
-		dst  *string
-		what string
-	}{{&s.Provider, "provider"}, {&s.Name, "name"}, {&s.Args, "arguments"}} {
-		end := strings.IndexByte(str[off:], 0)
+	for i, what := range [...]string{"provider", "name", "arguments"} {
+		end := bytes.IndexByte(desc[off:], 0)
 		if end < 0 {
-			return Stapsdt{}, formatErr(int64(off), "stapsdt "+field.what+" not NUL-terminated", nil)
+			return Stapsdt{}, formatErr(int64(off), "stapsdt "+what+" not NUL-terminated", nil)
 		}
-		*field.dst = str[off : off+end]
 		off += end + 1
+		ends[i] = off - 1
 	}
+	str := string(desc[3*n : ends[2]])
+	s.Provider = str[:ends[0]-3*n]
+	s.Name = str[ends[0]+1-3*n : ends[1]-3*n]
+	s.Args = str[ends[1]+1-3*n:]
 	return s, nil
 }
 
@@ -107,8 +100,16 @@ type SDTProbe struct {
 	NoteOffset    uint64 // file offset of the note header
 }
 
-// SDTProbes returns every note with owner "stapsdt" and type NT_STAPSDT,
-// in file order, as [File.Notes] finds them.
+// SDTProbes returns the probes of f as [File.ReadSDTProbes] does, but fails
+// on the first problem ReadSDTProbes would report as a warning: then the
+// slice is nil and the error is that warning.
+func (f *File) SDTProbes() ([]SDTProbe, error) {
+	return strict(f.ReadSDTProbes())
+}
+
+// ReadSDTProbes returns every note with owner "stapsdt" and type
+// NT_STAPSDT, in file order, as [File.ReadNotes] finds them. Other notes
+// are passed over without reading their descriptors.
 //
 // The notes record link-time addresses that prelink or the final link may
 // have moved. When the file has a section named .stapsdt.base, both the PC
@@ -117,9 +118,12 @@ type SDTProbe struct {
 // systemtap, libbpf and bcc do. Addresses are virtual addresses; use
 // [File.AddrToOffset] for the file offsets uprobes want.
 //
-// A malformed note or descriptor gives a *[FormatError] with its file
-// offset. A file without SDT notes gives an empty slice and no error.
-func (f *File) SDTProbes() ([]SDTProbe, error) {
+// A malformed NT_STAPSDT descriptor is skipped with a warning, a
+// *[FormatError] with the file offset of the bad field; damage to the
+// notes themselves is skipped as ReadNotes does. The other probes are
+// returned. err is reserved for I/O errors, and then probes is nil. A file
+// without SDT notes gives an empty, non-nil slice.
+func (f *File) ReadSDTProbes() (probes []SDTProbe, warnings []error, err error) {
 	var (
 		baseAddr uint64
 		hasBase  bool
@@ -131,46 +135,42 @@ func (f *File) SDTProbes() ([]SDTProbe, error) {
 	if f.Class == elf.ELFCLASS32 {
 		mask = 0xffffffff
 	}
-	probes := []SDTProbe{}
-	err := f.eachNoteArea(func(data []byte, str string, base, align uint64, _ string) error {
-		// Count first: growing a slice of string-holding structs by
-		// append costs more than walking the headers twice.
-		n := 0
-		err := walkNotes(data, str, base, align, f.ByteOrder, func(r noteRecord) error {
-			if r.owner == OwnerStapsdt && r.typ == NTStapsdt {
-				n++
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+	isSDT := func(owner []byte, typ uint32) bool { return string(owner) == OwnerStapsdt && typ == NTStapsdt }
+	// Count first, reading only headers and names: growing a slice of
+	// probes by append allocates about twice what it keeps.
+	n := 0
+	w := &noteWalker{f: f}
+	if err := w.walk(func(owner []byte, typ uint32) bool {
+		if isSDT(owner, typ) {
+			n++
 		}
-		probes = slices.Grow(probes, n)
-		return walkNotes(data, str, base, align, f.ByteOrder, func(r noteRecord) error {
-			if r.owner != OwnerStapsdt || r.typ != NTStapsdt {
-				return nil
+		return false
+	}, nil); err != nil {
+		return nil, nil, err
+	}
+	probes = make([]SDTProbe, 0, n)
+	w.reset()
+	err = w.walk(isSDT, func(r *noteRecord) {
+		s, err := ParseStapsdt(r.desc, f.Class, f.ByteOrder)
+		if err != nil {
+			if fe, ok := err.(*FormatError); ok {
+				err = formatErr(clampOff(r.doff+uint64(fe.Off)), fe.Msg, fe.Val)
 			}
-			s, err := parseStapsdt(r.desc, r.dstr, f.Class, f.ByteOrder)
-			if err != nil {
-				if fe, ok := err.(*FormatError); ok {
-					return formatErr(clampOff(r.doff+uint64(fe.Off)), fe.Msg, fe.Val)
-				}
-				return err
+			w.warnings = append(w.warnings, err)
+			return
+		}
+		p := SDTProbe{Stapsdt: s, Addr: s.PC, SemaphoreAddr: s.Semaphore, NoteOffset: r.off}
+		if hasBase {
+			delta := baseAddr - s.Base
+			p.Addr = (s.PC + delta) & mask
+			if s.Semaphore != 0 {
+				p.SemaphoreAddr = (s.Semaphore + delta) & mask
 			}
-			p := SDTProbe{Stapsdt: s, Addr: s.PC, SemaphoreAddr: s.Semaphore, NoteOffset: r.off}
-			if hasBase {
-				delta := baseAddr - s.Base
-				p.Addr = (s.PC + delta) & mask
-				if s.Semaphore != 0 {
-					p.SemaphoreAddr = (s.Semaphore + delta) & mask
-				}
-			}
-			probes = append(probes, p)
-			return nil
-		})
+		}
+		probes = append(probes, p)
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return probes, nil
+	return probes, w.warnings, nil
 }

@@ -31,13 +31,16 @@ type ListOptions struct {
 	// Path of a selector also names a file to read when PID is 0, and
 	// restricts the selector to matching objects otherwise.
 	Selectors []Selector
-	// Warn, when not nil, is called once for each object of the process
-	// that is skipped because it cannot be opened or read: a malformed
-	// library, a deleted file without CAP_SYS_ADMIN, a path that no
-	// longer names the mapped file. The error names the object and says
-	// why. It is called on List's goroutine before List returns. Without
-	// Warn such objects are skipped silently. Named files are never
-	// skipped: their errors are List's.
+	// Warn, when not nil, is called once for each part of the objects
+	// that List passes over, with an error that names the object and says
+	// why: an object of the process that is skipped because it cannot be
+	// opened or read (a malformed library, a deleted file without
+	// CAP_SYS_ADMIN, a path that no longer names the mapped file), or a
+	// damaged note or section header of an object whose other probes are
+	// listed (the error wraps an *elfnotes.FormatError with its file
+	// offset). It is called on List's goroutine before List returns.
+	// Without Warn these pass silently. Named files are never skipped:
+	// their errors are List's.
 	Warn func(error)
 }
 
@@ -59,7 +62,7 @@ func List(opts *ListOptions) ([]Probe, error) {
 	}
 	var probes []Probe
 	for _, obj := range scope.Objects {
-		ps, err := readObject(obj)
+		ps, warnings, err := readObject(obj)
 		if err != nil && target.Skip(obj, err) {
 			if opts.Warn != nil {
 				opts.Warn(fmt.Errorf("pid %d: skipped %s: %w", obj.PID, obj.Path, err))
@@ -68,6 +71,11 @@ func List(opts *ListOptions) ([]Probe, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		for _, w := range warnings {
+			if opts.Warn != nil {
+				opts.Warn(w)
+			}
 		}
 		for _, p := range ps {
 			if keep(opts.Selectors, scope, obj, &p) {
@@ -90,33 +98,40 @@ func keep(sels []Selector, scope *target.Scope, obj target.Object, p *Probe) boo
 	return false
 }
 
-func readObject(obj target.Object) ([]Probe, error) {
+func readObject(obj target.Object) ([]Probe, []error, error) {
 	fd, err := obj.Open()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer fd.Close()
 	id, err := procfs.IDOf(fd)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, err := elfnotes.NewFile(fd)
 	if obj.PID != 0 && errors.Is(err, elfnotes.ErrNotELF) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, named(obj, err)
+		return nil, nil, named(obj, err)
 	}
-	probes, err := ReadProbes(f, obj.Path)
+	probes, warnings, err := ReadProbesPartial(f, obj.Path)
 	if err != nil {
-		return nil, named(obj, err)
+		return nil, nil, named(obj, err)
+	}
+	for i, w := range warnings {
+		if obj.PID != 0 {
+			warnings[i] = fmt.Errorf("pid %d: %s: %w", obj.PID, obj.Path, w)
+		} else {
+			warnings[i] = fmt.Errorf("%s: %w", obj.Path, w)
+		}
 	}
 	for i := range probes {
 		probes[i].PID = obj.PID
 		probes[i].OpenPath = fd.Name()
 		probes[i].Dev, probes[i].Inode = id.Dev, id.Inode
 	}
-	return probes, nil
+	return probes, warnings, nil
 }
 
 // named adds a named file's path to err; a process's object gets it in

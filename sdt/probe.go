@@ -3,6 +3,7 @@ package sdt
 import (
 	"debug/elf"
 	"fmt"
+	"slices"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 )
@@ -62,17 +63,40 @@ type Location struct {
 	Args []Arg
 }
 
-// ReadProbes returns the probes of f, grouped by provider and name in the
-// order of their first note. path is recorded in each Probe.
-//
-// It fails only when the notes cannot be read; an argument or an address that
-// cannot be resolved is recorded in its Location.
+// ReadProbes returns the probes of f as [ReadProbesPartial] does, but fails
+// on the first damaged note ReadProbesPartial would report as a warning.
 func ReadProbes(f *elfnotes.File, path string) ([]Probe, error) {
-	notes, err := f.SDTProbes()
-	if err != nil {
-		return nil, fmt.Errorf("read notes: %w", err)
+	probes, warnings, err := ReadProbesPartial(f, path)
+	if err == nil && len(warnings) > 0 {
+		err = warnings[0]
 	}
-	probes := make([]Probe, 0, len(notes))
+	if err != nil {
+		return nil, err
+	}
+	return probes, nil
+}
+
+// ReadProbesPartial returns the probes of f, grouped by provider and name
+// in the order of their first note. path is recorded in each Probe.
+//
+// Damaged notes are skipped, each with one warning, an error wrapping an
+// *elfnotes.FormatError with the note's file offset (see
+// elfnotes.File.ReadSDTProbes); the other probes are returned. The damage
+// elfnotes.NewFile passed over in the headers (File.Warnings) comes first. err is an
+// I/O error reading the notes. An argument or an address that cannot be
+// resolved is recorded in its Location.
+func ReadProbesPartial(f *elfnotes.File, path string) (probes []Probe, warnings []error, err error) {
+	notes, warnings, err := f.ReadSDTProbes()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read notes: %w", err)
+	}
+	for i, w := range warnings {
+		warnings[i] = fmt.Errorf("read notes: %w", w)
+	}
+	// Damaged section headers (a bad sh_name) leave the notes readable,
+	// but may hide .stapsdt.base: say so.
+	warnings = append(slices.Clone(f.Warnings()), warnings...)
+	probes = make([]Probe, 0, len(notes))
 	index := make(map[[2]string]int, len(notes))
 	for ni, n := range notes {
 		key := [2]string{n.Provider, n.Name}
@@ -84,7 +108,7 @@ func ReadProbes(f *elfnotes.File, path string) ([]Probe, error) {
 		}
 		probes[i].Locations = append(probes[i].Locations, newLocation(f, ni, n))
 	}
-	return probes, nil
+	return probes, warnings, nil
 }
 
 func newLocation(f *elfnotes.File, note int, n elfnotes.SDTProbe) Location {

@@ -289,7 +289,10 @@ func readSymbols(path string) (*symtab.Table, error) {
 		return nil, err
 	}
 	defer f.Close()
-	syms, err := symtab.Read(f)
+	// A damaged symbol is left out of the table: an argument naming it
+	// fails to resolve (ErrNotFound), the others resolve. list reports the
+	// damage.
+	syms, _, err := symtab.ReadPartial(f)
 	if err != nil {
 		return nil, err
 	}

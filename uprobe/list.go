@@ -146,6 +146,8 @@ type Object struct {
 	// Go reports a Go binary (see IsGo).
 	Go      bool
 	Symbols []Symbol
+
+	warnings []error // for ListOptions.Warn
 }
 
 // ListOptions says where List looks and what it keeps; the fields mean what
@@ -155,8 +157,10 @@ type ListOptions struct {
 	PID       int
 	Selectors []Selector
 	// Warn, when not nil, is called once for each object of the process
-	// that is skipped because it cannot be opened or read (see
-	// sdt.ListOptions.Warn); without it they are skipped silently.
+	// that is skipped because it cannot be opened or read, and for each
+	// damaged symbol table, symbol or version of an object whose other
+	// symbols are listed (see sdt.ListOptions.Warn); without it these pass
+	// silently.
 	Warn func(error)
 }
 
@@ -189,6 +193,11 @@ func List(opts *ListOptions) ([]Object, error) {
 		}
 		if !ok {
 			continue
+		}
+		for _, w := range obj.warnings {
+			if opts.Warn != nil {
+				opts.Warn(w)
+			}
 		}
 		if len(opts.Selectors) > 0 {
 			kept := obj.Symbols[:0]
@@ -249,12 +258,19 @@ func readSymbols(t target.Object) (Object, error) {
 	if err != nil {
 		return Object{}, named(t, err)
 	}
-	syms, err := Symbols(f)
+	syms, warnings, err := SymbolsPartial(f)
 	if err != nil {
 		return Object{}, named(t, err)
 	}
+	for i, w := range warnings {
+		if t.PID != 0 {
+			warnings[i] = fmt.Errorf("pid %d: %s: %w", t.PID, t.Path, w)
+		} else {
+			warnings[i] = fmt.Errorf("%s: %w", t.Path, w)
+		}
+	}
 	return Object{Path: t.Path, PID: t.PID, OpenPath: fd.Name(), Dev: id.Dev, Inode: id.Inode,
-		Machine: f.Machine, Go: IsGo(f), Symbols: syms}, nil
+		Machine: f.Machine, Go: IsGo(f), Symbols: syms, warnings: warnings}, nil
 }
 
 // named adds a named file's path to err; a process's object gets it in

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ianlancetaylor/demangle"
@@ -96,20 +97,38 @@ func (s Symbol) DisplayName() string {
 	return s.Name
 }
 
-// Symbols returns the defined function symbols (STT_FUNC and STT_GNU_IFUNC,
-// including those of size 0) of f, sorted by Value then Name. Undefined
-// symbols (imports) are skipped. A symbol in both .symtab and .dynsym (same
-// name and value) is listed once. Ties of Value and Name are ordered by
-// Version. A Go binary without .symtab is read from
-// its .gopclntab instead, together with its .dynsym, if any.
-//
-// Symbols returns an error wrapping [ErrNoSymbols] if f has no table, and a
-// *[elfnotes.FormatError] for a malformed one. It does not retain f.
+// Symbols returns the function symbols of f as [SymbolsPartial] does, but
+// fails on the first problem SymbolsPartial would report as a warning.
 func Symbols(f *elfnotes.File) ([]Symbol, error) {
-	all, err := symtab.Read(f)
+	syms, warnings, err := SymbolsPartial(f)
+	if err == nil && len(warnings) > 0 {
+		err = warnings[0]
+	}
 	if err != nil {
 		return nil, err
 	}
+	return syms, nil
+}
+
+// SymbolsPartial returns the defined function symbols (STT_FUNC and
+// STT_GNU_IFUNC, including those of size 0) of f, sorted by Value then
+// Name. Undefined symbols (imports) are skipped. A symbol in both .symtab
+// and .dynsym (same name and value) is listed once. Ties of Value and Name
+// are ordered by Version. A Go binary without .symtab is read from its
+// .gopclntab instead, together with its .dynsym, if any.
+//
+// Damage stays local: a damaged table, symbol or version, or a symbol whose
+// segment lies past the end of the file, is skipped with one warning each,
+// an error wrapping an *[elfnotes.FormatError] with its file offset; the
+// damage elfnotes.NewFile passed over in the headers (File.Warnings) comes
+// first. err wraps [ErrNoSymbols] if f has no table, or is an I/O error;
+// then syms is nil. It does not retain f.
+func SymbolsPartial(f *elfnotes.File) (syms []Symbol, warnings []error, err error) {
+	all, warnings, err := symtab.ReadPartial(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	warnings = append(slices.Clone(f.Warnings()), warnings...)
 	n := 0
 	for i := range all {
 		if isFunc(all[i].Type) {
@@ -124,7 +143,8 @@ func Symbols(f *elfnotes.File) ([]Symbol, error) {
 		}
 		off, err := fileOffset(f, s.Value, s.Section)
 		if err != nil {
-			return nil, fmt.Errorf("%s symbol %s: %w", s.Source, s.Name, err)
+			warnings = append(warnings, fmt.Errorf("%s symbol %s: %w", s.Source, s.Name, err))
+			continue
 		}
 		kind := SymFunc
 		if s.Type == elf.STT_GNU_IFUNC {
@@ -145,7 +165,7 @@ func Symbols(f *elfnotes.File) ([]Symbol, error) {
 			Source:    s.Source,
 		})
 	}
-	return out, nil
+	return out, warnings, nil
 }
 
 func isFunc(t elf.SymType) bool { return t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC }

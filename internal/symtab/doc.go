@@ -51,15 +51,26 @@
 //
 // # Errors
 //
-// Read returns an error wrapping [ErrNoSymbols] when the file has no table
-// at all. A malformed table (wrong sh_entsize, a size that is not a whole
-// number of entries, a name or version outside its string table, a bad
-// sh_link, a broken version chain) gives an *[elfnotes.FormatError] whose
-// Off is the byte offset in the file of the bad entry or section, so
-// readelf and xxd can confirm it. There are no partial results: on error
-// the slice is nil. Every length read from the file is checked before
-// slicing, and allocations are bounded by section sizes, which elfnotes
-// checks against the file size. debug/gosym is not hardened against
+// [ReadPartial] keeps what is sound, as readelf does: a table that cannot
+// be read (bad sh_link, string table or entry size, contents past the end
+// of the file), a symbol whose name lies outside its string table, or one
+// whose version index names no version is skipped; a damaged version
+// section leaves the symbols that need it without a version. Each of these
+// is one warning, an *[elfnotes.FormatError] (wrapped with the section's
+// name) whose Off is the byte offset in the file of the bad entry or
+// section, so readelf and xxd can confirm it; the warnings are returned
+// beside the symbols. [Read] is the strict variant: its error is the first
+// warning, and then the slice is nil. Both return an error wrapping
+// [ErrNoSymbols] when the file has no table at all.
+//
+// Every length read from the file is checked before slicing. What is read
+// is bounded by what is needed, not by the sizes sections claim: symbol
+// entries are read a chunk at a time (at most 8 Mi entries per table, with
+// a warning beyond), a string table only as far as the names looked up
+// reach (at most 256 MiB), .gnu.version only for the entries read, and a
+// version definition or requirement section only up to 1 MiB, and a
+// .gopclntab only up to 128 MiB; what is kept grows with the defined
+// symbols. debug/gosym is not hardened against
 // malformed input: before it runs, the function count, function table and
 // name offsets of the pclntab are checked, so that what it allocates is
 // bounded by the table size, and it is called in exactly one function,

@@ -2,7 +2,8 @@ package symtab
 
 import (
 	"debug/elf"
-	"encoding/binary"
+	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -29,14 +30,51 @@ func symEntSize(c elf.Class) int {
 	return 0
 }
 
-// symTable is one symbol table section, read and ready to decode.
+// Limits on what reading one table examines, whatever sizes the file
+// claims. Real tables stay far below them.
+const (
+	// maxSymbols bounds the entries read from one symbol table.
+	maxSymbols = 1 << 23
+	// maxStringTable bounds the bytes read from one string table: a name
+	// must start below it.
+	maxStringTable = 256 << 20
+	// maxVersionSection bounds the size of a .gnu.version_d or
+	// .gnu.version_r section.
+	maxVersionSection = 1 << 20
+	// symChunk is the number of entries read at a time.
+	symChunk = 1024
+)
+
+// symTable is one symbol table section, ready to decode.
 type symTable struct {
-	data    []byte // the section's contents
-	off     uint64 // file offset of data
+	sec     *elfnotes.Section
+	off     uint64 // file offset of the section
 	entsize uint64 // sh_entsize; 0 means "not given" and is accepted
-	strtab  string // the linked string table
+	strtab  *strTab
 	src     Source
 	vers    *versions // .dynsym only; nil if none
+}
+
+// entries returns the number of entries of t to read, after checking the
+// entry size, and adds a warning to r when the table has more than
+// maxSymbols.
+func (r *tableReader) entries(t *symTable) (int, error) {
+	size := symEntSize(r.f.Class)
+	if size == 0 {
+		return 0, newFormatError(t.off, "unknown ELF class", r.f.Class)
+	}
+	if t.entsize != 0 && t.entsize != uint64(size) {
+		return 0, newFormatError(t.off, "symbol table entry size mismatch", t.entsize)
+	}
+	if t.sec.Size%uint64(size) != 0 {
+		return 0, newFormatError(t.off, "symbol table size is not a multiple of the entry size", t.sec.Size)
+	}
+	n := t.sec.Size / uint64(size)
+	if n > maxSymbols {
+		r.warnings = append(r.warnings, newFormatError(t.off+maxSymbols*uint64(size), fmt.Sprintf("%s: more than %d symbols; the rest are not read", t.sec.Name, maxSymbols), n))
+		n = maxSymbols
+	}
+	return int(n), nil
 }
 
 // appendSyms decodes the entries of t that Read lists and appends them to
@@ -46,89 +84,168 @@ type symTable struct {
 // "foo@V" rather than the default "foo@@V"). Names and versions are
 // substrings of the string table, so a table costs one string allocation.
 //
-// Every error is a *FormatError whose offset points into the file.
-func appendSyms(out []Symbol, t *symTable, class elf.Class, order binary.ByteOrder) ([]Symbol, []bool, error) {
+// A bad table is an error; a bad entry (name outside the string table,
+// undefined version) is skipped with a warning added to r. Every error and
+// warning is a *FormatError whose offset points into the file.
+func (r *tableReader) appendSyms(out []Symbol, t *symTable) ([]Symbol, []bool, error) {
+	class, order := r.f.Class, r.f.ByteOrder
 	size := symEntSize(class)
-	if size == 0 {
-		return nil, nil, newFormatError(t.off, "unknown ELF class", class)
+	n, err := r.entries(t)
+	if err != nil || n == 0 {
+		return out, nil, err
 	}
-	if t.entsize != 0 && t.entsize != uint64(size) {
-		return nil, nil, newFormatError(t.off, "symbol table entry size mismatch", t.entsize)
+	// Entries are read a chunk at a time, twice: first to count the
+	// defined ones, then to keep them. What is kept is bounded by the
+	// defined symbols, not by the size the section claims.
+	buf := make([]byte, min(n, symChunk)*size)
+	shndx := 14 // st_shndx in Elf32_Sym
+	if class == elf.ELFCLASS64 {
+		shndx = 6
 	}
-	if len(t.data)%size != 0 {
-		return nil, nil, newFormatError(t.off, "symbol table size is not a multiple of the entry size", len(t.data))
+	defined := 0
+	if err := t.chunks(n, size, buf, func(_ int, chunk []byte) {
+		for e := chunk; len(e) >= size; e = e[size:] {
+			if order.Uint16(e[shndx:]) != uint16(elf.SHN_UNDEF) && order.Uint32(e) != 0 {
+				defined++
+			}
+		}
+	}); err != nil {
+		return nil, nil, err
 	}
-	n := len(t.data) / size
-	if n == 0 {
-		return out, nil, nil
-	}
-	// Entry 0 is the reserved null symbol. n is bounded by the section
-	// size, which elfnotes checks against the file size.
-	out = slices.Grow(out, n-1)
+	out = slices.Grow(out, defined)
+	var strErr error // reading the string table failed
 	var hidden []bool
 	if t.vers != nil {
-		hidden = make([]bool, 0, n-1)
+		hidden = make([]bool, 0, defined)
 	}
-	for i := 1; i < n; i++ {
-		e := t.data[i*size : (i+1)*size]
-		var (
-			nameOff uint32
-			info    uint8
-			s       Symbol
-		)
-		if class == elf.ELFCLASS64 {
-			nameOff = order.Uint32(e[0:4])
-			info = e[4]
-			s.Section = order.Uint16(e[6:8])
-			s.Value = order.Uint64(e[8:16])
-			s.Size = order.Uint64(e[16:24])
-		} else {
-			nameOff = order.Uint32(e[0:4])
-			s.Value = uint64(order.Uint32(e[4:8]))
-			s.Size = uint64(order.Uint32(e[8:12]))
-			info = e[12]
-			s.Section = order.Uint16(e[14:16])
-		}
-		if elf.SectionIndex(s.Section) == elf.SHN_UNDEF || nameOff == 0 {
-			continue
-		}
-		entOff := t.off + uint64(i*size)
-		name, msg := cstring(t.strtab, nameOff)
-		if msg != "" {
-			return nil, nil, newFormatError(entOff, "symbol name "+msg, nameOff)
-		}
-		if name == "" {
-			continue
-		}
-		s.Name = name
-		s.Type = elf.ST_TYPE(info)
-		s.Bind = elf.ST_BIND(info)
-		s.Dynamic = t.src == SourceDynsym
-		s.Source = t.src
-		if t.vers != nil {
-			ver, h, err := t.vers.version(i)
-			if err != nil {
-				return nil, nil, err
+	err = t.chunks(n, size, buf, func(first int, chunk []byte) {
+		for j := range len(chunk) / size {
+			i := first + j
+			if i == 0 {
+				continue // the reserved null symbol
 			}
-			s.Version = ver
-			hidden = append(hidden, h)
+			e := chunk[j*size : (j+1)*size]
+			var (
+				nameOff uint32
+				info    uint8
+				s       Symbol
+			)
+			if class == elf.ELFCLASS64 {
+				nameOff = order.Uint32(e[0:4])
+				info = e[4]
+				s.Section = order.Uint16(e[6:8])
+				s.Value = order.Uint64(e[8:16])
+				s.Size = order.Uint64(e[16:24])
+			} else {
+				nameOff = order.Uint32(e[0:4])
+				s.Value = uint64(order.Uint32(e[4:8]))
+				s.Size = uint64(order.Uint32(e[8:12]))
+				info = e[12]
+				s.Section = order.Uint16(e[14:16])
+			}
+			if elf.SectionIndex(s.Section) == elf.SHN_UNDEF || nameOff == 0 {
+				continue
+			}
+			entOff := t.off + uint64(i*size)
+			if strErr != nil {
+				return
+			}
+			name, msg, err := t.strtab.cstring(nameOff)
+			if err != nil {
+				strErr = err
+				return
+			}
+			if msg != "" {
+				r.warnings = append(r.warnings, newFormatError(entOff, fmt.Sprintf("%s symbol %d: name %s", t.src, i, msg), nameOff))
+				continue
+			}
+			if name == "" {
+				continue
+			}
+			s.Name = name
+			s.Type = elf.ST_TYPE(info)
+			s.Bind = elf.ST_BIND(info)
+			s.Dynamic = t.src == SourceDynsym
+			s.Source = t.src
+			if t.vers != nil {
+				ver, h, err := t.vers.version(i)
+				if err != nil {
+					r.warnings = append(r.warnings, fmt.Errorf("symbol %s: %w", name, err))
+					continue
+				}
+				s.Version = ver
+				hidden = append(hidden, h)
+			}
+			out = append(out, s)
 		}
-		out = append(out, s)
+	})
+	if err == nil {
+		err = strErr
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	return out, hidden, nil
 }
 
-// cstring returns the NUL-terminated string at off in tab, or a reason
-// why there is none.
-func cstring(tab string, off uint32) (s, msg string) {
-	if uint64(off) >= uint64(len(tab)) {
-		return "", "offset out of range of the string table"
+// chunks reads the first n entries of t, of size bytes each, into buf a
+// chunk at a time and calls fn with the index of each chunk's first entry.
+func (t *symTable) chunks(n, size int, buf []byte, fn func(first int, chunk []byte)) error {
+	sr := t.sec.Open()
+	for first := 0; first < n; first += symChunk {
+		chunk := buf[:min(n-first, symChunk)*size]
+		if _, err := io.ReadFull(sr, chunk); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				err = newFormatError(t.off+uint64(first*size), "symbol table truncated", nil)
+			}
+			return err
+		}
+		fn(first, chunk)
 	}
-	s = tab[off:]
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		return s[:i], ""
+	return nil
+}
+
+// strTab is a string table read lazily: as far as the names looked up
+// need, and never past maxStringTable bytes, whatever size it claims.
+type strTab struct {
+	sec  *elfnotes.Section
+	data string // the first len(data) bytes of the table
+}
+
+// cstring returns the NUL-terminated string at off, or a reason why there
+// is none. The error is one of reading the table.
+func (t *strTab) cstring(off uint32) (s, msg string, err error) {
+	size := t.sec.Size
+	if t.sec.Type == elf.SHT_NOBITS {
+		size = 0
 	}
-	return "", "not NUL-terminated"
+	if uint64(off) >= size {
+		return "", "offset out of range of the string table", nil
+	}
+	if uint64(off) >= maxStringTable {
+		return "", "offset past the limit on string tables", nil
+	}
+	limit := min(size, maxStringTable)
+	for {
+		if uint64(off) < uint64(len(t.data)) {
+			if i := strings.IndexByte(t.data[off:], 0); i >= 0 {
+				return t.data[off : int(off)+i], "", nil
+			}
+		}
+		if uint64(len(t.data)) >= limit {
+			return "", "not NUL-terminated", nil
+		}
+		// Grow at least twofold, so that the table is read O(1) times.
+		n := min(limit, max(uint64(off)+4096, 2*uint64(len(t.data)), 64<<10))
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(t.sec.Open(), buf); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				err = newFormatError(t.sec.Offset, "string table truncated", nil)
+			}
+			return "", "", err
+		}
+		t.data = string(buf)
+	}
 }
 
 // sectionOfType returns the first section of type t, or nil. The gABI
@@ -155,46 +272,48 @@ func linked(f *elfnotes.File, s *elfnotes.Section) (*elfnotes.Section, error) {
 // reads each string table once: .dynsym and the version sections share
 // .dynstr.
 type tableReader struct {
-	f    *elfnotes.File
-	strs map[*elfnotes.Section]string
+	f        *elfnotes.File
+	strs     map[*elfnotes.Section]*strTab
+	warnings []error
 }
 
-// strtab returns the contents of the string table linked from s.
-func (r *tableReader) strtab(s *elfnotes.Section) (string, error) {
+// strtab returns the string table linked from s.
+func (r *tableReader) strtab(s *elfnotes.Section) (*strTab, error) {
 	str, err := linked(r.f, s)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if str.Type != elf.SHT_STRTAB {
-		return "", newFormatError(str.Offset, "linked section is not a string table", str.Type)
+		return nil, newFormatError(str.Offset, "linked section is not a string table", str.Type)
 	}
 	if t, ok := r.strs[str]; ok {
 		return t, nil
 	}
-	b, err := str.Data()
-	if err != nil {
-		return "", err
-	}
 	if r.strs == nil {
-		r.strs = make(map[*elfnotes.Section]string, 2)
+		r.strs = make(map[*elfnotes.Section]*strTab, 2)
 	}
-	r.strs[str] = string(b)
-	return r.strs[str], nil
+	t := &strTab{sec: str}
+	r.strs[str] = t
+	return t, nil
 }
 
-// table reads the symbol table section s (and, for .dynsym, its versions).
+// table prepares the symbol table section s (and, for .dynsym, reads its
+// versions).
 func (r *tableReader) table(s *elfnotes.Section, src Source) (*symTable, error) {
 	strtab, err := r.strtab(s)
 	if err != nil {
 		return nil, err
 	}
-	data, err := s.Data()
-	if err != nil {
-		return nil, err
+	t := &symTable{sec: s, off: s.Offset, entsize: s.Entsize, strtab: strtab, src: src}
+	if s.Type == elf.SHT_NOBITS {
+		return nil, newFormatError(s.Offset, "symbol table has no contents (SHT_NOBITS)", nil)
 	}
-	t := &symTable{data: data, off: s.Offset, entsize: s.Entsize, strtab: strtab, src: src}
 	if src == SourceDynsym {
-		if t.vers, err = r.versions(s); err != nil {
+		n := 0
+		if size := symEntSize(r.f.Class); size > 0 {
+			n = int(min(s.Size/uint64(size), maxSymbols))
+		}
+		if t.vers, err = r.versions(s, n); err != nil {
 			return nil, err
 		}
 	}

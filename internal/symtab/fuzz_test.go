@@ -40,8 +40,9 @@ func fuzzSeeds() [][]byte {
 	return append(seeds, goFile.Bytes())
 }
 
-// FuzzRead checks that no input makes Read panic, that it returns either
-// symbols or an error, that what it returns is sorted, defined and named,
+// FuzzRead checks that no input makes ReadPartial panic, that it returns
+// either symbols (possibly with warnings, each a *FormatError) or an error,
+// that Read fails exactly when ReadPartial warns, that what it returns is sorted, defined and named,
 // and that a Table of it finds every name it indexes. Seeds: the generated
 // files and testdata/*.elf (see testdata/README).
 func FuzzRead(f *testing.F) {
@@ -64,9 +65,19 @@ func FuzzRead(f *testing.F) {
 		if err != nil {
 			return
 		}
-		syms, err := Read(ef)
+		syms, warnings, err := ReadPartial(ef)
 		if (err != nil) != (syms == nil) {
 			t.Fatalf("have %d symbols and error %v", len(syms), err)
+		}
+		for _, w := range warnings {
+			var fe *elfnotes.FormatError
+			if !errors.As(w, &fe) && !errors.Is(w, ErrNoSymbols) {
+				t.Errorf("warning %v is not a *FormatError", w)
+			}
+		}
+		strictSyms, strictErr := Read(ef)
+		if (strictErr != nil) != (err != nil || len(warnings) > 0) || (strictErr != nil) != (strictSyms == nil) {
+			t.Fatalf("Read: %d symbols, error %v; ReadPartial: error %v, %d warnings", len(strictSyms), strictErr, err, len(warnings))
 		}
 		if !slices.IsSortedFunc(syms, func(a, b Symbol) int {
 			return cmp.Or(cmp.Compare(a.Value, b.Value), strings.Compare(a.Name, b.Name))

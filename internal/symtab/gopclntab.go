@@ -62,6 +62,10 @@ const (
 // size.
 const minFuncBytes = 2*4 + 9*4
 
+// maxPclntab bounds the size of a .gopclntab that is read: the table is
+// read whole, and the largest Go binaries have tables of tens of MiB.
+const maxPclntab = 128 << 20
+
 // checkPclntab validates the parts of a Go 1.16+ pclntab that decide how
 // much debug/gosym allocates: the function count, the functab, and the
 // function names, whose total length it bounds by the table size. It
@@ -149,6 +153,9 @@ func checkPclntab(data []byte) (int, string) {
 // .symtab has been stripped (go build -ldflags=-s).
 func goSymbols(f *elfnotes.File) ([]Symbol, error) {
 	sec := gopclntabSection(f)
+	if sec.Size > maxPclntab {
+		return nil, newFormatError(sec.Offset, "gopclntab larger than the limit", sec.Size)
+	}
 	data, err := sec.Data()
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package symtab
 import (
 	"cmp"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,17 +11,39 @@ import (
 	"github.com/usdtkit/usdtkit/elfnotes"
 )
 
-// Read returns the defined symbols of f, of every type, sorted by Value,
-// then Name, then Version. Undefined symbols (imports) and symbols without
-// a name (section symbols) are skipped. A symbol in both .symtab and
-// .dynsym (same name and value) is listed once. A Go binary without
+// Read returns the symbols of f as [ReadPartial] does, but fails on the
+// first problem ReadPartial would report as a warning: then the slice is
+// nil and the error is that warning.
+func Read(f *elfnotes.File) ([]Symbol, error) {
+	syms, warnings, err := ReadPartial(f)
+	if err != nil {
+		return nil, err
+	}
+	if len(warnings) > 0 {
+		return nil, warnings[0]
+	}
+	return syms, nil
+}
+
+// ReadPartial returns the defined symbols of f, of every type, sorted by
+// Value, then Name, then Version. Undefined symbols (imports) and symbols
+// without a name (section symbols) are skipped. A symbol in both .symtab
+// and .dynsym (same name and value) is listed once. A Go binary without
 // .symtab is read from its .gopclntab instead, together with its .dynsym,
 // if any.
 //
-// Read returns an error wrapping [ErrNoSymbols] if f has no table, and a
-// *[elfnotes.FormatError] for a malformed one; on error the slice is nil,
-// on success it is not. It does not retain f.
-func Read(f *elfnotes.File) ([]Symbol, error) {
+// Damage stays local, as in readelf: a table that cannot be read (bad
+// sh_link, string table or entry size, contents past the end of the file)
+// is skipped, and so is a symbol whose name lies outside its string table
+// or whose version index names no version; damaged version sections leave
+// the symbols that need them without a version. Each adds one warning, a
+// *[elfnotes.FormatError] with the file offset of the bad entry or
+// section, and the rest is returned.
+//
+// err wraps [ErrNoSymbols] if f has no table, or is an I/O error of the
+// reader; then syms is nil. Otherwise syms is not nil, even when every
+// table was damaged. It does not retain f.
+func ReadPartial(f *elfnotes.File) (syms []Symbol, warnings []error, err error) {
 	symtab := sectionOfType(f, elf.SHT_SYMTAB)
 	dynsym := sectionOfType(f, elf.SHT_DYNSYM)
 
@@ -30,24 +53,28 @@ func Read(f *elfnotes.File) ([]Symbol, error) {
 	case symtab != nil:
 		t, err := r.table(symtab, SourceSymtab)
 		if err == nil {
-			out, _, err = appendSyms(nil, t, f.Class, f.ByteOrder)
+			out, _, err = r.appendSyms(nil, t)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", symtab.Name, err)
+		if err = r.warn(symtab, err); err != nil {
+			return nil, nil, err
 		}
 	case IsGo(f) && gopclntabSection(f) != nil:
 		var err error
-		if out, err = goSymbols(f); err != nil {
-			return nil, err
+		out, err = goSymbols(f)
+		if err = r.warn(gopclntabSection(f), err); err != nil {
+			return nil, nil, err
 		}
 	case dynsym == nil:
-		return nil, ErrNoSymbols
+		return nil, nil, ErrNoSymbols
 	}
 
 	if dynsym != nil {
-		var err error
-		if out, err = r.mergeDynsym(dynsym, out); err != nil {
-			return nil, fmt.Errorf("%s: %w", dynsym.Name, err)
+		merged, err := r.mergeDynsym(dynsym, out)
+		if err = r.warn(dynsym, err); err != nil {
+			return nil, nil, err
+		}
+		if merged != nil {
+			out = merged
 		}
 	}
 
@@ -55,7 +82,21 @@ func Read(f *elfnotes.File) ([]Symbol, error) {
 		out = []Symbol{} // success is never nil, even with no symbols
 	}
 	sortSymbols(out)
-	return out, nil
+	return out, r.warnings, nil
+}
+
+// warn records err, an error about section s, as a warning when it is
+// about the file's contents (a FormatError), and returns it otherwise.
+func (r *tableReader) warn(s *elfnotes.Section, err error) error {
+	var fe *elfnotes.FormatError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe) || errors.Is(err, ErrNoSymbols):
+		r.warnings = append(r.warnings, fmt.Errorf("%s: %w", s.Name, err))
+		return nil
+	}
+	return fmt.Errorf("%s: %w", s.Name, err)
 }
 
 // plainName returns name without the "@VERSION" or "@@VERSION" that ld
@@ -77,7 +118,7 @@ func (r *tableReader) mergeDynsym(dyn *elfnotes.Section, out []Symbol) ([]Symbol
 		return nil, err
 	}
 	n := len(out)
-	out, hidden, err := appendSyms(out, t, r.f.Class, r.f.ByteOrder)
+	out, hidden, err := r.appendSyms(out, t)
 	if err != nil {
 		return nil, err
 	}

@@ -236,7 +236,7 @@ func TestParseVerneed(t *testing.T) {
 		b = bo.AppendUint32(b, next)
 	}
 	have := map[uint16]string{}
-	if err := parseVerneed(have, b, 0, string(str.Data), bo); err != nil {
+	if err := parseVerneed(have, b, 0, loadedStrTab(str.Data), bo); err != nil {
 		t.Fatal(err)
 	}
 	want := map[uint16]string{3: "GLIBC_2.2.5", 4: "GLIBC_2.34"}
@@ -248,7 +248,7 @@ func TestParseVerneed(t *testing.T) {
 	bo.PutUint16(b[2:], 0xffff)
 	bo.PutUint32(b[symtabtest.VerneedSize+vernauxSize+12:], 1)
 	var fe *elfnotes.FormatError
-	if err := parseVerneed(map[uint16]string{}, b, 0, string(str.Data), bo); !errors.As(err, &fe) {
+	if err := parseVerneed(map[uint16]string{}, b, 0, loadedStrTab(str.Data), bo); !errors.As(err, &fe) {
 		t.Errorf("have %v, want a *FormatError", err)
 	}
 }
@@ -267,9 +267,17 @@ func TestCstring(t *testing.T) {
 		{5, "", true},
 		{1 << 31, "", true},
 	} {
-		have, msg := cstring(tab, tc.off)
+		have, msg, err := loadedStrTab([]byte(tab)).cstring(tc.off)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if have != tc.want || (msg != "") != tc.wantErr {
 			t.Errorf("cstring(%d): have %q, %q; want %q, error %v", tc.off, have, msg, tc.want, tc.wantErr)
 		}
 	}
+}
+
+// loadedStrTab returns a string table holding data, read already.
+func loadedStrTab(data []byte) *strTab {
+	return &strTab{sec: &elfnotes.Section{Type: elf.SHT_STRTAB, Size: uint64(len(data))}, data: string(data)}
 }

@@ -65,6 +65,11 @@ func readelfSymbols(t *testing.T, path string) map[refKey]refSym {
 		if len(f) < 8 || !strings.HasSuffix(f[0], ":") || f[0] == "Num:" || f[6] == "UND" || f[3] == "SECTION" {
 			continue
 		}
+		if strings.Contains(f[7], "<corrupt>") {
+			// readelf's mark for a name or version it cannot read:
+			// ReadPartial skips such a symbol with a warning.
+			continue
+		}
 		value, err := strconv.ParseUint(f[1], 16, 64)
 		if err != nil {
 			t.Fatalf("readelf value %q: %v", f[1], err)
@@ -113,9 +118,16 @@ func readFile(t testing.TB, path string) []Symbol {
 func compareReadelf(t *testing.T, path string) []Symbol {
 	t.Helper()
 	have := readFile(t, path)
-	want := readelfSymbols(t, path)
+	compareSymbols(t, have, readelfSymbols(t, path))
+	return have
+}
+
+// compareSymbols checks that have holds exactly the symbols of want, as
+// readelfSymbols returns them, with the same type and size.
+func compareSymbols(t *testing.T, have []Symbol, want map[refKey]refSym) {
+	t.Helper()
 	if len(want) == 0 {
-		t.Fatalf("readelf lists no symbols in %s", path)
+		t.Fatal("readelf lists no symbols")
 	}
 	seen := make(map[refKey]bool, len(have))
 	for _, s := range have {
@@ -138,7 +150,6 @@ func compareReadelf(t *testing.T, path string) []Symbol {
 			t.Errorf("readelf has %s at %#x, Read does not", k.name, k.value)
 		}
 	}
-	return have
 }
 
 // TestReadReadelf compares every symbol, of every type, with readelf.

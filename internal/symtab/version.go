@@ -3,6 +3,7 @@ package symtab
 import (
 	"debug/elf"
 	"encoding/binary"
+	"io"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 )
@@ -28,6 +29,10 @@ type versions struct {
 	off    uint64 // file offset of versym
 	order  binary.ByteOrder
 	names  map[uint16]string
+	// damaged reports that a version section could not be read (a
+	// warning says why): symbols whose version is unknown or past the
+	// end of versym are then listed without one rather than skipped.
+	damaged bool
 }
 
 // version returns the version name of .dynsym entry i, "" when it has none,
@@ -38,7 +43,7 @@ func (v *versions) version(i int) (name string, hidden bool, err error) {
 		return "", false, nil
 	}
 	if i < 0 || 2*i+2 > len(v.versym) {
-		return "", false, newFormatError(v.off, "symbol version table shorter than .dynsym", len(v.versym))
+		return "", false, nil // damaged: versions() warned
 	}
 	raw := v.order.Uint16(v.versym[2*i:])
 	ndx := raw & versymVersion
@@ -46,6 +51,9 @@ func (v *versions) version(i int) (name string, hidden bool, err error) {
 		return "", false, nil
 	}
 	name, ok := v.names[ndx]
+	if !ok && v.damaged {
+		return "", false, nil
+	}
 	if !ok {
 		return "", false, newFormatError(v.off+uint64(2*i), "undefined symbol version index", ndx)
 	}
@@ -55,7 +63,7 @@ func (v *versions) version(i int) (name string, hidden bool, err error) {
 // parseVerdef adds the version names defined in a .gnu.version_d section
 // (data, at file offset off) to names. The base definition, which names the
 // file itself, is skipped.
-func parseVerdef(names map[uint16]string, data []byte, off uint64, strtab string, order binary.ByteOrder) error {
+func parseVerdef(names map[uint16]string, data []byte, off uint64, strtab *strTab, order binary.ByteOrder) error {
 	// Each record's vd_next is relative and must be positive, so the walk
 	// moves forward and ends within len(data) steps.
 	for pos := uint64(0); ; {
@@ -76,7 +84,10 @@ func parseVerdef(names map[uint16]string, data []byte, off uint64, strtab string
 				return newFormatError(off+pos, "version definition aux out of range", aux)
 			}
 			nameOff := order.Uint32(data[a:])
-			name, msg := cstring(strtab, nameOff)
+			name, msg, err := strtab.cstring(nameOff)
+			if err != nil {
+				return err
+			}
 			if msg != "" {
 				return newFormatError(off+a, "version name "+msg, nameOff)
 			}
@@ -92,7 +103,7 @@ func parseVerdef(names map[uint16]string, data []byte, off uint64, strtab string
 // parseVerneed adds the version names required from other files, listed in
 // a .gnu.version_r section (data, at file offset off), to names. Defined
 // symbols seldom refer to them, but a linker may do so for copy relocations.
-func parseVerneed(names map[uint16]string, data []byte, off uint64, strtab string, order binary.ByteOrder) error {
+func parseVerneed(names map[uint16]string, data []byte, off uint64, strtab *strTab, order binary.ByteOrder) error {
 	// Records and their aux chains may overlap in a hostile file; a budget
 	// of as many aux entries as fit in the section keeps the walk linear.
 	budget := len(data) / vernauxSize
@@ -115,7 +126,10 @@ func parseVerneed(names map[uint16]string, data []byte, off uint64, strtab strin
 			x := data[a:]
 			ndx := order.Uint16(x[6:8])
 			nameOff := order.Uint32(x[8:12])
-			name, msg := cstring(strtab, nameOff)
+			name, msg, err := strtab.cstring(nameOff)
+			if err != nil {
+				return err
+			}
 			if msg != "" {
 				return newFormatError(off+a, "version name "+msg, nameOff)
 			}
@@ -134,9 +148,11 @@ func parseVerneed(names map[uint16]string, data []byte, off uint64, strtab strin
 }
 
 // versions reads the GNU version sections that belong to the .dynsym
-// section dyn. It returns nil when there are none. Sections are matched by
-// type and sh_link, as the dynamic linker matches them by DT_VERSYM & co.
-func (r *tableReader) versions(dyn *elfnotes.Section) (*versions, error) {
+// section dyn, of n entries. It returns nil when there are none. Sections
+// are matched by type and sh_link, as the dynamic linker matches them by
+// DT_VERSYM & co. Damaged sections add a warning to r and mark the result
+// damaged; the error is an I/O error.
+func (r *tableReader) versions(dyn *elfnotes.Section, n int) (*versions, error) {
 	f := r.f
 	var versym *elfnotes.Section
 	for i, s := range f.Sections {
@@ -148,13 +164,31 @@ func (r *tableReader) versions(dyn *elfnotes.Section) (*versions, error) {
 	if versym == nil {
 		return nil, nil
 	}
-	data, err := versym.Data()
+	v := &versions{off: versym.Offset, order: f.ByteOrder, names: make(map[uint16]string)}
+	// Only the entries of the symbols read are needed.
+	data := make([]byte, min(versym.Size, 2*uint64(n)))
+	_, err := io.ReadFull(versym.Open(), data)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = newFormatError(versym.Offset, "symbol version table truncated", nil)
+	}
+	if versym.Type == elf.SHT_NOBITS {
+		data, err = nil, nil
+	}
 	if err != nil {
+		data = nil
+	}
+	if err := r.warn(versym, err); err != nil {
 		return nil, err
 	}
-	v := &versions{versym: data, off: versym.Offset, order: f.ByteOrder, names: make(map[uint16]string)}
+	v.versym = data
+	if data == nil {
+		v.damaged = true
+	} else if len(data) < 2*n {
+		r.warnings = append(r.warnings, newFormatError(versym.Offset, versym.Name+": symbol version table shorter than .dynsym", len(data)))
+		v.damaged = true
+	}
 	for _, s := range f.Sections {
-		var parse func(map[uint16]string, []byte, uint64, string, binary.ByteOrder) error
+		var parse func(map[uint16]string, []byte, uint64, *strTab, binary.ByteOrder) error
 		switch s.Type {
 		case elf.SHT_GNU_VERDEF:
 			parse = parseVerdef
@@ -167,16 +201,21 @@ func (r *tableReader) versions(dyn *elfnotes.Section) (*versions, error) {
 			continue
 		}
 		strtab, err := r.strtab(s)
-		if err != nil {
+		var b []byte
+		if err == nil && s.Size > maxVersionSection {
+			err = newFormatError(s.Offset, "version section larger than the limit", s.Size)
+		}
+		if err == nil {
+			b, err = s.Data()
+		}
+		if err == nil {
+			err = parse(v.names, b, s.Offset, strtab, f.ByteOrder)
+		}
+		before := len(r.warnings)
+		if err := r.warn(s, err); err != nil {
 			return nil, err
 		}
-		b, err := s.Data()
-		if err != nil {
-			return nil, err
-		}
-		if err := parse(v.names, b, s.Offset, strtab, f.ByteOrder); err != nil {
-			return nil, err
-		}
+		v.damaged = v.damaged || len(r.warnings) > before
 	}
 	return v, nil
 }
