@@ -154,7 +154,9 @@ func TestTracePIDSwapCLI(t *testing.T) {
 	for i := 0; i < runs; i++ {
 		sw := testutil.StartSwap(t, testutil.SwapSymlink)
 		tr := startTrace(t, "trace", "-p", strconv.Itoa(sw.PID()), "-o", "json", "swap:hit")
-		// Attached: end the process, which ends the trace.
+		// Attached: once an event is out (the process may not be scheduled
+		// between attach and a kill), end the process, which ends the trace.
+		tr.waitStdout(t, 30*time.Second)
 		sw.Cmd.Process.Kill()
 		code, out, errs := tr.wait(t)
 		if code != 0 {

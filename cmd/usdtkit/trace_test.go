@@ -87,6 +87,31 @@ func (tr *traceRun) wait(t *testing.T) (int, string, string) {
 }
 
 // stop ends the trace as Ctrl-C would and waits for it.
+// waitStdout returns once the trace has written something to stdout, and
+// fails the test if that takes longer than limit.
+func (tr *traceRun) waitStdout(t *testing.T, limit time.Duration) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(limit)
+	for {
+		tr.mu.Lock()
+		n := tr.stdout.Len()
+		tr.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		select {
+		case <-tick.C:
+		case code := <-tr.done:
+			tr.done <- code
+			t.Fatalf("trace ended (exit %d) before it printed anything", code)
+		case <-deadline:
+			t.Fatalf("trace printed nothing within %v", limit)
+		}
+	}
+}
+
 func (tr *traceRun) stop() {
 	tr.cancel()
 	code := <-tr.done
