@@ -464,6 +464,7 @@ func (b *Binary) readParams(fn *Func) error {
 	cfa, cfaOK := b.cfaOffset(fn.Site)
 	var results []resultDIE
 	var params []paramDIE
+	seen := make(map[string]bool)
 	for {
 		e, err := rdr.Next()
 		if err != nil {
@@ -488,6 +489,16 @@ func (b *Binary) readParams(fn *Func) error {
 			}
 		}
 		name, _ := attrs.Val(dwarf.AttrName).(string)
+		// Go lists a named result that a deferred closure assigns twice.
+		// Names in a signature are unique but for "_", so a repeated
+		// name is the same value; placing it twice would shift every
+		// later result by a register.
+		if name != "" && name != "_" {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+		}
 		toff, _ := attrs.Val(dwarf.AttrType).(dwarf.Offset)
 		typ, terr := b.typ(toff)
 		if isRet, _ := attrs.Val(dwarf.AttrVarParam).(bool); isRet {
