@@ -232,11 +232,11 @@ func checkInflate(s *elf.Section, r io.Reader, claim uint64) error {
 	}
 	zr, err := zlib.NewReader(r)
 	if err != nil {
-		return fail("zlib: %v", err)
+		return fail("%v", err)
 	}
 	n, err := io.Copy(io.Discard, io.LimitReader(zr, int64(claim)+1))
 	if err != nil {
-		return fail("zlib: %v", err)
+		return fail("%v", err)
 	}
 	if uint64(n) != claim {
 		return fail("decompresses to more or less than the %d bytes claimed", claim)

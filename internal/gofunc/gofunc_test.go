@@ -19,7 +19,12 @@ import (
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-func TestMain(m *testing.M) { testutil.MainCheckingFDs(m) }
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(childMain(mode, os.Getenv(childPathEnv)))
+	}
+	testutil.MainCheckingFDs(m)
+}
 
 // goTool is the go command of the toolchain running the tests.
 func goTool() string { return filepath.Join(runtime.GOROOT(), "bin", "go") }
