@@ -273,6 +273,10 @@ search:
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The check accepts what the toolchain writes.
+		if !b.DWARF || b.DWARFError != nil {
+			t.Fatalf("%s: DWARF %v, DWARFError %v; want the DWARF read", path, b.DWARF, b.DWARFError)
+		}
 		for _, ff := range fixtureFuncs {
 			fn, err := b.Func(ff.name)
 			if err != nil {
@@ -337,29 +341,5 @@ search:
 				t.Errorf("%d functions listed, want %d", n, len(fixtureFuncs))
 			}
 		})
-	}
-}
-
-// TestCheckDWARFFixture checks that checkDWARF accepts the DWARF of the
-// fixture as the Go toolchain writes it, compressed or not.
-func TestCheckDWARFFixture(t *testing.T) {
-	for _, flags := range [][]string{nil, {"-ldflags=-compressdwarf=false"}, {"-gcflags=all=-N -l"}} {
-		bin := buildFixture(t, runtime.GOARCH, false, flags...)
-		f, err := os.Open(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := f.Stat()
-		if err == nil {
-			err = checkDWARF(f, st.Size())
-		}
-		f.Close()
-		var de *DWARFError
-		if err != nil && !errors.As(err, &de) {
-			t.Fatalf("%v: error %v is not a *DWARFError", flags, err)
-		}
-		if err != nil {
-			t.Errorf("%v: %v", flags, err)
-		}
 	}
 }
