@@ -28,7 +28,9 @@
 // turned into an offset from the stack pointer at the entry site through
 // .debug_frame). Results have no location at the RETs, so they are placed
 // by package goabi's implementation of the ABI's assignment rules, which
-// tests compare with the DWARF of compiled programs.
+// tests compare with the DWARF of compiled programs. Go's DWARF lists a
+// named result that a deferred closure assigns twice; a name is placed
+// once, as the ABI counts it once.
 //
 // Each value is split into Words, the machine words a BPF program reads:
 // a string is a pointer and a length, a slice a pointer, a length and a

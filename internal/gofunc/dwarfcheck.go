@@ -102,6 +102,11 @@ func checkDWARF(r io.ReaderAt, size int64) (err error) {
 	if err := w.run(); err != nil {
 		return err
 	}
+	// delve reads the symbol table on two goroutines (function names, and
+	// runtime.tlsg for the g register's TLS offset).
+	if err := replay(".symtab", func() { ef.Symbols() }); err != nil {
+		return err
+	}
 	order := frame.DwarfEndian(info)
 	if b, ferr := godwarf.GetDebugSectionElf(ef, "frame"); ferr == nil {
 		if err := replay(".debug_frame", func() { frame.Parse(b, order, 0, 8, 0) }); err != nil {

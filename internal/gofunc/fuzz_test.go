@@ -154,6 +154,9 @@ func FuzzFunc(f *testing.F) {
 			return
 		}
 		defer b.Close()
+		if len(in) == 5 && (!b.DWARF || b.DWARFError != nil) {
+			t.Fatalf("the unpatched base: DWARF %v, DWARFError %v; want the DWARF read", b.DWARF, b.DWARFError)
+		}
 		for _, name := range fuzzFuncNames {
 			fn, err := b.Func(name)
 			if (err == nil) == (fn == nil) {
