@@ -343,3 +343,74 @@ search:
 		})
 	}
 }
+
+// TestCheckDWARF patches the bases of FuzzFunc (see fuzzPatch) where
+// delve's loader goroutines panic or allocate by a claimed count, and
+// checks that checkDWARF refuses each with a *DWARFError naming the
+// section.
+func TestCheckDWARF(t *testing.T) {
+	compressed := buildFuzzBase(t)
+	raw := buildFuzzBase(t, "-ldflags=-compressdwarf=false")
+	// Region indexes are those of fuzzSections.
+	const hdrs, abbrev, info, lines = 1, 2, 3, 4
+	patch := func(region byte, off uint32, b ...byte) []byte {
+		return append([]byte{region, byte(off), byte(off >> 8), byte(off >> 16), byte(off >> 24)}, b...)
+	}
+	// Offsets in a DWARF 5 line table header: the directory count
+	// follows 4 (unit_length) + 2 (version) + 2 (address and segment
+	// selector sizes) + 4 (header_length) + 6 (min_inst_length ..
+	// opcode_base) bytes, opcode_base-1 standard opcode lengths, and the
+	// directory entry formats.
+	lineData := raw.data[raw.regions[lines][0]:]
+	opcodeBase := int(lineData[17])
+	nformats := int(lineData[18+opcodeBase-1])
+	dirCount := uint32(18 + opcodeBase - 1 + 1 + 2*nformats)
+	if lineData[dirCount] >= 0x80 || nformats != 1 {
+		t.Fatalf("unexpected line table header: % x", lineData[:dirCount+1])
+	}
+	var lineIndex uint32
+	for i, sec := range mustELF(t, compressed.data).Sections {
+		if sec.Name == ".debug_line" {
+			lineIndex = uint32(i)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		in      []byte
+		section string
+	}{
+		{"line-SHF_COMPRESSED-cleared", patch(0x80|hdrs, lineIndex*64+8, 0, 0, 0, 0, 0, 0, 0, 0), ".debug_line"},
+		// delve: make([]string, 0, 2^32-1) for the directories.
+		{"line-dir-count", patch(lines, dirCount, 0xff, 0xff, 0xff, 0xff, 0x0f), ".debug_line"},
+		// delve: no directory formats, so each of 2^32-1 entries takes
+		// no bytes and it loops on.
+		{"line-no-dir-formats", patch(lines, dirCount-3, 0, 0xff, 0xff, 0xff, 0xff, 0x0f), ".debug_line"},
+		// delve's ReadUnitVersions slices past the end (debug/dwarf
+		// refuses it first).
+		{"info-unit-length", patch(info, 0, 0xf0, 0xff, 0xff, 0x0f), ".debug_info"},
+		// Uncompressed data claimed by a compression header, 2^40 bytes.
+		{"compressed-claim", patch(0x80|abbrev, 8, 0, 0, 0, 0, 0, 1, 0, 0), ".debug_abbrev"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := fuzzPatch(compressed, raw, tc.in)
+			err := checkDWARF(bytes.NewReader(data), int64(len(data)))
+			var de *DWARFError
+			if !errors.As(err, &de) {
+				t.Fatalf("have %v, want a *DWARFError", err)
+			}
+			if de.Section != tc.section {
+				t.Errorf("have %v, want an error in %s", err, tc.section)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+func mustELF(t *testing.T, data []byte) *elf.File {
+	t.Helper()
+	ef, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ef
+}

@@ -83,6 +83,10 @@ func checkDWARF(r io.ReaderAt, size int64) (err error) {
 	}
 	d, err := ef.DWARF()
 	if err != nil {
+		var de dwarf.DecodeError
+		if errors.As(err, &de) {
+			return &DWARFError{Section: ".debug_" + de.Name, Off: int64(de.Offset), Msg: de.Err}
+		}
 		return &DWARFError{Off: -1, Msg: err.Error()}
 	}
 	sec := func(name string) []byte {
