@@ -135,6 +135,10 @@ type Binary struct {
 	// DWARF reports that the binary has debug information: without it
 	// functions have no parameters or results.
 	DWARF bool
+	// DWARFError is why the binary's DWARF was ignored (a *DWARFError):
+	// it could crash delve or make it allocate without bound. The
+	// binary is then read as if it had no DWARF.
+	DWARFError error
 
 	bi     *proc.BinaryInfo
 	file   *os.File
@@ -179,10 +183,18 @@ func Open(path string) (b *Binary, err error) {
 	if ef.Section(".gopclntab") == nil && ef.Section(".go.buildinfo") == nil {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotGo)
 	}
-	if ef.Section(".debug_info") == nil && ef.Section(".zdebug_info") == nil {
-		// No DWARF: function bounds come from the symbol table or
-		// .gopclntab. (delve would find the same, and print a warning
-		// on our stderr.)
+	hasDWARF := ef.Section(".debug_info") != nil || ef.Section(".zdebug_info") != nil
+	if hasDWARF {
+		st, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		b.DWARFError = checkDWARF(f, st.Size())
+	}
+	if !hasDWARF || b.DWARFError != nil {
+		// No DWARF, or DWARF delve must not see: function bounds come
+		// from the symbol table or .gopclntab. (delve would find the
+		// same, and print a warning on our stderr.)
 		syms, err := symtab.Read(ef)
 		if err != nil {
 			return nil, fmt.Errorf("read Go binary %s: %w", path, err)
@@ -195,6 +207,12 @@ func Open(path string) (b *Binary, err error) {
 		}
 		return b, nil
 	}
+	// delve opens the file again by name: give it the file that was
+	// checked, not whatever the path names now.
+	loadPath := path
+	if fdPath := fmt.Sprintf("/proc/self/fd/%d", f.Fd()); fileIs(fdPath, f) {
+		loadPath = fdPath
+	}
 	if err := guard(func() error {
 		// attaching=true: for a binary without DWARF, delve would
 		// otherwise run debuginfod-find, which may download debug
@@ -202,7 +220,7 @@ func Open(path string) (b *Binary, err error) {
 		b.bi = proc.NewBinaryInfo("linux", goarch, true)
 		// The link-time entry point: addresses stay link-time (static
 		// base 0) for PIE binaries too.
-		return b.bi.LoadBinaryInfo(path, ef.Entry, nil)
+		return b.bi.LoadBinaryInfo(loadPath, ef.Entry, nil)
 	}); err != nil {
 		return nil, fmt.Errorf("read Go binary %s: %w", path, err)
 	}
@@ -230,6 +248,16 @@ func Open(path string) (b *Binary, err error) {
 		}
 	}
 	return b, nil
+}
+
+// fileIs reports whether path names the open file f.
+func fileIs(path string, f *os.File) bool {
+	a, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	b, err := f.Stat()
+	return err == nil && os.SameFile(a, b)
 }
 
 // TypeNames returns the names of the executable's itabs and type
@@ -383,6 +411,10 @@ func (b *Binary) readCode(fn *Func, pf *proc.Function) (*Func, error) {
 			fn.Site = dec.afterCheck
 		}
 	}
+	if b.DWARFError != nil {
+		fn.Problems = append(fn.Problems, "the binary's DWARF is malformed and was ignored ("+b.DWARFError.Error()+"): parameter and result names, types and places are unknown")
+		return fn, nil
+	}
 	if !b.DWARF {
 		fn.Problems = append(fn.Problems, "the binary has no DWARF (built with -ldflags=-w or -s, or stripped): parameter and result names, types and places are unknown")
 		return fn, nil
@@ -464,6 +496,7 @@ func (b *Binary) readParams(fn *Func) error {
 	cfa, cfaOK := b.cfaOffset(fn.Site)
 	var results []resultDIE
 	var params []paramDIE
+	seen := make(map[string]bool)
 	for {
 		e, err := rdr.Next()
 		if err != nil {
@@ -488,6 +521,16 @@ func (b *Binary) readParams(fn *Func) error {
 			}
 		}
 		name, _ := attrs.Val(dwarf.AttrName).(string)
+		// Go lists a named result that a deferred closure assigns twice.
+		// Names in a signature are unique but for "_", so a repeated
+		// name is the same value; placing it twice would shift every
+		// later result by a register.
+		if name != "" && name != "_" {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+		}
 		toff, _ := attrs.Val(dwarf.AttrType).(dwarf.Offset)
 		typ, terr := b.typ(toff)
 		if isRet, _ := attrs.Val(dwarf.AttrVarParam).(bool); isRet {

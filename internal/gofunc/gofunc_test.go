@@ -19,7 +19,12 @@ import (
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-func TestMain(m *testing.M) { testutil.MainCheckingFDs(m) }
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(childMain(mode, os.Getenv(childPathEnv)))
+	}
+	testutil.MainCheckingFDs(m)
+}
 
 // goTool is the go command of the toolchain running the tests.
 func goTool() string { return filepath.Join(runtime.GOROOT(), "bin", "go") }
@@ -557,11 +562,8 @@ func renameSections(tb testing.TB, data []byte, names map[string]string) {
 // test binary (and guard could not turn it into an error).
 //
 // The linker compresses DWARF, so damaged DWARF sections fail to
-// decompress before delve parses them. Uncompressed DWARF
-// (-ldflags=-compressdwarf=false) with a few bytes of .debug_info changed
-// can make delve's loadDebugInfoMaps goroutine dereference nil and kill
-// the process; no test covers that, as it cannot be recovered from (see
-// the package documentation).
+// decompress before delve parses them. TestCraftedDWARF covers damage
+// that delve's loader goroutines could not survive.
 func TestCorrupt(t *testing.T) {
 	for _, bd := range []struct {
 		name  string
