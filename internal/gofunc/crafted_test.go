@@ -374,11 +374,21 @@ func TestCheckDWARF(t *testing.T) {
 			lineIndex = uint32(i)
 		}
 	}
+	var rawInfoIndex uint32
+	for i, sec := range mustELF(t, raw.data).Sections {
+		if sec.Name == ".debug_info" {
+			rawInfoIndex = uint32(i)
+		}
+	}
 	for _, tc := range []struct {
 		name    string
 		in      []byte
 		section string
 	}{
+		// An uncompressed .debug_info claiming 2 GiB (sh_size, at byte
+		// 32 of an Elf64_Shdr), as a sparse file can hold it: delve
+		// would read it whole.
+		{"info-huge", patch(hdrs, rawInfoIndex*64+32, 0, 0, 0, 0x80, 0, 0, 0, 0), ".debug_info"},
 		{"line-SHF_COMPRESSED-cleared", patch(0x80|hdrs, lineIndex*64+8, 0, 0, 0, 0, 0, 0, 0, 0), ".debug_line"},
 		// delve: make([]string, 0, 2^32-1) for the directories.
 		{"line-dir-count", patch(lines, dirCount, 0xff, 0xff, 0xff, 0xff, 0x0f), ".debug_line"},
@@ -393,7 +403,9 @@ func TestCheckDWARF(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := fuzzPatch(compressed, raw, tc.in)
-			err := checkDWARF(bytes.NewReader(data), int64(len(data)))
+			// The file's size as a sparse file would have it: room for
+			// every section the headers claim.
+			err := checkDWARF(bytes.NewReader(data), int64(len(data))+4<<30)
 			var de *DWARFError
 			if !errors.As(err, &de) {
 				t.Fatalf("have %v, want a *DWARFError", err)

@@ -20,8 +20,8 @@ import (
 
 // Limits of checkDWARF.
 const (
-	// maxSectionSize bounds one decompressed section (and a NOBITS
-	// .eh_frame, which delve allocates zeroed).
+	// maxSectionSize bounds one decompressed or uncompressed DWARF
+	// section (and a NOBITS .eh_frame, which delve allocates zeroed).
 	maxSectionSize = 1 << 30
 	// maxInflate bounds the size a compressed section claims per byte it
 	// occupies in the file. zlib and zstd compress DWARF 3 to 8 times.
@@ -210,6 +210,11 @@ func checkSection(r io.ReaderAt, size int64, class elf.Class, s *elf.Section) er
 		}
 		return checkInflate(s, io.NewSectionReader(raw, 12, int64(s.FileSize)-12), claim)
 	case debug:
+		// delve reads a section whole: a file (sparse, perhaps) that
+		// holds a huge one would take as much memory.
+		if s.FileSize > maxSectionSize {
+			return fail("%d bytes, over the limit of %d", s.FileSize, maxSectionSize)
+		}
 		// A compressed section whose SHF_COMPRESSED flag was cleared
 		// would be parsed as DWARF from its compression header on.
 		var h [26]byte
