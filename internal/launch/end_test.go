@@ -16,11 +16,17 @@ import (
 func startSh(t *testing.T, script string) *Process {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", script)
-	out, err := cmd.StdoutPipe()
+	// A pipe of our own, not StdoutPipe: the Process reaps the command
+	// with Cmd.Wait, which closes a StdoutPipe, and a command that exits
+	// at once would take its ready line with it.
+	out, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { out.Close() })
+	cmd.Stdout = w
 	p, err := Start(cmd)
+	w.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
