@@ -199,13 +199,12 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		if d := t.Discarded(); d > 0 {
 			fmt.Fprintf(stderr, "%d events that came while the probes were being detached were not printed.\n", d)
 		}
+		// A companion's absence is the hint, not a count of zero: calls
+		// the interpreter makes from C (at exit, say) still fire.
 		for id, name := range st.names {
-			if perProbe[id] != 0 {
-				continue
-			}
 			for _, c := range sdt.Companions(name) {
 				if !slices.Contains(st.names, c) {
-					fmt.Fprintf(stderr, "usdtkit: hint: %s saw no events; it fires only while %s is traced too: add usdt::%s\n", escape.Name(name), c, c)
+					fmt.Fprintf(stderr, "usdtkit: hint: %s saw %d events; most of its hits happen only while %s is traced too: add usdt::%s\n", escape.Name(name), perProbe[id], c, c)
 				}
 			}
 		}

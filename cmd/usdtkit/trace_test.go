@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -284,8 +285,20 @@ func TestTracePythonCompanionHint(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	hint := "usdtkit: hint: python:function__entry saw no events; it fires only while python:line is traced too: add usdt::python:line\n"
-	if out != "" || !strings.Contains(errs, "\n0 events, 0 lost.\n"+hint) {
-		t.Errorf("stdout %q, stderr %q; want no events and the hint %q", out, errs, hint)
+	// The script's five calls of f do not fire; calls CPython makes from
+	// C may (at exit, or through its C-level paths: 0 to 5 seen), so the
+	// count is read from the summary line.
+	for _, l := range nonEmptyLines(out) {
+		if strings.HasSuffix(l, " arg2=2") {
+			t.Errorf("stdout %q: f (line 2) fired without python:line", out)
+		}
+	}
+	var n, lost int
+	if _, err := fmt.Sscanf(errs[strings.Index(errs, "\n")+1:], "%d events, %d lost.\n", &n, &lost); err != nil {
+		t.Fatalf("stderr %q: %v", errs, err)
+	}
+	hint := fmt.Sprintf("usdtkit: hint: python:function__entry saw %d events; most of its hits happen only while python:line is traced too: add usdt::python:line\n", n)
+	if !strings.HasSuffix(errs, hint) {
+		t.Errorf("stderr %q; want the hint %q", errs, hint)
 	}
 }
