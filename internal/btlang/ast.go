@@ -1,0 +1,224 @@
+package btlang
+
+// Node is any node of the syntax tree.
+type Node interface {
+	Pos() Pos
+}
+
+// Expr is an expression. Type is KindNone until Check has run, then the
+// expression's resolved type.
+type Expr interface {
+	Node
+	Type() Type
+	exprNode()
+}
+
+// Stmt is a statement of a probe block's action.
+type Stmt interface {
+	Node
+	stmtNode()
+}
+
+// ExprBase holds what every expression has: its position and, after Check,
+// its type.
+type ExprBase struct {
+	At Pos
+	T  Type
+}
+
+// Pos returns the expression's position: its first character, or for
+// Binary, Ternary and TupleIndex its operator ("+", "?", "."), where
+// errors about the operation point.
+func (e *ExprBase) Pos() Pos { return e.At }
+
+// Type returns the type Check resolved (KindNone before Check).
+func (e *ExprBase) Type() Type { return e.T }
+
+func (*ExprBase) exprNode() {}
+
+// IntLit is an integer literal. Its type is int64, as in bpftrace, even
+// when Val does not fit (18446744073709551615 is -1). A minus sign is a
+// Unary.
+type IntLit struct {
+	ExprBase
+	Val uint64
+}
+
+// StrLit is a string literal; Val holds the bytes after escapes.
+type StrLit struct {
+	ExprBase
+	Val string
+}
+
+// Builtin is a builtin variable: pid tid uid gid comm nsecs elapsed cpu
+// probe func retval arg0…arg11 ustack. Arg is N for argN and -1 otherwise.
+type Builtin struct {
+	ExprBase
+	Name string
+	Arg  int
+}
+
+// ArgField is a named probe argument, args.NAME (Arrow: written args->NAME).
+type ArgField struct {
+	ExprBase
+	Name  string
+	Arrow bool
+}
+
+// Var is a scratch variable, $name. After Check, Decl is the block's
+// variable it refers to; Decl.Type is the stored type, which may be wider
+// (a longer string) than the Type at this use.
+type Var struct {
+	ExprBase
+	Name string // with the "$"
+	Decl *Variable
+}
+
+// MapRef is a map access @name or @name[k1, k2…]: a read in an expression,
+// a target in Assign, IncDec, delete, clear, zero and print. After Check,
+// Map describes the map; Keys are the key expressions (nil for a scalar map).
+// Its Type is the value's type at this use (for a target, the assigned
+// value's), which may be narrower than Map.Value, the stored type; KindNone
+// for a map holding an aggregation.
+type MapRef struct {
+	ExprBase
+	Name string // with the "@"; "@" alone is the anonymous map
+	Keys []Expr
+	Map  *Map
+}
+
+// Call is a function call: str, ustack(n), an aggregation (count sum avg
+// min max stats hist lhist) as the value of a map assignment, or a
+// statement call (printf print delete clear zero time exit).
+type Call struct {
+	ExprBase
+	Name string
+	Args []Expr
+}
+
+// Unary is -X, !X or ~X on an integer: - and ~ keep X's signedness (as
+// bpftrace), ! gives uint64 0 or 1.
+type Unary struct {
+	ExprBase
+	Op string
+	X  Expr
+}
+
+// Binary is X Op Y for Op one of * / % + - << >> < <= > >= == != & ^ | && ||.
+// On integers the result is a 64-bit integer, signed when both operands
+// are (comparisons and && || give 0 or 1), as bpftrace types it; == and !=
+// also compare two strings, giving uint64.
+type Binary struct {
+	ExprBase
+	Op   string
+	X, Y Expr
+}
+
+// Ternary is Cond ? Then : Else.
+type Ternary struct {
+	ExprBase
+	Cond, Then, Else Expr
+}
+
+// Tuple is (e1, e2…), with at least two elements.
+type Tuple struct {
+	ExprBase
+	Elems []Expr
+}
+
+// TupleIndex is X.Index for a tuple X; Index is within the tuple.
+type TupleIndex struct {
+	ExprBase
+	X     Expr
+	Index int
+}
+
+// ExprStmt is a call used as a statement (printf, print, delete, clear,
+// zero, time, exit).
+type ExprStmt struct {
+	At Pos
+	X  *Call
+}
+
+// Assign is Target Op Value, Target a *MapRef or *Var, Op "=" or a
+// compound assignment ("+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
+// "<<=", ">>="). For a map holding an aggregation Op is "=" and Value is
+// the aggregation *Call.
+type Assign struct {
+	At     Pos
+	Target Expr
+	Op     string
+	Value  Expr
+}
+
+// IncDec is Target++ or Target-- (Prefix: ++Target, --Target) on a map or
+// variable holding an integer; all four add or subtract one.
+type IncDec struct {
+	At     Pos
+	Target Expr
+	Op     string // "++" or "--"
+	Prefix bool
+}
+
+// If is if (Cond) { Then } else { Else }; "else if" is an Else holding one If.
+type If struct {
+	At   Pos
+	Cond Expr
+	Then []Stmt
+	Else []Stmt
+}
+
+func (s *ExprStmt) Pos() Pos { return s.At }
+func (s *Assign) Pos() Pos   { return s.At }
+func (s *IncDec) Pos() Pos   { return s.At }
+func (s *If) Pos() Pos       { return s.At }
+func (*ExprStmt) stmtNode()  {}
+func (*Assign) stmtNode()    {}
+func (*IncDec) stmtNode()    {}
+func (*If) stmtNode()        {}
+
+// ProbeBlock is PROBE[, PROBE…] [/Pred/] { Body }. After Check, Vars lists
+// the block's scratch variables in order of first assignment.
+type ProbeBlock struct {
+	At     Pos
+	Probes []*Probe
+	Pred   Expr // nil when absent
+	Body   []Stmt
+	Vars   []*Variable
+}
+
+// Pos returns where the first probe starts.
+func (b *ProbeBlock) Pos() Pos { return b.At }
+
+// Program is a parsed program. After Check, Maps lists every map, sorted
+// by name. Check writes into the tree, so a Program must not be used
+// concurrently while Check runs; afterwards it may be read concurrently.
+type Program struct {
+	Blocks []*ProbeBlock
+	Maps   []*Map
+}
+
+// Map describes one map as Check resolved it from all its uses.
+type Map struct {
+	Name string // with the "@"
+	Pos  Pos    // first use
+	// Keys are the key types in order, nil for a scalar map. Integers are
+	// 64-bit; a string key has the longest length any use gives it.
+	Keys []Type
+	// Value is the stored type when Agg is AggNone.
+	Value Type
+	// Agg is the aggregation the map holds; AggArg is the type of the
+	// aggregated value (zero for count). For lhist, LhistMin, LhistMax and
+	// LhistStep are its constant bounds and step.
+	Agg                           AggKind
+	AggArg                        Type
+	LhistMin, LhistMax, LhistStep int64
+}
+
+// Variable is a scratch variable of one probe block: its name (with "$"),
+// its type, and where it is first assigned.
+type Variable struct {
+	Name string
+	Type Type
+	Pos  Pos
+}

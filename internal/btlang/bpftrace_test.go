@@ -1,0 +1,195 @@
+package btlang
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// bpftraceDump writes the tree the way "bpftrace -d" prints its AST after
+// parsing (bpftrace 0.17), without the probe lines, which bpftrace prints
+// resolved (libc becomes a path): one node per line, indented by depth.
+// Comparing the two checks structure and precedence against bpftrace.
+func bpftraceDump(p *Program) string {
+	var b strings.Builder
+	for _, blk := range p.Blocks {
+		if blk.Pred != nil {
+			line(&b, 2, "pred")
+			dumpExpr(&b, blk.Pred, 3)
+		}
+		for _, s := range blk.Body {
+			dumpStmt(&b, s, 2)
+		}
+	}
+	return b.String()
+}
+
+func line(b *strings.Builder, depth int, s string) {
+	fmt.Fprintf(b, "%s%s\n", strings.Repeat(" ", depth), s)
+}
+
+func dumpStmt(b *strings.Builder, s Stmt, d int) {
+	switch s := s.(type) {
+	case *ExprStmt:
+		dumpExpr(b, s.X, d)
+	case *Assign:
+		line(b, d, "=")
+		dumpExpr(b, s.Target, d+1)
+		if s.Op == "=" {
+			dumpExpr(b, s.Value, d+1)
+			return
+		}
+		// bpftrace's parser turns x op= v into x = x op v.
+		line(b, d+1, strings.TrimSuffix(s.Op, "="))
+		dumpExpr(b, s.Target, d+2)
+		dumpExpr(b, s.Value, d+2)
+	case *IncDec:
+		if s.Prefix {
+			line(b, d, s.Op)
+			dumpExpr(b, s.Target, d+1)
+			return
+		}
+		dumpExpr(b, s.Target, d)
+		line(b, d+1, s.Op)
+	case *If:
+		line(b, d, "if")
+		dumpExpr(b, s.Cond, d+1)
+		line(b, d+1, "then")
+		for _, t := range s.Then {
+			dumpStmt(b, t, d+2)
+		}
+		if s.Else != nil {
+			line(b, d+1, "else")
+			for _, t := range s.Else {
+				dumpStmt(b, t, d+2)
+			}
+		}
+	}
+}
+
+func dumpExpr(b *strings.Builder, e Expr, d int) {
+	switch e := e.(type) {
+	case *IntLit:
+		line(b, d, "int: "+strconv.FormatInt(int64(e.Val), 10))
+	case *StrLit:
+		r := strings.NewReplacer("\\", `\\`, "\"", `\"`, "\n", `\n`, "\t", `\t`)
+		line(b, d, "string: "+r.Replace(e.Val))
+	case *Builtin:
+		line(b, d, "builtin: "+e.Name)
+	case *ArgField:
+		line(b, d, "args."+e.Name)
+	case *Var:
+		line(b, d, "variable: "+e.Name)
+	case *MapRef:
+		line(b, d, "map: "+e.Name)
+		for _, k := range e.Keys {
+			dumpExpr(b, k, d+1)
+		}
+	case *Call:
+		line(b, d, "call: "+e.Name)
+		for _, a := range e.Args {
+			dumpExpr(b, a, d+1)
+		}
+	case *Unary:
+		if lit, ok := e.X.(*IntLit); ok && e.Op == "-" {
+			// bpftrace's parser folds a negated literal.
+			line(b, d, "int: "+strconv.FormatInt(-int64(lit.Val), 10))
+			return
+		}
+		line(b, d, e.Op)
+		dumpExpr(b, e.X, d+1)
+	case *Binary:
+		line(b, d, e.Op)
+		dumpExpr(b, e.X, d+1)
+		dumpExpr(b, e.Y, d+1)
+	case *Ternary:
+		line(b, d, "?:")
+		dumpExpr(b, e.Cond, d+1)
+		dumpExpr(b, e.Then, d+1)
+		dumpExpr(b, e.Else, d+1)
+	case *Tuple:
+		line(b, d, "tuple:")
+		for _, x := range e.Elems {
+			dumpExpr(b, x, d+1)
+		}
+	case *TupleIndex:
+		line(b, d, ".")
+		dumpExpr(b, e.X, d+1)
+		line(b, d+1, strconv.Itoa(e.Index))
+	}
+}
+
+// parserDump extracts from "bpftrace -d" output the AST after parsing,
+// without types, the "Program" line and the probe lines.
+func parserDump(out string) (string, bool) {
+	_, rest, ok := strings.Cut(out, "AST after: parser\n-------------------\n")
+	if !ok {
+		return "", false
+	}
+	rest, _, _ = strings.Cut(rest, "\n\nAST after:")
+	var b strings.Builder
+	for _, l := range strings.Split(rest, "\n") {
+		if l == "" || l == "Program" || strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "  ") {
+			continue
+		}
+		l, _, _ = strings.Cut(l, " :: type[")
+		b.WriteString(l + "\n")
+	}
+	return b.String(), true
+}
+
+var (
+	semanticMapRE = regexp.MustCompile(`map: (@\w*) :: type\[(.*?), ctx`)
+	stringSizeRE  = regexp.MustCompile(`string\[\d+\]`)
+)
+
+// semanticMaps extracts from "bpftrace -d" output each map's value type
+// after semantic analysis, as bpftrace names it ("unsigned int64", "hist",
+// "(int64,string[16])"), with string lengths dropped: bpftrace sizes every
+// str() at 64 where btlang keeps str(x, n)'s n.
+func semanticMaps(out string) map[string]string {
+	_, rest, _ := strings.Cut(out, "AST after: Semantic")
+	rest, _, _ = strings.Cut(rest, "AST after:")
+	maps := map[string]string{}
+	for _, m := range semanticMapRE.FindAllStringSubmatch(rest, -1) {
+		if _, ok := maps[m[1]]; !ok {
+			maps[m[1]] = stringSizeRE.ReplaceAllString(m[2], "string")
+		}
+	}
+	return maps
+}
+
+// bpftraceMaps names each map's value type as semanticMaps does.
+func bpftraceMaps(p *Program) map[string]string {
+	var name func(t Type) string
+	name = func(t Type) string {
+		switch t.Kind {
+		case KindInt:
+			if t.Signed {
+				return "int64"
+			}
+			return "unsigned int64"
+		case KindString:
+			return "string"
+		case KindStack:
+			return "ustack"
+		case KindTuple:
+			s := make([]string, len(t.Elems))
+			for i, e := range t.Elems {
+				s[i] = name(e)
+			}
+			return "(" + strings.Join(s, ",") + ")"
+		}
+		return t.String()
+	}
+	maps := map[string]string{}
+	for _, m := range p.Maps {
+		if m.Agg != AggNone {
+			maps[m.Name] = m.Agg.String()
+		} else {
+			maps[m.Name] = name(m.Value)
+		}
+	}
+	return maps
+}

@@ -1,0 +1,92 @@
+package btlang
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckMaps(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string // Map.String of prog.Maps, sorted by name
+	}{
+		{"hist by pid", `uprobe:libc:malloc { @[pid] = hist(arg1); }`, []string{"@[uint64] hist(uint64)"}},
+		{"ustack count", `uprobe:libc:malloc { @[ustack] = count(); }`, []string{"@[ustack[127]] count()"}},
+		{"tuple key", `uprobe:libc:malloc { @[comm, pid] = hist(arg0); }`, []string{"@[string[16], uint64] hist(uint64)"}},
+		{"string keys widen", `BEGIN { @["a"] = 1; @["abcdef"] = 2; }`, []string{"@[string[7]] int64"}},
+		{"str length", `uprobe:libc:open { @[str(arg0, 16)] = count(); @s = str(arg0); }`,
+			[]string{"@[string[16]] count()", "@s string[64]"}},
+		{"lhist", `BEGIN { @l = lhist(-1 + 3, 0, 100, 10); }`, []string{"@l lhist(int64, 0, 100, 10)"}},
+		{"signed sum", `BEGIN { @s = sum(-5); }`, []string{"@s sum(int64)"}},
+		{"unsigned sum wins", `BEGIN { @s = sum(-5); @s = sum(nsecs); }`, []string{"@s sum(uint64)"}},
+		{"compound is unsigned", `BEGIN { @y += 2; @x++; }`, []string{"@x int64", "@y uint64"}},
+		{"tuple value", `BEGIN { @t = (1, "ab", comm); }`, []string{"@t (int64,string[3],string[16])"}},
+		{"probe and func", `uprobe:libc:malloc { @[probe, func] = count(); }`, []string{"@[probe, usym] count()"}},
+		{"read before assign", "uretprobe:libc:read { @l = hist(nsecs - @s[tid]); }\nuprobe:libc:read { @s[tid] = nsecs; }",
+			[]string{"@l hist(uint64)", "@s[uint64] uint64"}},
+		{"map from map", "BEGIN { @a = @b + 1; } BEGIN { @b = -1; }", []string{"@a int64", "@b int64"}},
+		{"comparison", `BEGIN { @c = "a" == "b"; @d = 1 < 2; @e = pid < 2; @f = 1 && 0; }`,
+			[]string{"@c uint64", "@d int64", "@e uint64", "@f int64"}},
+		{"ternary strings", `BEGIN { @t = 1 ? "a" : "abc"; }`, []string{"@t string[4]"}},
+		{"args by name", `uprobe:./goapp:main.handle { @[args.n] = sum(args.name); }`, []string{"@[int64] sum(uint64)"}},
+		{"mixed signs", `BEGIN { @m = -1 * nsecs; @n = -1 * 2; }`, []string{"@m uint64", "@n int64"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, err := Parse("stdin", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(prog, &CheckOptions{Probes: fakeProbes{}}); err != nil {
+				t.Fatal(err)
+			}
+			var have []string
+			for _, m := range prog.Maps {
+				have = append(have, m.String())
+			}
+			if strings.Join(have, "; ") != strings.Join(tt.want, "; ") {
+				t.Errorf("maps\nhave %q\nwant %q", have, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckTypes checks the type Check records in each expression of a
+// block's first statement's value.
+func TestCheckTypes(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{`BEGIN { $x = 1 + 2; }`, "int64"},
+		{`BEGIN { $x = 18446744073709551615; }`, "int64"},
+		{`BEGIN { $x = pid + 1; }`, "uint64"},
+		{`BEGIN { $x = -pid; }`, "uint64"},
+		{`BEGIN { $x = -1; }`, "int64"},
+		{`BEGIN { $x = ~pid; }`, "uint64"},
+		{`BEGIN { $x = !1; }`, "uint64"},
+		{`BEGIN { $x = comm; }`, "string[16]"},
+		{`BEGIN { $x = "abc"; }`, "string[4]"},
+		{`BEGIN { $x = (1, "a").1; }`, "string[2]"},
+		{`uprobe:libc:malloc { $x = ustack(3); }`, "ustack[3]"},
+		{`uretprobe:libc:malloc { $x = retval; }`, "uint64"},
+		{`uprobe:libc:malloc { $x = str(arg0, 1000); }`, "string[64]"},
+		{`uprobe:libc:malloc { $x = 1 ? arg0 : -1; }`, "uint64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			prog, err := Parse("stdin", []byte(tt.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(prog, nil); err != nil {
+				t.Fatal(err)
+			}
+			a := prog.Blocks[0].Body[0].(*Assign)
+			if have := a.Value.Type().String(); have != tt.want {
+				t.Errorf("type of %s: have %s, want %s", ExprString(a.Value), have, tt.want)
+			}
+			v := a.Target.(*Var)
+			if v.Decl == nil || v.Decl != prog.Blocks[0].Vars[0] || v.Type().String() != tt.want {
+				t.Errorf("variable %s: Decl %v, type %s", v.Name, v.Decl, v.Type())
+			}
+		})
+	}
+}

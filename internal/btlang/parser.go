@@ -1,0 +1,528 @@
+package btlang
+
+import (
+	"strconv"
+	"strings"
+)
+
+// MaxSourceSize is the largest program Parse accepts, in bytes.
+const MaxSourceSize = 1 << 20
+
+// maxDepth bounds the depth of the tree (nested operations, calls and
+// blocks), and maxRecursion the parser's recursion (parentheses nest
+// without adding nodes), so that hostile input cannot exhaust the stack.
+// A printed tree of depth maxDepth parenthesises each level, which costs
+// the parser two levels of recursion, so maxRecursion leaves room for it.
+const (
+	maxDepth     = 200
+	maxRecursion = 4 * maxDepth
+)
+
+// Parse parses a program in bpftrace's language. file names the source in
+// positions ("-e" programs conventionally use "stdin"). It stops at the first
+// syntax error and returns it as an ErrorList holding one *Error. The
+// returned Program has no types yet; Check resolves them.
+func Parse(file string, src []byte) (*Program, error) {
+	if len(src) > MaxSourceSize {
+		return nil, ErrorList{errorf(Pos{File: file, Line: 1, Col: 1}, "the program is larger than %d bytes", MaxSourceSize)}
+	}
+	p := &parser{lx: lexer{file: file, src: string(src), line: 1, col: 1}}
+	prog, err := p.program()
+	if err != nil {
+		return nil, ErrorList{err}
+	}
+	return prog, nil
+}
+
+// Compile parses src and checks it: Parse, then Check with opts. On error
+// the Program is nil; errors in the program come as an ErrorList.
+func Compile(file string, src []byte, opts *CheckOptions) (*Program, error) {
+	prog, err := Parse(file, src)
+	if err != nil {
+		return nil, err
+	}
+	if err := Check(prog, opts); err != nil {
+		return nil, err
+	}
+	return prog, nil
+}
+
+// parser is a recursive-descent parser. The first error is kept in err and
+// turns the token stream into end of input, so every loop ends and the
+// descent unwinds without panics; callers get placeholder nodes meanwhile.
+type parser struct {
+	lx    lexer
+	tok   token
+	depth int
+	err   *Error
+}
+
+func (p *parser) fail(err *Error) {
+	if p.err == nil {
+		p.err = err
+	}
+	p.tok = token{kind: tEOF, pos: err.Pos}
+}
+
+func (p *parser) failf(pos Pos, format string, args ...any) { p.fail(errorf(pos, format, args...)) }
+
+// next reads the next token; probeMode selects the top-level lexer.
+func (p *parser) next(probeMode bool) {
+	if p.err != nil {
+		return
+	}
+	t, err := p.lx.next(probeMode)
+	if err != nil {
+		p.fail(err)
+	}
+	p.tok = t
+}
+
+func (p *parser) expect(punct string, probeMode bool) token {
+	t := p.tok
+	if !t.is(punct) {
+		p.failf(t.pos, "expected %q, found %s", punct, t.describe())
+	}
+	p.next(probeMode)
+	return t
+}
+
+func (p *parser) enter() {
+	p.depth++
+	if p.depth > maxRecursion {
+		p.failf(p.tok.pos, "the program nests deeper than %d levels", maxDepth)
+	}
+}
+
+func (p *parser) program() (*Program, *Error) {
+	prog := &Program{}
+	p.next(true)
+	if p.tok.kind == tEOF {
+		p.failf(p.tok.pos, "the program has no probes")
+	}
+	for p.tok.kind != tEOF {
+		prog.Blocks = append(prog.Blocks, p.block())
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	for _, b := range prog.Blocks {
+		if pos, deep := tooDeep(b, 0); deep {
+			return nil, errorf(pos, "the program nests deeper than %d levels", maxDepth)
+		}
+	}
+	return prog, nil
+}
+
+func (p *parser) probe() *Probe {
+	t := p.tok
+	if t.kind != tProbe {
+		if strings.HasPrefix(p.lx.src[t.off:], "#") {
+			p.failf(t.pos, "preprocessor directives are not supported")
+		}
+		p.failf(t.pos, "expected a probe, found %s", t.describe())
+		return &Probe{}
+	}
+	switch t.text {
+	case "struct", "union", "enum", "typedef":
+		p.failf(t.pos, "type definitions are not supported")
+	case "config":
+		p.failf(t.pos, "config blocks are not supported")
+	case "macro", "fn":
+		p.failf(t.pos, "%s definitions are not supported", t.text)
+	}
+	if strings.HasPrefix(t.text, "#") {
+		p.failf(t.pos, "preprocessor directives are not supported")
+	}
+	pr, err := parseProbe(t)
+	if err != nil {
+		p.fail(err)
+		return &Probe{}
+	}
+	p.next(true)
+	return pr
+}
+
+func (p *parser) block() *ProbeBlock {
+	b := &ProbeBlock{At: p.tok.pos}
+	b.Probes = append(b.Probes, p.probe())
+	for p.tok.is(",") {
+		p.next(true)
+		b.Probes = append(b.Probes, p.probe())
+	}
+	if p.tok.is("/") {
+		p.next(false)
+		b.Pred = p.expr()
+		if p.tok.kind != tEndPred {
+			p.failf(p.tok.pos, "expected \"/\" and \"{\" after the predicate, found %s", p.tok.describe())
+		}
+		p.next(false)
+	}
+	if !p.tok.is("{") {
+		p.failf(p.tok.pos, "expected \"{\" to start the action, found %s", p.tok.describe())
+	}
+	b.Body = p.stmts(true)
+	return b
+}
+
+// stmts parses { stmt; stmt; … }. As in bpftrace, statements are separated
+// by ";", the last one may have one, and an if needs none after its "}".
+// After the closing "}" it reads on in probe mode when top is set.
+func (p *parser) stmts(top bool) []Stmt {
+	p.enter()
+	defer func() { p.depth-- }()
+	p.expect("{", false)
+	var list []Stmt
+	for p.err == nil && !p.tok.is("}") {
+		if p.tok.kind == tEOF {
+			p.failf(p.tok.pos, "the block is not closed with \"}\"")
+			break
+		}
+		s, blockStmt := p.stmt()
+		list = append(list, s)
+		if blockStmt || p.tok.is("}") {
+			continue
+		}
+		if !p.tok.is(";") {
+			p.failf(p.tok.pos, "expected \";\" or \"}\" after the statement, found %s", p.tok.describe())
+		}
+		p.next(false)
+	}
+	p.next(top)
+	return list
+}
+
+var unsupportedStmts = map[string]string{
+	"unroll":   "unroll is not supported yet",
+	"while":    "while loops are not supported yet",
+	"for":      "for loops are not supported yet",
+	"return":   "return is not supported yet",
+	"break":    "break is not supported yet",
+	"continue": "continue is not supported yet",
+	"let":      "let declarations are not supported",
+}
+
+var assignOps = map[string]bool{
+	"=": true, "+=": true, "-=": true, "*=": true, "/=": true, "%=": true,
+	"&=": true, "|=": true, "^=": true, "<<=": true, ">>=": true,
+}
+
+// stmt parses one statement; blockStmt reports an if, which ends in "}".
+func (p *parser) stmt() (s Stmt, blockStmt bool) {
+	t := p.tok
+	if t.kind == tIdent {
+		if msg, ok := unsupportedStmts[t.text]; ok {
+			p.failf(t.pos, "%s", msg)
+		}
+		if t.text == "if" {
+			return p.ifStmt(), true
+		}
+	}
+	if t.is("++") || t.is("--") {
+		p.next(false)
+		target := p.unary()
+		checkTarget(p, target, t.text)
+		return &IncDec{At: t.pos, Target: target, Op: t.text, Prefix: true}, false
+	}
+	if t.kind == tPunct && !t.is("(") && !t.is("-") && !t.is("!") && !t.is("~") {
+		p.failf(t.pos, "unexpected %s at the start of a statement", t.describe())
+	}
+	x := p.expr()
+	switch {
+	case p.tok.kind == tPunct && assignOps[p.tok.text]:
+		op := p.tok.text
+		checkTarget(p, x, op)
+		p.next(false)
+		return &Assign{At: t.pos, Target: x, Op: op, Value: p.expr()}, false
+	case p.tok.is("++") || p.tok.is("--"):
+		op := p.tok.text
+		checkTarget(p, x, op)
+		p.next(false)
+		return &IncDec{At: t.pos, Target: x, Op: op}, false
+	}
+	c, ok := x.(*Call)
+	if !ok {
+		p.failf(x.Pos(), "this expression is not a statement; assign it or pass it to a function")
+	}
+	return &ExprStmt{At: t.pos, X: c}, false
+}
+
+func checkTarget(p *parser, x Expr, op string) {
+	switch x.(type) {
+	case *MapRef, *Var:
+		return
+	}
+	p.failf(x.Pos(), "%s needs a map or a $variable on its left", op)
+}
+
+func (p *parser) ifStmt() *If {
+	s := &If{At: p.tok.pos}
+	p.next(false)
+	p.expect("(", false)
+	s.Cond = p.expr()
+	p.expect(")", false)
+	s.Then = p.stmts(false)
+	if p.tok.kind == tIdent && p.tok.text == "else" {
+		p.next(false)
+		if p.tok.kind == tIdent && p.tok.text == "if" {
+			p.enter()
+			s.Else = []Stmt{p.ifStmt()}
+			p.depth--
+		} else {
+			s.Else = p.stmts(false)
+		}
+	}
+	return s
+}
+
+// binaryPrec gives each binary operator's precedence, higher binds tighter,
+// as in bpftrace's grammar (which follows C).
+var binaryPrec = map[string]int{
+	"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5,
+	"==": 6, "!=": 6, "<": 7, "<=": 7, ">": 7, ">=": 7,
+	"<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10,
+}
+
+func (p *parser) expr() Expr {
+	p.enter()
+	defer func() { p.depth-- }()
+	cond := p.binary(1)
+	if !p.tok.is("?") {
+		return cond
+	}
+	q := p.tok
+	p.next(false)
+	then := p.expr()
+	p.expect(":", false)
+	els := p.expr()
+	return &Ternary{ExprBase: ExprBase{At: q.pos}, Cond: cond, Then: then, Else: els}
+}
+
+func (p *parser) binary(minPrec int) Expr {
+	x := p.unary()
+	for {
+		op := p.tok
+		prec, ok := binaryPrec[op.text]
+		if op.kind != tPunct || !ok || prec < minPrec {
+			return x
+		}
+		p.next(false)
+		p.enter()
+		y := p.binary(prec + 1)
+		p.depth--
+		x = &Binary{ExprBase: ExprBase{At: op.pos}, Op: op.text, X: x, Y: y}
+	}
+}
+
+func (p *parser) unary() Expr {
+	t := p.tok
+	switch {
+	case t.is("-") || t.is("!") || t.is("~"):
+		p.next(false)
+		p.enter()
+		x := p.unary()
+		p.depth--
+		return &Unary{ExprBase: ExprBase{At: t.pos}, Op: t.text, X: x}
+	case t.is("*"):
+		p.failf(t.pos, "pointer dereference (*) is not supported")
+	case t.is("&"):
+		p.failf(t.pos, "the address-of operator (&) is not supported")
+	case t.is("++") || t.is("--"):
+		p.failf(t.pos, "%s is a statement in bpftrace, not part of an expression", t.text)
+	}
+	return p.postfix(p.primary())
+}
+
+func (p *parser) postfix(x Expr) Expr {
+	for {
+		t := p.tok
+		switch {
+		case t.is("."):
+			p.next(false)
+			if p.tok.kind != tInt {
+				p.failf(p.tok.pos, "expected a tuple index after \".\", found %s (struct fields are not supported)", p.tok.describe())
+			}
+			if p.tok.val > 1<<16 {
+				p.failf(p.tok.pos, "tuple index %d is too large", p.tok.val)
+			}
+			x = &TupleIndex{ExprBase: ExprBase{At: t.pos}, X: x, Index: int(p.tok.val)}
+			p.next(false)
+		case t.is("->"):
+			p.failf(t.pos, "struct field access (->) is only supported on args")
+		case t.is("["):
+			p.failf(t.pos, "array indexing is not supported")
+		default:
+			return x
+		}
+	}
+}
+
+// builtins are the builtin variables usdtkit supports (plus arg0…arg11).
+var builtins = map[string]bool{
+	"pid": true, "tid": true, "uid": true, "gid": true, "comm": true, "nsecs": true,
+	"elapsed": true, "cpu": true, "probe": true, "func": true, "retval": true, "ustack": true,
+}
+
+// unsupportedBuiltins are bpftrace builtins usdtkit does not offer.
+var unsupportedBuiltins = map[string]string{
+	"kstack":   "kstack is not supported: usdtkit has no kernel probes",
+	"cgroup":   "the cgroup builtin is not supported yet",
+	"curtask":  "the curtask builtin is not supported",
+	"rand":     "the rand builtin is not supported yet",
+	"ctx":      "the ctx builtin is not supported",
+	"username": "the username builtin is not supported yet",
+	"cpid":     "the cpid builtin is not supported yet",
+	"numaid":   "the numaid builtin is not supported yet",
+	"jiffies":  "the jiffies builtin is not supported",
+}
+
+func (p *parser) primary() Expr {
+	t := p.tok
+	switch t.kind {
+	case tInt:
+		p.next(false)
+		return &IntLit{ExprBase: ExprBase{At: t.pos}, Val: t.val}
+	case tString:
+		p.next(false)
+		return &StrLit{ExprBase: ExprBase{At: t.pos}, Val: t.text}
+	case tVar:
+		p.next(false)
+		return &Var{ExprBase: ExprBase{At: t.pos}, Name: t.text}
+	case tMap:
+		p.next(false)
+		m := &MapRef{ExprBase: ExprBase{At: t.pos}, Name: t.text}
+		if p.tok.is("[") {
+			p.next(false)
+			if p.tok.is("]") {
+				p.failf(p.tok.pos, "the map key is empty")
+			}
+			m.Keys = p.exprList("]")
+		}
+		return m
+	case tIdent:
+		return p.ident()
+	case tPunct:
+		if t.is("(") {
+			p.next(false)
+			first := p.expr()
+			if p.tok.is(")") {
+				p.next(false)
+				return first
+			}
+			if !p.tok.is(",") {
+				p.failf(p.tok.pos, "expected \",\" or \")\", found %s", p.tok.describe())
+			}
+			p.next(false)
+			elems := append([]Expr{first}, p.exprList(")")...)
+			return &Tuple{ExprBase: ExprBase{At: t.pos}, Elems: elems}
+		}
+	}
+	p.failf(t.pos, "expected an expression, found %s", t.describe())
+	return &IntLit{ExprBase: ExprBase{At: t.pos}}
+}
+
+// exprList parses e1, e2… up to and including the closing punctuation.
+func (p *parser) exprList(closing string) []Expr {
+	var list []Expr
+	for p.err == nil {
+		list = append(list, p.expr())
+		if p.tok.is(closing) {
+			p.next(false)
+			return list
+		}
+		if !p.tok.is(",") {
+			p.failf(p.tok.pos, "expected \",\" or %q, found %s", closing, p.tok.describe())
+		}
+		p.next(false)
+	}
+	return list
+}
+
+func (p *parser) ident() Expr {
+	t := p.tok
+	p.next(false)
+	if p.tok.is("(") {
+		p.next(false)
+		c := &Call{ExprBase: ExprBase{At: t.pos}, Name: t.text}
+		if p.tok.is(")") {
+			p.next(false)
+		} else {
+			c.Args = p.exprList(")")
+		}
+		return c
+	}
+	if t.text == "args" {
+		arrow := p.tok.is("->")
+		if !arrow && !p.tok.is(".") {
+			p.failf(t.pos, "args must be followed by .NAME, the name of an argument")
+		}
+		p.next(false)
+		if p.tok.kind != tIdent {
+			p.failf(p.tok.pos, "expected an argument name after args%s, found %s", map[bool]string{true: "->", false: "."}[arrow], p.tok.describe())
+		}
+		f := &ArgField{ExprBase: ExprBase{At: t.pos}, Name: p.tok.text, Arrow: arrow}
+		p.next(false)
+		return f
+	}
+	if builtins[t.text] {
+		return &Builtin{ExprBase: ExprBase{At: t.pos}, Name: t.text, Arg: -1}
+	}
+	if n, ok := argIndex(t.text); ok {
+		if n > 11 {
+			p.failf(t.pos, "%s does not exist: probes have at most 12 arguments, arg0 to arg11", t.text)
+		}
+		return &Builtin{ExprBase: ExprBase{At: t.pos}, Name: t.text, Arg: n}
+	}
+	if msg, ok := unsupportedBuiltins[t.text]; ok {
+		p.failf(t.pos, "%s", msg)
+	}
+	if strings.HasPrefix(t.text, "sarg") {
+		p.failf(t.pos, "%s (stack arguments) is not supported yet", t.text)
+	}
+	switch t.text {
+	case "perf", "bpftrace", "raw":
+		p.failf(t.pos, "stack mode %s is not supported yet; ustack(n) takes the number of frames", t.text)
+	case "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "char", "int", "long", "unsigned", "signed", "short", "bool":
+		p.failf(t.pos, "casts such as (%s) are not supported", t.text)
+	case "if", "else":
+		p.failf(t.pos, "%s cannot appear in an expression", t.text)
+	case "sizeof", "offsetof":
+		p.failf(t.pos, "%s is not supported", t.text)
+	}
+	p.failf(t.pos, "unknown identifier %s", t.text)
+	return &IntLit{ExprBase: ExprBase{At: t.pos}}
+}
+
+// argIndex returns N for "argN".
+func argIndex(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "arg")
+	if !ok || rest == "" || len(rest) > 3 || rest[0] == '0' && len(rest) > 1 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil
+}
+
+// tooDeep reports the position of a node deeper than maxDepth in the tree
+// under n, which is at depth d. It stops descending there, so its own
+// recursion is bounded.
+func tooDeep(n Node, d int) (Pos, bool) {
+	if d > maxDepth {
+		return n.Pos(), true
+	}
+	var pos Pos
+	deep := false
+	first := true
+	Inspect(n, func(c Node) bool {
+		if deep {
+			return false
+		}
+		if first {
+			first = false
+			return true
+		}
+		pos, deep = tooDeep(c, d+1)
+		return false
+	})
+	return pos, deep
+}

@@ -1,0 +1,203 @@
+package btlang
+
+import (
+	"strconv"
+	"strings"
+)
+
+// String returns the program in canonical form: one probe block after the
+// other, statements one per line, tabs for indentation, and parentheses
+// around every operand that is itself an operation. Parsing the result gives
+// a Program equal to p but for positions and types.
+func (p *Program) String() string {
+	var w printer
+	for i, b := range p.Blocks {
+		if i > 0 {
+			w.WriteByte('\n')
+		}
+		w.block(b)
+	}
+	return w.String()
+}
+
+// ExprString returns e in the canonical form Program.String uses.
+func ExprString(e Expr) string {
+	var w printer
+	w.expr(e)
+	return w.String()
+}
+
+type printer struct {
+	strings.Builder
+	indent int
+}
+
+func (w *printer) block(b *ProbeBlock) {
+	for i, p := range b.Probes {
+		if i > 0 {
+			w.WriteString(", ")
+		}
+		w.WriteString(p.String())
+	}
+	if b.Pred != nil {
+		w.WriteString(" /")
+		w.expr(b.Pred)
+		w.WriteString("/")
+	}
+	w.WriteString(" ")
+	w.stmts(b.Body)
+	w.WriteByte('\n')
+}
+
+func (w *printer) stmts(list []Stmt) {
+	if len(list) == 0 {
+		w.WriteString("{ }")
+		return
+	}
+	w.WriteString("{\n")
+	w.indent++
+	for i, s := range list {
+		w.WriteString(strings.Repeat("\t", w.indent))
+		w.stmt(s)
+		if _, isIf := s.(*If); !isIf && i < len(list)-1 {
+			w.WriteByte(';')
+		}
+		w.WriteByte('\n')
+	}
+	w.indent--
+	w.WriteString(strings.Repeat("\t", w.indent))
+	w.WriteByte('}')
+}
+
+func (w *printer) stmt(s Stmt) {
+	switch s := s.(type) {
+	case *ExprStmt:
+		w.expr(s.X)
+	case *Assign:
+		w.expr(s.Target)
+		w.WriteString(" " + s.Op + " ")
+		w.expr(s.Value)
+	case *IncDec:
+		if s.Prefix {
+			w.WriteString(s.Op)
+			w.expr(s.Target)
+		} else {
+			w.expr(s.Target)
+			w.WriteString(s.Op)
+		}
+	case *If:
+		w.WriteString("if (")
+		w.expr(s.Cond)
+		w.WriteString(") ")
+		w.stmts(s.Then)
+		if s.Else != nil {
+			w.WriteString(" else ")
+			if len(s.Else) == 1 {
+				if elif, ok := s.Else[0].(*If); ok {
+					w.stmt(elif)
+					return
+				}
+			}
+			w.stmts(s.Else)
+		}
+	}
+}
+
+// operand prints e, in parentheses when it is an operation.
+func (w *printer) operand(e Expr) {
+	switch e.(type) {
+	case *Unary, *Binary, *Ternary:
+		w.WriteByte('(')
+		w.expr(e)
+		w.WriteByte(')')
+	default:
+		w.expr(e)
+	}
+}
+
+func (w *printer) list(es []Expr) {
+	for i, e := range es {
+		if i > 0 {
+			w.WriteString(", ")
+		}
+		w.expr(e)
+	}
+}
+
+func (w *printer) expr(e Expr) {
+	switch e := e.(type) {
+	case *IntLit:
+		w.WriteString(strconv.FormatUint(e.Val, 10))
+	case *StrLit:
+		w.WriteString(quoteString(e.Val))
+	case *Builtin:
+		w.WriteString(e.Name)
+	case *ArgField:
+		if e.Arrow {
+			w.WriteString("args->" + e.Name)
+		} else {
+			w.WriteString("args." + e.Name)
+		}
+	case *Var:
+		w.WriteString(e.Name)
+	case *MapRef:
+		w.WriteString(e.Name)
+		if e.Keys != nil {
+			w.WriteByte('[')
+			w.list(e.Keys)
+			w.WriteByte(']')
+		}
+	case *Call:
+		w.WriteString(e.Name + "(")
+		w.list(e.Args)
+		w.WriteByte(')')
+	case *Unary:
+		w.WriteString(e.Op)
+		w.operand(e.X)
+	case *Binary:
+		w.operand(e.X)
+		w.WriteString(" " + e.Op + " ")
+		w.operand(e.Y)
+	case *Ternary:
+		w.operand(e.Cond)
+		w.WriteString(" ? ")
+		w.operand(e.Then)
+		w.WriteString(" : ")
+		w.operand(e.Else)
+	case *Tuple:
+		w.WriteByte('(')
+		w.list(e.Elems)
+		w.WriteByte(')')
+	case *TupleIndex:
+		w.operand(e.X)
+		w.WriteString("." + strconv.Itoa(e.Index))
+	}
+}
+
+// quoteString writes s as a string literal with the escapes the lexer reads.
+func quoteString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c < 0x20 || c >= 0x7f:
+			// Three octal digits, so that a following digit is not read
+			// as part of the escape.
+			b.WriteString(`\` + strconv.FormatUint(uint64(c)>>6, 8) + strconv.FormatUint(uint64(c)>>3&7, 8) + strconv.FormatUint(uint64(c)&7, 8))
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

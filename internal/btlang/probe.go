@@ -1,0 +1,231 @@
+package btlang
+
+import (
+	"strconv"
+	"strings"
+)
+
+// ProbeKind is the kind of a probe.
+type ProbeKind uint8
+
+const (
+	ProbeBegin ProbeKind = iota + 1
+	ProbeEnd
+	ProbeUSDT
+	ProbeUprobe
+	ProbeUretprobe
+	ProbeInterval
+)
+
+var probeKindNames = [...]string{"", "BEGIN", "END", "usdt", "uprobe", "uretprobe", "interval"}
+
+// String returns the kind as written in a canonical probe: "usdt", "BEGIN"…
+func (k ProbeKind) String() string {
+	if int(k) < len(probeKindNames) {
+		return probeKindNames[k]
+	}
+	return "ProbeKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Probe is one probe of a block, its parts unquoted.
+//
+//	usdt:PATH:PROVIDER:NAME  usdt:PATH:NAME  usdt::PROVIDER:NAME (U:)
+//	uprobe:PATH:FUNC[+OFFSET] (u:)  uretprobe:PATH:FUNC (ur:)
+//	BEGIN  END  interval:s:N  interval:ms:N
+//
+// PATH is as written: an absolute or relative path, or a short library name
+// ("libc") that the back end resolves; empty only for usdt, where the back
+// end finds the probe in the traced processes (-p, -c). Provider and Name
+// (the function for uprobes) may hold the globs *, ? and [...].
+type Probe struct {
+	At       Pos
+	Kind     ProbeKind
+	Path     string
+	Provider string // usdt; empty: any provider
+	Name     string // usdt probe name or uprobe function
+	Offset   uint64 // uprobe FUNC+OFFSET
+	Unit     string // interval: "s" or "ms"
+	Period   uint64 // interval: how many units
+}
+
+// Pos returns where the probe starts.
+func (p *Probe) Pos() Pos { return p.At }
+
+// Wildcard reports whether the probe's provider or name holds a glob.
+func (p *Probe) Wildcard() bool {
+	return strings.ContainsAny(p.Provider, "*?[") || strings.ContainsAny(p.Name, "*?[")
+}
+
+// String returns the probe in canonical form, quoting parts that need it, so
+// that it parses back to an equal Probe.
+func (p *Probe) String() string {
+	switch p.Kind {
+	case ProbeBegin, ProbeEnd:
+		return p.Kind.String()
+	case ProbeInterval:
+		return "interval:" + p.Unit + ":" + strconv.FormatUint(p.Period, 10)
+	case ProbeUSDT:
+		s := "usdt:" + quotePart(p.Path, false) + ":"
+		if p.Provider != "" {
+			s += quotePart(p.Provider, false) + ":"
+		}
+		return s + quotePart(p.Name, false)
+	}
+	s := p.Kind.String() + ":" + quotePart(p.Path, false) + ":" + quotePart(p.Name, true)
+	if p.Offset != 0 {
+		s += "+" + strconv.FormatUint(p.Offset, 10)
+	}
+	return s
+}
+
+// quotePart quotes s when it holds characters a bare probe part cannot, or,
+// for function names, a "+" (a bare trailing +N is an offset) or a leading
+// digit (a bare number is an address).
+func quotePart(s string, isFunc bool) string {
+	if isFunc && s != "" && isDigit(s[0]) {
+		return `"` + s + `"`
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isProbeChar(c) || c == ':' || isFunc && c == '+' {
+			return `"` + s + `"`
+		}
+	}
+	return s
+}
+
+// probeAliases maps bpftrace's probe type names and aliases to kinds.
+var probeAliases = map[string]ProbeKind{
+	"BEGIN": ProbeBegin, "END": ProbeEnd,
+	"usdt": ProbeUSDT, "U": ProbeUSDT,
+	"uprobe": ProbeUprobe, "u": ProbeUprobe,
+	"uretprobe": ProbeUretprobe, "ur": ProbeUretprobe,
+	"interval": ProbeInterval, "i": ProbeInterval,
+}
+
+// kernelProbes are bpftrace probe types usdtkit does not offer.
+var kernelProbes = map[string]string{
+	"kprobe": "kprobe", "k": "kprobe", "kretprobe": "kretprobe", "kr": "kretprobe",
+	"tracepoint": "tracepoint", "t": "tracepoint", "rawtracepoint": "rawtracepoint", "rt": "rawtracepoint",
+	"kfunc": "kfunc", "f": "kfunc", "kretfunc": "kretfunc", "fr": "kretfunc",
+	"software": "software", "s": "software", "hardware": "hardware", "h": "hardware",
+	"profile": "profile", "p": "profile", "watchpoint": "watchpoint", "w": "watchpoint",
+	"asyncwatchpoint": "asyncwatchpoint", "aw": "asyncwatchpoint", "iter": "iter", "it": "iter",
+}
+
+// probePart is one ":"-separated part of a probe spec with its quotes
+// removed; plusAt is the offset in val of the last unquoted "+", or -1.
+type probePart struct {
+	val    string
+	quoted bool
+	plusAt int
+}
+
+func splitProbe(raw string) []probePart {
+	var parts []probePart
+	cur := probePart{plusAt: -1}
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '"':
+			end := strings.IndexByte(raw[i+1:], '"')
+			if end < 0 {
+				end = len(raw) - i - 1 // the lexer rejects this; be safe
+			}
+			b.WriteString(raw[i+1 : i+1+end])
+			cur.quoted = true
+			i += end + 1
+		case c == ':':
+			cur.val = b.String()
+			parts = append(parts, cur)
+			cur = probePart{plusAt: -1}
+			b.Reset()
+		default:
+			if c == '+' {
+				cur.plusAt = b.Len()
+			}
+			b.WriteByte(c)
+		}
+	}
+	cur.val = b.String()
+	return append(parts, cur)
+}
+
+// parseProbe turns a probe token into a Probe.
+func parseProbe(t token) (*Probe, *Error) {
+	parts := splitProbe(t.text)
+	p := &Probe{At: t.pos}
+	typ := parts[0].val
+	kind, ok := probeAliases[typ]
+	if !ok || parts[0].quoted {
+		if k, ok := kernelProbes[typ]; ok {
+			return nil, errorf(t.pos, "%s probes are not supported: usdtkit traces user space (usdt, uprobe, uretprobe, BEGIN, END, interval)", k)
+		}
+		return nil, errorf(t.pos, "unknown probe type %q", typ)
+	}
+	p.Kind = kind
+	args := parts[1:]
+	switch kind {
+	case ProbeBegin, ProbeEnd:
+		if len(args) != 0 {
+			return nil, errorf(t.pos, "%s takes no arguments", typ)
+		}
+	case ProbeInterval:
+		if len(args) != 2 {
+			return nil, errorf(t.pos, "interval probes are written interval:s:N or interval:ms:N")
+		}
+		p.Unit = args[0].val
+		if p.Unit != "s" && p.Unit != "ms" {
+			return nil, errorf(t.pos, "interval unit %q is not supported; use s or ms", p.Unit)
+		}
+		n, err := strconv.ParseUint(args[1].val, 10, 32)
+		if err != nil || n == 0 {
+			return nil, errorf(t.pos, "interval period %q must be a positive integer", args[1].val)
+		}
+		p.Period = n
+	case ProbeUSDT:
+		switch len(args) {
+		case 2:
+			p.Path, p.Name = args[0].val, args[1].val
+		case 3:
+			p.Path, p.Provider, p.Name = args[0].val, args[1].val, args[2].val
+		default:
+			return nil, errorf(t.pos, "usdt probes are written usdt:PATH:PROVIDER:NAME or usdt:PATH:NAME")
+		}
+		if p.Name == "" {
+			return nil, errorf(t.pos, "the usdt probe has no name")
+		}
+	case ProbeUprobe, ProbeUretprobe:
+		if len(args) == 3 {
+			return nil, errorf(t.pos, "%s with a language part (%s:PATH:LANG:FUNC) is not supported", typ, typ)
+		}
+		if len(args) != 2 {
+			return nil, errorf(t.pos, "%s probes are written %s:PATH:FUNC", typ, typ)
+		}
+		p.Path = args[0].val
+		fn := args[1]
+		if p.Path == "" {
+			return nil, errorf(t.pos, "the %s has no binary or library path", typ)
+		}
+		if fn.plusAt >= 0 {
+			off, err := strconv.ParseUint(fn.val[fn.plusAt+1:], 0, 64)
+			if err != nil {
+				return nil, errorf(t.pos, "function offset %q is not an integer", fn.val[fn.plusAt+1:])
+			}
+			if kind == ProbeUretprobe {
+				return nil, errorf(t.pos, "a uretprobe cannot have an offset")
+			}
+			p.Offset = off
+			fn.val = fn.val[:fn.plusAt]
+		}
+		p.Name = fn.val
+		if p.Name == "" {
+			return nil, errorf(t.pos, "the %s has no function name", typ)
+		}
+		if !fn.quoted && isDigit(p.Name[0]) {
+			return nil, errorf(t.pos, "%s at an address (%s) is not supported; give a function name", typ, p.Name)
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,190 @@
+package btlang
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Kind is the kind of a value.
+type Kind uint8
+
+const (
+	// KindNone is the type of statements-only calls (printf, exit…) and of
+	// expressions before Check.
+	KindNone Kind = iota
+	// KindInt is an integer of Type.Size bytes, signed if Type.Signed.
+	KindInt
+	// KindString is a NUL-terminated string of at most Type.Size bytes,
+	// the NUL included.
+	KindString
+	// KindTuple is a tuple of Type.Elems.
+	KindTuple
+	// KindStack is a user stack of at most Type.Size frames (ustack).
+	KindStack
+	// KindProbe is the probe that fired (the probe builtin): the back end
+	// stores which probe it was and prints its full name, as bpftrace does.
+	KindProbe
+	// KindSym is a code address printed as the symbol it is in (the func
+	// builtin: the traced function's name).
+	KindSym
+)
+
+var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Type is the resolved type of an expression, a map key or a map value.
+// Types are values; compare them with Equal.
+type Type struct {
+	Kind   Kind
+	Signed bool   // KindInt
+	Size   int    // bytes for KindInt and KindString; frames for KindStack
+	Elems  []Type // KindTuple
+}
+
+// The 64-bit integer types, which all integer expressions have.
+var (
+	int64T  = Type{Kind: KindInt, Signed: true, Size: 8}
+	uint64T = Type{Kind: KindInt, Size: 8}
+)
+
+// StringType returns a string type of at most n bytes, NUL included.
+func StringType(n int) Type { return Type{Kind: KindString, Size: n} }
+
+// Equal reports whether t and u are the same type.
+func (t Type) Equal(u Type) bool {
+	if t.Kind != u.Kind || t.Signed != u.Signed || t.Size != u.Size || len(t.Elems) != len(u.Elems) {
+		return false
+	}
+	for i := range t.Elems {
+		if !t.Elems[i].Equal(u.Elems[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// compatible reports whether a value of type u may be stored where t is:
+// same kinds, any integer size or sign, any string length, tuples element
+// by element.
+func (t Type) compatible(u Type) bool {
+	if t.Kind != u.Kind {
+		return false
+	}
+	if t.Kind != KindTuple {
+		return true
+	}
+	if len(t.Elems) != len(u.Elems) {
+		return false
+	}
+	for i := range t.Elems {
+		if !t.Elems[i].compatible(u.Elems[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// widen returns the type that holds values of t and u (which are compatible):
+// 64-bit integers, signed if t is, and the longer string.
+func (t Type) widen(u Type) Type {
+	switch t.Kind {
+	case KindInt:
+		return Type{Kind: KindInt, Signed: t.Signed, Size: 8}
+	case KindString, KindStack:
+		return Type{Kind: t.Kind, Size: max(t.Size, u.Size)}
+	case KindTuple:
+		elems := make([]Type, len(t.Elems))
+		for i := range elems {
+			elems[i] = t.Elems[i].widen(u.Elems[i])
+		}
+		return Type{Kind: KindTuple, Elems: elems}
+	}
+	return t
+}
+
+// String returns the type as bpftrace names it: int64, uint32, string[64],
+// (int64,string[16]), ustack[127], probe, usym.
+func (t Type) String() string {
+	switch t.Kind {
+	case KindInt:
+		s := "int" + strconv.Itoa(t.Size*8)
+		if !t.Signed {
+			s = "u" + s
+		}
+		return s
+	case KindString:
+		return "string[" + strconv.Itoa(t.Size) + "]"
+	case KindStack:
+		return "ustack[" + strconv.Itoa(t.Size) + "]"
+	case KindProbe:
+		return "probe"
+	case KindSym:
+		return "usym"
+	case KindTuple:
+		parts := make([]string, len(t.Elems))
+		for i, e := range t.Elems {
+			parts[i] = e.String()
+		}
+		return "(" + strings.Join(parts, ",") + ")"
+	}
+	return "none"
+}
+
+// AggKind is the aggregation a map holds, if any.
+type AggKind uint8
+
+const (
+	AggNone AggKind = iota
+	AggCount
+	AggSum
+	AggAvg
+	AggMin
+	AggMax
+	AggStats
+	AggHist
+	AggLhist
+)
+
+var aggNames = [...]string{"", "count", "sum", "avg", "min", "max", "stats", "hist", "lhist"}
+
+// String returns the aggregation function's name ("" for AggNone).
+func (a AggKind) String() string {
+	if int(a) < len(aggNames) {
+		return aggNames[a]
+	}
+	return "AggKind(" + strconv.Itoa(int(a)) + ")"
+}
+
+func aggByName(name string) AggKind {
+	for i, n := range aggNames {
+		if i > 0 && n == name {
+			return AggKind(i)
+		}
+	}
+	return AggNone
+}
+
+// String describes the map for diagnostics and tests: its name, key types
+// and value, as "@lat[uint64, string[16]] hist(uint64)" or "@n int64".
+func (m *Map) String() string {
+	s := m.Name
+	if m.Keys != nil {
+		s += "[" + typeList(m.Keys) + "]"
+	}
+	switch m.Agg {
+	case AggNone:
+		return s + " " + m.Value.String()
+	case AggCount:
+		return s + " count()"
+	case AggLhist:
+		return s + " lhist(" + m.AggArg.String() + ", " + strconv.FormatInt(m.LhistMin, 10) + ", " +
+			strconv.FormatInt(m.LhistMax, 10) + ", " + strconv.FormatInt(m.LhistStep, 10) + ")"
+	}
+	return s + " " + m.Agg.String() + "(" + m.AggArg.String() + ")"
+}
