@@ -27,6 +27,7 @@ func EmitFetch(m elf.Machine, f *Fetch, slot int16, bit int, prefix string) (asm
 	if PtRegsSize(m) == 0 {
 		return nil, &ConfigError{Field: "Machine", Reason: m.String(), Err: ErrUnsupported}
 	}
+	s.regsSize = PtRegsSize(m)
 	s.ipOff, _ = ipReg(m)
 	if err := s.checkFetch("Fetch", f); err != nil {
 		return nil, err

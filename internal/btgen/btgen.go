@@ -1,0 +1,488 @@
+package btgen
+
+import (
+	"debug/elf"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
+)
+
+// Names of the maps every program has.
+const (
+	MapScratch = "scratch" // per-CPU array, one entry: arguments, strings, keys, records
+	MapEvents  = "events"  // ring buffer of records
+	MapLost    = "lost"    // per-CPU array: [LostEvents], [LostUpdates]
+)
+
+// Indexes in MapLost, as in bpfgen.
+const (
+	LostEvents  = bpfgen.LostEvents
+	LostUpdates = bpfgen.LostUpdates
+)
+
+// Record kinds: the first u32 of every ring buffer record; the second is
+// the printf or map index.
+const (
+	RecPrintf = 1
+	RecExit   = 2
+	RecPrint  = 3
+	RecClear  = 4
+	RecZero   = 5
+)
+
+// Site is one attach point of a probe block: a file offset in an object,
+// with how to read the block's arguments there.
+type Site struct {
+	// Path is where the kernel finds the object: "/proc/self/fd/N" of a
+	// file the caller keeps open until attached, or a path.
+	Path string
+	// Offset is the site's file offset; RefCtrOffset its semaphore's
+	// file offset, 0 for none.
+	Offset, RefCtrOffset uint64
+	// Return attaches a return probe (uretprobe) at a function's entry.
+	Return bool
+	// Args says how to read arg0, arg1… at this site.
+	Args []bpfgen.Fetch
+	// Ret reads the return value at a return site (Kind 0 for none).
+	Ret bpfgen.Fetch
+}
+
+// Options are what Generate needs besides the program.
+type Options struct {
+	// Machine is the traced objects' architecture; 0 means x86-64.
+	Machine elf.Machine
+	// Sites has, per probe block of the program in order, its sites; the
+	// attach cookie of a site is its index in its block's list.
+	Sites [][]Site
+	// MaxEntries bounds every map; 0 means 10240.
+	MaxEntries int
+	// RingSize is the ring buffer's size in bytes (a power of two
+	// multiple of the page size); 0 means 1 MiB.
+	RingSize int
+}
+
+// Program is a generated program: plain data, safe for concurrent reads.
+type Program struct {
+	Spec   *ebpf.CollectionSpec
+	Blocks []Block
+	// Maps are the program's maps in the order of btlang.Program.Maps.
+	Maps []MapInfo
+	// Printfs are the printf calls, indexed by a RecPrintf record's id.
+	Printfs []PrintfInfo
+	// ScratchSize is the per-CPU scratch value's size.
+	ScratchSize int
+}
+
+// Block is one probe block's program and sites.
+type Block struct {
+	Prog  string // name in Spec.Programs
+	Sites []Site
+}
+
+// MapInfo says how a language map is stored in its BPF map.
+type MapInfo struct {
+	Map    *btlang.Map
+	BPF    string // name in Spec.Maps
+	PerCPU bool
+	// Keys are the key fields and KeyOffs their offsets in the BPF key of
+	// KeySize bytes; a map without keys has one 8-byte zero key.
+	Keys      []eventfmt.KeyField
+	KeyOffs   []int
+	KeySize   int
+	ValueSize int
+	// Buckets is hist's or lhist's bucket count.
+	Buckets int
+}
+
+// PrintfInfo is one printf call: its format and where its arguments are
+// in a RecPrintf record (after the 8-byte header).
+type PrintfInfo struct {
+	Format *eventfmt.Printf
+	Args   []RecordArg
+	Size   int
+}
+
+// RecordArg is one printf argument in a record: an integer of 8 bytes or
+// a zero-padded string of Size bytes at Off.
+type RecordArg struct {
+	Off    int
+	String bool
+	Size   int
+}
+
+// Limits.
+const (
+	maxScratch = 32 << 10
+	argsOff    = 0
+	retOff     = 8 * bpfgen.MaxArgs
+	zeroOff    = retOff + 8
+)
+
+func round8(n int) int { return (n + 7) &^ 7 }
+
+// Generate compiles a checked program to BPF: one program per probe block
+// (type Kprobe, attach type AttachTraceUprobeMulti), attached to the
+// block's sites with their index as cookie. What the slice does not
+// compile yet is a *btlang.Error ("file:line:col: … not supported yet").
+func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	o := *opts
+	if o.Machine == 0 {
+		o.Machine = elf.EM_X86_64
+	}
+	if o.MaxEntries == 0 {
+		o.MaxEntries = bpfgen.DefaultMaxEntries
+	}
+	if o.RingSize == 0 {
+		o.RingSize = 1 << 20
+	}
+	if len(o.Sites) != len(prog.Blocks) {
+		return nil, fmt.Errorf("btgen: %d site lists for %d probe blocks", len(o.Sites), len(prog.Blocks))
+	}
+	out := &Program{Spec: &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}}
+	mapIdx := map[*btlang.Map]int{}
+	zeroSize := 8
+	for i, m := range prog.Maps {
+		mi, err := mapInfo(m, i)
+		if err != nil {
+			return nil, err
+		}
+		mapIdx[m] = i
+		out.Maps = append(out.Maps, mi)
+		zeroSize = max(zeroSize, mi.ValueSize)
+		typ := ebpf.Hash
+		if mi.PerCPU {
+			typ = ebpf.PerCPUHash
+		}
+		out.Spec.Maps[mi.BPF] = &ebpf.MapSpec{Name: mi.BPF, Type: typ, KeySize: uint32(mi.KeySize), ValueSize: uint32(mi.ValueSize), MaxEntries: uint32(o.MaxEntries)}
+	}
+	scratch := zeroOff + zeroSize
+	for i, b := range prog.Blocks {
+		g := &gen{opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, zeroSize: zeroSize, labels: map[string]bool{}}
+		insns, err := g.program()
+		if err != nil {
+			return nil, err
+		}
+		scratch = max(scratch, g.next)
+		name := fmt.Sprintf("block%d", i)
+		out.Spec.Programs[name] = &ebpf.ProgramSpec{
+			Name: name, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti,
+			License: "GPL", Instructions: insns,
+		}
+		out.Blocks = append(out.Blocks, Block{Prog: name, Sites: o.Sites[i]})
+	}
+	if scratch > maxScratch {
+		return nil, fmt.Errorf("btgen: the program needs %d bytes of scratch space, more than %d", scratch, maxScratch)
+	}
+	out.ScratchSize = round8(scratch)
+	out.Spec.Maps[MapScratch] = &ebpf.MapSpec{Name: MapScratch, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(out.ScratchSize), MaxEntries: 1}
+	out.Spec.Maps[MapEvents] = &ebpf.MapSpec{Name: MapEvents, Type: ebpf.RingBuf, MaxEntries: uint32(o.RingSize)}
+	out.Spec.Maps[MapLost] = &ebpf.MapSpec{Name: MapLost, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 2}
+	return out, nil
+}
+
+func unsupported(pos btlang.Pos, format string, args ...any) error {
+	return &btlang.Error{Pos: pos, Msg: fmt.Sprintf(format, args...) + " is not supported yet"}
+}
+
+// mapInfo lays out map m, the i-th.
+func mapInfo(m *btlang.Map, i int) (MapInfo, error) {
+	mi := MapInfo{Map: m, BPF: fmt.Sprintf("m%d", i)}
+	off := 0
+	for _, k := range m.Keys {
+		switch k.Kind {
+		case btlang.KindInt:
+			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyInt})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			off += 8
+		case btlang.KindString:
+			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyString, Size: k.Size})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			off += round8(k.Size)
+		default:
+			return mi, unsupported(m.Pos, "a %s key of %s", k, m.Name)
+		}
+	}
+	mi.KeySize = max(off, 8)
+	switch m.Agg {
+	case btlang.AggNone:
+		switch m.Value.Kind {
+		case btlang.KindInt:
+			mi.ValueSize = 8
+		case btlang.KindString:
+			mi.ValueSize = round8(m.Value.Size)
+		default:
+			return mi, unsupported(m.Pos, "a %s value of %s", m.Value, m.Name)
+		}
+	case btlang.AggCount, btlang.AggSum:
+		mi.PerCPU, mi.ValueSize = true, 8
+	case btlang.AggMin, btlang.AggMax, btlang.AggAvg, btlang.AggStats:
+		// min/max: {value, set}; avg/stats: {count, total}.
+		mi.PerCPU, mi.ValueSize = true, 16
+	case btlang.AggHist:
+		mi.PerCPU, mi.Buckets = true, eventfmt.HistBucketsBT
+		mi.ValueSize = 8 * mi.Buckets
+	case btlang.AggLhist:
+		r := eventfmt.LinearRange{Min: m.LhistMin, Max: m.LhistMax, Step: m.LhistStep}
+		mi.PerCPU, mi.Buckets = true, r.Buckets()
+		mi.ValueSize = 8 * mi.Buckets
+	default:
+		return mi, unsupported(m.Pos, "%s()", m.Agg)
+	}
+	return mi, nil
+}
+
+// gen emits one probe block's program.
+//
+// Registers: R6 the context, R7 the per-CPU scratch value, R9 fault bits
+// of the argument fetches; integer expressions leave their value in R0,
+// string expressions live in scratch buffers known at compile time. The
+// stack holds the block's integer variables and spilled operands.
+type gen struct {
+	opts     *Options
+	out      *Program
+	mapIdx   map[*btlang.Map]int
+	block    *btlang.ProbeBlock
+	sites    []Site
+	insns    asm.Instructions
+	pending  []string
+	labels   map[string]bool
+	nlabel   int
+	next     int // next free scratch byte
+	zeroSize int
+	stack    int // bytes of stack in use (positive)
+	vars     map[*btlang.Variable]varLoc
+	err      error
+}
+
+type varLoc struct {
+	stack int16 // integer: R10+stack
+	off   int   // string: scratch offset
+	size  int
+}
+
+func (g *gen) emit(ins ...asm.Instruction) {
+	for _, in := range ins {
+		for _, l := range g.pending {
+			if sym := in.Symbol(); sym != "" {
+				// Two labels on one instruction: add a no-op carrier.
+				g.insns = append(g.insns, nop().WithSymbol(l))
+				continue
+			}
+			in = in.WithSymbol(l)
+		}
+		g.pending = nil
+		g.insns = append(g.insns, in)
+	}
+}
+
+func (g *gen) label(l string) { g.pending = append(g.pending, l) }
+
+func (g *gen) newLabel(what string) string {
+	g.nlabel++
+	return fmt.Sprintf("%s_%d", what, g.nlabel)
+}
+
+func (g *gen) fail(err error) {
+	if g.err == nil {
+		g.err = err
+	}
+}
+
+// alloc reserves n bytes (rounded to 8) of scratch space.
+func (g *gen) alloc(n int) int {
+	off := g.next
+	g.next += round8(n)
+	return off
+}
+
+// push reserves an 8-byte stack slot and returns its offset from R10.
+func (g *gen) push() int16 {
+	g.stack += 8
+	if g.stack > 512 {
+		g.fail(&btlang.Error{Pos: g.block.At, Msg: "the block needs more than 512 bytes of BPF stack; split its expressions"})
+		g.stack = 8
+	}
+	return int16(-g.stack)
+}
+
+func (g *gen) pop() { g.stack -= 8 }
+
+// program emits the block's program: prologue, argument fetch per site,
+// predicate and body.
+func (g *gen) program() (asm.Instructions, error) {
+	b := g.block
+	for _, p := range b.Probes {
+		switch p.Kind {
+		case btlang.ProbeUSDT, btlang.ProbeUprobe, btlang.ProbeUretprobe:
+		default:
+			return nil, unsupported(p.At, "the %s probe", p.Kind)
+		}
+	}
+	if len(g.sites) == 0 {
+		return nil, &btlang.Error{Pos: b.At, Msg: "the probes of this block match no site"}
+	}
+	if len(g.sites) > bpfgen.MaxSites {
+		return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("%d sites exceed %d", len(g.sites), bpfgen.MaxSites)}
+	}
+	// Which arguments the block reads.
+	var used uint16
+	usesRet := false
+	btlang.Inspect(b, func(n btlang.Node) bool {
+		if e, ok := n.(*btlang.Builtin); ok {
+			switch {
+			case e.Arg >= 0:
+				used |= 1 << e.Arg
+			case e.Name == "retval":
+				usesRet = true
+			}
+		}
+		return true
+	})
+	for i := range g.sites {
+		s := &g.sites[i]
+		for a := range bpfgen.MaxArgs {
+			if used&(1<<a) != 0 && a >= len(s.Args) {
+				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("arg%d is read but site %d (offset %#x in %s) has %d arguments", a, i, s.Offset, s.Path, len(s.Args))}
+			}
+		}
+		if usesRet && (!s.Return || s.Ret.Kind == 0) {
+			return nil, &btlang.Error{Pos: b.At, Msg: "retval is read but a site of this block is not a return probe"}
+		}
+	}
+	g.emit(
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.FnGetAttachCookie.Call(),
+		asm.Mov.Reg(asm.R8, asm.R0),
+		asm.StoreImm(asm.R10, -4, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(MapScratch),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.Mov.Reg(asm.R7, asm.R0),
+		asm.Mov.Imm(asm.R9, 0),
+		asm.JGE.Imm(asm.R8, int32(len(g.sites)), "exit"),
+	)
+	// Dispatch: sites with equal fetch code share it; a binary tree over
+	// runs of equal code finds the run.
+	type run struct{ lo, code int }
+	var codes [][]fetchItem
+	var runs []run
+	for i := range g.sites {
+		items := fetchList(&g.sites[i], used, usesRet)
+		c := -1
+		for k, have := range codes {
+			if equalItems(have, items) {
+				c = k
+				break
+			}
+		}
+		if c < 0 {
+			c = len(codes)
+			codes = append(codes, items)
+		}
+		if n := len(runs); n == 0 || runs[n-1].code != c {
+			runs = append(runs, run{lo: i, code: c})
+		}
+	}
+	var tree func(rs []run)
+	tree = func(rs []run) {
+		if len(rs) == 1 {
+			g.emit(asm.Ja.Label(fmt.Sprintf("fetch%d", rs[0].code)))
+			return
+		}
+		mid := len(rs) / 2
+		right := g.newLabel("cookie_ge")
+		g.emit(asm.JGE.Imm(asm.R8, int32(rs[mid].lo), right))
+		tree(rs[:mid])
+		g.label(right)
+		tree(rs[mid:])
+	}
+	tree(runs)
+	for c, items := range codes {
+		g.label(fmt.Sprintf("fetch%d", c))
+		for _, it := range items {
+			insns, err := bpfgen.EmitFetch(g.opts.Machine, &it.f, int16(it.slot), min(it.bit, 30), fmt.Sprintf("f%d_%d", c, it.bit))
+			if err != nil {
+				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("argument %d: %v", it.bit, err)}
+			}
+			g.emit(insns...)
+		}
+		g.emit(asm.Ja.Label("body"))
+	}
+	g.label("body")
+	// Variables: integers on the stack, strings in scratch, all zeroed.
+	g.vars = map[*btlang.Variable]varLoc{}
+	for _, v := range b.Vars {
+		switch v.Type.Kind {
+		case btlang.KindInt:
+			loc := varLoc{stack: g.push()}
+			g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, loc.stack, asm.R0, asm.DWord))
+			g.vars[v] = loc
+		case btlang.KindString:
+			loc := varLoc{off: g.alloc(v.Type.Size), size: v.Type.Size}
+			g.zero(loc.off, loc.size)
+			g.vars[v] = loc
+		default:
+			return nil, unsupported(v.Pos, "a %s variable", v.Type)
+		}
+	}
+	if b.Pred != nil {
+		g.intExpr(b.Pred)
+		g.emit(asm.JEq.Imm(asm.R0, 0, "exit"))
+	}
+	g.stmts(b.Body)
+	if g.err != nil {
+		return nil, g.err
+	}
+	g.label("exit")
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	return g.insns, nil
+}
+
+// fetchItem is one argument read at a site into its scratch slot.
+type fetchItem struct {
+	f    bpfgen.Fetch
+	slot int
+	bit  int
+}
+
+func fetchList(s *Site, used uint16, ret bool) []fetchItem {
+	var items []fetchItem
+	for a := range bpfgen.MaxArgs {
+		if used&(1<<a) != 0 {
+			items = append(items, fetchItem{f: s.Args[a], slot: argsOff + 8*a, bit: a})
+		}
+	}
+	if ret {
+		items = append(items, fetchItem{f: s.Ret, slot: retOff, bit: bpfgen.MaxArgs})
+	}
+	return items
+}
+
+func equalItems(a, b []fetchItem) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// zero stores zeros over size bytes (rounded up to 8) of scratch at off.
+func (g *gen) zero(off, size int) {
+	for k := 0; k < round8(size); k += 8 {
+		g.emit(storeImm64(asm.R7, int16(off+k), 0))
+	}
+}
