@@ -281,7 +281,6 @@ func (g *gen) aggregate(r *btlang.MapRef, call *btlang.Call) {
 	g.label(found)
 	// R0: this CPU's value. R1: x.
 	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
-	signed := m.AggArg.Signed
 	switch m.Agg {
 	case btlang.AggCount:
 		g.addAt(0, 1)
@@ -311,7 +310,7 @@ func (g *gen) aggregate(r *btlang.MapRef, call *btlang.Call) {
 		g.emit(nop())
 	case btlang.AggHist:
 		g.emit(asm.Mov.Reg(asm.R8, asm.R0))
-		g.histIndex(signed)
+		g.histIndex()
 		g.bucketAdd(mi.Buckets)
 	case btlang.AggLhist:
 		g.emit(asm.Mov.Reg(asm.R8, asm.R0))
@@ -329,14 +328,13 @@ func (g *gen) addAt(off int16, v int32) {
 	g.emit(asm.LoadMem(asm.R2, asm.R0, off, asm.DWord), asm.Add.Imm(asm.R2, v), asm.StoreMem(asm.R0, off, asm.R2, asm.DWord))
 }
 
-// histIndex leaves in R0 eventfmt.HistIndex(R1): 0 below zero (signed),
-// 1 for 0, 2+floor(log2(x)) above, unrolled as bpftrace's log2 function.
-func (g *gen) histIndex(signed bool) {
+// histIndex leaves in R0 eventfmt.HistIndex(R1): 0 below zero, 1 for 0,
+// 2+floor(log2(x)) above, unrolled as bpftrace's log2 function, which
+// compares signed whatever the value's type (a uint64 argN of -5 counts in
+// "(..., 0)" there).
+func (g *gen) histIndex() {
 	out := g.newLabel("bucket")
-	g.emit(asm.Mov.Imm(asm.R0, 0))
-	if signed {
-		g.emit(asm.JSLT.Imm(asm.R1, 0, out))
-	}
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.JSLT.Imm(asm.R1, 0, out))
 	g.emit(asm.Mov.Imm(asm.R0, 1), asm.JEq.Imm(asm.R1, 0, out), asm.Mov.Imm(asm.R0, 2))
 	for _, sh := range []int32{32, 16, 8, 4, 2, 1} {
 		skip := g.newLabel("log2")

@@ -1,0 +1,280 @@
+package btrun_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/btrun"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/sdt"
+)
+
+// buildTarget compiles testdata/target.c (see its comment).
+func buildTarget(t *testing.T) string {
+	t.Helper()
+	gcc := testutil.RequireTool(t, "gcc")
+	testutil.RequireFile(t, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
+	out := filepath.Join(t.TempDir(), "target")
+	if b, err := exec.Command(gcc, "-O1", "-g", "-o", out, "testdata/target.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	return out
+}
+
+// funcOffset returns the file offset of function name in the executable.
+func funcOffset(t *testing.T, path, name string) uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name != name || elf.ST_TYPE(s.Info) != elf.STT_FUNC {
+			continue
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && s.Value >= p.Vaddr && s.Value < p.Vaddr+p.Filesz {
+				return s.Value - p.Vaddr + p.Off
+			}
+		}
+	}
+	t.Fatalf("no function %s in %s", name, path)
+	return 0
+}
+
+// sites resolves every block's probes in the target to btgen sites: usdt
+// probes from the notes (sdt), uprobes at the function's entry with the
+// x86-64 argument registers, uretprobes with rax as retval.
+func sites(t *testing.T, prog *btlang.Program, bin string) [][]btgen.Site {
+	t.Helper()
+	probes, err := sdt.List(&sdt.ListOptions{Paths: []string{bin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := func(name string) bpfgen.Fetch {
+		off, err := bpfgen.PtRegs(elf.EM_X86_64, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 8, Reg: bpfgen.Reg{Off: off, Width: 8}}
+	}
+	var all [][]btgen.Site
+	for _, b := range prog.Blocks {
+		var ss []btgen.Site
+		for _, p := range b.Probes {
+			switch p.Kind {
+			case btlang.ProbeUSDT:
+				for _, pr := range probes {
+					if pr.Provider != p.Provider || pr.Name != p.Name {
+						continue
+					}
+					for _, loc := range pr.Locations {
+						s := btgen.Site{Path: bin, Offset: loc.Offset}
+						if loc.Semaphore != 0 {
+							s.RefCtrOffset = loc.SemaphoreOffset
+						}
+						for _, a := range loc.Args {
+							f, err := a.Fetch(loc.Address, nil)
+							if err != nil {
+								t.Fatal(err)
+							}
+							s.Args = append(s.Args, f)
+						}
+						ss = append(ss, s)
+					}
+				}
+			case btlang.ProbeUprobe, btlang.ProbeUretprobe:
+				s := btgen.Site{Path: bin, Offset: funcOffset(t, bin, p.Name), Return: p.Kind == btlang.ProbeUretprobe}
+				for _, r := range []string{"rdi", "rsi", "rdx", "rcx", "r8", "r9"} {
+					s.Args = append(s.Args, reg(r))
+				}
+				if s.Return {
+					s.Ret = reg("rax")
+				}
+				ss = append(ss, s)
+			}
+		}
+		if len(ss) == 0 {
+			t.Fatalf("no sites for block at %s", b.At)
+		}
+		all = append(all, ss)
+	}
+	return all
+}
+
+// oneLiners are run together, as one program, under bpftrace and btrun
+// on the same run of the target; BIN is the target's path.
+var oneLiners = []string{
+	// count by an integer key
+	`usdt:BIN:demo:req { @by_mod[arg0 % 10] = count(); }`,
+	// count by a string key
+	`usdt:BIN:demo:req { @by_name[str(arg1)] = count(); }`,
+	// count by comm
+	`usdt:BIN:demo:req { @by_comm[comm] = count(); }`,
+	// hist and lhist
+	`usdt:BIN:demo:req { @h = hist(arg0); @l = lhist(arg0, 0, 100, 10); }`,
+	// sum avg min max stats
+	`usdt:BIN:demo:req { @s = sum(arg0); @a = avg(arg0); @mi = min(arg0); @ma = max(arg0); @st = stats(arg0); }`,
+	// a tuple key
+	`usdt:BIN:demo:req { @pair[str(arg1), arg0 % 3] = count(); }`,
+	// a string predicate
+	`usdt:BIN:demo:req /str(arg1) == "gamma"/ { @gamma = count(); @gsum = sum(arg0); }`,
+	// printf
+	`usdt:BIN:demo:req /arg0 < 6/ { printf("req %d %s %x|%5d|%-6s|\n", arg0, str(arg1), arg0 * 3, arg0, str(arg1, 3)); }`,
+	// an @start[tid] = nsecs latency pair (times are not compared)
+	`uprobe:BIN:work { @start[tid] = nsecs; }`,
+	`uretprobe:BIN:work /@start[tid]/ { @pairs = count(); @later = sum(nsecs >= @start[tid]); delete(@start[tid]); }`,
+	// uretprobe retval
+	`uretprobe:BIN:work { @ret = sum(retval); @rh = lhist(retval, 0, 300, 50); @rmax = max(retval); }`,
+	// uprobe arguments, a string from a uprobe
+	`uprobe:BIN:work /arg0 % 2 == 0/ { @even[str(arg1)] = count(); }`,
+	// if/else, ternary, variables, map reads
+	`usdt:BIN:demo:req { if (arg0 > 50) { @big = count(); } else { @small = count(); } @tern[arg0 > 90 ? 1 : 0] = count(); $x = arg0 * 2; @vars = sum($x); @seen[arg0 % 4] += 1; @dbl[arg0 % 4] = @seen[arg0 % 4] * 2; }`,
+	// negative values, signed and unsigned
+	`usdt:BIN:demo:req { @v = hist(arg2); @vmin = min(arg2); @vmax = max(arg2); @neg[arg2 < 0] = count(); }`,
+	// scalar assignment of an int and a string
+	`usdt:BIN:demo:done { @final = arg0; } usdt:BIN:demo:req /arg0 == 42/ { @name42 = str(arg1); }`,
+}
+
+// splitOutput returns the printf lines and the maps printed at exit.
+func splitOutput(out string) (lines []string, maps string) {
+	i := strings.Index(out, "\n\n\n")
+	j := 3
+	if strings.HasPrefix(out, "\n\n") {
+		i, j = 0, 2
+	}
+	if i < 0 {
+		return strings.Split(out, "\n"), ""
+	}
+	head := out[:i]
+	if i > 0 {
+		head += "\n"
+	}
+	for l := range strings.Lines(head) {
+		lines = append(lines, strings.TrimSuffix(l, "\n"))
+	}
+	slices.Sort(lines)
+	return lines, out[i+j:]
+}
+
+// sortTies sorts runs of entries of one map with equal values: bpftrace
+// prints them in the kernel's hash order, which varies from run to run
+// (see eventfmt's doc).
+func sortTies(maps string) string {
+	lines := strings.Split(maps, "\n")
+	group := func(l string) string {
+		name, _, ok := strings.Cut(l, "[")
+		i := strings.LastIndex(l, "]: ")
+		if !ok || i < 0 || !strings.HasPrefix(l, "@") {
+			return ""
+		}
+		return name + " " + l[i:]
+	}
+	for i := 0; i < len(lines); {
+		g := group(lines[i])
+		j := i + 1
+		for g != "" && j < len(lines) && group(lines[j]) == g {
+			j++
+		}
+		slices.Sort(lines[i:j])
+		i = j
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestAgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	testutil.RequireTracefs(t)
+	bin := buildTarget(t)
+	src := strings.ReplaceAll(strings.Join(oneLiners, "\n"), "BIN", bin)
+
+	prog, err := btlang.Compile("e2e.bt", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := btgen.Generate(prog, &btgen.Options{Sites: sites(t, prog, bin)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tr := testutil.StartTracee(t, bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// bpftrace runs BEGIN once every probe is attached.
+	bt := exec.CommandContext(ctx, bpftrace, "-p", fmt.Sprint(tr.PID()), "-e", `BEGIN { printf("READY\n"); } `+src)
+	var btErr bytes.Buffer
+	bt.Stderr = &btErr
+	stdout, err := bt.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bt.Process.Kill(); bt.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && sc.Text() != "READY" {
+	}
+	btOut := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+		}
+		btOut <- b.String()
+	}()
+
+	var ours bytes.Buffer
+	r, err := btrun.Start(gp, &btrun.Options{PID: tr.PID(), Out: &ours})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.Run(ctx) }()
+
+	tr.Do(t, "go")
+	tr.Quit(t)
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var theirs string
+	select {
+	case theirs = <-btOut:
+	case <-ctx.Done():
+		t.Fatalf("bpftrace did not end: %s", btErr.String())
+	}
+	bt.Wait()
+
+	wantLines, wantMaps := splitOutput(theirs)
+	haveLines, haveMaps := splitOutput(ours.String())
+	wantMaps, haveMaps = sortTies(wantMaps), sortTies(haveMaps)
+	if !slices.Equal(haveLines, wantLines) {
+		t.Errorf("printf lines differ:\nhave %q\nwant %q", haveLines, wantLines)
+	}
+	if haveMaps != wantMaps {
+		t.Errorf("maps differ:\n--- have\n%s\n--- want (bpftrace)\n%s\nbpftrace stderr: %s", haveMaps, wantMaps, btErr.String())
+	}
+	if len(wantLines) != 6 || !strings.Contains(wantMaps, "@pairs: 100") {
+		t.Errorf("bpftrace saw too little: %d printf lines, maps:\n%s", len(wantLines), wantMaps)
+	}
+}
