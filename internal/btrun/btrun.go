@@ -449,9 +449,8 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 				}
 			}
 		}
-		if (m.Agg == eventfmt.AggMin || m.Agg == eventfmt.AggMax) && !set {
-			continue
-		}
+		// A min or max no CPU has set was zeroed (zero()): it prints 0,
+		// as in bpftrace.
 		m.Entries = append(m.Entries, e)
 	}
 	if err := it.Err(); err != nil {

@@ -199,13 +199,53 @@ func sortTies(maps string) string {
 	return strings.Join(lines, "\n")
 }
 
+// exitOneLiners use print, clear, zero and exit at demo:done, after every
+// demo:req fired, so that what they print does not depend on when the
+// tracer reads its records.
+var exitOneLiners = []string{
+	`usdt:BIN:demo:req { @p[arg0 % 4] = count(); @c[str(arg1)] = sum(arg0); @z[arg0 % 2] = max(arg0); @keep = count(); }`,
+	`usdt:BIN:demo:done { printf("done %d\n", arg0); print(@p); clear(@c); zero(@z); printf("bye\n"); exit(); }`,
+	`usdt:BIN:demo:done { @after = count(); }`,
+}
+
 func TestAgainstBpftrace(t *testing.T) {
 	testutil.RequireBPF(t)
-	bpftrace := testutil.RequireTool(t, "bpftrace")
+	testutil.RequireTool(t, "bpftrace")
 	testutil.RequireTracefs(t)
 	bin := buildTarget(t)
-	src := strings.ReplaceAll(strings.Join(oneLiners, "\n"), "BIN", bin)
+	t.Run("aggregations", func(t *testing.T) {
+		theirs, ours := runBoth(t, bin, oneLiners)
+		wantLines, wantMaps := splitOutput(theirs)
+		haveLines, haveMaps := splitOutput(ours)
+		wantMaps, haveMaps = sortTies(wantMaps), sortTies(haveMaps)
+		if !slices.Equal(haveLines, wantLines) {
+			t.Errorf("printf lines differ:\nhave %q\nwant %q", haveLines, wantLines)
+		}
+		if haveMaps != wantMaps {
+			t.Errorf("maps differ:\n--- have\n%s\n--- want (bpftrace)\n%s", haveMaps, wantMaps)
+		}
+		if len(wantLines) != 6 || !strings.Contains(wantMaps, "@pairs: 100") {
+			t.Errorf("bpftrace saw too little: %d printf lines, maps:\n%s", len(wantLines), wantMaps)
+		}
+	})
+	t.Run("exit print clear zero", func(t *testing.T) {
+		theirs, ours := runBoth(t, bin, exitOneLiners)
+		if sortTies(ours) != sortTies(theirs) {
+			t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", ours, theirs)
+		}
+		if !strings.Contains(theirs, "bye") || !strings.Contains(theirs, "@keep: 100") {
+			t.Errorf("bpftrace saw too little:\n%s", theirs)
+		}
+	})
+}
 
+// runBoth runs the one-liners as one program under bpftrace and btrun on
+// one run of the target and returns what each printed (bpftrace's without
+// its "Attaching" and ready lines).
+func runBoth(t *testing.T, bin string, lines []string) (theirs, ours string) {
+	t.Helper()
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	src := strings.ReplaceAll(strings.Join(lines, "\n"), "BIN", bin)
 	prog, err := btlang.Compile("e2e.bt", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -243,8 +283,8 @@ func TestAgainstBpftrace(t *testing.T) {
 		btOut <- b.String()
 	}()
 
-	var ours bytes.Buffer
-	r, err := btrun.Start(gp, &btrun.Options{PID: tr.PID(), Out: &ours})
+	var buf bytes.Buffer
+	r, err := btrun.Start(gp, &btrun.Options{PID: tr.PID(), Out: &buf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,24 +297,13 @@ func TestAgainstBpftrace(t *testing.T) {
 	if err := <-runErr; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	var theirs string
 	select {
 	case theirs = <-btOut:
 	case <-ctx.Done():
 		t.Fatalf("bpftrace did not end: %s", btErr.String())
 	}
-	bt.Wait()
-
-	wantLines, wantMaps := splitOutput(theirs)
-	haveLines, haveMaps := splitOutput(ours.String())
-	wantMaps, haveMaps = sortTies(wantMaps), sortTies(haveMaps)
-	if !slices.Equal(haveLines, wantLines) {
-		t.Errorf("printf lines differ:\nhave %q\nwant %q", haveLines, wantLines)
+	if err := bt.Wait(); err != nil {
+		t.Fatalf("bpftrace: %v\n%s", err, btErr.String())
 	}
-	if haveMaps != wantMaps {
-		t.Errorf("maps differ:\n--- have\n%s\n--- want (bpftrace)\n%s\nbpftrace stderr: %s", haveMaps, wantMaps, btErr.String())
-	}
-	if len(wantLines) != 6 || !strings.Contains(wantMaps, "@pairs: 100") {
-		t.Errorf("bpftrace saw too little: %d printf lines, maps:\n%s", len(wantLines), wantMaps)
-	}
+	return theirs, buf.String()
 }
