@@ -3,6 +3,8 @@ package btgen
 import (
 	"debug/elf"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -82,6 +84,30 @@ type Program struct {
 type Block struct {
 	Prog  string // name in Spec.Programs
 	Sites []Site
+	// Kind is ProbeBegin, ProbeEnd or ProbeInterval for a block that user
+	// space runs (see StubFetch), else 0.
+	Kind btlang.ProbeKind
+	// Token is the value a special block's program requires in its stub's
+	// argument; other values (other programs' calls) exit at once.
+	Token uint64
+	// Period is an interval block's period.
+	Period time.Duration
+}
+
+// StubFetch says how a special (BEGIN, END, interval) block reads the
+// token its runner passes: the first 8-byte stack argument at the entry of
+// a Go assembly function (ABI0), [SP+8] on x86-64. The runner attaches the
+// block's program to such a function of its own binary and calls it with
+// the block's Token.
+func StubFetch(m elf.Machine) (bpfgen.Fetch, error) {
+	if m != elf.EM_X86_64 {
+		return bpfgen.Fetch{}, fmt.Errorf("BEGIN, END and interval probes on %v: %w", m, ebpf.ErrNotSupported)
+	}
+	sp, err := bpfgen.PtRegs(m, "rsp")
+	if err != nil {
+		return bpfgen.Fetch{}, err
+	}
+	return bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 8, HasBase: true, Reg: bpfgen.Reg{Off: sp, Width: 8}, Offset: 8}, nil
 }
 
 // MapInfo says how a language map is stored in its BPF map.
@@ -134,6 +160,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		opts = &Options{}
 	}
 	o := *opts
+	o.Sites = append([][]Site(nil), opts.Sites...)
 	if o.Machine == 0 {
 		o.Machine = elf.EM_X86_64
 	}
@@ -164,8 +191,20 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		out.Spec.Maps[mi.BPF] = &ebpf.MapSpec{Name: mi.BPF, Type: typ, KeySize: uint32(mi.KeySize), ValueSize: uint32(mi.ValueSize), MaxEntries: uint32(o.MaxEntries)}
 	}
 	scratch := zeroOff + zeroSize
+	token := rand.Uint64() &^ 0xffff
 	for i, b := range prog.Blocks {
-		g := &gen{opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, zeroSize: zeroSize, labels: map[string]bool{}}
+		kind, period, err := special(b)
+		if err != nil {
+			return nil, err
+		}
+		if kind != 0 {
+			stub, err := StubFetch(o.Machine)
+			if err != nil {
+				return nil, &btlang.Error{Pos: b.At, Msg: err.Error()}
+			}
+			o.Sites[i] = []Site{{Args: []bpfgen.Fetch{stub}}}
+		}
+		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, zeroSize: zeroSize, labels: map[string]bool{}}
 		insns, err := g.program()
 		if err != nil {
 			return nil, err
@@ -176,7 +215,12 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			Name: name, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti,
 			License: "GPL", Instructions: insns,
 		}
-		out.Blocks = append(out.Blocks, Block{Prog: name, Sites: o.Sites[i]})
+		blk := Block{Prog: name, Sites: o.Sites[i], Kind: kind, Period: period}
+		if kind != 0 {
+			blk.Sites = nil
+			blk.Token = token + uint64(i)
+		}
+		out.Blocks = append(out.Blocks, blk)
 	}
 	if scratch > maxScratch {
 		return nil, fmt.Errorf("btgen: the program needs %d bytes of scratch space, more than %d", scratch, maxScratch)
@@ -246,6 +290,8 @@ func mapInfo(m *btlang.Map, i int) (MapInfo, error) {
 // string expressions live in scratch buffers known at compile time. The
 // stack holds the block's integer variables and spilled operands.
 type gen struct {
+	special  btlang.ProbeKind
+	token    uint64
 	opts     *Options
 	out      *Program
 	mapIdx   map[*btlang.Map]int
@@ -319,13 +365,6 @@ func (g *gen) pop() { g.stack -= 8 }
 // predicate and body.
 func (g *gen) program() (asm.Instructions, error) {
 	b := g.block
-	for _, p := range b.Probes {
-		switch p.Kind {
-		case btlang.ProbeUSDT, btlang.ProbeUprobe, btlang.ProbeUretprobe:
-		default:
-			return nil, unsupported(p.At, "the %s probe", p.Kind)
-		}
-	}
 	if len(g.sites) == 0 {
 		return nil, &btlang.Error{Pos: b.At, Msg: "the probes of this block match no site"}
 	}
@@ -371,6 +410,22 @@ func (g *gen) program() (asm.Instructions, error) {
 		asm.Mov.Imm(asm.R9, 0),
 		asm.JGE.Imm(asm.R8, int32(len(g.sites)), "exit"),
 	)
+	if g.special != 0 {
+		// Only the runner's call with this block's token runs it.
+		insns, err := bpfgen.EmitFetch(g.opts.Machine, &g.sites[0].Args[0], argsOff, 0, "token")
+		if err != nil {
+			return nil, &btlang.Error{Pos: b.At, Msg: err.Error()}
+		}
+		g.emit(insns...)
+		g.emit(
+			asm.LoadMem(asm.R1, asm.R7, argsOff, asm.DWord),
+			asm.LoadImm(asm.R2, int64(g.token), asm.DWord),
+			asm.JNE.Reg(asm.R1, asm.R2, "exit"),
+			asm.Ja.Label("body"),
+		)
+		used, usesRet = 0, false
+		g.sites = nil
+	}
 	// Dispatch: sites with equal fetch code share it; a binary tree over
 	// runs of equal code finds the run.
 	type run struct{ lo, code int }
@@ -406,7 +461,9 @@ func (g *gen) program() (asm.Instructions, error) {
 		g.label(right)
 		tree(rs[mid:])
 	}
-	tree(runs)
+	if len(runs) > 0 {
+		tree(runs)
+	}
 	for c, items := range codes {
 		g.label(fmt.Sprintf("fetch%d", c))
 		for _, it := range items {
@@ -485,4 +542,35 @@ func (g *gen) zero(off, size int) {
 	for k := 0; k < round8(size); k += 8 {
 		g.emit(storeImm64(asm.R7, int16(off+k), 0))
 	}
+}
+
+// special returns the kind of a block that user space runs (BEGIN, END,
+// interval) and an interval's period, or 0 for a block of sites.
+func special(b *btlang.ProbeBlock) (btlang.ProbeKind, time.Duration, error) {
+	var kind btlang.ProbeKind
+	var period time.Duration
+	for i, p := range b.Probes {
+		k := p.Kind
+		switch k {
+		case btlang.ProbeUSDT, btlang.ProbeUprobe, btlang.ProbeUretprobe:
+			k = 0
+		case btlang.ProbeBegin, btlang.ProbeEnd:
+		case btlang.ProbeInterval:
+			unit := time.Second
+			if p.Unit == "ms" {
+				unit = time.Millisecond
+			}
+			if p.Period == 0 || p.Period > uint64(24*time.Hour/unit) {
+				return 0, 0, &btlang.Error{Pos: p.At, Msg: "an interval must be from 1 to a day"}
+			}
+			period = time.Duration(p.Period) * unit
+		default:
+			return 0, 0, unsupported(p.At, "the %s probe", p.Kind)
+		}
+		if i > 0 && (k != kind || k != 0) {
+			return 0, 0, unsupported(p.At, "%s together with other probes in one block", p)
+		}
+		kind = k
+	}
+	return kind, period, nil
 }

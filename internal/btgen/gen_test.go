@@ -80,6 +80,7 @@ var loadTests = []struct{ name, src string }{
 	{"all args", `usdt:/x:p:a { @ = sum(arg0 + arg1 + arg2 + arg3 + arg4 + arg5); }`},
 	{"two probes one block", `usdt:/x:p:a, usdt:/x:p:b { @[arg0] = count(); }`},
 	{"signed compare", `usdt:/x:p:a /arg0 < 0/ { @neg = count(); }`},
+	{"BEGIN END interval", `BEGIN { @b = 1; printf("hi\n"); } interval:ms:100 { @i++; } END { printf("%d\n", @b); }`},
 	{"big constants", `usdt:/x:p:a { @b = arg0 & 0xffffffffff; @c[0x123456789abc] = count(); printf("%s\n", "a long literal string of many bytes"); }`},
 }
 
@@ -118,8 +119,8 @@ func TestGenerateLoads(t *testing.T) {
 // its position, never a program.
 func TestGenerateUnsupported(t *testing.T) {
 	tests := []struct{ name, src, pos string }{
-		{"BEGIN", `BEGIN { @ = count(); }`, "test.bt:1:1"},
-		{"interval", `usdt:/x:p:a { @ = count(); } interval:s:1 { exit(); }`, "test.bt:1:30"},
+		{"BEGIN with usdt", `BEGIN, usdt:/x:p:a { @ = count(); }`, "test.bt:1:8"},
+		{"two intervals", `interval:s:1, interval:s:2 { exit(); }`, "test.bt:1:15"},
 		{"time", `usdt:/x:p:a { time(); }`, "test.bt:1:15"},
 		{"elapsed", `usdt:/x:p:a { @ = elapsed; }`, "test.bt:1:19"},
 		{"print top", `usdt:/x:p:a { @n = count(); print(@n, 3); }`, "test.bt:1:29"},

@@ -6,11 +6,22 @@
 // # Lifetime
 //
 // Start loads and attaches; on a failure it releases what it acquired.
-// Run reads records until exit(), until the traced process (Options.PID)
-// exits, or until ctx is done; then it detaches, handles the records still
-// in the ring, prints the maps (eventfmt.AppendExit) and what was lost
-// (full maps, a full ring), and returns. Close releases everything and is
-// safe to call twice.
+// Run runs the BEGIN blocks, then reads records until exit(), until the
+// traced process (Options.PID) exits, or until ctx is done, running the
+// interval blocks when due; then it runs the END blocks, detaches, handles
+// the records still in the ring, prints the maps (eventfmt.AppendExit) and
+// what was lost (full maps, a full ring), and returns. Close releases
+// everything and is safe to call twice.
+//
+// # BEGIN, END and interval
+//
+// As bpftrace runs BEGIN through a uprobe on a function of its own binary,
+// these blocks' programs are attached (for this process only) to fire, a
+// Go assembly function of this package, which Run calls with the block's
+// token (btgen.StubFetch): so they run in the kernel like any block, after
+// every probe is attached, and their records come in order with the
+// others'. x86-64 only for now; elsewhere Start returns an error wrapping
+// ebpf.ErrNotSupported for such a program.
 //
 // # Links
 //
@@ -103,7 +114,20 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 		return nil, fmt.Errorf("load program: %w", err)
 	}
 	for _, b := range prog.Blocks {
-		if err := r.attach(r.coll.Programs[b.Prog], b.Sites, multi); err != nil {
+		sites, pid := b.Sites, r.opts.PID
+		if b.Kind != 0 {
+			stub, err := stubSite()
+			if err != nil {
+				return nil, err
+			}
+			// Classic links filter by thread, not process: take every
+			// caller; the token tells this runner's calls apart.
+			sites, pid = []btgen.Site{stub}, os.Getpid()
+			if !multi {
+				pid = 0
+			}
+		}
+		if err := r.attach(r.coll.Programs[b.Prog], sites, multi, pid); err != nil {
 			return nil, err
 		}
 	}
@@ -122,7 +146,7 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 
 // attach attaches prog to sites: per file and kind (entry or return), one
 // multi link, or classic links.
-func (r *Runner) attach(prog *ebpf.Program, sites []btgen.Site, multi bool) error {
+func (r *Runner) attach(prog *ebpf.Program, sites []btgen.Site, multi bool, pid int) error {
 	type group struct {
 		path                   string
 		ret                    bool
@@ -152,7 +176,7 @@ func (r *Runner) attach(prog *ebpf.Program, sites []btgen.Site, multi bool) erro
 			return fmt.Errorf("attach %s: %w", g.path, err)
 		}
 		if multi {
-			mo := &link.UprobeMultiOptions{Addresses: g.offs, Cookies: g.cookies, PID: uint32(r.opts.PID)}
+			mo := &link.UprobeMultiOptions{Addresses: g.offs, Cookies: g.cookies, PID: uint32(pid)}
 			if g.anyRef {
 				mo.RefCtrOffsets = g.refctrs
 			}
@@ -168,7 +192,7 @@ func (r *Runner) attach(prog *ebpf.Program, sites []btgen.Site, multi bool) erro
 			continue
 		}
 		for i, off := range g.offs {
-			uo := &link.UprobeOptions{Address: off, Cookie: g.cookies[i], PID: r.opts.PID, RefCtrOffset: g.refctrs[i]}
+			uo := &link.UprobeOptions{Address: off, Cookie: g.cookies[i], PID: pid, RefCtrOffset: g.refctrs[i]}
 			attach := ex.Uprobe
 			if g.ret {
 				attach = ex.Uretprobe
@@ -191,11 +215,35 @@ var errStop = errors.New("exit")
 // the maps and the loss counts. It returns the first error writing to
 // Options.Out or reading the kernel's maps.
 func (r *Runner) Run(ctx context.Context) error {
+	r.fireAll(btlang.ProbeBegin)
+	next := make([]time.Time, len(r.prog.Blocks))
+	for i, b := range r.prog.Blocks {
+		if b.Kind == btlang.ProbeInterval {
+			next[i] = time.Now().Add(b.Period)
+		}
+	}
 	for {
 		if ctx.Err() != nil || r.targetGone() {
 			break
 		}
-		r.rd.SetDeadline(time.Now().Add(r.opts.PollInterval))
+		deadline := time.Now().Add(r.opts.PollInterval)
+		now := time.Now()
+		for i, b := range r.prog.Blocks {
+			if b.Kind != btlang.ProbeInterval {
+				continue
+			}
+			if !now.Before(next[i]) {
+				fire(b.Token)
+				next[i] = next[i].Add(b.Period)
+				if next[i].Before(now) {
+					next[i] = now.Add(b.Period)
+				}
+			}
+			if next[i].Before(deadline) {
+				deadline = next[i]
+			}
+		}
+		r.rd.SetDeadline(deadline)
 		rec, err := r.rd.Read()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			continue
@@ -209,18 +257,17 @@ func (r *Runner) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	r.fireAll(btlang.ProbeEnd)
 	r.detach()
-	// Records written before the links closed.
-	stopped := false
-	for !stopped {
+	// Records written before the links closed, END's among them; a
+	// further exit() changes nothing.
+	for {
 		r.rd.SetDeadline(time.Now())
 		rec, err := r.rd.Read()
 		if err != nil {
 			break
 		}
-		if err := r.handle(rec.RawSample); errors.Is(err, errStop) {
-			stopped = true
-		} else if err != nil {
+		if err := r.handle(rec.RawSample); err != nil && !errors.Is(err, errStop) {
 			return err
 		}
 	}
@@ -241,6 +288,15 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	_, err = r.opts.Out.Write(out)
 	return err
+}
+
+// fireAll runs the blocks of a kind (BEGIN, END) in block order.
+func (r *Runner) fireAll(kind btlang.ProbeKind) {
+	for _, b := range r.prog.Blocks {
+		if b.Kind == kind {
+			fire(b.Token)
+		}
+	}
 }
 
 // targetGone reports whether the traced process has exited.

@@ -307,3 +307,48 @@ func runBoth(t *testing.T, bin string, lines []string) (theirs, ours string) {
 	}
 	return theirs, buf.String()
 }
+
+// TestBeginEndInterval runs a program of BEGIN, interval and END blocks,
+// which ends itself with exit() on the third tick, under bpftrace and
+// btrun, and compares the outputs.
+func TestBeginEndInterval(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	src := `BEGIN { printf("begin %s\n", "now"); @b = 7; @s = "x"; }
+interval:ms:30 { @ticks++; @h = hist(@ticks * 100); if (@ticks == 3) { printf("three %d\n", @b); exit(); } }
+END { printf("end %d\n", @ticks); @e = count(); }`
+	prog, err := btlang.Compile("e2e.bt", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := btgen.Generate(prog, &btgen.Options{Sites: make([][]btgen.Site, len(prog.Blocks))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var buf bytes.Buffer
+	r, err := btrun.Start(gp, &btrun.Options{Out: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	out, err := exec.CommandContext(ctx, bpftrace, "-e", src).Output()
+	if err != nil {
+		t.Fatalf("bpftrace: %v", err)
+	}
+	theirs := string(out)
+	if _, rest, ok := strings.Cut(theirs, "\n"); ok && strings.HasPrefix(theirs, "Attaching ") {
+		theirs = rest
+	}
+	if buf.String() != theirs {
+		t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", buf.String(), theirs)
+	}
+	if !strings.Contains(theirs, "end 3") {
+		t.Errorf("bpftrace printed no END line:\n%s", theirs)
+	}
+}
