@@ -42,12 +42,30 @@
 // when both operands are; && and || short-circuit and give 0 or 1;
 // missing map keys read 0 or ""; str() of a faulting address is "".
 //
+// # BEGIN, END and interval
+//
+// A block of one BEGIN, END or interval probe has no sites: its program
+// is attached by the runner to an assembly function of the runner's own
+// binary (as bpftrace runs BEGIN) and runs only when that function's
+// first stack argument (StubFetch) is the block's Token, so programs of
+// other runners in the same process do not run it. Options.Sites for such
+// a block is ignored.
+//
 // # Not supported yet
 //
-// Generate rejects, with "file:line:col: … is not supported yet", BEGIN,
-// END and interval probes, tuples as values, ustack, probe, func, elapsed,
-// args.NAME, time(), print() with top or divisor, a non-literal str()
-// length, string ternaries. It never compiles a program to something else.
+// Generate rejects, with "file:line:col: … is not supported yet", other
+// probe types, BEGIN/END/interval together with other probes in one block,
+// tuples as values, ustack, probe, func, elapsed, args.NAME, time(),
+// print() with top or divisor, a non-literal str() length, string
+// ternaries. It never compiles a program to something else.
+//
+// # Known limits
+//
+// The per-CPU scratch value is shared by every program on a CPU; uprobe
+// programs run with migration disabled but may be preempted, so a hit
+// preempted mid-block by another task hitting a probe on the same CPU can
+// see its strings or keys overwritten (rare; bpftrace's per-CPU buffers
+// share it).
 //
 // Generate keeps no state and is safe for concurrent use; a Program is
 // plain data.

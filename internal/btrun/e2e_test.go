@@ -352,3 +352,50 @@ END { printf("end %d\n", @ticks); @e = count(); }`
 		t.Errorf("bpftrace printed no END line:\n%s", theirs)
 	}
 }
+
+// TestLost: updates of a full map and records a full ring refuses are
+// counted and reported, never dropped silently.
+func TestLost(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := buildTarget(t)
+	src := strings.ReplaceAll(`usdt:BIN:demo:req { @[arg0] = count(); @last[arg0] = arg0; printf("req %d %s\n", arg0, str(arg1)); }`, "BIN", bin)
+	prog, err := btlang.Compile("lost.bt", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := btgen.Generate(prog, &btgen.Options{Sites: sites(t, prog, bin), MaxEntries: 8, RingSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := testutil.StartTracee(t, bin)
+	var buf bytes.Buffer
+	r, err := btrun.Start(gp, &btrun.Options{PID: tr.PID(), Out: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	// The target runs before anything reads the ring.
+	tr.Do(t, "go")
+	tr.Quit(t)
+	events, updates, err := r.Lost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100 distinct keys in two maps of 8 entries: 92 failed inserts each.
+	if updates != 2*92 {
+		t.Errorf("lost updates = %d, want %d", updates, 2*92)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	printed := uint64(strings.Count(buf.String(), "req "))
+	if events == 0 || printed+events != 100 {
+		t.Errorf("%d records printed, %d lost; want some lost and 100 in all", printed, events)
+	}
+	if want := fmt.Sprintf("Lost %d events\n", events); !strings.Contains(buf.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, buf.String())
+	}
+	if want := "usdtkit: 184 map updates failed"; !strings.Contains(buf.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, buf.String())
+	}
+}
