@@ -399,3 +399,63 @@ func TestLost(t *testing.T) {
 		t.Errorf("output lacks %q:\n%s", want, buf.String())
 	}
 }
+
+// TestExpressions evaluates integer and string expressions in BEGIN under
+// bpftrace and btrun and compares what printf prints.
+func TestExpressions(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	src := `BEGIN {
+	$a = -7; $b = 2; $c = 3; $u = 5; $big = 0x7fffffffffffffff;
+	printf("%d %d %d %d %d\n", $a / $b, $a % $c, $a >> 1, $a << 3, $a * $c);
+	printf("%d %d %d %d\n", $a + $big, -$a, ~$a, !$a);
+	printf("%d %d %d %d %d %d\n", $a < $b, $a > $b, $a <= -7, $a >= 0, $a == -7, $a != -7);
+	printf("%d %d %d\n", $a & 0xff, $a | 0x100, $a ^ $b);
+	printf("%d %d %d %d\n", $a && $b, 0 && $b, $a || 0, 0 || 0);
+	printf("%d %d\n", $a < 0 ? 10 : 20, $u > 9 ? 1 : 2);
+	$s = "hello"; $t = "help";
+	printf("%d %d %d %d\n", $s == "hello", $s == $t, $s != $t, "ab" == "abc");
+	printf("[%s] [%s] [%10s] [%-4s|]\n", $s, $t, $s, "x");
+	printf("%x %X %o %u %c|\n", 255, 255, 8, $a, 65);
+	@m[1] = 5; @m[2] = -3;
+	printf("%d %d %d\n", @m[1], @m[2], @m[3]);
+	@m[1] += 10; @m[2]--;
+	printf("%d %d\n", @m[1], @m[2]);
+	if ($a < 0) { printf("neg\n"); } else { printf("pos\n"); }
+	if ($b == 1) { printf("one\n"); } else if ($b == 2) { printf("two\n"); } else { printf("other\n"); }
+	exit();
+}`
+	prog, err := btlang.Compile("expr.bt", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := btgen.Generate(prog, &btgen.Options{Sites: make([][]btgen.Site, len(prog.Blocks))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var buf bytes.Buffer
+	r, err := btrun.Start(gp, &btrun.Options{Out: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if err := r.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	out, err := exec.CommandContext(ctx, bpftrace, "-e", src).Output()
+	if err != nil {
+		t.Fatalf("bpftrace: %v", err)
+	}
+	theirs := string(out)
+	if _, rest, ok := strings.Cut(theirs, "\n"); ok && strings.HasPrefix(theirs, "Attaching ") {
+		theirs = rest
+	}
+	if buf.String() != theirs {
+		t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", buf.String(), theirs)
+	}
+	if !strings.Contains(theirs, "two\n") {
+		t.Errorf("bpftrace printed too little:\n%s", theirs)
+	}
+}
