@@ -19,6 +19,7 @@ const (
 	MapScratch = "scratch" // per-CPU array, one entry: arguments, strings, keys, records
 	MapEvents  = "events"  // ring buffer of records
 	MapLost    = "lost"    // per-CPU array: [LostEvents], [LostUpdates]
+	MapStart   = "start"   // array, one u64: the runner's start time for elapsed (CLOCK_MONOTONIC ns)
 )
 
 // Indexes in MapLost, as in bpfgen.
@@ -143,10 +144,14 @@ type RecordArg struct {
 
 // Limits.
 const (
-	maxScratch = 32 << 10
-	argsOff    = 0
-	retOff     = 8 * bpfgen.MaxArgs
-	zeroOff    = retOff + 8
+	// stackReserved is the top of the stack, R10-16..R10-1, kept for
+	// short-lived temporaries (the lost counter's key at -4, elapsed's
+	// start at -16); variables and spills live below.
+	stackReserved = 16
+	maxScratch    = 32 << 10
+	argsOff       = 0
+	retOff        = 8 * bpfgen.MaxArgs
+	zeroOff       = retOff + 8
 )
 
 func round8(n int) int { return (n + 7) &^ 7 }
@@ -204,7 +209,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			}
 			o.Sites[i] = []Site{{Args: []bpfgen.Fetch{stub}}}
 		}
-		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, zeroSize: zeroSize, labels: map[string]bool{}}
+		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, zeroSize: zeroSize, labels: map[string]bool{}, stack: stackReserved}
 		insns, err := g.program()
 		if err != nil {
 			return nil, err
@@ -228,6 +233,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	out.ScratchSize = round8(scratch)
 	out.Spec.Maps[MapScratch] = &ebpf.MapSpec{Name: MapScratch, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(out.ScratchSize), MaxEntries: 1}
 	out.Spec.Maps[MapEvents] = &ebpf.MapSpec{Name: MapEvents, Type: ebpf.RingBuf, MaxEntries: uint32(o.RingSize)}
+	out.Spec.Maps[MapStart] = &ebpf.MapSpec{Name: MapStart, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	out.Spec.Maps[MapLost] = &ebpf.MapSpec{Name: MapLost, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 2}
 	return out, nil
 }
@@ -354,7 +360,7 @@ func (g *gen) push() int16 {
 	g.stack += 8
 	if g.stack > 512 {
 		g.fail(&btlang.Error{Pos: g.block.At, Msg: "the block needs more than 512 bytes of BPF stack; split its expressions"})
-		g.stack = 8
+		g.stack = stackReserved + 8
 	}
 	return int16(-g.stack)
 }

@@ -55,7 +55,7 @@
 //
 // Generate rejects, with "file:line:col: … is not supported yet", other
 // probe types, BEGIN/END/interval together with other probes in one block,
-// tuples as values, ustack, probe, func, elapsed, args.NAME, time(),
+// tuples as values, ustack, probe, func, args.NAME, time(),
 // print() with top or divisor, a non-literal str() length, string
 // ternaries. It never compiles a program to something else.
 //

@@ -109,6 +109,27 @@ func (g *gen) builtin(e *btlang.Builtin) {
 		g.emit(asm.FnKtimeGetNs.Call())
 	case "cpu":
 		g.emit(asm.FnGetSmpProcessorId.Call())
+	case "elapsed":
+		// nsecs minus the runner's start, which it writes in MapStart
+		// (CLOCK_MONOTONIC, as bpf_ktime_get_ns) before attaching.
+		nostart := g.newLabel("nostart")
+		g.emit(
+			asm.StoreImm(asm.R10, -4, 0, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(MapStart),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.Mov.Imm(asm.R1, 0),
+			asm.JEq.Imm(asm.R0, 0, nostart),
+			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		)
+		g.label(nostart)
+		g.emit(
+			asm.StoreMem(asm.R10, -16, asm.R1, asm.DWord),
+			asm.FnKtimeGetNs.Call(),
+			asm.LoadMem(asm.R1, asm.R10, -16, asm.DWord),
+			asm.Sub.Reg(asm.R0, asm.R1),
+		)
 	default:
 		g.fail(unsupported(e.At, "builtin %s", e.Name))
 	}

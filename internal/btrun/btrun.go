@@ -131,6 +131,13 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 			return nil, err
 		}
 	}
+	var now unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
+		return nil, fmt.Errorf("clock: %w", err)
+	}
+	if err := r.coll.Maps[btgen.MapStart].Put(uint32(0), uint64(now.Nano())); err != nil {
+		return nil, fmt.Errorf("write start time: %w", err)
+	}
 	r.rd, err = ringbuf.NewReader(r.coll.Maps[btgen.MapEvents])
 	if err != nil {
 		return nil, fmt.Errorf("ring buffer reader: %w", err)

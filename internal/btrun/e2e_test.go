@@ -314,7 +314,7 @@ func runBoth(t *testing.T, bin string, lines []string) (theirs, ours string) {
 func TestBeginEndInterval(t *testing.T) {
 	testutil.RequireBPF(t)
 	bpftrace := testutil.RequireTool(t, "bpftrace")
-	src := `BEGIN { printf("begin %s\n", "now"); @b = 7; @s = "x"; }
+	src := `BEGIN { printf("begin %s\n", "now"); @b = 7; @s = "x"; @early = elapsed < 1000000000; }
 interval:ms:30 { @ticks++; @h = hist(@ticks * 100); if (@ticks == 3) { printf("three %d\n", @b); exit(); } }
 END { printf("end %d\n", @ticks); @e = count(); }`
 	prog, err := btlang.Compile("e2e.bt", []byte(src), nil)
