@@ -358,7 +358,7 @@ END { printf("end %d\n", @ticks); @e = count(); }`
 func TestLost(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := buildTarget(t)
-	src := strings.ReplaceAll(`usdt:BIN:demo:req { @[arg0] = count(); @last[arg0] = arg0; printf("req %d %s\n", arg0, str(arg1)); }`, "BIN", bin)
+	src := strings.ReplaceAll(`usdt:BIN:demo:req { $x = arg0 + 1000; @[arg0] = count(); @last[arg0] = arg0; printf("req %d %s %lld\n", arg0, str(arg1), $x); }`, "BIN", bin)
 	prog, err := btlang.Compile("lost.bt", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -389,6 +389,14 @@ func TestLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	printed := uint64(strings.Count(buf.String(), "req "))
+	// A failed update must not disturb the block's variables.
+	for l := range strings.Lines(buf.String()) {
+		var i, x int
+		var name string
+		if n, _ := fmt.Sscanf(l, "req %d %s %d", &i, &name, &x); n == 3 && x != i+1000 {
+			t.Errorf("line %q: $x = %d, want %d", l, x, i+1000)
+		}
+	}
 	if events == 0 || printed+events != 100 {
 		t.Errorf("%d records printed, %d lost; want some lost and 100 in all", printed, events)
 	}
