@@ -111,7 +111,7 @@ func sites(t *testing.T, prog *btlang.Program, bin string) [][]btgen.Site {
 				ss = append(ss, s)
 			}
 		}
-		if len(ss) == 0 {
+		if len(ss) == 0 && b.Probes[0].Kind != btlang.ProbeBegin && b.Probes[0].Kind != btlang.ProbeEnd && b.Probes[0].Kind != btlang.ProbeInterval {
 			t.Fatalf("no sites for block at %s", b.At)
 		}
 		all = append(all, ss)
@@ -465,5 +465,41 @@ func TestExpressions(t *testing.T) {
 	}
 	if !strings.Contains(theirs, "two\n") {
 		t.Errorf("bpftrace printed too little:\n%s", theirs)
+	}
+}
+
+// TestClassic runs a program with classic uprobe links (the fallback for
+// kernels without uprobe_multi): usdt, uretprobe and BEGIN blocks.
+func TestClassic(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := buildTarget(t)
+	src := strings.ReplaceAll(`BEGIN { @b = 1; }
+usdt:BIN:demo:req { @[str(arg1)] = count(); }
+uretprobe:BIN:work { @r = sum(retval); }`, "BIN", bin)
+	prog, err := btlang.Compile("classic.bt", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := btgen.Generate(prog, &btgen.Options{Sites: sites(t, prog, bin)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := testutil.StartTracee(t, bin)
+	var buf bytes.Buffer
+	r, err := btrun.Start(gp, &btrun.Options{PID: tr.PID(), Out: &buf, Classic: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.Run(context.Background()) }()
+	tr.Do(t, "go")
+	tr.Quit(t)
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	want := "\n\n@[alpha]: 25\n@[beta]: 25\n@[delta]: 25\n@[gamma]: 25\n@b: 1\n@r: 10375\n"
+	if buf.String() != want {
+		t.Errorf("have\n%s\nwant\n%s", buf.String(), want)
 	}
 }
