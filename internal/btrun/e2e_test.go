@@ -17,6 +17,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/btrun"
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 )
@@ -153,6 +154,14 @@ var oneLiners = []string{
 	`usdt:BIN:demo:done { @final = arg0; } usdt:BIN:demo:req /arg0 == 42/ { @name42 = str(arg1); }`,
 }
 
+// jsonOneLiners are run with -f json.
+var jsonOneLiners = []string{
+	`usdt:BIN:demo:req { @h = hist(arg0); @l = lhist(arg0, 0, 100, 25); @st = stats(arg0); @a = avg(arg0); @s = sum(arg0); }`,
+	`usdt:BIN:demo:req { @by[arg0 % 7] = sum(arg0); @name[arg0 % 4, str(arg1)] = max(arg0); }`,
+	`usdt:BIN:demo:req /arg0 < 3/ { printf("req %d \"%s\"\t%x\n", arg0, str(arg1), arg0); }`,
+	`usdt:BIN:demo:done { @final = arg0; @str = "done"; }`,
+}
+
 // splitOutput returns the printf lines and the maps printed at exit.
 func splitOutput(out string) (lines []string, maps string) {
 	i := strings.Index(out, "\n\n\n")
@@ -228,6 +237,20 @@ func TestAgainstBpftrace(t *testing.T) {
 			t.Errorf("bpftrace saw too little: %d printf lines, maps:\n%s", len(wantLines), wantMaps)
 		}
 	})
+	t.Run("json", func(t *testing.T) {
+		// One-liners whose maps have no equal values: JSON puts a map's
+		// entries on one line, where ties could not be sorted apart.
+		theirs, ours := runBothOutput(t, bin, jsonOneLiners, eventfmt.OutputJSON)
+		have, want := strings.Split(ours, "\n"), strings.Split(theirs, "\n")
+		slices.Sort(have)
+		slices.Sort(want)
+		if !slices.Equal(have, want) {
+			t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", ours, theirs)
+		}
+		if !strings.Contains(theirs, `"@st"`) {
+			t.Errorf("bpftrace printed no @st:\n%s", theirs)
+		}
+	})
 	t.Run("exit print clear zero", func(t *testing.T) {
 		theirs, ours := runBoth(t, bin, exitOneLiners)
 		if sortTies(ours) != sortTies(theirs) {
@@ -243,6 +266,10 @@ func TestAgainstBpftrace(t *testing.T) {
 // one run of the target and returns what each printed (bpftrace's without
 // its "Attaching" and ready lines).
 func runBoth(t *testing.T, bin string, lines []string) (theirs, ours string) {
+	return runBothOutput(t, bin, lines, eventfmt.OutputText)
+}
+
+func runBothOutput(t *testing.T, bin string, lines []string, output eventfmt.Output) (theirs, ours string) {
 	t.Helper()
 	bpftrace := testutil.RequireTool(t, "bpftrace")
 	src := strings.ReplaceAll(strings.Join(lines, "\n"), "BIN", bin)
@@ -260,7 +287,11 @@ func runBoth(t *testing.T, bin string, lines []string) (theirs, ours string) {
 	defer cancel()
 
 	// bpftrace runs BEGIN once every probe is attached.
-	bt := exec.CommandContext(ctx, bpftrace, "-p", fmt.Sprint(tr.PID()), "-e", `BEGIN { printf("READY\n"); } `+src)
+	args := []string{"-p", fmt.Sprint(tr.PID()), "-e", `BEGIN { printf("READY\n"); } ` + src}
+	if output == eventfmt.OutputJSON {
+		args = append([]string{"-f", "json"}, args...)
+	}
+	bt := exec.CommandContext(ctx, bpftrace, args...)
 	var btErr bytes.Buffer
 	bt.Stderr = &btErr
 	stdout, err := bt.StdoutPipe()
@@ -272,7 +303,7 @@ func runBoth(t *testing.T, bin string, lines []string) (theirs, ours string) {
 	}
 	t.Cleanup(func() { bt.Process.Kill(); bt.Wait() })
 	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && sc.Text() != "READY" {
+	for sc.Scan() && !strings.Contains(sc.Text(), "READY") {
 	}
 	btOut := make(chan string, 1)
 	go func() {
@@ -284,7 +315,7 @@ func runBoth(t *testing.T, bin string, lines []string) (theirs, ours string) {
 	}()
 
 	var buf bytes.Buffer
-	r, err := btrun.Start(gp, &btrun.Options{PID: tr.PID(), Out: &buf})
+	r, err := btrun.Start(gp, &btrun.Options{PID: tr.PID(), Out: &buf, Output: output})
 	if err != nil {
 		t.Fatal(err)
 	}
