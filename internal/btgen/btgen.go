@@ -36,6 +36,7 @@ const (
 	RecPrint  = 3
 	RecClear  = 4
 	RecZero   = 5
+	RecTime   = 6 // id: index in Program.Times
 )
 
 // Site is one attach point of a probe block: a file offset in an object,
@@ -77,6 +78,11 @@ type Program struct {
 	Maps []MapInfo
 	// Printfs are the printf calls, indexed by a RecPrintf record's id.
 	Printfs []PrintfInfo
+	// Prints are the print() calls, indexed by a RecPrint record's id.
+	Prints []PrintInfo
+	// Times are the time() calls' strftime formats, indexed by a RecTime
+	// record's id.
+	Times []string
 	// ScratchSize is the per-CPU scratch value's size.
 	ScratchSize int
 }
@@ -124,6 +130,14 @@ type MapInfo struct {
 	ValueSize int
 	// Buckets is hist's or lhist's bucket count.
 	Buckets int
+}
+
+// PrintInfo is one print(@m[, top[, div]]) call: the map's index in
+// Program.Maps and the constant top and divisor (0: all, undivided).
+type PrintInfo struct {
+	Map int
+	Top int
+	Div uint32
 }
 
 // PrintfInfo is one printf call: its format and where its arguments are

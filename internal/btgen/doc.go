@@ -31,9 +31,10 @@
 //
 // Records (ring buffer "events"): u32 kind, u32 id, then the payload:
 // printf (RecPrintf, id = index in Program.Printfs, arguments as
-// PrintfInfo.Args lays them out), exit (RecExit), print/clear/zero
-// (RecPrint, RecClear, RecZero; id = map index) — handled in user space
-// in the order they arrive, as bpftrace does.
+// PrintfInfo.Args lays them out), exit (RecExit), print (RecPrint, id =
+// index in Program.Prints), clear/zero (RecClear, RecZero; id = map
+// index), time (RecTime, id = index in Program.Times) — handled in user
+// space in the order they arrive, as bpftrace does.
 //
 // # Semantics
 //
@@ -55,9 +56,8 @@
 //
 // Generate rejects, with "file:line:col: … is not supported yet", other
 // probe types, BEGIN/END/interval together with other probes in one block,
-// tuples as values, ustack, probe, func, args.NAME, time(),
-// print() with top or divisor, a non-literal str() length, string
-// ternaries. It never compiles a program to something else.
+// tuples as values, ustack, probe, func, args.NAME, a print() top or
+// divisor or str() length that is not a literal, string ternaries. It never compiles a program to something else.
 //
 // # Known limits
 //

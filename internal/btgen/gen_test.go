@@ -82,6 +82,7 @@ var loadTests = []struct{ name, src string }{
 	{"signed compare", `usdt:/x:p:a /arg0 < 0/ { @neg = count(); }`},
 	{"BEGIN END interval", `BEGIN { @b = 1; printf("hi\n"); } interval:ms:100 { @i++; } END { printf("%d\n", @b); }`},
 	{"elapsed", `usdt:/x:p:a { @e = elapsed; @h = hist(elapsed / 1000000); }`},
+	{"time print top", `usdt:/x:p:a { @n[arg0] = count(); print(@n, 3, 2); time(); time("%s\n"); }`},
 	{"big constants", `usdt:/x:p:a { @b = arg0 & 0xffffffffff; @c[0x123456789abc] = count(); printf("%s\n", "a long literal string of many bytes"); }`},
 }
 
@@ -122,8 +123,7 @@ func TestGenerateUnsupported(t *testing.T) {
 	tests := []struct{ name, src, pos string }{
 		{"BEGIN with usdt", `BEGIN, usdt:/x:p:a { @ = count(); }`, "test.bt:1:8"},
 		{"two intervals", `interval:s:1, interval:s:2 { exit(); }`, "test.bt:1:15"},
-		{"time", `usdt:/x:p:a { time(); }`, "test.bt:1:15"},
-		{"print top", `usdt:/x:p:a { @n = count(); print(@n, 3); }`, "test.bt:1:29"},
+		{"string ternary", `usdt:/x:p:a { @s = arg0 ? "a" : "b"; }`, "test.bt:1:25"},
 		{"tuple value", `usdt:/x:p:a { @t = (1, 2); }`, "test.bt:1:15"},
 	}
 	for _, tt := range tests {

@@ -394,10 +394,27 @@ func (g *gen) call(c *btlang.Call) {
 		g.printf(c)
 	case "exit":
 		g.record(RecExit, 0)
+	case "time":
+		format := "%H:%M:%S\n" // bpftrace's default
+		if len(c.Args) == 1 {
+			lit, ok := c.Args[0].(*btlang.StrLit)
+			if !ok {
+				g.fail(unsupported(c.At, "a time() format that is not a literal"))
+				return
+			}
+			format = lit.Val
+		}
+		g.out.Times = append(g.out.Times, format)
+		g.record(RecTime, len(g.out.Times)-1)
 	case "print", "clear", "zero":
-		if len(c.Args) != 1 {
-			g.fail(unsupported(c.At, "%s() with a top or divisor", c.Name))
-			return
+		var consts [2]uint64
+		for i, a := range c.Args[1:] {
+			lit, ok := a.(*btlang.IntLit)
+			if !ok || lit.Val > 1<<31 {
+				g.fail(unsupported(a.Pos(), "a print() top or divisor that is not a literal"))
+				return
+			}
+			consts[i] = lit.Val
 		}
 		r, _ := c.Args[0].(*btlang.MapRef)
 		if r == nil || r.Map == nil {
@@ -409,7 +426,12 @@ func (g *gen) call(c *btlang.Call) {
 			g.fail(unsupported(c.At, "%s() of a map never assigned", c.Name))
 			return
 		}
-		kind := map[string]int{"print": RecPrint, "clear": RecClear, "zero": RecZero}[c.Name]
+		if c.Name == "print" {
+			g.out.Prints = append(g.out.Prints, PrintInfo{Map: idx, Top: int(consts[0]), Div: uint32(consts[1])})
+			g.record(RecPrint, len(g.out.Prints)-1)
+			return
+		}
+		kind := map[string]int{"clear": RecClear, "zero": RecZero}[c.Name]
 		g.record(kind, idx)
 	case "delete":
 		r, _ := c.Args[0].(*btlang.MapRef)

@@ -345,25 +345,31 @@ func (r *Runner) handle(rec []byte) error {
 		return err
 	case btgen.RecExit:
 		return errStop
-	case btgen.RecPrint, btgen.RecClear, btgen.RecZero:
+	case btgen.RecTime:
+		if id >= len(r.prog.Times) {
+			return fmt.Errorf("time record %d of %d", id, len(r.prog.Times))
+		}
+		r.buf = eventfmt.AppendTime(r.buf[:0], r.prog.Times[id], time.Now(), r.opts.Output)
+		_, err := r.opts.Out.Write(r.buf)
+		return err
+	case btgen.RecPrint:
+		if id >= len(r.prog.Prints) {
+			return fmt.Errorf("print record %d of %d", id, len(r.prog.Prints))
+		}
+		p := r.prog.Prints[id]
+		m, err := r.readMap(&r.prog.Maps[p.Map])
+		if err != nil {
+			return err
+		}
+		r.buf = eventfmt.AppendMap(r.buf[:0], m, r.opts.Output, &eventfmt.PrintOptions{Top: p.Top, Div: p.Div})
+		_, err = r.opts.Out.Write(r.buf)
+		return err
+	case btgen.RecClear, btgen.RecZero:
 		if id >= len(r.prog.Maps) {
 			return fmt.Errorf("map record %d of %d", id, len(r.prog.Maps))
 		}
 		mi := &r.prog.Maps[id]
-		switch kind {
-		case btgen.RecPrint:
-			m, err := r.readMap(mi)
-			if err != nil {
-				return err
-			}
-			r.buf = eventfmt.AppendMap(r.buf[:0], m, r.opts.Output, nil)
-			_, err = r.opts.Out.Write(r.buf)
-			return err
-		case btgen.RecClear:
-			return r.clearMap(mi, false)
-		default:
-			return r.clearMap(mi, true)
-		}
+		return r.clearMap(mi, kind == btgen.RecZero)
 	}
 	return fmt.Errorf("record of unknown kind %d", kind)
 }

@@ -212,8 +212,8 @@ func sortTies(maps string) string {
 // demo:req fired, so that what they print does not depend on when the
 // tracer reads its records.
 var exitOneLiners = []string{
-	`usdt:BIN:demo:req { @p[arg0 % 4] = count(); @c[str(arg1)] = sum(arg0); @z[arg0 % 2] = max(arg0); @keep = count(); }`,
-	`usdt:BIN:demo:done { printf("done %d\n", arg0); print(@p); clear(@c); zero(@z); printf("bye\n"); exit(); }`,
+	`usdt:BIN:demo:req { @p[arg0 % 4] = count(); @c[str(arg1)] = sum(arg0); @z[arg0 % 2] = max(arg0); @keep = count(); @u[arg0 % 5] = sum(arg0); }`,
+	`usdt:BIN:demo:done { printf("done %d\n", arg0); print(@p); clear(@c); zero(@z); print(@u, 2, 10); print(@u, 3); time("time %%\n"); printf("bye\n"); exit(); }`,
 	`usdt:BIN:demo:done { @after = count(); }`,
 }
 
