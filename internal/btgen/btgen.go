@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -54,6 +55,11 @@ type Site struct {
 	Args []bpfgen.Fetch
 	// Ret reads the return value at a return site (Kind 0 for none).
 	Ret bpfgen.Fetch
+	// Probe is the probe's full name as bpftrace prints it
+	// ("usdt:/bin/app:prov:name", "uprobe:/lib/libc.so.6:malloc"): the
+	// value of the probe builtin. Empty: the block's probe as written,
+	// when the block has one probe.
+	Probe string
 }
 
 // Options are what Generate needs besides the program.
@@ -83,6 +89,9 @@ type Program struct {
 	// Times are the time() calls' strftime formats, indexed by a RecTime
 	// record's id.
 	Times []string
+	// Probes are the names the probe builtin takes, indexed by the id
+	// stored in map keys and printf records.
+	Probes []string
 	// ScratchSize is the per-CPU scratch value's size.
 	ScratchSize int
 }
@@ -123,8 +132,11 @@ type MapInfo struct {
 	BPF    string // name in Spec.Maps
 	PerCPU bool
 	// Keys are the key fields and KeyOffs their offsets in the BPF key of
-	// KeySize bytes; a map without keys has one 8-byte zero key.
+	// KeySize bytes; a map without keys has one 8-byte zero key. A probe
+	// key (KeyProbe[i]) is stored as the 8-byte index in Program.Probes
+	// and printed as the name (a KeyString field).
 	Keys      []eventfmt.KeyField
+	KeyProbe  []bool
 	KeyOffs   []int
 	KeySize   int
 	ValueSize int
@@ -154,6 +166,8 @@ type RecordArg struct {
 	Off    int
 	String bool
 	Size   int
+	// Probe: an 8-byte index in Program.Probes, printed with %s.
+	Probe bool
 }
 
 // Limits.
@@ -165,7 +179,8 @@ const (
 	maxScratch    = 32 << 10
 	argsOff       = 0
 	retOff        = 8 * bpfgen.MaxArgs
-	zeroOff       = retOff + 8
+	probeOff      = retOff + 8
+	zeroOff       = probeOff + 8
 )
 
 func round8(n int) int { return (n + 7) &^ 7 }
@@ -262,13 +277,19 @@ func mapInfo(m *btlang.Map, i int) (MapInfo, error) {
 	off := 0
 	for _, k := range m.Keys {
 		switch k.Kind {
-		case btlang.KindInt:
-			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyInt})
+		case btlang.KindInt, btlang.KindProbe:
+			kind := eventfmt.KeyInt
+			if k.Kind == btlang.KindProbe {
+				kind = eventfmt.KeyString
+			}
+			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: kind})
 			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, k.Kind == btlang.KindProbe)
 			off += 8
 		case btlang.KindString:
 			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyString, Size: k.Size})
 			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, false)
 			off += round8(k.Size)
 		default:
 			return mi, unsupported(m.Pos, "a %s key of %s", k, m.Name)
@@ -393,7 +414,7 @@ func (g *gen) program() (asm.Instructions, error) {
 	}
 	// Which arguments the block reads.
 	var used uint16
-	usesRet := false
+	usesRet, usesProbe := false, false
 	btlang.Inspect(b, func(n btlang.Node) bool {
 		if e, ok := n.(*btlang.Builtin); ok {
 			switch {
@@ -401,6 +422,8 @@ func (g *gen) program() (asm.Instructions, error) {
 				used |= 1 << e.Arg
 			case e.Name == "retval":
 				usesRet = true
+			case e.Name == "probe":
+				usesProbe = true
 			}
 		}
 		return true
@@ -441,6 +464,7 @@ func (g *gen) program() (asm.Instructions, error) {
 			asm.LoadMem(asm.R1, asm.R7, argsOff, asm.DWord),
 			asm.LoadImm(asm.R2, int64(g.token), asm.DWord),
 			asm.JNE.Reg(asm.R1, asm.R2, "exit"),
+			storeImm64(asm.R7, probeOff, int32(g.probeID(b.Probes[0].String()))),
 			asm.Ja.Label("body"),
 		)
 		used, usesRet = 0, false
@@ -453,6 +477,17 @@ func (g *gen) program() (asm.Instructions, error) {
 	var runs []run
 	for i := range g.sites {
 		items := fetchList(&g.sites[i], used, usesRet)
+		if usesProbe {
+			name := g.sites[i].Probe
+			if name == "" {
+				if len(b.Probes) > 1 {
+					return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("probe is read but site %d does not say which probe it is", i)}
+				}
+				name = b.Probes[0].String()
+			}
+			id := g.probeID(name)
+			items = append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: int64(id)}, slot: probeOff, bit: bpfgen.MaxArgs + 1})
+		}
 		c := -1
 		for k, have := range codes {
 			if equalItems(have, items) {
@@ -523,6 +558,15 @@ func (g *gen) program() (asm.Instructions, error) {
 	g.label("exit")
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	return g.insns, nil
+}
+
+// probeID returns the index of a probe name in Program.Probes, adding it.
+func (g *gen) probeID(name string) int {
+	if i := slices.Index(g.out.Probes, name); i >= 0 {
+		return i
+	}
+	g.out.Probes = append(g.out.Probes, name)
+	return len(g.out.Probes) - 1
 }
 
 // fetchItem is one argument read at a site into its scratch slot.

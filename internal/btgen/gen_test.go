@@ -83,6 +83,7 @@ var loadTests = []struct{ name, src string }{
 	{"BEGIN END interval", `BEGIN { @b = 1; printf("hi\n"); } interval:ms:100 { @i++; } END { printf("%d\n", @b); }`},
 	{"elapsed", `usdt:/x:p:a { @e = elapsed; @h = hist(elapsed / 1000000); }`},
 	{"time print top", `usdt:/x:p:a { @n[arg0] = count(); print(@n, 3, 2); time(); time("%s\n"); }`},
+	{"probe", `usdt:/x:p:a { @[probe, arg0] = count(); printf("%s\n", probe); }`},
 	{"big constants", `usdt:/x:p:a { @b = arg0 & 0xffffffffff; @c[0x123456789abc] = count(); printf("%s\n", "a long literal string of many bytes"); }`},
 }
 

@@ -144,11 +144,13 @@ func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 	}
 	for i, k := range r.Keys {
 		f := off + mi.KeyOffs[i]
-		switch mi.Keys[i].Kind {
-		case eventfmt.KeyInt:
+		switch {
+		case mi.KeyProbe[i]:
+			g.emit(asm.LoadMem(asm.R0, asm.R7, probeOff, asm.DWord), asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
+		case mi.Keys[i].Kind == eventfmt.KeyInt:
 			g.intExpr(k)
 			g.emit(asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
-		case eventfmt.KeyString:
+		case mi.Keys[i].Kind == eventfmt.KeyString:
 			src := g.strExpr(k)
 			g.copyStr(strBuf{off: f, size: mi.Keys[i].Size}, src)
 		}
@@ -502,6 +504,9 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindString:
 			info.Args = append(info.Args, RecordArg{Off: size, String: true, Size: t.Size})
 			size += round8(t.Size)
+		case btlang.KindProbe:
+			info.Args = append(info.Args, RecordArg{Off: size, Probe: true, Size: 8})
+			size += 8
 		default:
 			g.fail(unsupported(a.Pos(), "printing a %s", t))
 			return
@@ -518,7 +523,11 @@ func (g *gen) printf(c *btlang.Call) {
 			g.copyStr(strBuf{off: rec + ra.Off, size: ra.Size}, src)
 			continue
 		}
-		g.intExpr(a)
+		if ra.Probe {
+			g.emit(asm.LoadMem(asm.R0, asm.R7, probeOff, asm.DWord))
+		} else {
+			g.intExpr(a)
+		}
 		g.emit(asm.StoreMem(asm.R7, int16(rec+ra.Off), asm.R0, asm.DWord))
 	}
 	g.emit(

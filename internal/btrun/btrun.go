@@ -334,9 +334,12 @@ func (r *Runner) handle(rec []byte) error {
 		}
 		args := make([]eventfmt.Arg, len(p.Args))
 		for i, a := range p.Args {
-			if a.String {
+			switch {
+			case a.String:
 				args[i].Str = cString(rec[a.Off : a.Off+a.Size])
-			} else {
+			case a.Probe:
+				args[i].Str = r.probeName(binary.NativeEndian.Uint64(rec[a.Off:]))
+			default:
 				args[i].Int = int64(binary.NativeEndian.Uint64(rec[a.Off:]))
 			}
 		}
@@ -478,7 +481,7 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 		if !ok {
 			break
 		}
-		e := eventfmt.MapEntry{Key: decodeKey(mi, k)}
+		e := eventfmt.MapEntry{Key: r.decodeKey(mi, k)}
 		if !mi.PerCPU {
 			if m.Agg == eventfmt.AggString {
 				e.Str = cString(v)
@@ -528,19 +531,31 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 	return m, nil
 }
 
-func decodeKey(mi *btgen.MapInfo, k []byte) []eventfmt.Key {
+// probeName returns the name of probe id.
+func (r *Runner) probeName(id uint64) string {
+	if id < uint64(len(r.prog.Probes)) {
+		return r.prog.Probes[id]
+	}
+	return fmt.Sprintf("probe%d", id)
+}
+
+func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []eventfmt.Key {
 	if len(mi.Keys) == 0 {
 		return nil
 	}
 	keys := make([]eventfmt.Key, len(mi.Keys))
 	for i, f := range mi.Keys {
 		off := mi.KeyOffs[i]
-		switch f.Kind {
-		case eventfmt.KeyInt:
+		switch {
+		case mi.KeyProbe[i]:
+			if off+8 <= len(k) {
+				keys[i].Str = r.probeName(binary.NativeEndian.Uint64(k[off:]))
+			}
+		case f.Kind == eventfmt.KeyInt:
 			if off+8 <= len(k) {
 				keys[i].Int = int64(binary.NativeEndian.Uint64(k[off:]))
 			}
-		case eventfmt.KeyString:
+		case f.Kind == eventfmt.KeyString:
 			if off+f.Size <= len(k) {
 				keys[i].Str = cString(k[off : off+f.Size])
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -87,7 +88,7 @@ func sites(t *testing.T, prog *btlang.Program, bin string) [][]btgen.Site {
 						continue
 					}
 					for _, loc := range pr.Locations {
-						s := btgen.Site{Path: bin, Offset: loc.Offset}
+						s := btgen.Site{Path: bin, Offset: loc.Offset, Probe: fmt.Sprintf("usdt:%s:%s:%s", bin, pr.Provider, pr.Name)}
 						if loc.Semaphore != 0 {
 							s.RefCtrOffset = loc.SemaphoreOffset
 						}
@@ -102,7 +103,7 @@ func sites(t *testing.T, prog *btlang.Program, bin string) [][]btgen.Site {
 					}
 				}
 			case btlang.ProbeUprobe, btlang.ProbeUretprobe:
-				s := btgen.Site{Path: bin, Offset: funcOffset(t, bin, p.Name), Return: p.Kind == btlang.ProbeUretprobe}
+				s := btgen.Site{Path: bin, Offset: funcOffset(t, bin, p.Name), Return: p.Kind == btlang.ProbeUretprobe, Probe: p.String()}
 				for _, r := range []string{"rdi", "rsi", "rdx", "rcx", "r8", "r9"} {
 					s.Args = append(s.Args, reg(r))
 				}
@@ -249,6 +250,22 @@ func TestAgainstBpftrace(t *testing.T) {
 		}
 		if !strings.Contains(theirs, `"@st"`) {
 			t.Errorf("bpftrace printed no @st:\n%s", theirs)
+		}
+	})
+	t.Run("probe", func(t *testing.T) {
+		// bpftrace 0.17 fails to load a probe that is in a block of
+		// several probes and in another block: each probe once here.
+		theirs, ours := runBoth(t, bin, []string{
+			`usdt:BIN:demo:req, uprobe:BIN:work { @pr[probe] = count(); } usdt:BIN:demo:done { printf("at %s\n", probe); }`,
+		})
+		// With -p, bpftrace names usdt probes by the path it opened,
+		// /proc/PID/root/PATH; the site's name is the caller's choice.
+		theirs = regexp.MustCompile(`usdt:/proc/[0-9]+/root/`).ReplaceAllString(theirs, "usdt:/")
+		if sortTies(ours) != sortTies(theirs) {
+			t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", ours, theirs)
+		}
+		if !strings.Contains(theirs, "uprobe:"+bin+":work]: 100") {
+			t.Errorf("bpftrace saw too little:\n%s", theirs)
 		}
 	})
 	t.Run("exit print clear zero", func(t *testing.T) {
