@@ -204,6 +204,12 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	if o.RingSize == 0 {
 		o.RingSize = 1 << 20
 	}
+	if o.RingSize < 4096 || o.RingSize > bpfgen.MaxRingSize || o.RingSize&(o.RingSize-1) != 0 {
+		return nil, fmt.Errorf("btgen: Options.RingSize %d is not a power of two from 4096 to %d", o.RingSize, bpfgen.MaxRingSize)
+	}
+	if o.MaxEntries < 1 {
+		return nil, fmt.Errorf("btgen: Options.MaxEntries %d is not positive", o.MaxEntries)
+	}
 	if len(o.Sites) != len(prog.Blocks) {
 		return nil, fmt.Errorf("btgen: %d site lists for %d probe blocks", len(o.Sites), len(prog.Blocks))
 	}

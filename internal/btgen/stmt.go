@@ -7,9 +7,14 @@ import (
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 )
 
+// Flags of bpf_map_update_elem, bpf_ringbuf_output and bpf_ringbuf_query
+// (include/uapi/linux/bpf.h).
 const (
-	bpfAny     = 0 // BPF_ANY
-	bpfNoExist = 1 // BPF_NOEXIST
+	bpfAny        = 0 // BPF_ANY
+	bpfNoExist    = 1 // BPF_NOEXIST
+	rbNoWakeup    = 1 // BPF_RB_NO_WAKEUP
+	rbForceWakeup = 2 // BPF_RB_FORCE_WAKEUP
+	rbAvailData   = 0 // BPF_RB_AVAIL_DATA
 )
 
 func (g *gen) stmts(list []btlang.Stmt) {
@@ -465,15 +470,24 @@ func (g *gen) record(kind, id int) {
 }
 
 // output sends size bytes of scratch at off to the ring buffer; a full
-// ring is counted in lost[LostEvents].
+// ring is counted in lost[LostEvents]. As bpfgen, it wakes the reader only
+// when the ring is over a quarter full (the reader also polls on a timer).
 func (g *gen) output(off, size int) {
-	ok := g.newLabel("sent")
+	ok, flags := g.newLabel("sent"), g.newLabel("flags")
+	g.emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(MapEvents),
+		asm.Mov.Imm(asm.R2, rbAvailData),
+		asm.FnRingbufQuery.Call(),
+		asm.Mov.Imm(asm.R4, rbNoWakeup),
+		asm.JLT.Imm(asm.R0, int32(g.opts.RingSize/4), flags),
+		asm.Mov.Imm(asm.R4, rbForceWakeup),
+	)
+	g.label(flags)
 	g.emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(MapEvents),
 		asm.Mov.Reg(asm.R2, asm.R7),
 		asm.Add.Imm(asm.R2, int32(off)),
 		asm.Mov.Imm(asm.R3, int32(size)),
-		asm.Mov.Imm(asm.R4, 0),
 		asm.FnRingbufOutput.Call(),
 		asm.JEq.Imm(asm.R0, 0, ok),
 	)
