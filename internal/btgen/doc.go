@@ -57,8 +57,7 @@
 // Generate rejects, with "file:line:col: … is not supported yet", other
 // probe types, BEGIN/END/interval together with other probes in one
 // block, tuples as values, ustack, func, probe as a map value, args.NAME,
-// a print() top or divisor or str() length that is not a literal, string
-// ternaries. It never compiles a program to something else.
+// a print() top or divisor that is not a literal. It never compiles a program to something else.
 //
 // # Known limits
 //

@@ -280,16 +280,32 @@ func (g *gen) strExpr(e btlang.Expr) strBuf {
 		if e.Name != "str" {
 			break
 		}
-		if len(e.Args) == 2 {
-			if _, ok := e.Args[1].(*btlang.IntLit); !ok {
-				g.fail(unsupported(e.Args[1].Pos(), "a length of str() that is not a literal"))
-			}
-		}
 		b := strBuf{off: g.alloc(t.Size), size: t.Size}
+		_, literal := e.Args[len(e.Args)-1].(*btlang.IntLit)
+		variable := len(e.Args) == 2 && !literal
 		if e.Args[0].Type().Kind == btlang.KindString {
+			if variable {
+				g.fail(unsupported(e.Args[1].Pos(), "a length of str() of a string that is not a literal"))
+			}
 			src := g.strExpr(e.Args[0])
 			g.copyStr(b, src)
 			return b
+		}
+		var lenSlot int16
+		if variable {
+			// n characters and a NUL, at most the buffer: min(n+1, size)
+			// compared unsigned, so a negative n reads the whole buffer.
+			g.intExpr(e.Args[1])
+			lenSlot = g.push()
+			defer g.pop()
+			ok := g.newLabel("strlen")
+			g.emit(
+				asm.Add.Imm(asm.R0, 1),
+				asm.JLE.Imm(asm.R0, int32(b.size), ok),
+				asm.Mov.Imm(asm.R0, int32(b.size)),
+			)
+			g.label(ok)
+			g.emit(asm.StoreMem(asm.R10, lenSlot, asm.R0, asm.DWord))
 		}
 		g.intExpr(e.Args[0])
 		g.zero(b.off, b.size)
@@ -299,8 +315,23 @@ func (g *gen) strExpr(e btlang.Expr) strBuf {
 			asm.Mov.Reg(asm.R1, asm.R7),
 			asm.Add.Imm(asm.R1, int32(b.off)),
 			asm.Mov.Imm(asm.R2, int32(b.size)),
-			asm.FnProbeReadUserStr.Call(),
 		)
+		if variable {
+			g.emit(asm.LoadMem(asm.R2, asm.R10, lenSlot, asm.DWord))
+		}
+		g.emit(asm.FnProbeReadUserStr.Call())
+		return b
+	case *btlang.Ternary:
+		b := strBuf{off: g.alloc(t.Size), size: t.Size}
+		els, end := g.newLabel("selse"), g.newLabel("sfi")
+		g.intExpr(e.Cond)
+		g.emit(asm.JEq.Imm(asm.R0, 0, els))
+		g.copyStr(b, g.strExpr(e.Then))
+		g.emit(asm.Ja.Label(end))
+		g.label(els)
+		g.copyStr(b, g.strExpr(e.Else))
+		g.label(end)
+		g.emit(nop())
 		return b
 	case *btlang.MapRef:
 		return g.mapReadStr(e)

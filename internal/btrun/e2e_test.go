@@ -140,6 +140,8 @@ var oneLiners = []string{
 	`usdt:BIN:demo:req /str(arg1) == "gamma"/ { @gamma = count(); @gsum = sum(arg0); }`,
 	// printf
 	`usdt:BIN:demo:req /arg0 < 6/ { printf("req %d %s %x|%5d|%-6s|\n", arg0, str(arg1), arg0 * 3, arg0, str(arg1, 3)); }`,
+	// str() of a variable length, a string ternary
+	`usdt:BIN:demo:req /arg0 < 4/ { printf("v[%s] t[%s]\n", str(arg1, arg0 + 1), arg0 > 1 ? "big" : "small"); }`,
 	// an @start[tid] = nsecs latency pair (times are not compared)
 	`uprobe:BIN:work { @start[tid] = nsecs; }`,
 	`uretprobe:BIN:work /@start[tid]/ { @pairs = count(); @later = sum(nsecs >= @start[tid]); delete(@start[tid]); }`,
@@ -234,7 +236,7 @@ func TestAgainstBpftrace(t *testing.T) {
 		if haveMaps != wantMaps {
 			t.Errorf("maps differ:\n--- have\n%s\n--- want (bpftrace)\n%s", haveMaps, wantMaps)
 		}
-		if len(wantLines) != 6 || !strings.Contains(wantMaps, "@pairs: 100") {
+		if len(wantLines) != 10 || !strings.Contains(wantMaps, "@pairs: 100") {
 			t.Errorf("bpftrace saw too little: %d printf lines, maps:\n%s", len(wantLines), wantMaps)
 		}
 	})
