@@ -19,7 +19,7 @@ import (
 const (
 	MapScratch = "scratch" // per-CPU array, one entry: arguments, strings, keys, records
 	MapEvents  = "events"  // ring buffer of records
-	MapLost    = "lost"    // per-CPU array: [LostEvents], [LostUpdates]
+	MapLost    = "lost"    // per-CPU array: [LostEvents], [LostUpdates], [LostNested]
 	MapStart   = "start"   // array, one u64: the runner's start time for elapsed (CLOCK_MONOTONIC ns)
 )
 
@@ -27,6 +27,9 @@ const (
 const (
 	LostEvents  = bpfgen.LostEvents
 	LostUpdates = bpfgen.LostUpdates
+	// LostNested counts hits skipped because a program was already using
+	// the CPU's scratch value (it was preempted by the task that hit).
+	LostNested = 2
 )
 
 // Record kinds: the first u32 of every ring buffer record; the second is
@@ -180,7 +183,8 @@ const (
 	argsOff       = 0
 	retOff        = 8 * bpfgen.MaxArgs
 	probeOff      = retOff + 8
-	zeroOff       = probeOff + 8
+	busyOff       = probeOff + 8 // non-zero while a program uses the scratch value
+	zeroOff       = busyOff + 8
 )
 
 func round8(n int) int { return (n + 7) &^ 7 }
@@ -269,7 +273,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	out.Spec.Maps[MapScratch] = &ebpf.MapSpec{Name: MapScratch, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(out.ScratchSize), MaxEntries: 1}
 	out.Spec.Maps[MapEvents] = &ebpf.MapSpec{Name: MapEvents, Type: ebpf.RingBuf, MaxEntries: uint32(o.RingSize)}
 	out.Spec.Maps[MapStart] = &ebpf.MapSpec{Name: MapStart, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
-	out.Spec.Maps[MapLost] = &ebpf.MapSpec{Name: MapLost, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 2}
+	out.Spec.Maps[MapLost] = &ebpf.MapSpec{Name: MapLost, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 3}
 	return out, nil
 }
 
@@ -454,8 +458,14 @@ func (g *gen) program() (asm.Instructions, error) {
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, -4),
 		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.JEq.Imm(asm.R0, 0, "return"),
 		asm.Mov.Reg(asm.R7, asm.R0),
+		// The scratch value is this CPU's; a program preempted while
+		// using it must not have it overwritten by a hit of another task
+		// on the same CPU: that hit is skipped and counted instead.
+		asm.LoadMem(asm.R1, asm.R7, busyOff, asm.DWord),
+		asm.JNE.Imm(asm.R1, 0, "nested"),
+		storeImm64(asm.R7, busyOff, 1),
 		asm.Mov.Imm(asm.R9, 0),
 		asm.JGE.Imm(asm.R8, int32(len(g.sites)), "exit"),
 	)
@@ -562,6 +572,10 @@ func (g *gen) program() (asm.Instructions, error) {
 		return nil, g.err
 	}
 	g.label("exit")
+	g.emit(storeImm64(asm.R7, busyOff, 0), asm.Ja.Label("return"))
+	g.label("nested")
+	g.lost(LostNested)
+	g.label("return")
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	return g.insns, nil
 }

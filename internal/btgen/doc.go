@@ -59,13 +59,14 @@
 // block, tuples as values, ustack, func, probe as a map value, args.NAME,
 // a print() top or divisor that is not a literal. It never compiles a program to something else.
 //
-// # Known limits
+// # Preemption
 //
-// The per-CPU scratch value is shared by every program on a CPU; uprobe
-// programs run with migration disabled but may be preempted, so a hit
-// preempted mid-block by another task hitting a probe on the same CPU can
-// see its strings or keys overwritten (rare; bpftrace's per-CPU buffers
-// share it).
+// The per-CPU scratch value is shared by every program on a CPU, and
+// uprobe programs run with migration disabled but may be preempted. A
+// program marks the value busy while it runs; a hit that finds it busy (a
+// task preempted the program and hit a probe on the same CPU) is skipped
+// and counted in lost[LostNested], so it can never see another hit's
+// strings or keys.
 //
 // Generate keeps no state and is safe for concurrent use; a Program is
 // plain data.

@@ -283,9 +283,12 @@ func (r *Runner) Run(ctx context.Context) error {
 		return err
 	}
 	out := eventfmt.AppendExit(nil, maps, r.opts.Output)
-	events, updates, err := r.Lost()
+	events, updates, nested, err := r.lost()
 	if err != nil {
 		return err
+	}
+	if nested > 0 {
+		out = fmt.Appendf(out, "usdtkit: %d hits skipped (a probe fired while a preempted one ran on the same CPU)\n", nested)
 	}
 	if events > 0 {
 		out = eventfmt.AppendLost(out, events, r.opts.Output)
@@ -565,19 +568,27 @@ func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []eventfmt.Key {
 }
 
 // Lost returns how many records the ring buffer refused and how many map
-// updates failed (full maps), summed over CPUs.
+// updates failed (full maps), summed over CPUs. Run also reports hits
+// skipped by preemption (btgen.LostNested).
 func (r *Runner) Lost() (events, updates uint64, err error) {
+	events, updates, _, err = r.lost()
+	return events, updates, err
+}
+
+// lost returns Lost's counts and the hits skipped while another program
+// used their CPU's scratch value.
+func (r *Runner) lost() (events, updates, nested uint64, err error) {
 	m := r.coll.Maps[btgen.MapLost]
-	for i, dst := range []*uint64{&events, &updates} {
+	for i, dst := range []*uint64{&events, &updates, &nested} {
 		var vals []uint64
 		if err := m.Lookup(uint32(i), &vals); err != nil {
-			return 0, 0, fmt.Errorf("read lost counts: %w", err)
+			return 0, 0, 0, fmt.Errorf("read lost counts: %w", err)
 		}
 		for _, v := range vals {
 			*dst += v
 		}
 	}
-	return events, updates, nil
+	return events, updates, nested, nil
 }
 
 func (r *Runner) detach() {
