@@ -153,6 +153,8 @@ var oneLiners = []string{
 	`usdt:BIN:demo:req { if (arg0 > 50) { @big = count(); } else { @small = count(); } @tern[arg0 > 90 ? 1 : 0] = count(); $x = arg0 * 2; @vars = sum($x); @seen[arg0 % 4] += 1; @dbl[arg0 % 4] = @seen[arg0 % 4] * 2; }`,
 	// negative values, signed and unsigned
 	`usdt:BIN:demo:req { @v = hist(arg2); @vmin = min(arg2); @vmax = max(arg2); @neg[arg2 < 0] = count(); }`,
+	// a probe guarded by its semaphore
+	`usdt:BIN:demo:sem { @sem = count(); @semsum = sum(arg0); }`,
 	// scalar assignment of an int and a string
 	`usdt:BIN:demo:done { @final = arg0; } usdt:BIN:demo:req /arg0 == 42/ { @name42 = str(arg1); }`,
 }
@@ -236,7 +238,7 @@ func TestAgainstBpftrace(t *testing.T) {
 		if haveMaps != wantMaps {
 			t.Errorf("maps differ:\n--- have\n%s\n--- want (bpftrace)\n%s", haveMaps, wantMaps)
 		}
-		if len(wantLines) != 10 || !strings.Contains(wantMaps, "@pairs: 100") {
+		if len(wantLines) != 10 || !strings.Contains(wantMaps, "@pairs: 100") || !strings.Contains(wantMaps, "@sem: 10\n") {
 			t.Errorf("bpftrace saw too little: %d printf lines, maps:\n%s", len(wantLines), wantMaps)
 		}
 	})
@@ -408,7 +410,7 @@ END { printf("end %d\n", @ticks); @e = count(); }`
 func TestLost(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := buildTarget(t)
-	src := strings.ReplaceAll(`usdt:BIN:demo:req { $x = arg0 + 1000; @[arg0] = count(); @last[arg0] = arg0; printf("req %d %s %lld\n", arg0, str(arg1), $x); }`, "BIN", bin)
+	src := strings.ReplaceAll(`usdt:BIN:demo:req { $x = arg0 + 1000; @[arg0] = count(); @last[arg0] = arg0; printf("req %d %s %lld\n", arg0, str(arg1), $x); } usdt:BIN:demo:sem { @sem = count(); }`, "BIN", bin)
 	prog, err := btlang.Compile("lost.bt", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -451,6 +453,10 @@ func TestLost(t *testing.T) {
 		t.Errorf("%d records printed, %d lost; want some lost and 100 in all", printed, events)
 	}
 	if want := fmt.Sprintf("Lost %d events\n", events); !strings.Contains(buf.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, buf.String())
+	}
+	// The semaphore was raised through the multi link's reference counter.
+	if want := "\n@sem: 10\n"; !strings.Contains(buf.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, buf.String())
 	}
 	if want := "usdtkit: 184 map updates failed"; !strings.Contains(buf.String(), want) {
@@ -525,6 +531,7 @@ func TestClassic(t *testing.T) {
 	bin := buildTarget(t)
 	src := strings.ReplaceAll(`BEGIN { @b = 1; }
 usdt:BIN:demo:req { @[str(arg1)] = count(); }
+usdt:BIN:demo:sem { @sem = count(); }
 uretprobe:BIN:work { @r = sum(retval); }`, "BIN", bin)
 	prog, err := btlang.Compile("classic.bt", []byte(src), nil)
 	if err != nil {
@@ -548,7 +555,8 @@ uretprobe:BIN:work { @r = sum(retval); }`, "BIN", bin)
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
 	}
-	want := "\n\n@[alpha]: 25\n@[beta]: 25\n@[delta]: 25\n@[gamma]: 25\n@b: 1\n@r: 10375\n"
+	// @sem: the semaphore was raised through the link's reference counter.
+	want := "\n\n@[alpha]: 25\n@[beta]: 25\n@[delta]: 25\n@[gamma]: 25\n@b: 1\n@r: 10375\n@sem: 10\n"
 	if buf.String() != want {
 		t.Errorf("have\n%s\nwant\n%s", buf.String(), want)
 	}
