@@ -248,7 +248,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			}
 			o.Sites[i] = []Site{{Args: []bpfgen.Fetch{stub}}}
 		}
-		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, zeroSize: zeroSize, labels: map[string]bool{}, stack: stackReserved}
+		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, stack: stackReserved}
 		insns, err := g.program()
 		if err != nil {
 			return nil, err
@@ -341,22 +341,20 @@ func mapInfo(m *btlang.Map, i int) (MapInfo, error) {
 // string expressions live in scratch buffers known at compile time. The
 // stack holds the block's integer variables and spilled operands.
 type gen struct {
-	special  btlang.ProbeKind
-	token    uint64
-	opts     *Options
-	out      *Program
-	mapIdx   map[*btlang.Map]int
-	block    *btlang.ProbeBlock
-	sites    []Site
-	insns    asm.Instructions
-	pending  []string
-	labels   map[string]bool
-	nlabel   int
-	next     int // next free scratch byte
-	zeroSize int
-	stack    int // bytes of stack in use (positive)
-	vars     map[*btlang.Variable]varLoc
-	err      error
+	special btlang.ProbeKind
+	token   uint64
+	opts    *Options
+	out     *Program
+	mapIdx  map[*btlang.Map]int
+	block   *btlang.ProbeBlock
+	sites   []Site
+	insns   asm.Instructions
+	pending []string
+	nlabel  int
+	next    int // next free scratch byte
+	stack   int // bytes of stack in use (positive)
+	vars    map[*btlang.Variable]varLoc
+	err     error
 }
 
 type varLoc struct {

@@ -21,6 +21,8 @@
 // keys, values and == compare are unrolled 8-byte loads and stores.
 // Map keys are built in scratch: 8 bytes per integer, the string's size
 // rounded up to 8 per string; a map without key has one 8-byte zero key.
+// The probe builtin is an 8-byte index in Program.Probes (the sites'
+// Site.Probe names), stored per site by the fetch code.
 //
 // Maps: @m = int or string → a hash map; count/sum → a per-CPU hash of
 // u64; min/max → per-CPU {value, set}; avg/stats → per-CPU {count,
@@ -41,7 +43,9 @@
 // As bpftrace 0.17: / % and >> are unsigned whatever the operands (LLVM
 // udiv, urem, lshr), division by zero gives 0; comparisons are signed
 // when both operands are; && and || short-circuit and give 0 or 1;
-// missing map keys read 0 or ""; str() of a faulting address is "".
+// missing map keys read 0 or ""; str() of a faulting address is "";
+// str(x, n) reads at most n characters; hist() buckets compare signed
+// whatever the type (bpftrace's log2).
 //
 // # BEGIN, END and interval
 //
