@@ -222,21 +222,25 @@ var errStop = errors.New("exit")
 // the maps and the loss counts. It returns the first error writing to
 // Options.Out or reading the kernel's maps.
 func (r *Runner) Run(ctx context.Context) error {
+	// The stub's programs run synchronously within fire, so their
+	// records (an exit() among them) are in the ring when it returns:
+	// handle them before anything fires again.
 	r.fireAll(btlang.ProbeBegin)
+	stop, err := r.drain()
+	if err != nil {
+		return err
+	}
 	next := make([]time.Time, len(r.prog.Blocks))
 	for i, b := range r.prog.Blocks {
 		if b.Kind == btlang.ProbeInterval {
 			next[i] = time.Now().Add(b.Period)
 		}
 	}
-	for {
-		if ctx.Err() != nil || r.targetGone() {
-			break
-		}
-		deadline := time.Now().Add(r.opts.PollInterval)
+	for !stop && ctx.Err() == nil && !r.targetGone() {
 		now := time.Now()
+		deadline := now.Add(r.opts.PollInterval)
 		for i, b := range r.prog.Blocks {
-			if b.Kind != btlang.ProbeInterval {
+			if b.Kind != btlang.ProbeInterval || stop {
 				continue
 			}
 			if !now.Before(next[i]) {
@@ -245,10 +249,16 @@ func (r *Runner) Run(ctx context.Context) error {
 				if next[i].Before(now) {
 					next[i] = now.Add(b.Period)
 				}
+				if stop, err = r.drain(); err != nil {
+					return err
+				}
 			}
 			if next[i].Before(deadline) {
 				deadline = next[i]
 			}
+		}
+		if stop {
+			break
 		}
 		r.rd.SetDeadline(deadline)
 		rec, err := r.rd.Read()
@@ -259,7 +269,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			return fmt.Errorf("read ring buffer: %w", err)
 		}
 		if err := r.handle(rec.RawSample); errors.Is(err, errStop) {
-			break
+			stop = true
 		} else if err != nil {
 			return err
 		}
@@ -298,6 +308,26 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	_, err = r.opts.Out.Write(out)
 	return err
+}
+
+// drain handles the records in the ring without waiting; stop reports an
+// exit() among them (the records after it stay in the ring).
+func (r *Runner) drain() (stop bool, err error) {
+	for {
+		r.rd.SetDeadline(time.Now())
+		rec, err := r.rd.Read()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read ring buffer: %w", err)
+		}
+		if err := r.handle(rec.RawSample); errors.Is(err, errStop) {
+			return true, nil
+		} else if err != nil {
+			return false, err
+		}
+	}
 }
 
 // fireAll runs the blocks of a kind (BEGIN, END) in block order.
