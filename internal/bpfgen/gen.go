@@ -507,7 +507,13 @@ func (g *gen) extend(dst asm.Register, n int, signed bool) {
 // fetch emits the code that stores argument i of block b, extended to 64
 // bits, in the record's args[i].
 func (g *gen) fetch(b, i int, f *Fetch) {
-	slot := int16(offArgs + 8*i)
+	g.fetchAt(fmt.Sprintf("block%d_arg%d", b, i), int16(offArgs+8*i), i, f)
+}
+
+// fetchAt emits the code that stores argument f, extended to 64 bits, at
+// rRec+slot, setting bit i of rFaults on a failed read; prefix makes its
+// labels unique.
+func (g *gen) fetchAt(prefix string, slot int16, i int, f *Fetch) {
 	size := f.size()
 	switch f.Kind {
 	case FetchConst:
@@ -526,8 +532,8 @@ func (g *gen) fetch(b, i int, f *Fetch) {
 		g.emit(asm.StoreMem(rRec, slot, asm.R0, asm.DWord))
 	case FetchMem:
 		g.address(f)
-		fault := fmt.Sprintf("block%d_arg%d_fault", b, i)
-		done := fmt.Sprintf("block%d_arg%d_done", b, i)
+		fault := prefix + "_fault"
+		done := prefix + "_done"
 		for k := range int(f.Derefs) {
 			// Each pointer is read into the argument's own slot, which
 			// the value overwrites at the end.

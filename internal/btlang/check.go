@@ -985,7 +985,9 @@ func (c *checker) call(e *Call) Type {
 					c.errorf(e.Args[1].Pos(), "the length of str() must be 1 or more, not %d", v)
 					return Type{}
 				}
-				size = int(min(v, int64(c.strLen)))
+				// bpftrace 0.17 reads up to n characters and a NUL
+				// (str(s, 3) of "alpha" prints "alp"): string[n+1].
+				size = int(min(v+1, int64(c.strLen)))
 			}
 		}
 		if t.Kind == KindNone {

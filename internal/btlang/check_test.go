@@ -15,7 +15,7 @@ func TestCheckMaps(t *testing.T) {
 		{"tuple key", `uprobe:libc:malloc { @[comm, pid] = hist(arg0); }`, []string{"@[string[16], uint64] hist(uint64)"}},
 		{"string keys widen", `BEGIN { @["a"] = 1; @["abcdef"] = 2; }`, []string{"@[string[7]] int64"}},
 		{"str length", `uprobe:libc:open { @[str(arg0, 16)] = count(); @s = str(arg0); }`,
-			[]string{"@[string[16]] count()", "@s string[64]"}},
+			[]string{"@[string[17]] count()", "@s string[64]"}},
 		{"lhist", `BEGIN { @l = lhist(-1 + 3, 0, 100, 10); }`, []string{"@l lhist(int64, 0, 100, 10)"}},
 		{"signed sum", `BEGIN { @s = sum(-5); }`, []string{"@s sum(int64)"}},
 		{"unsigned sum wins", `BEGIN { @s = sum(-5); @s = sum(nsecs); }`, []string{"@s sum(uint64)"}},

@@ -23,7 +23,7 @@ func ExampleCompile() {
 	// uprobe libc malloc
 	// predicate: pid != 1 uint64
 	// @bytes[string[16], uint64] hist(uint64)
-	// @last string[16]
+	// @last string[17]
 }
 
 func ExampleError() {

@@ -1,0 +1,41 @@
+package bpfgen
+
+import (
+	"debug/elf"
+	"fmt"
+
+	"github.com/cilium/ebpf/asm"
+)
+
+// Registers of the code EmitFetch returns: the context in R6, the base of
+// the argument slots in R7, the fault bits in R9 (as in Generate's blocks).
+const (
+	FetchCtx    = rCtx
+	FetchBase   = rRec
+	FetchFaults = rFaults
+)
+
+// EmitFetch returns the instructions that store argument f, extended to 64
+// bits, at FetchBase+slot, as Generate's blocks do: R6 must hold the
+// context (pt_regs) and R7 a pointer to at least slot+8 writable bytes; a
+// failed read stores 0 and sets bit in R9, which the caller clears first.
+// prefix makes the labels of the code unique within the caller's program.
+// R0..R5 are clobbered. It is the hook other generators (btgen) use to read
+// arguments exactly as bpfgen does.
+func EmitFetch(m elf.Machine, f *Fetch, slot int16, bit int, prefix string) (asm.Instructions, error) {
+	s := &settings{Config: &Config{Machine: m}}
+	if PtRegsSize(m) == 0 {
+		return nil, &ConfigError{Field: "Machine", Reason: m.String(), Err: ErrUnsupported}
+	}
+	s.regsSize = PtRegsSize(m)
+	s.ipOff, _ = ipReg(m)
+	if err := s.checkFetch("Fetch", f); err != nil {
+		return nil, err
+	}
+	if bit < 0 || bit > 30 {
+		return nil, fmt.Errorf("fault bit %d out of range", bit)
+	}
+	g := &gen{s: s, alias: map[string]string{}}
+	g.fetchAt(prefix, slot, bit, f)
+	return g.resolve(g.insns)
+}

@@ -1,0 +1,658 @@
+package btgen
+
+import (
+	"debug/elf"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
+)
+
+// Names of the maps every program has.
+const (
+	MapScratch = "scratch" // per-CPU array, one entry: arguments, strings, keys, records
+	MapEvents  = "events"  // ring buffer of records
+	MapLost    = "lost"    // per-CPU array: [LostEvents], [LostUpdates], [LostNested]
+	MapStart   = "start"   // array, one u64: the runner's start time for elapsed (CLOCK_MONOTONIC ns)
+)
+
+// Indexes in MapLost, as in bpfgen.
+const (
+	LostEvents  = bpfgen.LostEvents
+	LostUpdates = bpfgen.LostUpdates
+	// LostNested counts hits skipped because a program was already using
+	// the CPU's scratch value (it was preempted by the task that hit).
+	LostNested = 2
+)
+
+// Record kinds: the first u32 of every ring buffer record; the second is
+// the printf or map index.
+const (
+	RecPrintf = 1
+	RecExit   = 2
+	RecPrint  = 3
+	RecClear  = 4
+	RecZero   = 5
+	RecTime   = 6 // id: index in Program.Times
+)
+
+// Site is one attach point of a probe block: a file offset in an object,
+// with how to read the block's arguments there.
+type Site struct {
+	// Path is where the kernel finds the object: "/proc/self/fd/N" of a
+	// file the caller keeps open until attached, or a path.
+	Path string
+	// Offset is the site's file offset; RefCtrOffset its semaphore's
+	// file offset, 0 for none.
+	Offset, RefCtrOffset uint64
+	// Return attaches a return probe (uretprobe) at a function's entry.
+	Return bool
+	// Args says how to read arg0, arg1… at this site.
+	Args []bpfgen.Fetch
+	// Ret reads the return value at a return site (Kind 0 for none).
+	Ret bpfgen.Fetch
+	// Probe is the probe's full name as bpftrace prints it
+	// ("usdt:/bin/app:prov:name", "uprobe:/lib/libc.so.6:malloc"): the
+	// value of the probe builtin. Empty: the block's probe as written,
+	// when the block has one probe.
+	Probe string
+}
+
+// Options are what Generate needs besides the program.
+type Options struct {
+	// Machine is the traced objects' architecture; 0 means x86-64.
+	Machine elf.Machine
+	// Sites has, per probe block of the program in order, its sites; the
+	// attach cookie of a site is its index in its block's list.
+	Sites [][]Site
+	// MaxEntries bounds every map; 0 means 10240.
+	MaxEntries int
+	// RingSize is the ring buffer's size in bytes (a power of two
+	// multiple of the page size); 0 means 1 MiB.
+	RingSize int
+}
+
+// Program is a generated program: plain data, safe for concurrent reads.
+type Program struct {
+	Spec   *ebpf.CollectionSpec
+	Blocks []Block
+	// Maps are the program's maps in the order of btlang.Program.Maps.
+	Maps []MapInfo
+	// Printfs are the printf calls, indexed by a RecPrintf record's id.
+	Printfs []PrintfInfo
+	// Prints are the print() calls, indexed by a RecPrint record's id.
+	Prints []PrintInfo
+	// Times are the time() calls' strftime formats, indexed by a RecTime
+	// record's id.
+	Times []string
+	// Probes are the names the probe builtin takes, indexed by the id
+	// stored in map keys and printf records.
+	Probes []string
+	// ScratchSize is the per-CPU scratch value's size.
+	ScratchSize int
+}
+
+// Block is one probe block's program and sites.
+type Block struct {
+	Prog  string // name in Spec.Programs
+	Sites []Site
+	// Kind is ProbeBegin, ProbeEnd or ProbeInterval for a block that user
+	// space runs (see StubFetch), else 0.
+	Kind btlang.ProbeKind
+	// Token is the value a special block's program requires in its stub's
+	// argument; other values (other programs' calls) exit at once.
+	Token uint64
+	// Period is an interval block's period.
+	Period time.Duration
+}
+
+// StubFetch says how a special (BEGIN, END, interval) block reads the
+// token its runner passes: the first 8-byte stack argument at the entry of
+// a Go assembly function (ABI0), [SP+8] on x86-64. The runner attaches the
+// block's program to such a function of its own binary and calls it with
+// the block's Token.
+func StubFetch(m elf.Machine) (bpfgen.Fetch, error) {
+	if m != elf.EM_X86_64 {
+		return bpfgen.Fetch{}, fmt.Errorf("BEGIN, END and interval probes on %v: %w", m, ebpf.ErrNotSupported)
+	}
+	sp, err := bpfgen.PtRegs(m, "rsp")
+	if err != nil {
+		return bpfgen.Fetch{}, err
+	}
+	return bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 8, HasBase: true, Reg: bpfgen.Reg{Off: sp, Width: 8}, Offset: 8}, nil
+}
+
+// MapInfo says how a language map is stored in its BPF map.
+type MapInfo struct {
+	Map    *btlang.Map
+	BPF    string // name in Spec.Maps
+	PerCPU bool
+	// Keys are the key fields and KeyOffs their offsets in the BPF key of
+	// KeySize bytes; a map without keys has one 8-byte zero key. A probe
+	// key (KeyProbe[i]) is stored as the 8-byte index in Program.Probes
+	// and printed as the name (a KeyString field).
+	Keys      []eventfmt.KeyField
+	KeyProbe  []bool
+	KeyOffs   []int
+	KeySize   int
+	ValueSize int
+	// Buckets is hist's or lhist's bucket count.
+	Buckets int
+}
+
+// PrintInfo is one print(@m[, top[, div]]) call: the map's index in
+// Program.Maps and the constant top and divisor (0: all, undivided).
+type PrintInfo struct {
+	Map int
+	Top int
+	Div uint32
+}
+
+// PrintfInfo is one printf call: its format and where its arguments are
+// in a RecPrintf record (after the 8-byte header).
+type PrintfInfo struct {
+	Format *eventfmt.Printf
+	Args   []RecordArg
+	Size   int
+}
+
+// RecordArg is one printf argument in a record: an integer of 8 bytes or
+// a zero-padded string of Size bytes at Off.
+type RecordArg struct {
+	Off    int
+	String bool
+	Size   int
+	// Probe: an 8-byte index in Program.Probes, printed with %s.
+	Probe bool
+}
+
+// Limits.
+const (
+	// stackReserved is the top of the stack, R10-16..R10-1, kept for
+	// short-lived temporaries (the lost counter's key at -4, elapsed's
+	// start at -16); variables and spills live below.
+	stackReserved = 16
+	maxScratch    = 32 << 10
+	argsOff       = 0
+	retOff        = 8 * bpfgen.MaxArgs
+	probeOff      = retOff + 8
+	busyOff       = probeOff + 8 // non-zero while a program uses the scratch value
+	zeroOff       = busyOff + 8
+)
+
+func round8(n int) int { return (n + 7) &^ 7 }
+
+// Generate compiles a checked program to BPF: one program per probe block
+// (type Kprobe, attach type AttachTraceUprobeMulti), attached to the
+// block's sites with their index as cookie. What the slice does not
+// compile yet is a *btlang.Error ("file:line:col: … not supported yet").
+func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	o := *opts
+	o.Sites = append([][]Site(nil), opts.Sites...)
+	if o.Machine == 0 {
+		o.Machine = elf.EM_X86_64
+	}
+	if o.MaxEntries == 0 {
+		o.MaxEntries = bpfgen.DefaultMaxEntries
+	}
+	if o.RingSize == 0 {
+		o.RingSize = 1 << 20
+	}
+	if o.RingSize < 4096 || o.RingSize > bpfgen.MaxRingSize || o.RingSize&(o.RingSize-1) != 0 {
+		return nil, fmt.Errorf("btgen: Options.RingSize %d is not a power of two from 4096 to %d", o.RingSize, bpfgen.MaxRingSize)
+	}
+	if o.MaxEntries < 1 {
+		return nil, fmt.Errorf("btgen: Options.MaxEntries %d is not positive", o.MaxEntries)
+	}
+	if len(o.Sites) != len(prog.Blocks) {
+		return nil, fmt.Errorf("btgen: %d site lists for %d probe blocks", len(o.Sites), len(prog.Blocks))
+	}
+	out := &Program{Spec: &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}}
+	mapIdx := map[*btlang.Map]int{}
+	zeroSize := 8
+	for i, m := range prog.Maps {
+		mi, err := mapInfo(m, i)
+		if err != nil {
+			return nil, err
+		}
+		mapIdx[m] = i
+		out.Maps = append(out.Maps, mi)
+		zeroSize = max(zeroSize, mi.ValueSize)
+		typ := ebpf.Hash
+		if mi.PerCPU {
+			typ = ebpf.PerCPUHash
+		}
+		out.Spec.Maps[mi.BPF] = &ebpf.MapSpec{Name: mi.BPF, Type: typ, KeySize: uint32(mi.KeySize), ValueSize: uint32(mi.ValueSize), MaxEntries: uint32(o.MaxEntries)}
+	}
+	scratch := zeroOff + zeroSize
+	token := rand.Uint64() &^ 0xffff
+	for i, b := range prog.Blocks {
+		kind, period, err := special(b)
+		if err != nil {
+			return nil, err
+		}
+		if kind != 0 {
+			stub, err := StubFetch(o.Machine)
+			if err != nil {
+				return nil, &btlang.Error{Pos: b.At, Msg: err.Error()}
+			}
+			o.Sites[i] = []Site{{Args: []bpfgen.Fetch{stub}}}
+		}
+		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, stack: stackReserved}
+		insns, err := g.program()
+		if err != nil {
+			return nil, err
+		}
+		scratch = max(scratch, g.next)
+		name := fmt.Sprintf("block%d", i)
+		out.Spec.Programs[name] = &ebpf.ProgramSpec{
+			Name: name, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti,
+			License: "GPL", Instructions: insns,
+		}
+		blk := Block{Prog: name, Sites: o.Sites[i], Kind: kind, Period: period}
+		if kind != 0 {
+			blk.Sites = nil
+			blk.Token = token + uint64(i)
+		}
+		out.Blocks = append(out.Blocks, blk)
+	}
+	if scratch > maxScratch {
+		return nil, fmt.Errorf("btgen: the program needs %d bytes of scratch space, more than %d", scratch, maxScratch)
+	}
+	out.ScratchSize = round8(scratch)
+	out.Spec.Maps[MapScratch] = &ebpf.MapSpec{Name: MapScratch, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(out.ScratchSize), MaxEntries: 1}
+	out.Spec.Maps[MapEvents] = &ebpf.MapSpec{Name: MapEvents, Type: ebpf.RingBuf, MaxEntries: uint32(o.RingSize)}
+	out.Spec.Maps[MapStart] = &ebpf.MapSpec{Name: MapStart, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	out.Spec.Maps[MapLost] = &ebpf.MapSpec{Name: MapLost, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 3}
+	return out, nil
+}
+
+func unsupported(pos btlang.Pos, format string, args ...any) error {
+	return &btlang.Error{Pos: pos, Msg: fmt.Sprintf(format, args...) + " is not supported yet"}
+}
+
+// mapInfo lays out map m, the i-th.
+func mapInfo(m *btlang.Map, i int) (MapInfo, error) {
+	mi := MapInfo{Map: m, BPF: fmt.Sprintf("m%d", i)}
+	off := 0
+	for _, k := range m.Keys {
+		switch k.Kind {
+		case btlang.KindInt, btlang.KindProbe:
+			kind := eventfmt.KeyInt
+			if k.Kind == btlang.KindProbe {
+				kind = eventfmt.KeyString
+			}
+			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: kind})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, k.Kind == btlang.KindProbe)
+			off += 8
+		case btlang.KindString:
+			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyString, Size: k.Size})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, false)
+			off += round8(k.Size)
+		default:
+			return mi, unsupported(m.Pos, "a %s key of %s", k, m.Name)
+		}
+	}
+	mi.KeySize = max(off, 8)
+	switch m.Agg {
+	case btlang.AggNone:
+		switch m.Value.Kind {
+		case btlang.KindInt:
+			mi.ValueSize = 8
+		case btlang.KindString:
+			mi.ValueSize = round8(m.Value.Size)
+		default:
+			return mi, unsupported(m.Pos, "a %s value of %s", m.Value, m.Name)
+		}
+	case btlang.AggCount, btlang.AggSum:
+		mi.PerCPU, mi.ValueSize = true, 8
+	case btlang.AggMin, btlang.AggMax, btlang.AggAvg, btlang.AggStats:
+		// min/max: {value, set}; avg/stats: {count, total}.
+		mi.PerCPU, mi.ValueSize = true, 16
+	case btlang.AggHist:
+		mi.PerCPU, mi.Buckets = true, eventfmt.HistBucketsBT
+		mi.ValueSize = 8 * mi.Buckets
+	case btlang.AggLhist:
+		r := eventfmt.LinearRange{Min: m.LhistMin, Max: m.LhistMax, Step: m.LhistStep}
+		mi.PerCPU, mi.Buckets = true, r.Buckets()
+		mi.ValueSize = 8 * mi.Buckets
+	default:
+		return mi, unsupported(m.Pos, "%s()", m.Agg)
+	}
+	return mi, nil
+}
+
+// gen emits one probe block's program.
+//
+// Registers: R6 the context, R7 the per-CPU scratch value, R9 fault bits
+// of the argument fetches; integer expressions leave their value in R0,
+// string expressions live in scratch buffers known at compile time. The
+// stack holds the block's integer variables and spilled operands.
+type gen struct {
+	special btlang.ProbeKind
+	token   uint64
+	opts    *Options
+	out     *Program
+	mapIdx  map[*btlang.Map]int
+	block   *btlang.ProbeBlock
+	sites   []Site
+	insns   asm.Instructions
+	pending []string
+	nlabel  int
+	next    int // next free scratch byte
+	stack   int // bytes of stack in use (positive)
+	vars    map[*btlang.Variable]varLoc
+	err     error
+}
+
+type varLoc struct {
+	stack int16 // integer: R10+stack
+	off   int   // string: scratch offset
+	size  int
+}
+
+func (g *gen) emit(ins ...asm.Instruction) {
+	for _, in := range ins {
+		for _, l := range g.pending {
+			if sym := in.Symbol(); sym != "" {
+				// Two labels on one instruction: add a no-op carrier.
+				g.insns = append(g.insns, nop().WithSymbol(l))
+				continue
+			}
+			in = in.WithSymbol(l)
+		}
+		g.pending = nil
+		g.insns = append(g.insns, in)
+	}
+}
+
+func (g *gen) label(l string) { g.pending = append(g.pending, l) }
+
+func (g *gen) newLabel(what string) string {
+	g.nlabel++
+	return fmt.Sprintf("%s_%d", what, g.nlabel)
+}
+
+func (g *gen) fail(err error) {
+	if g.err == nil {
+		g.err = err
+	}
+}
+
+// alloc reserves n bytes (rounded to 8) of scratch space.
+func (g *gen) alloc(n int) int {
+	off := g.next
+	g.next += round8(n)
+	return off
+}
+
+// push reserves an 8-byte stack slot and returns its offset from R10.
+func (g *gen) push() int16 {
+	g.stack += 8
+	if g.stack > 512 {
+		g.fail(&btlang.Error{Pos: g.block.At, Msg: "the block needs more than 512 bytes of BPF stack; split its expressions"})
+		g.stack = stackReserved + 8
+	}
+	return int16(-g.stack)
+}
+
+func (g *gen) pop() { g.stack -= 8 }
+
+// program emits the block's program: prologue, argument fetch per site,
+// predicate and body.
+func (g *gen) program() (asm.Instructions, error) {
+	b := g.block
+	if len(g.sites) == 0 {
+		return nil, &btlang.Error{Pos: b.At, Msg: "the probes of this block match no site"}
+	}
+	if len(g.sites) > bpfgen.MaxSites {
+		return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("%d sites exceed %d", len(g.sites), bpfgen.MaxSites)}
+	}
+	// Which arguments the block reads.
+	var used uint16
+	usesRet, usesProbe := false, false
+	btlang.Inspect(b, func(n btlang.Node) bool {
+		if e, ok := n.(*btlang.Builtin); ok {
+			switch {
+			case e.Arg >= 0:
+				used |= 1 << e.Arg
+			case e.Name == "retval":
+				usesRet = true
+			case e.Name == "probe":
+				usesProbe = true
+			}
+		}
+		return true
+	})
+	for i := range g.sites {
+		s := &g.sites[i]
+		for a := range bpfgen.MaxArgs {
+			if used&(1<<a) != 0 && a >= len(s.Args) {
+				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("arg%d is read but site %d (offset %#x in %s) has %d arguments", a, i, s.Offset, s.Path, len(s.Args))}
+			}
+		}
+		if usesRet && (!s.Return || s.Ret.Kind == 0) {
+			return nil, &btlang.Error{Pos: b.At, Msg: "retval is read but a site of this block is not a return probe"}
+		}
+	}
+	g.emit(
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.FnGetAttachCookie.Call(),
+		asm.Mov.Reg(asm.R8, asm.R0),
+		asm.StoreImm(asm.R10, -4, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(MapScratch),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "return"),
+		asm.Mov.Reg(asm.R7, asm.R0),
+		// The scratch value is this CPU's; a program preempted while
+		// using it must not have it overwritten by a hit of another task
+		// on the same CPU: that hit is skipped and counted instead.
+		asm.LoadMem(asm.R1, asm.R7, busyOff, asm.DWord),
+		asm.JNE.Imm(asm.R1, 0, "nested"),
+		storeImm64(asm.R7, busyOff, 1),
+		asm.Mov.Imm(asm.R9, 0),
+		asm.JGE.Imm(asm.R8, int32(len(g.sites)), "exit"),
+	)
+	if g.special != 0 {
+		// Only the runner's call with this block's token runs it.
+		insns, err := bpfgen.EmitFetch(g.opts.Machine, &g.sites[0].Args[0], argsOff, 0, "token")
+		if err != nil {
+			return nil, &btlang.Error{Pos: b.At, Msg: err.Error()}
+		}
+		g.emit(insns...)
+		g.emit(
+			asm.LoadMem(asm.R1, asm.R7, argsOff, asm.DWord),
+			asm.LoadImm(asm.R2, int64(g.token), asm.DWord),
+			asm.JNE.Reg(asm.R1, asm.R2, "exit"),
+			storeImm64(asm.R7, probeOff, int32(g.probeID(b.Probes[0].String()))),
+			asm.Ja.Label("body"),
+		)
+		used, usesRet = 0, false
+		g.sites = nil
+	}
+	// Dispatch: sites with equal fetch code share it; a binary tree over
+	// runs of equal code finds the run.
+	type run struct{ lo, code int }
+	var codes [][]fetchItem
+	var runs []run
+	for i := range g.sites {
+		items := fetchList(&g.sites[i], used, usesRet)
+		if usesProbe {
+			name := g.sites[i].Probe
+			if name == "" {
+				if len(b.Probes) > 1 {
+					return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("probe is read but site %d does not say which probe it is", i)}
+				}
+				name = b.Probes[0].String()
+			}
+			id := g.probeID(name)
+			items = append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: int64(id)}, slot: probeOff, bit: bpfgen.MaxArgs + 1})
+		}
+		c := -1
+		for k, have := range codes {
+			if equalItems(have, items) {
+				c = k
+				break
+			}
+		}
+		if c < 0 {
+			c = len(codes)
+			codes = append(codes, items)
+		}
+		if n := len(runs); n == 0 || runs[n-1].code != c {
+			runs = append(runs, run{lo: i, code: c})
+		}
+	}
+	var tree func(rs []run)
+	tree = func(rs []run) {
+		if len(rs) == 1 {
+			g.emit(asm.Ja.Label(fmt.Sprintf("fetch%d", rs[0].code)))
+			return
+		}
+		mid := len(rs) / 2
+		right := g.newLabel("cookie_ge")
+		g.emit(asm.JGE.Imm(asm.R8, int32(rs[mid].lo), right))
+		tree(rs[:mid])
+		g.label(right)
+		tree(rs[mid:])
+	}
+	if len(runs) > 0 {
+		tree(runs)
+	}
+	for c, items := range codes {
+		g.label(fmt.Sprintf("fetch%d", c))
+		for _, it := range items {
+			insns, err := bpfgen.EmitFetch(g.opts.Machine, &it.f, int16(it.slot), min(it.bit, 30), fmt.Sprintf("f%d_%d", c, it.bit))
+			if err != nil {
+				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("argument %d: %v", it.bit, err)}
+			}
+			g.emit(insns...)
+		}
+		g.emit(asm.Ja.Label("body"))
+	}
+	g.label("body")
+	// Variables: integers on the stack, strings in scratch, all zeroed.
+	g.vars = map[*btlang.Variable]varLoc{}
+	for _, v := range b.Vars {
+		switch v.Type.Kind {
+		case btlang.KindInt:
+			loc := varLoc{stack: g.push()}
+			g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, loc.stack, asm.R0, asm.DWord))
+			g.vars[v] = loc
+		case btlang.KindString:
+			loc := varLoc{off: g.alloc(v.Type.Size), size: v.Type.Size}
+			g.zero(loc.off, loc.size)
+			g.vars[v] = loc
+		default:
+			return nil, unsupported(v.Pos, "a %s variable", v.Type)
+		}
+	}
+	if b.Pred != nil {
+		g.intExpr(b.Pred)
+		g.emit(asm.JEq.Imm(asm.R0, 0, "exit"))
+	}
+	g.stmts(b.Body)
+	if g.err != nil {
+		return nil, g.err
+	}
+	g.label("exit")
+	g.emit(storeImm64(asm.R7, busyOff, 0), asm.Ja.Label("return"))
+	g.label("nested")
+	g.lost(LostNested)
+	g.label("return")
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	return g.insns, nil
+}
+
+// probeID returns the index of a probe name in Program.Probes, adding it.
+func (g *gen) probeID(name string) int {
+	if i := slices.Index(g.out.Probes, name); i >= 0 {
+		return i
+	}
+	g.out.Probes = append(g.out.Probes, name)
+	return len(g.out.Probes) - 1
+}
+
+// fetchItem is one argument read at a site into its scratch slot.
+type fetchItem struct {
+	f    bpfgen.Fetch
+	slot int
+	bit  int
+}
+
+func fetchList(s *Site, used uint16, ret bool) []fetchItem {
+	var items []fetchItem
+	for a := range bpfgen.MaxArgs {
+		if used&(1<<a) != 0 {
+			items = append(items, fetchItem{f: s.Args[a], slot: argsOff + 8*a, bit: a})
+		}
+	}
+	if ret {
+		items = append(items, fetchItem{f: s.Ret, slot: retOff, bit: bpfgen.MaxArgs})
+	}
+	return items
+}
+
+func equalItems(a, b []fetchItem) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// zero stores zeros over size bytes (rounded up to 8) of scratch at off.
+func (g *gen) zero(off, size int) {
+	for k := 0; k < round8(size); k += 8 {
+		g.emit(storeImm64(asm.R7, int16(off+k), 0))
+	}
+}
+
+// special returns the kind of a block that user space runs (BEGIN, END,
+// interval) and an interval's period, or 0 for a block of sites.
+func special(b *btlang.ProbeBlock) (btlang.ProbeKind, time.Duration, error) {
+	var kind btlang.ProbeKind
+	var period time.Duration
+	for i, p := range b.Probes {
+		k := p.Kind
+		switch k {
+		case btlang.ProbeUSDT, btlang.ProbeUprobe, btlang.ProbeUretprobe:
+			k = 0
+		case btlang.ProbeBegin, btlang.ProbeEnd:
+		case btlang.ProbeInterval:
+			unit := time.Second
+			if p.Unit == "ms" {
+				unit = time.Millisecond
+			}
+			if p.Period == 0 || p.Period > uint64(24*time.Hour/unit) {
+				return 0, 0, &btlang.Error{Pos: p.At, Msg: "an interval must be from 1 to a day"}
+			}
+			period = time.Duration(p.Period) * unit
+		default:
+			return 0, 0, unsupported(p.At, "the %s probe", p.Kind)
+		}
+		if i > 0 && (k != kind || k != 0) {
+			return 0, 0, unsupported(p.At, "%s together with other probes in one block", p)
+		}
+		kind = k
+	}
+	return kind, period, nil
+}

@@ -1,0 +1,77 @@
+// Package btgen generates BPF for usdtkit's bpftrace language: it turns a
+// checked btlang.Program and, per probe block, the block's sites (object,
+// file offset, semaphore, how to read each argument) into an
+// ebpf.CollectionSpec and the metadata user space needs to read it back.
+//
+// # Model
+//
+//	btlang.Program (typed) + [][]Site ──Generate──► Program{Spec, Blocks, Maps, Printfs}
+//
+// Each probe block becomes one program "blockN" (type Kprobe, attach type
+// AttachTraceUprobeMulti), attached to every site of the block with the
+// site's index in Options.Sites[N] as cookie. Its prologue looks up the
+// per-CPU "scratch" value, then a binary tree over the cookie jumps to the
+// fetch code of the site (sites with equal fetches share it), which stores
+// the arguments the block reads (and retval) in scratch with bpfgen's own
+// fetch code (bpfgen.EmitFetch); then the predicate and the body run.
+//
+// Values: integers are 64-bit, computed in R0 with operands spilled to
+// the stack; strings live in zero-padded scratch buffers whose offsets are
+// known when generating (a string expression is its buffer), so string
+// keys, values and == compare are unrolled 8-byte loads and stores.
+// Map keys are built in scratch: 8 bytes per integer, the string's size
+// rounded up to 8 per string; a map without key has one 8-byte zero key.
+// The probe builtin is an 8-byte index in Program.Probes (the sites'
+// Site.Probe names), stored per site by the fetch code.
+//
+// Maps: @m = int or string → a hash map; count/sum → a per-CPU hash of
+// u64; min/max → per-CPU {value, set}; avg/stats → per-CPU {count,
+// total}; hist/lhist → per-CPU array of buckets (eventfmt.HistIndex,
+// LinearRange.Index) per key. User space sums CPUs. A failed insert (a
+// full map) adds one to lost[LostUpdates]; a record the ring buffer
+// refuses adds one to lost[LostEvents]: nothing is lost silently.
+//
+// Records (ring buffer "events"): u32 kind, u32 id, then the payload:
+// printf (RecPrintf, id = index in Program.Printfs, arguments as
+// PrintfInfo.Args lays them out), exit (RecExit), print (RecPrint, id =
+// index in Program.Prints), clear/zero (RecClear, RecZero; id = map
+// index), time (RecTime, id = index in Program.Times) — handled in user
+// space in the order they arrive, as bpftrace does.
+//
+// # Semantics
+//
+// As bpftrace 0.17: / % and >> are unsigned whatever the operands (LLVM
+// udiv, urem, lshr), division by zero gives 0; comparisons are signed
+// when both operands are; && and || short-circuit and give 0 or 1;
+// missing map keys read 0 or ""; str() of a faulting address is "";
+// str(x, n) reads at most n characters; hist() buckets compare signed
+// whatever the type (bpftrace's log2).
+//
+// # BEGIN, END and interval
+//
+// A block of one BEGIN, END or interval probe has no sites: its program
+// is attached by the runner to an assembly function of the runner's own
+// binary (as bpftrace runs BEGIN) and runs only when that function's
+// first stack argument (StubFetch) is the block's Token, so programs of
+// other runners in the same process do not run it. Options.Sites for such
+// a block is ignored.
+//
+// # Not supported yet
+//
+// Generate rejects, with "file:line:col: … is not supported yet", other
+// probe types, BEGIN/END/interval together with other probes in one
+// block, tuples as values, ustack, func, probe as a map value, args.NAME,
+// a print() top or divisor that is not a literal. It never compiles a program to something else.
+//
+// # Preemption
+//
+// The per-CPU scratch value is shared by every program on a CPU, and
+// uprobe programs run with migration disabled but may be preempted. A
+// program marks the value busy while it runs; a hit that finds it busy (a
+// task preempted the program and hit a probe on the same CPU) is skipped
+// and counted in lost[LostNested], so it can never see another hit's
+// strings or keys.
+//
+// Generate keeps no state and is safe for concurrent use; a Program is
+// plain data.
+package btgen

@@ -1,0 +1,210 @@
+package btgen_test
+
+import (
+	"debug/elf"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// regArgs returns register fetches of the x86-64 calling convention.
+func regArgs(t *testing.T, n int) []bpfgen.Fetch {
+	t.Helper()
+	names := []string{"rdi", "rsi", "rdx", "rcx", "r8", "r9", "rax", "rbx", "r10", "r11", "r12", "r13"}
+	var fs []bpfgen.Fetch
+	for i := range n {
+		off, err := bpfgen.PtRegs(elf.EM_X86_64, names[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 8, Signed: true, Reg: bpfgen.Reg{Off: off, Width: 8}})
+	}
+	return fs
+}
+
+func compile(t *testing.T, src string) (*btlang.Program, *btgen.Options) {
+	t.Helper()
+	prog, err := btlang.Compile("test.bt", []byte(src), nil)
+	if err != nil {
+		t.Fatalf("compile %q: %v", src, err)
+	}
+	opts := &btgen.Options{Machine: elf.EM_X86_64}
+	rax, _ := bpfgen.PtRegs(elf.EM_X86_64, "rax")
+	for _, b := range prog.Blocks {
+		ret := b.Probes[0].Kind == btlang.ProbeUretprobe
+		var sites []btgen.Site
+		for i := range 3 {
+			s := btgen.Site{Path: "/bin/true", Offset: uint64(0x1000 + i), Args: regArgs(t, 6), Return: ret}
+			if i == 2 {
+				// A memory argument: bpfgen's fetch code with a fault bit.
+				s.Args[1] = bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 4, HasBase: true, Reg: s.Args[0].Reg, Offset: 16}
+			}
+			if ret {
+				s.Ret = bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 8, Signed: true, Reg: bpfgen.Reg{Off: rax, Width: 8}}
+			}
+			sites = append(sites, s)
+		}
+		opts.Sites = append(opts.Sites, sites)
+	}
+	return prog, opts
+}
+
+var loadTests = []struct{ name, src string }{
+	{"count", `usdt:/x:p:a { @ = count(); }`},
+	{"count by pid", `usdt:/x:p:a { @[pid] = count(); }`},
+	{"count by comm", `usdt:/x:p:a { @[comm] = count(); }`},
+	{"count by str", `usdt:/x:p:a { @[str(arg1)] = count(); }`},
+	{"tuple key", `usdt:/x:p:a { @[pid, comm, str(arg1, 8)] = count(); }`},
+	{"hist", `uprobe:/x:f { @h = hist(arg0); }`},
+	{"hist keyed", `uprobe:/x:f { @h[tid] = hist(arg0 * 3 - 7); }`},
+	{"lhist", `uprobe:/x:f { @l = lhist(arg0, 0, 100, 10); }`},
+	{"lhist wide", `uprobe:/x:f { @l[comm] = lhist(arg2, 0, 10000, 10); }`},
+	{"sum avg min max stats", `usdt:/x:p:a { @s = sum(arg0); @a = avg(arg0); @mi = min(arg0); @ma = max(arg0); @st = stats(arg0); }`},
+	{"string predicate", `usdt:/x:p:a /str(arg1) == "hello"/ { @ = count(); }`},
+	{"string ne", `usdt:/x:p:a /str(arg1) != comm/ { @[comm] = count(); }`},
+	{"printf", `usdt:/x:p:a { printf("%d %s %x\n", arg0, str(arg1), arg2); }`},
+	{"latency", `uprobe:/x:f { @start[tid] = nsecs; } uretprobe:/x:f /@start[tid]/ { @ns = hist(nsecs - @start[tid]); delete(@start[tid]); }`},
+	{"retval", `uretprobe:/x:f { @r[retval] = count(); @last = retval; }`},
+	{"if else", `usdt:/x:p:a { if (arg0 > 5) { @big = count(); } else if (arg0 < -5) { @neg = count(); } else { @small = count(); } }`},
+	{"ternary logic", `usdt:/x:p:a { @t = arg0 > 3 && arg1 != 0 || !arg2 ? arg0 % 7 : ~arg1 >> 2; }`},
+	{"variables", `usdt:/x:p:a { $x = arg0 * 2; $s = str(arg1); $x += 5; @v[$s] = $x; }`},
+	{"string map", `usdt:/x:p:a { @name[pid] = str(arg1); @n2[tid] = @name[pid]; }`},
+	{"compound map", `usdt:/x:p:a { @c += arg0; @d[cpu]++; @e[uid, gid] -= 2; }`},
+	{"exit clear zero print", `usdt:/x:p:a { @n = count(); if (arg0 == 9) { print(@n); clear(@n); zero(@n); exit(); } }`},
+	{"all args", `usdt:/x:p:a { @ = sum(arg0 + arg1 + arg2 + arg3 + arg4 + arg5); }`},
+	{"two probes one block", `usdt:/x:p:a, usdt:/x:p:b { @[arg0] = count(); }`},
+	{"signed compare", `usdt:/x:p:a /arg0 < 0/ { @neg = count(); }`},
+	{"BEGIN END interval", `BEGIN { @b = 1; printf("hi\n"); } interval:ms:100 { @i++; } END { printf("%d\n", @b); }`},
+	{"elapsed", `usdt:/x:p:a { @e = elapsed; @h = hist(elapsed / 1000000); }`},
+	{"time print top", `usdt:/x:p:a { @n[arg0] = count(); print(@n, 3, 2); time(); time("%s\n"); }`},
+	{"probe", `usdt:/x:p:a { @[probe, arg0] = count(); printf("%s\n", probe); }`},
+	{"string ternary, str variable length", `usdt:/x:p:a { @s[arg0 > 5 ? "big" : comm] = count(); printf("%s\n", str(arg1, arg2)); }`},
+	{"big constants", `usdt:/x:p:a { @b = arg0 & 0xffffffffff; @c[0x123456789abc] = count(); printf("%s\n", "a long literal string of many bytes"); }`},
+}
+
+func TestGenerateLoads(t *testing.T) {
+	testutil.RequireBPF(t)
+	n := 0
+	for _, tt := range loadTests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, err := btlang.Compile("test.bt", []byte(tt.src), nil)
+			if err != nil {
+				t.Fatalf("compile: %v", err)
+			}
+			_, opts := compile(t, tt.src)
+			out, err := btgen.Generate(prog, opts)
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			coll, err := ebpf.NewCollection(out.Spec)
+			if err != nil {
+				var ve *ebpf.VerifierError
+				if errors.As(err, &ve) {
+					t.Fatalf("load: %+v", ve)
+				}
+				t.Fatalf("load: %v", err)
+			}
+			coll.Close()
+			n++
+		})
+	}
+	if n < 20 {
+		t.Errorf("%d programs loaded, want at least 20", n)
+	}
+}
+
+// TestGenerateUnsupported: what the slice does not compile is an error at
+// its position, never a program.
+func TestGenerateUnsupported(t *testing.T) {
+	tests := []struct{ name, src, pos string }{
+		{"BEGIN with usdt", `BEGIN, usdt:/x:p:a { @ = count(); }`, "test.bt:1:8"},
+		{"two intervals", `interval:s:1, interval:s:2 { exit(); }`, "test.bt:1:15"},
+		{"tuple printf", `usdt:/x:p:a { printf("%d\n", (1, 2).0); }`, "test.bt:1:36"},
+		{"tuple value", `usdt:/x:p:a { @t = (1, 2); }`, "test.bt:1:15"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, opts := compile(t, tt.src)
+			out, err := btgen.Generate(prog, opts)
+			var e *btlang.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("Generate = %v, %v; want a *btlang.Error", out, err)
+			}
+			if e.Pos.String() != tt.pos {
+				t.Errorf("error at %s, want %s: %v", e.Pos, tt.pos, e)
+			}
+		})
+	}
+}
+
+// TestCorpus generates every program of btlang's valid corpus (with three
+// sites of six register arguments per block, return sites for
+// uretprobes): each either loads in the kernel or is rejected with a
+// positioned error — never a panic, never a program the verifier refuses.
+func TestCorpus(t *testing.T) {
+	testutil.RequireBPF(t)
+	data, err := os.ReadFile("../btlang/testdata/valid.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names, srcs []string
+	for l := range strings.Lines(string(data)) {
+		if strings.HasPrefix(l, "-- ") {
+			names = append(names, strings.Trim(l, "- \n"))
+			srcs = append(srcs, "")
+			continue
+		}
+		if len(srcs) > 0 {
+			srcs[len(srcs)-1] += l
+		}
+	}
+	if len(srcs) < 20 {
+		t.Fatalf("%d corpus entries", len(srcs))
+	}
+	loaded := 0
+	for i, src := range srcs {
+		t.Run(names[i], func(t *testing.T) {
+			prog, err := btlang.Compile("corpus.bt", []byte(src), &btlang.CheckOptions{Probes: anyArgs{}})
+			if err != nil {
+				// args.NAME of Go functions needs their binaries.
+				var e *btlang.Error
+				if !errors.As(err, &e) {
+					t.Fatalf("Compile: %v", err)
+				}
+				return
+			}
+			_, opts := compile(t, src)
+			out, err := btgen.Generate(prog, opts)
+			if err != nil {
+				var e *btlang.Error
+				if !errors.As(err, &e) {
+					t.Fatalf("Generate: %v, want a *btlang.Error", err)
+				}
+				t.Logf("rejected: %v", err)
+				return
+			}
+			coll, err := ebpf.NewCollection(out.Spec)
+			if err != nil {
+				t.Fatalf("load: %v", err)
+			}
+			coll.Close()
+			loaded++
+		})
+	}
+	t.Logf("%d of %d corpus programs loaded", loaded, len(srcs))
+	if loaded < len(srcs)/2 {
+		t.Errorf("only %d of %d corpus programs loaded", loaded, len(srcs))
+	}
+}
+
+type anyArgs struct{}
+
+func (anyArgs) Args(*btlang.Probe) (btlang.ProbeArgs, error) { return btlang.ProbeArgs{Count: -1}, nil }

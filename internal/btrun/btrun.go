@@ -1,0 +1,647 @@
+// Package btrun runs a program btgen generated: it loads it, attaches each
+// probe block's program to the block's sites, reads the ring buffer
+// (printf, exit, print, clear, zero records), and at the end reads every
+// map into eventfmt's model and prints it as bpftrace prints at exit.
+//
+// # Lifetime
+//
+// Start loads and attaches; on a failure it releases what it acquired.
+// Run runs the BEGIN blocks, then reads records until exit(), until the
+// traced process (Options.PID) exits, or until ctx is done, running the
+// interval blocks when due; then it runs the END blocks, detaches, handles
+// the records still in the ring, prints the maps (eventfmt.AppendExit) and
+// what was lost (full maps, a full ring), and returns. Close releases
+// everything and is safe to call twice.
+//
+// # BEGIN, END and interval
+//
+// As bpftrace runs BEGIN through a uprobe on a function of its own binary,
+// these blocks' programs are attached (for this process only) to fire, a
+// Go assembly function of this package, which Run calls with the block's
+// token (btgen.StubFetch): so they run in the kernel like any block, after
+// every probe is attached, and their records come in order with the
+// others'. x86-64 only for now; elsewhere Start returns an error wrapping
+// ebpf.ErrNotSupported for such a program.
+//
+// # Links
+//
+// Sites of one block in one file get one uprobe_multi link (kernel 6.6+)
+// with their indexes as cookies and their semaphores' offsets; without
+// uprobe_multi, one classic uprobe link per site (cookies need 5.15+).
+//
+// A Runner is not safe for concurrent use; Close must not race with Run.
+package btrun
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
+)
+
+// DefaultPollInterval is how often Run looks at the ring buffer and the
+// traced process when nothing wakes it.
+const DefaultPollInterval = 50 * time.Millisecond
+
+// Options tune Start. The zero value traces every process and prints
+// bpftrace's text to os.Stdout.
+type Options struct {
+	// PID restricts the probes to one process; Run also ends when it exits.
+	PID int
+	// Out receives printf lines, print() output and the maps at exit;
+	// nil means os.Stdout.
+	Out io.Writer
+	// Output is text or JSON lines, as bpftrace's -f.
+	Output eventfmt.Output
+	// Classic forces classic uprobe links even where uprobe_multi exists.
+	Classic bool
+	// PollInterval; 0 means DefaultPollInterval.
+	PollInterval time.Duration
+}
+
+// Runner is a loaded and attached program.
+type Runner struct {
+	prog  *btgen.Program
+	opts  Options
+	coll  *ebpf.Collection
+	links []link.Link
+	rd    *ringbuf.Reader
+	pidfd int
+	buf   []byte
+}
+
+// Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
+// the kernel lacks what the program needs, and os.ErrPermission without
+// the privileges.
+func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
+	r := &Runner{prog: prog, pidfd: -1}
+	if opts != nil {
+		r.opts = *opts
+	}
+	if r.opts.Out == nil {
+		r.opts.Out = os.Stdout
+	}
+	if r.opts.PollInterval <= 0 {
+		r.opts.PollInterval = DefaultPollInterval
+	}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	multi := !r.opts.Classic && features.HaveBPFLinkUprobeMulti() == nil
+	spec := prog.Spec.Copy()
+	if !multi {
+		for _, p := range spec.Programs {
+			p.AttachType = ebpf.AttachNone
+		}
+	}
+	r.coll, err = ebpf.NewCollection(spec)
+	if err != nil {
+		return nil, fmt.Errorf("load program: %w", err)
+	}
+	for _, b := range prog.Blocks {
+		sites, pid := b.Sites, r.opts.PID
+		if b.Kind != 0 {
+			stub, err := stubSite()
+			if err != nil {
+				return nil, err
+			}
+			// Classic links filter by thread, not process: take every
+			// caller; the token tells this runner's calls apart.
+			sites, pid = []btgen.Site{stub}, os.Getpid()
+			if !multi {
+				pid = 0
+			}
+		}
+		if err := r.attach(r.coll.Programs[b.Prog], sites, multi, pid); err != nil {
+			return nil, err
+		}
+	}
+	var now unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
+		return nil, fmt.Errorf("clock: %w", err)
+	}
+	if err := r.coll.Maps[btgen.MapStart].Put(uint32(0), uint64(now.Nano())); err != nil {
+		return nil, fmt.Errorf("write start time: %w", err)
+	}
+	r.rd, err = ringbuf.NewReader(r.coll.Maps[btgen.MapEvents])
+	if err != nil {
+		return nil, fmt.Errorf("ring buffer reader: %w", err)
+	}
+	if r.opts.PID != 0 {
+		r.pidfd, err = unix.PidfdOpen(r.opts.PID, 0)
+		if err != nil {
+			return nil, fmt.Errorf("process %d: %w", r.opts.PID, err)
+		}
+	}
+	return r, nil
+}
+
+// attach attaches prog to sites: per file and kind (entry or return), one
+// multi link, or classic links.
+func (r *Runner) attach(prog *ebpf.Program, sites []btgen.Site, multi bool, pid int) error {
+	type group struct {
+		path                   string
+		ret                    bool
+		offs, cookies, refctrs []uint64
+		anyRef                 bool
+	}
+	var groups []*group
+	for i, s := range sites {
+		var g *group
+		for _, h := range groups {
+			if h.path == s.Path && h.ret == s.Return {
+				g = h
+			}
+		}
+		if g == nil {
+			g = &group{path: s.Path, ret: s.Return}
+			groups = append(groups, g)
+		}
+		g.offs = append(g.offs, s.Offset)
+		g.cookies = append(g.cookies, uint64(i))
+		g.refctrs = append(g.refctrs, s.RefCtrOffset)
+		g.anyRef = g.anyRef || s.RefCtrOffset != 0
+	}
+	for _, g := range groups {
+		ex, err := link.OpenExecutable(g.path)
+		if err != nil {
+			return fmt.Errorf("attach %s: %w", g.path, err)
+		}
+		if multi {
+			mo := &link.UprobeMultiOptions{Addresses: g.offs, Cookies: g.cookies, PID: uint32(pid)}
+			if g.anyRef {
+				mo.RefCtrOffsets = g.refctrs
+			}
+			attach := ex.UprobeMulti
+			if g.ret {
+				attach = ex.UretprobeMulti
+			}
+			l, err := attach(nil, prog, mo)
+			if err != nil {
+				return fmt.Errorf("attach %s (%d sites): %w", g.path, len(g.offs), err)
+			}
+			r.links = append(r.links, l)
+			continue
+		}
+		for i, off := range g.offs {
+			uo := &link.UprobeOptions{Address: off, Cookie: g.cookies[i], PID: pid, RefCtrOffset: g.refctrs[i]}
+			attach := ex.Uprobe
+			if g.ret {
+				attach = ex.Uretprobe
+			}
+			l, err := attach("", prog, uo)
+			if err != nil {
+				return fmt.Errorf("attach %s at offset %#x: %w", g.path, off, err)
+			}
+			r.links = append(r.links, l)
+		}
+	}
+	return nil
+}
+
+// errStop ends the read loop after exit().
+var errStop = errors.New("exit")
+
+// Run reads and handles records until exit(), the traced process's exit
+// or ctx's end, then detaches, handles what remains in the ring and prints
+// the maps and the loss counts. It returns the first error writing to
+// Options.Out or reading the kernel's maps.
+func (r *Runner) Run(ctx context.Context) error {
+	// The stub's programs run synchronously within fire, so their
+	// records (an exit() among them) are in the ring when it returns:
+	// handle them before anything fires again.
+	r.fireAll(btlang.ProbeBegin)
+	stop, err := r.drain()
+	if err != nil {
+		return err
+	}
+	next := make([]time.Time, len(r.prog.Blocks))
+	for i, b := range r.prog.Blocks {
+		if b.Kind == btlang.ProbeInterval {
+			next[i] = time.Now().Add(b.Period)
+		}
+	}
+	for !stop && ctx.Err() == nil && !r.targetGone() {
+		now := time.Now()
+		deadline := now.Add(r.opts.PollInterval)
+		for i, b := range r.prog.Blocks {
+			if b.Kind != btlang.ProbeInterval || stop {
+				continue
+			}
+			if !now.Before(next[i]) {
+				fire(b.Token)
+				next[i] = next[i].Add(b.Period)
+				if next[i].Before(now) {
+					next[i] = now.Add(b.Period)
+				}
+				if stop, err = r.drain(); err != nil {
+					return err
+				}
+			}
+			if next[i].Before(deadline) {
+				deadline = next[i]
+			}
+		}
+		if stop {
+			break
+		}
+		r.rd.SetDeadline(deadline)
+		rec, err := r.rd.Read()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read ring buffer: %w", err)
+		}
+		if err := r.handle(rec.RawSample); errors.Is(err, errStop) {
+			stop = true
+		} else if err != nil {
+			return err
+		}
+	}
+	r.fireAll(btlang.ProbeEnd)
+	r.detach()
+	// Records written before the links closed, END's among them; a
+	// further exit() changes nothing.
+	for {
+		r.rd.SetDeadline(time.Now())
+		rec, err := r.rd.Read()
+		if err != nil {
+			break
+		}
+		if err := r.handle(rec.RawSample); err != nil && !errors.Is(err, errStop) {
+			return err
+		}
+	}
+	maps, err := r.Maps()
+	if err != nil {
+		return err
+	}
+	out := eventfmt.AppendExit(nil, maps, r.opts.Output)
+	events, updates, nested, err := r.lost()
+	if err != nil {
+		return err
+	}
+	if nested > 0 {
+		out = fmt.Appendf(out, "usdtkit: %d hits skipped (a probe fired while a preempted one ran on the same CPU)\n", nested)
+	}
+	if events > 0 {
+		out = eventfmt.AppendLost(out, events, r.opts.Output)
+	}
+	if updates > 0 {
+		out = fmt.Appendf(out, "usdtkit: %d map updates failed (a map was full)\n", updates)
+	}
+	_, err = r.opts.Out.Write(out)
+	return err
+}
+
+// drain handles the records in the ring without waiting; stop reports an
+// exit() among them (the records after it stay in the ring).
+func (r *Runner) drain() (stop bool, err error) {
+	for {
+		r.rd.SetDeadline(time.Now())
+		rec, err := r.rd.Read()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read ring buffer: %w", err)
+		}
+		if err := r.handle(rec.RawSample); errors.Is(err, errStop) {
+			return true, nil
+		} else if err != nil {
+			return false, err
+		}
+	}
+}
+
+// fireAll runs the blocks of a kind (BEGIN, END) in block order.
+func (r *Runner) fireAll(kind btlang.ProbeKind) {
+	for _, b := range r.prog.Blocks {
+		if b.Kind == kind {
+			fire(b.Token)
+		}
+	}
+}
+
+// targetGone reports whether the traced process has exited.
+func (r *Runner) targetGone() bool {
+	if r.pidfd < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(r.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}
+
+// handle acts on one record.
+func (r *Runner) handle(rec []byte) error {
+	if len(rec) < 8 {
+		return fmt.Errorf("record of %d bytes", len(rec))
+	}
+	kind := binary.NativeEndian.Uint32(rec)
+	id := int(binary.NativeEndian.Uint32(rec[4:]))
+	switch kind {
+	case btgen.RecPrintf:
+		if id >= len(r.prog.Printfs) {
+			return fmt.Errorf("printf record %d of %d", id, len(r.prog.Printfs))
+		}
+		p := &r.prog.Printfs[id]
+		if len(rec) < p.Size {
+			return fmt.Errorf("printf record of %d bytes, want %d", len(rec), p.Size)
+		}
+		args := make([]eventfmt.Arg, len(p.Args))
+		for i, a := range p.Args {
+			switch {
+			case a.String:
+				args[i].Str = cString(rec[a.Off : a.Off+a.Size])
+			case a.Probe:
+				args[i].Str = r.probeName(binary.NativeEndian.Uint64(rec[a.Off:]))
+			default:
+				args[i].Int = int64(binary.NativeEndian.Uint64(rec[a.Off:]))
+			}
+		}
+		r.buf = p.Format.AppendOutput(r.buf[:0], args, r.opts.Output)
+		_, err := r.opts.Out.Write(r.buf)
+		return err
+	case btgen.RecExit:
+		return errStop
+	case btgen.RecTime:
+		if id >= len(r.prog.Times) {
+			return fmt.Errorf("time record %d of %d", id, len(r.prog.Times))
+		}
+		r.buf = eventfmt.AppendTime(r.buf[:0], r.prog.Times[id], time.Now(), r.opts.Output)
+		_, err := r.opts.Out.Write(r.buf)
+		return err
+	case btgen.RecPrint:
+		if id >= len(r.prog.Prints) {
+			return fmt.Errorf("print record %d of %d", id, len(r.prog.Prints))
+		}
+		p := r.prog.Prints[id]
+		m, err := r.readMap(&r.prog.Maps[p.Map])
+		if err != nil {
+			return err
+		}
+		r.buf = eventfmt.AppendMap(r.buf[:0], m, r.opts.Output, &eventfmt.PrintOptions{Top: p.Top, Div: p.Div})
+		_, err = r.opts.Out.Write(r.buf)
+		return err
+	case btgen.RecClear, btgen.RecZero:
+		if id >= len(r.prog.Maps) {
+			return fmt.Errorf("map record %d of %d", id, len(r.prog.Maps))
+		}
+		mi := &r.prog.Maps[id]
+		return r.clearMap(mi, kind == btgen.RecZero)
+	}
+	return fmt.Errorf("record of unknown kind %d", kind)
+}
+
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+// clearMap deletes every key of mi, or with zero sets every value to zeros.
+func (r *Runner) clearMap(mi *btgen.MapInfo, zero bool) error {
+	m := r.coll.Maps[mi.BPF]
+	var keys [][]byte
+	var k []byte
+	it := m.Iterate()
+	var v []byte
+	var pv [][]byte
+	for {
+		var ok bool
+		if mi.PerCPU {
+			ok = it.Next(&k, &pv)
+		} else {
+			ok = it.Next(&k, &v)
+		}
+		if !ok {
+			break
+		}
+		keys = append(keys, append([]byte(nil), k...))
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", mi.Map.Name, err)
+	}
+	for _, k := range keys {
+		var err error
+		switch {
+		case !zero:
+			err = m.Delete(k)
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				err = nil
+			}
+		case mi.PerCPU:
+			vals := make([][]byte, ebpf.MustPossibleCPU())
+			for i := range vals {
+				vals[i] = make([]byte, mi.ValueSize)
+			}
+			err = m.Put(k, vals)
+		default:
+			err = m.Put(k, make([]byte, mi.ValueSize))
+		}
+		if err != nil {
+			return fmt.Errorf("clear %s: %w", mi.Map.Name, err)
+		}
+	}
+	return nil
+}
+
+// Maps reads every map of the program into eventfmt's model, values summed
+// over CPUs.
+func (r *Runner) Maps() ([]*eventfmt.Map, error) {
+	var maps []*eventfmt.Map
+	for i := range r.prog.Maps {
+		m, err := r.readMap(&r.prog.Maps[i])
+		if err != nil {
+			return nil, err
+		}
+		maps = append(maps, m)
+	}
+	return maps, nil
+}
+
+var aggs = map[btlang.AggKind]eventfmt.Agg{
+	btlang.AggCount: eventfmt.AggCount, btlang.AggSum: eventfmt.AggSum,
+	btlang.AggMin: eventfmt.AggMin, btlang.AggMax: eventfmt.AggMax,
+	btlang.AggAvg: eventfmt.AggAvg, btlang.AggStats: eventfmt.AggStats,
+	btlang.AggHist: eventfmt.AggHist, btlang.AggLhist: eventfmt.AggLhist,
+}
+
+func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
+	bm := mi.Map
+	m := &eventfmt.Map{Name: bm.Name, Keys: mi.Keys}
+	switch {
+	case bm.Agg == btlang.AggNone && bm.Value.Kind == btlang.KindString:
+		m.Agg = eventfmt.AggString
+	case bm.Agg == btlang.AggNone:
+		m.Agg, m.Signed = eventfmt.AggInt, bm.Value.Signed
+	default:
+		m.Agg = aggs[bm.Agg]
+		m.Signed = bm.AggArg.Signed
+		m.Lhist = eventfmt.LinearRange{Min: bm.LhistMin, Max: bm.LhistMax, Step: bm.LhistStep}
+	}
+	bpf := r.coll.Maps[mi.BPF]
+	it := bpf.Iterate()
+	var k, v []byte
+	var pv [][]byte
+	for {
+		var ok bool
+		if mi.PerCPU {
+			ok = it.Next(&k, &pv)
+		} else {
+			ok = it.Next(&k, &v)
+		}
+		if !ok {
+			break
+		}
+		e := eventfmt.MapEntry{Key: r.decodeKey(mi, k)}
+		if !mi.PerCPU {
+			if m.Agg == eventfmt.AggString {
+				e.Str = cString(v)
+			} else {
+				e.Value = binary.NativeEndian.Uint64(v)
+			}
+			m.Entries = append(m.Entries, e)
+			continue
+		}
+		set := false
+		for _, c := range pv {
+			if len(c) < mi.ValueSize {
+				return nil, fmt.Errorf("read %s: per-CPU value of %d bytes", bm.Name, len(c))
+			}
+			u := func(i int) uint64 { return binary.NativeEndian.Uint64(c[8*i:]) }
+			switch m.Agg {
+			case eventfmt.AggCount, eventfmt.AggSum:
+				e.Value += u(0)
+			case eventfmt.AggMin, eventfmt.AggMax:
+				if u(1) == 0 {
+					continue
+				}
+				x := int64(u(0))
+				if !set || m.Agg == eventfmt.AggMin && x < int64(e.Value) || m.Agg == eventfmt.AggMax && x > int64(e.Value) {
+					e.Value = uint64(x)
+				}
+				set = true
+			case eventfmt.AggAvg, eventfmt.AggStats:
+				e.Count += int64(u(0))
+				e.Total += int64(u(1))
+			case eventfmt.AggHist, eventfmt.AggLhist:
+				if e.Buckets == nil {
+					e.Buckets = make([]uint64, mi.Buckets)
+				}
+				for b := range mi.Buckets {
+					e.Buckets[b] += u(b)
+				}
+			}
+		}
+		// A min or max no CPU has set was zeroed (zero()): it prints 0,
+		// as in bpftrace.
+		m.Entries = append(m.Entries, e)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", bm.Name, err)
+	}
+	return m, nil
+}
+
+// probeName returns the name of probe id.
+func (r *Runner) probeName(id uint64) string {
+	if id < uint64(len(r.prog.Probes)) {
+		return r.prog.Probes[id]
+	}
+	return fmt.Sprintf("probe%d", id)
+}
+
+func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []eventfmt.Key {
+	if len(mi.Keys) == 0 {
+		return nil
+	}
+	keys := make([]eventfmt.Key, len(mi.Keys))
+	for i, f := range mi.Keys {
+		off := mi.KeyOffs[i]
+		switch {
+		case mi.KeyProbe[i]:
+			if off+8 <= len(k) {
+				keys[i].Str = r.probeName(binary.NativeEndian.Uint64(k[off:]))
+			}
+		case f.Kind == eventfmt.KeyInt:
+			if off+8 <= len(k) {
+				keys[i].Int = int64(binary.NativeEndian.Uint64(k[off:]))
+			}
+		case f.Kind == eventfmt.KeyString:
+			if off+f.Size <= len(k) {
+				keys[i].Str = cString(k[off : off+f.Size])
+			}
+		}
+	}
+	return keys
+}
+
+// Lost returns how many records the ring buffer refused and how many map
+// updates failed (full maps), summed over CPUs. Run also reports hits
+// skipped by preemption (btgen.LostNested).
+func (r *Runner) Lost() (events, updates uint64, err error) {
+	events, updates, _, err = r.lost()
+	return events, updates, err
+}
+
+// lost returns Lost's counts and the hits skipped while another program
+// used their CPU's scratch value.
+func (r *Runner) lost() (events, updates, nested uint64, err error) {
+	m := r.coll.Maps[btgen.MapLost]
+	for i, dst := range []*uint64{&events, &updates, &nested} {
+		var vals []uint64
+		if err := m.Lookup(uint32(i), &vals); err != nil {
+			return 0, 0, 0, fmt.Errorf("read lost counts: %w", err)
+		}
+		for _, v := range vals {
+			*dst += v
+		}
+	}
+	return events, updates, nested, nil
+}
+
+func (r *Runner) detach() {
+	for _, l := range r.links {
+		l.Close()
+	}
+	r.links = nil
+}
+
+// Close detaches and releases everything; a second call returns nil.
+func (r *Runner) Close() error {
+	r.detach()
+	if r.rd != nil {
+		r.rd.Close()
+		r.rd = nil
+	}
+	if r.coll != nil {
+		r.coll.Close()
+		r.coll = nil
+	}
+	if r.pidfd >= 0 {
+		unix.Close(r.pidfd)
+		r.pidfd = -1
+	}
+	return nil
+}
