@@ -325,6 +325,13 @@ func (s *Session) Run(ctx context.Context, pid int, fn func(*bpfgen.Event) error
 		return fmt.Errorf("read the clock: %w", err)
 	}
 	end := uint64(ts.Nano())
+	// A reader behind a busy ring sees the deadline late: the end is the
+	// deadline itself, not when Read noticed it.
+	if d, ok := ctx.Deadline(); ok && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if late := time.Since(d); late > 0 && uint64(late) < end {
+			end -= uint64(late)
+		}
+	}
 	before := func(ev *bpfgen.Event) error {
 		if ev.Time > end {
 			s.discarded.Add(1)
