@@ -212,41 +212,28 @@ const (
 	returnArgs = 1
 )
 
-// argRegs returns the registers of the integer arguments of machine m's C
-// ABI: System V AMD64 ABI §3.2.3 (rdi, rsi, rdx, rcx, r8, r9), AAPCS64 §6.8
-// (x0..x7, of which the first six are read).
-func argRegs(m elf.Machine) ([]string, error) {
+// CRegisters returns the names (as bpfgen.PtRegs knows them) of the
+// integer argument registers of machine m's C ABI that function tracing
+// reads as arg0..arg5, and of its integer return register: System V AMD64
+// ABI §3.2.3 (rdi, rsi, rdx, rcx, r8, r9; rax), AAPCS64 §6.8 (x0..x5 of
+// x0..x7; x0). Other machines are an error.
+func CRegisters(m elf.Machine) (args []string, ret string, err error) {
 	switch m {
 	case elf.EM_X86_64:
-		return []string{"rdi", "rsi", "rdx", "rcx", "r8", "r9"}, nil
+		return []string{"rdi", "rsi", "rdx", "rcx", "r8", "r9"}, "rax", nil
 	case elf.EM_AARCH64:
-		return []string{"x0", "x1", "x2", "x3", "x4", "x5"}, nil
+		return []string{"x0", "x1", "x2", "x3", "x4", "x5"}, "x0", nil
 	}
-	return nil, fmt.Errorf("machine %v: %w", m, bpfgen.ErrUnsupported)
-}
-
-// retReg returns the integer return register of machine m's C ABI.
-func retReg(m elf.Machine) (string, error) {
-	switch m {
-	case elf.EM_X86_64:
-		return "rax", nil
-	case elf.EM_AARCH64:
-		return "x0", nil
-	}
-	return "", fmt.Errorf("machine %v: %w", m, bpfgen.ErrUnsupported)
+	return nil, "", fmt.Errorf("machine %v: %w", m, bpfgen.ErrUnsupported)
 }
 
 // siteArgs returns the fetches of an entry or return site of machine m.
 func siteArgs(m elf.Machine, ret bool) ([]bpfgen.Fetch, error) {
-	regs, err := argRegs(m)
+	regs, r, err := CRegisters(m)
 	if err != nil {
 		return nil, err
 	}
 	if ret {
-		r, err := retReg(m)
-		if err != nil {
-			return nil, err
-		}
 		regs = []string{r}
 	}
 	fetches := make([]bpfgen.Fetch, len(regs))

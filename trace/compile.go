@@ -1,0 +1,330 @@
+package trace
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/symtab"
+	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/uprobe"
+)
+
+// ErrGoFunction is wrapped by the error for a uprobe or uretprobe that
+// names a Go function: programs do not read Go's arguments yet.
+var ErrGoFunction = errors.New("Go functions in programs are not supported yet; use the flags")
+
+// CompileOptions say where Compile looks for the program's probes. The
+// zero value resolves probes in the files their paths name.
+type CompileOptions struct {
+	// PID is the process whose mapped objects usdt and uprobe probes are
+	// looked for in; a probe with an empty path (usdt::PROVIDER:NAME)
+	// means every object of it. 0: files only.
+	PID int
+	// Executable is the file an empty path means when PID is 0: the
+	// executable of a command started stopped (usdtkit trace -c), whose
+	// libraries are not mapped yet.
+	Executable string
+	// Warn, when not nil, is called with what the program cannot read as
+	// written: objects of the process skipped, damaged notes, USDT
+	// arguments BPF cannot read (they read as 0).
+	Warn func(error)
+}
+
+// Program is a compiled program: the generated BPF and, per probe block,
+// the sites its probes resolved to. It is plain data holding no files:
+// Start opens each object again and checks it is the one Compile read.
+// A Program is safe for concurrent use and may be started several times.
+type Program struct {
+	gen *btgen.Program
+	// files[b][i] is the object of site i of block b.
+	files  [][]object
+	probes int
+}
+
+// object is a file as sdt.List or uprobe.Functions found it.
+type object struct {
+	path       string
+	pid        int
+	dev, inode uint64
+}
+
+// Probes returns how many probes (usdt probes and functions) the program
+// attaches to, counting each name once.
+func (p *Program) Probes() int { return p.probes }
+
+// Sites returns how many places in objects the program attaches to.
+func (p *Program) Sites() int {
+	n := 0
+	for _, f := range p.files {
+		n += len(f)
+	}
+	return n
+}
+
+// Compile parses and checks src, a program in bpftrace's language (name
+// is its file name in errors), resolves every probe of every block to its
+// sites, and generates BPF for it. Errors in the program, a probe that
+// matches nothing among them, are CompileErrors ("file:line:col:
+// sentence"); errors listing the objects (a process gone, a file that is
+// not ELF, permissions) are wrapped with the probe's position.
+func Compile(name, src string, opts *CompileOptions) (*Program, error) {
+	r := &resolver{sites: make(map[*btlang.Probe]*resolved), symbols: make(map[string]*symbolTable)}
+	if opts != nil {
+		r.opts = *opts
+	}
+	prog, err := btlang.Compile(name, []byte(src), &btlang.CheckOptions{Probes: r})
+	if r.fatal != nil {
+		return nil, r.fatal
+	}
+	if err != nil {
+		return nil, compileErrors(err)
+	}
+	out := &Program{}
+	var all [][]btgen.Site
+	names := make(map[string]bool)
+	for _, b := range prog.Blocks {
+		var sites []btgen.Site
+		var files []object
+		for _, p := range b.Probes {
+			res := r.sites[p]
+			if res == nil {
+				continue
+			}
+			sites = append(sites, res.sites...)
+			files = append(files, res.files...)
+			for _, s := range res.sites {
+				names[s.Probe] = true
+			}
+		}
+		all = append(all, sites)
+		out.files = append(out.files, files)
+	}
+	out.probes = len(names)
+	out.gen, err = btgen.Generate(prog, &btgen.Options{Machine: r.machine, Sites: all})
+	if err != nil {
+		return nil, compileErrors(err)
+	}
+	return out, nil
+}
+
+// resolver answers btlang's questions about probes, resolving each to
+// its sites once.
+type resolver struct {
+	opts    CompileOptions
+	sites   map[*btlang.Probe]*resolved
+	machine elf.Machine
+	fatal   error
+	symbols map[string]*symbolTable
+}
+
+type resolved struct {
+	sites []btgen.Site
+	files []object
+}
+
+// errNoMatch is the checker's message for a probe without sites.
+var errNoMatch = errors.New("matches nothing")
+
+// Args resolves p and returns how many arguments every site of it has.
+func (r *resolver) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
+	res, count, err := r.resolve(p)
+	if err != nil {
+		if !errors.Is(err, errNoMatch) && r.fatal == nil {
+			r.fatal = fmt.Errorf("%s: %s: %w", p.At, p, err)
+		}
+		return btlang.ProbeArgs{}, err
+	}
+	r.sites[p] = res
+	return btlang.ProbeArgs{Count: count}, nil
+}
+
+func (r *resolver) resolve(p *btlang.Probe) (*resolved, int, error) {
+	path := p.Path
+	if path == "" && r.opts.PID == 0 {
+		if r.opts.Executable == "" {
+			return nil, 0, fmt.Errorf("an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)")
+		}
+		path = r.opts.Executable
+	}
+	warn := r.opts.Warn
+	if warn == nil {
+		warn = func(error) {}
+	}
+	if p.Kind == btlang.ProbeUSDT {
+		probes, err := sdt.List(&sdt.ListOptions{PID: r.opts.PID, Warn: warn,
+			Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
+		if err != nil {
+			return nil, 0, err
+		}
+		return r.usdt(probes, warn)
+	}
+	fns, err := uprobe.Functions(&uprobe.ListOptions{PID: r.opts.PID, Warn: warn,
+		Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
+	if err != nil {
+		return nil, 0, err
+	}
+	return r.functions(fns)
+}
+
+// setMachine checks that every object is of one machine.
+func (r *resolver) setMachine(m elf.Machine, path string) error {
+	if r.machine == 0 {
+		r.machine = m
+	}
+	if m != r.machine {
+		return fmt.Errorf("%s is for %s, other objects are for %s", path, m, r.machine)
+	}
+	return nil
+}
+
+// usdt turns probes into sites; the count of arguments is the least any
+// location has.
+func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, error) {
+	res := &resolved{}
+	count := -1
+	for i := range probes {
+		p := &probes[i]
+		if err := r.setMachine(p.Machine, p.Path); err != nil {
+			return nil, 0, err
+		}
+		name := "usdt:" + p.Path + ":" + p.Provider + ":" + p.Name
+		for j := range p.Locations {
+			loc := &p.Locations[j]
+			if loc.OffsetErr != nil {
+				return nil, 0, fmt.Errorf("%s at %#x: %w", name, loc.Address, loc.OffsetErr)
+			}
+			s := btgen.Site{Path: p.Path, Offset: loc.Offset, Probe: name}
+			if loc.Semaphore != 0 && loc.SemaphoreErr == nil {
+				s.RefCtrOffset = loc.SemaphoreOffset
+			}
+			for k := range loc.Args {
+				f, err := loc.Args[k].Fetch(loc.Address, r.resolver(p.OpenPath))
+				if err != nil {
+					warn(fmt.Errorf("%s at %#x: arg%d reads as 0: %w", name, loc.Address, k, err))
+					f = bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8}
+				}
+				s.Args = append(s.Args, f)
+			}
+			if count < 0 || len(loc.Args) < count {
+				count = len(loc.Args)
+			}
+			res.sites = append(res.sites, s)
+			res.files = append(res.files, object{p.Path, p.PID, p.Dev, p.Inode})
+		}
+	}
+	if len(res.sites) == 0 {
+		return nil, 0, errNoMatch
+	}
+	return res, count, nil
+}
+
+// functions turns native functions into sites that read the C ABI's
+// argument registers at entry, the return register at return.
+func (r *resolver) functions(fns []uprobe.Function) (*resolved, int, error) {
+	res := &resolved{}
+	count := 0
+	for i := range fns {
+		fn := &fns[i]
+		if fn.Go {
+			return nil, 0, fmt.Errorf("%s in %s: %w", fn.Name(), fn.Path, ErrGoFunction)
+		}
+		if err := r.setMachine(fn.Machine, fn.Path); err != nil {
+			return nil, 0, err
+		}
+		if fn.Return && fn.Delta != 0 {
+			return nil, 0, fmt.Errorf("%s in %s: a return probe must be at the function's start", fn.Name(), fn.Path)
+		}
+		off, err := fn.FileOffset()
+		if err != nil {
+			return nil, 0, err
+		}
+		regs, ret, err := uprobe.CRegisters(fn.Machine)
+		if err != nil {
+			return nil, 0, err
+		}
+		kind := "uprobe:"
+		if fn.Return {
+			kind = "uretprobe:"
+		}
+		name := kind + fn.Path + ":" + fn.Symbol.DisplayName()
+		if fn.Delta != 0 {
+			name += fmt.Sprintf("+%d", fn.Delta)
+		}
+		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name}
+		if fn.Return {
+			if s.Ret, err = regFetch(fn.Machine, ret); err != nil {
+				return nil, 0, err
+			}
+		} else {
+			for _, reg := range regs {
+				f, err := regFetch(fn.Machine, reg)
+				if err != nil {
+					return nil, 0, err
+				}
+				s.Args = append(s.Args, f)
+			}
+			count = len(regs)
+		}
+		res.sites = append(res.sites, s)
+		res.files = append(res.files, object{fn.Path, fn.PID, fn.Dev, fn.Inode})
+	}
+	if len(res.sites) == 0 {
+		return nil, 0, errNoMatch
+	}
+	return res, count, nil
+}
+
+func regFetch(m elf.Machine, name string) (bpfgen.Fetch, error) {
+	off, err := bpfgen.PtRegs(m, name)
+	if err != nil {
+		return bpfgen.Fetch{}, err
+	}
+	return bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 8, Reg: bpfgen.Reg{Off: off, Width: 8}}, nil
+}
+
+// symbolTable is an object's symbol table, read once, for argument specs
+// that name symbols ("8@counter+8(%rip)").
+type symbolTable struct {
+	table *symtab.Table
+	err   error
+}
+
+func (r *resolver) resolver(path string) func(string) (uint64, error) {
+	return func(name string) (uint64, error) {
+		t := r.symbols[path]
+		if t == nil {
+			t = &symbolTable{}
+			r.symbols[path] = t
+			t.table, t.err = readSymbols(path)
+		}
+		if t.err != nil {
+			return 0, t.err
+		}
+		sym, err := t.table.Lookup(name)
+		if err != nil {
+			return 0, err
+		}
+		if sym.Type == elf.STT_TLS {
+			return 0, fmt.Errorf("symbol %s is thread-local", name)
+		}
+		return sym.Value, nil
+	}
+}
+
+func readSymbols(path string) (*symtab.Table, error) {
+	f, err := elfnotes.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	syms, _, err := symtab.ReadPartial(f)
+	if err != nil {
+		return nil, err
+	}
+	return symtab.NewTable(syms), nil
+}

@@ -1,0 +1,60 @@
+// Package trace compiles and runs programs in bpftrace's language against
+// user-space probes: USDT probes, native functions and their returns,
+// BEGIN, END and interval blocks. It compiles to BPF in Go (no clang, no
+// LLVM, no kernel headers) and prints what bpftrace prints.
+//
+// # Model and data flow
+//
+//	source ──Compile──► *Program (BPF + sites, plain data) ──Start──► *Tracer ──Run──► output
+//
+// Compile parses and type-checks the program, resolves every probe of
+// every block to its sites, and generates BPF:
+//
+//   - usdt:PATH:PROVIDER:NAME and usdt:PATH:NAME (parts may be globs, PATH
+//     a library short name such as "libc") are looked up with package
+//     sdt: every location of every matching probe is a site, reading its
+//     arguments as its note's specs say. A probe's arg count (arg0…) is
+//     the least any of its locations has. An empty PATH (usdt::P:N) means
+//     every object of CompileOptions.PID, or CompileOptions.Executable.
+//   - uprobe:PATH:FUNC, uprobe:PATH:FUNC+OFFSET and uretprobe:PATH:FUNC
+//     name native functions (package uprobe): arg0…arg5 are the C ABI's
+//     integer argument registers, retval the return register. Go
+//     functions are refused (ErrGoFunction) until programs read their
+//     arguments by name; the trace command's flags trace them.
+//   - BEGIN, END and interval:s:N / interval:ms:N run in the tracer's own
+//     process, as bpftrace runs them.
+//
+// Start opens each object again, checks its identity (device and inode)
+// against what Compile read, attaches through /proc/self/fd/N so that a
+// file renamed or replaced meanwhile is never traced by mistake, loads
+// and attaches. Run prints printf and print output as records arrive and
+// the maps at the end, byte for byte as bpftrace 0.17 prints them in text
+// or -f json (see the README for the differences).
+//
+// # Errors
+//
+// Errors in the program's text are CompileErrors, each a *CompileError
+// {File, Line, Col, Msg} printing as "file:line:col: sentence": syntax,
+// types, what is not supported yet (never compiled to something else),
+// and a probe that matches nothing. Errors reading objects keep their
+// cause for errors.Is (os.ErrPermission, sdt.ErrNotFound) behind the
+// probe's position. Start's errors wrap ebpf.ErrNotSupported when the
+// kernel lacks a feature and os.ErrPermission without the privileges.
+//
+// # Lifetime and concurrency
+//
+// A Program holds no files or descriptors and may be started several
+// times, concurrently. A Tracer owns its BPF objects and links until
+// Close; it is not safe for concurrent use.
+//
+// To trace a command from its first instruction, start it stopped,
+// Compile with its executable as CompileOptions.Executable, Start with
+// its PID, then resume it and Run.
+//
+// # Usage
+//
+//	prog, err := trace.Compile("-e", `usdt::python:function__entry { @[str(arg1)] = count(); }`, &trace.CompileOptions{PID: pid})
+//	t, err := trace.Start(prog, &trace.Options{PID: pid})
+//	defer t.Close()
+//	err = t.Run(ctx) // until ctx ends, exit() or the process exits
+package trace

@@ -1,0 +1,72 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/usdtkit/usdtkit/internal/btlang"
+)
+
+// CompileError is one error in a program: where (file, 1-based line and
+// column in bytes) and one sentence saying what is wrong. Errors of
+// Compile that concern the program's text (syntax, types, what is not
+// supported yet, a probe that matches nothing) are CompileErrors, found
+// with errors.As.
+type CompileError struct {
+	File      string
+	Line, Col int
+	Msg       string
+}
+
+// Error returns "file:line:col: sentence".
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+}
+
+// CompileErrors is every error Compile found, in source order; its Error
+// prints them one per line, and errors.As finds each *CompileError.
+type CompileErrors []*CompileError
+
+// Error returns the errors, one per line.
+func (l CompileErrors) Error() string {
+	var b strings.Builder
+	for i, e := range l {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the errors, for errors.As.
+func (l CompileErrors) Unwrap() []error {
+	errs := make([]error, len(l))
+	for i, e := range l {
+		errs[i] = e
+	}
+	return errs
+}
+
+// compileErrors turns the front and back end's errors into CompileErrors;
+// other errors are returned as they are.
+func compileErrors(err error) error {
+	var list btlang.ErrorList
+	if errors.As(err, &list) {
+		out := make(CompileErrors, len(list))
+		for i, e := range list {
+			out[i] = convert(e)
+		}
+		return out
+	}
+	var one *btlang.Error
+	if errors.As(err, &one) {
+		return CompileErrors{convert(one)}
+	}
+	return err
+}
+
+func convert(e *btlang.Error) *CompileError {
+	return &CompileError{File: e.Pos.File, Line: e.Pos.Line, Col: e.Pos.Col, Msg: e.Msg}
+}

@@ -1,0 +1,133 @@
+package trace
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btrun"
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/target"
+)
+
+// Output is how a program's output is printed.
+type Output int
+
+const (
+	// OutputText is bpftrace's text.
+	OutputText Output = iota
+	// OutputJSON is bpftrace's -f json: one JSON object per line.
+	OutputJSON
+)
+
+// Options tune Start. The zero value traces every process that maps the
+// program's objects and prints text to os.Stdout.
+type Options struct {
+	// PID restricts the probes to one process; Run also ends when it
+	// exits. It may be a process started stopped (see Start).
+	PID int
+	// Output selects text or JSON.
+	Output Output
+	// Stdout receives printf lines, print() output and the maps at exit;
+	// nil means os.Stdout.
+	Stdout io.Writer
+	// Classic forces classic uprobe links, one per site; by default one
+	// uprobe_multi link per object and kind is used where the kernel has
+	// it (6.6+).
+	Classic bool
+}
+
+// Tracer is a started program: loaded and attached. Run it, then Close
+// it. A Tracer is not safe for concurrent use; Close must not race with
+// Run.
+type Tracer struct {
+	r *btrun.Runner
+}
+
+// Start opens the program's objects again, checks each is the file
+// Compile read (same device and inode), loads the program and attaches
+// it; the files are closed before Start returns (the kernel holds them
+// once attached). It does not run BEGIN blocks: Run does. A process
+// started stopped may be resumed once Start returns, and every probe of
+// it is then traced from its first instruction.
+//
+// Errors wrap ebpf.ErrNotSupported when the kernel lacks what the program
+// needs, os.ErrPermission without the privileges (root, or CAP_BPF and
+// CAP_PERFMON), and os.ErrNotExist when an object or the process is gone.
+func Start(prog *Program, opts *Options) (_ *Tracer, err error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Output != OutputText && o.Output != OutputJSON {
+		return nil, fmt.Errorf("start: field Output is %d, want OutputText or OutputJSON", o.Output)
+	}
+	if o.PID < 0 {
+		return nil, fmt.Errorf("start: field PID is %d", o.PID)
+	}
+	files := make(map[object]*os.File)
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	gen := *prog.gen
+	gen.Blocks = append([]btgen.Block(nil), prog.gen.Blocks...)
+	for i := range gen.Blocks {
+		b := &gen.Blocks[i]
+		if len(b.Sites) == 0 {
+			continue
+		}
+		if i >= len(prog.files) || len(prog.files[i]) != len(b.Sites) {
+			return nil, fmt.Errorf("start: block %d has %d sites, %d objects", i, len(b.Sites), len(prog.files))
+		}
+		b.Sites = append([]btgen.Site(nil), b.Sites...)
+		for j := range b.Sites {
+			obj := prog.files[i][j]
+			f := files[obj]
+			if f == nil {
+				f, err = target.Reopen(obj.path, obj.pid, procfs.FileID{Dev: obj.dev, Inode: obj.inode})
+				if err != nil {
+					return nil, fmt.Errorf("start %s: %w", b.Sites[j].Probe, err)
+				}
+				files[obj] = f
+			}
+			b.Sites[j].Path = procfs.FDPath(f)
+		}
+	}
+	out := o.Stdout
+	if out == nil {
+		out = os.Stdout
+	}
+	format := eventfmt.OutputText
+	if o.Output == OutputJSON {
+		format = eventfmt.OutputJSON
+	}
+	r, err := btrun.Start(&gen, &btrun.Options{PID: o.PID, Out: out, Output: format, Classic: o.Classic})
+	if err != nil {
+		return nil, err
+	}
+	return &Tracer{r: r}, nil
+}
+
+// Run runs the BEGIN blocks, then prints what the program prints until
+// it calls exit(), the process of Options.PID exits, or ctx is done; then
+// it runs the END blocks, detaches, prints the maps as bpftrace prints
+// them at exit and what was lost, and returns. It returns the first
+// error writing to Options.Stdout or reading the kernel's maps.
+func (t *Tracer) Run(ctx context.Context) error {
+	return t.r.Run(ctx)
+}
+
+// Close detaches and releases everything; a second call returns nil.
+func (t *Tracer) Close() error {
+	if t.r == nil {
+		return nil
+	}
+	err := t.r.Close()
+	t.r = nil
+	return err
+}
