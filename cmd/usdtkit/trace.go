@@ -34,6 +34,7 @@ type traceOptions struct {
 	duration time.Duration
 	classic  bool
 	fields   []string
+	program  string
 
 	// Set by traceOptions: filters and the histogram of Go functions'
 	// values by name.
@@ -46,7 +47,7 @@ type traceOptions struct {
 func newTraceCmd() *cobra.Command {
 	var o traceOptions
 	cmd := &cobra.Command{
-		Use:   "trace [-p PID | -c 'CMD ARGS'] PROBE... [flags]",
+		Use:   "trace [-p PID | -c 'CMD ARGS'] {PROBE... | -e PROGRAM | FILE.bt} [flags]",
 		Short: "Trace USDT probes and functions: print their arguments, or count and histogram them in the kernel",
 		Long: `Attach to USDT probes and print each hit, or aggregate hits in the kernel.
 
@@ -64,15 +65,36 @@ and C++, arg0..arg5 are the C ABI's argument registers and a uretprobe's arg0 is
 return value. For Go functions (main.(*Server).handle) arguments and results are read by
 name from DWARF and Go's register ABI, events carry the goroutine id, and filters,
 --hist and formats take names ('n > 3', --hist n, '"%s %d", path, n'); --field s.hits
-reads a field through a pointer parameter. A Go uretprobe is a uprobe on every RET.`,
+reads a field through a pointer parameter. A Go uretprobe is a uprobe on every RET.
+
+Programs: -e 'PROGRAM' or FILE.bt runs a program in bpftrace's language, compiled to
+BPF in Go, and prints what bpftrace prints (-o json: bpftrace's -f json). Probes:
+usdt:PATH:PROVIDER:NAME, usdt::PROVIDER:NAME (the -p process's objects, or the -c
+command), uprobe:PATH:FUNC, uretprobe:PATH:FUNC (native functions: arg0..arg5, retval),
+BEGIN, END, interval:s:N, interval:ms:N. Maps keyed by integers, strings and tuples,
+count sum avg min max stats hist lhist, printf print delete clear zero time exit,
+predicates, if/else, $variables, str(), comm pid tid nsecs elapsed probe... What
+usdtkit does not compile yet fails at compile time with file:line:col and a sentence.
+The flags --count, --hist, -F, --filter, --str, --latency, --field and --count-by
+are for PROBE... and refused with a program.`,
 		Example: `  usdtkit trace -p 1234 usdt::python:function__entry -F '%s %s:%d'
   usdtkit trace usdt:/usr/bin/python3.11:python:gc__start --count --count-by comm
   usdtkit trace -c './server' 'usdt::myapp:request__*' -o json --str 0
   usdtkit trace -p 1234 usdt::app:query__start usdt::app:query__done --latency query__start,query__done
   usdtkit trace -p 1234 'uprobe::main.(*Server).handle' 'uretprobe::main.(*Server).handle' -o json
-  usdtkit trace -p 1234 uprobe:libc:malloc --hist arg0`,
-		Args: cobra.MinimumNArgs(1),
+  usdtkit trace -p 1234 uprobe:libc:malloc --hist arg0
+  usdtkit trace -p 1234 -e 'usdt::python:function__entry { @[str(arg1)] = count(); }'
+  usdtkit trace -c './server' -e 'uprobe::handle { @start[tid] = nsecs; } uretprobe::handle /@start[tid]/ { @ns = hist(nsecs - @start[tid]); delete(@start[tid]); }'
+  usdtkit trace -p 1234 tools/latency.bt -o json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if name, src, ok, err := programOf(cmd, &o, args); err != nil {
+				return err
+			} else if ok {
+				return runProgram(cmd, &o, name, src)
+			}
+			if len(args) == 0 {
+				return fmt.Errorf("trace: name a probe, or give a program with -e or FILE.bt")
+			}
 			return runTrace(cmd, &o, args)
 		},
 	}
@@ -91,6 +113,7 @@ reads a field through a pointer parameter. A Go uretprobe is a uprobe on every R
 	f.DurationVarP(&o.duration, "duration", "d", 0, "stop after this long (e.g. 10s)")
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
 	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
+	f.StringVarP(&o.program, "program", "e", "", "run this program in bpftrace's language instead of tracing PROBEs")
 	return cmd
 }
 

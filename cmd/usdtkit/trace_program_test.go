@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// buildBtTarget compiles testdata/bttarget.c (see its comment).
+func buildBtTarget(t *testing.T) string {
+	t.Helper()
+	gcc := testutil.RequireTool(t, "gcc")
+	testutil.RequireFile(t, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
+	out := filepath.Join(t.TempDir(), "bttarget")
+	if b, err := exec.Command(gcc, "-O1", "-g", "-o", out, "testdata/bttarget.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	return out
+}
+
+// programOneLiners run together as one program, under bpftrace and
+// usdtkit; BIN is the target's path.
+var programOneLiners = []string{
+	// count by a string key
+	`usdt:BIN:demo:req { @by_name[str(arg1)] = count(); }`,
+	// hist and lhist
+	`usdt:BIN:demo:req { @h = hist(arg0); @l = lhist(arg2 + 200, 0, 1000, 100); }`,
+	// printf with str()
+	`usdt:BIN:demo:req /arg0 < 6/ { printf("req %d %s|%-6s|\n", arg0, str(arg1), str(arg1, 3)); }`,
+	// uretprobe retval
+	`uretprobe:BIN:work { @ret = sum(retval); @rh = lhist(retval, 0, 300, 50); @rmax = max(retval); }`,
+	// an @start[tid] latency pair (times themselves are not compared)
+	`uprobe:BIN:work { @start[tid] = nsecs; }`,
+	`uretprobe:BIN:work /@start[tid]/ { @pairs = count(); @later = sum(nsecs >= @start[tid]); delete(@start[tid]); }`,
+	// a tuple key, a string predicate, stats
+	`usdt:BIN:demo:req /str(arg1) != "beta"/ { @pair[str(arg1), arg0 % 3] = count(); @st = stats(arg2); }`,
+}
+
+// TestProgramAgainstBpftrace runs programs with trace -p, -c, -o json and
+// FILE.bt and bpftrace 0.17 on the same target, and compares what they
+// print after sorting printf lines and equal map values (bpftrace prints
+// ties in hash order).
+func TestProgramAgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	bin := buildBtTarget(t)
+	src := strings.ReplaceAll(strings.Join(programOneLiners, "\n"), "BIN", bin)
+
+	t.Run("-p", func(t *testing.T) {
+		theirs, ours := runBothPID(t, bpftrace, bin, src, nil)
+		compareProgramOutput(t, ours, theirs)
+		if !strings.Contains(theirs, "@pairs: 100") || !strings.Contains(theirs, "req 5 beta|bet   |") {
+			t.Errorf("bpftrace saw too little:\n%s", theirs)
+		}
+	})
+	t.Run("-p empty path", func(t *testing.T) {
+		// usdt::demo:req: every object of the process.
+		src := `usdt::demo:req { @[str(arg1)] = sum(arg0); } usdt::demo:done { printf("done %d\n", arg0); }`
+		theirs, ours := runBothPID(t, bpftrace, bin, src, nil)
+		compareProgramOutput(t, ours, theirs)
+		if !strings.Contains(theirs, "@[delta]: 1275") {
+			t.Errorf("bpftrace saw too little:\n%s", theirs)
+		}
+	})
+	t.Run("-o json", func(t *testing.T) {
+		src := strings.ReplaceAll(`usdt:BIN:demo:req { @h = hist(arg0); @st = stats(arg0); @by[arg0 % 7] = sum(arg0); }
+usdt:BIN:demo:req /arg0 < 3/ { printf("req %d \"%s\"\t%x\n", arg0, str(arg1), arg0); }`, "BIN", bin)
+		theirs, ours := runBothPID(t, bpftrace, bin, src, []string{"-f", "json"})
+		have, want := strings.Split(ours, "\n"), strings.Split(theirs, "\n")
+		slices.Sort(have)
+		slices.Sort(want)
+		if !slices.Equal(have, want) {
+			t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", ours, theirs)
+		}
+		if !strings.Contains(theirs, `"@st"`) {
+			t.Errorf("bpftrace printed no @st:\n%s", theirs)
+		}
+	})
+	t.Run("-c", func(t *testing.T) {
+		cmdline := bin + " run"
+		ours := runProgramCLI(t, "trace", "-c", cmdline, "-e", src)
+		theirs := runBpftrace(t, bpftrace, "-c", cmdline, "-e", src)
+		compareProgramOutput(t, ours, theirs)
+		if !strings.Contains(theirs, "@pairs: 100") {
+			t.Errorf("bpftrace saw too little:\n%s", theirs)
+		}
+	})
+	t.Run("-c empty path FILE.bt", func(t *testing.T) {
+		// bpftrace 0.17 needs a path with -c; usdtkit takes the
+		// command's executable for an empty one.
+		file := filepath.Join(t.TempDir(), "req.bt")
+		prog := "usdt::demo:req\n{\n\t@[arg0 % 4] = count();\n}\nuretprobe:BIN:work { @r = sum(retval); }\n"
+		if err := os.WriteFile(file, []byte(strings.ReplaceAll(prog, "BIN", bin)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmdline := bin + " run"
+		ours := runProgramCLI(t, "trace", "-c", cmdline, file)
+		theirs := runBpftrace(t, bpftrace, "-c", cmdline, "-e", strings.ReplaceAll(strings.ReplaceAll(prog, "usdt::", "usdt:BIN:"), "BIN", bin))
+		compareProgramOutput(t, ours, theirs)
+		if !strings.Contains(theirs, "@r: 10375") {
+			t.Errorf("bpftrace saw too little:\n%s", theirs)
+		}
+	})
+}
+
+// runBothPID starts the target, bpftrace and usdtkit on it with -p, lets
+// the target run and returns what each printed on stdout.
+func runBothPID(t *testing.T, bpftrace, bin, src string, btArgs []string) (theirs, ours string) {
+	t.Helper()
+	tr := testutil.StartTracee(t, bin)
+	pid := fmt.Sprint(tr.PID())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// bpftrace runs BEGIN once every probe is attached.
+	args := append(append([]string(nil), btArgs...), "-p", pid, "-e", `BEGIN { printf("READY\n"); } `+src)
+	bt := exec.CommandContext(ctx, bpftrace, args...)
+	var btErr bytes.Buffer
+	bt.Stderr = &btErr
+	stdout, err := bt.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bt.Process.Kill(); bt.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "READY") {
+	}
+	btOut := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+		}
+		btOut <- b.String()
+	}()
+
+	usArgs := []string{"trace", "-p", pid, "-e", src}
+	if len(btArgs) > 0 {
+		usArgs = append(usArgs, "-o", "json")
+	}
+	run := startTrace(t, usArgs...)
+	tr.Do(t, "go")
+	tr.Quit(t)
+	code, ours, errOut := run.wait(t)
+	if code != 0 {
+		t.Fatalf("usdtkit: exit %d: %s", code, errOut)
+	}
+	select {
+	case theirs = <-btOut:
+	case <-ctx.Done():
+		t.Fatalf("bpftrace did not end: %s", btErr.String())
+	}
+	if err := bt.Wait(); err != nil {
+		t.Fatalf("bpftrace: %v\n%s", err, btErr.String())
+	}
+	if len(btArgs) > 0 {
+		// -f json prints "attached_probes" before READY is seen; the
+		// rest is compared.
+		theirs = strings.TrimLeft(theirs, "\n")
+	}
+	return theirs, ours
+}
+
+// runProgramCLI runs usdtkit in-process until it ends by itself and
+// returns its stdout.
+func runProgramCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	run := startTrace(t, args...)
+	code, out, errOut := run.wait(t)
+	if code != 0 {
+		t.Fatalf("usdtkit %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+// runBpftrace runs bpftrace and returns its stdout without its
+// "Attaching" line and the -c target's own lines.
+func runBpftrace(t *testing.T, bpftrace string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, bpftrace, args...)
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bpftrace: %v\n%s", err, errb.String())
+	}
+	var b strings.Builder
+	for l := range strings.Lines(string(out)) {
+		if strings.HasPrefix(l, "Attaching ") || strings.HasPrefix(l, "ready ") || l == "done\n" {
+			continue
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// compareProgramOutput compares printf lines as sets and the maps after
+// sorting ties.
+func compareProgramOutput(t *testing.T, ours, theirs string) {
+	t.Helper()
+	haveLines, haveMaps := splitProgramOutput(ours)
+	wantLines, wantMaps := splitProgramOutput(theirs)
+	if !slices.Equal(haveLines, wantLines) {
+		t.Errorf("printf lines differ:\nhave %q\nwant %q", haveLines, wantLines)
+	}
+	if sortTies(haveMaps) != sortTies(wantMaps) {
+		t.Errorf("maps differ:\n--- have\n%s\n--- want (bpftrace)\n%s", haveMaps, wantMaps)
+	}
+	if len(wantMaps) == 0 {
+		t.Errorf("bpftrace printed no maps:\n%s", theirs)
+	}
+}
+
+// splitProgramOutput returns the printf lines, sorted, and the maps
+// printed at exit (after bpftrace's "\n\n").
+func splitProgramOutput(out string) (lines []string, maps string) {
+	head, maps, ok := strings.Cut(out, "\n\n")
+	if !ok {
+		head, maps = out, ""
+	}
+	for l := range strings.Lines(head) {
+		if l = strings.TrimSuffix(l, "\n"); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	slices.Sort(lines)
+	return lines, maps
+}
+
+// sortTies sorts runs of entries of one map with equal values: bpftrace
+// prints them in the kernel's hash order, which varies from run to run.
+func sortTies(maps string) string {
+	lines := strings.Split(maps, "\n")
+	group := func(l string) string {
+		name, _, ok := strings.Cut(l, "[")
+		i := strings.LastIndex(l, "]: ")
+		if !ok || i < 0 || !strings.HasPrefix(l, "@") {
+			return ""
+		}
+		return name + " " + l[i:]
+	}
+	for i := 0; i < len(lines); {
+		g := group(lines[i])
+		j := i + 1
+		for g != "" && j < len(lines) && group(lines[j]) == g {
+			j++
+		}
+		slices.Sort(lines[i:j])
+		i = j
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/usdtkit/usdtkit/internal/launch"
+	"github.com/usdtkit/usdtkit/trace"
+)
+
+// programFlags are the flags of probe tracing that a program replaces,
+// with what to write in the program instead.
+var programFlags = []struct{ name, instead string }{
+	{"count", "write @[probe] = count() in the program"},
+	{"count-by", "write @[probe, pid, comm] = count() in the program"},
+	{"hist", "write @[probe] = hist(arg0) in the program"},
+	{"format", `write printf("%d\n", arg0) in the program`},
+	{"filter", "write a predicate such as /arg0 > 10/ in the program"},
+	{"str", "write str(arg0) in the program"},
+	{"strlen", "write str(arg0, 32) in the program"},
+	{"latency", "write @start[tid] = nsecs at the start and hist(nsecs - @start[tid]) at the end in the program"},
+	{"field", "programs do not read Go functions' values yet"},
+}
+
+// programOf returns the program -e or a FILE.bt argument gives, with the
+// name its errors use; ok is false when the command traces PROBEs.
+func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src string, ok bool, err error) {
+	fl := cmd.Flags()
+	switch {
+	case fl.Changed("program"):
+		if len(args) > 0 {
+			return "", "", false, fmt.Errorf("-e takes the whole program: no PROBE or FILE.bt after it (%s)", strings.Join(args, " "))
+		}
+		name, src = "-e", o.program
+	case len(args) == 1 && strings.HasSuffix(args[0], ".bt") && !strings.Contains(args[0], ":"):
+		b, err := os.ReadFile(args[0])
+		if err != nil {
+			return "", "", false, fmt.Errorf("program file: %w", err)
+		}
+		name, src = args[0], string(b)
+	default:
+		return "", "", false, nil
+	}
+	for _, f := range programFlags {
+		if fl.Changed(f.name) {
+			return "", "", false, fmt.Errorf("%s and --%s exclude each other: %s", name, f.name, f.instead)
+		}
+	}
+	return name, src, true, nil
+}
+
+// runProgram compiles a program, starts -c's command stopped if there is
+// one, attaches, resumes the command and prints until the program exits,
+// the process exits, -d passes or a signal comes.
+func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
+	fl := cmd.Flags()
+	if o.output != "text" && o.output != "json" {
+		return fmt.Errorf("--output %q: want text or json", o.output)
+	}
+	if o.pid != 0 && o.command != "" {
+		return fmt.Errorf("-p and -c exclude each other")
+	}
+	if fl.Changed("command") && strings.TrimSpace(o.command) == "" {
+		return fmt.Errorf("-c: an empty command (leave -c out to trace every process that maps the file)")
+	}
+	if fl.Changed("duration") && o.duration <= 0 {
+		return fmt.Errorf("-d %v: want a positive duration, such as 10s", o.duration)
+	}
+	ctx := cmd.Context()
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+	stderr := cmd.ErrOrStderr()
+	o.pid = processOf(o.pid, stderr, "tracing")
+	copts := &trace.CompileOptions{PID: o.pid, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
+	var proc *launch.Process
+	pid := o.pid
+	if o.command != "" {
+		var exe string
+		var err error
+		if proc, exe, err = startCommand(o.command); err != nil {
+			return err
+		}
+		defer proc.Kill()
+		copts.Executable, pid = exe, proc.PID()
+	}
+	prog, err := trace.Compile(name, src, copts)
+	if err != nil {
+		return err
+	}
+	topts := &trace.Options{PID: pid, Stdout: cmd.OutOrStdout(), Classic: o.classic}
+	if o.output == "json" {
+		topts.Output = trace.OutputJSON
+	}
+	t, err := trace.Start(prog, topts)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	fmt.Fprintf(stderr, "Tracing %d probes at %d sites. Ctrl-C to end.\n", prog.Probes(), prog.Sites())
+	if proc != nil {
+		if err := proc.Resume(); err != nil {
+			return err
+		}
+	}
+	runErr := t.Run(ctx)
+	var status error
+	if proc != nil {
+		state, ended := proc.End(commandGrace)
+		if ended {
+			fmt.Fprintf(stderr, "usdtkit: ended the command (%v).\n", state)
+		} else if code := launch.ExitCode(state); code != 0 {
+			status = exitStatus(code)
+		}
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return status
+}
