@@ -70,10 +70,12 @@ func (p *Program) Sites() int {
 // is its file name in errors), resolves every probe of every block to its
 // sites, and generates BPF for it. Errors in the program, a probe that
 // matches nothing among them, are CompileErrors ("file:line:col:
-// sentence"); errors listing the objects (a process gone, a file that is
-// not ELF, permissions) are wrapped with the probe's position.
+// sentence"); one about a probe's sites has the cause in its Err
+// (ErrGoFunction). Errors listing the objects (a process gone, a file
+// that is not ELF, permissions) are returned wrapped behind the probe's
+// position, for errors.Is.
 func Compile(name, src string, opts *CompileOptions) (*Program, error) {
-	r := &resolver{sites: make(map[*btlang.Probe]*resolved), symbols: make(map[string]*symbolTable)}
+	r := &resolver{sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error), symbols: make(map[string]*symbolTable)}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -82,7 +84,14 @@ func Compile(name, src string, opts *CompileOptions) (*Program, error) {
 		return nil, r.fatal
 	}
 	if err != nil {
-		return nil, compileErrors(err)
+		err = compileErrors(err)
+		var list CompileErrors
+		if errors.As(err, &list) {
+			for _, e := range list {
+				e.Err = r.causes[btlang.Pos{File: e.File, Line: e.Line, Col: e.Col}]
+			}
+		}
+		return nil, err
 	}
 	out := &Program{}
 	var all [][]btgen.Site
@@ -119,6 +128,8 @@ type resolver struct {
 	sites   map[*btlang.Probe]*resolved
 	machine elf.Machine
 	fatal   error
+	// causes are the errors of probes, by position, for CompileError.Err.
+	causes  map[btlang.Pos]error
 	symbols map[string]*symbolTable
 }
 
@@ -130,12 +141,24 @@ type resolved struct {
 // errNoMatch is the checker's message for a probe without sites.
 var errNoMatch = errors.New("matches nothing")
 
+// listError is an error listing objects, as opposed to one of the
+// program's: Compile returns it as it is, behind the probe's position.
+type listError struct{ err error }
+
+func (e listError) Error() string { return e.err.Error() }
+func (e listError) Unwrap() error { return e.err }
+
 // Args resolves p and returns how many arguments every site of it has.
 func (r *resolver) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
 	res, count, err := r.resolve(p)
 	if err != nil {
-		if !errors.Is(err, errNoMatch) && r.fatal == nil {
-			r.fatal = fmt.Errorf("%s: %s: %w", p.At, p, err)
+		var le listError
+		if errors.As(err, &le) {
+			if r.fatal == nil {
+				r.fatal = fmt.Errorf("%s: %s: %w", p.At, p, le.err)
+			}
+		} else {
+			r.causes[p.At] = err
 		}
 		return btlang.ProbeArgs{}, err
 	}
@@ -159,14 +182,14 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, int, error) {
 		probes, err := sdt.List(&sdt.ListOptions{PID: r.opts.PID, Warn: warn,
 			Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, listError{err}
 		}
 		return r.usdt(probes, warn)
 	}
 	fns, err := uprobe.Functions(&uprobe.ListOptions{PID: r.opts.PID, Warn: warn,
 		Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, listError{err}
 	}
 	return r.functions(fns)
 }
@@ -231,7 +254,7 @@ func (r *resolver) functions(fns []uprobe.Function) (*resolved, int, error) {
 	for i := range fns {
 		fn := &fns[i]
 		if fn.Go {
-			return nil, 0, fmt.Errorf("%s in %s: %w", fn.Name(), fn.Path, ErrGoFunction)
+			return nil, 0, fmt.Errorf("%s: %w", fn.Symbol.DisplayName(), ErrGoFunction)
 		}
 		if err := r.setMachine(fn.Machine, fn.Path); err != nil {
 			return nil, 0, err

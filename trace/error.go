@@ -17,7 +17,13 @@ type CompileError struct {
 	File      string
 	Line, Col int
 	Msg       string
+	// Err is the cause of an error about a probe's sites when there is
+	// one a caller may branch on (ErrGoFunction), else nil.
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *CompileError) Unwrap() error { return e.Err }
 
 // Error returns "file:line:col: sentence".
 func (e *CompileError) Error() string {

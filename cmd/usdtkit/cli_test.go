@@ -44,7 +44,7 @@ func TestListErrors(t *testing.T) {
 		{"bad selector", []string{"list", "a:b:c"}, "PROVIDER:NAME"},
 		{"bad glob", []string{"list", "usdt:/bin/true:[:x"}, "glob"},
 		{"both kinds", []string{"list", "python:x", "uprobe:/bin/true:main"}, "not both"},
-		{"trace no probe", []string{"trace"}, "requires at least 1 arg"},
+		{"trace no probe", []string{"trace"}, "name a probe, or give a program with -e or FILE.bt"},
 		{"trace no match", []string{"trace", "usdt:" + testutil.Python311 + ":python:nosuch"}, "no probe matches"},
 		{"trace two modes", []string{"trace", "--count", "--hist", "arg0", "python:x"}, "exclude each other"},
 		{"trace -p and -c", []string{"trace", "-p", "1", "-c", "true", "python:x"}, "exclude each other"},

@@ -264,3 +264,53 @@ func sortTies(maps string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestProgramErrors checks that each mistake in a program or its flags
+// gives exit status 1, nothing on stdout and stderr lines that say what is
+// wrong, at file:line:col when it is in the program.
+func TestProgramErrors(t *testing.T) {
+	bin := buildBtTarget(t)
+	dir := t.TempDir()
+	badFile := filepath.Join(dir, "bad.bt")
+	if err := os.WriteFile(badFile, []byte("BEGIN {\n\tprintf(\"x\\n\");\n\t@x = count(;\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string // on stderr
+	}{
+		{"syntax", []string{"trace", "-e", "BEGIN { @x = count( }"}, `usdtkit: -e:1:21: expected an expression, found "}"`},
+		{"syntax in FILE.bt", []string{"trace", badFile}, "usdtkit: " + badFile + `:3:13: expected an expression, found ";"`},
+		{"no match", []string{"trace", "-e", "BEGIN { }\n  usdt:" + bin + ":demo:nosuch { @ = count(); }"},
+			"usdtkit: -e:2:3: usdt:" + bin + ":demo:nosuch: matches nothing"},
+		{"no such function", []string{"trace", "-e", "uprobe:" + bin + ":nosuch { @ = count(); }"},
+			"usdtkit: -e:1:1: uprobe:" + bin + ":nosuch: matches nothing"},
+		{"empty path without a process", []string{"trace", "-e", "usdt::demo:req { @ = count(); }"}, "needs a process: trace one with -p or -c"},
+		{"-e and --count", []string{"trace", "--count", "-e", "BEGIN { exit(); }"}, "-e and --count exclude each other: write @[probe] = count() in the program"},
+		{"-e and -F", []string{"trace", "-F", "%d", "-e", "BEGIN { exit(); }"}, "-e and --format exclude each other"},
+		{"FILE.bt and --hist", []string{"trace", "--hist", "arg0", badFile}, badFile + " and --hist exclude each other"},
+		{"-e and a probe", []string{"trace", "-e", "BEGIN { exit(); }", "python:x"}, "-e takes the whole program"},
+		{"FILE.bt missing", []string{"trace", filepath.Join(dir, "missing.bt")}, "program file: open " + filepath.Join(dir, "missing.bt") + ": no such file or directory"},
+		{"-e -p and -c", []string{"trace", "-p", "1", "-c", "true", "-e", "BEGIN { exit(); }"}, "-p and -c exclude each other"},
+		{"-e bad output", []string{"trace", "-o", "yaml", "-e", "BEGIN { exit(); }"}, `--output "yaml"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), tt.args, &out, &errb)
+			if code != 1 || out.Len() != 0 || !strings.Contains(errb.String(), tt.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, no stdout, stderr with %q", code, out.String(), errb.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestProgramDuration: -d ends a program that would run forever, and its
+// END block and maps are printed, as at Ctrl-C.
+func TestProgramDuration(t *testing.T) {
+	out := runProgramCLI(t, "trace", "-d", "200ms", "-e", `interval:ms:10 { @ticks = count(); } END { printf("end\n"); @n = 1; }`)
+	if !strings.HasPrefix(out, "end\n\n\n@n: 1\n@ticks: ") {
+		t.Errorf("output %q: want the END line, then @n and @ticks", out)
+	}
+}

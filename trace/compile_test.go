@@ -1,0 +1,65 @@
+package trace_test
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/trace"
+)
+
+// TestCompileErrors checks where each error of a program is reported and
+// that errors.As and errors.Is find what callers branch on.
+func TestCompileErrors(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		src       string
+		line, col int   // of the first CompileError; 0: none
+		is        error // errors.Is, when not nil
+	}{
+		{"syntax", "BEGIN {\n  @x = count(;\n}", 2, 14, nil},
+		{"no such probe", "BEGIN { }\nusdt:" + exe + ":nosuch:probe { @ = count(); }", 2, 1, nil},
+		{"no such function", "uprobe:" + exe + ":no_such_function_xyz { @ = count(); }", 1, 1, nil},
+		{"arg of a uretprobe", "uretprobe:libc:malloc { @ = sum(arg0); }", 1, 33, nil},
+		{"arg6 of a uprobe", "uprobe:libc:malloc { @ = sum(arg6); }", 1, 30, nil},
+		{"Go function", "BEGIN { }\nuprobe:" + exe + ":runtime.main { @ = count(); }", 2, 1, trace.ErrGoFunction},
+		{"missing file", "uprobe:/no/such/file:f { @ = count(); }", 0, 0, os.ErrNotExist},
+		{"empty path", "usdt::a:b { @ = count(); }", 1, 1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, err := trace.Compile("t.bt", tt.src, nil)
+			if err == nil || prog != nil {
+				t.Fatalf("Compile = %v, %v; want an error", prog, err)
+			}
+			var ce *trace.CompileError
+			switch {
+			case tt.line != 0 && !errors.As(err, &ce):
+				t.Fatalf("error %v: want a *CompileError", err)
+			case tt.line != 0 && (ce.File != "t.bt" || ce.Line != tt.line || ce.Col != tt.col):
+				t.Errorf("error at %s:%d:%d, want t.bt:%d:%d (%v)", ce.File, ce.Line, ce.Col, tt.line, tt.col, err)
+			case tt.is != nil && !errors.Is(err, tt.is):
+				t.Errorf("error %v: want errors.Is %v", err, tt.is)
+			}
+		})
+	}
+}
+
+// TestCompileFunctions compiles a program of native functions and
+// BEGIN/END against libc, without attaching.
+func TestCompileFunctions(t *testing.T) {
+	prog, err := trace.Compile("t.bt", `BEGIN { @b = 1; }
+uprobe:libc:malloc, uprobe:libc:free { @[probe] = count(); @h = hist(arg0); }
+uretprobe:libc:malloc { @r = max(retval); }
+END { clear(@h); }`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prog.Probes() != 3 || prog.Sites() != 3 {
+		t.Errorf("%d probes at %d sites, want 3 at 3", prog.Probes(), prog.Sites())
+	}
+}
