@@ -46,6 +46,13 @@ type Program struct {
 	probes int
 }
 
+// siteKey is a place a program attaches to.
+type siteKey struct {
+	obj object
+	off uint64
+	ret bool
+}
+
 // object is a file as sdt.List or uprobe.Functions found it.
 type object struct {
 	path       string
@@ -99,14 +106,22 @@ func Compile(name, src string, opts *CompileOptions) (*Program, error) {
 	for _, b := range prog.Blocks {
 		var sites []btgen.Site
 		var files []object
+		seen := make(map[siteKey]bool)
 		for _, p := range b.Probes {
 			res := r.sites[p]
 			if res == nil {
 				continue
 			}
-			sites = append(sites, res.sites...)
-			files = append(files, res.files...)
-			for _, s := range res.sites {
+			for i, s := range res.sites {
+				// Two probes of a block naming one site (a glob and a
+				// name, aliases) attach once: a hit runs the block once.
+				k := siteKey{res.files[i], s.Offset, s.Return}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				sites = append(sites, s)
+				files = append(files, res.files[i])
 				names[s.Probe] = true
 			}
 		}

@@ -63,3 +63,15 @@ END { clear(@h); }`, nil)
 		t.Errorf("%d probes at %d sites, want 3 at 3", prog.Probes(), prog.Sites())
 	}
 }
+
+// TestCompileDuplicateSites: a block whose probes name one function
+// twice attaches to it once.
+func TestCompileDuplicateSites(t *testing.T) {
+	prog, err := trace.Compile("t.bt", `uprobe:libc:malloc, uprobe:libc:mallo? { @ = count(); }`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prog.Sites() != 1 {
+		t.Errorf("%d sites, want 1", prog.Sites())
+	}
+}

@@ -314,3 +314,18 @@ func TestProgramDuration(t *testing.T) {
 		t.Errorf("output %q: want the END line, then @n and @ticks", out)
 	}
 }
+
+// TestProgramCommandStatus: with -c, a program ends when the command
+// exits, prints its maps, and usdtkit exits with the command's status.
+func TestProgramCommandStatus(t *testing.T) {
+	bin := buildBtTarget(t)
+	run := startTrace(t, "trace", "-c", bin+" run 7", "-e",
+		`BEGIN { @begin = 1; } uprobe:`+bin+`:work { @calls = count(); } END { printf("end\n"); }`)
+	code, out, errOut := run.wait(t)
+	if code != 7 {
+		t.Errorf("exit %d, want the command's 7; stderr %s", code, errOut)
+	}
+	if want := "end\n\n\n@begin: 1\n@calls: 100\n"; out != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+}

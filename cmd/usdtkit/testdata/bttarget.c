@@ -3,7 +3,7 @@
  * internal/btrun/testdata/target.c with a mode for -c. Built at test time:
  *   gcc -O1 -g -o bttarget bttarget.c
  * It prints "ready", waits for a line on stdin (with the argument "run":
- * does not read stdin at all), fires demo:req 100 times
+ * does not read stdin at all; "run N" exits with status N), fires demo:req 100 times
  * (arguments i, a name from names[], a value from -200 to 799) with a call
  * to work(i, name) after each, and for i < 10 demo:sem(i) if its semaphore
  * is raised (a tracer attached it with its reference counter); then it
@@ -13,6 +13,7 @@
  * file); only sem checks its. */
 #define _SDT_HAS_SEMAPHORES 1
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sdt.h>
 
@@ -54,5 +55,5 @@ int main(int argc, char **argv) {
 	fflush(stdout);
 	while (!run && fgets(line, sizeof line, stdin))
 		;
-	return 0;
+	return run && argc > 2 ? atoi(argv[2]) : 0;
 }
