@@ -82,7 +82,7 @@ func Start(prog *Program, opts *Options) (_ *Tracer, err error) {
 			continue
 		}
 		if i >= len(prog.files) || len(prog.files[i]) != len(b.Sites) {
-			return nil, fmt.Errorf("start: block %d has %d sites, %d objects", i, len(b.Sites), len(prog.files))
+			return nil, fmt.Errorf("start: block %d: sites and objects differ in number", i)
 		}
 		b.Sites = append([]btgen.Site(nil), b.Sites...)
 		for j := range b.Sites {

@@ -286,6 +286,10 @@ func TestProgramErrors(t *testing.T) {
 			"usdtkit: -e:2:3: usdt:" + bin + ":demo:nosuch: matches nothing"},
 		{"no such function", []string{"trace", "-e", "uprobe:" + bin + ":nosuch { @ = count(); }"},
 			"usdtkit: -e:1:1: uprobe:" + bin + ":nosuch: matches nothing"},
+		{"arg a probe lacks", []string{"trace", "-e", "usdt:" + bin + ":demo:req { @ = sum(arg3); }"},
+			"usdtkit: -e:1:" + fmt.Sprint(len("usdt:"+bin+":demo:req { @ = sum(")+1) + ": arg3 does not exist"},
+		// demo:* matches req (3 arguments), sem and done (1): the least.
+		{"arg some matches lack", []string{"trace", "-e", "usdt:" + bin + ":demo:* { @ = sum(arg1); }"}, "has 1 arguments"},
 		{"empty path without a process", []string{"trace", "-e", "usdt::demo:req { @ = count(); }"}, "needs a process: trace one with -p or -c"},
 		{"-e and --count", []string{"trace", "--count", "-e", "BEGIN { exit(); }"}, "-e and --count exclude each other: write @[probe] = count() in the program"},
 		{"-e and -F", []string{"trace", "-F", "%d", "-e", "BEGIN { exit(); }"}, "-e and --format exclude each other"},
