@@ -13,6 +13,10 @@ import (
 	"github.com/usdtkit/usdtkit/internal/target"
 )
 
+// ErrChanged is wrapped by Start's error when an object is no longer the
+// file Compile read (replaced or renamed since): compile again.
+var ErrChanged = procfs.ErrChanged
+
 // Output is how a program's output is printed.
 type Output int
 
@@ -56,7 +60,8 @@ type Tracer struct {
 //
 // Errors wrap ebpf.ErrNotSupported when the kernel lacks what the program
 // needs, os.ErrPermission without the privileges (root, or CAP_BPF and
-// CAP_PERFMON), and os.ErrNotExist when an object or the process is gone.
+// CAP_PERFMON), os.ErrNotExist when an object or the process is gone, and
+// ErrChanged when an object is another file than the one Compile read.
 func Start(prog *Program, opts *Options) (_ *Tracer, err error) {
 	var o Options
 	if opts != nil {
