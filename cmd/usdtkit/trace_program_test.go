@@ -95,6 +95,13 @@ usdt:BIN:demo:req /arg0 < 3/ { printf("req %d \"%s\"\t%x\n", arg0, str(arg1), ar
 			t.Errorf("bpftrace saw too little:\n%s", theirs)
 		}
 	})
+	t.Run("-c --classic", func(t *testing.T) {
+		// Classic links, one per site: the kernels without uprobe_multi.
+		cmdline := bin + " run"
+		ours := runProgramCLI(t, "trace", "--classic", "-c", cmdline, "-e", src)
+		theirs := runBpftrace(t, bpftrace, "-c", cmdline, "-e", src)
+		compareProgramOutput(t, ours, theirs)
+	})
 	t.Run("-c empty path FILE.bt", func(t *testing.T) {
 		// bpftrace 0.17 needs a path with -c; usdtkit takes the
 		// command's executable for an empty one.
