@@ -62,7 +62,10 @@ type Tracer struct {
 // needs, os.ErrPermission without the privileges (root, or CAP_BPF and
 // CAP_PERFMON), os.ErrNotExist when an object or the process is gone, and
 // ErrChanged when an object is another file than the one Compile read.
-func Start(prog *Program, opts *Options) (_ *Tracer, err error) {
+func Start(prog *Program, opts *Options) (*Tracer, error) {
+	if prog == nil || prog.gen == nil {
+		return nil, fmt.Errorf("start: no program (use Compile)")
+	}
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -94,6 +97,7 @@ func Start(prog *Program, opts *Options) (_ *Tracer, err error) {
 			obj := prog.files[i][j]
 			f := files[obj]
 			if f == nil {
+				var err error
 				f, err = target.Reopen(obj.path, obj.pid, procfs.FileID{Dev: obj.dev, Inode: obj.inode})
 				if err != nil {
 					return nil, fmt.Errorf("start %s: %w", b.Sites[j].Probe, err)
