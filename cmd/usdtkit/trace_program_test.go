@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,9 +40,10 @@ var programOneLiners = []string{
 	`usdt:BIN:demo:req /arg0 < 6/ { printf("req %d %s|%-6s|\n", arg0, str(arg1), str(arg1, 3)); }`,
 	// uretprobe retval
 	`uretprobe:BIN:work { @ret = sum(retval); @rh = lhist(retval, 0, 300, 50); @rmax = max(retval); }`,
-	// an @start[tid] latency pair (times themselves are not compared)
+	// an @start[tid] latency pair (times themselves are not compared:
+	// @lat's buckets are replaced by their total)
 	`uprobe:BIN:work { @start[tid] = nsecs; }`,
-	`uretprobe:BIN:work /@start[tid]/ { @pairs = count(); @later = sum(nsecs >= @start[tid]); delete(@start[tid]); }`,
+	`uretprobe:BIN:work /@start[tid]/ { @lat = hist(nsecs - @start[tid]); @pairs = count(); @later = sum(nsecs >= @start[tid]); delete(@start[tid]); }`,
 	// a tuple key, a string predicate, stats
 	`usdt:BIN:demo:req /str(arg1) != "beta"/ { @pair[str(arg1), arg0 % 3] = count(); @st = stats(arg2); }`,
 }
@@ -59,7 +61,8 @@ func TestProgramAgainstBpftrace(t *testing.T) {
 	t.Run("-p", func(t *testing.T) {
 		theirs, ours := runBothPID(t, bpftrace, bin, src, nil)
 		compareProgramOutput(t, ours, theirs)
-		if !strings.Contains(theirs, "@pairs: 100") || !strings.Contains(theirs, "req 5 beta|bet   |") {
+		if !strings.Contains(theirs, "@pairs: 100") || !strings.Contains(theirs, "req 5 beta|bet   |") ||
+			!strings.Contains(histTotal(theirs, "@lat"), "@lat: 100 in all") {
 			t.Errorf("bpftrace saw too little:\n%s", theirs)
 		}
 	})
@@ -224,6 +227,7 @@ func compareProgramOutput(t *testing.T, ours, theirs string) {
 	if !slices.Equal(haveLines, wantLines) {
 		t.Errorf("printf lines differ:\nhave %q\nwant %q", haveLines, wantLines)
 	}
+	haveMaps, wantMaps = histTotal(haveMaps, "@lat"), histTotal(wantMaps, "@lat")
 	if sortTies(haveMaps) != sortTies(wantMaps) {
 		t.Errorf("maps differ:\n--- have\n%s\n--- want (bpftrace)\n%s", haveMaps, wantMaps)
 	}
@@ -339,4 +343,33 @@ func TestProgramCommandStatus(t *testing.T) {
 	if want := "end\n\n\n@begin: 1\n@calls: 100\n"; out != want {
 		t.Errorf("output %q, want %q", out, want)
 	}
+}
+
+// histTotal replaces the buckets of the histogram map name, whose values
+// are times, by the total count.
+func histTotal(maps, name string) string {
+	var b strings.Builder
+	in, total := false, 0
+	for l := range strings.Lines(maps) {
+		switch {
+		case l == name+": \n" || l == name+":\n":
+			in, total = true, 0
+			continue
+		case in && strings.HasPrefix(l, "["):
+			f := strings.Fields(l[strings.Index(l, ")")+1:])
+			if len(f) > 0 {
+				n, _ := strconv.Atoi(f[0])
+				total += n
+			}
+			continue
+		case in:
+			fmt.Fprintf(&b, "%s: %d in all\n", name, total)
+			in = false
+		}
+		b.WriteString(l)
+	}
+	if in {
+		fmt.Fprintf(&b, "%s: %d in all\n", name, total)
+	}
+	return b.String()
 }
