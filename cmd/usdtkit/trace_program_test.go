@@ -75,6 +75,21 @@ func TestProgramAgainstBpftrace(t *testing.T) {
 			t.Errorf("bpftrace saw too little:\n%s", theirs)
 		}
 	})
+	t.Run("-p python", func(t *testing.T) {
+		// CPython's USDT probes (guarded by semaphores), a string
+		// predicate, a tuple key of a string and an integer, and an
+		// empty action that only enables python:line, without which
+		// CPython 3.11 fires no function__entry.
+		py := startPyScript(t, 50)
+		src := fmt.Sprintf(`usdt::python:function__entry /str(arg0) == %q/ { @calls[str(arg1), arg2] = count(); }
+usdt::python:function__return /str(arg0) == %q/ { @returns = count(); }
+usdt::python:line {}`, py.script, py.script)
+		theirs, ours := runBothOn(t, bpftrace, py.cmd.Process.Pid, src, nil, func() { py.run(t) })
+		compareProgramOutput(t, ours, theirs)
+		if !strings.Contains(theirs, "@calls[f, 2]: 50") {
+			t.Errorf("bpftrace saw too little:\n%s", theirs)
+		}
+	})
 	t.Run("-o json", func(t *testing.T) {
 		src := strings.ReplaceAll(`usdt:BIN:demo:req { @h = hist(arg0); @st = stats(arg0); @by[arg0 % 7] = sum(arg0); }
 usdt:BIN:demo:req /arg0 < 3/ { printf("req %d \"%s\"\t%x\n", arg0, str(arg1), arg0); }`, "BIN", bin)
@@ -128,7 +143,18 @@ usdt:BIN:demo:req /arg0 < 3/ { printf("req %d \"%s\"\t%x\n", arg0, str(arg1), ar
 func runBothPID(t *testing.T, bpftrace, bin, src string, btArgs []string) (theirs, ours string) {
 	t.Helper()
 	tr := testutil.StartTracee(t, bin)
-	pid := fmt.Sprint(tr.PID())
+	return runBothOn(t, bpftrace, tr.PID(), src, btArgs, func() {
+		tr.Do(t, "go")
+		tr.Quit(t)
+	})
+}
+
+// runBothOn runs bpftrace and usdtkit with -p on process pid, calls fire
+// once both are attached, which must make the process run and exit, and
+// returns what each printed on stdout.
+func runBothOn(t *testing.T, bpftrace string, pidNum int, src string, btArgs []string, fire func()) (theirs, ours string) {
+	t.Helper()
+	pid := fmt.Sprint(pidNum)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// bpftrace runs BEGIN once every probe is attached.
@@ -161,8 +187,7 @@ func runBothPID(t *testing.T, bpftrace, bin, src string, btArgs []string) (their
 		usArgs = append(usArgs, "-o", "json")
 	}
 	run := startTrace(t, usArgs...)
-	tr.Do(t, "go")
-	tr.Quit(t)
+	fire()
 	code, ours, errOut := run.wait(t)
 	if code != 0 {
 		t.Fatalf("usdtkit: exit %d: %s", code, errOut)
