@@ -12,20 +12,6 @@ import (
 	"github.com/usdtkit/usdtkit/trace"
 )
 
-// programFlags are the flags of probe tracing that a program replaces,
-// with what to write in the program instead.
-var programFlags = []struct{ name, instead string }{
-	{"count", "write @[probe] = count() in the program"},
-	{"count-by", "write @[probe, pid, comm] = count() in the program"},
-	{"hist", "write @[probe] = hist(arg0) in the program"},
-	{"format", `write printf("%d\n", arg0) in the program`},
-	{"filter", "write a predicate such as /arg0 > 10/ in the program"},
-	{"str", "write str(arg0) in the program"},
-	{"strlen", "write str(arg0, 32) in the program"},
-	{"latency", "write @start[tid] = nsecs at the start and hist(nsecs - @start[tid]) at the end in the program"},
-	{"field", "programs do not read Go functions' values yet"},
-}
-
 // programOf returns the program -e or a FILE.bt argument gives, with the
 // name its errors use; ok is false when the command traces PROBEs.
 func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src string, ok bool, err error) {
@@ -44,6 +30,19 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 		name, src = args[0], string(b)
 	default:
 		return "", "", false, nil
+	}
+	// The flags of probe tracing that a program replaces, with what to
+	// write in the program instead.
+	programFlags := []struct{ name, instead string }{
+		{"count", "write @[probe] = count() in the program"},
+		{"count-by", "write @[probe, pid, comm] = count() in the program"},
+		{"hist", "write @[probe] = hist(arg0) in the program"},
+		{"format", `write printf("%d\n", arg0) in the program`},
+		{"filter", "write a predicate such as /arg0 > 10/ in the program"},
+		{"str", "write str(arg0) in the program"},
+		{"strlen", "write str(arg0, 32) in the program"},
+		{"latency", "write @start[tid] = nsecs at the start and hist(nsecs - @start[tid]) at the end in the program"},
+		{"field", "programs do not read Go functions' values yet"},
 	}
 	for _, f := range programFlags {
 		if fl.Changed(f.name) {
