@@ -75,3 +75,25 @@ func TestCompileDuplicateSites(t *testing.T) {
 		t.Errorf("%d sites, want 1", prog.Sites())
 	}
 }
+
+// TestCompileFiles compiles the fuzz seeds: the good ones compile, bad.bt
+// fails at its first line.
+func TestCompileFiles(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		line int // of the error; 0: none
+	}{{"begin.bt", 0}, {"libc.bt", 0}, {"bad.bt", 1}} {
+		b, err := os.ReadFile("testdata/" + tt.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = trace.Compile(tt.file, string(b), nil)
+		var ce *trace.CompileError
+		switch {
+		case tt.line == 0 && err != nil:
+			t.Errorf("%s: %v", tt.file, err)
+		case tt.line != 0 && (!errors.As(err, &ce) || ce.Line != tt.line):
+			t.Errorf("%s: error %v, want a CompileError at line %d", tt.file, err, tt.line)
+		}
+	}
+}
