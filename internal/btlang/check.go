@@ -812,6 +812,12 @@ func (c *checker) exprType(e Expr) Type {
 func (c *checker) binary(e *Binary) Type {
 	a, b := c.expr(e.X), c.expr(e.Y)
 	if a.Kind == KindNone || b.Kind == KindNone {
+		// A map whose value type is not known yet, with an integer (or
+		// another such map): the result is an unsigned integer, as
+		// bpftrace types it, so that @n[k] = @n[k] + 1 gives @n its type.
+		if (a.Kind == KindInt || untypedMap(e.X, a)) && (b.Kind == KindInt || untypedMap(e.Y, b)) {
+			return uint64T
+		}
 		return Type{}
 	}
 	switch e.Op {
@@ -839,6 +845,13 @@ func (c *checker) binary(e *Binary) Type {
 		return Type{}
 	}
 	return Type{Kind: KindInt, Signed: a.Signed && b.Signed, Size: 8}
+}
+
+// untypedMap reports whether e, of type t, reads a map whose value type
+// no pass has learned yet.
+func untypedMap(e Expr, t Type) bool {
+	_, ok := e.(*MapRef)
+	return ok && t.Kind == KindNone
 }
 
 // constOperand rejects a right operand that makes op undefined: a constant

@@ -24,7 +24,9 @@ func TestCheckMaps(t *testing.T) {
 		{"probe and func", `uprobe:libc:malloc { @[probe, func] = count(); }`, []string{"@[probe, usym] count()"}},
 		{"read before assign", "uretprobe:libc:read { @l = hist(nsecs - @s[tid]); }\nuprobe:libc:read { @s[tid] = nsecs; }",
 			[]string{"@l hist(uint64)", "@s[uint64] uint64"}},
-		{"map from map", "BEGIN { @a = @b + 1; } BEGIN { @b = -1; }", []string{"@a int64", "@b int64"}},
+		// bpftrace -d 'BEGIN { @a = @b + 1; } END { @b = -1; }': @a is
+		// typed when first assigned, from a @b not typed yet: uint64.
+		{"map from map", "BEGIN { @a = @b + 1; } END { @b = -1; }", []string{"@a uint64", "@b int64"}},
 		{"comparison", `BEGIN { @c = "a" == "b"; @d = 1 < 2; @e = pid < 2; @f = 1 && 0; }`,
 			[]string{"@c uint64", "@d int64", "@e uint64", "@f int64"}},
 		{"ternary strings", `BEGIN { @t = 1 ? "a" : "abc"; }`, []string{"@t string[4]"}},
