@@ -1,12 +1,10 @@
 package sdt
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
 
-	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/session"
@@ -136,7 +134,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			f.Close()
 		}
 	}()
-	symbols := make(symbolTables)
+	var symbols symtab.Resolvers
 	var order []string
 	signedArgs := make(map[int]bool)
 	refs := &session.ArgRefs{
@@ -180,7 +178,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			objects[fdPath] = obj
 			order = append(order, fdPath)
 		}
-		resolve := symbols.resolver(fdPath)
+		resolve := symbols.For(fdPath)
 		for j := range p.Locations {
 			loc := &p.Locations[j]
 			if loc.OffsetErr != nil {
@@ -250,53 +248,6 @@ type fileKey struct {
 	pid  int
 	path string
 	id   procfs.FileID
-}
-
-// symbolTables resolves symbols in argument specs ("8@counter+8(%rip)"),
-// reading each object's symbol table once, and only if an argument needs it.
-type symbolTables map[string]*symbolTable
-
-type symbolTable struct {
-	table *symtab.Table
-	err   error
-}
-
-func (st symbolTables) resolver(path string) func(string) (uint64, error) {
-	return func(name string) (uint64, error) {
-		t := st[path]
-		if t == nil {
-			t = &symbolTable{}
-			st[path] = t
-			t.table, t.err = readSymbols(path)
-		}
-		if t.err != nil {
-			return 0, t.err
-		}
-		sym, err := t.table.Lookup(name)
-		if err != nil {
-			return 0, err
-		}
-		if sym.Type == elf.STT_TLS {
-			return 0, fmt.Errorf("symbol %s is thread-local", name)
-		}
-		return sym.Value, nil
-	}
-}
-
-func readSymbols(path string) (*symtab.Table, error) {
-	f, err := elfnotes.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	// A damaged symbol is left out of the table: an argument naming it
-	// fails to resolve (ErrNotFound), the others resolve. list reports the
-	// damage.
-	syms, _, err := symtab.ReadPartial(f)
-	if err != nil {
-		return nil, err
-	}
-	return symtab.NewTable(syms), nil
 }
 
 // ErrNoProbes means there is nothing to trace.

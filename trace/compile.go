@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -82,7 +81,7 @@ func (p *Program) Sites() int {
 // that is not ELF, permissions) are returned wrapped behind the probe's
 // position, for errors.Is.
 func Compile(name, src string, opts *CompileOptions) (*Program, error) {
-	r := &resolver{sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error), symbols: make(map[string]*symbolTable)}
+	r := &resolver{sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error)}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -145,7 +144,7 @@ type resolver struct {
 	fatal   error
 	// causes are the errors of probes, by position, for CompileError.Err.
 	causes  map[btlang.Pos]error
-	symbols map[string]*symbolTable
+	symbols symtab.Resolvers
 }
 
 type resolved struct {
@@ -241,7 +240,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 				s.RefCtrOffset = loc.SemaphoreOffset
 			}
 			for k := range loc.Args {
-				f, err := loc.Args[k].Fetch(loc.Address, r.resolver(p.OpenPath))
+				f, err := loc.Args[k].Fetch(loc.Address, r.symbols.For(p.OpenPath))
 				if err != nil {
 					warn(fmt.Errorf("%s at %#x: arg%d reads as 0: %w", name, loc.Address, k, err))
 					f = bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8}
@@ -323,46 +322,4 @@ func regFetch(m elf.Machine, name string) (bpfgen.Fetch, error) {
 		return bpfgen.Fetch{}, err
 	}
 	return bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 8, Reg: bpfgen.Reg{Off: off, Width: 8}}, nil
-}
-
-// symbolTable is an object's symbol table, read once, for argument specs
-// that name symbols ("8@counter+8(%rip)").
-type symbolTable struct {
-	table *symtab.Table
-	err   error
-}
-
-func (r *resolver) resolver(path string) func(string) (uint64, error) {
-	return func(name string) (uint64, error) {
-		t := r.symbols[path]
-		if t == nil {
-			t = &symbolTable{}
-			r.symbols[path] = t
-			t.table, t.err = readSymbols(path)
-		}
-		if t.err != nil {
-			return 0, t.err
-		}
-		sym, err := t.table.Lookup(name)
-		if err != nil {
-			return 0, err
-		}
-		if sym.Type == elf.STT_TLS {
-			return 0, fmt.Errorf("symbol %s is thread-local", name)
-		}
-		return sym.Value, nil
-	}
-}
-
-func readSymbols(path string) (*symtab.Table, error) {
-	f, err := elfnotes.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	syms, _, err := symtab.ReadPartial(f)
-	if err != nil {
-		return nil, err
-	}
-	return symtab.NewTable(syms), nil
 }
