@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -195,15 +196,7 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		}
 		return out.write(ev)
 	})
-	var status error
-	if proc != nil {
-		state, ended := proc.End(commandGrace)
-		if ended {
-			fmt.Fprintf(stderr, "usdtkit: ended the command (%v).\n", state)
-		} else if code := launch.ExitCode(state); code != 0 {
-			status = exitStatus(code)
-		}
-	}
+	status := endCommand(proc, stderr)
 	if runErr != nil {
 		return runErr
 	}
@@ -519,4 +512,20 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// endCommand ends a -c command that is still running (saying so on stderr)
+// and returns the exit status usdtkit passes on: that of a command that
+// ended by itself with a non-zero status, else nil. proc may be nil.
+func endCommand(proc *launch.Process, stderr io.Writer) error {
+	if proc == nil {
+		return nil
+	}
+	state, ended := proc.End(commandGrace)
+	if ended {
+		fmt.Fprintf(stderr, "usdtkit: ended the command (%v).\n", state)
+	} else if code := launch.ExitCode(state); code != 0 {
+		return exitStatus(code)
+	}
+	return nil
 }

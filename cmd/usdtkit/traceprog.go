@@ -109,15 +109,7 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 		}
 	}
 	runErr := t.Run(ctx)
-	var status error
-	if proc != nil {
-		state, ended := proc.End(commandGrace)
-		if ended {
-			fmt.Fprintf(stderr, "usdtkit: ended the command (%v).\n", state)
-		} else if code := launch.ExitCode(state); code != 0 {
-			status = exitStatus(code)
-		}
-	}
+	status := endCommand(proc, stderr)
 	if runErr != nil {
 		return runErr
 	}
