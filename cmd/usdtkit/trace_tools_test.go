@@ -1,0 +1,189 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// toolTarget is a program a tool in testdata/tools traces: it prints
+// "ready", answers each line on stdin with "done", having first done its
+// work for a line "go", and exits at the end of stdin.
+type toolTarget struct {
+	tracee *testutil.Tracee
+	subst  map[string]string // placeholder in the .bt file → value
+}
+
+// buildToolC compiles testdata/tools/NAME.c as its comment says and
+// starts it.
+func buildToolC(t *testing.T, name string) toolTarget {
+	t.Helper()
+	gcc := testutil.RequireTool(t, "gcc")
+	bin := filepath.Join(t.TempDir(), name)
+	if b, err := exec.Command(gcc, "-O1", "-g", "-o", bin, filepath.Join("testdata", "tools", name+".c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	return startToolTarget(t, bin, map[string]string{"BIN": bin})
+}
+
+// startToolTarget starts bin and waits until it answers a line: it has
+// then loaded every library a tool may trace.
+func startToolTarget(t *testing.T, bin string, subst map[string]string) toolTarget {
+	t.Helper()
+	tr := testutil.StartTracee(t, bin)
+	if l := tr.Do(t, "ping"); len(l) != 1 || l[0] != "ready" {
+		t.Fatalf("target printed %q, want ready", l)
+	}
+	return toolTarget{tracee: tr, subst: subst}
+}
+
+// TestToolsAgainstBpftrace runs the small tools of testdata/tools as
+// `usdtkit trace -p PID FILE.bt` and `bpftrace -p PID FILE.bt` on one run
+// of a target built at test time, and compares their printf lines and
+// maps exactly (after sorting printf lines and ties, which bpftrace
+// prints in hash order). Each case also checks that bpftrace saw what
+// the target is known to do, so that two empty outputs cannot pass.
+func TestToolsAgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	tests := []struct {
+		name   string // testdata/tools/NAME.bt
+		target func(t *testing.T) toolTarget
+		// pidOnly are the probes given /pid == PID/ for bpftrace: with
+		// -p, bpftrace 0.17 traces a library's functions in every
+		// process, usdtkit in the -p process only.
+		pidOnly []string
+		want    []string // in bpftrace's output
+		check   func(t *testing.T, theirs string)
+	}{
+		{
+			name:    "gethostlatency",
+			target:  func(t *testing.T) toolTarget { return buildToolC(t, "gethost") },
+			pidOnly: []string{"uprobe:libc:getaddrinfo"},
+			want:    []string{"@calls[localhost]: 3\n", "@calls[127.0.0.1]: 2\n", "@slow: 0\n"},
+		},
+		{
+			name:   "bashreadline",
+			target: func(t *testing.T) toolTarget { return buildToolC(t, "readline") },
+			want:   []string{"@lines[ls -l]: 2\n", "@lines[echo 'hello world']: 1\n", "\nexit\n"},
+		},
+		{
+			name:    "mallocsizes",
+			target:  func(t *testing.T) toolTarget { return buildToolC(t, "mallocsizes") },
+			pidOnly: []string{"uprobe:libc:malloc"},
+			check:   checkMallocSizes,
+		},
+		{
+			name:   "jvmthreads",
+			target: startJvmThreads,
+			want: []string{"start worker-0 daemon=0\n", "start worker-3 daemon=0\n",
+				"@started[worker-2]: 1\n", "@stops[worker-1]: 1\n"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := os.ReadFile(filepath.Join("testdata", "tools", tt.name+".bt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := tt.target(t)
+			prog := string(src)
+			for k, v := range target.subst {
+				prog = strings.ReplaceAll(prog, k, v)
+			}
+			pid := strconv.Itoa(target.tracee.PID())
+			theirProg := prog
+			for _, p := range tt.pidOnly {
+				if !strings.Contains(prog, p+"\n{") {
+					t.Fatalf("%s.bt has no block %s", tt.name, p)
+				}
+				theirProg = strings.ReplaceAll(theirProg, p+"\n{", p+"\n/pid == "+pid+"/\n{")
+			}
+			dir := t.TempDir()
+			ourFile := filepath.Join(dir, tt.name+".bt")
+			// bpftrace prints READY once every probe is attached.
+			theirFile := filepath.Join(dir, "bpftrace-"+tt.name+".bt")
+			if err := os.WriteFile(ourFile, []byte(prog), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(theirFile, []byte("BEGIN { printf(\"READY\\n\"); }\n"+theirProg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			theirs, ours := runBothArgs(t, bpftrace,
+				[]string{"-p", pid, theirFile},
+				[]string{"trace", "-p", pid, ourFile},
+				func() {
+					target.tracee.Do(t, "go")
+					target.tracee.Quit(t)
+				})
+			compareProgramOutput(t, ours, theirs)
+			for _, w := range tt.want {
+				if !strings.Contains(theirs, w) {
+					t.Errorf("bpftrace printed no %q:\n%s", w, theirs)
+				}
+			}
+			if tt.check != nil {
+				tt.check(t, theirs)
+			}
+		})
+	}
+}
+
+// checkMallocSizes checks that bpftrace counted at least the target's
+// own mallocs: 2^i+i bytes i+1 times for i from 4 to 20, besides stdio's.
+func checkMallocSizes(t *testing.T, theirs string) {
+	t.Helper()
+	wantBytes, wantCalls := 0, 0
+	for i := 4; i <= 20; i++ {
+		wantBytes += (i + 1) * (1<<i + i)
+		wantCalls += i + 1
+	}
+	for _, c := range []struct {
+		re   string
+		want int
+	}{
+		{`(?m)^@bytes\[mallocsizes\]: (\d+)$`, wantBytes},
+		{`(?m)^@calls: (\d+)$`, wantCalls},
+	} {
+		m := regexp.MustCompile(c.re).FindStringSubmatch(theirs)
+		if m == nil {
+			t.Errorf("bpftrace printed no %s:\n%s", c.re, theirs)
+			continue
+		}
+		if n, _ := strconv.Atoi(m[1]); n < c.want {
+			t.Errorf("bpftrace: %s, want at least %d", m[0], c.want)
+		}
+	}
+	// The histogram's bucket [1M, 2M) holds the 21 calls of 2^20+20
+	// bytes and nothing of stdio's.
+	if !regexp.MustCompile(`(?m)^\[1M, 2M\)\s+21 \|@+\|$`).MatchString(theirs) {
+		t.Errorf("bpftrace's histogram has no [1M, 2M) bucket of 21:\n%s", theirs)
+	}
+}
+
+// startJvmThreads compiles testdata/tools/JvmThreads.java and starts it
+// under the JVM whose libjvm.so the tool traces.
+func startJvmThreads(t *testing.T) toolTarget {
+	t.Helper()
+	libjvm := testutil.RequireFile(t, testutil.LibJVM)
+	javac := testutil.RequireTool(t, "javac")
+	java := testutil.RequireTool(t, "java")
+	dir := t.TempDir()
+	if b, err := exec.Command(javac, "-d", dir, filepath.Join("testdata", "tools", "JvmThreads.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, b)
+	}
+	// testutil.Tracee runs a path without arguments: a script that
+	// execs the JVM keeps its PID.
+	script := filepath.Join(dir, "jvmthreads.sh")
+	body := "#!/bin/sh\nexec " + java + " -Xshare:auto -cp " + dir + " JvmThreads\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return startToolTarget(t, script, map[string]string{"LIBJVM": libjvm})
+}
