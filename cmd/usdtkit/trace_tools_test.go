@@ -24,12 +24,19 @@ type toolTarget struct {
 // starts it.
 func buildToolC(t *testing.T, name string) toolTarget {
 	t.Helper()
+	bin := buildToolBin(t, name)
+	return startToolTarget(t, bin, map[string]string{"BIN": bin})
+}
+
+// buildToolBin compiles testdata/tools/NAME.c as its comment says.
+func buildToolBin(t *testing.T, name string) string {
+	t.Helper()
 	gcc := testutil.RequireTool(t, "gcc")
 	bin := filepath.Join(t.TempDir(), name)
 	if b, err := exec.Command(gcc, "-O1", "-g", "-o", bin, filepath.Join("testdata", "tools", name+".c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, b)
 	}
-	return startToolTarget(t, bin, map[string]string{"BIN": bin})
+	return bin
 }
 
 // startToolTarget starts bin and waits until it answers a line: it has
@@ -130,6 +137,59 @@ func TestToolsAgainstBpftrace(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, theirs)
+			}
+		})
+	}
+}
+
+// TestToolsCommandAgainstBpftrace runs the C tools of testdata/tools as
+// `usdtkit trace -c 'BIN go' FILE.bt` and `bpftrace -c 'BIN go' FILE.bt`,
+// one run each of a deterministic target, and compares what they print.
+func TestToolsCommandAgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	tests := []struct {
+		tool, target string
+		// pidOnly are the probes given /pid == cpid/ for bpftrace,
+		// which with -c traces a library's functions in every process.
+		pidOnly []string
+		want    string // in bpftrace's output
+	}{
+		{"gethostlatency", "gethost", []string{"uprobe:libc:getaddrinfo"}, "@calls[localhost]: 3\n"},
+		{"bashreadline", "readline", nil, "@lines[ls -l]: 2\n"},
+		{"mallocsizes", "mallocsizes", []string{"uprobe:libc:malloc"}, "[1M, 2M)              21 |"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool, func(t *testing.T) {
+			bin := buildToolBin(t, tt.target)
+			src, err := os.ReadFile(filepath.Join("testdata", "tools", tt.tool+".bt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog := strings.ReplaceAll(string(src), "BIN", bin)
+			theirProg := prog
+			for _, p := range tt.pidOnly {
+				if !strings.Contains(prog, p+"\n{") {
+					t.Fatalf("%s.bt has no block %s", tt.tool, p)
+				}
+				theirProg = strings.ReplaceAll(theirProg, p+"\n{", p+"\n/pid == cpid/\n{")
+			}
+			dir := t.TempDir()
+			ourFile, theirFile := filepath.Join(dir, tt.tool+".bt"), filepath.Join(dir, "bpftrace-"+tt.tool+".bt")
+			if err := os.WriteFile(ourFile, []byte(prog), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(theirFile, []byte(theirProg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmdline := bin + " go"
+			// The two runs have different PIDs, which mallocsizes keys by.
+			pids := regexp.MustCompile(`(?m)^(@\w*\[.*, )\d+\]: `)
+			ours := pids.ReplaceAllString(runProgramCLI(t, "trace", "-c", cmdline, ourFile), "${1}PID]: ")
+			theirs := pids.ReplaceAllString(runBpftrace(t, bpftrace, "-c", cmdline, theirFile), "${1}PID]: ")
+			compareProgramOutput(t, ours, theirs)
+			if !strings.Contains(theirs, tt.want) {
+				t.Errorf("bpftrace printed no %q:\n%s", tt.want, theirs)
 			}
 		})
 	}
