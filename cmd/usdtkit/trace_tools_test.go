@@ -88,9 +88,14 @@ func TestToolsAgainstBpftrace(t *testing.T) {
 		},
 		{
 			name:   "jvmthreads",
-			target: startJvmThreads,
+			target: func(t *testing.T) toolTarget { return startJava(t, "JvmThreads") },
 			want: []string{"start worker-0 daemon=0\n", "start worker-3 daemon=0\n",
 				"@started[worker-2]: 1\n", "@stops[worker-1]: 1\n"},
+		},
+		{
+			name:   "jvmcalls",
+			target: func(t *testing.T) toolTarget { return startJava(t, "JvmCalls", "-XX:+ExtendedDTraceProbes") },
+			want:   []string{"@calls[other]: 500\n", "@calls[work]: 5000\n", "@bytes: 22500\n"},
 		},
 	}
 	for _, tt := range tests {
@@ -235,21 +240,21 @@ func checkMallocSizes(t *testing.T, theirs string) {
 	}
 }
 
-// startJvmThreads compiles testdata/tools/JvmThreads.java and starts it
-// under the JVM whose libjvm.so the tool traces.
-func startJvmThreads(t *testing.T) toolTarget {
+// startJava compiles testdata/tools/CLASS.java and starts it under the
+// JVM whose libjvm.so the tools trace, with jvmFlags.
+func startJava(t *testing.T, class string, jvmFlags ...string) toolTarget {
 	t.Helper()
 	libjvm := testutil.RequireFile(t, testutil.LibJVM)
 	javac := testutil.RequireTool(t, "javac")
 	java := testutil.RequireTool(t, "java")
 	dir := t.TempDir()
-	if b, err := exec.Command(javac, "-d", dir, filepath.Join("testdata", "tools", "JvmThreads.java")).CombinedOutput(); err != nil {
+	if b, err := exec.Command(javac, "-d", dir, filepath.Join("testdata", "tools", class+".java")).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, b)
 	}
 	// testutil.Tracee runs a path without arguments: a script that
 	// execs the JVM keeps its PID.
-	script := filepath.Join(dir, "jvmthreads.sh")
-	body := "#!/bin/sh\nexec " + java + " -Xshare:auto -cp " + dir + " JvmThreads\n"
+	script := filepath.Join(dir, class+".sh")
+	body := "#!/bin/sh\nexec " + java + " " + strings.Join(jvmFlags, " ") + " -cp " + dir + " " + class + "\n"
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
