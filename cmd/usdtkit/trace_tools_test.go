@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -232,6 +233,9 @@ func checkMallocSizes(t *testing.T, theirs string) {
 		if n, _ := strconv.Atoi(m[1]); n < c.want {
 			t.Errorf("bpftrace: %s, want at least %d", m[0], c.want)
 		}
+	}
+	if want := fmt.Sprintf("\n@max: %d\n", 1<<20+20); !strings.Contains(theirs, want) {
+		t.Errorf("bpftrace printed no %q:\n%s", want, theirs)
 	}
 	// The histogram's bucket [1M, 2M) holds the 21 calls of 2^20+20
 	// bytes and nothing of stdio's.
