@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,51 +102,101 @@ func TestToolsAgainstBpftrace(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			src, err := os.ReadFile(filepath.Join("testdata", "tools", tt.name+".bt"))
+		src, err := os.ReadFile(filepath.Join("testdata", "tools", tt.name+".bt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, json := range []bool{false, true} {
+			name := tt.name
+			if json {
+				name += "/json"
+			}
+			t.Run(name, func(t *testing.T) {
+				theirs, ours := runToolBoth(t, bpftrace, tt.name, string(src), tt.target(t), tt.pidOnly, json)
+				if json {
+					compareJSONLines(t, ours, theirs)
+					return
+				}
+				compareProgramOutput(t, ours, theirs)
+				for _, w := range tt.want {
+					if !strings.Contains(theirs, w) {
+						t.Errorf("bpftrace printed no %q:\n%s", w, theirs)
+					}
+				}
+				if tt.check != nil {
+					tt.check(t, theirs)
+				}
+			})
+		}
+	}
+}
+
+// runToolBoth runs the tool src (named name) under bpftrace and usdtkit
+// with -p on target, in text or JSON, lets the target work once and
+// returns what each printed. The probes pidOnly get /pid == PID/ for
+// bpftrace.
+func runToolBoth(t *testing.T, bpftrace, name, src string, target toolTarget, pidOnly []string, json bool) (theirs, ours string) {
+	t.Helper()
+	prog := src
+	for k, v := range target.subst {
+		prog = strings.ReplaceAll(prog, k, v)
+	}
+	pid := strconv.Itoa(target.tracee.PID())
+	theirProg := prog
+	for _, p := range pidOnly {
+		if !strings.Contains(prog, p+"\n{") {
+			t.Fatalf("%s.bt has no block %s", name, p)
+		}
+		theirProg = strings.ReplaceAll(theirProg, p+"\n{", p+"\n/pid == "+pid+"/\n{")
+	}
+	dir := t.TempDir()
+	ourFile := filepath.Join(dir, name+".bt")
+	// bpftrace prints READY once every probe is attached.
+	theirFile := filepath.Join(dir, "bpftrace-"+name+".bt")
+	if err := os.WriteFile(ourFile, []byte(prog), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(theirFile, []byte("BEGIN { printf(\"READY\\n\"); }\n"+theirProg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	btArgs, usArgs := []string{"-p", pid, theirFile}, []string{"trace", "-p", pid, ourFile}
+	if json {
+		btArgs, usArgs = append([]string{"-f", "json"}, btArgs...), append(usArgs, "-o", "json")
+	}
+	theirs, ours = runBothArgs(t, bpftrace, btArgs, usArgs, func() {
+		target.tracee.Do(t, "go")
+		target.tracee.Quit(t)
+	})
+	return theirs, ours
+}
+
+// compareJSONLines compares JSON output as sets of lines, each decoded:
+// the entries of a map with equal values are in hash order in
+// bpftrace's.
+func compareJSONLines(t *testing.T, ours, theirs string) {
+	t.Helper()
+	canon := func(out string) []string {
+		var lines []string
+		for _, l := range nonEmptyLines(out) {
+			var v any
+			if err := json.Unmarshal([]byte(l), &v); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			b, err := json.Marshal(v)
 			if err != nil {
 				t.Fatal(err)
 			}
-			target := tt.target(t)
-			prog := string(src)
-			for k, v := range target.subst {
-				prog = strings.ReplaceAll(prog, k, v)
-			}
-			pid := strconv.Itoa(target.tracee.PID())
-			theirProg := prog
-			for _, p := range tt.pidOnly {
-				if !strings.Contains(prog, p+"\n{") {
-					t.Fatalf("%s.bt has no block %s", tt.name, p)
-				}
-				theirProg = strings.ReplaceAll(theirProg, p+"\n{", p+"\n/pid == "+pid+"/\n{")
-			}
-			dir := t.TempDir()
-			ourFile := filepath.Join(dir, tt.name+".bt")
-			// bpftrace prints READY once every probe is attached.
-			theirFile := filepath.Join(dir, "bpftrace-"+tt.name+".bt")
-			if err := os.WriteFile(ourFile, []byte(prog), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(theirFile, []byte("BEGIN { printf(\"READY\\n\"); }\n"+theirProg), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			theirs, ours := runBothArgs(t, bpftrace,
-				[]string{"-p", pid, theirFile},
-				[]string{"trace", "-p", pid, ourFile},
-				func() {
-					target.tracee.Do(t, "go")
-					target.tracee.Quit(t)
-				})
-			compareProgramOutput(t, ours, theirs)
-			for _, w := range tt.want {
-				if !strings.Contains(theirs, w) {
-					t.Errorf("bpftrace printed no %q:\n%s", w, theirs)
-				}
-			}
-			if tt.check != nil {
-				tt.check(t, theirs)
-			}
-		})
+			lines = append(lines, string(b))
+		}
+		slices.Sort(lines)
+		return lines
+	}
+	have, want := canon(ours), canon(theirs)
+	if !slices.Equal(have, want) {
+		t.Errorf("JSON output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", ours, theirs)
+	}
+	if !strings.Contains(theirs, `"type": "map"`) {
+		t.Errorf("bpftrace printed no map:\n%s", theirs)
 	}
 }
 
