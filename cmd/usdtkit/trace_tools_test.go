@@ -55,9 +55,9 @@ func startToolTarget(t *testing.T, bin string, subst map[string]string) toolTarg
 
 // TestToolsAgainstBpftrace runs the small tools of testdata/tools as
 // `usdtkit trace -p PID FILE.bt` and `bpftrace -p PID FILE.bt` on one run
-// of a target built at test time, and compares their printf lines and
-// maps exactly (after sorting printf lines and ties, which bpftrace
-// prints in hash order). Each case also checks that bpftrace saw what
+// of a target built at test time, in text and in JSON, and compares their
+// printf lines and maps exactly (after sorting printf lines and ties,
+// which bpftrace prints in hash order). Each case also checks that bpftrace saw what
 // the target is known to do, so that two empty outputs cannot pass.
 func TestToolsAgainstBpftrace(t *testing.T) {
 	testutil.RequireBPF(t)
