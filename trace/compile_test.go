@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/trace"
 )
 
@@ -29,6 +30,7 @@ func TestCompileErrors(t *testing.T) {
 		{"Go function", "BEGIN { }\nuprobe:" + exe + ":runtime.main { @ = count(); }", 2, 1, trace.ErrGoFunction},
 		{"missing file", "uprobe:/no/such/file:f { @ = count(); }", 0, 0, os.ErrNotExist},
 		{"empty path", "usdt::a:b { @ = count(); }", 1, 1, nil},
+		{"empty uprobe path", "BEGIN { }\nuprobe::malloc { @ = count(); }", 2, 1, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +76,31 @@ func TestCompileDuplicateSites(t *testing.T) {
 	if prog.Sites() != 1 {
 		t.Errorf("%d sites, want 1", prog.Sites())
 	}
+}
+
+// TestCompileEmptyPath: uprobe::FUNC and uretprobe::FUNC look in the
+// executable of -c (CompileOptions.Executable) or every object of the
+// process (PID), as usdt::P:N does.
+func TestCompileEmptyPath(t *testing.T) {
+	bin := testutil.BuildTracee(t, "-O2")
+	const src = `uprobe::fbench, uretprobe::fbench { @[probe] = count(); }`
+	prog, err := trace.Compile("t.bt", src, &trace.CompileOptions{Executable: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prog.Sites() != 2 {
+		t.Errorf("Executable: %d sites, want fbench's entry and return", prog.Sites())
+	}
+	tr := testutil.StartTracee(t, bin)
+	tr.Do(t, "sem") // the tracee runs: libc is mapped
+	prog, err = trace.Compile("t.bt", src+"\nuprobe::malloc { @m = count(); }", &trace.CompileOptions{PID: tr.PID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prog.Sites() < 3 {
+		t.Errorf("PID: %d sites, want fbench's two and malloc's in libc", prog.Sites())
+	}
+	tr.Quit(t)
 }
 
 // TestCompileFiles compiles the fuzz seeds: the good ones compile, bad.bt

@@ -18,7 +18,8 @@
 //     every object of CompileOptions.PID, or CompileOptions.Executable.
 //   - uprobe:PATH:FUNC, uprobe:PATH:FUNC+OFFSET and uretprobe:PATH:FUNC
 //     name native functions (package uprobe): arg0…arg5 are the C ABI's
-//     integer argument registers, retval the return register. Go
+//     integer argument registers, retval the return register. An empty
+//     PATH means what it means for usdt. Go
 //     functions are refused (ErrGoFunction) until programs read their
 //     arguments by name; the trace command's flags trace them.
 //   - BEGIN, END and interval:s:N / interval:ms:N run in the tracer's own

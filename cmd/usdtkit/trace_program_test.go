@@ -157,10 +157,29 @@ func runBothPID(t *testing.T, bpftrace, bin, src string, btArgs []string) (their
 func runBothOn(t *testing.T, bpftrace string, pidNum int, src string, btArgs []string, fire func()) (theirs, ours string) {
 	t.Helper()
 	pid := fmt.Sprint(pidNum)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	// bpftrace runs BEGIN once every probe is attached.
 	args := append(append([]string(nil), btArgs...), "-p", pid, "-e", `BEGIN { printf("READY\n"); } `+src)
+	usArgs := []string{"trace", "-p", pid, "-e", src}
+	if len(btArgs) > 0 {
+		usArgs = append(usArgs, "-o", "json")
+	}
+	theirs, ours = runBothArgs(t, bpftrace, args, usArgs, fire)
+	if len(btArgs) > 0 {
+		// -f json prints "attached_probes" before READY is seen; the
+		// rest is compared.
+		theirs = strings.TrimLeft(theirs, "\n")
+	}
+	return theirs, ours
+}
+
+// runBothArgs runs bpftrace with args, whose program must print a line
+// with READY in BEGIN, and usdtkit with usArgs, calls fire once both are
+// attached, which must make the traced process run and exit, and returns
+// what each printed on stdout after READY.
+func runBothArgs(t *testing.T, bpftrace string, args, usArgs []string, fire func()) (theirs, ours string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	bt := exec.CommandContext(ctx, bpftrace, args...)
 	var btErr bytes.Buffer
 	bt.Stderr = &btErr
@@ -184,10 +203,6 @@ func runBothOn(t *testing.T, bpftrace string, pidNum int, src string, btArgs []s
 		btOut <- b.String()
 	}()
 
-	usArgs := []string{"trace", "-p", pid, "-e", src}
-	if len(btArgs) > 0 {
-		usArgs = append(usArgs, "-o", "json")
-	}
 	run := startTrace(t, usArgs...)
 	fire()
 	code, ours, errOut := run.wait(t)
@@ -201,11 +216,6 @@ func runBothOn(t *testing.T, bpftrace string, pidNum int, src string, btArgs []s
 	}
 	if err := bt.Wait(); err != nil {
 		t.Fatalf("bpftrace: %v\n%s", err, btErr.String())
-	}
-	if len(btArgs) > 0 {
-		// -f json prints "attached_probes" before READY is seen; the
-		// rest is compared.
-		theirs = strings.TrimLeft(theirs, "\n")
 	}
 	return theirs, ours
 }

@@ -11,6 +11,10 @@ import (
 // bpftrace's BPFTRACE_STRLEN default.
 const DefaultStrLen = 64
 
+// maxStrLit bounds a string literal's bytes, NUL included, as bpftrace
+// 0.17 does (STRING_SIZE) for every literal but printf's format.
+const maxStrLit = 64
+
 // MaxStackFrames is the most frames ustack and ustack(n) keep, as the
 // kernel's default perf_event_max_stack.
 const MaxStackFrames = 127
@@ -81,6 +85,7 @@ func Check(prog *Program, opts *CheckOptions) error {
 	c.args = map[*Probe]ProbeArgs{}
 	c.argErr = map[*Probe]error{}
 	c.assigned = map[string]bool{}
+	c.reported = map[string]bool{}
 	// Maps may be read before, in source order, the assignment that gives
 	// them their type (a uretprobe block before the uprobe that stores the
 	// start time), so learn map types in passes until they settle, then
@@ -122,6 +127,9 @@ type checker struct {
 	// assigned holds the maps some statement assigns, even wrongly, so
 	// that a failed assignment does not also report "never assigned".
 	assigned map[string]bool
+	// reported holds the maps already reported as read but never
+	// assigned, which the end of the final pass does not report again.
+	reported map[string]bool
 	final    bool
 
 	block *ProbeBlock
@@ -165,7 +173,7 @@ func (c *checker) pass(prog *Program, final bool) {
 	}
 	if final {
 		for _, m := range c.maps {
-			if m.Value.Kind == KindNone && m.Agg == AggNone && !c.assigned[m.Name] {
+			if m.Value.Kind == KindNone && m.Agg == AggNone && !c.assigned[m.Name] && !c.reported[m.Name] {
 				c.errorf(m.Pos, "map %s is used but never assigned", m.Name)
 			}
 		}
@@ -649,7 +657,8 @@ func (c *checker) printf(call *Call) {
 		c.errorf(call.Args[0].Pos(), "printf() takes a string literal as its format")
 		return
 	}
-	c.expr(f)
+	// A format may be longer than other string literals.
+	f.T = StringType(len(f.Val) + 1)
 	verbs, err := ParseVerbs(f.Val)
 	if err != nil {
 		c.errorf(f.At, "printf: %v", err.(*VerbError).Msg)
@@ -720,6 +729,12 @@ func (c *checker) exprType(e Expr) Type {
 	case *IntLit:
 		return int64T
 	case *StrLit:
+		// bpftrace 0.17 refuses string literals of 64 bytes or more,
+		// whatever BPFTRACE_STRLEN says, except printf's format. The
+		// type stays known: what uses the literal is not wrong too.
+		if len(e.Val) >= maxStrLit {
+			c.errorf(e.At, "a string literal holds at most %d bytes, as in bpftrace; this one has %d", maxStrLit-1, len(e.Val))
+		}
 		return StringType(len(e.Val) + 1)
 	case *Builtin:
 		return c.builtin(e)
@@ -741,6 +756,9 @@ func (c *checker) exprType(e Expr) Type {
 		}
 		if m.Value.Kind == KindNone {
 			c.errorf(e.At, "map %s is read but never assigned", e.Name)
+			if c.final {
+				c.reported[e.Name] = true
+			}
 		}
 		return m.Value
 	case *Call:

@@ -92,3 +92,29 @@ func TestCheckTypes(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckErrorList checks every error Check reports, not only the
+// first: one mistake gives one error.
+func TestCheckErrorList(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"map only printed", `END { print(@never); }`, "stdin:1:13: map @never is used but never assigned"},
+		{"map read", `BEGIN { @x = @never + 1; }`, "stdin:1:14: map @never is read but never assigned"},
+		{"map read twice", `BEGIN { @x = @never + 1; @y = @never; }`,
+			"stdin:1:14: map @never is read but never assigned\nstdin:1:31: map @never is read but never assigned"},
+		{"map read and printed", `BEGIN { printf("%d\n", @never); } END { clear(@never); }`,
+			"stdin:1:24: map @never is read but never assigned"},
+		{"long literal", `BEGIN { @x = "` + strings.Repeat("x", 100) + `"; @y = @x; }`,
+			"stdin:1:14: a string literal holds at most 63 bytes, as in bpftrace; this one has 100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := compile(tt.src)
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("errors\nhave %s\nwant %s", err, tt.want)
+			}
+		})
+	}
+}

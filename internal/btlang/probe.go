@@ -203,11 +203,10 @@ func parseProbe(t token) (*Probe, *Error) {
 		if len(args) != 2 {
 			return nil, errorf(t.pos, "%s probes are written %s:PATH:FUNC", typ, typ)
 		}
+		// An empty path (uprobe::FUNC) means the traced process's
+		// objects, as for usdt::; the back end refuses it without one.
 		p.Path = args[0].val
 		fn := args[1]
-		if p.Path == "" {
-			return nil, errorf(t.pos, "the %s has no binary or library path", typ)
-		}
 		if fn.plusAt >= 0 {
 			off, err := strconv.ParseUint(fn.val[fn.plusAt+1:], 0, 64)
 			if err != nil {
