@@ -442,6 +442,9 @@ func (r *Runner) clearMap(mi *btgen.MapInfo, zero bool) error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("read %s: %w", mi.Map.Name, err)
 	}
+	if mi.Array {
+		return r.clearArray(mi, keys, zero)
+	}
 	for _, k := range keys {
 		var err error
 		switch {
@@ -464,6 +467,50 @@ func (r *Runner) clearMap(mi *btgen.MapInfo, zero bool) error {
 		}
 	}
 	return nil
+}
+
+// clearArray clears an array map's slots (zeros, set flags too) or, with
+// zero, zeros their values and keeps which slots were written.
+func (r *Runner) clearArray(mi *btgen.MapInfo, keys [][]byte, zero bool) error {
+	m := r.coll.Maps[mi.BPF]
+	for _, k := range keys {
+		var err error
+		if mi.PerCPU {
+			var vals [][]byte
+			if err := m.Lookup(k, &vals); err != nil {
+				return fmt.Errorf("clear %s: %w", mi.Map.Name, err)
+			}
+			for _, v := range vals {
+				clearValue(mi, v, zero)
+			}
+			err = m.Put(k, vals)
+		} else {
+			var v []byte
+			if err := m.Lookup(k, &v); err != nil {
+				return fmt.Errorf("clear %s: %w", mi.Map.Name, err)
+			}
+			clearValue(mi, v, zero)
+			err = m.Put(k, v)
+		}
+		if err != nil {
+			return fmt.Errorf("clear %s: %w", mi.Map.Name, err)
+		}
+	}
+	return nil
+}
+
+// clearValue zeros an array slot's value, and its set flag unless zero.
+func clearValue(mi *btgen.MapInfo, v []byte, zero bool) {
+	n := len(v)
+	if zero {
+		n = min(n, mi.SetOff)
+	}
+	clear(v[:n])
+}
+
+// isSet reports whether an array slot's value (one CPU's) was written.
+func isSet(mi *btgen.MapInfo, v []byte) bool {
+	return len(v) >= mi.SetOff+8 && binary.NativeEndian.Uint64(v[mi.SetOff:]) != 0
 }
 
 // Maps reads every map of the program into eventfmt's model, values summed
@@ -514,7 +561,23 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 		if !ok {
 			break
 		}
-		e := eventfmt.MapEntry{Key: r.decodeKey(mi, k)}
+		key := k
+		if mi.Array {
+			written := false
+			if mi.PerCPU {
+				for _, c := range pv {
+					written = written || isSet(mi, c)
+				}
+			} else {
+				written = isSet(mi, v)
+			}
+			if !written || len(k) < 4 {
+				continue
+			}
+			// The u32 slot is the probe's id: decode it as an 8-byte key.
+			key = binary.NativeEndian.AppendUint64(nil, uint64(binary.NativeEndian.Uint32(k)))
+		}
+		e := eventfmt.MapEntry{Key: r.decodeKey(mi, key)}
 		if !mi.PerCPU {
 			if m.Agg == eventfmt.AggString {
 				e.Str = cString(v)
@@ -560,6 +623,11 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", bm.Name, err)
+	}
+	if len(mi.Keys) == 0 && m.Agg == eventfmt.AggCount && len(m.Entries) == 0 {
+		// bpftrace 0.17 prints a count() without keys as 0 when never
+		// written, cleared or deleted (no other kind of map).
+		m.Entries = append(m.Entries, eventfmt.MapEntry{})
 	}
 	return m, nil
 }

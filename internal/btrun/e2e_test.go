@@ -562,3 +562,56 @@ uretprobe:BIN:work { @r = sum(retval); }`, "BIN", bin)
 		t.Errorf("have\n%s\nwant\n%s", buf.String(), want)
 	}
 }
+
+// TestArrayMaps: maps stored as arrays (no keys, or keyed by probe) print
+// only the slots written, and clear/zero/print act on them as bpftrace
+// does on its maps.
+func TestArrayMaps(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	tests := []struct{ name, src string }{
+		{"never written", `BEGIN { if (0) { @c = count(); @i = 1; @s = "x"; @[probe] = sum(1); } exit(); }`},
+		{"clear and delete count", `BEGIN { @x = count(); clear(@x); @y = count(); delete(@y); exit(); }`},
+		{"zero count", `BEGIN { @x = count(); zero(@x); exit(); }`},
+		{"zero min", `BEGIN { @x = min(5); zero(@x); exit(); }`},
+		{"clear int", `BEGIN { @x = 5; clear(@x); @y = "a"; exit(); }`},
+		{"clear by probe", `BEGIN { @[probe] = count(); clear(@); exit(); }`},
+		{"zero by probe", `BEGIN { @[probe] = sum(3); zero(@); exit(); }`},
+		{"every kind", `BEGIN { @x = count(); @y = hist(3); @z = stats(4); @w = avg(3); @v = max(3); @s = "abc"; @i = -4; @i += 2; @t = @s; @u = @i + 1; @n = 0; exit(); }`},
+		{"print and rewrite", `BEGIN { @[probe] = lhist(5, 0, 10, 1); print(@); @x = sum(-5); @x = sum(2); @s = "x"; @s = "longer"; clear(@s); @s = "again"; exit(); } END { @e[probe] = count(); }`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, err := btlang.Compile("e2e.bt", []byte(tt.src), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gp, err := btgen.Generate(prog, &btgen.Options{Sites: make([][]btgen.Site, len(prog.Blocks))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var buf bytes.Buffer
+			r, err := btrun.Start(gp, &btrun.Options{Out: &buf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			if err := r.Run(ctx); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			out, err := exec.CommandContext(ctx, bpftrace, "-e", tt.src).Output()
+			if err != nil {
+				t.Fatalf("bpftrace: %v", err)
+			}
+			theirs := string(out)
+			if _, rest, ok := strings.Cut(theirs, "\n"); ok && strings.HasPrefix(theirs, "Attaching ") {
+				theirs = rest
+			}
+			if buf.String() != theirs {
+				t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", buf.String(), theirs)
+			}
+		})
+	}
+}
