@@ -33,6 +33,7 @@
 package btrun
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -61,8 +62,9 @@ const DefaultPollInterval = 50 * time.Millisecond
 type Options struct {
 	// PID restricts the probes to one process; Run also ends when it exits.
 	PID int
-	// Out receives printf lines, print() output and the maps at exit;
-	// nil means os.Stdout.
+	// Out receives printf lines, print() output and the maps at exit,
+	// through a buffer Run flushes whenever the ring buffer is empty and
+	// before it returns; nil means os.Stdout.
 	Out io.Writer
 	// Output is text or JSON lines, as bpftrace's -f.
 	Output eventfmt.Output
@@ -81,6 +83,11 @@ type Runner struct {
 	rd    *ringbuf.Reader
 	pidfd int
 	buf   []byte
+	// w buffers Options.Out: Run flushes it whenever the ring is empty
+	// (before it waits) and before it returns, not once per record.
+	w    *bufio.Writer
+	rec  ringbuf.Record
+	args []eventfmt.Arg
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
@@ -97,6 +104,7 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	if r.opts.PollInterval <= 0 {
 		r.opts.PollInterval = DefaultPollInterval
 	}
+	r.w = bufio.NewWriterSize(r.opts.Out, 64<<10)
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -221,7 +229,12 @@ var errStop = errors.New("exit")
 // or ctx's end, then detaches, handles what remains in the ring and prints
 // the maps and the loss counts. It returns the first error writing to
 // Options.Out or reading the kernel's maps.
-func (r *Runner) Run(ctx context.Context) error {
+func (r *Runner) Run(ctx context.Context) (err error) {
+	defer func() {
+		if ferr := r.w.Flush(); err == nil {
+			err = ferr
+		}
+	}()
 	// The stub's programs run synchronously within fire, so their
 	// records (an exit() among them) are in the ring when it returns:
 	// handle them before anything fires again.
@@ -236,8 +249,23 @@ func (r *Runner) Run(ctx context.Context) error {
 			next[i] = time.Now().Add(b.Period)
 		}
 	}
-	for !stop && ctx.Err() == nil && !r.targetGone() {
+	// The traced process is polled when the ring is empty and at least
+	// every PollInterval, not once per record.
+	checked := time.Now()
+	for !stop && ctx.Err() == nil {
 		now := time.Now()
+		idle := r.rd.AvailableBytes() == 0
+		if idle || now.Sub(checked) >= r.opts.PollInterval {
+			if r.targetGone() {
+				break
+			}
+			checked = now
+		}
+		if idle {
+			if err := r.w.Flush(); err != nil {
+				return err
+			}
+		}
 		deadline := now.Add(r.opts.PollInterval)
 		for i, b := range r.prog.Blocks {
 			if b.Kind != btlang.ProbeInterval || stop {
@@ -261,14 +289,14 @@ func (r *Runner) Run(ctx context.Context) error {
 			break
 		}
 		r.rd.SetDeadline(deadline)
-		rec, err := r.rd.Read()
+		err := r.rd.ReadInto(&r.rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("read ring buffer: %w", err)
 		}
-		if err := r.handle(rec.RawSample); errors.Is(err, errStop) {
+		if err := r.handle(r.rec.RawSample); errors.Is(err, errStop) {
 			stop = true
 		} else if err != nil {
 			return err
@@ -280,11 +308,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	// further exit() changes nothing.
 	for {
 		r.rd.SetDeadline(time.Now())
-		rec, err := r.rd.Read()
-		if err != nil {
+		if err := r.rd.ReadInto(&r.rec); err != nil {
 			break
 		}
-		if err := r.handle(rec.RawSample); err != nil && !errors.Is(err, errStop) {
+		if err := r.handle(r.rec.RawSample); err != nil && !errors.Is(err, errStop) {
 			return err
 		}
 	}
@@ -306,7 +333,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if updates > 0 {
 		out = fmt.Appendf(out, "usdtkit: %d map updates failed (a map was full)\n", updates)
 	}
-	_, err = r.opts.Out.Write(out)
+	_, err = r.w.Write(out)
 	return err
 }
 
@@ -315,14 +342,14 @@ func (r *Runner) Run(ctx context.Context) error {
 func (r *Runner) drain() (stop bool, err error) {
 	for {
 		r.rd.SetDeadline(time.Now())
-		rec, err := r.rd.Read()
+		err := r.rd.ReadInto(&r.rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return false, nil
 		}
 		if err != nil {
 			return false, fmt.Errorf("read ring buffer: %w", err)
 		}
-		if err := r.handle(rec.RawSample); errors.Is(err, errStop) {
+		if err := r.handle(r.rec.RawSample); errors.Is(err, errStop) {
 			return true, nil
 		} else if err != nil {
 			return false, err
@@ -365,7 +392,11 @@ func (r *Runner) handle(rec []byte) error {
 		if len(rec) < p.Size {
 			return fmt.Errorf("printf record of %d bytes, want %d", len(rec), p.Size)
 		}
-		args := make([]eventfmt.Arg, len(p.Args))
+		args := r.args[:0]
+		for range p.Args {
+			args = append(args, eventfmt.Arg{})
+		}
+		r.args = args
 		for i, a := range p.Args {
 			switch {
 			case a.String:
@@ -377,7 +408,7 @@ func (r *Runner) handle(rec []byte) error {
 			}
 		}
 		r.buf = p.Format.AppendOutput(r.buf[:0], args, r.opts.Output)
-		_, err := r.opts.Out.Write(r.buf)
+		_, err := r.w.Write(r.buf)
 		return err
 	case btgen.RecExit:
 		return errStop
@@ -386,7 +417,7 @@ func (r *Runner) handle(rec []byte) error {
 			return fmt.Errorf("time record %d of %d", id, len(r.prog.Times))
 		}
 		r.buf = eventfmt.AppendTime(r.buf[:0], r.prog.Times[id], time.Now(), r.opts.Output)
-		_, err := r.opts.Out.Write(r.buf)
+		_, err := r.w.Write(r.buf)
 		return err
 	case btgen.RecPrint:
 		if id >= len(r.prog.Prints) {
@@ -398,7 +429,7 @@ func (r *Runner) handle(rec []byte) error {
 			return err
 		}
 		r.buf = eventfmt.AppendMap(r.buf[:0], m, r.opts.Output, &eventfmt.PrintOptions{Top: p.Top, Div: p.Div})
-		_, err = r.opts.Out.Write(r.buf)
+		_, err = r.w.Write(r.buf)
 		return err
 	case btgen.RecClear, btgen.RecZero:
 		if id >= len(r.prog.Maps) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -613,5 +614,48 @@ func TestArrayMaps(t *testing.T) {
 				t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", buf.String(), theirs)
 			}
 		})
+	}
+}
+
+// TestOutputFlushedWhenIdle: output is buffered, but a line reaches
+// Options.Out as soon as the ring is empty, while Run still runs.
+func TestOutputFlushedWhenIdle(t *testing.T) {
+	testutil.RequireBPF(t)
+	prog, err := btlang.Compile("e2e.bt", []byte(`BEGIN { printf("ready %d\n", 7); }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := btgen.Generate(prog, &btgen.Options{Sites: make([][]btgen.Site, len(prog.Blocks))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close(); pw.Close() })
+	r, err := btrun.Start(gp, &btrun.Options{Out: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	// Without a flush, Run's end (the timeout) would flush the line:
+	// the line must come while Run runs.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned (%v) before the line came", err)
+	default:
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err != nil || line != "ready 7\n" {
+		t.Errorf("have %q (%v) before Run returned, want %q", line, err, "ready 7\n")
 	}
 }
