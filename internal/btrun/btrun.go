@@ -28,6 +28,14 @@
 // Sites of one block in one file get one uprobe_multi link (kernel 6.6+)
 // with their indexes as cookies and their semaphores' offsets; without
 // uprobe_multi, one classic uprobe link per site (cookies need 5.15+).
+// Links are closed concurrently: each close waits for the kernel's uprobe
+// SRCU grace period.
+//
+// # Output
+//
+// Options.Out is written through a buffer that Run flushes whenever the
+// ring buffer is empty and before it returns: a line is out as soon as
+// the tracer is idle, and a busy printf costs no write per record.
 //
 // A Runner is not safe for concurrent use; Close must not race with Run.
 package btrun
