@@ -249,7 +249,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		out.Spec.Maps[mi.BPF] = &ebpf.MapSpec{Name: mi.BPF, Type: typ, KeySize: uint32(mi.KeySize), ValueSize: uint32(mi.ValueSize), MaxEntries: uint32(o.MaxEntries)}
 	}
 	scratch := zeroOff + zeroSize
-	token := rand.Uint64()&^0xffff | 1<<63 // never 0, which btrun passes to prefault fire
+	token := rand.Uint64() &^ 0xffff
 	for i, b := range prog.Blocks {
 		kind, period, err := special(b)
 		if err != nil {

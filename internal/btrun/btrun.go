@@ -130,16 +130,9 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("load program: %w", err)
 	}
-	for i, b := range prog.Blocks {
+	for _, b := range prog.Blocks {
 		sites, pid := b.Sites, r.opts.PID
 		if b.Kind != 0 {
-			if i == firstSpecial(prog) {
-				// Measured: attaching to fire's page before this process
-				// ever ran it takes ~20 ms, after a call ~0.3 ms. Token 0
-				// is no block's (btgen's tokens have bit 63 set), and no
-				// program of this runner is attached yet.
-				fire(0)
-			}
 			stub, err := stubSite()
 			if err != nil {
 				return nil, err
@@ -236,17 +229,6 @@ func (r *Runner) attach(prog *ebpf.Program, sites []btgen.Site, multi bool, pid 
 		}
 	}
 	return nil
-}
-
-// firstSpecial returns the index of prog's first BEGIN, END or interval
-// block, or -1.
-func firstSpecial(prog *btgen.Program) int {
-	for i, b := range prog.Blocks {
-		if b.Kind != 0 {
-			return i
-		}
-	}
-	return -1
 }
 
 // errStop ends the read loop after exit().
