@@ -1,10 +1,17 @@
 package bench
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -24,23 +31,60 @@ var programs = []struct{ name, body string }{
 // (usdtkit/bpftrace; under 1 is cheaper). Both tools say they are attached
 // from BEGIN, which runs once every probe is attached.
 func BenchmarkProgramHit(b *testing.B) {
+	total, _, tools := runPrograms(b, false)
+	for i, tl := range tools {
+		b.ReportMetric(float64(total[i].Nanoseconds())/float64(b.N*programHits), tl.name+"-ns/hit")
+	}
+	for i, p := range programs {
+		b.ReportMetric(float64(total[2*i])/float64(total[2*i+1]), p.name+"-usdtkit/bpftrace")
+	}
+}
+
+// BenchmarkProgramBPF runs BenchmarkProgramHit's rotation with the
+// kernel's BPF run-time statistics on (BPF_ENABLE_STATS) and reports, per
+// one-liner, the run time of each tool's BPF programs per hit (from their
+// fds' fdinfo) and the ratio: the part of a hit each tool's code costs,
+// without the uprobe's own cost, which is the same for both and dominates
+// BenchmarkProgramHit's noise on a shared machine.
+func BenchmarkProgramBPF(b *testing.B) {
+	_, runTime, tools := runPrograms(b, true)
+	for i, tl := range tools {
+		b.ReportMetric(float64(runTime[i])/float64(b.N*programHits), tl.name+"-bpf-ns/hit")
+	}
+	for i, p := range programs {
+		b.ReportMetric(float64(runTime[2*i])/float64(runTime[2*i+1]), p.name+"-bpf-usdtkit/bpftrace")
+	}
+}
+
+const programHits = 20000
+
+// runPrograms runs the one-liners under both tools in rotation, b.N times,
+// and returns per tool the tracee's total loop time and, with stats, the
+// total run time of the tool's BPF programs during the loops, in ns.
+func runPrograms(b *testing.B, stats bool) (total []time.Duration, runTime []int64, tools []tool) {
 	testutil.RequireBPF(b)
 	testutil.RequireTracefs(b)
 	testutil.DefaultSIGINTForChildren()
+	if stats {
+		st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			b.Fatalf("enable BPF statistics: %v", err)
+		}
+		b.Cleanup(func() { st.Close() })
+	}
 	bin := testutil.BuildTracee(b, "-O2", "-DTRACEE_NO_WIDE")
 	tc := testutil.StartTracee(b, bin)
 	pid := strconv.Itoa(tc.PID())
 	bt := testutil.RequireTool(b, "bpftrace")
 	uk := usdtkitBinary(b)
-	const hits = 20000
-	var tools []tool
 	for _, p := range programs {
 		prog := `BEGIN { printf("ready\n"); } usdt:` + bin + ":tracee:bench { " + p.body + " }"
 		tools = append(tools,
 			tool{"usdtkit-" + p.name, []string{uk, "trace", "-p", pid, "-e", prog}},
 			tool{"bpftrace-" + p.name, []string{bt, "-p", pid, "-e", prog}})
 	}
-	total := make([]time.Duration, len(tools))
+	total = make([]time.Duration, len(tools))
+	runTime = make([]int64, len(tools))
 	for b.Loop() {
 		for i, tl := range tools {
 			cmd := exec.Command(tl.argv[0], tl.argv[1:]...)
@@ -48,7 +92,9 @@ func BenchmarkProgramHit(b *testing.B) {
 			if !waitLine(lines, "ready") {
 				b.Fatalf("%s did not attach", tl.name)
 			}
-			m := reLoop.FindStringSubmatch(tc.Do(b, "loop "+strconv.Itoa(hits))[0])
+			before := progRunTime(b, cmd.Process.Pid, stats)
+			m := reLoop.FindStringSubmatch(tc.Do(b, "loop "+strconv.Itoa(programHits))[0])
+			runTime[i] += progRunTime(b, cmd.Process.Pid, stats) - before
 			ns, _ := strconv.ParseInt(m[1], 10, 64)
 			total[i] += time.Duration(ns)
 			stop(cmd)
@@ -56,12 +102,36 @@ func BenchmarkProgramHit(b *testing.B) {
 			}
 		}
 	}
-	for i, tl := range tools {
-		b.ReportMetric(float64(total[i].Nanoseconds())/float64(b.N*hits), tl.name+"-ns/hit")
+	return total, runTime, tools
+}
+
+// progRunTime sums run_time_ns over the BPF programs process pid holds
+// open (0 without stats).
+func progRunTime(b *testing.B, pid int, stats bool) int64 {
+	if !stats {
+		return 0
 	}
-	for i, p := range programs {
-		b.ReportMetric(float64(total[2*i])/float64(total[2*i+1]), p.name+"-usdtkit/bpftrace")
+	infos, err := filepath.Glob(fmt.Sprintf("/proc/%d/fdinfo/*", pid))
+	if err != nil {
+		b.Fatal(err)
 	}
+	var sum int64
+	for _, f := range infos {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			continue // an fd closed meanwhile
+		}
+		for line := range strings.Lines(string(text)) {
+			if v, ok := strings.CutPrefix(line, "run_time_ns:"); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					b.Fatalf("%s: %v", f, err)
+				}
+				sum += n
+			}
+		}
+	}
+	return sum
 }
 
 // BenchmarkProgramStart times, per tool and in rotation, how long a

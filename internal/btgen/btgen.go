@@ -145,6 +145,14 @@ type MapInfo struct {
 	ValueSize int
 	// Buckets is hist's or lhist's bucket count.
 	Buckets int
+	// Array: the map is a BPF array (per-CPU when PerCPU) of u32 keys
+	// (KeySize 4): slot 0 for a map without keys, the index in
+	// Program.Probes for a map keyed only by probe. Each slot's value
+	// ends with an 8-byte flag at SetOff (in ValueSize), non-zero (per
+	// CPU) once the slot was written: a slot never written, or cleared,
+	// is not printed, as a hash map's absent key.
+	Array  bool
+	SetOff int
 }
 
 // PrintInfo is one print(@m[, top[, div]]) call: the map's index in
@@ -219,9 +227,10 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	}
 	out := &Program{Spec: &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}}
 	mapIdx := map[*btlang.Map]int{}
+	deleted := deletedMaps(prog)
 	zeroSize := 8
 	for i, m := range prog.Maps {
-		mi, err := mapInfo(m, i)
+		mi, err := mapInfo(m, i, !deleted[m])
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +238,12 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		out.Maps = append(out.Maps, mi)
 		zeroSize = max(zeroSize, mi.ValueSize)
 		typ := ebpf.Hash
-		if mi.PerCPU {
+		switch {
+		case mi.Array && mi.PerCPU:
+			typ = ebpf.PerCPUArray
+		case mi.Array:
+			typ = ebpf.Array
+		case mi.PerCPU:
 			typ = ebpf.PerCPUHash
 		}
 		out.Spec.Maps[mi.BPF] = &ebpf.MapSpec{Name: mi.BPF, Type: typ, KeySize: uint32(mi.KeySize), ValueSize: uint32(mi.ValueSize), MaxEntries: uint32(o.MaxEntries)}
@@ -266,6 +280,17 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		}
 		out.Blocks = append(out.Blocks, blk)
 	}
+	for _, mi := range out.Maps {
+		if mi.Array {
+			// One slot, or one per probe name (known once every block
+			// is generated).
+			n := 1
+			if len(mi.Keys) > 0 {
+				n = max(1, len(out.Probes))
+			}
+			out.Spec.Maps[mi.BPF].MaxEntries = uint32(n)
+		}
+	}
 	if scratch > maxScratch {
 		return nil, fmt.Errorf("btgen: the program needs %d bytes of scratch space, more than %d", scratch, maxScratch)
 	}
@@ -281,8 +306,30 @@ func unsupported(pos btlang.Pos, format string, args ...any) error {
 	return &btlang.Error{Pos: pos, Msg: fmt.Sprintf(format, args...) + " is not supported yet"}
 }
 
-// mapInfo lays out map m, the i-th.
-func mapInfo(m *btlang.Map, i int) (MapInfo, error) {
+// deletedMaps returns the maps a delete() names: they stay hash maps, as
+// a BPF program cannot remove a per-CPU array's slot on every CPU.
+func deletedMaps(prog *btlang.Program) map[*btlang.Map]bool {
+	del := map[*btlang.Map]bool{}
+	for _, b := range prog.Blocks {
+		btlang.Inspect(b, func(n btlang.Node) bool {
+			if c, ok := n.(*btlang.Call); ok && c.Name == "delete" && len(c.Args) > 0 {
+				if r, ok := c.Args[0].(*btlang.MapRef); ok && r.Map != nil {
+					del[r.Map] = true
+				}
+			}
+			return true
+		})
+	}
+	return del
+}
+
+// maxArrayValue bounds an array map's value so that its set flag's offset
+// fits a load's 16-bit offset.
+const maxArrayValue = 1 << 14
+
+// mapInfo lays out map m, the i-th; array allows an array map for a map
+// without keys or keyed only by probe (a small dense index).
+func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 	mi := MapInfo{Map: m, BPF: fmt.Sprintf("m%d", i)}
 	off := 0
 	for _, k := range m.Keys {
@@ -330,6 +377,10 @@ func mapInfo(m *btlang.Map, i int) (MapInfo, error) {
 		mi.ValueSize = 8 * mi.Buckets
 	default:
 		return mi, unsupported(m.Pos, "%s()", m.Agg)
+	}
+	if array && (len(m.Keys) == 0 || len(m.Keys) == 1 && m.Keys[0].Kind == btlang.KindProbe) && mi.ValueSize < maxArrayValue {
+		mi.Array, mi.KeySize, mi.SetOff = true, 4, mi.ValueSize
+		mi.ValueSize += 8
 	}
 	return mi, nil
 }

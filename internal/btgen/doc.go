@@ -27,7 +27,13 @@
 // Maps: @m = int or string → a hash map; count/sum → a per-CPU hash of
 // u64; min/max → per-CPU {value, set}; avg/stats → per-CPU {count,
 // total}; hist/lhist → per-CPU array of buckets (eventfmt.HistIndex,
-// LinearRange.Index) per key. User space sums CPUs. A failed insert (a
+// LinearRange.Index) per key. User space sums CPUs. A map without keys,
+// or keyed only by probe (a dense index), is an array instead (per-CPU
+// for aggregations: the verifier inlines its lookup, nothing is hashed or
+// inserted) with an 8-byte "set" flag after each slot's value, so that
+// slots never written, or cleared, print as absent keys (MapInfo.Array);
+// a map named by delete() stays a hash, as a program cannot clear a
+// per-CPU slot on every CPU. A failed insert (a
 // full map) adds one to lost[LostUpdates]; a record the ring buffer
 // refuses adds one to lost[LostEvents]: nothing is lost silently.
 //

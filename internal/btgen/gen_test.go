@@ -208,3 +208,47 @@ func TestCorpus(t *testing.T) {
 type anyArgs struct{}
 
 func (anyArgs) Args(*btlang.Probe) (btlang.ProbeArgs, error) { return btlang.ProbeArgs{Count: -1}, nil }
+
+// TestMapKinds: maps without keys and maps keyed only by probe are arrays
+// (per-CPU for aggregations) with a set flag after the value; other keys,
+// and maps a delete() names, stay hash maps.
+func TestMapKinds(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      map[string]ebpf.MapType // language name → BPF map type
+	}{
+		{"scalar count", `usdt:/x:p:a { @c = count(); }`, map[string]ebpf.MapType{"@c": ebpf.PerCPUArray}},
+		{"scalar int and string", `usdt:/x:p:a { @i = arg0; @s = comm; }`, map[string]ebpf.MapType{"@i": ebpf.Array, "@s": ebpf.Array}},
+		{"probe keys", `usdt:/x:p:a { @[probe] = hist(arg0); } usdt:/x:p:b { @[probe] = hist(arg1); @l[probe] = 1; }`, map[string]ebpf.MapType{"@": ebpf.PerCPUArray, "@l": ebpf.Array}},
+		{"other keys", `usdt:/x:p:a { @p[pid] = count(); @t[probe, 1] = sum(arg0); }`, map[string]ebpf.MapType{"@p": ebpf.PerCPUHash, "@t": ebpf.PerCPUHash}},
+		{"deleted", `usdt:/x:p:a { @c = count(); @v = 1; delete(@c); delete(@v); }`, map[string]ebpf.MapType{"@c": ebpf.PerCPUHash, "@v": ebpf.Hash}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, opts := compile(t, tt.src)
+			out, err := btgen.Generate(prog, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Maps) != len(tt.want) {
+				t.Fatalf("have %d maps, want %d", len(out.Maps), len(tt.want))
+			}
+			for _, mi := range out.Maps {
+				spec := out.Spec.Maps[mi.BPF]
+				if have, want := spec.Type, tt.want[mi.Map.Name]; have != want {
+					t.Errorf("%s: have %v, want %v", mi.Map.Name, have, want)
+				}
+				if !mi.Array {
+					continue
+				}
+				slots := uint32(1)
+				if len(mi.Keys) > 0 {
+					slots = uint32(len(out.Probes))
+				}
+				if spec.KeySize != 4 || spec.MaxEntries != slots || mi.SetOff+8 != mi.ValueSize {
+					t.Errorf("%s: key %d bytes, %d slots, set flag at %d of %d; want 4 bytes, %d slots, last 8 bytes", mi.Map.Name, spec.KeySize, spec.MaxEntries, mi.SetOff, mi.ValueSize, slots)
+				}
+			}
+		})
+	}
+}

@@ -111,6 +111,9 @@ func (g *gen) assign(s *btlang.Assign) {
 			src := g.strExpr(s.Value)
 			val := strBuf{off: g.alloc(mi.ValueSize), size: m.Value.Size}
 			g.copyStr(val, src)
+			if mi.Array {
+				g.emit(storeImm64(asm.R7, int16(val.off+mi.SetOff), 1))
+			}
 			key := g.key(t, mi)
 			g.update(mi, key, asm.R7, int32(val.off))
 			return
@@ -130,6 +133,16 @@ func (g *gen) assign(s *btlang.Assign) {
 		} else if s.Op != "=" {
 			g.fail(unsupported(s.At, "operator %s", s.Op))
 		}
+		if mi.Array {
+			val := g.alloc(mi.ValueSize)
+			g.emit(
+				asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
+				asm.StoreMem(asm.R7, int16(val), asm.R0, asm.DWord),
+				storeImm64(asm.R7, int16(val+mi.SetOff), 1),
+			)
+			g.update(mi, key, asm.R7, int32(val))
+			return
+		}
 		g.update(mi, key, asm.R10, int32(slot))
 	default:
 		g.fail(unsupported(s.At, "assigning to this"))
@@ -139,6 +152,15 @@ func (g *gen) assign(s *btlang.Assign) {
 // key builds r's key for map mi in scratch and returns its offset.
 func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 	off := g.alloc(mi.KeySize)
+	if mi.Array {
+		// A u32 index: 0, or the probe's id.
+		if len(mi.Keys) == 0 {
+			g.emit(asm.StoreImm(asm.R7, int16(off), 0, asm.Word))
+		} else {
+			g.emit(asm.LoadMem(asm.R0, asm.R7, probeOff, asm.DWord), asm.StoreMem(asm.R7, int16(off), asm.R0, asm.Word))
+		}
+		return off
+	}
 	if len(r.Keys) == 0 {
 		g.emit(storeImm64(asm.R7, int16(off), 0))
 		return off
@@ -268,25 +290,31 @@ func (g *gen) aggregate(r *btlang.MapRef, call *btlang.Call) {
 		g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
 	}
 	key := g.key(r, mi)
-	// Per-CPU value: look up, insert zeros if absent, look up again.
+	// Per-CPU value: look up, insert zeros if absent, look up again. An
+	// array's slot always exists (the verifier inlines its lookup).
 	found, done := g.newLabel("found"), g.newLabel("aggdone")
 	g.lookup(mi, key)
 	g.emit(asm.JNE.Imm(asm.R0, 0, found))
-	g.emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(mi.BPF),
-		asm.Mov.Reg(asm.R2, asm.R7),
-		asm.Add.Imm(asm.R2, int32(key)),
-		asm.Mov.Reg(asm.R3, asm.R7),
-		asm.Add.Imm(asm.R3, zeroOff),
-		asm.Mov.Imm(asm.R4, bpfNoExist),
-		asm.FnMapUpdateElem.Call(),
-	)
-	g.lookup(mi, key)
-	g.emit(asm.JNE.Imm(asm.R0, 0, found))
+	if !mi.Array {
+		g.emit(
+			asm.LoadMapPtr(asm.R1, 0).WithReference(mi.BPF),
+			asm.Mov.Reg(asm.R2, asm.R7),
+			asm.Add.Imm(asm.R2, int32(key)),
+			asm.Mov.Reg(asm.R3, asm.R7),
+			asm.Add.Imm(asm.R3, zeroOff),
+			asm.Mov.Imm(asm.R4, bpfNoExist),
+			asm.FnMapUpdateElem.Call(),
+		)
+		g.lookup(mi, key)
+		g.emit(asm.JNE.Imm(asm.R0, 0, found))
+	}
 	g.lost(LostUpdates)
 	g.emit(asm.Ja.Label(done))
 	g.label(found)
 	// R0: this CPU's value. R1: x.
+	if mi.Array {
+		g.emit(storeImm64(asm.R0, int16(mi.SetOff), 1))
+	}
 	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
 	switch m.Agg {
 	case btlang.AggCount:

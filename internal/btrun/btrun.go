@@ -28,17 +28,27 @@
 // Sites of one block in one file get one uprobe_multi link (kernel 6.6+)
 // with their indexes as cookies and their semaphores' offsets; without
 // uprobe_multi, one classic uprobe link per site (cookies need 5.15+).
+// Links are closed concurrently: each close waits for the kernel's uprobe
+// SRCU grace period.
+//
+// # Output
+//
+// Options.Out is written through a buffer that Run flushes whenever the
+// ring buffer is empty and before it returns: a line is out as soon as
+// the tracer is idle, and a busy printf costs no write per record.
 //
 // A Runner is not safe for concurrent use; Close must not race with Run.
 package btrun
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -61,8 +71,9 @@ const DefaultPollInterval = 50 * time.Millisecond
 type Options struct {
 	// PID restricts the probes to one process; Run also ends when it exits.
 	PID int
-	// Out receives printf lines, print() output and the maps at exit;
-	// nil means os.Stdout.
+	// Out receives printf lines, print() output and the maps at exit,
+	// through a buffer Run flushes whenever the ring buffer is empty and
+	// before it returns; nil means os.Stdout.
 	Out io.Writer
 	// Output is text or JSON lines, as bpftrace's -f.
 	Output eventfmt.Output
@@ -81,6 +92,11 @@ type Runner struct {
 	rd    *ringbuf.Reader
 	pidfd int
 	buf   []byte
+	// w buffers Options.Out: Run flushes it whenever the ring is empty
+	// (before it waits) and before it returns, not once per record.
+	w    *bufio.Writer
+	rec  ringbuf.Record
+	args []eventfmt.Arg
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
@@ -97,6 +113,7 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	if r.opts.PollInterval <= 0 {
 		r.opts.PollInterval = DefaultPollInterval
 	}
+	r.w = bufio.NewWriterSize(r.opts.Out, 64<<10)
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -221,7 +238,12 @@ var errStop = errors.New("exit")
 // or ctx's end, then detaches, handles what remains in the ring and prints
 // the maps and the loss counts. It returns the first error writing to
 // Options.Out or reading the kernel's maps.
-func (r *Runner) Run(ctx context.Context) error {
+func (r *Runner) Run(ctx context.Context) (err error) {
+	defer func() {
+		if ferr := r.w.Flush(); err == nil {
+			err = ferr
+		}
+	}()
 	// The stub's programs run synchronously within fire, so their
 	// records (an exit() among them) are in the ring when it returns:
 	// handle them before anything fires again.
@@ -236,8 +258,23 @@ func (r *Runner) Run(ctx context.Context) error {
 			next[i] = time.Now().Add(b.Period)
 		}
 	}
-	for !stop && ctx.Err() == nil && !r.targetGone() {
+	// The traced process is polled when the ring is empty and at least
+	// every PollInterval, not once per record.
+	checked := time.Now()
+	for !stop && ctx.Err() == nil {
 		now := time.Now()
+		idle := r.rd.AvailableBytes() == 0
+		if idle || now.Sub(checked) >= r.opts.PollInterval {
+			if r.targetGone() {
+				break
+			}
+			checked = now
+		}
+		if idle {
+			if err := r.w.Flush(); err != nil {
+				return err
+			}
+		}
 		deadline := now.Add(r.opts.PollInterval)
 		for i, b := range r.prog.Blocks {
 			if b.Kind != btlang.ProbeInterval || stop {
@@ -261,14 +298,14 @@ func (r *Runner) Run(ctx context.Context) error {
 			break
 		}
 		r.rd.SetDeadline(deadline)
-		rec, err := r.rd.Read()
+		err := r.rd.ReadInto(&r.rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("read ring buffer: %w", err)
 		}
-		if err := r.handle(rec.RawSample); errors.Is(err, errStop) {
+		if err := r.handle(r.rec.RawSample); errors.Is(err, errStop) {
 			stop = true
 		} else if err != nil {
 			return err
@@ -280,11 +317,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	// further exit() changes nothing.
 	for {
 		r.rd.SetDeadline(time.Now())
-		rec, err := r.rd.Read()
-		if err != nil {
+		if err := r.rd.ReadInto(&r.rec); err != nil {
 			break
 		}
-		if err := r.handle(rec.RawSample); err != nil && !errors.Is(err, errStop) {
+		if err := r.handle(r.rec.RawSample); err != nil && !errors.Is(err, errStop) {
 			return err
 		}
 	}
@@ -306,7 +342,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if updates > 0 {
 		out = fmt.Appendf(out, "usdtkit: %d map updates failed (a map was full)\n", updates)
 	}
-	_, err = r.opts.Out.Write(out)
+	_, err = r.w.Write(out)
 	return err
 }
 
@@ -315,14 +351,14 @@ func (r *Runner) Run(ctx context.Context) error {
 func (r *Runner) drain() (stop bool, err error) {
 	for {
 		r.rd.SetDeadline(time.Now())
-		rec, err := r.rd.Read()
+		err := r.rd.ReadInto(&r.rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return false, nil
 		}
 		if err != nil {
 			return false, fmt.Errorf("read ring buffer: %w", err)
 		}
-		if err := r.handle(rec.RawSample); errors.Is(err, errStop) {
+		if err := r.handle(r.rec.RawSample); errors.Is(err, errStop) {
 			return true, nil
 		} else if err != nil {
 			return false, err
@@ -365,7 +401,11 @@ func (r *Runner) handle(rec []byte) error {
 		if len(rec) < p.Size {
 			return fmt.Errorf("printf record of %d bytes, want %d", len(rec), p.Size)
 		}
-		args := make([]eventfmt.Arg, len(p.Args))
+		args := r.args[:0]
+		for range p.Args {
+			args = append(args, eventfmt.Arg{})
+		}
+		r.args = args
 		for i, a := range p.Args {
 			switch {
 			case a.String:
@@ -377,7 +417,7 @@ func (r *Runner) handle(rec []byte) error {
 			}
 		}
 		r.buf = p.Format.AppendOutput(r.buf[:0], args, r.opts.Output)
-		_, err := r.opts.Out.Write(r.buf)
+		_, err := r.w.Write(r.buf)
 		return err
 	case btgen.RecExit:
 		return errStop
@@ -386,7 +426,7 @@ func (r *Runner) handle(rec []byte) error {
 			return fmt.Errorf("time record %d of %d", id, len(r.prog.Times))
 		}
 		r.buf = eventfmt.AppendTime(r.buf[:0], r.prog.Times[id], time.Now(), r.opts.Output)
-		_, err := r.opts.Out.Write(r.buf)
+		_, err := r.w.Write(r.buf)
 		return err
 	case btgen.RecPrint:
 		if id >= len(r.prog.Prints) {
@@ -398,7 +438,7 @@ func (r *Runner) handle(rec []byte) error {
 			return err
 		}
 		r.buf = eventfmt.AppendMap(r.buf[:0], m, r.opts.Output, &eventfmt.PrintOptions{Top: p.Top, Div: p.Div})
-		_, err = r.opts.Out.Write(r.buf)
+		_, err = r.w.Write(r.buf)
 		return err
 	case btgen.RecClear, btgen.RecZero:
 		if id >= len(r.prog.Maps) {
@@ -442,6 +482,9 @@ func (r *Runner) clearMap(mi *btgen.MapInfo, zero bool) error {
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("read %s: %w", mi.Map.Name, err)
 	}
+	if mi.Array {
+		return r.clearArray(mi, keys, zero)
+	}
 	for _, k := range keys {
 		var err error
 		switch {
@@ -464,6 +507,50 @@ func (r *Runner) clearMap(mi *btgen.MapInfo, zero bool) error {
 		}
 	}
 	return nil
+}
+
+// clearArray clears an array map's slots (zeros, set flags too) or, with
+// zero, zeros their values and keeps which slots were written.
+func (r *Runner) clearArray(mi *btgen.MapInfo, keys [][]byte, zero bool) error {
+	m := r.coll.Maps[mi.BPF]
+	for _, k := range keys {
+		var err error
+		if mi.PerCPU {
+			var vals [][]byte
+			if err := m.Lookup(k, &vals); err != nil {
+				return fmt.Errorf("clear %s: %w", mi.Map.Name, err)
+			}
+			for _, v := range vals {
+				clearValue(mi, v, zero)
+			}
+			err = m.Put(k, vals)
+		} else {
+			var v []byte
+			if err := m.Lookup(k, &v); err != nil {
+				return fmt.Errorf("clear %s: %w", mi.Map.Name, err)
+			}
+			clearValue(mi, v, zero)
+			err = m.Put(k, v)
+		}
+		if err != nil {
+			return fmt.Errorf("clear %s: %w", mi.Map.Name, err)
+		}
+	}
+	return nil
+}
+
+// clearValue zeros an array slot's value, and its set flag unless zero.
+func clearValue(mi *btgen.MapInfo, v []byte, zero bool) {
+	n := len(v)
+	if zero {
+		n = min(n, mi.SetOff)
+	}
+	clear(v[:n])
+}
+
+// isSet reports whether an array slot's value (one CPU's) was written.
+func isSet(mi *btgen.MapInfo, v []byte) bool {
+	return len(v) >= mi.SetOff+8 && binary.NativeEndian.Uint64(v[mi.SetOff:]) != 0
 }
 
 // Maps reads every map of the program into eventfmt's model, values summed
@@ -514,7 +601,23 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 		if !ok {
 			break
 		}
-		e := eventfmt.MapEntry{Key: r.decodeKey(mi, k)}
+		key := k
+		if mi.Array {
+			written := false
+			if mi.PerCPU {
+				for _, c := range pv {
+					written = written || isSet(mi, c)
+				}
+			} else {
+				written = isSet(mi, v)
+			}
+			if !written || len(k) < 4 {
+				continue
+			}
+			// The u32 slot is the probe's id: decode it as an 8-byte key.
+			key = binary.NativeEndian.AppendUint64(nil, uint64(binary.NativeEndian.Uint32(k)))
+		}
+		e := eventfmt.MapEntry{Key: r.decodeKey(mi, key)}
 		if !mi.PerCPU {
 			if m.Agg == eventfmt.AggString {
 				e.Str = cString(v)
@@ -560,6 +663,11 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", bm.Name, err)
+	}
+	if len(mi.Keys) == 0 && m.Agg == eventfmt.AggCount && len(m.Entries) == 0 {
+		// bpftrace 0.17 prints a count() without keys as 0 when never
+		// written, cleared or deleted (no other kind of map).
+		m.Entries = append(m.Entries, eventfmt.MapEntry{})
 	}
 	return m, nil
 }
@@ -621,10 +729,15 @@ func (r *Runner) lost() (events, updates, nested uint64, err error) {
 	return events, updates, nested, nil
 }
 
+// detach closes the links concurrently: closing a uprobe link waits for
+// an SRCU grace period (uprobe_unregister_sync), tens of milliseconds
+// each, which overlap when closed together.
 func (r *Runner) detach() {
+	var wg sync.WaitGroup
 	for _, l := range r.links {
-		l.Close()
+		wg.Go(func() { l.Close() })
 	}
+	wg.Wait()
 	r.links = nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -560,5 +561,101 @@ uretprobe:BIN:work { @r = sum(retval); }`, "BIN", bin)
 	want := "\n\n@[alpha]: 25\n@[beta]: 25\n@[delta]: 25\n@[gamma]: 25\n@b: 1\n@r: 10375\n@sem: 10\n"
 	if buf.String() != want {
 		t.Errorf("have\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// TestArrayMaps: maps stored as arrays (no keys, or keyed by probe) print
+// only the slots written, and clear/zero/print act on them as bpftrace
+// does on its maps.
+func TestArrayMaps(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	tests := []struct{ name, src string }{
+		{"never written", `BEGIN { if (0) { @c = count(); @i = 1; @s = "x"; @[probe] = sum(1); } exit(); }`},
+		{"clear and delete count", `BEGIN { @x = count(); clear(@x); @y = count(); delete(@y); exit(); }`},
+		{"zero count", `BEGIN { @x = count(); zero(@x); exit(); }`},
+		{"zero min", `BEGIN { @x = min(5); zero(@x); exit(); }`},
+		{"clear int", `BEGIN { @x = 5; clear(@x); @y = "a"; exit(); }`},
+		{"clear by probe", `BEGIN { @[probe] = count(); clear(@); exit(); }`},
+		{"zero by probe", `BEGIN { @[probe] = sum(3); zero(@); exit(); }`},
+		{"every kind", `BEGIN { @x = count(); @y = hist(3); @z = stats(4); @w = avg(3); @v = max(3); @s = "abc"; @i = -4; @i += 2; @t = @s; @u = @i + 1; @n = 0; exit(); }`},
+		{"print and rewrite", `BEGIN { @[probe] = lhist(5, 0, 10, 1); print(@); @x = sum(-5); @x = sum(2); @s = "x"; @s = "longer"; clear(@s); @s = "again"; exit(); } END { @e[probe] = count(); }`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, err := btlang.Compile("e2e.bt", []byte(tt.src), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gp, err := btgen.Generate(prog, &btgen.Options{Sites: make([][]btgen.Site, len(prog.Blocks))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var buf bytes.Buffer
+			r, err := btrun.Start(gp, &btrun.Options{Out: &buf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			if err := r.Run(ctx); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			out, err := exec.CommandContext(ctx, bpftrace, "-e", tt.src).Output()
+			if err != nil {
+				t.Fatalf("bpftrace: %v", err)
+			}
+			theirs := string(out)
+			if _, rest, ok := strings.Cut(theirs, "\n"); ok && strings.HasPrefix(theirs, "Attaching ") {
+				theirs = rest
+			}
+			if buf.String() != theirs {
+				t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", buf.String(), theirs)
+			}
+		})
+	}
+}
+
+// TestOutputFlushedWhenIdle: output is buffered, but a line reaches
+// Options.Out as soon as the ring is empty, while Run still runs.
+func TestOutputFlushedWhenIdle(t *testing.T) {
+	testutil.RequireBPF(t)
+	prog, err := btlang.Compile("e2e.bt", []byte(`BEGIN { printf("ready %d\n", 7); }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := btgen.Generate(prog, &btgen.Options{Sites: make([][]btgen.Site, len(prog.Blocks))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close(); pw.Close() })
+	r, err := btrun.Start(gp, &btrun.Options{Out: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	// Without a flush, Run's end (the timeout) would flush the line:
+	// the line must come while Run runs.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned (%v) before the line came", err)
+	default:
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if err != nil || line != "ready 7\n" {
+		t.Errorf("have %q (%v) before Run returned, want %q", line, err, "ready 7\n")
 	}
 }
