@@ -4,7 +4,9 @@
  * It prints "ready" and answers each line on stdin with "done"; for a line
  * "go" it first calls getaddrinfo 3 times for "localhost" and 2 times for
  * "127.0.0.1" (IPv4, loopback only: the name is in /etc/hosts, the address
- * is numeric, nothing goes on the network). It exits at the end of stdin.
+ * is numeric, nothing goes on the network; a machine without "localhost"
+ * in /etc/hosts fails those lookups, on stderr, and both tracers still see
+ * the calls). It exits at the end of stdin.
  * With the argument "go" (for -c) it does that work once, prints nothing
  * and exits. */
 #include <netdb.h>
@@ -19,7 +21,8 @@ static void lookup(const char *name) {
 	hints.ai_socktype = SOCK_STREAM;
 	int err = getaddrinfo(name, NULL, &hints, &res);
 	if (err != 0) {
-		printf("getaddrinfo %s: %s\n", name, gai_strerror(err));
+		/* stderr: under -c, stdout is the tracer's output, compared. */
+		fprintf(stderr, "getaddrinfo %s: %s\n", name, gai_strerror(err));
 		return;
 	}
 	freeaddrinfo(res);
