@@ -375,6 +375,17 @@ END { printf("end %d\n", @ticks); @e = count(); }`
 	if err != nil {
 		t.Fatal(err)
 	}
+	theirs := runSitelessBoth(t, bpftrace, src, prog)
+	if !strings.Contains(theirs, "end 3") {
+		t.Errorf("bpftrace printed no END line:\n%s", theirs)
+	}
+}
+
+// runSitelessBoth runs src, a program of BEGIN, END and interval blocks
+// only (prog, checked), under btrun and under bpftrace, fails the test
+// unless both print the same, and returns bpftrace's output.
+func runSitelessBoth(t *testing.T, bpftrace, src string, prog *btlang.Program) string {
+	t.Helper()
 	gp, err := btgen.Generate(prog, &btgen.Options{Sites: make([][]btgen.Site, len(prog.Blocks))})
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +401,6 @@ END { printf("end %d\n", @ticks); @e = count(); }`
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-
 	out, err := exec.CommandContext(ctx, bpftrace, "-e", src).Output()
 	if err != nil {
 		t.Fatalf("bpftrace: %v", err)
@@ -402,9 +412,7 @@ END { printf("end %d\n", @ticks); @e = count(); }`
 	if buf.String() != theirs {
 		t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", buf.String(), theirs)
 	}
-	if !strings.Contains(theirs, "end 3") {
-		t.Errorf("bpftrace printed no END line:\n%s", theirs)
-	}
+	return theirs
 }
 
 // TestLost: updates of a full map and records a full ring refuses are
@@ -495,32 +503,7 @@ func TestExpressions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gp, err := btgen.Generate(prog, &btgen.Options{Sites: make([][]btgen.Site, len(prog.Blocks))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var buf bytes.Buffer
-	r, err := btrun.Start(gp, &btrun.Options{Out: &buf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	if err := r.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	out, err := exec.CommandContext(ctx, bpftrace, "-e", src).Output()
-	if err != nil {
-		t.Fatalf("bpftrace: %v", err)
-	}
-	theirs := string(out)
-	if _, rest, ok := strings.Cut(theirs, "\n"); ok && strings.HasPrefix(theirs, "Attaching ") {
-		theirs = rest
-	}
-	if buf.String() != theirs {
-		t.Errorf("output differs:\n--- have\n%s\n--- want (bpftrace)\n%s", buf.String(), theirs)
-	}
+	theirs := runSitelessBoth(t, bpftrace, src, prog)
 	if !strings.Contains(theirs, "two\n") {
 		t.Errorf("bpftrace printed too little:\n%s", theirs)
 	}
