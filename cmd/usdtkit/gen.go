@@ -16,6 +16,7 @@ type genOptions struct {
 	provider string
 	probes   []string
 	arch     string
+	static   bool
 }
 
 func newGenCmd() *cobra.Command {
@@ -50,6 +51,7 @@ pointer, string and bytes.`,
 	f.StringVar(&o.provider, "provider", "", "name of the provider declared with --probe")
 	f.StringArrayVar(&o.probes, "probe", nil, "declare a probe, NAME:TYPE,TYPE,...; repeatable")
 	f.StringVar(&o.arch, "arch", "", "architecture of the shared object: amd64 or arm64 (default: this machine's)")
+	f.BoolVar(&o.static, "static", false, "generate static probes compiled into the Go program (the same Go API; build with go build -toolexec 'usdtkit toolexec', or run usdtkit link on the binary) instead of the shared object, header and run-time Go file")
 	return cmd
 }
 
@@ -64,12 +66,15 @@ func runGen(cmd *cobra.Command, o *genOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	if o.static && o.arch != "" {
+		return fmt.Errorf("--static writes stubs for amd64 and arm64: --arch does not apply")
+	}
 	if o.pkg != "" && len(provs) > 1 {
 		return fmt.Errorf("--package names one Go package, but %s declares %d providers", args[0], len(provs))
 	}
 	var files []dynsdt.GeneratedFile
 	for i := range provs {
-		fs, err := dynsdt.GenerateFiles(&provs[i], &dynsdt.GenerateOptions{Package: o.pkg, Machine: machine})
+		fs, err := dynsdt.GenerateFiles(&provs[i], &dynsdt.GenerateOptions{Package: o.pkg, Machine: machine, Static: o.static})
 		if err != nil {
 			return fmt.Errorf("provider %s: %w", provs[i].Name, err)
 		}
