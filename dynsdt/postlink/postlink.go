@@ -37,9 +37,9 @@
 // processed; a file with a table but another machine, a malformed table
 // (wrapping dynsdt.ErrStaticTable), a table whose stubs are missing while
 // others are present, or a malformed ELF file is an error, and the file
-// is left unchanged. File replaces the file atomically (a new file renamed
-// over it, with its mode), so an error or a crash never leaves half a
-// file.
+// is left unchanged. File appends to the file and then rewrites its ELF
+// header, so an error or a crash never leaves a file that reads as half
+// done (see File).
 package postlink
 
 import (
@@ -52,6 +52,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/elfnotes"
@@ -75,8 +76,13 @@ type Result struct {
 // other than x86-64 and arm64, too many sections).
 var ErrNotSupported = errors.New("not supported")
 
-// File runs the step on the executable at path, replacing it when notes
-// are added.
+// File runs the step on the executable at path. The step only appends to
+// the file and then rewrites its ELF header to point at what it appended,
+// so it changes the file in place: a reader sees the old file or the new
+// one, and an interrupted step leaves a longer file that reads as before
+// (short of a machine crash that writes the header but not the rest).
+// A file that cannot be written in place (an executable that is running:
+// ETXTBSY) is replaced instead: a new file, with its mode, renamed over it.
 func File(path string) (*Result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -89,29 +95,60 @@ func File(path string) (*Result, error) {
 	if !res.Changed {
 		return res, nil
 	}
+	if len(out) > len(data) && bytes.Equal(out[ehSize:len(data)], data[ehSize:]) {
+		err := appendInPlace(path, out, len(data))
+		if err == nil || !errors.Is(err, syscall.ETXTBSY) {
+			return res, err
+		}
+	}
+	return res, replace(path, out)
+}
+
+// ehSize is the size of an ELF64 header.
+const ehSize = 0x40
+
+// appendInPlace writes out's bytes past old to the file, then its header.
+func appendInPlace(path string, out []byte, old int) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	// No fsync between the two writes, as the go command does not sync
+	// what it links either.
+	_, err = f.WriteAt(out[old:], int64(old))
+	if err == nil {
+		_, err = f.WriteAt(out[:ehSize], 0)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// replace writes out to a new file beside path and renames it over path.
+func replace(path string, out []byte) error {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".usdtkit-*")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	_, werr := tmp.Write(out)
-	if werr == nil {
-		werr = tmp.Chmod(st.Mode().Perm())
+	_, err = tmp.Write(out)
+	if err == nil {
+		err = tmp.Chmod(st.Mode().Perm())
 	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	if werr != nil {
+	if err != nil {
 		os.Remove(tmp.Name())
-		return nil, werr
 	}
-	return res, nil
+	return err
 }
 
 // Bytes runs the step on an executable's contents and returns the new
