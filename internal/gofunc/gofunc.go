@@ -292,15 +292,6 @@ func (b *Binary) TypeNames() map[uint64]string {
 	return names
 }
 
-// Stat returns the FileInfo of the open file, to check it is the file a
-// caller listed (os.SameFile).
-func (b *Binary) Stat() (os.FileInfo, error) {
-	if b.file == nil {
-		return nil, os.ErrClosed
-	}
-	return b.file.Stat()
-}
-
 // Close releases the file.
 func (b *Binary) Close() error {
 	if b.file == nil {
