@@ -280,6 +280,9 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error)) (*resolved
 			if err != nil {
 				return fail(err)
 			}
+			if len(sites) == 0 {
+				continue
+			}
 			if goArgs == nil {
 				goArgs, goName = &args, fn.Symbol.DisplayName()
 			} else {

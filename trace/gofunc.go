@@ -95,7 +95,9 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error)) ([]btgen.Si
 		return nil, args, fmt.Errorf("%s in %s: a return probe must be at the function's start", fname, fn.Path)
 	case fn.Return:
 		if len(gf.Returns) == 0 {
-			return nil, args, fmt.Errorf("%s in %s has no RET instruction: it never returns", fname, fn.Path)
+			// A glob may match functions that never return.
+			warn(fmt.Errorf("%s: no RET instruction (the function never returns): not traced", name))
+			return nil, args, nil
 		}
 		for _, a := range gf.Returns {
 			offs = append(offs, fn.Symbol.Offset+(a-gf.Entry))
