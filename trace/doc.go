@@ -39,7 +39,9 @@
 //     runtime.g's goid offset from DWARF): key latency pairs by it, as a
 //     goroutine may change threads between its entry and its return.
 //     Without DWARF, Go functions are probed but args, retval and goid
-//     are refused.
+//     are refused. Assembly functions of the stack ABI (ABI0, "NAME.abi0"
+//     in the symbol table) are skipped with a warning: no register holds
+//     their goroutine; Go code calls their wrapper NAME.
 //   - BEGIN, END and interval:s:N / interval:ms:N run in the tracer's own
 //     process, as bpftrace runs them.
 //

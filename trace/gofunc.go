@@ -69,6 +69,13 @@ func (r *resolver) closeGo() {
 // read there.
 func (r *resolver) goFunction(fn *uprobe.Function, warn func(error)) ([]btgen.Site, btlang.ProbeArgs, error) {
 	var args btlang.ProbeArgs
+	if strings.HasSuffix(fn.Symbol.Name, ".abi0") {
+		// Assembly with the stack-based ABI0: no register holds g, and
+		// DWARF has no parameters; its ABIInternal wrapper (the name
+		// without .abi0) is the function Go code calls.
+		warn(fmt.Errorf("%s in %s is an assembly function (ABI0): not traced; probe %s, which Go code calls", fn.Symbol.Name, fn.Path, strings.TrimSuffix(fn.Symbol.Name, ".abi0")))
+		return nil, args, nil
+	}
 	b, err := r.goBinary(fn)
 	if err != nil {
 		return nil, args, err

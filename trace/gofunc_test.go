@@ -263,6 +263,15 @@ func TestGoFunctionErrors(t *testing.T) {
 			}
 		})
 	}
+	// Assembly functions of the stack-based ABI0 (".abi0" in .symtab)
+	// are skipped with a warning: no register holds their goroutine.
+	var warnings []string
+	_, err := trace.Compile("t.bt", "uprobe:"+exe+":*.abi0 { @ = count(); }", &trace.CompileOptions{Warn: func(err error) { warnings = append(warnings, err.Error()) }})
+	var ce *trace.CompileError
+	if !errors.As(err, &ce) || !strings.HasSuffix(ce.Msg, "matches nothing") || len(warnings) == 0 ||
+		!strings.Contains(warnings[0], "is an assembly function (ABI0): not traced") {
+		t.Errorf("*.abi0: %v, warnings %q; want matches nothing and warnings", err, warnings)
+	}
 	// What a binary without DWARF still provides: counting its calls.
 	if _, err := trace.Compile("t.bt", "uprobe:"+noDWARF+":main.handle { @ = count(); }", nil); err != nil {
 		t.Errorf("counting calls without DWARF: %v", err)
