@@ -149,7 +149,7 @@ uprobe:%[1]s:main.handle { @code[args.code, args.ok] = count(); @min = min(args.
 uprobe:%[1]s:main.handle /args.path == "/b"/ { printf("%%s %%d %%d %%d|\n", args.path, args.n, args.code, args.ok); }
 uprobe:%[1]s:main.handle /str(args.path) != "/a" && args.ok/ { @even[str(args.path)] = count(); }
 uretprobe:%[1]s:main.handle { @st[args.msg] = sum(args.status); @rv = sum(retval); @rets = count(); }
-uprobe:%[1]s:main.many { @many = sum(args.a + args.b + args.c + args.d + args.e + args.f + args.g + args.h + args.i + args.j + args.k); @k = max(args.k); }
+uprobe:%[1]s:main.many { @many = sum(args.a + args.b + args.c + args.d + args.e + args.f + args.g + args.h + args.i + args.j + args.k); @k[args.s] = max(args.k); }
 `, exe)
 	records, calls, srv, many := runGoTarget(t, exe, src)
 	ms, lines := maps(records)
@@ -187,8 +187,8 @@ uprobe:%[1]s:main.many { @many = sum(args.a + args.b + args.c + args.d + args.e 
 	jsonEqual(t, "@st", ms["@st"], st)
 	jsonEqual(t, "@rv", ms["@rv"], rv)
 	jsonEqual(t, "@rets", ms["@rets"], len(calls))
-	jsonEqual(t, "@many", ms["@many"], many)
-	jsonEqual(t, "@k", ms["@k"], 11)
+	jsonEqual(t, "@many", ms["@many"], many-int64(len("on the stack")))
+	jsonEqual(t, "@k", ms["@k"], map[string]int{"on the stack": 11})
 	slices.Sort(lines)
 	slices.Sort(want)
 	if !slices.Equal(lines, want) {

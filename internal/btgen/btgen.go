@@ -414,10 +414,10 @@ type gen struct {
 	stack   int // bytes of stack in use (positive)
 	vars    map[*btlang.Variable]varLoc
 	err     error
-	// named and goidSlot are the argument slots of args.NAME values and
-	// goid (-1: not read); see layoutNamed.
-	named    map[string]namedSlot
-	goidSlot int
+	// named and goidOff are where args.NAME values and goid are kept in
+	// scratch (goidOff -1: not read); see layoutNamed.
+	named   map[string]namedSlot
+	goidOff int
 }
 
 type varLoc struct {
@@ -510,9 +510,7 @@ func (g *gen) program() (asm.Instructions, error) {
 			return nil, &btlang.Error{Pos: b.At, Msg: "retval is read but a site of this block is not a return probe"}
 		}
 	}
-	if err := g.layoutNamed(used); err != nil {
-		return nil, err
-	}
+	g.layoutNamed()
 	g.emit(
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnGetAttachCookie.Call(),

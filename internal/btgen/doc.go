@@ -57,9 +57,9 @@
 //
 // A site may read values by name (Site.Named, args.NAME: Go parameters at
 // the entry, results at a RET) and the goroutine id (Site.GoID, goid). A
-// block keeps those it reads in argument slots after the positional ones
-// (an integer one slot, a Go string two: data pointer and length); a Go
-// string expression copies min(length, size-1) bytes into a zeroed
+// block keeps those it reads in scratch space of its own (an integer in 8
+// bytes, a Go string in 16: data pointer and length); a Go string
+// expression copies min(length, size-1) bytes into a zeroed
 // buffer, so it is NUL-terminated and cut as str() cuts. A Go function's
 // return is a plain probe on each RET (Return false) whose Ret reads the
 // first result: retval needs Ret, not Return.

@@ -2,7 +2,6 @@ package btgen
 
 import (
 	"fmt"
-	"math/bits"
 	"slices"
 
 	"github.com/cilium/ebpf/asm"
@@ -14,10 +13,9 @@ import (
 // Values read by name (args.NAME) and the goroutine id (goid), which
 // probes of Go functions provide.
 //
-// A block stores each args.NAME it reads, and goid, in argument slots of
-// scratch after the positional arguments it reads (a block of Go probes
-// reads none: the checker refuses arg0… there): an integer takes one
-// slot, a Go string two, its data pointer and its length. A string
+// A block stores each args.NAME it reads, and goid, in scratch space of
+// its own: an integer takes 8 bytes, a Go string 16, its data pointer and
+// its length. A string
 // expression args.NAME then copies at most min(length, size-1) bytes from
 // the pointer into a zeroed buffer, so the value is the Go string cut to
 // the string size, NUL-terminated (a fault reads "").
@@ -32,25 +30,15 @@ type NamedFetch struct {
 
 // namedSlot is where a block keeps one args.NAME value.
 type namedSlot struct {
-	slot   int // first argument slot
+	off    int // scratch offset; a string's length is at off+8
 	string bool
 }
 
 // layoutNamed gives the args.NAME values and goid that the block reads
-// argument slots after the positional ones in used.
-func (g *gen) layoutNamed(used uint16) error {
+// scratch space.
+func (g *gen) layoutNamed() {
 	g.named = map[string]namedSlot{}
-	g.goidSlot = -1
-	next := bits.Len16(used)
-	var err error
-	take := func(pos btlang.Pos, n int, what string) int {
-		s := next
-		next += n
-		if next > bpfgen.MaxArgs && err == nil {
-			err = &btlang.Error{Pos: pos, Msg: fmt.Sprintf("%s does not fit: a block reads at most %d argument words (a string takes 2)", what, bpfgen.MaxArgs)}
-		}
-		return s
-	}
+	g.goidOff = -1
 	btlang.Inspect(g.block, func(n btlang.Node) bool {
 		switch e := n.(type) {
 		case *btlang.ArgField:
@@ -58,22 +46,18 @@ func (g *gen) layoutNamed(used uint16) error {
 				break
 			}
 			str := e.Type().Kind == btlang.KindString
-			g.named[e.Name] = namedSlot{slot: take(e.At, 1+b2i(str), "args."+e.Name), string: str}
+			size := 8
+			if str {
+				size = 16
+			}
+			g.named[e.Name] = namedSlot{off: g.alloc(size), string: str}
 		case *btlang.Builtin:
-			if e.Name == "goid" && g.goidSlot < 0 {
-				g.goidSlot = take(e.At, 1, "goid")
+			if e.Name == "goid" && g.goidOff < 0 {
+				g.goidOff = g.alloc(8)
 			}
 		}
 		return true
 	})
-	return err
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // namedItems returns the fetches of the block's args.NAME values and
@@ -85,6 +69,8 @@ func (g *gen) namedItems(i int, s *Site) ([]fetchItem, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	// Fault bits are not read: a failed read stores 0.
+	bit := 0
 	for _, name := range names {
 		ns := g.named[name]
 		k := slices.IndexFunc(s.Named, func(f NamedFetch) bool { return f.Name == name })
@@ -95,16 +81,16 @@ func (g *gen) namedItems(i int, s *Site) ([]fetchItem, error) {
 		if ns.string != (f.Len.Kind != 0) {
 			return nil, &btlang.Error{Pos: g.block.At, Msg: fmt.Sprintf("args.%s is a string at some sites of the block and not at site %d", name, i)}
 		}
-		items = append(items, fetchItem{f: f.Value, slot: argsOff + 8*ns.slot, bit: ns.slot})
+		items = append(items, fetchItem{f: f.Value, slot: ns.off, bit: bit})
 		if ns.string {
-			items = append(items, fetchItem{f: f.Len, slot: argsOff + 8*(ns.slot+1), bit: ns.slot + 1})
+			items = append(items, fetchItem{f: f.Len, slot: ns.off + 8, bit: bit})
 		}
 	}
-	if g.goidSlot >= 0 {
+	if g.goidOff >= 0 {
 		if s.GoID.Kind == 0 {
 			return nil, &btlang.Error{Pos: g.block.At, Msg: fmt.Sprintf("goid is read but site %d (offset %#x in %s) cannot read it", i, s.Offset, s.Path)}
 		}
-		items = append(items, fetchItem{f: s.GoID, slot: argsOff + 8*g.goidSlot, bit: g.goidSlot})
+		items = append(items, fetchItem{f: s.GoID, slot: g.goidOff, bit: bit})
 	}
 	return items, nil
 }
@@ -116,16 +102,16 @@ func (g *gen) argFieldInt(e *btlang.ArgField) {
 		g.fail(unsupported(e.At, "args.%s here", e.Name))
 		return
 	}
-	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(argsOff+8*ns.slot), asm.DWord))
+	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(ns.off), asm.DWord))
 }
 
 // goid leaves the goroutine id in R0.
 func (g *gen) goid(e *btlang.Builtin) {
-	if g.goidSlot < 0 {
+	if g.goidOff < 0 {
 		g.fail(unsupported(e.At, "goid here"))
 		return
 	}
-	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(argsOff+8*g.goidSlot), asm.DWord))
+	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.goidOff), asm.DWord))
 }
 
 // argFieldStr copies the Go string args.NAME into a new buffer of the
@@ -143,14 +129,14 @@ func (g *gen) argFieldStr(e *btlang.ArgField) strBuf {
 	// The length compared unsigned: a negative one (a damaged string)
 	// reads the whole buffer, as a long one does.
 	g.emit(
-		asm.LoadMem(asm.R2, asm.R7, int16(argsOff+8*(ns.slot+1)), asm.DWord),
+		asm.LoadMem(asm.R2, asm.R7, int16(ns.off+8), asm.DWord),
 		asm.JLE.Imm(asm.R2, int32(size-1), short),
 		asm.Mov.Imm(asm.R2, int32(size-1)),
 	)
 	g.label(short)
 	// A fault zeroes the buffer: the value is "".
 	g.emit(
-		asm.LoadMem(asm.R3, asm.R7, int16(argsOff+8*ns.slot), asm.DWord),
+		asm.LoadMem(asm.R3, asm.R7, int16(ns.off), asm.DWord),
 		asm.Mov.Reg(asm.R1, asm.R7),
 		asm.Add.Imm(asm.R1, int32(b.off)),
 		asm.FnProbeReadUser.Call(),

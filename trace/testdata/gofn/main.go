@@ -33,12 +33,12 @@ func handle(path string, n int, code uint8, ok bool, s *server) (status int, msg
 	return n * 10, "ok:" + path
 }
 
-// many has more integer parameters than amd64 has argument registers: j
-// and k are on the stack.
+// many has more integer parameters than amd64 has argument registers: j,
+// k and the string s are on the stack.
 //
 //go:noinline
-func many(a, b, c, d, e, f, g, h, i, j, k int) int {
-	return a + b + c + d + e + f + g + h + i + j + k
+func many(a, b, c, d, e, f, g, h, i, j, k int, s string) int {
+	return a + b + c + d + e + f + g + h + i + j + k + len(s)
 }
 
 // unreadable takes values programs cannot read.
@@ -80,7 +80,7 @@ func main() {
 		}()
 	}
 	wg.Wait()
-	fmt.Printf("many %d\n", many(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11))
+	fmt.Printf("many %d\n", many(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, "on the stack"))
 	unreadable(point{1, 2}, nil, nil)
 	if srv.hits != len(calls) {
 		os.Exit(2)
