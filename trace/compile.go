@@ -26,7 +26,8 @@ type CompileOptions struct {
 	Executable string
 	// Warn, when not nil, is called with what the program cannot read as
 	// written: objects of the process skipped, damaged notes, USDT
-	// arguments BPF cannot read (they read as 0).
+	// arguments BPF cannot read (they read as 0), what a Go function's
+	// DWARF does not say, Go assembly functions skipped.
 	Warn func(error)
 }
 
