@@ -306,7 +306,7 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error)) (*resolved
 			return fail(err)
 		}
 		if err := checkBoundary(fn); err != nil {
-			return nil, 0, err
+			return fail(err)
 		}
 		regs, ret, err := uprobe.CRegisters(fn.Machine)
 		if err != nil {

@@ -114,6 +114,9 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error)) ([]btgen.Si
 		if err != nil {
 			return nil, args, err
 		}
+		if err := checkBoundary(fn); err != nil {
+			return nil, args, err
+		}
 		offs = []uint64{off}
 	default:
 		offs = []uint64{fn.Symbol.Offset + (gf.Site - gf.Entry)}
