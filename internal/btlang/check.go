@@ -931,7 +931,7 @@ func (c *checker) builtin(e *Builtin) Type {
 			c.errorf(e.At, "%s: %s", e.Name, why)
 			return Type{}
 		}
-		if name == "goid" && !c.args[p].GoID {
+		if name == "goid" && !c.args[p].GoID && c.argErr[p] == nil {
 			c.errorf(e.At, "goid is the goroutine id of a Go function's probe; %s is not one", p)
 			return Type{}
 		}
