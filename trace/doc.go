@@ -41,7 +41,9 @@
 //     Without DWARF, Go functions are probed but args, retval and goid
 //     are refused. Assembly functions of the stack ABI (ABI0, "NAME.abi0"
 //     in the symbol table) are skipped with a warning: no register holds
-//     their goroutine; Go code calls their wrapper NAME.
+//     their goroutine; Go code calls their wrapper NAME. Calls the
+//     compiler inlined into their callers are not seen (mark the function
+//     //go:noinline, or build with -gcflags=-l).
 //   - BEGIN, END and interval:s:N / interval:ms:N run in the tracer's own
 //     process, as bpftrace runs them.
 //
