@@ -148,7 +148,12 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 		out.files = append(out.files, files)
 	}
 	out.probes = len(names)
-	out.gen, err = btgen.Generate(prog, &btgen.Options{Machine: r.machine, Sites: all, Events: events})
+	gopts := &btgen.Options{Machine: r.machine, Sites: all, Events: events}
+	if events != nil {
+		// As sdt.Trace: room for bursts of events between reads.
+		gopts.RingSize = bpfgen.DefaultRingSize
+	}
+	out.gen, err = btgen.Generate(prog, gopts)
 	if err != nil {
 		return nil, compileErrors(err)
 	}

@@ -162,33 +162,43 @@ func (g *gen) eventFetch(s *Site, items []fetchItem, used uint16) []fetchItem {
 	return append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: meta}, slot: ev.meta, bit: bpfgen.MaxArgs + 2})
 }
 
-// emitEvent builds the block's event record in scratch and sends it.
+// emitEvent builds the block's event record in place in the ring buffer
+// (reserved, filled, submitted: no copy) and sends it; a full ring is
+// counted in lost[LostEvents]. R8 (the cookie, free after the dispatch and
+// the body) holds the record across the helper calls.
 func (g *gen) emitEvent() {
 	ev := g.event
 	info := &ev.info
-	rec := g.alloc(info.Size)
-	r := func(off int) int16 { return int16(rec + off) }
+	const rec = asm.R8
+	sent, flags := g.newLabel("evsent"), g.newLabel("evflags")
+	noRoom := g.newLabel("evfull")
 	g.emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(MapEvents),
+		asm.Mov.Imm(asm.R2, int32(info.Size)),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, noRoom),
+		asm.Mov.Reg(rec, asm.R0),
 		asm.FnKtimeGetNs.Call(),
-		asm.StoreMem(asm.R7, r(EvTimeOff), asm.R0, asm.DWord),
+		asm.StoreMem(rec, EvTimeOff, asm.R0, asm.DWord),
 		// tgid<<32 | tid: tid at EvTIDOff, pid at EvPIDOff.
 		asm.FnGetCurrentPidTgid.Call(),
-		asm.StoreMem(asm.R7, r(EvTIDOff), asm.R0, asm.DWord),
+		asm.StoreMem(rec, EvTIDOff, asm.R0, asm.DWord),
 		asm.FnGetSmpProcessorId.Call(),
-		asm.StoreMem(asm.R7, r(EvCPUOff), asm.R0, asm.Word),
+		asm.StoreMem(rec, EvCPUOff, asm.R0, asm.Word),
 		asm.LoadMem(asm.R0, asm.R7, probeOff, asm.DWord),
-		asm.StoreMem(asm.R7, r(EvProbeOff), asm.R0, asm.Word),
+		asm.StoreMem(rec, EvProbeOff, asm.R0, asm.Word),
 		asm.LoadMem(asm.R0, asm.R7, int16(ev.meta), asm.DWord),
-		asm.StoreMem(asm.R7, r(EvNArgsOff), asm.R0, asm.DWord),
-		asm.Mov.Reg(asm.R1, asm.R7),
-		asm.Add.Imm(asm.R1, int32(rec+EvCommOff)),
+		asm.StoreMem(rec, EvNArgsOff, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, rec),
+		asm.Add.Imm(asm.R1, EvCommOff),
 		asm.Mov.Imm(asm.R2, EvCommLen),
 		asm.FnGetCurrentComm.Call(),
 	)
 	for a := range info.ArgCap {
 		g.emit(
 			asm.LoadMem(asm.R0, asm.R7, int16(argsOff+8*a), asm.DWord),
-			asm.StoreMem(asm.R7, r(EvArgsOff+8*a), asm.R0, asm.DWord),
+			asm.StoreMem(rec, int16(EvArgsOff+8*a), asm.R0, asm.DWord),
 		)
 	}
 	for a := range info.ArgCap {
@@ -200,8 +210,8 @@ func (g *gen) emitEvent() {
 			// Arguments the site does not have are not read.
 			asm.LoadMem(asm.R0, asm.R7, int16(ev.meta), asm.Byte),
 			asm.JLE.Imm(asm.R0, int32(a), skip),
-			asm.Mov.Reg(asm.R1, asm.R7),
-			asm.Add.Imm(asm.R1, int32(rec+info.StrOffs[a])),
+			asm.Mov.Reg(asm.R1, rec),
+			asm.Add.Imm(asm.R1, int32(info.StrOffs[a])),
 			asm.Mov.Imm(asm.R2, int32(info.StrLen)),
 			asm.LoadMem(asm.R3, asm.R7, int16(argsOff+8*a), asm.DWord),
 			// On a fault the helper zeroes the buffer.
@@ -213,11 +223,27 @@ func (g *gen) emitEvent() {
 		g.emit(nop())
 	}
 	g.emit(
-		asm.StoreMem(asm.R7, r(EvFaultsOff), asm.R9, asm.Half),
-		asm.StoreImm(asm.R7, r(0), RecEvent, asm.Word),
-		asm.StoreImm(asm.R7, r(4), int64(ev.id), asm.Word),
+		asm.StoreMem(rec, EvFaultsOff, asm.R9, asm.Half),
+		asm.StoreImm(rec, 0, RecEvent, asm.Word),
+		asm.StoreImm(rec, 4, int64(ev.id), asm.Word),
+		// As output: wake the reader only when the ring is a quarter full.
+		asm.LoadMapPtr(asm.R1, 0).WithReference(MapEvents),
+		asm.Mov.Imm(asm.R2, rbAvailData),
+		asm.FnRingbufQuery.Call(),
+		asm.Mov.Imm(asm.R2, rbNoWakeup),
+		asm.JLT.Imm(asm.R0, int32(g.opts.RingSize/4), flags),
+		asm.Mov.Imm(asm.R2, rbForceWakeup),
 	)
-	g.output(rec, info.Size)
+	g.label(flags)
+	g.emit(
+		asm.Mov.Reg(asm.R1, rec),
+		asm.FnRingbufSubmit.Call(),
+		asm.Ja.Label(sent),
+	)
+	g.label(noRoom)
+	g.lost(LostEvents)
+	g.label(sent)
+	g.emit(nop())
 }
 
 // setEvent prepares block i's event, if it has one.
