@@ -276,3 +276,30 @@ func TestPIDs(t *testing.T) {
 		t.Errorf("have\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestEventsFunctions traces a native function's entry (the C ABI's
+// argument registers) and return (its value as arg0) with CompileEvents.
+func TestEventsFunctions(t *testing.T) {
+	testutil.RequireBPF(t)
+	// -O0 keeps fill(long *a, int n, int k) a function of its own name.
+	bin := testutil.BuildTracee(t, "-O0")
+	events, _ := traceEvents(t, bin, []trace.EventProbe{
+		{Probe: "uprobe:" + bin + ":fill", Args: 3},
+		{Probe: "uretprobe:" + bin + ":fill"},
+	}, "run 3")
+	var have []string
+	for _, ev := range events {
+		if ev.Name != "fill" || ev.Args[0].Signed {
+			t.Errorf("event of %q, arg0 signed %v", ev.Name, ev.Args[0].Signed)
+		}
+		if ev.Probe == 1 {
+			have = append(have, fmt.Sprintf("ret %d", len(ev.Args)))
+			continue
+		}
+		have = append(have, fmt.Sprintf("fill %d %d", ev.Args[1].Int(), ev.Args[2].Int()))
+	}
+	want := []string{"fill 4 0", "ret 1", "fill 4 1", "ret 1", "fill 4 2", "ret 1"}
+	if !slices.Equal(have, want) {
+		t.Errorf("have %q, want %q", have, want)
+	}
+}

@@ -49,7 +49,8 @@ type Options struct {
 	// traced as one more of PIDs and resumed once every probe is
 	// attached: nothing it does escapes the trace. Compile against it
 	// with CompileOptions.Executable set to its Path. Run ends when it
-	// exits; when Run ends first (ctx, exit()) it ends the command:
+	// (and every other of PIDs) has exited; when Run ends first (ctx,
+	// exit(), an error) it ends the command:
 	// SIGTERM, then SIGKILL after CommandGrace. Close kills it if it
 	// still runs. Command must not have been started; Start sets its
 	// SysProcAttr.Ptrace and Pdeathsig.
