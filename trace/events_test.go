@@ -217,6 +217,7 @@ func TestCompileEventsErrors(t *testing.T) {
 		{"string beyond args", []trace.EventProbe{{Probe: probe, Args: 1, Strings: []int{1}}}, "", 0},
 		{"filter", []trace.EventProbe{{Probe: probe}, {Probe: probe, Filter: "arg0 > nosuch"}}, "probes[1].Filter", 8},
 		{"probe", []trace.EventProbe{{Probe: "usdt:" + bin + ":tracee:nosuch"}}, "probes[0].Probe", 1},
+		{"string the probe lacks", []trace.EventProbe{{Probe: probe}, {Probe: "usdt:" + bin + ":tracee:str", Strings: []int{2}}}, "probes[1].Probe", 1},
 		{"injection", []trace.EventProbe{{Probe: probe, Filter: "1)/ {} " + probe + " /(1"}}, "", 0},
 	}
 	for _, tt := range tests {
@@ -225,6 +226,7 @@ func TestCompileEventsErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("compiled %d sites, want an error", prog.Sites())
 			}
+			t.Log(err)
 			var ce *trace.CompileError
 			if tt.file == "" {
 				if errors.As(err, &ce) && ce.File != "probes" {
