@@ -20,7 +20,9 @@ import (
 // trace.CompileEvents, each receiving every event in a Go callback in
 // this process — side by side in one run, in rotation, with the ratio
 // trace/sdt; and the run time of each one's BPF program per hit
-// (BPF_STATS_RUN_TIME), less noisy on a busy machine. Lost events are
+// (BPF_STATS_RUN_TIME), less noisy on a busy machine, and the CPU time
+// the tracer's process spent per hit (reading, decoding, attaching and
+// detaching), which competes with the tracee on a busy machine. Lost events are
 // reported too (they must be 0).
 func BenchmarkEventsLibrary(b *testing.B) {
 	testutil.RequireBPF(b)
@@ -101,10 +103,12 @@ func BenchmarkEventsLibrary(b *testing.B) {
 	defer stats.Close()
 	total := make([]time.Duration, len(tools))
 	progNS := make([]time.Duration, len(tools))
+	cpu := make([]time.Duration, len(tools))
 	var lost uint64
 	for b.Loop() {
 		for i, tl := range tools {
 			last := lastProgID()
+			cpu0 := selfCPU(b)
 			n, l := tl.run(func() {
 				var before time.Duration
 				if tl.prog != "" {
@@ -118,6 +122,7 @@ func BenchmarkEventsLibrary(b *testing.B) {
 					progNS[i] += after - before
 				}
 			})
+			cpu[i] += selfCPU(b) - cpu0
 			if n+l != hits {
 				b.Fatalf("%s: %d events and %d lost for %d hits", tl.name, n, l, hits)
 			}
@@ -132,7 +137,19 @@ func BenchmarkEventsLibrary(b *testing.B) {
 	b.ReportMetric(float64(progNS[2].Nanoseconds())/float64(b.N*hits), "trace-prog-ns/hit")
 	b.ReportMetric(float64(progNS[2])/float64(progNS[1]), "trace/sdt-prog")
 	b.ReportMetric(float64(total[2])/float64(total[1]), "trace/sdt")
+	b.ReportMetric(float64(cpu[1].Nanoseconds())/float64(b.N*hits), "sdt-reader-cpu-ns/hit")
+	b.ReportMetric(float64(cpu[2].Nanoseconds())/float64(b.N*hits), "trace-reader-cpu-ns/hit")
 	b.ReportMetric(float64(lost), "lost-events")
+}
+
+// selfCPU returns the CPU time this process has used (the readers,
+// attaching and detaching included).
+func selfCPU(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // lastProgID returns the highest BPF program ID in use.
