@@ -27,7 +27,7 @@ type CompileOptions struct {
 	// PIDs are processes to look in as PID, each in turn: a probe's sites
 	// are those of every one of them (PID, when not 0, is one more).
 	PIDs []int
-	// Executable is the file an empty path means when PID is 0: the
+	// Executable is the file an empty path means without PID or PIDs: the
 	// executable of a command started stopped (usdtkit trace -c), whose
 	// libraries are not mapped yet.
 	Executable string
@@ -213,7 +213,7 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, int, error) {
 	path := p.Path
 	if path == "" && len(r.pids) == 1 && r.pids[0] == 0 {
 		if r.opts.Executable == "" {
-			return nil, 0, fmt.Errorf("an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)")
+			return nil, 0, fmt.Errorf("an empty path needs a process: trace one with -p or -c (CompileOptions.PID, PIDs or Executable)")
 		}
 		path = r.opts.Executable
 	}
