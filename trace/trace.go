@@ -42,7 +42,9 @@ type Options struct {
 	// OnEvent receives the events of a program of CompileEvents, in the
 	// order they were sent, on Run's goroutine. The Event and its Args
 	// are reused after the call returns (Event.Clone keeps one). An error
-	// ends Run, which returns it. Required for such a program.
+	// ends Run, which returns it. Required for such a program, whose Run
+	// writes to Stdout only what was lost (a full ring buffer), at the
+	// end; Tracer.Lost counts it too.
 	OnEvent func(*Event) error
 	// Command, when not nil, is started by Start stopped before its first
 	// instruction (its Stdin, Stdout and Stderr as the caller set them),
