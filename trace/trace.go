@@ -37,7 +37,8 @@ type Options struct {
 	PID int
 	// PIDs restrict the probes to these processes (with PID, when not
 	// 0); Run also ends when all of them have exited. A site Compile
-	// found in one of them is attached for that one only.
+	// found in a process is then attached for that process only. None:
+	// every process that maps the objects.
 	PIDs []int
 	// OnEvent receives the events of a program of CompileEvents, in the
 	// order they were sent, on Run's goroutine. The Event and its Args
@@ -140,7 +141,10 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 				files[obj] = f
 			}
 			b.Sites[j].Path = procfs.FDPath(f)
-			b.Sites[j].PID = obj.pid
+			if len(pids) > 0 {
+				// Found in one of the traced processes: traced there.
+				b.Sites[j].PID = obj.pid
+			}
 		}
 	}
 	out := o.Stdout
