@@ -28,6 +28,7 @@ func BenchmarkEventsLibrary(b *testing.B) {
 	testutil.RequireBPF(b)
 	bin := testutil.BuildTracee(b, "-O2", "-DTRACEE_NO_WIDE")
 	tc := testutil.StartTracee(b, bin)
+	tc.Do(b, "run 0") // answering, it has its executable mapped
 	pid := tc.PID()
 	const hits = 20000
 	probes, err := sdt.List(&sdt.ListOptions{PID: pid, Selectors: []sdt.Selector{{Provider: "tracee", Name: "bench"}}})

@@ -36,6 +36,8 @@ func eventLine(ev *trace.Event) string {
 func traceEvents(t *testing.T, bin string, probes []trace.EventProbe, commands ...string) (events []*trace.Event, printed []string) {
 	t.Helper()
 	tc := testutil.StartTracee(t, bin)
+	// Answering, it has its executable mapped (Start returns earlier).
+	tc.Do(t, "run 0")
 	prog, err := trace.CompileEvents(probes, &trace.CompileOptions{PIDs: []int{tc.PID()}})
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +256,8 @@ func TestPIDs(t *testing.T) {
 	bin := testutil.BuildTracee(t, "-O2")
 	a, b := testutil.StartTracee(t, bin), testutil.StartTracee(t, bin)
 	pids := []int{a.PID(), b.PID()}
+	a.Do(t, "run 0")
+	b.Do(t, "run 0")
 	prog, err := trace.Compile("pids.bt", `usdt::tracee:consts { @[pid] = count(); }`, &trace.CompileOptions{PIDs: pids})
 	if err != nil {
 		t.Fatal(err)
