@@ -21,8 +21,9 @@ import (
 // this process — side by side in one run, in rotation, with the ratio
 // trace/sdt; and the run time of each one's BPF program per hit
 // (BPF_STATS_RUN_TIME), less noisy on a busy machine, and the CPU time
-// the tracer's process spent per hit (reading, decoding, attaching and
-// detaching), which competes with the tracee on a busy machine. Lost events are
+// the tracer's process spent per hit from the loop's start until Run
+// returned (reading, decoding, detaching), which competes with the tracee
+// on a busy machine. Lost events are
 // reported too (they must be 0).
 func BenchmarkEventsLibrary(b *testing.B) {
 	testutil.RequireBPF(b)
@@ -40,6 +41,8 @@ func BenchmarkEventsLibrary(b *testing.B) {
 		b.Fatal(err)
 	}
 	var got, sum uint64
+	// readEnd is the process's CPU time when a tool's Run returned.
+	var readEnd time.Duration
 	// Each tool attaches, the loop runs, the tool reads what remains and
 	// detaches; run returns the events it received and lost.
 	tools := []struct {
@@ -65,6 +68,7 @@ func BenchmarkEventsLibrary(b *testing.B) {
 			if err := <-done; err != nil {
 				b.Fatal(err)
 			}
+			readEnd = selfCPU(b)
 			lost, _, err := t.Lost()
 			if err != nil {
 				b.Fatal(err)
@@ -90,6 +94,7 @@ func BenchmarkEventsLibrary(b *testing.B) {
 			if err := <-done; err != nil {
 				b.Fatal(err)
 			}
+			readEnd = selfCPU(b)
 			lost, _, err := t.Lost()
 			if err != nil {
 				b.Fatal(err)
@@ -109,8 +114,10 @@ func BenchmarkEventsLibrary(b *testing.B) {
 	for b.Loop() {
 		for i, tl := range tools {
 			last := lastProgID()
-			cpu0 := selfCPU(b)
+			var cpu0 time.Duration
+			readEnd = 0
 			n, l := tl.run(func() {
+				cpu0 = selfCPU(b)
 				var before time.Duration
 				if tl.prog != "" {
 					before, _ = progRuntime(b, last, tl.prog)
@@ -123,7 +130,9 @@ func BenchmarkEventsLibrary(b *testing.B) {
 					progNS[i] += after - before
 				}
 			})
-			cpu[i] += selfCPU(b) - cpu0
+			if readEnd != 0 {
+				cpu[i] += readEnd - cpu0
+			}
 			if n+l != hits {
 				b.Fatalf("%s: %d events and %d lost for %d hits", tl.name, n, l, hits)
 			}
