@@ -8,13 +8,18 @@ import (
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 
-// compilePIDs returns the processes Compile looks in: PID and PIDs,
-// without repeats; [0] for none (files only).
-func compilePIDs(o *CompileOptions) ([]int, error) {
-	if o == nil {
+// pids returns the processes Compile looks in: PID and PIDs, without
+// repeats; [0] for none (files only).
+func (o *CompileOptions) pids() ([]int, error) {
+	return pidList("CompileOptions", o.PID, o.PIDs)
+}
+
+// compilePIDs is opts.pids(), [0] for nil opts.
+func compilePIDs(opts *CompileOptions) ([]int, error) {
+	if opts == nil {
 		return []int{0}, nil
 	}
-	return pidList("compile: CompileOptions", o.PID, o.PIDs)
+	return opts.pids()
 }
 
 // noProcess reports whether Compile looks in no process.
