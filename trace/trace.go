@@ -53,10 +53,11 @@ type Options struct {
 	// attached: nothing it does escapes the trace. Compile against it
 	// with CompileOptions.Executable set to its Path. Run ends when it
 	// (and every other of PIDs) has exited; when Run ends first (ctx,
-	// exit(), an error) it ends the command:
-	// SIGTERM, then SIGKILL after CommandGrace. Close kills it if it
-	// still runs. Command must not have been started; Start sets its
-	// SysProcAttr.Ptrace and Pdeathsig.
+	// exit(), an error) it ends the command: SIGTERM, then SIGKILL after
+	// CommandGrace. Close kills it if it still runs. Command must not
+	// have been started; Start sets its SysProcAttr.Ptrace and
+	// Pdeathsig. Start and Close must be called from one goroutine, as
+	// ptrace requires.
 	Command *exec.Cmd
 	// CommandGrace is how long Run waits for Command to exit after
 	// SIGTERM; 0 means DefaultCommandGrace.
