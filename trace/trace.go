@@ -56,8 +56,7 @@ type Options struct {
 	// exit(), an error) it ends the command: SIGTERM, then SIGKILL after
 	// CommandGrace. Close kills it if it still runs. Command must not
 	// have been started; Start sets its SysProcAttr.Ptrace and
-	// Pdeathsig. Start and Close must be called from one goroutine, as
-	// ptrace requires.
+	// Pdeathsig.
 	Command *exec.Cmd
 	// CommandGrace is how long Run waits for Command to exit after
 	// SIGTERM; 0 means DefaultCommandGrace.
