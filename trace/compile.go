@@ -22,7 +22,10 @@ type CompileOptions struct {
 	// looked for in; a probe with an empty path (usdt::PROVIDER:NAME)
 	// means every object of it. 0: files only.
 	PID int
-	// Executable is the file an empty path means when PID is 0: the
+	// PIDs are processes to look in as PID, each in turn: a probe's sites
+	// are those of every one of them (PID, when not 0, is one more).
+	PIDs []int
+	// Executable is the file an empty path means without PID or PIDs: the
 	// executable of a command started stopped (usdtkit trace -c), whose
 	// libraries are not mapped yet.
 	Executable string
@@ -42,6 +45,9 @@ type Program struct {
 	// files[b][i] is the object of site i of block b.
 	files  [][]object
 	probes int
+	// names are the short names and paths of the probes, by full name
+	// (btgen.Site.Probe).
+	names map[string]probeName
 }
 
 // siteKey is a place a program attaches to.
@@ -80,7 +86,17 @@ func (p *Program) Sites() int {
 // that is not ELF, permissions) are returned wrapped behind the probe's
 // position, for errors.Is.
 func Compile(name, src string, opts *CompileOptions) (*Program, error) {
-	r := &resolver{sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error)}
+	return compile(name, src, opts, nil, nil)
+}
+
+// compile is Compile with, per block, the events it sends (see
+// btgen.Options.Events), and a check of the checked program.
+func compile(name, src string, opts *CompileOptions, events []*btgen.Event, check func(*btlang.Program) error) (*Program, error) {
+	pids, err := compilePIDs(opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &resolver{pids: pids, names: make(map[string]probeName), sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error)}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -88,6 +104,9 @@ func Compile(name, src string, opts *CompileOptions) (*Program, error) {
 	prog, err := btlang.Compile(name, []byte(src), &btlang.CheckOptions{Probes: r})
 	if r.fatal != nil {
 		return nil, r.fatal
+	}
+	if err == nil && check != nil {
+		err = check(prog)
 	}
 	if err != nil {
 		err = compileErrors(err)
@@ -99,7 +118,7 @@ func Compile(name, src string, opts *CompileOptions) (*Program, error) {
 		}
 		return nil, err
 	}
-	out := &Program{}
+	out := &Program{names: r.names}
 	var all [][]btgen.Site
 	names := make(map[string]bool)
 	for _, b := range prog.Blocks {
@@ -128,7 +147,12 @@ func Compile(name, src string, opts *CompileOptions) (*Program, error) {
 		out.files = append(out.files, files)
 	}
 	out.probes = len(names)
-	out.gen, err = btgen.Generate(prog, &btgen.Options{Machine: r.machine, Sites: all})
+	gopts := &btgen.Options{Machine: r.machine, Sites: all, Events: events}
+	if events != nil {
+		// As sdt.Trace: room for bursts of events between reads.
+		gopts.RingSize = bpfgen.DefaultRingSize
+	}
+	out.gen, err = btgen.Generate(prog, gopts)
 	if err != nil {
 		return nil, compileErrors(err)
 	}
@@ -138,6 +162,10 @@ func Compile(name, src string, opts *CompileOptions) (*Program, error) {
 // resolver answers btlang's questions about probes, resolving each to
 // its sites once.
 type resolver struct {
+	// pids are the processes to look in; [0] for files only.
+	pids []int
+	// names are the probes' names for events, by full name.
+	names   map[string]probeName
 	opts    CompileOptions
 	sites   map[*btlang.Probe]*resolved
 	machine elf.Machine
@@ -185,7 +213,7 @@ func (r *resolver) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
 func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error) {
 	fail := func(err error) (*resolved, btlang.ProbeArgs, error) { return nil, btlang.ProbeArgs{}, err }
 	path := p.Path
-	if path == "" && r.opts.PID == 0 {
+	if path == "" && r.noProcess() {
 		if r.opts.Executable == "" {
 			return fail(fmt.Errorf("an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)"))
 		}
@@ -196,7 +224,7 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error)
 		warn = func(error) {}
 	}
 	if p.Kind == btlang.ProbeUSDT {
-		probes, err := sdt.List(&sdt.ListOptions{PID: r.opts.PID, Warn: warn,
+		probes, err := r.listUSDT(&sdt.ListOptions{Warn: warn,
 			Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
 		if err != nil {
 			return fail(listError{err})
@@ -204,7 +232,7 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error)
 		res, count, err := r.usdt(probes, warn)
 		return res, btlang.ProbeArgs{Count: count}, err
 	}
-	fns, err := uprobe.Functions(&uprobe.ListOptions{PID: r.opts.PID, Warn: warn,
+	fns, err := r.listFunctions(&uprobe.ListOptions{Warn: warn,
 		Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
 	if err != nil {
 		return fail(listError{err})
@@ -234,6 +262,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 			return nil, 0, err
 		}
 		name := "usdt:" + p.Path + ":" + p.Provider + ":" + p.Name
+		r.names[name] = probeName{p.Provider + ":" + p.Name, p.Path}
 		for j := range p.Locations {
 			loc := &p.Locations[j]
 			if loc.OffsetErr != nil {
@@ -316,10 +345,12 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error)) (*resolved
 		if fn.Return {
 			kind = "uretprobe:"
 		}
-		name := kind + fn.Path + ":" + fn.Symbol.DisplayName()
+		short := fn.Symbol.DisplayName()
 		if fn.Delta != 0 {
-			name += fmt.Sprintf("+%d", fn.Delta)
+			short += fmt.Sprintf("+%d", fn.Delta)
 		}
+		name := kind + fn.Path + ":" + short
+		r.names[name] = probeName{short, fn.Path}
 		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name}
 		if fn.Return {
 			if s.Ret, err = regFetch(fn.Machine, ret); err != nil {

@@ -56,6 +56,9 @@ type Site struct {
 	// (A Go function's return is a plain probe at each RET instruction,
 	// with Ret set: see NamedFetch.)
 	Return bool
+	// PID, when not 0, is the process the site was found in: it is
+	// attached for that process only.
+	PID int
 	// Args says how to read arg0, arg1… at this site.
 	Args []bpfgen.Fetch
 	// Ret reads the return value at a return site (Kind 0 for none).
@@ -85,6 +88,9 @@ type Options struct {
 	// RingSize is the ring buffer's size in bytes (a power of two
 	// multiple of the page size); 0 means 1 MiB.
 	RingSize int
+	// Events has, per probe block (nil or shorter: none), the events the
+	// block sends after its body (see Event).
+	Events []*Event
 }
 
 // Program is a generated program: plain data, safe for concurrent reads.
@@ -105,6 +111,8 @@ type Program struct {
 	Probes []string
 	// ScratchSize is the per-CPU scratch value's size.
 	ScratchSize int
+	// Events are the blocks' events, indexed by a RecEvent record's id.
+	Events []EventInfo
 }
 
 // Block is one probe block's program and sites.
@@ -271,6 +279,9 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			o.Sites[i] = []Site{{Args: []bpfgen.Fetch{stub}}}
 		}
 		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, stack: stackReserved}
+		if err := g.setEvent(i); err != nil {
+			return nil, err
+		}
 		insns, err := g.program()
 		if err != nil {
 			return nil, err
@@ -407,6 +418,7 @@ type gen struct {
 	mapIdx  map[*btlang.Map]int
 	block   *btlang.ProbeBlock
 	sites   []Site
+	event   *eventGen // the block's event, or nil
 	insns   asm.Instructions
 	pending []string
 	nlabel  int
@@ -499,6 +511,7 @@ func (g *gen) program() (asm.Instructions, error) {
 		}
 		return true
 	})
+	usesProbe = usesProbe || g.event != nil
 	for i := range g.sites {
 		s := &g.sites[i]
 		for a := range bpfgen.MaxArgs {
@@ -571,6 +584,9 @@ func (g *gen) program() (asm.Instructions, error) {
 			id := g.probeID(name)
 			items = append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: int64(id)}, slot: probeOff, bit: bpfgen.MaxArgs + 1})
 		}
+		if g.event != nil {
+			items = g.eventFetch(&g.sites[i], items, used)
+		}
 		c := -1
 		for k, have := range codes {
 			if equalItems(have, items) {
@@ -635,6 +651,9 @@ func (g *gen) program() (asm.Instructions, error) {
 		g.emit(asm.JEq.Imm(asm.R0, 0, "exit"))
 	}
 	g.stmts(b.Body)
+	if g.event != nil {
+		g.emitEvent()
+	}
 	if g.err != nil {
 		return nil, g.err
 	}
