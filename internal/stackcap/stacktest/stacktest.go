@@ -92,7 +92,7 @@ func Program(tb testing.TB, mode Mode, entry bool) (asm.Instructions, int) {
 		asm.FnRingbufReserve.Call(),
 		asm.JEq.Imm(asm.R0, 0, "exit"),
 		asm.Mov.Reg(asm.R7, asm.R0),
-			}
+	}
 	if fsize > 0 {
 		f, err := stackcap.EmitFrames(elf.EM_X86_64, asm.R6, asm.R7, 0, fo, "f")
 		if err != nil {
