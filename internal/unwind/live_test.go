@@ -1,0 +1,122 @@
+package unwind_test
+
+import (
+	"debug/elf"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/internal/unwind"
+)
+
+// captureAndUnwind runs command in chain.c built with flags, with a stack
+// copy captured at leaf's entry, and returns the unwound frames' names
+// (functions of the executable, "[object]" elsewhere) and methods.
+func captureAndUnwind(t *testing.T, flags []string, command string, opts *unwind.Options) ([]string, []unwind.Method, unwind.Result) {
+	t.Helper()
+	testutil.RequireBPF(t)
+	exe := stacktest.BuildChain(t, flags...)
+	tr := testutil.StartTracee(t, exe)
+	p := stacktest.Attach(t, exe, "leaf", stacktest.Copy, true, tr.PID())
+	var spaces unwind.Spaces
+	sp, err := spaces.Get(tr.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Do(t, command)
+	rec := p.Next(t)
+	u, err := unwind.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rec.Copy
+	res, err := u.Unwind(sp, elf.EM_X86_64, unwind.Regs{PC: c.IP, SP: c.SP, FP: c.FP}, unwind.Stack{Base: c.Base, Data: c.Stack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := stacktest.NewNamer(t, tr.PID())
+	var names []string
+	var methods []unwind.Method
+	for _, f := range res.Frames {
+		names = append(names, n.Name(t, f.PC, exe))
+		methods = append(methods, f.Method)
+	}
+	t.Logf("copy of %d bytes at sp-%d; frames %v; methods %v; stop %v (%v)", len(c.Stack), c.SP-c.Base, names, methods, res.Stop, res.Err)
+	return names, methods, res
+}
+
+// TestUnwindWithoutFramePointers unwinds a stack copy taken at leaf's
+// entry in chain.c built -O2 -fomit-frame-pointer, through libc's qsort:
+// leaf, cmp, libc's frames, sort_them, main, libc's start frames, all
+// from CFI, ending at the outermost frame.
+func TestUnwindWithoutFramePointers(t *testing.T) {
+	names, methods, res := captureAndUnwind(t, []string{"-O2", "-fomit-frame-pointer"}, "sort", nil)
+	libc := "[" + filepath.Base(libcPath(t)) + "]"
+	i := 0
+	expect := func(name string) {
+		t.Helper()
+		if i >= len(names) || names[i] != name {
+			t.Fatalf("frame %d: have %v, want %s", i, names, name)
+		}
+		i++
+	}
+	expect("leaf")
+	expect("cmp")
+	if i >= len(names) || names[i] != libc {
+		t.Fatalf("frame %d: have %v, want %s (qsort)", i, names, libc)
+	}
+	for i < len(names) && names[i] == libc {
+		i++
+	}
+	expect("sort_them")
+	expect("main")
+	expect(libc) // __libc_start_call_main
+	for ; i < len(names); i++ {
+		if names[i] != libc && names[i] != "_start" {
+			t.Errorf("frame %d after main: have %v", i, names)
+		}
+	}
+	if res.Stop != unwind.StopEnd {
+		t.Errorf("stop: have %v (%v), want %v", res.Stop, res.Err, unwind.StopEnd)
+	}
+	for j, m := range methods[1:] {
+		if m != unwind.MethodCFI {
+			t.Errorf("frame %d (%s): method %v, want %v", j+1, names[j+1], m, unwind.MethodCFI)
+		}
+	}
+}
+
+// TestUnwindFramePointersOnly unwinds chain.c built with frame pointers
+// with CFI turned off: leaf has no frame of its own, so at its entry the
+// frame-pointer walk skips level3, as the kernel's does.
+func TestUnwindFramePointersOnly(t *testing.T) {
+	names, methods, _ := captureAndUnwind(t, []string{"-O0", "-fno-omit-frame-pointer"}, "levels", &unwind.Options{NoCFI: true})
+	want := []string{"leaf", "level2", "level1", "main"}
+	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) {
+		t.Fatalf("have %v, want prefix %v", names, want)
+	}
+	if slices.ContainsFunc(methods[1:], func(m unwind.Method) bool { return m != unwind.MethodFP }) {
+		t.Errorf("methods %v, want fp only", methods)
+	}
+	// With CFI, the same stack has every frame.
+	names, _, _ = captureAndUnwind(t, []string{"-O0", "-fno-omit-frame-pointer"}, "levels", nil)
+	want = []string{"leaf", "level3", "level2", "level1", "main"}
+	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) {
+		t.Fatalf("with CFI: have %v, want prefix %v", names, want)
+	}
+}
+
+// libcPath returns the path of the libc the test's targets load.
+func libcPath(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6"} {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return strings.TrimSpace(r)
+		}
+	}
+	t.Fatal("no libc.so.6")
+	return ""
+}
