@@ -48,9 +48,10 @@
 // undefined or 0 (StopEnd), the PC is in no known executable mapping
 // (StopNoMapping), a word or register it needs is not in the capture
 // (StopOutsideCopy, StopNoRegister), the CFI cannot be evaluated (StopCFI),
-// the caller's SP is below the callee's, or equal twice in a row
-// (StopNoProgress), or MaxDepth frames (StopMaxDepth). SP grows strictly
-// every other step at worst and the depth is bounded, so no input loops.
+// the caller's SP is below the callee's, or equal but for frame 0 (an
+// arm64 leaf) (StopNoProgress), or MaxDepth frames (StopMaxDepth). SP
+// grows strictly after frame 0 and the depth is bounded, so no input
+// loops.
 //
 // # Caches
 //

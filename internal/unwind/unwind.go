@@ -314,7 +314,6 @@ func (u *Unwinder) Unwind(sp *Space, m elf.Machine, regs Regs, stack Stack) (Res
 		w.vals[a.lr] = regs.LR
 	}
 	res := Result{Frames: []Frame{{PC: regs.PC, Method: MethodRegs}}}
-	equalSP := false
 	for {
 		if len(res.Frames) >= u.opts.MaxDepth {
 			res.Stop = StopMaxDepth
@@ -330,13 +329,12 @@ func (u *Unwinder) Unwind(sp *Space, m elf.Machine, regs Regs, stack Stack) (Res
 			res.Stop = StopEnd
 			return res, nil
 		}
-		newSP := w.vals[a.sp]
-		switch {
-		case newSP < curSP, newSP == curSP && equalSP:
+		// Only a frameless function at frame 0 (an arm64 leaf, its
+		// return address in LR) leaves SP as it is.
+		if newSP := w.vals[a.sp]; newSP < curSP || newSP == curSP && len(res.Frames) > 1 {
 			res.Stop = StopNoProgress
 			return res, nil
 		}
-		equalSP = newSP == curSP
 		w.pc = next
 		res.Frames = append(res.Frames, Frame{PC: next, Method: method})
 	}
