@@ -50,10 +50,11 @@ func BuildChain(tb testing.TB, flags ...string) string {
 type Mode int
 
 const (
-	None   Mode = iota // an empty record: the floor of a benchmark
-	Frames             // stackcap.EmitFrames
-	Copy               // stackcap.EmitCopy
-	Both               // frames, then the copy
+	None    Mode = iota // an empty record: the floor of a benchmark
+	Frames              // stackcap.EmitFrames
+	Copy                // stackcap.EmitCopy
+	Both                // frames, then the copy
+	StackID             // stackcap.EmitStackID into map "stacks"
 )
 
 // Probe is a loaded and attached capture program.
@@ -83,6 +84,9 @@ func Program(tb testing.TB, mode Mode, entry bool) (asm.Instructions, int) {
 	if mode == Copy || mode == Both {
 		csize = stackcap.CopySize(nil)
 	}
+	if mode == StackID {
+		fsize = stackcap.StackIDSize
+	}
 	size := max(8, fsize+csize)
 	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
@@ -93,7 +97,13 @@ func Program(tb testing.TB, mode Mode, entry bool) (asm.Instructions, int) {
 		asm.JEq.Imm(asm.R0, 0, "exit"),
 		asm.Mov.Reg(asm.R7, asm.R0),
 	}
-	if fsize > 0 {
+	if mode == StackID {
+		f, err := stackcap.EmitStackID(elf.EM_X86_64, asm.R6, asm.R7, 0, "stacks", fo, "s")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		insns = append(insns, f...)
+	} else if fsize > 0 {
 		f, err := stackcap.EmitFrames(elf.EM_X86_64, asm.R6, asm.R7, 0, fo, "f")
 		if err != nil {
 			tb.Fatal(err)
@@ -125,7 +135,10 @@ func Attach(tb testing.TB, path, symbol string, mode Mode, entry bool, pid int) 
 	testutil.RequireBPF(tb)
 	insns, fsize := Program(tb, mode, entry)
 	spec := &ebpf.CollectionSpec{
-		Maps: map[string]*ebpf.MapSpec{"events": {Name: "events", Type: ebpf.RingBuf, MaxEntries: 4 << 20}},
+		Maps: map[string]*ebpf.MapSpec{
+			"events": {Name: "events", Type: ebpf.RingBuf, MaxEntries: 4 << 20},
+			"stacks": stackcap.StackMapSpec("stacks", 1024, 0),
+		},
 		Programs: map[string]*ebpf.ProgramSpec{"capture": {
 			Name: "capture", Type: ebpf.Kprobe, License: "GPL", Instructions: insns,
 		}},
@@ -163,7 +176,15 @@ func (p *Probe) Next(tb testing.TB) Record {
 	}
 	var r Record
 	b := rec.RawSample
-	if p.framesLen > 0 {
+	if p.Mode == StackID {
+		id, err := stackcap.DecodeStackID(b)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if r.Frames, err = stackcap.LookupStack(p.coll.Maps["stacks"], id); err != nil {
+			tb.Fatal(err)
+		}
+	} else if p.framesLen > 0 {
 		if r.Frames, err = stackcap.DecodeFrames(b[:p.framesLen]); err != nil {
 			tb.Fatal(err)
 		}
