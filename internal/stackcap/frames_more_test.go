@@ -33,7 +33,7 @@ func TestStackIDAtEntry(t *testing.T) {
 	testutil.RequireBPF(t)
 	exe := stacktest.BuildChain(t, "-O0", "-fno-omit-frame-pointer")
 	tr := testutil.StartTracee(t, exe)
-	p := stacktest.Attach(t, exe, "leaf", stacktest.StackID, true, tr.PID())
+	p := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.StackID, Entry: true, PID: tr.PID()})
 	tr.Do(t, "levels")
 	have := names(t, tr.PID(), exe, p.Next(t).Frames)
 	want := []string{"leaf", "level3", "level2", "level1", "main"}
@@ -48,7 +48,7 @@ func TestFramesGo(t *testing.T) {
 	testutil.RequireBPF(t)
 	exe := testutil.BuildGo(t, "testdata/gochain")
 	tr := testutil.StartTracee(t, exe)
-	p := stacktest.Attach(t, exe, "main.leaf", stacktest.Frames, true, tr.PID())
+	p := stacktest.Attach(t, exe, "main.leaf", &stacktest.Options{Mode: stacktest.Frames, Entry: true, PID: tr.PID()})
 	tr.Do(t, "levels")
 	have := names(t, tr.PID(), exe, p.Next(t).Frames)
 	want := []string{"main.leaf", "main.level3", "main.level2", "main.level1", "main.main", "runtime.main", "runtime.goexit.abi0"}
@@ -68,7 +68,7 @@ func TestFramesAgainstBpftrace(t *testing.T) {
 	bt := testutil.RequireTool(t, "bpftrace")
 	exe := stacktest.BuildChain(t, "-O0", "-fno-omit-frame-pointer")
 	tr := testutil.StartTracee(t, exe)
-	p := stacktest.Attach(t, exe, "leaf", stacktest.Frames, true, tr.PID())
+	p := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Frames, Entry: true, PID: tr.PID()})
 
 	script := fmt.Sprintf(`BEGIN { printf("ready\n"); } uprobe:%s:leaf { @[ustack] = count(); exit(); }`, exe)
 	cmd := exec.Command(bt, "-p", strconv.Itoa(tr.PID()), "-e", script)

@@ -25,7 +25,7 @@ func TestFramesAtEntry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := testutil.StartTracee(t, exe)
-			p := stacktest.Attach(t, exe, "leaf", stacktest.Frames, tc.entry, tr.PID())
+			p := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Frames, Entry: tc.entry, PID: tr.PID()})
 			tr.Do(t, "levels")
 			r := p.Next(t)
 			n := stacktest.NewNamer(t, tr.PID())

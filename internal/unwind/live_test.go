@@ -20,7 +20,7 @@ func captureAndUnwind(t *testing.T, flags []string, command string, opts *unwind
 	testutil.RequireBPF(t)
 	exe := stacktest.BuildChain(t, flags...)
 	tr := testutil.StartTracee(t, exe)
-	p := stacktest.Attach(t, exe, "leaf", stacktest.Copy, true, tr.PID())
+	p := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: tr.PID()})
 	var spaces unwind.Spaces
 	sp, err := spaces.Get(tr.PID())
 	if err != nil {

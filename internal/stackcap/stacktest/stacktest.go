@@ -72,11 +72,24 @@ type Record struct {
 	Copy   stackcap.Copy // decoded copy (Copy, Both)
 }
 
+// Options says what a probe captures.
+type Options struct {
+	Mode  Mode
+	Entry bool // stackcap.FramesOptions.Entry
+	PID   int  // the process traced; 0: every process
+	// NoWakeup submits records without waking the reader (as bpfgen
+	// does): in a VM the wakeup's self-IPI costs microseconds per hit.
+	// For benchmarks, with DiscardAll.
+	NoWakeup bool
+}
+
 // Program returns the instructions of a capture program writing to ring
-// buffer "events", and the record size.
-func Program(tb testing.TB, mode Mode, entry bool) (asm.Instructions, int) {
+// buffer "events", and the size of the frames (or stack id) part of its
+// records.
+func Program(tb testing.TB, o *Options) (asm.Instructions, int) {
 	tb.Helper()
-	fo := &stackcap.FramesOptions{Entry: entry}
+	mode := o.Mode
+	fo := &stackcap.FramesOptions{Entry: o.Entry}
 	fsize, csize := 0, 0
 	if mode == Frames || mode == Both {
 		fsize = stackcap.FramesSize(fo)
@@ -120,6 +133,11 @@ func Program(tb testing.TB, mode Mode, entry bool) (asm.Instructions, int) {
 	insns = append(insns,
 		asm.Mov.Reg(asm.R1, asm.R7),
 		asm.Mov.Imm(asm.R2, 0),
+	)
+	if o.NoWakeup {
+		insns = append(insns, asm.Mov.Imm(asm.R2, 1)) // BPF_RB_NO_WAKEUP
+	}
+	insns = append(insns,
 		asm.FnRingbufSubmit.Call(),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
@@ -127,13 +145,12 @@ func Program(tb testing.TB, mode Mode, entry bool) (asm.Instructions, int) {
 	return insns, fsize
 }
 
-// Attach loads a program of mode and attaches it to the start of symbol in
-// the executable at path, for process pid (0: every process). entry is
-// FramesOptions.Entry. The probe is closed when the test ends.
-func Attach(tb testing.TB, path, symbol string, mode Mode, entry bool, pid int) *Probe {
+// Attach loads a capture program and attaches it to the start of symbol
+// in the executable at path. The probe is closed when the test ends.
+func Attach(tb testing.TB, path, symbol string, o *Options) *Probe {
 	tb.Helper()
 	testutil.RequireBPF(tb)
-	insns, fsize := Program(tb, mode, entry)
+	insns, fsize := Program(tb, o)
 	spec := &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{
 			"events": {Name: "events", Type: ebpf.RingBuf, MaxEntries: 4 << 20},
@@ -152,7 +169,7 @@ func Attach(tb testing.TB, path, symbol string, mode Mode, entry bool, pid int) 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	l, err := ex.Uprobe(symbol, coll.Programs["capture"], &link.UprobeOptions{PID: pid})
+	l, err := ex.Uprobe(symbol, coll.Programs["capture"], &link.UprobeOptions{PID: o.PID})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -162,7 +179,7 @@ func Attach(tb testing.TB, path, symbol string, mode Mode, entry bool, pid int) 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { rd.Close() })
-	return &Probe{Mode: mode, coll: coll, link: l, rd: rd, framesLen: fsize}
+	return &Probe{Mode: o.Mode, coll: coll, link: l, rd: rd, framesLen: fsize}
 }
 
 // Next returns the next record, failing the test if none comes within
@@ -197,20 +214,31 @@ func (p *Probe) Next(tb testing.TB) Record {
 	return r
 }
 
-// Drain discards the records waiting in the ring and returns how many.
-func (p *Probe) Drain() int {
-	n := 0
-	p.rd.SetDeadline(time.Now())
-	for {
-		if _, err := p.rd.Read(); err != nil {
-			if !errors.Is(err, ringbuf.ErrClosed) {
-				return n
+// DiscardAll reads and drops every record from now on, in a goroutine
+// that ends when the test does, so that a full ring never makes the
+// capture skip work (benchmarks). Next must not be called afterwards.
+func (p *Probe) DiscardAll(tb testing.TB) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var rec ringbuf.Record
+		for {
+			// Records come without wakeups (NoWakeup): look every
+			// 10 ms.
+			p.rd.SetDeadline(time.Now().Add(10 * time.Millisecond))
+			if err := p.rd.ReadInto(&rec); errors.Is(err, ringbuf.ErrClosed) {
+				return
 			}
-			return n
 		}
-		n++
-	}
+	}()
+	tb.Cleanup(func() {
+		p.rd.Close()
+		<-done
+	})
 }
+
+// Program returns the loaded capture program (for its run-time statistics).
+func (p *Probe) Program() *ebpf.Program { return p.coll.Programs["capture"] }
 
 // Symbols names the function symbols of an ELF file by virtual address.
 type Symbols struct {
