@@ -18,9 +18,15 @@ import (
 func captureAndUnwind(t *testing.T, flags []string, command string, opts *unwind.Options) ([]string, []unwind.Method, unwind.Result) {
 	t.Helper()
 	testutil.RequireBPF(t)
-	exe := stacktest.BuildChain(t, flags...)
+	return captureAndUnwindExe(t, stacktest.BuildChain(t, flags...), "leaf", command, opts)
+}
+
+// captureAndUnwindExe is captureAndUnwind on a built executable and a
+// probed function.
+func captureAndUnwindExe(t *testing.T, exe, fn, command string, opts *unwind.Options) ([]string, []unwind.Method, unwind.Result) {
+	t.Helper()
 	tr := testutil.StartTracee(t, exe)
-	p := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: tr.PID()})
+	p := stacktest.Attach(t, exe, fn, &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: tr.PID()})
 	var spaces unwind.Spaces
 	sp, err := spaces.Get(tr.PID())
 	if err != nil {
@@ -33,6 +39,9 @@ func captureAndUnwind(t *testing.T, flags []string, command string, opts *unwind
 		t.Fatal(err)
 	}
 	c := rec.Copy
+	if c.Base > c.SP || c.Base%4096 != 0 || len(c.Stack)%4096 != 0 || uint64(len(c.Stack)) <= c.SP-c.Base {
+		t.Fatalf("copy of %d bytes at %#x does not hold sp %#x in whole pages", len(c.Stack), c.Base, c.SP)
+	}
 	res, err := u.Unwind(sp, elf.EM_X86_64, unwind.Regs{PC: c.IP, SP: c.SP, FP: c.FP}, unwind.Stack{Base: c.Base, Data: c.Stack})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +62,21 @@ func captureAndUnwind(t *testing.T, flags []string, command string, opts *unwind
 // leaf, cmp, libc's frames, sort_them, main, libc's start frames, all
 // from CFI, ending at the outermost frame.
 func TestUnwindWithoutFramePointers(t *testing.T) {
-	names, methods, res := captureAndUnwind(t, []string{"-O2", "-fomit-frame-pointer"}, "sort", nil)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"eh_frame", []string{"-O2", "-fomit-frame-pointer"}},
+		// No .eh_frame for chain.c's functions: gcc writes their CFI
+		// to .debug_frame instead.
+		{"debug_frame", []string{"-O2", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-g"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testUnwindWithoutFramePointers(t, tc.flags) })
+	}
+}
+
+func testUnwindWithoutFramePointers(t *testing.T, flags []string) {
+	names, methods, res := captureAndUnwind(t, flags, "sort", nil)
 	libc := "[" + filepath.Base(libcPath(t)) + "]"
 	i := 0
 	expect := func(name string) {
@@ -119,4 +142,23 @@ func libcPath(t *testing.T) string {
 	}
 	t.Fatal("no libc.so.6")
 	return ""
+}
+
+// TestUnwindGo unwinds a stack copy of a Go program at the entry of a
+// frameless leaf with its CFI (Go writes a zlib-compressed .debug_frame):
+// the whole chain to runtime.goexit.
+func TestUnwindGo(t *testing.T) {
+	testutil.RequireBPF(t)
+	exe := testutil.BuildGo(t, "../stackcap/testdata/gochain")
+	names, methods, res := captureAndUnwindExe(t, exe, "main.leaf", "levels", nil)
+	want := []string{"main.leaf", "main.level3", "main.level2", "main.level1", "main.main", "runtime.main", "runtime.goexit.abi0"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("have %v, want %v", names, want)
+	}
+	if slices.ContainsFunc(methods[1:], func(m unwind.Method) bool { return m != unwind.MethodCFI }) {
+		t.Errorf("methods %v, want cfi only", methods)
+	}
+	if res.Stop != unwind.StopEnd {
+		t.Errorf("stop: have %v (%v), want %v", res.Stop, res.Err, unwind.StopEnd)
+	}
 }
