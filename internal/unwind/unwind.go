@@ -288,15 +288,50 @@ type walker struct {
 	a     arch
 	stack *Stack
 	pc    uint64
-	vals  map[uint64]uint64 // known registers by DWARF number
+	regs  regFile
+}
+
+// regFile holds the registers a walk tracks: SP, the frame pointer and
+// (arm64) the link register, by DWARF number.
+type regFile struct {
+	sp, fp, lr          uint64
+	spOK, fpOK, lrOK    bool
+	spNum, fpNum, lrNum uint64
+}
+
+func (f *regFile) get(r uint64) (uint64, bool) {
+	switch r {
+	case f.spNum:
+		return f.sp, f.spOK
+	case f.fpNum:
+		return f.fp, f.fpOK
+	case f.lrNum:
+		return f.lr, f.lrOK
+	}
+	return 0, false
+}
+
+func (f *regFile) set(r, v uint64) {
+	switch r {
+	case f.spNum:
+		f.sp, f.spOK = v, true
+	case f.fpNum:
+		f.fp, f.fpOK = v, true
+	case f.lrNum:
+		f.lr, f.lrOK = v, true
+	}
+}
+
+// cleared returns the file with the same numbering and nothing known.
+func (f *regFile) cleared() regFile {
+	return regFile{spNum: f.spNum, fpNum: f.fpNum, lrNum: f.lrNum}
 }
 
 func (w *walker) reg(r uint64) (uint64, bool) {
 	if r == w.a.ra && w.a.lr == ^uint64(0) {
 		return w.pc, true
 	}
-	v, ok := w.vals[r]
-	return v, ok
+	return w.regs.get(r)
 }
 
 func (w *walker) read(addr uint64) (uint64, bool) { return w.stack.read(addr) }
@@ -309,17 +344,21 @@ func (u *Unwinder) Unwind(sp *Space, m elf.Machine, regs Regs, stack Stack) (Res
 	if err != nil {
 		return Result{}, err
 	}
-	w := &walker{a: a, stack: &stack, pc: regs.PC, vals: map[uint64]uint64{a.sp: regs.SP, a.fp: regs.FP}}
+	w := &walker{a: a, stack: &stack, pc: regs.PC}
+	w.regs = regFile{spNum: a.sp, fpNum: a.fp, lrNum: a.lr}
+	w.regs.set(a.sp, regs.SP)
+	w.regs.set(a.fp, regs.FP)
 	if a.lr != ^uint64(0) {
-		w.vals[a.lr] = regs.LR
+		w.regs.set(a.lr, regs.LR)
 	}
-	res := Result{Frames: []Frame{{PC: regs.PC, Method: MethodRegs}}}
+	res := Result{Frames: make([]Frame, 1, min(u.opts.MaxDepth, 32))}
+	res.Frames[0] = Frame{PC: regs.PC, Method: MethodRegs}
 	for {
 		if len(res.Frames) >= u.opts.MaxDepth {
 			res.Stop = StopMaxDepth
 			return res, nil
 		}
-		curSP := w.vals[a.sp]
+		curSP := w.regs.sp
 		next, method, stop, err := u.step(sp, w, len(res.Frames) == 1)
 		if stop != 0 {
 			res.Stop, res.Err = stop, err
@@ -331,7 +370,7 @@ func (u *Unwinder) Unwind(sp *Space, m elf.Machine, regs Regs, stack Stack) (Res
 		}
 		// Only a frameless function at frame 0 (an arm64 leaf, its
 		// return address in LR) leaves SP as it is.
-		if newSP := w.vals[a.sp]; newSP < curSP || newSP == curSP && len(res.Frames) > 1 {
+		if newSP := w.regs.sp; newSP < curSP || newSP == curSP && len(res.Frames) > 1 {
 			res.Stop = StopNoProgress
 			return res, nil
 		}
@@ -384,7 +423,7 @@ func (u *Unwinder) step(sp *Space, w *walker, first bool) (uint64, Method, Stop,
 // applyFP unwinds with the frame record at the frame pointer: {caller's
 // frame pointer, return address} on both machines.
 func (w *walker) applyFP() (uint64, error) {
-	fp, ok := w.vals[w.a.fp]
+	fp, ok := w.regs.get(w.a.fp)
 	if !ok {
 		return 0, fmt.Errorf("frame pointer: %w", errNoRegister)
 	}
@@ -393,7 +432,9 @@ func (w *walker) applyFP() (uint64, error) {
 	if !ok1 || !ok2 {
 		return 0, fmt.Errorf("frame record at %#x: %w", fp, errOutsideCopy)
 	}
-	w.vals = map[uint64]uint64{w.a.sp: fp + 16, w.a.fp: prev}
+	w.regs = w.regs.cleared()
+	w.regs.set(w.a.sp, fp+16)
+	w.regs.set(w.a.fp, prev)
 	return ret, nil
 }
 
@@ -419,13 +460,15 @@ func (w *walker) applyCFI(r *row) (uint64, error) {
 	default:
 		return 0, fmt.Errorf("CFA rule %d is not supported", r.cfa.Rule)
 	}
-	vals := map[uint64]uint64{w.a.sp: cfa}
-	tracked := []uint64{w.a.fp, r.ra}
+	vals := w.regs.cleared()
+	vals.set(w.a.sp, cfa)
+	tracked := [3]uint64{w.a.fp, r.ra, w.a.lr}
+	n := 2
 	if w.a.lr != ^uint64(0) && w.a.lr != r.ra {
-		tracked = append(tracked, w.a.lr)
+		n = 3
 	}
 	var ret uint64
-	for _, reg := range tracked {
+	for _, reg := range tracked[:n] {
 		rule, ok := r.regs[reg]
 		var v uint64
 		known := true
@@ -442,7 +485,7 @@ func (w *walker) applyCFI(r *row) (uint64, error) {
 		case frame.RuleUndefined:
 			known = false
 		case frame.RuleSameVal:
-			v, known = w.vals[reg]
+			v, known = w.regs.get(reg)
 		case frame.RuleOffset:
 			var ok bool
 			if v, ok = w.stack.read(cfa + uint64(rule.Offset)); !ok {
@@ -489,9 +532,9 @@ func (w *walker) applyCFI(r *row) (uint64, error) {
 			ret = v
 		}
 		if known && reg != r.ra || known && reg == w.a.lr {
-			vals[reg] = v
+			vals.set(reg, v)
 		}
 	}
-	w.vals = vals
+	w.regs = vals
 	return ret, nil
 }

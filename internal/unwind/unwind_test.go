@@ -208,7 +208,10 @@ func FuzzParseCFI(f *testing.F) {
 		for _, fde := range fdes {
 			for _, pc := range []uint64{fde.Begin(), fde.Begin() + pcOff%max(1, fde.End()-fde.Begin())} {
 				r := establish(fde, pc)
-				w := &walker{a: arch{sp: 7, fp: 6, lr: ^uint64(0), ra: 16}, stack: &stack, pc: pc, vals: map[uint64]uint64{7: 0x7000, 6: 0x7010}}
+				w := &walker{a: arch{sp: 7, fp: 6, lr: ^uint64(0), ra: 16}, stack: &stack, pc: pc}
+				w.regs = regFile{spNum: 7, fpNum: 6, lrNum: ^uint64(0)}
+				w.regs.set(7, 0x7000)
+				w.regs.set(6, 0x7010)
 				w.applyCFI(r)
 			}
 		}
