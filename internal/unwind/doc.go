@@ -59,9 +59,10 @@
 // and inode (an object shared by processes is parsed once), with a cache
 // of evaluated rows per object. It opens objects with procfs.Open (through
 // the process's root or map_files) only while parsing; it keeps no file
-// open. Spaces remembers each process's mappings when first asked, so
-// stacks of a process that has exited still unwind as long as its objects
-// were parsed, or can still be opened through another process.
+// open. Spaces remembers each process's mappings when first asked, and
+// Unwinder.Load parses all of a Space's objects at once: called when a
+// process is first seen, stacks of it still unwind with CFI after it
+// exits (its files can then no longer be opened through it).
 //
 // # Errors and concurrency
 //

@@ -162,3 +162,47 @@ func TestUnwindGo(t *testing.T) {
 		t.Errorf("stop: have %v (%v), want %v", res.Stop, res.Err, unwind.StopEnd)
 	}
 }
+
+// TestUnwindAfterExit unwinds a stack of a process that has exited: its
+// mappings were remembered and its objects loaded when it was first seen.
+func TestUnwindAfterExit(t *testing.T) {
+	testutil.RequireBPF(t)
+	exe := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
+	tr := testutil.StartTracee(t, exe)
+	p := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: tr.PID()})
+	var spaces unwind.Spaces
+	sp, err := spaces.Get(tr.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := unwind.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Load(sp); err != nil {
+		t.Fatal(err)
+	}
+	n := stacktest.NewNamer(t, tr.PID())
+	tr.Do(t, "sort")
+	c := p.Next(t).Copy
+	tr.Cmd.Process.Kill()
+	tr.Cmd.Wait()
+	if _, err := spaces.Refresh(tr.PID()); err == nil {
+		t.Fatal("the process still has mappings after it was killed")
+	}
+	sp, err = spaces.Get(tr.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := u.Unwind(sp, elf.EM_X86_64, unwind.Regs{PC: c.IP, SP: c.SP, FP: c.FP}, unwind.Stack{Base: c.Base, Data: c.Stack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range res.Frames {
+		names = append(names, n.Name(t, f.PC, exe))
+	}
+	if len(names) < 2 || names[0] != "leaf" || names[1] != "cmp" || !slices.Contains(names, "sort_them") || !slices.Contains(names, "main") {
+		t.Fatalf("have %v, want leaf, cmp, …, sort_them, main", names)
+	}
+}

@@ -260,6 +260,25 @@ func (u *Unwinder) object(sp *Space, m procfs.Mapping) *cfi {
 	return c
 }
 
+// Load parses the CFI of every file sp maps executable that the Unwinder
+// has not parsed yet, so that the process's stacks still unwind with CFI
+// after it exits (its files can then no longer be opened through it).
+// Call it when a process is first seen. It returns the errors of objects
+// that cannot be opened or parsed, joined; those unwind with frame
+// pointers.
+func (u *Unwinder) Load(sp *Space) error {
+	var errs []error
+	for _, m := range sp.exec {
+		if !m.FileBacked() {
+			continue
+		}
+		if err := u.object(sp, m).err; err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m.Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // ObjectError reports why the object mapped by m has no usable CFI: nil
 // when it has some, or has none and nothing went wrong. It parses the
 // object if no walk did yet.
