@@ -217,3 +217,42 @@ func FuzzParseCFI(f *testing.F) {
 		}
 	})
 }
+
+// TestUnwindConcurrent walks from several goroutines over one Unwinder
+// (run with -race): objects and rows are parsed and cached once, and
+// every walk of the same input gives the same result.
+func TestUnwindConcurrent(t *testing.T) {
+	sp, text := selfSpace(t)
+	u, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := fpStack(map[uint64]uint64{0x10: 0x7040, 0x18: text.Start + 0x100, 0x40: 0x7080, 0x48: 0x400200})
+	regs := Regs{PC: text.Start + 0x40, SP: 0x7000, FP: 0x7010}
+	want, err := u.Unwind(sp, elf.EM_X86_64, regs, stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u2, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan Result, 8)
+	for range 8 {
+		go func() {
+			res, _ := u2.Unwind(sp, elf.EM_X86_64, regs, stack)
+			results <- res
+		}()
+	}
+	for range 8 {
+		res := <-results
+		if res.Stop != want.Stop || len(res.Frames) != len(want.Frames) {
+			t.Fatalf("have %+v, want %+v", res, want)
+		}
+		for i := range res.Frames {
+			if res.Frames[i] != want.Frames[i] {
+				t.Fatalf("have %+v, want %+v", res, want)
+			}
+		}
+	}
+}
