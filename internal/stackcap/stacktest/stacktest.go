@@ -18,8 +18,10 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/stackcap"
+	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -240,29 +242,27 @@ func (p *Probe) DiscardAll(tb testing.TB) {
 // Program returns the loaded capture program (for its run-time statistics).
 func (p *Probe) Program() *ebpf.Program { return p.coll.Programs["capture"] }
 
-// Symbols names the function symbols of an ELF file by virtual address.
+// Symbols names the function symbols of an ELF file by virtual address
+// (read with internal/symtab).
 type Symbols struct {
-	syms []elf.Symbol
+	syms []symtab.Symbol
 }
 
-// ReadSymbols reads the function symbols (.symtab, else .dynsym) of path.
+// ReadSymbols reads the function symbols of path.
 func ReadSymbols(tb testing.TB, path string) *Symbols {
 	tb.Helper()
-	f, err := elf.Open(path)
+	f, err := elfnotes.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		syms, err = f.DynamicSymbols()
-	}
+	syms, err := symtab.Read(f)
 	if err != nil {
 		tb.Fatalf("%s: %v", path, err)
 	}
-	var fn []elf.Symbol
+	var fn []symtab.Symbol
 	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+		if s.Type == elf.STT_FUNC && s.Value != 0 {
 			fn = append(fn, s)
 		}
 	}
@@ -283,22 +283,12 @@ func (s *Symbols) Name(addr uint64) string {
 	return sym.Name
 }
 
-// Addr returns the address of function name, or 0.
-func (s *Symbols) Addr(name string) uint64 {
-	for _, sym := range s.syms {
-		if sym.Name == name {
-			return sym.Value
-		}
-	}
-	return 0
-}
-
 // Namer names addresses of one process: "function" in the objects whose
 // symbols are read, "[path]" in other file mappings, "?" elsewhere.
 type Namer struct {
 	maps []procfs.Mapping
 	syms map[string]*Symbols
-	bias map[string][]elf.ProgHeader
+	bias map[string][]elfnotes.Prog
 }
 
 // NewNamer snapshots the mappings of process pid.
@@ -308,7 +298,7 @@ func NewNamer(tb testing.TB, pid int) *Namer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Namer{maps: maps, syms: map[string]*Symbols{}, bias: map[string][]elf.ProgHeader{}}
+	return &Namer{maps: maps, syms: map[string]*Symbols{}, bias: map[string][]elfnotes.Prog{}}
 }
 
 // Object returns the path of the file mapped at pc, or "".
@@ -333,13 +323,13 @@ func (n *Namer) Name(tb testing.TB, pc uint64, symbolize ...string) string {
 		}
 		if n.syms[m.Path] == nil {
 			n.syms[m.Path] = ReadSymbols(tb, m.Path)
-			f, err := elf.Open(m.Path)
+			f, err := elfnotes.Open(m.Path)
 			if err != nil {
 				tb.Fatal(err)
 			}
 			for _, p := range f.Progs {
 				if p.Type == elf.PT_LOAD {
-					n.bias[m.Path] = append(n.bias[m.Path], p.ProgHeader)
+					n.bias[m.Path] = append(n.bias[m.Path], *p)
 				}
 			}
 			f.Close()
