@@ -24,12 +24,16 @@
 // called by level3). The caller's return address is the word at the stack
 // pointer. With FramesOptions.Entry (the site is a symbol's start; the
 // generator knows) the program also reads that word, and the decoders put
-// it after the instruction pointer, unless the kernel already did: Linux
-// 6.12+ (commit "perf,x86: avoid missing caller address in stack traces
-// captured in uprobe") adds it for uprobes on `push %rbp` or `endbr64`, so
-// a second frame equal to the word means the kernel had it. The price of
-// that test: in a recursion from one call site on an older kernel, one of
-// the equal frames is dropped.
+// it after the instruction pointer, unless the kernel already did: recent
+// x86-64 kernels (commit "perf,x86: avoid missing caller address in stack
+// traces captured in uprobe"; 6.18 here does) add it themselves, but only
+// for uprobes on a `push %rbp` or `endbr64` instruction, so a function
+// that sets up no frame (a leaf at -O2, Go's small leaf functions) still
+// loses its caller there. A second frame equal to the word means the
+// kernel had it. The price of that test: in a recursion from one call
+// site on a kernel without the commit, one of the equal frames is
+// dropped. Entry is for a function's first instruction only, never for a
+// return probe.
 //
 // # Layouts
 //
