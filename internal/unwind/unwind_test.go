@@ -1,8 +1,12 @@
 package unwind
 
 import (
+	"errors"
+	"path/filepath"
+
 	"debug/elf"
 	"encoding/binary"
+	"github.com/usdtkit/usdtkit/elfnotes"
 	"os"
 	"testing"
 
@@ -254,5 +258,39 @@ func TestUnwindConcurrent(t *testing.T) {
 				t.Fatalf("have %+v, want %+v", res, want)
 			}
 		}
+	}
+}
+
+// TestDamagedObject gives the walk an object that is not ELF: it unwinds
+// with frame pointers, and ObjectError says why (an elfnotes.FormatError).
+func TestDamagedObject(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "damaged")
+	if err := os.WriteFile(path, []byte("\x7fELF but not really"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opened := 0
+	u, err := New(&Options{Open: func(procfs.Object) (*os.File, error) {
+		opened++
+		return os.Open(path)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := procfs.Mapping{Start: 0x400000, End: 0x500000, Perms: "r-xp", Major: 8, Inode: 1234, Path: "/damaged"}
+	sp := NewSpace(1, []procfs.Mapping{m})
+	stack := fpStack(map[uint64]uint64{0x10: 0x7040, 0x18: 0x400100})
+	res, err := u.Unwind(sp, elf.EM_X86_64, Regs{PC: 0x400010, SP: 0x7000, FP: 0x7010}, stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Frames) < 2 || res.Frames[1].Method != MethodFP || res.Frames[1].PC != 0x400100 {
+		t.Fatalf("have %+v, want a second frame 0x400100 by fp", res.Frames)
+	}
+	var fe *elfnotes.FormatError
+	if err := u.ObjectError(sp, m); !errors.As(err, &fe) {
+		t.Fatalf("ObjectError: have %v, want an *elfnotes.FormatError", err)
+	}
+	if opened != 1 {
+		t.Fatalf("opened %d times, want once", opened)
 	}
 }
