@@ -1,15 +1,14 @@
 package unwind
 
 import (
-	"errors"
-	"path/filepath"
-
 	"debug/elf"
 	"encoding/binary"
-	"github.com/usdtkit/usdtkit/elfnotes"
+	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 )
 
