@@ -22,9 +22,10 @@
 // so a walk from it finds the caller's caller and skips the caller itself
 // (bpftrace 0.17 prints "leaf, level2, level1, main" for a probe on leaf
 // called by level3). The caller's return address is the word at the stack
-// pointer. With FramesOptions.Entry (the site is a symbol's start; the
-// generator knows) the program also reads that word, and the decoders put
-// it after the instruction pointer, unless the kernel already did: recent
+// pointer on x86-64, the link register x30 on arm64 (the "caller word").
+// With FramesOptions.Entry (the site is a symbol's start; the generator
+// knows) the program also reads it, and the decoders put it after the
+// instruction pointer, unless the kernel already did: recent
 // x86-64 kernels (commit "perf,x86: avoid missing caller address in stack
 // traces captured in uprobe"; 6.18 here does) add it themselves, but only
 // for uprobes on a `push %rbp` or `endbr64` instruction, so a function

@@ -151,12 +151,8 @@ func EmitFrames(m elf.Machine, ctx, dst asm.Register, off int16, opts *FramesOpt
 	if opts != nil && opts.Entry {
 		// The caller's return address, read before the walk so a
 		// failed walk still says where the function was called from.
+		insns = append(insns, emitCaller(r, ctx, dst, off+8)...)
 		insns = append(insns,
-			asm.Mov.Reg(asm.R1, dst),
-			asm.Add.Imm(asm.R1, int32(off)+8),
-			asm.Mov.Imm(asm.R2, 8),
-			asm.LoadMem(asm.R3, ctx, r.sp, asm.DWord),
-			asm.FnProbeReadUser.Call(),
 			asm.JNE.Imm(asm.R0, 0, prefix+"_frames_walk"),
 			asm.StoreImm(dst, off+4, FlagCaller, asm.Word),
 		)
@@ -249,13 +245,7 @@ func EmitStackID(m elf.Machine, ctx, dst asm.Register, off int16, stackMap strin
 	}
 	insns := asm.Instructions{storeImm64(dst, off+8, 0)}
 	if opts != nil && opts.Entry {
-		insns = append(insns,
-			asm.Mov.Reg(asm.R1, dst),
-			asm.Add.Imm(asm.R1, int32(off)+8),
-			asm.Mov.Imm(asm.R2, 8),
-			asm.LoadMem(asm.R3, ctx, r.sp, asm.DWord),
-			asm.FnProbeReadUser.Call(),
-		)
+		insns = append(insns, emitCaller(r, ctx, dst, off+8)...)
 	}
 	insns = append(insns,
 		asm.Mov.Reg(asm.R1, ctx),
@@ -303,6 +293,27 @@ func LookupStack(stacks *ebpf.Map, id StackID) ([]uint64, error) {
 		pcs = append(pcs, pc)
 	}
 	return MergeCaller(pcs, id.Caller), nil
+}
+
+// emitCaller stores the return address at a function's entry at dst+at
+// and leaves 0 in R0 when it is there: on x86-64 the word at the stack
+// pointer (read with bpf_probe_read_user, which zeroes dst+at and returns
+// an error if it cannot), on arm64 the link register x30.
+func emitCaller(r regs, ctx, dst asm.Register, at int16) asm.Instructions {
+	if r.hasLR {
+		return asm.Instructions{
+			asm.LoadMem(asm.R1, ctx, r.lr, asm.DWord),
+			asm.StoreMem(dst, at, asm.R1, asm.DWord),
+			asm.Mov.Imm(asm.R0, 0),
+		}
+	}
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, dst),
+		asm.Add.Imm(asm.R1, int32(at)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.LoadMem(asm.R3, ctx, r.sp, asm.DWord),
+		asm.FnProbeReadUser.Call(),
+	}
 }
 
 // storeImm64 stores a sign-extended 32-bit immediate in 8 bytes (BPF_ST
