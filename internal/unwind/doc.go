@@ -22,7 +22,9 @@
 //   - MethodFP: otherwise (no CFI in the object, no FDE for the PC, or code
 //     in an anonymous executable mapping such as a JIT's) the frame
 //     pointer: x86-64 return address at [rbp+8], caller's rbp at [rbp],
-//     SP = rbp+16; arm64 the frame record {x29, x30} at x29.
+//     SP = rbp+16; arm64 the frame record {x29, x30} at x29. At a
+//     function's first instruction (Regs.Entry) frame 0 has no record
+//     yet: its return address is at SP (x86-64) or in LR (arm64).
 //
 // Memory is read only from the stack copy: a word outside it ends the
 // walk. Registers the rules need and the capture does not hold (CFA based

@@ -14,16 +14,17 @@ import (
 
 // captureAndUnwind runs command in chain.c built with flags, with a stack
 // copy captured at leaf's entry, and returns the unwound frames' names
-// (functions of the executable, "[object]" elsewhere) and methods.
-func captureAndUnwind(t *testing.T, flags []string, command string, opts *unwind.Options) ([]string, []unwind.Method, unwind.Result) {
+// (functions of the executable, "[object]" elsewhere) and methods; entry
+// is Regs.Entry.
+func captureAndUnwind(t *testing.T, flags []string, command string, opts *unwind.Options, entry bool) ([]string, []unwind.Method, unwind.Result) {
 	t.Helper()
 	testutil.RequireBPF(t)
-	return captureAndUnwindExe(t, stacktest.BuildChain(t, flags...), "leaf", command, opts)
+	return captureAndUnwindExe(t, stacktest.BuildChain(t, flags...), "leaf", command, opts, entry)
 }
 
 // captureAndUnwindExe is captureAndUnwind on a built executable and a
 // probed function.
-func captureAndUnwindExe(t *testing.T, exe, fn, command string, opts *unwind.Options) ([]string, []unwind.Method, unwind.Result) {
+func captureAndUnwindExe(t *testing.T, exe, fn, command string, opts *unwind.Options, entry bool) ([]string, []unwind.Method, unwind.Result) {
 	t.Helper()
 	tr := testutil.StartTracee(t, exe)
 	p := stacktest.Attach(t, exe, fn, &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: tr.PID()})
@@ -42,7 +43,7 @@ func captureAndUnwindExe(t *testing.T, exe, fn, command string, opts *unwind.Opt
 	if c.Base > c.SP || c.Base%4096 != 0 || len(c.Stack)%4096 != 0 || uint64(len(c.Stack)) <= c.SP-c.Base {
 		t.Fatalf("copy of %d bytes at %#x does not hold sp %#x in whole pages", len(c.Stack), c.Base, c.SP)
 	}
-	res, err := u.Unwind(sp, elf.EM_X86_64, unwind.Regs{PC: c.IP, SP: c.SP, FP: c.FP}, unwind.Stack{Base: c.Base, Data: c.Stack})
+	res, err := u.Unwind(sp, elf.EM_X86_64, unwind.Regs{PC: c.IP, SP: c.SP, FP: c.FP, Entry: entry}, unwind.Stack{Base: c.Base, Data: c.Stack})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestUnwindWithoutFramePointers(t *testing.T) {
 }
 
 func testUnwindWithoutFramePointers(t *testing.T, flags []string) {
-	names, methods, res := captureAndUnwind(t, flags, "sort", nil)
+	names, methods, res := captureAndUnwind(t, flags, "sort", nil, true)
 	libc := "[" + filepath.Base(libcPath(t)) + "]"
 	i := 0
 	expect := func(name string) {
@@ -114,21 +115,30 @@ func testUnwindWithoutFramePointers(t *testing.T, flags []string) {
 
 // TestUnwindFramePointersOnly unwinds chain.c built with frame pointers
 // with CFI turned off: leaf has no frame of its own, so at its entry the
-// frame-pointer walk skips level3, as the kernel's does.
+// frame-pointer walk skips level3, as the kernel's does, unless the walk
+// knows the PC is an entry; with CFI every frame is there anyway.
 func TestUnwindFramePointersOnly(t *testing.T) {
-	names, methods, _ := captureAndUnwind(t, []string{"-O0", "-fno-omit-frame-pointer"}, "levels", &unwind.Options{NoCFI: true})
-	want := []string{"leaf", "level2", "level1", "main"}
-	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) {
-		t.Fatalf("have %v, want prefix %v", names, want)
-	}
-	if slices.ContainsFunc(methods[1:], func(m unwind.Method) bool { return m != unwind.MethodFP }) {
-		t.Errorf("methods %v, want fp only", methods)
-	}
-	// With CFI, the same stack has every frame.
-	names, _, _ = captureAndUnwind(t, []string{"-O0", "-fno-omit-frame-pointer"}, "levels", nil)
-	want = []string{"leaf", "level3", "level2", "level1", "main"}
-	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) {
-		t.Fatalf("with CFI: have %v, want prefix %v", names, want)
+	all := []string{"leaf", "level3", "level2", "level1", "main"}
+	for _, tc := range []struct {
+		name   string
+		opts   *unwind.Options
+		entry  bool
+		want   []string
+		method unwind.Method
+	}{
+		{"fp", &unwind.Options{NoCFI: true}, false, []string{"leaf", "level2", "level1", "main"}, unwind.MethodFP},
+		{"fp at entry", &unwind.Options{NoCFI: true}, true, all, unwind.MethodFP},
+		{"cfi", nil, false, all, unwind.MethodCFI},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			names, methods, _ := captureAndUnwind(t, []string{"-O0", "-fno-omit-frame-pointer"}, "levels", tc.opts, tc.entry)
+			if len(names) < len(tc.want) || !slices.Equal(names[:len(tc.want)], tc.want) {
+				t.Fatalf("have %v, want prefix %v", names, tc.want)
+			}
+			if slices.ContainsFunc(methods[1:], func(m unwind.Method) bool { return m != tc.method }) {
+				t.Errorf("methods %v, want %v only", methods, tc.method)
+			}
+		})
 	}
 }
 
@@ -150,7 +160,7 @@ func libcPath(t *testing.T) string {
 func TestUnwindGo(t *testing.T) {
 	testutil.RequireBPF(t)
 	exe := testutil.BuildGo(t, "../stackcap/testdata/gochain")
-	names, methods, res := captureAndUnwindExe(t, exe, "main.leaf", "levels", nil)
+	names, methods, res := captureAndUnwindExe(t, exe, "main.leaf", "levels", nil, true)
 	want := []string{"main.leaf", "main.level3", "main.level2", "main.level1", "main.main", "runtime.main", "runtime.goexit.abi0"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("have %v, want %v", names, want)

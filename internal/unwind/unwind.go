@@ -78,7 +78,15 @@ type Result struct {
 
 // Regs are the registers captured with the stack: x86-64 rip, rsp, rbp;
 // arm64 pc, sp, x29 and x30 (LR).
-type Regs struct{ PC, SP, FP, LR uint64 }
+type Regs struct {
+	PC, SP, FP, LR uint64
+	// Entry says PC is a function's first instruction (the probe is at a
+	// symbol's start). Frame 0 then unwinds by frame pointer, when its
+	// object has no CFI for it, from the return address at SP (x86-64)
+	// or in LR (arm64) instead of the frame record, which is still the
+	// caller's.
+	Entry bool
+}
 
 // Stack is a copy of user memory: Data holds the bytes at Base.
 type Stack struct {
@@ -378,7 +386,7 @@ func (u *Unwinder) Unwind(sp *Space, m elf.Machine, regs Regs, stack Stack) (Res
 			return res, nil
 		}
 		curSP := w.regs.sp
-		next, method, stop, err := u.step(sp, w, len(res.Frames) == 1)
+		next, method, stop, err := u.step(sp, w, len(res.Frames) == 1, regs.Entry)
 		if stop != 0 {
 			res.Stop, res.Err = stop, err
 			return res, nil
@@ -400,7 +408,7 @@ func (u *Unwinder) Unwind(sp *Space, m elf.Machine, regs Regs, stack Stack) (Res
 
 // step unwinds one frame: it updates w's registers to the caller's and
 // returns the caller's PC.
-func (u *Unwinder) step(sp *Space, w *walker, first bool) (uint64, Method, Stop, error) {
+func (u *Unwinder) step(sp *Space, w *walker, first, entry bool) (uint64, Method, Stop, error) {
 	mp, ok := sp.Mapping(w.pc)
 	if !ok {
 		return 0, 0, StopNoMapping, nil
@@ -429,6 +437,13 @@ func (u *Unwinder) step(sp *Space, w *walker, first bool) (uint64, Method, Stop,
 			}
 		}
 	}
+	if first && entry {
+		next, err := w.applyEntry()
+		if err != nil {
+			return 0, 0, StopOutsideCopy, err
+		}
+		return next, MethodFP, 0, nil
+	}
 	next, err := w.applyFP()
 	if err != nil {
 		if errors.Is(err, errNoRegister) {
@@ -454,6 +469,27 @@ func (w *walker) applyFP() (uint64, error) {
 	w.regs = w.regs.cleared()
 	w.regs.set(w.a.sp, fp+16)
 	w.regs.set(w.a.fp, prev)
+	return ret, nil
+}
+
+// applyEntry unwinds a function stopped at its first instruction: it has
+// pushed nothing, so the return address is at SP (x86-64, the caller's SP
+// is 8 above) or in LR (arm64, SP unchanged), and the frame pointer is
+// still the caller's.
+func (w *walker) applyEntry() (uint64, error) {
+	if w.a.lr != ^uint64(0) {
+		lr, ok := w.regs.get(w.a.lr)
+		if !ok {
+			return 0, fmt.Errorf("link register: %w", errNoRegister)
+		}
+		w.regs.lrOK = false
+		return lr, nil
+	}
+	ret, ok := w.stack.read(w.regs.sp)
+	if !ok {
+		return 0, fmt.Errorf("return address at %#x: %w", w.regs.sp, errOutsideCopy)
+	}
+	w.regs.set(w.a.sp, w.regs.sp+8)
 	return ret, nil
 }
 

@@ -170,14 +170,14 @@ func FuzzUnwind(f *testing.F) {
 		if self {
 			pc = text.Start + pcOff%(text.End-text.Start)
 		}
-		res, err := u.Unwind(sp, elf.EM_X86_64, Regs{PC: pc, SP: rsp, FP: rbp}, Stack{Base: 0x7000, Data: data})
+		res, err := u.Unwind(sp, elf.EM_X86_64, Regs{PC: pc, SP: rsp, FP: rbp, Entry: pcOff&1 == 1}, Stack{Base: 0x7000, Data: data})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(res.Frames) == 0 || len(res.Frames) > 32 || res.Stop == 0 {
 			t.Fatalf("%d frames, stop %v", len(res.Frames), res.Stop)
 		}
-		res, err = u.Unwind(sp, elf.EM_AARCH64, Regs{PC: pc, SP: rsp, FP: rbp, LR: pcOff}, Stack{Base: 0x7000, Data: data})
+		res, err = u.Unwind(sp, elf.EM_AARCH64, Regs{PC: pc, SP: rsp, FP: rbp, LR: pcOff, Entry: pcOff&2 == 2}, Stack{Base: 0x7000, Data: data})
 		if err != nil || len(res.Frames) == 0 || len(res.Frames) > 32 || res.Stop == 0 {
 			t.Fatalf("arm64: %d frames, stop %v, %v", len(res.Frames), res.Stop, err)
 		}
