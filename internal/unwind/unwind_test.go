@@ -293,3 +293,27 @@ func TestDamagedObject(t *testing.T) {
 		t.Fatalf("opened %d times, want once", opened)
 	}
 }
+
+// TestUnwindARM64Entry walks an arm64 stack stopped at a function's first
+// instruction: the caller is in LR, then the frame records at x29.
+func TestUnwindARM64Entry(t *testing.T) {
+	u, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := fpStack(map[uint64]uint64{0x10: 0x7040, 0x18: 0x400200, 0x40: 0, 0x48: 0})
+	regs := Regs{PC: 0x400010, SP: 0x7000, FP: 0x7010, LR: 0x400100, Entry: true}
+	res, err := u.Unwind(jitSpace(), elf.EM_AARCH64, regs, stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Frame{{0x400010, MethodRegs}, {0x400100, MethodFP}, {0x400200, MethodFP}}
+	if len(res.Frames) != len(want) || res.Stop != StopEnd {
+		t.Fatalf("have %+v (%v), want %+v", res.Frames, res.Stop, want)
+	}
+	for i := range want {
+		if res.Frames[i] != want[i] {
+			t.Fatalf("have %+v, want %+v", res.Frames, want)
+		}
+	}
+}
