@@ -27,7 +27,7 @@ func captureAndUnwind(t *testing.T, flags []string, command string, opts *unwind
 func captureAndUnwindExe(t *testing.T, exe, fn, command string, opts *unwind.Options, entry bool) ([]string, []unwind.Method, unwind.Result) {
 	t.Helper()
 	tr := testutil.StartTracee(t, exe)
-	p := stacktest.Attach(t, exe, fn, &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: tr.PID()})
+	p := stacktest.Attach(t, exe, fn, &stacktest.Options{Mode: stacktest.Both, Entry: true, PID: tr.PID()})
 	var spaces unwind.Spaces
 	sp, err := spaces.Get(tr.PID())
 	if err != nil {
@@ -54,6 +54,11 @@ func captureAndUnwindExe(t *testing.T, exe, fn, command string, opts *unwind.Opt
 		names = append(names, n.Name(t, f.PC, exe))
 		methods = append(methods, f.Method)
 	}
+	var kernel []string
+	for _, pc := range rec.Frames {
+		kernel = append(kernel, n.Name(t, pc, exe))
+	}
+	t.Logf("the kernel's frame-pointer walk of the same hit: %v", kernel)
 	t.Logf("copy of %d bytes at sp-%d; frames %v; methods %v; stop %v (%v)", len(c.Stack), c.SP-c.Base, names, methods, res.Stop, res.Err)
 	return names, methods, res
 }
