@@ -218,3 +218,57 @@ func exists(path string) bool {
 
 // committedObject is the object examples/byo-c commits (bpf2go's output).
 const committedObject = "../examples/byo-c/byo_x86_bpfel.o"
+
+// proc is a child process spoken to in lines, killed when the test ends.
+type proc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+}
+
+func startProc(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return &proc{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+}
+
+// line returns the next line the process prints.
+func (p *proc) line(t *testing.T) string {
+	t.Helper()
+	if !p.out.Scan() {
+		t.Fatalf("%s ended: %v", p.cmd.Path, p.out.Err())
+	}
+	return p.out.Text()
+}
+
+// do sends command and returns the lines before "done".
+func (p *proc) do(t *testing.T, command string) []string {
+	t.Helper()
+	if _, err := fmt.Fprintln(p.stdin, command); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for l := p.line(t); l != "done"; l = p.line(t) {
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }

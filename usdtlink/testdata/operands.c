@@ -70,7 +70,7 @@ __attribute__((noinline)) void fire_rip(void)
 __attribute__((noinline)) void fire_consts(void)
 {
 	__asm__ __volatile__(
-		STAP_PROBE_ASM(t, consts, 4@$42 -8@$-1 1@$-56 -2@$-300 8@$0x1234567890)
+		STAP_PROBE_ASM(t, consts, 4@$42 -8@$-1 1@$-56 -2@$-300 8@$78187493520)
 		::: "memory");
 }
 
