@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { testutil.MainCheckingFDs(m) }
 
 const nargs = 12
 
-// event is struct event of testdata/byo.bpf.c.
+// event is struct event of examples/byo-c/byo.bpf.c.
 type event struct {
 	Cookie uint64
 	Cnt    int64
@@ -52,19 +52,19 @@ func (e *event) String() string {
 	return b.String()
 }
 
-// clangFlags compile testdata/byo.bpf.c for x86-64 pt_regs.
+// clangFlags compile examples/byo-c/byo.bpf.c for x86-64 pt_regs.
 var clangFlags = []string{"-target", "bpf", "-D__TARGET_ARCH_x86", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu"}
 
-// buildBPF compiles testdata/byo.bpf.c with clang, against the installed
+// buildBPF compiles examples/byo-c/byo.bpf.c with clang, against the installed
 // <bpf/usdt.bpf.h> or, with sib, testdata/usdt_sib.bpf.h.
 func buildBPF(t *testing.T, sib bool) string {
 	t.Helper()
 	clang := testutil.RequireTool(t, "clang")
 	testutil.RequireFile(t, "/usr/include/bpf/usdt.bpf.h")
 	out := filepath.Join(t.TempDir(), "byo.o")
-	args := append(append([]string{}, clangFlags...), "-c", "testdata/byo.bpf.c", "-o", out)
+	args := append(append([]string{}, clangFlags...), "-DKEEP_WEAK", "-c", "../examples/byo-c/byo.bpf.c", "-o", out)
 	if sib {
-		args = append(args, "-DUSDT_SIB")
+		args = append(args, "-DUSDT_SIB", "-Itestdata")
 	}
 	if b, err := exec.Command(clang, args...).CombinedOutput(); err != nil {
 		t.Fatalf("clang %v: %v\n%s", args, err, b)
