@@ -22,6 +22,12 @@ import (
 //     LINUX_HAS_BPF_COOKIE, at a map of its own (KconfigMap) holding 1. An
 //     object with other .kconfig variables is refused. A kernel without
 //     bpf_get_attach_cookie gives an error wrapping ebpf.ErrNotSupported.
+//   - usdt.bpf.h's helpers (bpf_usdt_arg, bpf_usdt_arg_cnt,
+//     bpf_usdt_cookie, bpf_usdt_arg_size) are __hidden global functions,
+//     which libbpf turns static when it loads an object: the verifier
+//     checks a global function alone, assuming nothing of its pointer
+//     arguments, and rejects them. PrepareSpec gives them static linkage.
+//     (LoadCollectionSpec does so for every hidden function.)
 //   - programs in "usdt" sections get the uprobe_multi attach type when
 //     the kernel has uprobe_multi and classic is false, as libbpf does,
 //     so that Attach can attach all locations with one link.
@@ -32,6 +38,7 @@ func PrepareSpec(spec *ebpf.CollectionSpec, classic bool) error {
 	if err := fillKconfig(spec); err != nil {
 		return err
 	}
+	staticHidden(spec, usdtHelpers)
 	multi := !classic && features.HaveBPFLinkUprobeMulti() == nil
 	for _, p := range spec.Programs {
 		if _, ok := usdtSection(p.SectionName); ok && multi && p.Type == ebpf.Kprobe {
@@ -40,6 +47,9 @@ func PrepareSpec(spec *ebpf.CollectionSpec, classic bool) error {
 	}
 	return nil
 }
+
+// usdtHelpers are the __hidden functions of usdt.bpf.h.
+var usdtHelpers = map[string]bool{"bpf_usdt_arg": true, "bpf_usdt_arg_cnt": true, "bpf_usdt_cookie": true, "bpf_usdt_arg_size": true}
 
 // KconfigMap is the map PrepareSpec adds for LINUX_HAS_BPF_COOKIE.
 const KconfigMap = "usdtlink_kcfg"

@@ -94,3 +94,22 @@ func TestAttachCollection(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareSpecAlone loads the committed example object (built with
+// __weak defined away, as bpf2go needs) with cilium/ebpf's own loader and
+// PrepareSpec only.
+func TestPrepareSpecAlone(t *testing.T) {
+	testutil.RequireBPF(t)
+	spec, err := ebpf.LoadCollectionSpec(committedObject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := usdtlink.PrepareSpec(spec, false); err != nil {
+		t.Fatal(err)
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll.Close()
+}

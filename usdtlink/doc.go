@@ -41,7 +41,8 @@
 // with [LoadCollectionSpec] or [LoadCollectionSpecFromReader] (bpf2go's
 // embedded bytes), which fix all three ([StrongMaps], [PrepareSpec]); or
 // define __weak empty before including the header (bpf2go itself parses
-// the object and needs that) and call PrepareSpec.
+// the object and needs that), load it with cilium/ebpf and call
+// PrepareSpec, which fixes the other two.
 //
 // # Programs in Go
 //
