@@ -185,15 +185,21 @@ func startLoader(t *testing.T, exe, obj, target, provider, name string, pid int,
 		cmd.Wait()
 	})
 	ld := &loader{stdin: stdin, out: bufio.NewScanner(stdout)}
+	// stderr is complete, and safe to read, once the loader has exited.
+	stderrText := func() string {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return strings.TrimSpace(stderr.String())
+	}
 	if !ld.out.Scan() {
-		t.Fatalf("libbpf loader ended: %v\n%s", ld.out.Err(), stderr.String())
+		t.Fatalf("libbpf loader ended: %v\n%s", ld.out.Err(), stderrText())
 	}
 	switch line := ld.out.Text(); {
 	case line == "ready":
 	case strings.HasPrefix(line, "refused"):
-		ld.refused = line + ": " + strings.TrimSpace(stderr.String())
+		ld.refused = line + ": " + stderrText()
 	default:
-		t.Fatalf("libbpf loader: %q\n%s", line, stderr.String())
+		t.Fatalf("libbpf loader: %q\n%s", line, stderrText())
 	}
 	return ld
 }
