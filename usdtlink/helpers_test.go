@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,7 @@ var clangFlags = []string{"-target", "bpf", "-D__TARGET_ARCH_x86", "-O2", "-g", 
 // <bpf/usdt.bpf.h> or, with sib, testdata/usdt_sib.bpf.h.
 func buildBPF(t *testing.T, sib bool) string {
 	t.Helper()
+	requireAMD64(t)
 	clang := testutil.RequireTool(t, "clang")
 	testutil.RequireFile(t, "/usr/include/bpf/usdt.bpf.h")
 	out := filepath.Join(t.TempDir(), "byo.o")
@@ -75,6 +77,7 @@ func buildBPF(t *testing.T, sib bool) string {
 // buildC compiles a C file of testdata with gcc and extra flags.
 func buildC(t *testing.T, src string, flags ...string) string {
 	t.Helper()
+	requireAMD64(t)
 	gcc := testutil.RequireTool(t, "gcc")
 	testutil.RequireFile(t, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
 	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
@@ -278,3 +281,11 @@ func (p *proc) do(t *testing.T, command string) []string {
 }
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// requireAMD64 skips tests whose C programs and pt_regs are x86-64's.
+func requireAMD64(t *testing.T) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("x86-64 test programs on %s", runtime.GOARCH)
+	}
+}
