@@ -19,11 +19,41 @@
 //   - uprobe:PATH:FUNC, uprobe:PATH:FUNC+OFFSET and uretprobe:PATH:FUNC
 //     name native functions (package uprobe): arg0…arg5 are the C ABI's
 //     integer argument registers, retval the return register. An empty
-//     PATH means what it means for usdt. Go
-//     functions are refused (ErrGoFunction) until programs read their
-//     arguments by name; the trace command's flags trace them.
+//     PATH means what it means for usdt.
+//   - The same probes on Go functions (uprobe:PATH:main.(*Server).handle)
+//     read values by name, as the binary's DWARF places them for Go's
+//     register ABI (package gofunc): args.NAME (or args->NAME) is a
+//     parameter at the entry site, the first instruction after the stack
+//     check. Integers, bools and pointers are integers (signed as their
+//     type); a Go string is a string of its first 63 bytes (read by its
+//     length, not up to a NUL), usable in printf %s, keys, == and str().
+//     Structs passed by value, slices, interfaces and floats fail to
+//     compile with a sentence naming the parameter and its type; arg0…
+//     are refused (they are C ABI registers). A uretprobe on a Go
+//     function is never a uretprobe, which would write a return address
+//     on a goroutine stack the runtime moves and crash the program: it is
+//     a probe on every RET instruction of the function, where args.NAME
+//     are the results (unnamed ones r0, r1…) and retval is the first
+//     result when it is an integer (unsigned, as bpftrace's). goid, a
+//     usdtkit builtin, is the goroutine id (through the g register and
+//     runtime.g's goid offset from DWARF): key latency pairs by it, as a
+//     goroutine may change threads between its entry and its return.
+//     Without DWARF, Go functions are probed but args, retval and goid
+//     are refused. Assembly functions of the stack ABI (ABI0, "NAME.abi0"
+//     in the symbol table) are skipped with a warning: no register holds
+//     their goroutine; Go code calls their wrapper NAME. Calls the
+//     compiler inlined into their callers are not seen (mark the function
+//     //go:noinline, or build with -gcflags=-l).
 //   - BEGIN, END and interval:s:N / interval:ms:N run in the tracer's own
 //     process, as bpftrace runs them.
+//
+// CompileEvents writes such a program itself from a list of
+// EventProbes (a probe name, a filter in the language, which arguments
+// are strings): each hit that passes a probe's filter sends an Event —
+// probe, process, thread, CPU, comm, time and arguments, each Value
+// saying whether it is signed, a string, or could not be read — built in
+// place in the ring buffer and handed to Options.OnEvent. This is what
+// usdtkit trace PROBE prints one line per hit for.
 //
 // Start opens each object again, checks its identity (device and inode)
 // against what Compile read, attaches through /proc/self/fd/N so that a
@@ -48,9 +78,16 @@
 // times, concurrently. A Tracer owns its BPF objects and links until
 // Close; it is not safe for concurrent use.
 //
-// To trace a command from its first instruction, start it stopped,
-// Compile with its executable as CompileOptions.Executable, Start with
-// its PID, then resume it and Run.
+// # Processes
+//
+// CompileOptions.PIDs and Options.PIDs name the processes traced (PID is
+// one more): probes with an empty path are looked for in every object of
+// each, a site found in one process is attached for that process only,
+// and Run ends when all of them have exited. To trace a command from its
+// first instruction, set Options.Command to an unstarted *exec.Cmd and
+// CompileOptions.Executable to its Path: Start starts it stopped,
+// attaches, then resumes it; Run ends when it exits (or ends it when the
+// trace ends first) and Tracer.CommandState says how it ended.
 //
 // # Usage
 //
@@ -58,4 +95,13 @@
 //	t, err := trace.Start(prog, &trace.Options{PID: pid})
 //	defer t.Close()
 //	err = t.Run(ctx) // until ctx ends, exit() or the process exits
+//
+// Events, from Go:
+//
+//	prog, err := trace.CompileEvents([]trace.EventProbe{{Probe: "usdt::python:function__entry", Strings: []int{0, 1}}},
+//		&trace.CompileOptions{PID: pid})
+//	t, err := trace.Start(prog, &trace.Options{PID: pid, OnEvent: func(ev *trace.Event) error {
+//		fmt.Println(ev.Name, ev.Args) // ev is reused: ev.Clone() keeps it
+//		return nil
+//	}})
 package trace

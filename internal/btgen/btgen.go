@@ -53,11 +53,22 @@ type Site struct {
 	// file offset, 0 for none.
 	Offset, RefCtrOffset uint64
 	// Return attaches a return probe (uretprobe) at a function's entry.
+	// (A Go function's return is a plain probe at each RET instruction,
+	// with Ret set: see NamedFetch.)
 	Return bool
+	// PID, when not 0, is the process the site was found in: it is
+	// attached for that process only.
+	PID int
 	// Args says how to read arg0, arg1… at this site.
 	Args []bpfgen.Fetch
 	// Ret reads the return value at a return site (Kind 0 for none).
 	Ret bpfgen.Fetch
+	// Named says how to read args.NAME at this site (Go functions'
+	// parameters at the entry, results at a RET).
+	Named []NamedFetch
+	// GoID reads the goroutine id, the goid builtin (Kind 0: the site
+	// cannot read it).
+	GoID bpfgen.Fetch
 	// Probe is the probe's full name as bpftrace prints it
 	// ("usdt:/bin/app:prov:name", "uprobe:/lib/libc.so.6:malloc"): the
 	// value of the probe builtin. Empty: the block's probe as written,
@@ -77,6 +88,9 @@ type Options struct {
 	// RingSize is the ring buffer's size in bytes (a power of two
 	// multiple of the page size); 0 means 1 MiB.
 	RingSize int
+	// Events has, per probe block (nil or shorter: none), the events the
+	// block sends after its body (see Event).
+	Events []*Event
 }
 
 // Program is a generated program: plain data, safe for concurrent reads.
@@ -97,6 +111,8 @@ type Program struct {
 	Probes []string
 	// ScratchSize is the per-CPU scratch value's size.
 	ScratchSize int
+	// Events are the blocks' events, indexed by a RecEvent record's id.
+	Events []EventInfo
 }
 
 // Block is one probe block's program and sites.
@@ -263,6 +279,9 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			o.Sites[i] = []Site{{Args: []bpfgen.Fetch{stub}}}
 		}
 		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, stack: stackReserved}
+		if err := g.setEvent(i); err != nil {
+			return nil, err
+		}
 		insns, err := g.program()
 		if err != nil {
 			return nil, err
@@ -399,6 +418,7 @@ type gen struct {
 	mapIdx  map[*btlang.Map]int
 	block   *btlang.ProbeBlock
 	sites   []Site
+	event   *eventGen // the block's event, or nil
 	insns   asm.Instructions
 	pending []string
 	nlabel  int
@@ -406,6 +426,10 @@ type gen struct {
 	stack   int // bytes of stack in use (positive)
 	vars    map[*btlang.Variable]varLoc
 	err     error
+	// named and goidOff are where args.NAME values and goid are kept in
+	// scratch (goidOff -1: not read); see layoutNamed.
+	named   map[string]namedSlot
+	goidOff int
 }
 
 type varLoc struct {
@@ -487,6 +511,7 @@ func (g *gen) program() (asm.Instructions, error) {
 		}
 		return true
 	})
+	usesProbe = usesProbe || g.event != nil
 	for i := range g.sites {
 		s := &g.sites[i]
 		for a := range bpfgen.MaxArgs {
@@ -494,10 +519,11 @@ func (g *gen) program() (asm.Instructions, error) {
 				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("arg%d is read but site %d (offset %#x in %s) has %d arguments", a, i, s.Offset, s.Path, len(s.Args))}
 			}
 		}
-		if usesRet && (!s.Return || s.Ret.Kind == 0) {
+		if usesRet && s.Ret.Kind == 0 {
 			return nil, &btlang.Error{Pos: b.At, Msg: "retval is read but a site of this block is not a return probe"}
 		}
 	}
+	g.layoutNamed()
 	g.emit(
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnGetAttachCookie.Call(),
@@ -542,6 +568,11 @@ func (g *gen) program() (asm.Instructions, error) {
 	var runs []run
 	for i := range g.sites {
 		items := fetchList(&g.sites[i], used, usesRet)
+		more, err := g.namedItems(i, &g.sites[i])
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, more...)
 		if usesProbe {
 			name := g.sites[i].Probe
 			if name == "" {
@@ -552,6 +583,9 @@ func (g *gen) program() (asm.Instructions, error) {
 			}
 			id := g.probeID(name)
 			items = append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: int64(id)}, slot: probeOff, bit: bpfgen.MaxArgs + 1})
+		}
+		if g.event != nil {
+			items = g.eventFetch(&g.sites[i], items, used)
 		}
 		c := -1
 		for k, have := range codes {
@@ -617,6 +651,9 @@ func (g *gen) program() (asm.Instructions, error) {
 		g.emit(asm.JEq.Imm(asm.R0, 0, "exit"))
 	}
 	g.stmts(b.Body)
+	if g.event != nil {
+		g.emitEvent()
+	}
 	if g.err != nil {
 		return nil, g.err
 	}
