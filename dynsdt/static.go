@@ -146,6 +146,13 @@ func staticToken(p *ProviderSpec) string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
+// StaticTableData returns the bytes of p's static probe table as the
+// generated variable holds them, semaphores (zero) included: what
+// ParseStaticTable reads. It does not validate p.
+func StaticTableData(p *ProviderSpec) []byte {
+	return append(staticTableBytes(p), make([]byte, 2*len(p.Probes))...)
+}
+
 // staticTableBytes returns p's table without the semaphores.
 func staticTableBytes(p *ProviderSpec) []byte {
 	var desc []byte

@@ -34,12 +34,19 @@ declared with --provider and --probe), three files in DIR:
   PROVIDER.go  typed Go functions using the dynsdt runtime (no cgo), for
                go:generate: RequestStart(arg0 string, arg1 int32), Load, Close
 
+With --static, it writes instead the Go files of static probes, compiled
+into the program: PROVIDER.go (the same API; Load and Close do nothing),
+PROVIDER_stubs.go, PROVIDER_other.go and assembly stubs for amd64 and arm64.
+Build with go build -toolexec 'usdtkit toolexec' (or run usdtkit link on the
+executable) to add the notes tracers read.
+
 FILE.d declares probes by C types: provider myapp { probe request__start(char *, int); };
 --probe takes NAME:TYPE,TYPE with types int8..int64, uint8..uint64, bool,
 pointer, string and bytes.`,
 		Example: `  usdtkit gen -o probes myapp.d
   usdtkit gen -o . --provider myapp --probe 'request__start:string,int64' --probe 'request__done:int64'
-  //go:generate usdtkit gen -o . --package probes myapp.d`,
+  //go:generate usdtkit gen -o . --package probes myapp.d
+  usdtkit gen --static -o probes --package probes myapp.d && go build -toolexec 'usdtkit toolexec' .`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGen(cmd, &o, args)
