@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/sdt"
+)
+
+// libDir holds the library the tests build once (buildLib), removed by
+// TestMain.
+var (
+	libOnce sync.Once
+	libDir  string
+	libErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if libDir != "" {
+		os.RemoveAll(libDir)
+	}
+	os.Exit(code)
+}
+
+// buildLib builds the library as make libstapsdt does, into a directory
+// holding libstapsdt.so.0, the libstapsdt.so link and libstapsdt.h, and
+// returns that directory.
+func buildLib(t *testing.T) string {
+	t.Helper()
+	testutil.RequireTool(t, "gcc")
+	libOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "libstapsdt-test-")
+		if err != nil {
+			libErr = err
+			return
+		}
+		libDir = dir
+		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		cmd := exec.Command(goTool, "build", "-buildmode=c-shared",
+			"-ldflags=-extldflags=-Wl,-soname,libstapsdt.so.0", "-o", filepath.Join(dir, "libstapsdt.so.0"), ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			libErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		if err := os.Symlink("libstapsdt.so.0", filepath.Join(dir, "libstapsdt.so")); err != nil {
+			libErr = err
+			return
+		}
+		hdr, err := os.ReadFile("libstapsdt.h")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "libstapsdt.h"), hdr, 0o644)
+		}
+		libErr = err
+	})
+	if libErr != nil {
+		t.Fatal(libErr)
+	}
+	return libDir
+}
+
+// buildC compiles the C program src (in testdata) against the library.
+func buildC(t *testing.T, src string) string {
+	t.Helper()
+	lib := buildLib(t)
+	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(src, ".c"))
+	cmd := exec.Command("gcc", "-O2", "-Wall", "-Werror", "-o", bin, filepath.Join("testdata", src),
+		"-I"+lib, "-L"+lib, "-lstapsdt", "-lpthread", "-Wl,-rpath,"+lib)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", src, err, out)
+	}
+	return bin
+}
+
+// TestABI compiles testdata/abi.c: libstapsdt.h's struct layouts, enum
+// values and prototypes are libstapsdt's.
+func TestABI(t *testing.T) {
+	testutil.RequireTool(t, "gcc")
+	for _, std := range []string{"-std=c11", "-std=gnu17"} {
+		cmd := exec.Command("gcc", std, "-Wall", "-Werror", "-c", "-o", filepath.Join(t.TempDir(), "abi.o"), "-I.", "testdata/abi.c")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("gcc %s abi.c: %v\n%s", std, err, out)
+		}
+	}
+}
+
+// wantArg is the value the driver passes as argument j of probe nK, as a
+// tracer reads it: sign-extended for signed types (see driver.c's VAL).
+func wantArg(k, j int) uint64 {
+	K, J := int64(k), int64(j)
+	switch j % 8 {
+	case 0:
+		return uint64(int64(int8(-J - 1 - K)))
+	case 1:
+		return uint64(uint8(200 + K + J))
+	case 2:
+		return uint64(int64(int16(-(1000*K + J))))
+	case 3:
+		return uint64(uint16(60000 + K*10 + J))
+	case 4:
+		return uint64(int64(int32(-(100000*K + J))))
+	case 5:
+		return uint64(uint32(4000000000 + K*10 + J))
+	case 6:
+		return uint64(-(1 << 40) - K*10 - J)
+	default:
+		return 1<<63 + uint64(K*10+J)
+	}
+}
+
+// wantFire is what a tracer of driver's "fire" command reads, one line
+// per probe.
+func wantFire() []string {
+	var want []string
+	for k := 1; k <= 12; k++ {
+		args := make([]uint64, k)
+		for j := range args {
+			args[j] = wantArg(k, j)
+		}
+		want = append(want, fmt.Sprint("cprov:n", k, " ", args))
+	}
+	return append(want, fmt.Sprint("cprov:str hello from C ", uint64(1<<64-42)))
+}
+
+// listProbes lists the probes of providers in process pid.
+func listProbes(t *testing.T, pid int, providers ...string) []sdt.Probe {
+	t.Helper()
+	var sel []sdt.Selector
+	for _, p := range providers {
+		sel = append(sel, sdt.Selector{Provider: p})
+	}
+	probes, err := sdt.List(&sdt.ListOptions{PID: pid, Selectors: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return probes
+}
+
+// startTrace traces probes in pid, reading cprov:str's first argument as a
+// string.
+func startTrace(t *testing.T, pid int, probes []sdt.Probe) *sdt.Tracer {
+	t.Helper()
+	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: pid, ProbeStringArgs: map[string]uint16{"cprov:str": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	if len(tr.Warnings) > 0 {
+		t.Errorf("warnings: %v", tr.Warnings)
+	}
+	return tr
+}
+
+// readEvents reads n events as "provider:probe args" lines ("cprov:str
+// STRING ARG1" for the string probe), checking each came from pid.
+func readEvents(t *testing.T, tr *sdt.Tracer, pid, n int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var have []string
+	for range n {
+		var ev sdt.Event
+		if err := tr.Read(ctx, &ev); err != nil {
+			t.Fatalf("read: %v (have %q)", err, have)
+		}
+		name := tr.ProbeName(ev.Probe)
+		if ev.Faults != 0 {
+			t.Errorf("%s: faults %#b", name, ev.Faults)
+		}
+		if int(ev.PID) != pid {
+			t.Errorf("%s: event from PID %d, want %d", name, ev.PID, pid)
+		}
+		if name == "cprov:str" {
+			have = append(have, fmt.Sprint(name, " ", ev.Strings[0], " ", ev.Args[1]))
+		} else {
+			have = append(have, fmt.Sprint(name, " ", ev.Args))
+		}
+	}
+	return have
+}
+
+// semaphores reads the semaphores of probes in process pid through
+// /proc/PID/mem: the object is mapped with addresses equal to file
+// offsets, at the start of its offset-0 mapping.
+func semaphores(t *testing.T, pid int, probes []sdt.Probe) []uint16 {
+	t.Helper()
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	var sems []uint16
+	for _, p := range probes {
+		var base uint64
+		for line := range strings.Lines(string(maps)) {
+			f := strings.Fields(line)
+			if len(f) < 6 || f[2] != "00000000" || f[4] != strconv.FormatUint(p.Inode, 10) {
+				continue
+			}
+			start, _, _ := strings.Cut(f[0], "-")
+			base, err = strconv.ParseUint(start, 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if base == 0 || len(p.Locations) != 1 || p.Locations[0].Semaphore == 0 {
+			t.Fatalf("%s: no mapping or no semaphore (base %#x, %d locations)", p.String(), base, len(p.Locations))
+		}
+		var b [2]byte
+		if _, err := mem.ReadAt(b[:], int64(base+p.Locations[0].Semaphore)); err != nil {
+			t.Fatalf("%s: read semaphore: %v", p.String(), err)
+		}
+		sems = append(sems, binary.LittleEndian.Uint16(b[:]))
+	}
+	return sems
+}
+
+// allEnabled is driver's "enabled" line for all probes off or on.
+func allEnabled(on bool) string {
+	return strings.TrimSpace(strings.Repeat(map[bool]string{false: "0 ", true: "1 "}[on], 14))
+}
+
+func equalLines(t *testing.T, what string, have, want []string) {
+	t.Helper()
+	if !slices.Equal(have, want) {
+		t.Errorf("%s:\nhave %q\nwant %q", what, have, want)
+	}
+}
+
+// TestDriver runs testdata/driver.c, a C program written against
+// libstapsdt's API and linked against the library, with the object in a
+// memfd and in a file, and traces it: 1 to 12 arguments of every type and
+// a string read back as fired; semaphores and probeIsEnabled follow the
+// tracer; 8 threads firing at once lose nothing; a 13th argument is
+// refused; a child after fork() fires and checks the parent's probes (and
+// unloads and destroys them without hanging); after providerUnload the
+// probes are gone from the process and probeFire does nothing.
+func TestDriver(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := buildC(t, "driver.c")
+	for _, memfd := range []bool{true, false} {
+		t.Run(map[bool]string{true: "memfd", false: "file"}[memfd], func(t *testing.T) {
+			t.Setenv("STAPSDT_MEMFD", map[bool]string{true: "1", false: "0"}[memfd])
+			d := testutil.StartTracee(t, bin)
+			pid := d.PID()
+			path := d.Do(t, "path")
+			if len(path) != 1 || strings.HasPrefix(path[0], "/memfd:") != memfd {
+				t.Fatalf("path %q", path)
+			}
+			equalLines(t, "before tracing", d.Do(t, "enabled"), []string{allEnabled(false)})
+			probes := listProbes(t, pid, "cprov")
+			if len(probes) != 14 {
+				t.Fatalf("listed %d probes, want 14", len(probes))
+			}
+			if sems := semaphores(t, pid, probes); slices.Max(sems) != 0 {
+				t.Errorf("semaphores before tracing: %v", sems)
+			}
+
+			tr := startTrace(t, pid, probes)
+			equalLines(t, "traced", d.Do(t, "enabled"), []string{allEnabled(true)})
+			if sems := semaphores(t, pid, probes); slices.Min(sems) != 1 || slices.Max(sems) != 1 {
+				t.Errorf("semaphores while traced: %v, want all 1", sems)
+			}
+			d.Do(t, "fire")
+			equalLines(t, "events", readEvents(t, tr, pid, 13), wantFire())
+
+			equalLines(t, "13 arguments", d.Do(t, "thirteen"), []string{"refused 5 probe n13: 13 arguments, at most 12"})
+
+			d.Do(t, "threads")
+			next := map[uint64]uint64{}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			for range 8 * 1000 {
+				var ev sdt.Event
+				if err := tr.Read(ctx, &ev); err != nil {
+					t.Fatalf("read seq: %v", err)
+				}
+				if name := tr.ProbeName(ev.Probe); name != "cprov:seq" || ev.Args[1] != next[ev.Args[0]] {
+					t.Fatalf("%s %v, want cprov:seq with i = %d", name, ev.Args, next[ev.Args[0]])
+				}
+				next[ev.Args[0]]++
+			}
+			if len(next) != 8 {
+				t.Errorf("events from %d threads, want 8", len(next))
+			}
+			if lost, _, err := tr.Lost(); err != nil || lost != 0 {
+				t.Errorf("lost %d events (%v)", lost, err)
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			equalLines(t, "after detaching", d.Do(t, "enabled"), []string{allEnabled(false)})
+			if sems := semaphores(t, pid, probes); slices.Max(sems) != 0 {
+				t.Errorf("semaphores after detaching: %v", sems)
+			}
+
+			// The child takes over the command loop until "exit".
+			child := d.Do(t, "fork")
+			var cpid int
+			if len(child) != 1 {
+				t.Fatalf("fork: %q", child)
+			}
+			if _, err := fmt.Sscanf(child[0], "child %d", &cpid); err != nil {
+				t.Fatalf("fork: %q: %v", child, err)
+			}
+			equalLines(t, "child before tracing", d.Do(t, "enabled"), []string{allEnabled(false)})
+			ctr := startTrace(t, cpid, listProbes(t, cpid, "cprov"))
+			equalLines(t, "child traced", d.Do(t, "enabled"), []string{allEnabled(true)})
+			d.Do(t, "fire")
+			equalLines(t, "child's events", readEvents(t, ctr, cpid, 13), wantFire())
+			ctr.Close()
+			equalLines(t, "child's exit", d.Do(t, "exit"), []string{fmt.Sprintf("child %d exit 0", cpid)})
+
+			// Unload with a tracer attached: the probes leave the
+			// process, fires do nothing; cmark stays.
+			tr = startTrace(t, pid, listProbes(t, pid, "cprov", "cmark"))
+			equalLines(t, "unload", d.Do(t, "unload"), []string{"unload 0"})
+			equalLines(t, "unloaded", d.Do(t, "enabled"), []string{allEnabled(false)})
+			d.Do(t, "fire")
+			d.Do(t, "mark 7")
+			equalLines(t, "after unload", readEvents(t, tr, pid, 1), []string{"cmark:mark [7]"})
+			if probes := listProbes(t, pid, "cprov"); len(probes) != 0 {
+				t.Errorf("after unload: %d cprov probes listed", len(probes))
+			}
+			d.Quit(t)
+		})
+	}
+}
