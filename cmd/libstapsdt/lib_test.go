@@ -344,3 +344,81 @@ func TestDriver(t *testing.T) {
 		})
 	}
 }
+
+// TestBpftrace traces the driver's probes with bpftrace and tplist-bpfcc,
+// tools we did not write, with the object in a file (they cannot read a
+// memfd): both find the probes, and bpftrace prints the values fired, each
+// argument cast to its declared type and printed by its sign (bpftrace
+// 0.17's %d prints a 32-bit value as signed), and the string.
+func TestBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	tplist := testutil.RequireTool(t, "tplist-bpfcc")
+	testutil.RequireTracefs(t)
+	bin := buildC(t, "driver.c")
+	t.Setenv("STAPSDT_MEMFD", "0")
+	d := testutil.StartTracee(t, bin)
+	pid := strconv.Itoa(d.PID())
+	path := d.Do(t, "path")[0]
+
+	out, err := exec.Command(tplist, "-p", pid).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tplist-bpfcc: %v\n%s", err, out)
+	}
+	for _, probe := range []string{"n1", "n6", "n12", "str", "seq"} {
+		if want := path + " cprov:" + probe + "\n"; !strings.Contains(string(out), want) {
+			t.Errorf("tplist-bpfcc -p: no line ending in %q:\n%s", want, out)
+		}
+	}
+
+	script := `usdt:` + path + `:cprov:n6 {
+	printf("n6 %d %u %d %u %d %u\n", (int8)arg0, (uint8)arg1, (int16)arg2, (uint16)arg3, (int32)arg4, (uint32)arg5);
+	@seen = 1;
+}
+usdt:` + path + `:cprov:str /@seen/ { printf("str %s %d\n", str(arg0), (int32)arg1); exit(); }`
+	cmd := exec.Command(bpftrace, "-p", pid, "-e", script)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	// probeIsEnabled turns true when the uprobes are installed, which may
+	// be before bpftrace has attached its programs: fire until the
+	// script's exit() ends bpftrace.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(20 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+fire:
+	for {
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("bpftrace: %v\n%s", err, stdout.String())
+			}
+			break fire
+		case <-deadline:
+			t.Fatalf("bpftrace printed no hit: %q", stdout.String())
+		case <-tick.C:
+			d.Do(t, "fire")
+		}
+	}
+	var n6 []string
+	for j := range 6 {
+		v := wantArg(6, j)
+		if j%2 == 0 {
+			n6 = append(n6, strconv.FormatInt(int64(v), 10))
+		} else {
+			n6 = append(n6, strconv.FormatUint(v, 10))
+		}
+	}
+	for _, want := range []string{"n6 " + strings.Join(n6, " ") + "\n", "str hello from C -42\n"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("bpftrace output: have %q, want a line %q", stdout.String(), want)
+		}
+	}
+	d.Quit(t)
+}
