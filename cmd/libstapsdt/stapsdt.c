@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -335,11 +336,54 @@ static void __attribute__((noinline)) fire_slow(struct probe_node *n, va_list ap
   ((stub12)n->stub)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
 }
 
+// probe_fire_traced is probeFire past its fast check, with the same
+// arguments. It loads the site again, with acquire semantics: a racing
+// providerLoad may have published a new site whose orig and stub the fast
+// check did not order its loads with.
+__attribute__((visibility("hidden"), used)) void probe_fire_traced(SDTProbe_t *probe, ...) {
+  struct probe_node *n = (struct probe_node *)probe;
+  const uint32_t *site = __atomic_load_n(&n->site, __ATOMIC_ACQUIRE);
+  if (__atomic_load_n(site, __ATOMIC_RELAXED) == n->orig)
+    return;
+  va_list ap;
+  va_start(ap, probe);
+  fire_slow(n, ap);
+  va_end(ap);
+}
+
+#if defined(__x86_64__)
+// On x86-64 probeFire is the check alone, in assembly: a C variadic
+// function stores the six argument registers (and, with %al set, eight
+// vector registers) before its first statement. Untraced, the site holds
+// its original bytes (every uprobe changes them: int3, or a call to the
+// kernel's trampoline) and probeFire returns; traced, it jumps to
+// probe_fire_traced with the arguments untouched. x86 loads are ordered,
+// so the plain loads are acquire loads.
+#define PROBE_SITE_OFF 120
+#define PROBE_ORIG_OFF 128
+_Static_assert(offsetof(struct probe_node, site) == PROBE_SITE_OFF, "probe_node.site");
+_Static_assert(offsetof(struct probe_node, orig) == PROBE_ORIG_OFF, "probe_node.orig");
+#define STR_(x) #x
+#define STR(x) STR_(x)
+__asm__(".text\n"
+        ".globl probeFire\n"
+        ".type probeFire, @function\n"
+        ".p2align 4\n"
+        "probeFire:\n"
+        "  .cfi_startproc\n"
+        "  movq " STR(PROBE_SITE_OFF) "(%rdi), %r10\n"
+        "  movl (%r10), %r10d\n"
+        "  cmpl " STR(PROBE_ORIG_OFF) "(%rdi), %r10d\n"
+        "  jne probe_fire_traced\n"
+        "  ret\n"
+        "  .cfi_endproc\n"
+        ".size probeFire, .-probeFire\n");
+#else
 void probeFire(SDTProbe_t *probe, ...) {
   struct probe_node *n = (struct probe_node *)probe;
   const uint32_t *site = __atomic_load_n(&n->site, __ATOMIC_ACQUIRE);
   // Untraced, the site holds its original bytes: every uprobe changes
-  // them (int3, a call to the kernel's trampoline, BRK).
+  // them (a call to the kernel's trampoline, BRK).
   if (__builtin_expect(__atomic_load_n(site, __ATOMIC_RELAXED) == n->orig, 1))
     return;
   va_list ap;
@@ -347,6 +391,7 @@ void probeFire(SDTProbe_t *probe, ...) {
   fire_slow(n, ap);
   va_end(ap);
 }
+#endif
 
 int probeIsEnabled(SDTProbe_t *probe) {
   struct probe_node *n = (struct probe_node *)probe;
