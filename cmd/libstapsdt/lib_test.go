@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 // buildLib builds the library as make libstapsdt does, into a directory
 // holding libstapsdt.so.0, the libstapsdt.so link and libstapsdt.h, and
 // returns that directory.
-func buildLib(t *testing.T) string {
+func buildLib(t testing.TB) string {
 	t.Helper()
 	testutil.RequireTool(t, "gcc")
 	libOnce.Do(func() {
@@ -73,7 +73,7 @@ func buildLib(t *testing.T) string {
 }
 
 // buildC compiles the C program src (in testdata) against the library.
-func buildC(t *testing.T, src string) string {
+func buildC(t testing.TB, src string) string {
 	t.Helper()
 	lib := buildLib(t)
 	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(src, ".c"))
@@ -421,4 +421,83 @@ fire:
 		}
 	}
 	d.Quit(t)
+}
+
+// BenchmarkC times the library from C (testdata/bench.c) by the program's
+// own clock; b.N counts rounds. Only numbers of one run compare (the
+// machine is noisy), so each sub-benchmark times its variants in rotation
+// in the same rounds and reports their medians and ratios:
+//
+//   - /untraced: "ns:floor" (a call to an empty function: what any call
+//     into a library costs), "ns:probeFire0", "ns:probeFire3",
+//     "ns:probeIsEnabled", and "ns:probeFire3-floor", what firing adds to
+//     the call.
+//   - /providerLoad1000: "ms:providerLoad" of 1000 probes.
+//   - /traced: probeFire with 3 arguments against a sys/sdt.h probe with
+//     the same arguments in the same program, in the loop's body and in a
+//     function of its own, all counted by usdtkit's tracer: "ns:probeFire3",
+//     "ns:sdt3", "ns:sdtfunc3" and the ratios of the first to the others.
+func BenchmarkC(b *testing.B) {
+	testutil.RequireFile(b, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
+	bin := buildC(b, "bench.c")
+	run := func(b *testing.B, t *testutil.Tracee, ops []string, n int) map[string]float64 {
+		samples := map[string][]float64{}
+		first := 0
+		for b.Loop() {
+			for i := range ops {
+				op := ops[(first+i)%len(ops)]
+				out := t.Do(b, fmt.Sprint(op, " ", n))
+				v, err := strconv.ParseFloat(out[0], 64)
+				if err != nil {
+					b.Fatalf("%s: %q", op, out)
+				}
+				samples[op] = append(samples[op], v)
+			}
+			first++
+		}
+		med := map[string]float64{}
+		for op, s := range samples {
+			slices.Sort(s)
+			med[op] = s[len(s)/2]
+		}
+		return med
+	}
+	b.Run("untraced", func(b *testing.B) {
+		t := testutil.StartTracee(b, bin)
+		m := run(b, t, []string{"floor", "fire0", "fire3", "enabled"}, 1_000_000)
+		b.ReportMetric(m["floor"], "ns:floor")
+		b.ReportMetric(m["fire0"], "ns:probeFire0")
+		b.ReportMetric(m["fire3"], "ns:probeFire3")
+		b.ReportMetric(m["enabled"], "ns:probeIsEnabled")
+		b.ReportMetric(m["fire3"]-m["floor"], "ns:probeFire3-floor")
+	})
+	b.Run("providerLoad1000", func(b *testing.B) {
+		t := testutil.StartTracee(b, bin)
+		m := run(b, t, []string{"load"}, 1)
+		b.ReportMetric(m["load"]/1e6, "ms:providerLoad")
+	})
+	b.Run("traced", func(b *testing.B) {
+		testutil.RequireBPF(b)
+		t := testutil.StartTracee(b, bin)
+		t.Do(b, "floor 1") // the probes are loaded
+		var probes []sdt.Probe
+		for _, sel := range []sdt.Selector{{Provider: "bench", Name: "three"}, {Provider: "benchsdt", Name: "three"}, {Provider: "benchsdt", Name: "func"}} {
+			found, err := sdt.List(&sdt.ListOptions{PID: t.PID(), Selectors: []sdt.Selector{sel}})
+			if err != nil || len(found) != 1 {
+				b.Fatalf("list %s:%s: %v, %d probes", sel.Provider, sel.Name, err, len(found))
+			}
+			probes = append(probes, found...)
+		}
+		tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: t.PID(), Mode: sdt.ModeCount})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tr.Close() })
+		m := run(b, t, []string{"fire3", "sdt3", "sdtf3"}, 10_000)
+		b.ReportMetric(m["fire3"], "ns:probeFire3")
+		b.ReportMetric(m["sdt3"], "ns:sdt3")
+		b.ReportMetric(m["sdtf3"], "ns:sdtfunc3")
+		b.ReportMetric(m["fire3"]/m["sdt3"], "ratio:probeFire3/sdt3")
+		b.ReportMetric(m["fire3"]/m["sdtf3"], "ratio:probeFire3/sdtfunc3")
+	})
 }
