@@ -131,8 +131,9 @@ func read(t *testing.T, tr *sdt.Tracer) sdt.Event {
 
 // TestServer runs server.py, the seed scenario: http.server firing
 // simplehttp:file_transfer(ip, path, size) per file sent, through
-// stapsdt.py. usdtkit's tracer reads the strings and the size fired; with
-// --file, bpftrace prints them too.
+// stapsdt.py. usdtkit's tracer (sdt.Trace, and the usdtkit trace command)
+// reads the strings and the size fired; with --file, bpftrace prints them
+// too.
 func TestServer(t *testing.T) {
 	testutil.RequireBPF(t)
 	lib := buildLib(t)
@@ -173,10 +174,42 @@ func TestServer(t *testing.T) {
 				t.Errorf("usdtkit: have %q, want %q", have, want)
 			}
 			tr.Close()
+			cli(t, pid, get, fmt.Sprint("simplehttp:file_transfer 127.0.0.1 /hello.txt ", len(body)))
 			if file {
 				bpftrace(t, pid, get, fmt.Sprint("127.0.0.1 /hello.txt ", len(body)))
 			}
 		})
+	}
+}
+
+// cli runs usdtkit trace on process pid's simplehttp:file_transfer with
+// a format printing the strings, calls hit once usdtkit has attached, and
+// checks that the event line ends in want.
+func cli(t *testing.T, pid int, hit func(), want string) {
+	t.Helper()
+	usdtkit := testutil.BuildGo(t, "../../cmd/usdtkit")
+	cmd := exec.Command(usdtkit, "trace", "-p", strconv.Itoa(pid), "usdt::simplehttp:file_transfer",
+		"-F", `simplehttp:file_transfer="%s %s %d", str(arg0), str(arg1), arg2`)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	errs := bufio.NewScanner(stderr)
+	if !errs.Scan() || !strings.HasPrefix(errs.Text(), "Tracing 1 probes") {
+		t.Fatalf("usdtkit trace: %q", errs.Text())
+	}
+	hit()
+	out := bufio.NewScanner(stdout)
+	if !out.Scan() || !strings.HasSuffix(out.Text(), want) {
+		t.Errorf("usdtkit trace: have %q, want a line ending in %q", out.Text(), want)
 	}
 }
 
