@@ -252,7 +252,8 @@ func equalLines(t *testing.T, what string, have, want []string) {
 // tracer; 8 threads firing at once lose nothing; a 13th argument is
 // refused; a child after fork() fires and checks the parent's probes (and
 // unloads and destroys them without hanging); after providerUnload the
-// probes are gone from the process and probeFire does nothing.
+// probes are gone from the process and probeFire does nothing; threads
+// firing traced probes survive unloads and loads.
 func TestDriver(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := buildC(t, "driver.c")
@@ -340,6 +341,13 @@ func TestDriver(t *testing.T) {
 			if probes := listProbes(t, pid, "cprov"); len(probes) != 0 {
 				t.Errorf("after unload: %d cprov probes listed", len(probes))
 			}
+
+			// Load again, trace, and unload and load 20 times while 4
+			// threads fire the traced probe: a fire racing with unload
+			// calls a stub that returns.
+			equalLines(t, "load again", d.Do(t, "load"), []string{"load 0"})
+			startTrace(t, pid, listProbes(t, pid, "cprov"))
+			equalLines(t, "race", d.Do(t, "race"), []string{"race ok"})
 			d.Quit(t)
 		})
 	}

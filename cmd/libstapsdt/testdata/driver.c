@@ -10,6 +10,7 @@
  * same); "str" (uint64 string, int32); "seq" (int64 thread, int64 i).
  * Provider "cmark": "mark" (int64), never unloaded.
  * STAPSDT_MEMFD=0 in the environment loads both with memfd_disabled.
+ * "race" fires seq from 4 threads while unloading and loading cprov.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -55,6 +56,41 @@ static void *firer(void *arg) {
   for (int64_t i = 0; i < PER_THREAD; i++)
     probeFire(seq, id, i);
   return NULL;
+}
+
+static volatile int stop;
+static uint64_t fires;
+
+static void *racer(void *arg) {
+  int64_t id = (int64_t)(intptr_t)arg;
+  for (int64_t i = 0; !stop; i++) {
+    probeFire(seq, id, i);
+    if (probeIsEnabled(n[1]) > 1)
+      abort();
+    __atomic_add_fetch(&fires, 1, __ATOMIC_RELAXED);
+  }
+  return NULL;
+}
+
+/* race fires seq from 4 threads while the provider is unloaded and loaded
+ * again 20 times, each time after the threads fired 1000 more times. */
+static int race(void) {
+  pthread_t th[4];
+  stop = 0;
+  for (intptr_t i = 0; i < 4; i++)
+    pthread_create(&th[i], NULL, racer, (void *)i);
+  int bad = 0;
+  for (int c = 0; c < 20; c++) {
+    uint64_t until = __atomic_load_n(&fires, __ATOMIC_RELAXED) + 1000;
+    while (__atomic_load_n(&fires, __ATOMIC_RELAXED) < until)
+      ;
+    bad |= providerUnload(prov) != 0;
+    bad |= providerLoad(prov) != 0;
+  }
+  stop = 1;
+  for (int i = 0; i < 4; i++)
+    pthread_join(th[i], NULL);
+  return bad;
 }
 
 static void fire_all(void) {
@@ -169,6 +205,10 @@ int main(void) {
       SDTProbe_t *p = providerAddProbe(prov, "n13", 13, int8, int8, int8, int8, int8, int8, int8, int8, int8,
                                        int8, int8, int8, int8);
       printf("%s %d %s\n", p == NULL ? "refused" : "accepted", (int)prov->errno, prov->error);
+    } else if (strcmp(line, "load") == 0) {
+      printf("load %d\n", providerLoad(prov));
+    } else if (strcmp(line, "race") == 0) {
+      printf("race %s\n", race() ? "failed" : "ok");
     } else if (strcmp(line, "unload") == 0) {
       printf("unload %d\n", providerUnload(prov));
     } else if (strcmp(line, "path") == 0) {
