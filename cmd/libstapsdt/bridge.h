@@ -14,10 +14,9 @@ struct usdtkit_load {
   const int *argc;            /* nprobes argument counts, each <= 12 */
   const int *types;           /* nprobes * 12 ArgType_t values */
   /* Filled in by usdtkit_stapsdt_load on success: per probe, its stub
-   * (the probe site), the 4-byte word there as built and its semaphore. */
+   * (the probe site) and the 4-byte word there as built. */
   uintptr_t *stubs;
   uint32_t *origs;
-  uintptr_t *sems;
   /* The session that keeps every object this provider loaded mapped: 0
    * on the first load, which creates it. */
   uintptr_t session;

@@ -23,8 +23,11 @@
 //	providerLoad (C) → usdtkit_stapsdt_load (Go) → dynsdt.Load → addresses
 //	probeFire (C): load the site; traced → call the stub with the args
 //
-// probeFire and probeIsEnabled are plain C compiled into the library; they
-// never enter the Go runtime. probeIsEnabled is one load of the probe site
+// probeFire and probeIsEnabled are native code compiled into the library;
+// they never enter the Go runtime. On x86-64 probeFire's untraced check is
+// assembly (a C variadic function stores all argument registers before
+// its first statement), jumping to C with the arguments untouched when
+// traced; elsewhere it is C. probeIsEnabled is one load of the probe site
 // compared with the word built there, as dynsdt's Probe.Enabled: every
 // uprobe changes the site, whether or not its tracer counts the semaphore,
 // and the site stays readable after providerUnload (the semaphore's page
@@ -71,6 +74,17 @@
 // forking thread does), so the child never calls into Go: providerLoad
 // fails there, and providerUnload and providerDestroy only quiet the
 // child's probes and free C memory.
+//
+// # Testing
+//
+// lib_test.go builds the library as make libstapsdt does and links C
+// programs against it: testdata/abi.c holds libstapsdt's layouts as
+// _Static_asserts; testdata/driver.c, written against libstapsdt's API,
+// is traced by usdtkit's tracer (every type, 1 to 12 arguments, strings,
+// semaphores, threads, fork, unload) and by bpftrace and tplist-bpfcc;
+// testdata/trap.c checks the arm64 build under qemu-user with a BRK
+// written over the site; testdata/bench.c is BenchmarkC.
+// examples/python-stapsdt drives the library from Python.
 //
 // # Concurrency
 //

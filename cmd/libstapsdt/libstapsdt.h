@@ -121,11 +121,12 @@ void providerDestroy(SDTProvider_t *provider);
 
 /* probeFire passes its arguments, read as the probe's declared types
  * (uint64/int64 for pointers and strings), to the tracers attached to the
- * probe. Safe from any thread, and in a child after fork(). */
+ * probe. Safe from any thread, and in a child after fork(); a NULL probe
+ * does nothing. */
 void probeFire(SDTProbe_t *probe, ...);
 
 /* probeIsEnabled returns 1 while a tracer is attached to the probe, 0
- * otherwise and when the provider is not loaded. */
+ * otherwise, when the provider is not loaded and for a NULL probe. */
 int probeIsEnabled(SDTProbe_t *probe);
 
 #ifdef __cplusplus

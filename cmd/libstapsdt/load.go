@@ -108,10 +108,9 @@ func usdtkit_stapsdt_load(req *C.struct_usdtkit_load, errmsg **C.char) C.int {
 	s.live = p
 	stubs := unsafe.Slice(req.stubs, n)
 	origs := unsafe.Slice(req.origs, n)
-	sems := unsafe.Slice(req.sems, n)
 	for i, ps := range spec.Probes {
-		stub, orig, sem := p.Probe(ps.Name).Addresses()
-		stubs[i], origs[i], sems[i] = C.uintptr_t(stub), C.uint32_t(orig), C.uintptr_t(sem)
+		stub, orig, _ := p.Probe(ps.Name).Addresses()
+		stubs[i], origs[i] = C.uintptr_t(stub), C.uint32_t(orig)
 	}
 	req.path = C.CString(p.Path())
 	return noError

@@ -182,10 +182,9 @@ static int load_locked(struct provider_node *pn) {
   int *argc = calloc(count ? count : 1, sizeof *argc);
   int *types = calloc(count ? count : 1, MAX_ARGUMENTS_EXTENDED * sizeof *types);
   uintptr_t *stubs = calloc(count ? count : 1, sizeof *stubs);
-  uintptr_t *sems = calloc(count ? count : 1, sizeof *sems);
   uint32_t *origs = calloc(count ? count : 1, sizeof *origs);
   int ret = -1;
-  if (!nodes || !names || !argc || !types || !stubs || !sems || !origs) {
+  if (!nodes || !names || !argc || !types || !stubs || !origs) {
     set_errorf(p, outOfMemoryError, "provider %s: out of memory", p->name);
     goto out;
   }
@@ -208,7 +207,6 @@ static int load_locked(struct provider_node *pn) {
     .types = types,
     .stubs = stubs,
     .origs = origs,
-    .sems = sems,
     .session = pn->session,
   };
   char *msg = NULL;
@@ -237,7 +235,6 @@ out:
   free(argc);
   free(types);
   free(stubs);
-  free(sems);
   free(origs);
   return ret;
 }
@@ -371,16 +368,21 @@ __asm__(".text\n"
         ".p2align 4\n"
         "probeFire:\n"
         "  .cfi_startproc\n"
+        "  testq %rdi, %rdi\n"
+        "  jz 1f\n"
         "  movq " STR(PROBE_SITE_OFF) "(%rdi), %r10\n"
         "  movl (%r10), %r10d\n"
         "  cmpl " STR(PROBE_ORIG_OFF) "(%rdi), %r10d\n"
         "  jne probe_fire_traced\n"
+        "1:\n"
         "  ret\n"
         "  .cfi_endproc\n"
         ".size probeFire, .-probeFire\n");
 #else
 void probeFire(SDTProbe_t *probe, ...) {
   struct probe_node *n = (struct probe_node *)probe;
+  if (n == NULL)
+    return;
   const uint32_t *site = __atomic_load_n(&n->site, __ATOMIC_ACQUIRE);
   // Untraced, the site holds its original bytes: every uprobe changes
   // them (a call to the kernel's trampoline, BRK).
@@ -395,6 +397,8 @@ void probeFire(SDTProbe_t *probe, ...) {
 
 int probeIsEnabled(SDTProbe_t *probe) {
   struct probe_node *n = (struct probe_node *)probe;
+  if (n == NULL)
+    return 0;
   const uint32_t *site = __atomic_load_n(&n->site, __ATOMIC_ACQUIRE);
   return __atomic_load_n(site, __ATOMIC_RELAXED) != n->orig;
 }

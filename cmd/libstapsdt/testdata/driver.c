@@ -167,6 +167,10 @@ int main(void) {
     fprintf(stderr, "load: %s %s\n", prov->error ? prov->error : "", marker->error ? marker->error : "");
     return 1;
   }
+  /* A NULL probe (providerAddProbe failed) is a no-op. */
+  probeFire(NULL, 1);
+  if (probeIsEnabled(NULL) != 0)
+    return 1;
   char line[64];
   while (fgets(line, sizeof line, stdin)) {
     line[strcspn(line, "\n")] = 0;
