@@ -54,7 +54,7 @@ fuzz:
 # the bin/libstapsdt.so link and bin/libstapsdt.h. Needs cgo and gcc.
 libstapsdt:
 	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=c-shared \
-		-ldflags="-s -w -extldflags=-Wl,-soname,libstapsdt.so.0" \
+		-ldflags="-s -w -extldflags=-Wl,-soname,libstapsdt.so.0,--version-script,$(CURDIR)/cmd/libstapsdt/libstapsdt.map" \
 		-o bin/libstapsdt.so.0 ./cmd/libstapsdt
 	rm -f bin/libstapsdt.so.h
 	ln -sf libstapsdt.so.0 bin/libstapsdt.so

@@ -86,6 +86,12 @@
 // written over the site; testdata/bench.c is BenchmarkC.
 // examples/python-stapsdt drives the library from Python.
 //
+// # Symbols
+//
+// libstapsdt.map, the linker's version script, exports libstapsdt's eight
+// functions and nothing else: the Go runtime's and cgo's symbols stay
+// local, as do the Go functions the C side calls (usdtkit_stapsdt_*).
+//
 // # Concurrency
 //
 // Every function is safe from many threads on different providers;

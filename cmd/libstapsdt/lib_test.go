@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 )
@@ -49,8 +52,7 @@ func buildLib(t testing.TB) string {
 		}
 		libDir = dir
 		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		cmd := exec.Command(goTool, "build", "-buildmode=c-shared",
-			"-ldflags=-extldflags=-Wl,-soname,libstapsdt.so.0", "-o", filepath.Join(dir, "libstapsdt.so.0"), ".")
+		cmd := exec.Command(goTool, "build", "-buildmode=c-shared", ldflags(t), "-o", filepath.Join(dir, "libstapsdt.so.0"), ".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			libErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -70,6 +72,42 @@ func buildLib(t testing.TB) string {
 		t.Fatal(libErr)
 	}
 	return libDir
+}
+
+// ldflags is the -ldflags argument of make libstapsdt: the soname, and
+// libstapsdt.map (by absolute path: the linker runs elsewhere) to export
+// the API alone.
+func ldflags(t testing.TB) string {
+	t.Helper()
+	mapFile, err := filepath.Abs("libstapsdt.map")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "-ldflags=-extldflags=-Wl,-soname,libstapsdt.so.0,--version-script," + mapFile
+}
+
+// TestExports checks the library's dynamic symbols: libstapsdt's eight
+// functions and nothing of the Go runtime or cgo.
+func TestExports(t *testing.T) {
+	f, err := elfnotes.Open(filepath.Join(buildLib(t), "libstapsdt.so.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := symtab.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var have []string
+	for _, s := range syms {
+		if s.Dynamic && s.Bind == elf.STB_GLOBAL && s.Section != uint16(elf.SHN_UNDEF) {
+			have = append(have, s.Name)
+		}
+	}
+	slices.Sort(have)
+	want := []string{"probeFire", "probeIsEnabled", "providerAddProbe", "providerDestroy", "providerInit",
+		"providerLoad", "providerUnload", "providerUseMemfd"}
+	equalLines(t, "exported", have, want)
 }
 
 // buildC compiles the C program src (in testdata) against the library.
@@ -530,7 +568,7 @@ func TestArm64UnderQemu(t *testing.T) {
 	sysroot := testutil.RequireFile(t, "/usr/aarch64-linux-gnu")
 	dir := t.TempDir()
 	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildmode=c-shared",
-		"-ldflags=-extldflags=-Wl,-soname,libstapsdt.so.0", "-o", filepath.Join(dir, "libstapsdt.so.0"), ".")
+		ldflags(t), "-o", filepath.Join(dir, "libstapsdt.so.0"), ".")
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=1", "CC="+cc)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

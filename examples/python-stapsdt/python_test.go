@@ -29,8 +29,13 @@ func buildLib(t *testing.T) string {
 	testutil.RequireTool(t, "gcc")
 	dir := t.TempDir()
 	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	mapFile, err := filepath.Abs("../../cmd/libstapsdt/libstapsdt.map")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(goTool, "build", "-buildmode=c-shared",
-		"-ldflags=-extldflags=-Wl,-soname,libstapsdt.so.0", "-o", filepath.Join(dir, "libstapsdt.so.0"), "../../cmd/libstapsdt")
+		"-ldflags=-extldflags=-Wl,-soname,libstapsdt.so.0,--version-script,"+mapFile,
+		"-o", filepath.Join(dir, "libstapsdt.so.0"), "../../cmd/libstapsdt")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
