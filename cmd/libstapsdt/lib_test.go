@@ -271,6 +271,45 @@ func semaphores(t *testing.T, pid int, probes []sdt.Probe) []uint16 {
 	return sems
 }
 
+// readelfNotes runs readelf -n on the object with inode ino mapped in
+// process pid, through /proc/PID/map_files (which also reads a memfd):
+// readelf, a tool we did not write, finds the 14 cprov notes, and n12's
+// twelve argument specs.
+func readelfNotes(t *testing.T, pid int, ino uint64) {
+	t.Helper()
+	readelf := testutil.RequireTool(t, "readelf")
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file string
+	for line := range strings.Lines(string(maps)) {
+		if f := strings.Fields(line); len(f) >= 6 && f[2] == "00000000" && f[4] == strconv.FormatUint(ino, 10) {
+			file = fmt.Sprintf("/proc/%d/map_files/%s", pid, f[0])
+			break
+		}
+	}
+	if file == "" {
+		t.Fatalf("no offset-0 mapping of inode %d in /proc/%d/maps", ino, pid)
+	}
+	out, err := exec.Command(readelf, "-n", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("readelf -n %s: %v\n%s", file, err, out)
+	}
+	if n := strings.Count(string(out), "Provider: cprov\n"); n != 14 {
+		t.Errorf("readelf -n: %d cprov notes, want 14:\n%s", n, out)
+	}
+	_, n12, ok := strings.Cut(string(out), "Name: n12\n")
+	if !ok {
+		t.Fatalf("readelf -n: no n12:\n%s", out)
+	}
+	_, args, _ := strings.Cut(n12, "Arguments: ")
+	args, _, _ = strings.Cut(args, "\n")
+	if want := "-1@%dil 1@%sil -2@%dx 2@%cx -4@%r8d 4@%r9d -8@8(%rsp) 8@16(%rsp) -1@24(%rsp) 1@32(%rsp) -2@40(%rsp) 2@48(%rsp)"; runtime.GOARCH == "amd64" && args != want {
+		t.Errorf("readelf -n: n12's arguments %q, want %q", args, want)
+	}
+}
+
 // allEnabled is driver's "enabled" line for all probes off or on.
 func allEnabled(on bool) string {
 	return strings.TrimSpace(strings.Repeat(map[bool]string{false: "0 ", true: "1 "}[on], 14))
@@ -312,6 +351,7 @@ func TestDriver(t *testing.T) {
 			if sems := semaphores(t, pid, probes); slices.Max(sems) != 0 {
 				t.Errorf("semaphores before tracing: %v", sems)
 			}
+			readelfNotes(t, pid, probes[0].Inode)
 
 			tr := startTrace(t, pid, probes)
 			equalLines(t, "traced", d.Do(t, "enabled"), []string{allEnabled(true)})
