@@ -328,7 +328,7 @@ func equalLines(t *testing.T, what string, have, want []string) {
 // a string read back as fired; semaphores and probeIsEnabled follow the
 // tracer; 8 threads firing at once lose nothing; a 13th argument is
 // refused; a child after fork() fires and checks the parent's probes (and
-// unloads and destroys them without hanging); after providerUnload the
+// unloads and destroys them without hanging), but cannot load new ones; after providerUnload the
 // probes are gone from the process and probeFire does nothing; threads
 // firing traced probes survive unloads and loads.
 func TestDriver(t *testing.T) {
@@ -401,12 +401,15 @@ func TestDriver(t *testing.T) {
 				t.Fatalf("fork: %q: %v", child, err)
 			}
 			equalLines(t, "child before tracing", d.Do(t, "enabled"), []string{allEnabled(false)})
+			equalLines(t, "load in the child", d.Do(t, "newload"),
+				[]string{"newload -1 provider kid: providerLoad in a child process after fork(); load before forking"})
 			ctr := startTrace(t, cpid, listProbes(t, cpid, "cprov"))
 			equalLines(t, "child traced", d.Do(t, "enabled"), []string{allEnabled(true)})
 			d.Do(t, "fire")
 			equalLines(t, "child's events", readEvents(t, ctr, cpid, 13), wantFire())
 			ctr.Close()
 			equalLines(t, "child's exit", d.Do(t, "exit"), []string{fmt.Sprintf("child %d exit 0", cpid)})
+			equalLines(t, "load in the parent", d.Do(t, "newload"), []string{"newload 0 "})
 
 			// Unload with a tracer attached: the probes leave the
 			// process, fires do nothing; cmark stays.

@@ -209,6 +209,13 @@ int main(void) {
       SDTProbe_t *p = providerAddProbe(prov, "n13", 13, int8, int8, int8, int8, int8, int8, int8, int8, int8,
                                        int8, int8, int8, int8);
       printf("%s %d %s\n", p == NULL ? "refused" : "accepted", (int)prov->errno, prov->error);
+    } else if (strcmp(line, "newload") == 0) {
+      /* A new provider: fails in a child after fork(). */
+      SDTProvider_t *kid = providerInit("kid");
+      providerAddProbe(kid, "k", 1, int64);
+      int r = providerLoad(kid);
+      printf("newload %d %s\n", r, r ? kid->error : "");
+      providerDestroy(kid);
     } else if (strcmp(line, "load") == 0) {
       printf("load %d\n", providerLoad(prov));
     } else if (strcmp(line, "race") == 0) {
