@@ -328,9 +328,9 @@ func equalLines(t *testing.T, what string, have, want []string) {
 // a string read back as fired; semaphores and probeIsEnabled follow the
 // tracer; 8 threads firing at once lose nothing; a 13th argument is
 // refused; a child after fork() fires and checks the parent's probes (and
-// unloads and destroys them without hanging), but cannot load new ones; after providerUnload the
-// probes are gone from the process and probeFire does nothing; threads
-// firing traced probes survive unloads and loads.
+// unloads and destroys them without hanging), but cannot load new ones;
+// after providerUnload the probes are gone from the process and probeFire
+// does nothing; threads firing traced probes survive unloads and loads.
 func TestDriver(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := buildC(t, "driver.c")
