@@ -33,9 +33,12 @@ struct probe_node {
   int argc;
   // site is the probe site probeFire and probeIsEnabled load, compared
   // with orig: untraced, it holds orig. When not loaded it points to
-  // idle, which always holds orig. Loads and stores are atomic; the
-  // store that publishes a new site is a release, so that orig and stub
-  // are seen before it.
+  // idle, which holds orig too (both 0 before the first load), so that
+  // the fast check alone sends an unloaded probe home; a site that is
+  // &idle means not loaded, whatever idle and orig read while a first
+  // load writes them. Loads and stores are atomic; the store that
+  // publishes a new site is a release, so that orig and stub are seen
+  // before it.
   const uint32_t *site;
   uint32_t orig;
   uint32_t idle;
@@ -218,9 +221,9 @@ static int load_locked(struct provider_node *pn) {
   }
   for (i = 0; i < count; i++) {
     struct probe_node *n = nodes[i];
-    n->orig = origs[i];
+    __atomic_store_n(&n->orig, origs[i], __ATOMIC_RELAXED);
     __atomic_store_n(&n->idle, origs[i], __ATOMIC_RELAXED);
-    n->stub = stubs[i];
+    __atomic_store_n(&n->stub, stubs[i], __ATOMIC_RELAXED);
     n->pub.probe._fire = (void *)stubs[i];
     __atomic_store_n(&n->site, (const uint32_t *)stubs[i], __ATOMIC_RELEASE);
   }
@@ -310,6 +313,13 @@ void providerDestroy(SDTProvider_t *provider) {
   free(pn);
 }
 
+// untraced reports whether site, loaded from n->site with acquire
+// semantics, shows no tracer, or n is not loaded.
+static inline int untraced(struct probe_node *n, const uint32_t *site) {
+  return __atomic_load_n(site, __ATOMIC_RELAXED) == __atomic_load_n(&n->orig, __ATOMIC_RELAXED) ||
+         site == &n->idle;
+}
+
 typedef void (*stub12)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
                        uint64_t, uint64_t, uint64_t, uint64_t);
 
@@ -330,17 +340,18 @@ static void __attribute__((noinline)) fire_slow(struct probe_node *n, va_list ap
     default: a[i] = va_arg(ap, uint64_t); break;
     }
   }
-  ((stub12)n->stub)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
+  ((stub12)__atomic_load_n(&n->stub, __ATOMIC_RELAXED))(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
 }
 
 // probe_fire_traced is probeFire past its fast check, with the same
 // arguments. It loads the site again, with acquire semantics: a racing
 // providerLoad may have published a new site whose orig and stub the fast
-// check did not order its loads with.
+// check did not order its loads with. A probe whose site is its idle
+// word is not loaded, whatever orig and idle read during a first load.
 __attribute__((visibility("hidden"), used)) void probe_fire_traced(SDTProbe_t *probe, ...) {
   struct probe_node *n = (struct probe_node *)probe;
   const uint32_t *site = __atomic_load_n(&n->site, __ATOMIC_ACQUIRE);
-  if (__atomic_load_n(site, __ATOMIC_RELAXED) == n->orig)
+  if (untraced(n, site))
     return;
   va_list ap;
   va_start(ap, probe);
@@ -386,7 +397,7 @@ void probeFire(SDTProbe_t *probe, ...) {
   const uint32_t *site = __atomic_load_n(&n->site, __ATOMIC_ACQUIRE);
   // Untraced, the site holds its original bytes: every uprobe changes
   // them (a call to the kernel's trampoline, BRK).
-  if (__builtin_expect(__atomic_load_n(site, __ATOMIC_RELAXED) == n->orig, 1))
+  if (__builtin_expect(untraced(n, site), 1))
     return;
   va_list ap;
   va_start(ap, probe);
@@ -400,5 +411,5 @@ int probeIsEnabled(SDTProbe_t *probe) {
   if (n == NULL)
     return 0;
   const uint32_t *site = __atomic_load_n(&n->site, __ATOMIC_ACQUIRE);
-  return __atomic_load_n(site, __ATOMIC_RELAXED) != n->orig;
+  return !untraced(n, site);
 }
