@@ -53,6 +53,9 @@
 // providerUnload does nothing; probes added while loaded fire after the
 // next unload and load. The probe list, as libstapsdt's, has the last
 // added probe first; the object declares the probes in the order added.
+// Provider and probe names must be C identifiers, unique within the
+// provider (dynsdt's rule: probe names become symbols); providerLoad
+// fails with elfCreationError otherwise, where libstapsdt took any name.
 // provider->errno is named sdterrno where <errno.h> was included before
 // the header (errno is a macro there, which libstapsdt's header breaks on).
 //
