@@ -1,0 +1,42 @@
+package flame_test
+
+import (
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/flame"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// TestMain fails the package when the tests leak file descriptors.
+func TestMain(m *testing.M) { testutil.MainCheckingFDs(m) }
+
+const (
+	libc  = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	app   = "/usr/local/bin/server"
+	goApp = "/usr/local/bin/gosrv"
+	jit   = "/tmp/perf-4242.map"
+)
+
+// fr builds a native frame of app.
+func fr(sym string) flame.Frame { return flame.Frame{Symbol: sym, Object: app, Addr: 0x401000, Offset: 0x1000} }
+
+// demo is a known set of stacks, leaf first: 100 samples in all.
+func demo() []flame.Sample {
+	mainFrames := []flame.Frame{fr("main"), {Symbol: "__libc_start_call_main", Object: libc, Addr: 0x7f0000029d90, Offset: 0x29d90}}
+	chain := func(count uint64, leafFirst ...flame.Frame) flame.Sample {
+		return flame.Sample{Frames: append(leafFirst, mainFrames...), Count: count, Root: "server"}
+	}
+	return []flame.Sample{
+		chain(40, flame.Frame{Symbol: "malloc", Object: libc, Addr: 0x7f00000a0120, Offset: 0xa0120}, fr("leaf"), fr("level3"), fr("level2"), fr("level1")),
+		chain(20, fr("leaf"), fr("level3"), fr("level2"), fr("level1")),
+		chain(10, flame.Frame{Symbol: "std::vector<int, std::allocator<int> >::push_back(int const&)", Object: app, Addr: 0x402000, Offset: 0x2000}, fr("level2"), fr("level1")),
+		chain(8, flame.Frame{Object: libc, Addr: 0x7f0000012345, Offset: 0x12345}, fr("level1")),
+		chain(7, flame.Frame{Symbol: "LHello;::run", Object: jit, Addr: 0x7f1000000040}, fr("level1")),
+		{Root: "gosrv", Count: 15, Frames: []flame.Frame{
+			{Symbol: "main.add", File: "/src/gosrv/main.go", Line: 12, Inlined: true, Object: goApp, Addr: 0x4a1234, Offset: 0xa1234},
+			{Symbol: "main.work", File: "/src/gosrv/main.go", Line: 20, Object: goApp, Addr: 0x4a1234, Offset: 0xa1234},
+			{Symbol: "main.main", File: "/src/gosrv/main.go", Line: 30, Object: goApp, Addr: 0x4a2000, Offset: 0xa2000},
+			{Symbol: "runtime.main", File: "/usr/lib/go/src/runtime/proc.go", Line: 283, Object: goApp, Addr: 0x43b000, Offset: 0x3b000},
+		}},
+	}
+}
