@@ -18,7 +18,9 @@ const (
 )
 
 // fr builds a native frame of app.
-func fr(sym string) flame.Frame { return flame.Frame{Symbol: sym, Object: app, Addr: 0x401000, Offset: 0x1000} }
+func fr(sym string) flame.Frame {
+	return flame.Frame{Symbol: sym, Object: app, Addr: 0x401000, Offset: 0x1000}
+}
 
 // demo is a known set of stacks, leaf first: 100 samples in all.
 func demo() []flame.Sample {
