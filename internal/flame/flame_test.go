@@ -42,3 +42,36 @@ func demo() []flame.Sample {
 		}},
 	}
 }
+
+// screenshotDemo is a small server's stacks, for the screenshot in docs.
+func screenshotDemo() []flame.Sample {
+	lib := func(sym string) flame.Frame { return flame.Frame{Symbol: sym, Object: libc} }
+	base := []flame.Frame{fr("worker_loop"), lib("start_thread"), lib("clone3")}
+	s := func(n uint64, leafFirst ...flame.Frame) flame.Sample {
+		return flame.Sample{Frames: append(leafFirst, base...), Count: n, Root: "server"}
+	}
+	cpp := func(sym string) flame.Frame { return flame.Frame{Symbol: sym, Object: app} }
+	return []flame.Sample{
+		s(120, lib("_int_malloc"), lib("malloc"), cpp("operator new(unsigned long)"), cpp("http::Request::parse(std::string_view)"), cpp("http::Server::handle(http::Conn&)")),
+		s(60, lib("__memmove_avx_unaligned_erms"), cpp("http::Request::parse(std::string_view)"), cpp("http::Server::handle(http::Conn&)")),
+		s(90, lib("_int_free"), lib("free"), cpp("http::Response::~Response()"), cpp("http::Server::handle(http::Conn&)")),
+		s(150, cpp("json::Writer::escape(std::string const&)"), cpp("json::Writer::value(json::Value const&)"), cpp("http::Response::write_json(json::Value const&)"), cpp("http::Server::handle(http::Conn&)")),
+		s(70, lib("_int_malloc"), lib("malloc"), cpp("json::Writer::value(json::Value const&)"), cpp("http::Response::write_json(json::Value const&)"), cpp("http::Server::handle(http::Conn&)")),
+		s(80, lib("__libc_send"), fr("conn_write"), cpp("http::Server::handle(http::Conn&)")),
+		s(40, flame.Frame{Object: libc, Offset: 0x11f3a0}, lib("epoll_wait"), fr("event_loop")),
+		s(35, flame.Frame{Symbol: "Interpreter", Object: jit}, flame.Frame{Symbol: "LRules;::match", Object: jit}, cpp("plugin::Java::call(char const*)"), cpp("http::Server::handle(http::Conn&)")),
+		{Root: "metrics", Count: 55, Frames: []flame.Frame{
+			{Symbol: "strconv.appendQuotedWith", File: "/usr/lib/go/src/strconv/quote.go", Line: 30, Inlined: true, Object: goApp},
+			{Symbol: "encoding/json.appendString", File: "/usr/lib/go/src/encoding/json/encode.go", Line: 990, Object: goApp},
+			{Symbol: "main.(*exporter).flush", File: "/src/metrics/main.go", Line: 88, Object: goApp},
+			{Symbol: "main.main", File: "/src/metrics/main.go", Line: 20, Object: goApp},
+			{Symbol: "runtime.main", File: "/usr/lib/go/src/runtime/proc.go", Line: 283, Object: goApp},
+		}},
+		{Root: "metrics", Count: 30, Frames: []flame.Frame{
+			{Symbol: "runtime.mallocgc", File: "/usr/lib/go/src/runtime/malloc.go", Line: 1000, Object: goApp},
+			{Symbol: "main.(*exporter).flush", File: "/src/metrics/main.go", Line: 90, Object: goApp},
+			{Symbol: "main.main", File: "/src/metrics/main.go", Line: 20, Object: goApp},
+			{Symbol: "runtime.main", File: "/usr/lib/go/src/runtime/proc.go", Line: 283, Object: goApp},
+		}},
+	}
+}
