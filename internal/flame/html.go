@@ -37,14 +37,29 @@ type htmlData struct {
 const nodeFields = 5
 
 type treeKey struct {
-	name, obj int
-	kind      int
+	parent    int32
+	name, obj int32
+	kind      int32
 }
 
-type treeNode struct {
-	key      treeKey
-	total    uint64
-	children map[treeKey]*treeNode
+// tree is the call tree, its nodes in slices indexed by node number, the
+// root node 0; one map finds a node's child by key.
+type tree struct {
+	keys   []treeKey
+	totals []uint64
+	index  map[treeKey]int32
+}
+
+func (t *tree) child(k treeKey, count uint64) int32 {
+	c, ok := t.index[k]
+	if !ok {
+		c = int32(len(t.keys))
+		t.index[k] = c
+		t.keys = append(t.keys, k)
+		t.totals = append(t.totals, 0)
+	}
+	t.totals[c] += count
+	return c
 }
 
 type interner struct {
@@ -75,50 +90,70 @@ func (in *interner) id(s string) int {
 func WriteHTML(w io.Writer, samples []Sample, opts *Options) error {
 	names := &interner{idx: map[string]int{"": 0}, list: []string{""}}
 	kinds := &interner{idx: map[string]int{}}
-	root := &treeNode{key: treeKey{name: names.id("all"), kind: kinds.id(KindRoot) * 2}}
+	rootKind := int32(kinds.id(KindRoot) * 2)
+	t := &tree{
+		keys:   []treeKey{{parent: -1, name: int32(names.id("all")), kind: rootKind}},
+		totals: []uint64{0},
+		index:  map[treeKey]int32{},
+	}
 	for i := range samples {
 		s := &samples[i]
 		if s.Count == 0 || len(s.Frames) == 0 && s.Root == "" {
 			continue
 		}
-		root.total += s.Count
-		n := root
+		t.totals[0] += s.Count
+		n := int32(0)
 		if s.Root != "" {
-			n = n.child(treeKey{name: names.id(s.Root), kind: kinds.id(KindRoot) * 2}, s.Count)
+			n = t.child(treeKey{parent: n, name: int32(names.id(s.Root)), kind: rootKind}, s.Count)
 		}
 		for j := len(s.Frames) - 1; j >= 0; j-- {
 			f := &s.Frames[j]
-			k := treeKey{name: names.id(f.Name()), obj: names.id(objectName(f.Object)), kind: kinds.id(FrameKind(*f)) * 2}
+			k := treeKey{parent: n, name: int32(names.id(f.Name())), obj: int32(names.id(objectName(f.Object))), kind: int32(kinds.id(FrameKind(*f)) * 2)}
 			if f.Inlined {
 				k.kind++
 			}
-			n = n.child(k, s.Count)
+			n = t.child(k, s.Count)
 		}
 	}
 	d := htmlData{Title: opts.title(), Unit: opts.unit(), Inverted: opts != nil && opts.Inverted}
-	var flatten func(n *treeNode)
-	flatten = func(n *treeNode) {
-		d.Nodes = append(d.Nodes, uint64(n.key.name), uint64(n.key.kind), uint64(n.key.obj), n.total, uint64(len(n.children)))
-		kids := make([]*treeNode, 0, len(n.children))
-		for _, c := range n.children {
-			kids = append(kids, c)
-		}
-		// Alphabetical, as flamegraph.pl sorts: the layout does not
-		// depend on the order samples came in.
-		slices.SortFunc(kids, func(a, b *treeNode) int {
-			if c := strings.Compare(names.list[a.key.name], names.list[b.key.name]); c != 0 {
+	d.Nodes = make([]uint64, 0, len(t.keys)*nodeFields)
+	// Preorder, children sorted alphabetically as flamegraph.pl sorts
+	// them: the layout does not depend on the order samples came in.
+	// Each node's children, contiguous in order: order[first[n]:first[n+1]].
+	first := make([]int32, len(t.keys)+1)
+	for _, k := range t.keys[1:] {
+		first[k.parent+1]++
+	}
+	for i := 1; i < len(first); i++ {
+		first[i] += first[i-1]
+	}
+	order := make([]int32, len(t.keys))
+	next := slices.Clone(first)
+	for n, k := range t.keys[1:] {
+		order[next[k.parent]] = int32(n + 1)
+		next[k.parent]++
+	}
+	stack := []int32{0}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		k := t.keys[n]
+		kids := order[first[n]:first[n+1]]
+		d.Nodes = append(d.Nodes, uint64(k.name), uint64(k.kind), uint64(k.obj), t.totals[n], uint64(len(kids)))
+		slices.SortFunc(kids, func(a, b int32) int {
+			ka, kb := t.keys[a], t.keys[b]
+			if c := strings.Compare(names.list[ka.name], names.list[kb.name]); c != 0 {
 				return c
 			}
-			if c := strings.Compare(names.list[a.key.obj], names.list[b.key.obj]); c != 0 {
+			if c := strings.Compare(names.list[ka.obj], names.list[kb.obj]); c != 0 {
 				return c
 			}
-			return a.key.kind - b.key.kind
+			return int(ka.kind - kb.kind)
 		})
-		for _, c := range kids {
-			flatten(c)
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, kids[i])
 		}
 	}
-	flatten(root)
 	d.Names, d.Kinds = names.list, kinds.list
 	data, err := json.Marshal(d) // escapes <, >, &, U+2028 and U+2029
 	if err != nil {
@@ -131,19 +166,6 @@ func WriteHTML(w io.Writer, samples []Sample, opts *Options) error {
 	bw.Write(data)
 	bw.WriteString(strings.ReplaceAll(rest, titleMark, title))
 	return bw.Flush()
-}
-
-func (n *treeNode) child(k treeKey, count uint64) *treeNode {
-	c, ok := n.children[k]
-	if !ok {
-		if n.children == nil {
-			n.children = map[treeKey]*treeNode{}
-		}
-		c = &treeNode{key: k}
-		n.children[k] = c
-	}
-	c.total += count
-	return c
 }
 
 // objectName is the base name of an object, as the page shows it.
