@@ -21,10 +21,10 @@
 // Write(w, format, samples, opts) writes one of Folded, Pprof or HTML:
 //
 //   - Folded: "root;caller;…;leaf COUNT" lines, identical stacks merged
-//     and lines sorted. ';' in a name becomes ':' and control characters
-//     (newlines, tabs) become spaces (FoldedName); spaces are kept, since
-//     readers split the count off at the last space. ParseFolded reads the
-//     format back.
+//     and lines sorted. ';' in a name becomes ':', control characters
+//     (newlines, tabs) become spaces and spaces at a name's ends are
+//     dropped (FoldedName); inner spaces are kept, since readers split
+//     the count off at the last space. ParseFolded reads the format back.
 //   - Pprof: a gzipped profile.proto (github.com/google/pprof/profile)
 //     with one sample type (Options.Unit, "count"); a location per
 //     address with its inlined frames as lines; a function per name and

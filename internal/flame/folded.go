@@ -13,25 +13,26 @@ import (
 
 // FoldedName returns name as a folded-stack frame: each ';' (the frame
 // separator) becomes ':', each control character (newline, tab, …)
-// becomes a space, and an empty name becomes "[unknown]". Other bytes,
-// spaces included, are kept: readers split the count off at the last
-// space.
+// becomes a space, spaces at either end are dropped (readers would drop
+// those before the count), and a name left empty becomes "[unknown]".
+// Inner spaces are kept: readers split the count off at the last space.
 func FoldedName(name string) string {
+	if strings.IndexFunc(name, needsFolding) >= 0 {
+		name = strings.Map(func(r rune) rune {
+			switch {
+			case r == ';':
+				return ':'
+			case r < 0x20 || r == 0x7f:
+				return ' '
+			}
+			return r
+		}, name)
+	}
+	name = strings.Trim(name, " ")
 	if name == "" {
 		return "[unknown]"
 	}
-	if strings.IndexFunc(name, needsFolding) < 0 {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == ';':
-			return ':'
-		case r < 0x20 || r == 0x7f:
-			return ' '
-		}
-		return r
-	}, name)
+	return name
 }
 
 func needsFolding(r rune) bool { return r == ';' || r < 0x20 || r == 0x7f }

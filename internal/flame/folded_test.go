@@ -37,8 +37,9 @@ server;__libc_start_call_main;main;level1;level2;std::vector<int, std::allocator
 			{Frames: []flame.Frame{fr("a")}, Count: 1},
 		}, "a 1\na;b 5\n"},
 		{"escaped", []flame.Sample{
-			{Frames: []flame.Frame{{Symbol: "x;y\nz\tw"}, {Symbol: "a b"}}, Count: 1, Root: "r;1"},
-		}, "r:1;a b;x:y z w 1\n"},
+			{Frames: []flame.Frame{{Symbol: "x;y\nz\tw\n"}, {Symbol: " a b"}}, Count: 1, Root: "r;1"},
+			{Frames: []flame.Frame{{Symbol: "\n\t "}}, Count: 2},
+		}, "[unknown] 2\nr:1;a b;x:y z w 1\n"},
 		{"unknown", []flame.Sample{
 			{Frames: []flame.Frame{{Addr: 0xdead}, {Object: "[vdso]", Offset: 0x10}, {Object: "/x/lib.so (deleted)", Offset: 0xa}}, Count: 1},
 		}, "[lib.so+0xa];[vdso+0x10];0xdead 1\n"},
