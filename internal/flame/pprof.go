@@ -115,7 +115,7 @@ func (b *pprofBuilder) mapping(f Frame) *profile.Mapping {
 			ID:           uint64(len(b.p.Mapping) + 1),
 			File:         f.Object,
 			Start:        f.Addr,
-			Limit:        f.Addr + 1,
+			Limit:        f.Addr,
 			Offset:       f.Offset,
 			HasFunctions: true,
 		}
@@ -125,7 +125,8 @@ func (b *pprofBuilder) mapping(f Frame) *profile.Mapping {
 	if f.Addr < m.Start {
 		m.Start, m.Offset = f.Addr, f.Offset
 	}
-	if f.Addr >= m.Limit {
+	// Limit is exclusive; the top address of the address space stays out.
+	if f.Addr >= m.Limit && f.Addr < math.MaxUint64 {
 		m.Limit = f.Addr + 1
 	}
 	if f.File != "" {
