@@ -47,7 +47,7 @@ var _ io.Writer = (*countingWriter)(nil)
 // 16-frame stacks; out-bytes is the size of the output.
 func BenchmarkWrite(b *testing.B) {
 	samples := benchStacks(100_000)
-	for _, f := range flame.Formats {
+	for _, f := range flame.Formats() {
 		b.Run(string(f), func(b *testing.B) {
 			b.ReportAllocs()
 			var w countingWriter

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usdtkit/usdtkit/internal/flame"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -214,6 +215,11 @@ func TestHTMLInteractive(t *testing.T) {
 		t.Errorf("tooltip over level2: %q, want it shown with level2, 70 samples, 70%% of all", tip)
 	}
 
+	b.mouse("leaf", false)
+	if tip, _ := b.eval(`tip.textContent`).(string); !strings.Contains(tip, "60 samples") || !strings.Contains(tip, "self 20") {
+		t.Errorf("tooltip over leaf: %q, want 60 samples, self 20 (40 are in malloc)", tip)
+	}
+
 	b.mouse("level2", true)
 	if have := width("level2"); have < full-2 {
 		t.Errorf("after a click on level2 its width is %.1f, want %.1f", have, full)
@@ -245,5 +251,20 @@ func TestHTMLInteractive(t *testing.T) {
 	}
 	if dis, _ := b.eval(`document.getElementById("reset").disabled`).(bool); !dis {
 		t.Errorf("Reset zoom enabled after zooming out")
+	}
+}
+
+// TestHTMLInverted checks Options.Inverted: the root on top, the leaves
+// below it; by default the other way round.
+func TestHTMLInverted(t *testing.T) {
+	b := startBrowser(t)
+	for _, inverted := range []bool{false, true} {
+		b.open("file://" + writeHTML(t, demo(), &flame.Options{Inverted: inverted}))
+		top := func(name string) float64 {
+			return b.evalNumber(fmt.Sprintf(`[...document.querySelectorAll(".f")].find(e => e.textContent === %q).getBoundingClientRect().top`, name))
+		}
+		if rootAbove := top("all") < top("malloc"); rootAbove != inverted {
+			t.Errorf("Inverted %v: root above the leaf is %v", inverted, rootAbove)
+		}
 	}
 }

@@ -108,8 +108,8 @@ const (
 	HTML   Format = "html"   // a self-contained interactive flame graph page
 )
 
-// Formats lists the formats Write accepts, for flag help and validation.
-var Formats = []Format{Folded, Pprof, HTML}
+// Formats returns the formats Write accepts, for flag help and validation.
+func Formats() []Format { return []Format{Folded, Pprof, HTML} }
 
 // ErrFormat is wrapped by Write for an unknown format name.
 var ErrFormat = errors.New("unknown flame graph format (want folded, pprof or html)")
@@ -159,7 +159,7 @@ func Write(w io.Writer, format Format, samples []Sample, opts *Options) error {
 // ParseFormat returns the format named s ("folded", "pprof", "html"), or
 // an error wrapping ErrFormat.
 func ParseFormat(s string) (Format, error) {
-	for _, f := range Formats {
+	for _, f := range Formats() {
 		if string(f) == s {
 			return f, nil
 		}

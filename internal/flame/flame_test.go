@@ -75,3 +75,27 @@ func screenshotDemo() []flame.Sample {
 		}},
 	}
 }
+
+func TestFrameKind(t *testing.T) {
+	tests := []struct {
+		name  string
+		frame flame.Frame
+		want  string
+	}{
+		{"c", flame.Frame{Symbol: "malloc", Object: libc}, flame.KindNative},
+		{"c++", flame.Frame{Symbol: "std::vector<int>::push_back(int const&)", Object: app}, flame.KindCPP},
+		{"go file", flame.Frame{Symbol: "main.work", File: "/src/main.go", Object: goApp}, flame.KindGo},
+		{"go runtime", flame.Frame{Symbol: "runtime.mallocgc", Object: goApp}, flame.KindGo},
+		{"perf map", flame.Frame{Symbol: "LFoo;::bar", Object: jit}, flame.KindJIT},
+		{"anonymous", flame.Frame{Symbol: "Interpreter"}, flame.KindJIT},
+		{"no symbol", flame.Frame{Object: libc, Offset: 0x10}, flame.KindUnknown},
+		{"override", flame.Frame{Symbol: "x", Object: libc, Kind: "python"}, "python"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if have := flame.FrameKind(tt.frame); have != tt.want {
+				t.Errorf("have %q, want %q", have, tt.want)
+			}
+		})
+	}
+}

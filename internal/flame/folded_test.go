@@ -121,7 +121,7 @@ func TestWriteFormat(t *testing.T) {
 	if !errors.Is(err, flame.ErrFormat) || b.Len() != 0 {
 		t.Errorf("have %v and %d bytes, want ErrFormat and nothing written", err, b.Len())
 	}
-	for _, f := range flame.Formats {
+	for _, f := range flame.Formats() {
 		g, err := flame.ParseFormat(string(f))
 		if err != nil || g != f {
 			t.Errorf("ParseFormat(%q) = %q, %v", f, g, err)
