@@ -268,3 +268,12 @@ func TestHTMLInverted(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLEmpty checks the page for no samples says so.
+func TestHTMLEmpty(t *testing.T) {
+	b := startBrowser(t)
+	b.open("file://" + writeHTML(t, nil, nil))
+	if have, _ := b.eval(`document.getElementById("graph").textContent`).(string); have != "No samples." {
+		t.Errorf("graph of no samples says %q, want No samples.", have)
+	}
+}

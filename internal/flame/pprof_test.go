@@ -137,3 +137,18 @@ func TestPprofTool(t *testing.T) {
 		t.Errorf("pprof -traces has no 40-sample trace malloc…server:\n%s", out)
 	}
 }
+
+// TestProfileEmpty checks no samples give a valid, empty profile.
+func TestProfileEmpty(t *testing.T) {
+	var b bytes.Buffer
+	if err := flame.WritePprof(&b, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckValid(); err != nil || len(p.Sample) != 0 {
+		t.Errorf("have %v, %d samples; want a valid empty profile", err, len(p.Sample))
+	}
+}
