@@ -34,7 +34,10 @@ func Profile(samples []Sample, opts *Options) *profile.Profile {
 		if s.Count == 0 || len(s.Frames) == 0 && s.Root == "" {
 			continue
 		}
-		ps := &profile.Sample{Value: []int64{int64(min(s.Count, math.MaxInt64))}}
+		ps := &profile.Sample{
+			Value:    []int64{int64(min(s.Count, math.MaxInt64))},
+			Location: make([]*profile.Location, 0, len(s.Frames)+1),
+		}
 		for j := 0; j < len(s.Frames); {
 			k := j
 			for k < len(s.Frames)-1 && s.Frames[k].Inlined {
