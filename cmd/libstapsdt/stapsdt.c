@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+// The library defines the functions the header's macros stand for.
+#define LIBSTAPSDT_NO_INLINE
 #include "libstapsdt.h"
 #include "bridge.h"
 #include "_cgo_export.h"
@@ -219,13 +221,27 @@ static int load_locked(struct provider_node *pn) {
     set_error(p, (SDTError_t)code, msg);
     goto out;
   }
+#ifdef LIBSTAPSDT_SITE_WORD
+  // The header's inline check compares the site with this word: a build
+  // of the site that differs would read as traced there.
+  for (i = 0; i < count; i++) {
+    if (origs[i] != LIBSTAPSDT_SITE_WORD) {
+      set_errorf(p, elfCreationError, "provider %s: probe %s: site word %#x, the header expects %#x", p->name,
+                 names[i], origs[i], LIBSTAPSDT_SITE_WORD);
+      usdtkit_stapsdt_unload(pn->session, &msg);
+      free(msg);
+      goto out;
+    }
+  }
+#endif
   for (i = 0; i < count; i++) {
     struct probe_node *n = nodes[i];
     __atomic_store_n(&n->orig, origs[i], __ATOMIC_RELAXED);
     __atomic_store_n(&n->idle, origs[i], __ATOMIC_RELAXED);
     __atomic_store_n(&n->stub, stubs[i], __ATOMIC_RELAXED);
-    n->pub.probe._fire = (void *)stubs[i];
     __atomic_store_n(&n->site, (const uint32_t *)stubs[i], __ATOMIC_RELEASE);
+    // What the header's inline check loads: the site, now mapped.
+    __atomic_store_n(&n->pub.probe._fire, (void *)stubs[i], __ATOMIC_RELEASE);
   }
   free(p->_filename);
   p->_filename = req.path;
@@ -262,7 +278,9 @@ static int unload_locked(struct provider_node *pn) {
   p->_filename = NULL;
   for (SDTProbeList_t *l = p->probes; l; l = l->next) {
     struct probe_node *n = (struct probe_node *)l;
-    n->pub.probe._fire = NULL;
+    // The header's inline check now reports untraced; one racing with
+    // this store reads a site that stays mapped until providerDestroy.
+    __atomic_store_n(&n->pub.probe._fire, NULL, __ATOMIC_RELAXED);
     if (!in_go_process())
       // The object stays mapped in this child; its probes go quiet.
       __atomic_store_n(&n->site, &n->idle, __ATOMIC_RELEASE);

@@ -4,9 +4,15 @@
  * operation by the program's own clock, then "done":
  *
  *   floor   a call to an empty non-inlined function with 4 arguments
- *   fire0   probeFire(zero)                 bench:zero, no arguments
- *   fire3   probeFire(three, i, 2, 3)       bench:three (uint64, int32, uint64)
- *   enabled probeIsEnabled(three)
+ *   fire0   (probeFire)(zero)               bench:zero, no arguments, the
+ *           exported function, as programs built against libstapsdt's
+ *           header and bindings call it
+ *   fire3   (probeFire)(three, i, 2, 3)     bench:three (uint64, int32, uint64)
+ *   enabled (probeIsEnabled)(three)
+ *   ifire0, ifire3, ienabled: the same through libstapsdt.h's macros,
+ *           which check inline and call the library only when traced
+ *   load1   sink = (a volatile 2-byte word != 0): one load in the same
+ *           loop, what a sys/sdt.h semaphore check costs at least
  *   sdt3    DTRACE_PROBE3(benchsdt, three, i, 2, 3), a sys/sdt.h probe
  *   sdtf3   the same probe (benchsdt:func) in a non-inlined function of
  *           its own, as libstapsdt's and this library's sites are
@@ -33,6 +39,7 @@ __attribute__((noinline)) void empty(void *p, uint64_t a, uint64_t b, uint64_t c
 }
 
 static volatile int sink;
+static volatile unsigned short word;
 
 __attribute__((noinline)) void sdt_func(uint64_t a, uint32_t b, uint64_t c) {
   DTRACE_PROBE3(benchsdt, func, a, b, c);
@@ -59,11 +66,23 @@ int main(void) {
         empty(three, i, 2, 3);
     } else if (strcmp(op, "fire0") == 0) {
       for (long i = 0; i < n; i++)
-        probeFire(zero);
+        (probeFire)(zero);
     } else if (strcmp(op, "fire3") == 0) {
       for (long i = 0; i < n; i++)
-        probeFire(three, (uint64_t)i, 2, (uint64_t)3);
+        (probeFire)(three, (uint64_t)i, 2, (uint64_t)3);
     } else if (strcmp(op, "enabled") == 0) {
+      for (long i = 0; i < n; i++)
+        sink = (probeIsEnabled)(three);
+    } else if (strcmp(op, "load1") == 0) {
+      for (long i = 0; i < n; i++)
+        sink = word != 0;
+    } else if (strcmp(op, "ifire0") == 0) {
+      for (long i = 0; i < n; i++)
+        probeFire(zero);
+    } else if (strcmp(op, "ifire3") == 0) {
+      for (long i = 0; i < n; i++)
+        probeFire(three, (uint64_t)i, 2, (uint64_t)3);
+    } else if (strcmp(op, "ienabled") == 0) {
       for (long i = 0; i < n; i++)
         sink = probeIsEnabled(three);
     } else if (strcmp(op, "sdt3") == 0) {
