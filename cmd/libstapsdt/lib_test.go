@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -578,7 +581,14 @@ fire:
 //     the same arguments in the same program, in the loop's body and in a
 //     function of its own, all counted by usdtkit's tracer: "ns:probeFire3"
 //     (the function), "ns:inline-probeFire3" (the macro), "ns:sdt3",
-//     "ns:sdtfunc3" and the ratios of the first two to the others.
+//     "ns:sdtfunc3" and the ratios of the first two to the others. Also
+//     the site forms alone: "ns:nop1func3" and "ns:nop5func3", calls to a
+//     function whose first instruction is a 1-byte or 5-byte nop site,
+//     and "ns:nop1midfunc3", the 1-byte nop after the first instruction;
+//     per variant, the BPF program's run time per hit by the kernel's
+//     stats ("ns:bpf:OP") and the rest of the time ("ns:rest:OP": trap
+//     or trampoline, uprobe dispatch, the loop); and "trampolines", the
+//     [uprobes-trampoline] mappings the kernel made in the program.
 func BenchmarkC(b *testing.B) {
 	testutil.RequireFile(b, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
 	bin := buildC(b, "bench.c")
@@ -627,28 +637,107 @@ func BenchmarkC(b *testing.B) {
 		t := testutil.StartTracee(b, bin)
 		t.Do(b, "floor 1") // the probes are loaded
 		var probes []sdt.Probe
-		for _, sel := range []sdt.Selector{{Provider: "bench", Name: "three"}, {Provider: "benchsdt", Name: "three"}, {Provider: "benchsdt", Name: "func"}} {
+		for _, sel := range []sdt.Selector{{Provider: "bench", Name: "three"}, {Provider: "benchsdt", Name: "three"}, {Provider: "benchsdt", Name: "func"},
+			{Provider: "benchsdt", Name: "nop1"}, {Provider: "benchsdt", Name: "nop1m"}, {Provider: "benchsdt", Name: "nop5"}} {
 			found, err := sdt.List(&sdt.ListOptions{PID: t.PID(), Selectors: []sdt.Selector{sel}})
 			if err != nil || len(found) != 1 {
 				b.Fatalf("list %s:%s: %v, %d probes", sel.Provider, sel.Name, err, len(found))
 			}
 			probes = append(probes, found...)
 		}
+		// The kernel counts the BPF programs' run time while stats is open.
+		stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { stats.Close() })
 		tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: t.PID(), Mode: sdt.ModeCount})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { tr.Close() })
-		m := run(b, t, []string{"fire3", "ifire3", "sdt3", "sdtf3"}, 10_000)
+		const n = 10_000
+		ops := []string{"fire3", "ifire3", "sdt3", "sdtf3", "nop1f3", "nop1m3", "nop5f3"}
+		total, bpf := map[string][]float64{}, map[string][]float64{}
+		first := 0
+		for b.Loop() {
+			for i := range ops {
+				op := ops[(first+i)%len(ops)]
+				ns0, cnt0 := bpfStats(b)
+				out := t.Do(b, fmt.Sprint(op, " ", n))
+				ns1, cnt1 := bpfStats(b)
+				v, err := strconv.ParseFloat(out[0], 64)
+				if err != nil {
+					b.Fatalf("%s: %q", op, out)
+				}
+				if cnt1-cnt0 < n {
+					b.Fatalf("%s: %d BPF runs for %d hits", op, cnt1-cnt0, n)
+				}
+				total[op] = append(total[op], v)
+				bpf[op] = append(bpf[op], float64(ns1-ns0)/float64(cnt1-cnt0))
+			}
+			first++
+		}
+		m := map[string]float64{}
+		for _, op := range ops {
+			m[op] = median(total[op])
+			b.ReportMetric(median(bpf[op]), "ns:bpf:"+op)
+			b.ReportMetric(m[op]-median(bpf[op]), "ns:rest:"+op)
+		}
+		// Whether the kernel turned the nop5 sites into calls: it maps
+		// its trampoline into the process.
+		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", t.PID()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(strings.Count(string(maps), "[uprobes-trampoline]")), "trampolines")
 		b.ReportMetric(m["fire3"], "ns:probeFire3")
 		b.ReportMetric(m["ifire3"], "ns:inline-probeFire3")
 		b.ReportMetric(m["sdt3"], "ns:sdt3")
 		b.ReportMetric(m["sdtf3"], "ns:sdtfunc3")
+		b.ReportMetric(m["nop1f3"], "ns:nop1func3")
+		b.ReportMetric(m["nop1m3"], "ns:nop1midfunc3")
+		b.ReportMetric(m["nop5f3"], "ns:nop5func3")
+		b.ReportMetric(m["nop5f3"]/m["nop1f3"], "ratio:nop5func3/nop1func3")
 		b.ReportMetric(m["fire3"]/m["sdt3"], "ratio:probeFire3/sdt3")
 		b.ReportMetric(m["fire3"]/m["sdtf3"], "ratio:probeFire3/sdtfunc3")
 		b.ReportMetric(m["ifire3"]/m["sdt3"], "ratio:inline-probeFire3/sdt3")
 		b.ReportMetric(m["ifire3"]/m["sdtf3"], "ratio:inline-probeFire3/sdtfunc3")
 	})
+}
+
+// bpfStats sums the run time and run count the kernel keeps for the BPF
+// programs this process holds (while ebpf.EnableStats is on), from
+// /proc/self/fdinfo.
+func bpfStats(b *testing.B) (ns, cnt uint64) {
+	b.Helper()
+	ents, err := os.ReadDir("/proc/self/fdinfo")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range ents {
+		info, err := os.ReadFile(filepath.Join("/proc/self/fdinfo", e.Name()))
+		if err != nil || !strings.Contains(string(info), "prog_type:") {
+			continue
+		}
+		for line := range strings.Lines(string(info)) {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+			x, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			switch k {
+			case "run_time_ns":
+				ns += x
+			case "run_cnt":
+				cnt += x
+			}
+		}
+	}
+	return ns, cnt
+}
+
+func median(s []float64) float64 {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // TestArm64UnderQemu cross-builds the library and testdata/trap.c for
