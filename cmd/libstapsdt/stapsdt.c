@@ -341,11 +341,15 @@ static inline int untraced(struct probe_node *n, const uint32_t *site) {
 typedef void (*stub12)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
                        uint64_t, uint64_t, uint64_t, uint64_t);
 
+typedef void (*stub6)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+
 // fire_slow reads the arguments as their declared types, extended to 64
 // bits as the C calling convention would leave them, and calls the stub:
 // the arguments land where the note's specs say (registers first, then
-// 8-byte stack slots).
-static void __attribute__((noinline)) fire_slow(struct probe_node *n, va_list ap) {
+// 8-byte stack slots). Up to 6 arguments, all in registers on both
+// architectures, the stub is called with 6 and the call is the last thing
+// done, so the compiler can jump to it (one return fewer after the trap).
+static inline __attribute__((always_inline)) void fire_slow(struct probe_node *n, va_list ap) {
   uint64_t a[MAX_ARGUMENTS_EXTENDED] = {0};
   for (int i = 0; i < n->argc; i++) {
     switch (n->types[i]) {
@@ -358,7 +362,12 @@ static void __attribute__((noinline)) fire_slow(struct probe_node *n, va_list ap
     default: a[i] = va_arg(ap, uint64_t); break;
     }
   }
-  ((stub12)__atomic_load_n(&n->stub, __ATOMIC_RELAXED))(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
+  uintptr_t stub = __atomic_load_n(&n->stub, __ATOMIC_RELAXED);
+  if (n->argc <= 6) {
+    ((stub6)stub)(a[0], a[1], a[2], a[3], a[4], a[5]);
+    return;
+  }
+  ((stub12)stub)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
 }
 
 // probe_fire_traced is probeFire past its fast check, with the same
