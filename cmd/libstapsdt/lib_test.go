@@ -585,6 +585,8 @@ fire:
 //     the site forms alone: "ns:nop1func3" and "ns:nop5func3", calls to a
 //     function whose first instruction is a 1-byte or 5-byte nop site,
 //     and "ns:nop1midfunc3", the 1-byte nop after the first instruction;
+//     "ns:nop1loop0" and "ns:nop5loop0", either nop in the loop's body,
+//     without arguments;
 //     per variant, the BPF program's run time per hit by the kernel's
 //     stats ("ns:bpf:OP") and the rest of the time ("ns:rest:OP": trap
 //     or trampoline, uprobe dispatch, the loop); and "trampolines", the
@@ -638,7 +640,8 @@ func BenchmarkC(b *testing.B) {
 		t.Do(b, "floor 1") // the probes are loaded
 		var probes []sdt.Probe
 		for _, sel := range []sdt.Selector{{Provider: "bench", Name: "three"}, {Provider: "benchsdt", Name: "three"}, {Provider: "benchsdt", Name: "func"},
-			{Provider: "benchsdt", Name: "nop1"}, {Provider: "benchsdt", Name: "nop1m"}, {Provider: "benchsdt", Name: "nop5"}} {
+			{Provider: "benchsdt", Name: "nop1"}, {Provider: "benchsdt", Name: "nop1m"}, {Provider: "benchsdt", Name: "nop5"},
+			{Provider: "benchsdt", Name: "nop1l"}, {Provider: "benchsdt", Name: "nop5l"}} {
 			found, err := sdt.List(&sdt.ListOptions{PID: t.PID(), Selectors: []sdt.Selector{sel}})
 			if err != nil || len(found) != 1 {
 				b.Fatalf("list %s:%s: %v, %d probes", sel.Provider, sel.Name, err, len(found))
@@ -657,7 +660,7 @@ func BenchmarkC(b *testing.B) {
 		}
 		b.Cleanup(func() { tr.Close() })
 		const n = 10_000
-		ops := []string{"fire3", "ifire3", "sdt3", "sdtf3", "nop1f3", "nop1m3", "nop5f3"}
+		ops := []string{"fire3", "ifire3", "sdt3", "sdtf3", "nop1f3", "nop1m3", "nop5f3", "nop1l", "nop5l"}
 		total, bpf := map[string][]float64{}, map[string][]float64{}
 		first := 0
 		for b.Loop() {
@@ -698,6 +701,8 @@ func BenchmarkC(b *testing.B) {
 		b.ReportMetric(m["nop1f3"], "ns:nop1func3")
 		b.ReportMetric(m["nop1m3"], "ns:nop1midfunc3")
 		b.ReportMetric(m["nop5f3"], "ns:nop5func3")
+		b.ReportMetric(m["nop1l"], "ns:nop1loop0")
+		b.ReportMetric(m["nop5l"], "ns:nop5loop0")
 		b.ReportMetric(m["nop5f3"]/m["nop1f3"], "ratio:nop5func3/nop1func3")
 		b.ReportMetric(m["fire3"]/m["sdt3"], "ratio:probeFire3/sdt3")
 		b.ReportMetric(m["fire3"]/m["sdtf3"], "ratio:probeFire3/sdtfunc3")

@@ -25,6 +25,8 @@
  *           then ret: the site forms side by side, alike in all else
  *   nop1m3  as nop1f3 with the 1-byte nop after a first instruction (mov):
  *           a site inside a function, not at its entry (benchsdt:nop1m)
+ *   nop1l, nop5l: the 1-byte and the 5-byte nop site in the loop's body
+ *           (benchsdt:nop1l, benchsdt:nop5l; no arguments)
  *   load    providerInit, 1000 providerAddProbe and providerLoad of a new
  *           provider, N times; prints the nanoseconds of providerLoad alone
  */
@@ -88,6 +90,24 @@ __attribute__((noinline)) void sdt_func(uint64_t a, uint32_t b, uint64_t c) {
           ".popsection\n");                                                    \
   void NAME##_stub(uint64_t, uint32_t, uint64_t)
 
+/* site_inline(NAME, NOP) is NOP in the caller's code, with a stapsdt note
+ * for benchsdt:NAME (no arguments) at it. */
+#define site_inline(NAME, NOP)                                                 \
+  __asm__ volatile("990: " NOP "\n"                                            \
+                   ".pushsection .note.stapsdt,\"?\",\"note\"\n"                 \
+                   ".balign 4\n"                                               \
+                   ".4byte 992f-991f, 994f-993f, 3\n"                          \
+                   "991: .asciz \"stapsdt\"\n"                                 \
+                   "992: .balign 4\n"                                          \
+                   "993: .8byte 990b\n"                                        \
+                   ".8byte _.stapsdt.base\n"                                   \
+                   ".8byte 0\n"                                                \
+                   ".asciz \"benchsdt\"\n"                                     \
+                   ".asciz \"" #NAME "\"\n"                                     \
+                   ".asciz \"\"\n"                                              \
+                   "994: .balign 4\n"                                          \
+                   ".popsection\n")
+
 site_stub(nop1, "", "nop");
 site_stub(nop1m, "mov %rdi, %rax", "nop");
 site_stub(nop5, "", ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00"); /* nopl 0x0(%rax,%rax,1) */
@@ -144,6 +164,12 @@ int main(void) {
     } else if (strcmp(op, "nop1m3") == 0) {
       for (long i = 0; i < n; i++)
         nop1m_stub((uint64_t)i, 2, 3);
+    } else if (strcmp(op, "nop1l") == 0) {
+      for (long i = 0; i < n; i++)
+        site_inline(nop1l, "nop");
+    } else if (strcmp(op, "nop5l") == 0) {
+      for (long i = 0; i < n; i++)
+        site_inline(nop5l, ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00");
     } else if (strcmp(op, "nop5f3") == 0) {
       for (long i = 0; i < n; i++)
         nop5_stub((uint64_t)i, 2, 3);
