@@ -40,7 +40,9 @@
 // calls the stub with 12 integer arguments, which puts them where the
 // note's argument specs say: rdi, rsi, rdx, rcx, r8, r9, then 8-byte stack
 // slots from 8(%rsp) at the stub's entry on x86-64; x0-x7, then [sp] on
-// arm64.
+// arm64. A probe of up to 6 arguments (all in registers) calls it with 6
+// as its last act, which the compiler makes a jump: the stub returns
+// straight to probeFire's caller, one return fewer after the trap.
 //
 // # Inline checks
 //
