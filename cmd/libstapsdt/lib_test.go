@@ -359,8 +359,10 @@ func equalLines(t *testing.T, what string, have, want []string) {
 // after providerUnload the probes are gone from the process and probeFire
 // does nothing; threads firing traced probes survive unloads and loads.
 // The driver is built twice: with libstapsdt.h's inline macros (checks in
-// the program, after unload too), and with LIBSTAPSDT_NO_INLINE, calling
-// the exported functions as programs built against libstapsdt's header do.
+// the program, after unload too; the macro evaluates its probe once and
+// an untraced probe's arguments never), and with LIBSTAPSDT_NO_INLINE,
+// calling the exported functions as programs built against libstapsdt's
+// header do.
 func TestDriver(t *testing.T) {
 	testutil.RequireBPF(t)
 	inline := buildC(t, "driver.c")
@@ -386,6 +388,8 @@ func TestDriver(t *testing.T) {
 		bin   string
 	}{{"memfd", true, inline}, {"file", false, inline}, {"memfd-exported", true, exported}, {"file-exported", false, exported}} {
 		memfd, bin := c.memfd, c.bin
+		// The macro evaluates an untraced probe's arguments not at all.
+		untracedEval := map[string]string{inline: "eval 1 0", exported: "eval 1 1"}[bin]
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("STAPSDT_MEMFD", map[bool]string{true: "1", false: "0"}[memfd])
 			d := testutil.StartTracee(t, bin)
@@ -395,6 +399,7 @@ func TestDriver(t *testing.T) {
 				t.Fatalf("path %q", path)
 			}
 			equalLines(t, "before tracing", d.Do(t, "enabled"), []string{allEnabled(false)})
+			equalLines(t, "evaluations before tracing", d.Do(t, "eval"), []string{untracedEval})
 			probes := listProbes(t, pid, "cprov")
 			if len(probes) != 14 {
 				t.Fatalf("listed %d probes, want 14", len(probes))
@@ -411,6 +416,8 @@ func TestDriver(t *testing.T) {
 			}
 			d.Do(t, "fire")
 			equalLines(t, "events", readEvents(t, tr, pid, 13), wantFire())
+			equalLines(t, "evaluations traced", d.Do(t, "eval"), []string{"eval 1 1"})
+			equalLines(t, "eval's event", readEvents(t, tr, pid, 1), []string{"cprov:n1 [7]"})
 
 			equalLines(t, "13 arguments", d.Do(t, "thirteen"), []string{"refused 5 probe n13: 13 arguments, at most 12"})
 
@@ -467,6 +474,7 @@ func TestDriver(t *testing.T) {
 			tr = startTrace(t, pid, listProbes(t, pid, "cprov", "cmark"))
 			equalLines(t, "unload", d.Do(t, "unload"), []string{"unload 0"})
 			equalLines(t, "unloaded", d.Do(t, "enabled"), []string{allEnabled(false)})
+			equalLines(t, "evaluations after unload", d.Do(t, "eval"), []string{untracedEval})
 			d.Do(t, "fire")
 			d.Do(t, "mark 7")
 			equalLines(t, "after unload", readEvents(t, tr, pid, 1), []string{"cmark:mark [7]"})
