@@ -25,10 +25,11 @@
 //	probeFire (macro, in the program): load _fire and the site; traced → probeFire
 //
 // probeFire and probeIsEnabled are native code compiled into the library;
-// they never enter the Go runtime. On x86-64 probeFire's untraced check is
-// assembly (a C variadic function stores all argument registers before
-// its first statement), jumping to C with the arguments untouched when
-// traced; elsewhere it is C. probeIsEnabled is one load of the probe site
+// they never enter the Go runtime. On x86-64 probeFire is assembly (a C
+// variadic function stores all argument registers before its first
+// statement): untraced it returns after the check; traced with up to 6
+// arguments it moves them down one register and jumps to the stub; with
+// more it jumps to C with the arguments untouched. Elsewhere it is C. probeIsEnabled is one load of the probe site
 // compared with the word built there, as dynsdt's Probe.Enabled: every
 // uprobe changes the site, whether or not its tracer counts the semaphore,
 // and the site stays readable after providerUnload (the semaphore's page

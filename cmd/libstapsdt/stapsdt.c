@@ -391,13 +391,24 @@ __attribute__((visibility("hidden"), used)) void probe_fire_traced(SDTProbe_t *p
 // function stores the six argument registers (and, with %al set, eight
 // vector registers) before its first statement. Untraced, the site holds
 // its original bytes (every uprobe changes them: int3, or a call to the
-// kernel's trampoline) and probeFire returns; traced, it jumps to
-// probe_fire_traced with the arguments untouched. x86 loads are ordered,
-// so the plain loads are acquire loads.
+// kernel's trampoline) and probeFire returns. Traced (or with a site that
+// is the idle word: not loaded, returns), a probe of up to 6 arguments
+// has them in rsi..r9 and 8(%rsp): probeFire moves them down one register
+// (rdi..r9, where the note's specs read them: each spec reads its
+// argument's size in low bytes, as the caller left them) and jumps to the
+// stub, which returns to probeFire's caller. More arguments go to
+// probe_fire_traced, with the registers untouched. x86 loads are ordered,
+// so the plain loads are acquire loads (see probe_fire_traced).
+#define PROBE_ARGC_OFF 112
 #define PROBE_SITE_OFF 120
 #define PROBE_ORIG_OFF 128
+#define PROBE_IDLE_OFF 132
+#define PROBE_STUB_OFF 136
+_Static_assert(offsetof(struct probe_node, argc) == PROBE_ARGC_OFF, "probe_node.argc");
 _Static_assert(offsetof(struct probe_node, site) == PROBE_SITE_OFF, "probe_node.site");
 _Static_assert(offsetof(struct probe_node, orig) == PROBE_ORIG_OFF, "probe_node.orig");
+_Static_assert(offsetof(struct probe_node, idle) == PROBE_IDLE_OFF, "probe_node.idle");
+_Static_assert(offsetof(struct probe_node, stub) == PROBE_STUB_OFF, "probe_node.stub");
 #define STR_(x) #x
 #define STR(x) STR_(x)
 __asm__(".text\n"
@@ -409,11 +420,28 @@ __asm__(".text\n"
         "  testq %rdi, %rdi\n"
         "  jz 1f\n"
         "  movq " STR(PROBE_SITE_OFF) "(%rdi), %r10\n"
-        "  movl (%r10), %r10d\n"
-        "  cmpl " STR(PROBE_ORIG_OFF) "(%rdi), %r10d\n"
-        "  jne probe_fire_traced\n"
+        "  movl (%r10), %r11d\n"
+        "  cmpl " STR(PROBE_ORIG_OFF) "(%rdi), %r11d\n"
+        "  jne 2f\n"
         "1:\n"
         "  ret\n"
+        "2:\n"
+        "  leaq " STR(PROBE_IDLE_OFF) "(%rdi), %r11\n"
+        "  cmpq %r11, %r10\n"
+        "  je 1b\n"
+        "  movl " STR(PROBE_ARGC_OFF) "(%rdi), %r11d\n"
+        "  cmpl $6, %r11d\n"
+        "  ja probe_fire_traced\n"
+        "  movq " STR(PROBE_STUB_OFF) "(%rdi), %rax\n"
+        "  movq %rsi, %rdi\n"
+        "  movq %rdx, %rsi\n"
+        "  movq %rcx, %rdx\n"
+        "  movq %r8, %rcx\n"
+        "  movq %r9, %r8\n"
+        "  jb 3f\n"
+        "  movq 8(%rsp), %r9\n"
+        "3:\n"
+        "  jmp *%rax\n"
         "  .cfi_endproc\n"
         ".size probeFire, .-probeFire\n");
 #else
