@@ -1,0 +1,208 @@
+package symbolize
+
+import (
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/symtab"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// run runs a build tool and fails the test on error.
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(testutil.RequireTool(t, name), args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+// buildC compiles testdata/src with compiler cc into dir/out.
+func buildC(t *testing.T, cc, src, dir, out string, flags ...string) string {
+	t.Helper()
+	bin := filepath.Join(dir, out)
+	args := append(append([]string{}, flags...), "-o", bin, filepath.Join("testdata", src))
+	run(t, cc, args...)
+	return bin
+}
+
+// addrs starts bin and returns the "NAME ADDRESS" lines it prints as a
+// map from name to address, and the running program.
+func addrs(t *testing.T, bin string) (map[string]uint64, *testutil.Tracee) {
+	t.Helper()
+	tr := testutil.StartTracee(t, bin)
+	out := make(map[string]uint64)
+	for _, line := range tr.Do(t, "addrs") {
+		i := strings.LastIndexByte(line, ' ')
+		a, err := strconv.ParseUint(strings.TrimPrefix(line[i+1:], "0x"), 16, 64)
+		if i < 0 || err != nil {
+			t.Fatalf("bad line %q from %s", line, bin)
+		}
+		out[line[:i]] = a
+	}
+	return out, tr
+}
+
+func newSymbolizer(t *testing.T, pid int, opts *Options) *Symbolizer {
+	t.Helper()
+	s, err := New(pid, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// checkFuncs symbolizes each function's address and its address plus 1,
+// and wants the function's name with offsets 0 and 1, in object bin.
+func checkFuncs(t *testing.T, s *Symbolizer, want map[string]uint64, bin string) {
+	t.Helper()
+	for name, a := range want {
+		fr := s.Frames([]uint64{a, a + 1})
+		for i, f := range fr {
+			if f.Symbol != name || f.SymOffset != uint64(i) || f.Object != bin || f.Addr != a+uint64(i) {
+				t.Errorf("%s+%d at %#x: have %+v, want %s+%d in %s", name, i, a+uint64(i), f, name, i, bin)
+			}
+		}
+	}
+}
+
+// TestSeparateDebugFile builds a C program with -g, moves its symbols to
+// a separate debug file and strips it, and symbolizes its functions with
+// the debug file found in each place GDB looks; with a debug file whose
+// CRC does not match, or none, frames name the object and file offset.
+func TestSeparateDebugFile(t *testing.T) {
+	testutil.RequireRoot(t)
+	tests := []struct {
+		name string
+		// place puts the debug file of bin (built in dir) where it is to
+		// be found and returns the debug directories to search.
+		place   func(t *testing.T, bin, dbg, dir string) []string
+		buildID bool
+		found   bool
+	}{
+		{"debuglink-beside", func(t *testing.T, bin, dbg, dir string) []string {
+			run(t, "objcopy", "--add-gnu-debuglink="+dbg, bin)
+			return []string{filepath.Join(dir, "none")}
+		}, false, true},
+		{"debuglink-dotdebug", func(t *testing.T, bin, dbg, dir string) []string {
+			run(t, "objcopy", "--add-gnu-debuglink="+dbg, bin)
+			move(t, dbg, filepath.Join(dir, ".debug", filepath.Base(dbg)))
+			return []string{filepath.Join(dir, "none")}
+		}, false, true},
+		{"debuglink-debugdir", func(t *testing.T, bin, dbg, dir string) []string {
+			run(t, "objcopy", "--add-gnu-debuglink="+dbg, bin)
+			root := filepath.Join(dir, "debugroot")
+			move(t, dbg, filepath.Join(root, dir, filepath.Base(dbg)))
+			return []string{root}
+		}, false, true},
+		{"debuglink-bad-crc", func(t *testing.T, bin, dbg, dir string) []string {
+			run(t, "objcopy", "--add-gnu-debuglink="+dbg, bin)
+			f, err := os.OpenFile(dbg, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write([]byte{0})
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return []string{filepath.Join(dir, "none")}
+		}, false, false},
+		{"build-id", func(t *testing.T, bin, dbg, dir string) []string {
+			f, err := elfnotes.Open(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			id := hex.EncodeToString(symtab.BuildID(f))
+			if len(id) < 4 {
+				t.Fatalf("%s has no build ID", bin)
+			}
+			root := filepath.Join(dir, "debugroot")
+			move(t, dbg, filepath.Join(root, ".build-id", id[:2], id[2:]+".debug"))
+			return []string{root}
+		}, true, true},
+		{"none", func(t *testing.T, bin, dbg, dir string) []string {
+			os.Remove(dbg)
+			return []string{filepath.Join(dir, "none")}
+		}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			flags := []string{"-g", "-O1", "-fno-omit-frame-pointer"}
+			if tt.buildID {
+				flags = append(flags, "-Wl,--build-id")
+			}
+			bin := buildC(t, "gcc", "stack.c", dir, "stack", flags...)
+			dbg := bin + ".debug"
+			run(t, "objcopy", "--only-keep-debug", bin, dbg)
+			run(t, "strip", "--strip-all", bin)
+			dirs := tt.place(t, bin, dbg, dir)
+			want, tr := addrs(t, bin)
+			if len(want) != 4 {
+				t.Fatalf("the program printed %d addresses, want 4", len(want))
+			}
+			s := newSymbolizer(t, tr.PID(), &Options{DebugDirs: dirs})
+			if tt.found {
+				checkFuncs(t, s, want, bin)
+				return
+			}
+			// Stripped and no debug file: only main's .dynsym entries
+			// (none here), so every frame is object+offset.
+			offs := fileOffsets(t, bin, tr.PID(), want)
+			for name, a := range want {
+				f := s.Frames([]uint64{a})[0]
+				wantStr := "[stack+0x" + strconv.FormatUint(offs[name], 16) + "]"
+				if f.Symbol != "" || f.Object != bin || f.String() != wantStr {
+					t.Errorf("%s at %#x: have %+v (%s), want no symbol, %s", name, a, f, f, wantStr)
+				}
+			}
+		})
+	}
+}
+
+func move(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fileOffsets returns the file offset of each address in bin, computed
+// from the process's maps by hand.
+func fileOffsets(t *testing.T, bin string, pid int, at map[string]uint64) map[string]uint64 {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]uint64)
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || f[5] != bin {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[0], "-")
+		start, _ := strconv.ParseUint(lo, 16, 64)
+		end, _ := strconv.ParseUint(hi, 16, 64)
+		off, _ := strconv.ParseUint(f[2], 16, 64)
+		for name, a := range at {
+			if a >= start && a < end {
+				out[name] = a - start + off
+			}
+		}
+	}
+	if len(out) != len(at) {
+		t.Fatalf("maps of %d place %d of %d addresses in %s", pid, len(out), len(at), bin)
+	}
+	return out
+}
