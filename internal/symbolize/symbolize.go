@@ -2,8 +2,8 @@ package symbolize
 
 import (
 	"bufio"
-	"cmp"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
