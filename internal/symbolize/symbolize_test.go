@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -205,4 +207,120 @@ func fileOffsets(t *testing.T, bin string, pid int, at map[string]uint64) map[st
 		t.Fatalf("maps of %d place %d of %d addresses in %s", pid, len(out), len(at), bin)
 	}
 	return out
+}
+
+// TestCPlusPlus symbolizes a C++ method and a template instance: names
+// are demangled.
+func TestCPlusPlus(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildC(t, "g++", "stack.cc", t.TempDir(), "stackcc", "-g", "-O1")
+	want, tr := addrs(t, bin)
+	if len(want) != 2 {
+		t.Fatalf("the program printed %d addresses, want 2", len(want))
+	}
+	checkFuncs(t, newSymbolizer(t, tr.PID(), nil), want, bin)
+}
+
+// TestGo symbolizes a PC inside a Go function, with its file and line as
+// the runtime reports them, and a function's entry, in a binary with its
+// .symtab and in one stripped of it (-ldflags=-s), which has .gopclntab.
+func TestGo(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tt := range []struct {
+		name  string
+		flags []string
+	}{
+		{"default", nil},
+		{"stripped", []string{"-ldflags=-s -w"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := testutil.BuildGo(t, "testdata/gostack", tt.flags...)
+			tr := testutil.StartTracee(t, bin)
+			s := newSymbolizer(t, tr.PID(), nil)
+			lines := tr.Do(t, "addrs")
+			if len(lines) != 2 {
+				t.Fatalf("the program printed %q, want 2 lines", lines)
+			}
+			for _, line := range lines {
+				f := strings.Fields(line)
+				if len(f) != 4 {
+					t.Fatalf("bad line %q", line)
+				}
+				pc, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantLine, _ := strconv.Atoi(f[3])
+				if f[2] == "-" {
+					// A function's entry: offset 0.
+					fr := s.Frames([]uint64{pc})[0]
+					if fr.Symbol != f[0] || fr.SymOffset != 0 || fr.Object != bin || fr.File == "" || fr.Line == 0 {
+						t.Errorf("entry %#x: have %+v, want %s+0 with a file and line", pc, fr, f[0])
+					}
+					continue
+				}
+				// runtime.Caller's PC is a return address: its call
+				// is at PC-1, as for every caller frame of a stack.
+				fr := s.Frames([]uint64{pc - 1})[0]
+				if fr.Symbol != f[0] || fr.File != f[2] || fr.Line != wantLine || fr.SymOffset == 0 {
+					t.Errorf("%#x: have %+v, want %s at %s:%d", pc-1, fr, f[0], f[2], wantLine)
+				}
+			}
+		})
+	}
+}
+
+// TestPerfMap symbolizes code in an anonymous executable mapping named
+// by the process's /tmp/perf-PID.map, as JIT compilers write it.
+func TestPerfMap(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildC(t, "gcc", "jit.c", t.TempDir(), "jit", "-O1")
+	want, tr := addrs(t, bin)
+	t.Cleanup(func() { os.Remove("/tmp/perf-" + strconv.Itoa(tr.PID()) + ".map") })
+	if len(want) != 2 {
+		t.Fatalf("the program printed %d addresses, want 2", len(want))
+	}
+	s := newSymbolizer(t, tr.PID(), nil)
+	perf := "/tmp/perf-" + strconv.Itoa(tr.PID()) + ".map"
+	for name, a := range want {
+		fr := s.Frames([]uint64{a + 3})[0]
+		if fr.Symbol != name || fr.SymOffset != 3 || fr.Object != perf || fr.String() != name+"+3" {
+			t.Errorf("%s+3 at %#x: have %+v, want %s+3 from %s", name, a+3, fr, name, perf)
+		}
+	}
+	// Past the last symbol, in the same page: anonymous memory no perf
+	// map names is a bare address.
+	a := want["jit stub with spaces"] + 0x100
+	if fr := s.Frames([]uint64{a})[0]; fr.Symbol != "" || fr.String() != "0x"+strconv.FormatUint(a, 16) {
+		t.Errorf("%#x: have %+v (%s), want a bare address", a, fr, fr)
+	}
+}
+
+// TestExited symbolizes the addresses of a process that has exited after
+// New, and of a stripped one whose symbols are in a debug file.
+func TestExited(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := t.TempDir()
+	bin := buildC(t, "gcc", "stack.c", dir, "stack", "-g", "-O1")
+	run(t, "objcopy", "--only-keep-debug", bin, bin+".debug")
+	run(t, "strip", "--strip-all", bin)
+	run(t, "objcopy", "--add-gnu-debuglink="+bin+".debug", bin)
+	want, tr := addrs(t, bin)
+	s := newSymbolizer(t, tr.PID(), &Options{DebugDirs: []string{filepath.Join(dir, "none")}})
+	tr.Quit(t)
+	if _, err := os.Stat("/proc/" + strconv.Itoa(tr.PID())); err == nil {
+		t.Fatalf("process %d still exists", tr.PID())
+	}
+	checkFuncs(t, s, want, bin)
+	// An address in no mapping is a bare address, and no error.
+	if fr := s.Frames([]uint64{0x10})[0]; fr.Object != "" || fr.String() != "0x10" {
+		t.Errorf("0x10: have %+v (%s), want a bare address", fr, fr)
+	}
+}
+
+// TestNoProcess wants an error wrapping procfs.ErrNoProcess.
+func TestNoProcess(t *testing.T) {
+	if _, err := New(1<<30, nil); !errors.Is(err, procfs.ErrNoProcess) {
+		t.Errorf("New(1<<30): err = %v, want ErrNoProcess", err)
+	}
 }
