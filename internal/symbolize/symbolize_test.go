@@ -324,3 +324,49 @@ func TestNoProcess(t *testing.T) {
 		t.Errorf("New(1<<30): err = %v, want ErrNoProcess", err)
 	}
 }
+
+// TestFormatBpftrace compares Format with bpftrace's ustack on a
+// frame-pointer program: bpftrace prints each stack twice, as
+// ustack(perf), whose addresses we symbolize, and as ustack, which Format
+// must reproduce byte for byte. bpftrace attaches with -p to a running
+// process (with -c it prints bare addresses).
+func TestFormatBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	bin := buildC(t, "gcc", "stack.c", t.TempDir(), "stack", "-g", "-O1", "-fno-omit-frame-pointer")
+	target := exec.Command(bin, "loop")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Process.Kill(); target.Wait() })
+	s := newSymbolizer(t, target.Process.Pid, nil)
+
+	prog := `uprobe:` + bin + `:leaf { printf("<<%s|%s>>\n", ustack(perf), ustack); exit(); }`
+	out, err := exec.Command(bpftrace, "-p", strconv.Itoa(target.Process.Pid), "-e", prog).Output()
+	if err != nil {
+		t.Fatalf("bpftrace: %v\n%s", err, out)
+	}
+	_, rest, ok := strings.Cut(string(out), "<<")
+	perf, stack, ok2 := strings.Cut(rest, "|")
+	stack, _, ok3 := strings.Cut(stack, ">>")
+	if !ok || !ok2 || !ok3 {
+		t.Fatalf("bpftrace printed %q", out)
+	}
+	var pcs []uint64
+	for _, line := range strings.Split(strings.TrimSpace(perf), "\n") {
+		f := strings.Fields(line)
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil {
+			t.Fatalf("ustack(perf) line %q: %v", line, err)
+		}
+		pcs = append(pcs, a)
+	}
+	frames := s.Frames(pcs)
+	if len(frames) < 3 || frames[0].Symbol != "leaf" {
+		t.Fatalf("frames %+v, want leaf and its callers", frames)
+	}
+	t.Logf("bpftrace ustack and Format: %q", stack)
+	if have := Format(frames, 8); have != stack {
+		t.Errorf("Format:\n%q\nbpftrace ustack:\n%q", have, stack)
+	}
+}
