@@ -83,7 +83,8 @@ func demangleName(name string) string {
 }
 
 // bindRank orders the names of one address: global before weak before
-// local.
+// local; then the larger size, then the shorter name ("malloc" before
+// "__libc_malloc", a dynsdt probe's name before its "_fire" alias).
 func bindRank(b elf.SymBind) int {
 	switch b {
 	case elf.STB_GLOBAL:
@@ -141,7 +142,8 @@ func readObject(f *os.File, path string, root *os.File, dirs []string) (*objectS
 		cands = append(cands, cand{funcSym{value: s.Value, size: s.Size, name: s.Name}, bindRank(s.Bind)})
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int {
-		return cmp.Or(cmp.Compare(a.value, b.value), cmp.Compare(a.rank, b.rank), cmp.Compare(b.size, a.size))
+		return cmp.Or(cmp.Compare(a.value, b.value), cmp.Compare(a.rank, b.rank),
+			cmp.Compare(b.size, a.size), cmp.Compare(len(a.name), len(b.name)), strings.Compare(a.name, b.name))
 	})
 	o.funcs = make([]funcSym, 0, len(cands))
 	for _, c := range cands {
