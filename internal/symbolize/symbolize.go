@@ -212,9 +212,15 @@ func (s *Symbolizer) Close() error {
 // known mapping makes Frames read the process's maps again once per call
 // (for libraries loaded since New), while the process lives.
 func (s *Symbolizer) Frames(addrs []uint64) []Frame {
+	return s.AppendFrames(make([]Frame, 0, len(addrs)), addrs)
+}
+
+// AppendFrames is Frames appending to dst, for callers that reuse a
+// buffer.
+func (s *Symbolizer) AppendFrames(dst []Frame, addrs []uint64) []Frame {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Frame, 0, len(addrs))
+	out := dst
 	reread := false
 	for _, a := range addrs {
 		m, ok := s.find(a)
