@@ -6,6 +6,7 @@
 //	New(pid) ─► /proc/PID/maps (executable mappings) ─► objects opened once (procfs.Open), root fd kept
 //	Frames(addrs) ─► mapping ─► file offset ─► PT_LOAD ─► virtual address ─► object table (Cache)
 //	                     │                                                   ├─ .gopclntab: Go function, file:line
+//	                     │                                                   ├─ DWARF: inlined calls, file:line
 //	                     │                                                   └─ .symtab/.dynsym, or the .symtab of the
 //	                     │                                                      separate debug file; C++/Rust demangled
 //	                     └─ anonymous executable memory ─► /tmp/perf-PID.map (JIT code)
@@ -46,16 +47,28 @@
 // ("[libfoo.so+0x1234]"); a bare address only for an address in no
 // mapping or in anonymous memory no perf map names. [Format] and
 // [FormatPerf] print frames as bpftrace prints ustack and ustack(perf).
-// Inlined Go calls are not expanded: a Go frame names the function the
-// address is in (the outermost of an inlined chain) with the file and line
-// of the innermost body.
+//
+// Where the object or its separate debug file has DWARF (Go binaries by
+// default, C and C++ built with -g), an address in inlined code gives one
+// frame per inlined call, innermost first and marked Inlined, each with
+// the file and line of its position (for a caller, its call site), as
+// addr2line -i and runtime.CallersFrames give them; the last frame is the
+// function the code is in, with the symbol table's name and offset. The
+// subprogram tree of the compilation unit is walked per address (scopes
+// not containing it skipped) and the answer remembered per address.
+// Without DWARF, a Go frame names the function the address is in (the
+// outermost of an inlined chain) with the file and line of the innermost
+// body, from .gopclntab; other frames have no file and line.
 //
 // # Errors and limits
 //
 // Everything read is untrusted: ELF files through elfnotes and symtab
 // (bounded, damage kept local), the perf map through [ParsePerfMap]
 // (lines of at most 64 KiB, malformed lines skipped with a *FormatError
-// warning), debug/gosym only through symtab's panic-safe wrapper. A file
+// warning), debug/gosym only through symtab's panic-safe wrapper, and
+// debug/elf and debug/dwarf (not hardened either) only in dwarf.go, after
+// checking that the .debug_* sections total at most 256 MiB, with any
+// panic turned into an error that leaves the object without DWARF. A file
 // that cannot be read gives frames with object and offset, not an error.
 //
 // # Concurrency and lifetimes

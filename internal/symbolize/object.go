@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"debug/elf"
 	"errors"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -33,6 +34,7 @@ type objectSyms struct {
 	funcs []funcSym // sorted by value; one per value
 	loads []load
 	go_   *symtab.GoLines
+	dwarf *dwarfLines // nil without DWARF
 	// debug says where a separate debug file came from, "" without one.
 	debug string
 }
@@ -117,13 +119,25 @@ func readObject(f *os.File, path string, root *os.File, dirs []string) (*objectS
 		}
 	}
 	var debug *elfnotes.File
-	if !hasSymtab(ef) {
+	var dwarfFrom io.ReaderAt
+	if hasDWARF(ef) {
+		dwarfFrom = f
+	}
+	if !hasSymtab(ef) || dwarfFrom == nil {
 		d, err := symtab.OpenDebugFile(ef, path, &symtab.DebugOptions{Root: root, Dirs: dirs})
 		if err == nil {
 			defer d.Close()
 			debug = d.File
 			o.debug = d.Path
+			if dwarfFrom == nil && hasDWARF(d.File) {
+				dwarfFrom = d.ReaderAt()
+			}
 		}
+	}
+	if dwarfFrom != nil {
+		// Without usable DWARF, frames have no inlined calls and C
+		// frames no file:line; nothing else changes.
+		o.dwarf, _ = loadDWARF(dwarfFrom)
 	}
 	syms, _, err := symtab.ReadPartialDebug(ef, debug)
 	if err != nil && !errors.Is(err, symtab.ErrNoSymbols) {
@@ -154,6 +168,16 @@ func readObject(f *os.File, path string, root *os.File, dirs []string) (*objectS
 		o.funcs = append(o.funcs, c.funcSym)
 	}
 	return o, nil
+}
+
+// hasSection reports whether f has a section of that name with contents.
+func hasSection(f *elfnotes.File, name string) bool {
+	s := f.Section(name)
+	return s != nil && s.Type != elf.SHT_NOBITS
+}
+
+func hasDWARF(f *elfnotes.File) bool {
+	return hasSection(f, ".debug_info") || hasSection(f, ".zdebug_info")
 }
 
 func hasSymtab(f *elfnotes.File) bool {

@@ -208,7 +208,9 @@ func (s *Symbolizer) Close() error {
 	return nil
 }
 
-// Frames symbolizes addrs, one frame each, in order. An address in no
+// Frames symbolizes addrs in order, one frame each, preceded by one
+// frame (Inlined set) per inlined call the object's DWARF records at that
+// address, innermost first. An address in no
 // known mapping makes Frames read the process's maps again once per call
 // (for libraries loaded since New), while the process lives.
 func (s *Symbolizer) Frames(addrs []uint64) []Frame {
@@ -262,15 +264,34 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping) []Frame {
 	if !ok {
 		return append(out, fr)
 	}
+	found := false
 	if syms.go_ != nil {
 		if fn, entry, file, line, ok := syms.go_.PCToLine(vaddr); ok {
 			fr.Symbol, fr.SymOffset, fr.File, fr.Line = fn, vaddr-entry, file, line
-			return append(out, fr)
+			found = true
 		}
 	}
-	if fs, ok := syms.lookup(vaddr); ok {
-		fr.Symbol, fr.SymOffset = fs.name, vaddr-fs.value
+	if !found {
+		if fs, ok := syms.lookup(vaddr); ok {
+			fr.Symbol, fr.SymOffset = fs.name, vaddr-fs.value
+		}
 	}
+	if syms.dwarf == nil {
+		return append(out, fr)
+	}
+	chain := syms.dwarf.chain(vaddr)
+	if len(chain) == 0 {
+		return append(out, fr)
+	}
+	// Inlined calls first, innermost first; each is at the same address.
+	for _, c := range chain[:len(chain)-1] {
+		out = append(out, Frame{Addr: a, Object: fr.Object, Offset: fr.Offset, Symbol: c.name, File: c.file, Line: c.line, Inlined: true})
+	}
+	last := chain[len(chain)-1]
+	if fr.Symbol == "" {
+		fr.Symbol = last.name
+	}
+	fr.File, fr.Line = last.file, last.line
 	return append(out, fr)
 }
 
@@ -338,8 +359,9 @@ type Frame struct {
 	// demangled, Go names as the Go toolchain prints them; "" if unknown.
 	Symbol    string
 	SymOffset uint64 // Addr - the function's start
-	// File and Line are the source position, for Go code; "" and 0
-	// otherwise.
+	// File and Line are the source position, from .gopclntab for Go code
+	// and from DWARF where the object or its debug file has it; "" and 0
+	// otherwise. For an inlined call's caller, the position of the call.
 	File string
 	Line int
 	// Inlined marks a frame of a function inlined into the next one.

@@ -223,33 +223,41 @@ func TestCPlusPlus(t *testing.T) {
 
 // TestGo symbolizes a PC inside a Go function, with its file and line as
 // the runtime reports them, and a function's entry, in a binary with its
-// .symtab and in one stripped of it (-ldflags=-s), which has .gopclntab.
+// .symtab and DWARF and in one stripped of both (-ldflags=-s -w), which
+// has .gopclntab; and a PC where two calls are inlined, whose frames must
+// be those runtime.CallersFrames gives (with DWARF) or the outermost
+// function with the innermost position (stripped).
 func TestGo(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, tt := range []struct {
-		name  string
-		flags []string
+		name     string
+		flags    []string
+		inlining bool
 	}{
-		{"default", nil},
-		{"stripped", []string{"-ldflags=-s -w"}},
+		{"default", nil, true},
+		{"stripped", []string{"-ldflags=-s -w"}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bin := testutil.BuildGo(t, "testdata/gostack", tt.flags...)
 			tr := testutil.StartTracee(t, bin)
 			s := newSymbolizer(t, tr.PID(), nil)
 			lines := tr.Do(t, "addrs")
-			if len(lines) != 2 {
-				t.Fatalf("the program printed %q, want 2 lines", lines)
-			}
+			var inlinePC uint64
+			var wantInline []Frame
 			for _, line := range lines {
 				f := strings.Fields(line)
-				if len(f) != 4 {
+				switch {
+				case len(f) == 2 && f[0] == "inline":
+					inlinePC = hexArg(t, f[1])
+					continue
+				case len(f) == 4 && f[0] == "frame":
+					n, _ := strconv.Atoi(f[3])
+					wantInline = append(wantInline, Frame{Symbol: f[1], File: f[2], Line: n, Inlined: true})
+					continue
+				case len(f) != 4:
 					t.Fatalf("bad line %q", line)
 				}
-				pc, err := strconv.ParseUint(strings.TrimPrefix(f[1], "0x"), 16, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
+				pc := hexArg(t, f[1])
 				wantLine, _ := strconv.Atoi(f[3])
 				if f[2] == "-" {
 					// A function's entry: offset 0.
@@ -266,8 +274,35 @@ func TestGo(t *testing.T) {
 					t.Errorf("%#x: have %+v, want %s at %s:%d", pc-1, fr, f[0], f[2], wantLine)
 				}
 			}
+			if inlinePC == 0 || len(wantInline) != 3 {
+				t.Fatalf("the program printed %q, want an inline PC and 3 frames", lines)
+			}
+			wantInline[2].Inlined = false
+			have := s.Frames([]uint64{inlinePC - 1})
+			if !tt.inlining {
+				// The outermost function, at the innermost position.
+				wantInline = []Frame{{Symbol: wantInline[2].Symbol, File: wantInline[0].File, Line: wantInline[0].Line}}
+			}
+			if len(have) != len(wantInline) {
+				t.Fatalf("%#x: have %+v, want %+v", inlinePC-1, have, wantInline)
+			}
+			for i, w := range wantInline {
+				h := have[i]
+				if h.Symbol != w.Symbol || h.File != w.File || h.Line != w.Line || h.Inlined != w.Inlined || h.Addr != inlinePC-1 {
+					t.Errorf("%#x frame %d: have %+v, want %+v", inlinePC-1, i, h, w)
+				}
+			}
 		})
 	}
+}
+
+func hexArg(t *testing.T, s string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // TestPerfMap symbolizes code in an anonymous executable mapping named
@@ -368,5 +403,48 @@ func TestFormatBpftrace(t *testing.T) {
 	t.Logf("bpftrace ustack and Format: %q", stack)
 	if have := Format(frames, 8); have != stack {
 		t.Errorf("Format:\n%q\nbpftrace ustack:\n%q", have, stack)
+	}
+}
+
+// TestInlinedC symbolizes a return address in a C function where two
+// calls are inlined, from the program's own DWARF and from its separate
+// debug file, and compares the frames with addr2line -f -i, which we did
+// not write.
+func TestInlinedC(t *testing.T) {
+	testutil.RequireRoot(t)
+	addr2line := testutil.RequireTool(t, "addr2line")
+	for _, split := range []bool{false, true} {
+		t.Run("split="+strconv.FormatBool(split), func(t *testing.T) {
+			dir := t.TempDir()
+			// -no-pie: addresses are the file's, as addr2line wants.
+			bin := buildC(t, "gcc", "inline.c", dir, "inline", "-g", "-O2", "-no-pie")
+			if split {
+				run(t, "objcopy", "--only-keep-debug", bin, bin+".debug")
+				run(t, "strip", "--strip-all", bin)
+				run(t, "objcopy", "--add-gnu-debuglink="+bin+".debug", bin)
+			}
+			want, tr := addrs(t, bin)
+			pc := want["ret"] - 1
+			ref, err := exec.Command(addr2line, "-f", "-i", "-e", bin+map[bool]string{true: ".debug"}[split], "0x"+strconv.FormatUint(pc, 16)).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(ref)), "\n")
+			if len(lines) != 6 {
+				t.Fatalf("addr2line: %q, want 3 frames", lines)
+			}
+			s := newSymbolizer(t, tr.PID(), &Options{DebugDirs: []string{filepath.Join(dir, "none")}})
+			have := s.Frames([]uint64{pc})
+			if len(have) != 3 {
+				t.Fatalf("%#x: have %+v, want 3 frames as addr2line: %q", pc, have, lines)
+			}
+			for i, h := range have {
+				file, line, _ := strings.Cut(lines[2*i+1], ":")
+				line, _, _ = strings.Cut(line, " ") // "12 (discriminator 1)"
+				if h.Symbol != lines[2*i] || h.File != file || strconv.Itoa(h.Line) != line || h.Inlined != (i < 2) {
+					t.Errorf("frame %d: have %#v, want %s at %s:%s", i, h, lines[2*i], file, line)
+				}
+			}
+		})
 	}
 }

@@ -56,6 +56,10 @@ type DebugFile struct {
 	os *os.File
 }
 
+// ReaderAt returns the open file, for readers of its other sections
+// (DWARF); it is valid until Close.
+func (d *DebugFile) ReaderAt() io.ReaderAt { return d.os }
+
 // Close closes the file; calling it again returns nil.
 func (d *DebugFile) Close() error {
 	if d.os == nil {
