@@ -448,3 +448,16 @@ func TestInlinedC(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleted symbolizes a program whose file was removed while it runs:
+// the object is read through map_files and named "PATH (deleted)".
+func TestDeleted(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildC(t, "gcc", "stack.c", t.TempDir(), "stack", "-O1")
+	want, tr := addrs(t, bin)
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	s := newSymbolizer(t, tr.PID(), nil)
+	checkFuncs(t, s, want, bin+" (deleted)")
+}
