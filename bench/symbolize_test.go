@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -36,7 +37,20 @@ const (
 func BenchmarkSymbolize(b *testing.B) {
 	testutil.RequireRoot(b)
 	py := testutil.RequireTool(b, "python3.11")
-	cmd := exec.Command(py, "-c", "import sys; print('ready', flush=True); sys.stdin.read()")
+	benchSymbolize(b, exec.Command(py, "-c", "import sys; print('done', flush=True); sys.stdin.read()"), "")
+}
+
+// BenchmarkSymbolizeGo is BenchmarkSymbolize on a Go program built with
+// DWARF, whose addresses are expanded into inlined calls.
+func BenchmarkSymbolizeGo(b *testing.B) {
+	testutil.RequireRoot(b)
+	bin := testutil.BuildGo(b, "gotarget")
+	benchSymbolize(b, exec.Command(bin), "pid\n")
+}
+
+// benchSymbolize starts cmd, writes hello to it and waits for its "done"
+// line, then symbolizes random stacks of it.
+func benchSymbolize(b *testing.B, cmd *exec.Cmd, hello string) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -49,8 +63,17 @@ func BenchmarkSymbolize(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		b.Fatalf("python3.11 said %q, %v", line, err)
+	if _, err := io.WriteString(stdin, hello); err != nil {
+		b.Fatal(err)
+	}
+	for r := bufio.NewReader(stdout); ; {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			b.Fatalf("%s: %v", cmd.Path, err)
+		}
+		if line == "done\n" {
+			break
+		}
 	}
 	pid := cmd.Process.Pid
 	stacks := randomStacks(b, pid)
