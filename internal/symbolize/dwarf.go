@@ -311,11 +311,17 @@ func (d *dwarfLines) lookup(pc uint64) (c []inlFrame, err error) {
 	// (depth 1) first; the subprogram is depth 0.
 	var buf [8]*inlNode
 	scopes := append(buf[:0], &tree.fn)
-	for k := range tree.nodes {
+	for k := 0; k < len(tree.nodes); {
 		n := &tree.nodes[k]
-		if n.depth == len(scopes) && n.contains(pc) {
-			scopes = append(scopes, n)
+		if n.depth < len(scopes) {
+			break // left the innermost call containing pc
 		}
+		if n.contains(pc) {
+			scopes = append(scopes, n)
+			k++
+			continue
+		}
+		k = max(n.end, k+1) // skip the calls inlined into n
 	}
 	lt := u.lines
 	files := lt.files
@@ -346,6 +352,7 @@ type inlNode struct {
 	name     string
 	ranges   [][2]uint64
 	depth    int // inlined calls around it, itself included; 0 for the subprogram
+	end      int // index in inlTree.nodes after the calls inlined into it
 	callFile int // index in the unit's files, -1 if none
 	callLine int
 }
@@ -376,7 +383,13 @@ func (d *dwarfLines) inlineTree(r *dwarf.Reader, off dwarf.Offset) (*inlTree, er
 	}
 	// inl[i] says whether level i+1 below the subprogram is an inlined call.
 	var inl []bool
-	depth := 0 // inlined calls around the next entry
+	depth := 0     // inlined calls around the next entry
+	var open []int // indexes of the inlined calls being read
+	defer func() {
+		for _, i := range open {
+			t.nodes[i].end = len(t.nodes)
+		}
+	}()
 	for len(t.nodes) < maxInlNodes {
 		e, err := r.Next()
 		if err != nil {
@@ -391,6 +404,8 @@ func (d *dwarfLines) inlineTree(r *dwarf.Reader, off dwarf.Offset) (*inlTree, er
 			}
 			if inl[len(inl)-1] {
 				depth--
+				t.nodes[open[len(open)-1]].end = len(t.nodes)
+				open = open[:len(open)-1]
 			}
 			inl = inl[:len(inl)-1]
 			continue
@@ -405,9 +420,11 @@ func (d *dwarfLines) inlineTree(r *dwarf.Reader, off dwarf.Offset) (*inlTree, er
 			if cl, ok := e.Val(dwarf.AttrCallLine).(int64); ok && cl >= 0 && cl < 1<<30 {
 				n.callLine = int(cl)
 			}
+			n.end = len(t.nodes) + 1
 			t.nodes = append(t.nodes, n)
 			if e.Children {
 				inl = append(inl, true)
+				open = append(open, len(t.nodes)-1)
 				depth++
 			}
 		case dwarf.TagLexDwarfBlock:
