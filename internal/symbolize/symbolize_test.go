@@ -329,6 +329,28 @@ func TestPerfMap(t *testing.T) {
 	if fr := s.Frames([]uint64{a})[0]; fr.Symbol != "" || fr.String() != "0x"+strconv.FormatUint(a, 16) {
 		t.Errorf("%#x: have %+v (%s), want a bare address", a, fr, fr)
 	}
+
+	// The map grows while the process runs: it is read again.
+	line := tr.Do(t, "more")
+	if len(line) != 1 || !strings.HasPrefix(line[0], "compiled later ") {
+		t.Fatalf("more: %q", line)
+	}
+	later := hexArg(t, strings.TrimPrefix(line[0], "compiled later "))
+	if fr := s.Frames([]uint64{later})[0]; fr.Symbol != "compiled later" || fr.SymOffset != 0 {
+		t.Errorf("%#x after the map grew: have %#v, want compiled later+0", later, fr)
+	}
+
+	// With MaxPerfMap below the first two lines, only the first, whole
+	// one is read.
+	small := newSymbolizer(t, tr.PID(), &Options{MaxPerfMap: 50})
+	first := want["LJava/lang/String;::hashCode"]
+	if fr := small.Frames([]uint64{first})[0]; fr.Symbol != "LJava/lang/String;::hashCode" {
+		t.Errorf("MaxPerfMap 50, %#x: have %#v, want the first symbol", first, fr)
+	}
+	second := want["jit stub with spaces"]
+	if fr := small.Frames([]uint64{second})[0]; fr.Symbol != "" {
+		t.Errorf("MaxPerfMap 50, %#x: have %#v, want no symbol past the limit", second, fr)
+	}
 }
 
 // TestExited symbolizes the addresses of a process that has exited after
