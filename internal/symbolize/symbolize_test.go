@@ -483,3 +483,28 @@ func TestDeleted(t *testing.T) {
 	s := newSymbolizer(t, tr.PID(), nil)
 	checkFuncs(t, s, want, bin+" (deleted)")
 }
+
+// TestCacheShared symbolizes two processes of one program with one Cache:
+// the program's table is read once and shared.
+func TestCacheShared(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildC(t, "gcc", "stack.c", t.TempDir(), "stack", "-O1")
+	want1, tr1 := addrs(t, bin)
+	want2, tr2 := addrs(t, bin)
+	c := &Cache{}
+	s1 := newSymbolizer(t, tr1.PID(), &Options{Cache: c})
+	s2 := newSymbolizer(t, tr2.PID(), &Options{Cache: c})
+	checkFuncs(t, s1, want1, bin)
+	checkFuncs(t, s2, want2, bin)
+	table := func(s *Symbolizer) *objectSyms {
+		for _, o := range s.files {
+			if o.name == bin {
+				return o.syms
+			}
+		}
+		return nil
+	}
+	if t1, t2 := table(s1), table(s2); t1 == nil || t1 != t2 {
+		t.Errorf("tables of %s: %p and %p, want one shared", bin, t1, t2)
+	}
+}
