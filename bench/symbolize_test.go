@@ -29,7 +29,8 @@ const (
 //   - cold: a new Symbolizer and Cache each iteration, so the object
 //     tables are read (and debug files found) inside the timed loop;
 //   - warm: one Symbolizer, tables already read, frames appended to a
-//     reused buffer;
+//     reused buffer; warm-nodwarf the same without DWARF (no inlined
+//     frames, no C file:line);
 //   - hex: the floor, formatting the same addresses as bare hex.
 //
 // Metrics: ns/stack, and retained-MiB, the heap a Symbolizer and its
@@ -90,27 +91,12 @@ func benchSymbolize(b *testing.B, cmd *exec.Cmd, hello string) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*symStacks), "ns/stack")
 	})
-	b.Run("warm", func(b *testing.B) {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s, err := symbolize.New(pid, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		symbolizeAll(b, s, stacks)
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for b.Loop() {
-			symbolizeAll(b, s, stacks)
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*symStacks), "ns/stack")
-		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "retained-MiB")
-		runtime.KeepAlive(s)
-	})
+	for _, mode := range []struct {
+		name string
+		opts *symbolize.Options
+	}{{"warm", nil}, {"warm-nodwarf", &symbolize.Options{NoDWARF: true}}} {
+		b.Run(mode.name, func(b *testing.B) { benchWarm(b, pid, mode.opts, stacks) })
+	}
 	b.Run("hex", func(b *testing.B) {
 		b.ReportAllocs()
 		n := 0
@@ -187,4 +173,27 @@ func randomStacks(b *testing.B, pid int) [][]uint64 {
 		stacks[i] = st
 	}
 	return stacks
+}
+
+// benchWarm times symbolizing stacks with tables already read.
+func benchWarm(b *testing.B, pid int, opts *symbolize.Options, stacks [][]uint64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := symbolize.New(pid, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	symbolizeAll(b, s, stacks)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		symbolizeAll(b, s, stacks)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*symStacks), "ns/stack")
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "retained-MiB")
+	runtime.KeepAlive(s)
 }

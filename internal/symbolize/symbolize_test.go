@@ -467,6 +467,11 @@ func TestInlinedC(t *testing.T) {
 					t.Errorf("frame %d: have %#v, want %s at %s:%s", i, h, lines[2*i], file, line)
 				}
 			}
+			// Without DWARF: the function the code is in, no position.
+			nd := newSymbolizer(t, tr.PID(), &Options{NoDWARF: true, DebugDirs: []string{filepath.Join(dir, "none")}})
+			if have := nd.Frames([]uint64{pc}); len(have) != 1 || have[0].Symbol != lines[4] || have[0].File != "" || have[0].Inlined {
+				t.Errorf("NoDWARF %#x: have %#v, want %s only", pc, have, lines[4])
+			}
 		})
 	}
 }
