@@ -6,6 +6,8 @@
 // # Lifetime
 //
 // Start loads and attaches; on a failure it releases what it acquired.
+// It first calls Warm, so that the kernel's grace period of a first uprobe
+// registration runs while the program loads.
 // Run runs the BEGIN blocks, then reads records until exit(), until the
 // traced process (Options.PID) exits, or until ctx is done, running the
 // interval blocks when due; then it runs the END blocks, detaches, handles
@@ -103,6 +105,7 @@ type Runner struct {
 // the kernel lacks what the program needs, and os.ErrPermission without
 // the privileges.
 func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
+	Warm()
 	r := &Runner{prog: prog, pidfd: -1}
 	if opts != nil {
 		r.opts = *opts

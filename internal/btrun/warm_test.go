@@ -1,0 +1,33 @@
+package btrun_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/btrun"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// TestWarm checks that Warm's background registration succeeds here, runs
+// once however often it is called, and leaves no file descriptor (program
+// or link) behind.
+func TestWarm(t *testing.T) {
+	testutil.RequireBPF(t)
+	before, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	btrun.Warm()
+	btrun.Warm()
+	if err := btrun.WaitWarm(); err != nil {
+		t.Fatalf("warm-up registration: %v", err)
+	}
+	btrun.Warm()
+	after, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) > len(before) {
+		t.Errorf("%d file descriptors open after Warm, %d before", len(after), len(before))
+	}
+}
