@@ -7,7 +7,7 @@
 //
 // Start loads and attaches; on a failure it releases what it acquired.
 // It first calls Warm, so that the kernel's grace period of a first uprobe
-// registration runs while the program loads.
+// registration runs while the program loads; Close waits for the warm-up.
 // Run runs the BEGIN blocks, then reads records until exit(), until the
 // traced process (Options.PID) exits, or until ctx is done, running the
 // interval blocks when due; then it runs the END blocks, detaches, handles
@@ -99,14 +99,15 @@ type Runner struct {
 	w    *bufio.Writer
 	rec  ringbuf.Record
 	args []eventfmt.Arg
+	// warm is closed when Start's warm-up (Warm) has ended.
+	warm <-chan struct{}
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
 // the kernel lacks what the program needs, and os.ErrPermission without
 // the privileges.
 func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
-	Warm()
-	r := &Runner{prog: prog, pidfd: -1}
+	r := &Runner{prog: prog, pidfd: -1, warm: Warm()}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -744,7 +745,8 @@ func (r *Runner) detach() {
 	r.links = nil
 }
 
-// Close detaches and releases everything; a second call returns nil.
+// Close detaches and releases everything, and waits for Start's warm-up
+// (Warm) to end; a second call returns nil.
 func (r *Runner) Close() error {
 	r.detach()
 	if r.rd != nil {
@@ -758,6 +760,9 @@ func (r *Runner) Close() error {
 	if r.pidfd >= 0 {
 		unix.Close(r.pidfd)
 		r.pidfd = -1
+	}
+	if r.warm != nil {
+		<-r.warm
 	}
 	return nil
 }

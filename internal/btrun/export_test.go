@@ -1,7 +1,8 @@
 package btrun
 
-// WaitWarm waits for Warm's background registration and returns its error.
-func WaitWarm() error {
-	<-warmDone
+// WarmErr returns the error of the last warm-up (Warm) that ended.
+func WarmErr() error {
+	warmMu.Lock()
+	defer warmMu.Unlock()
 	return warmErr
 }

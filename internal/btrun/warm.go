@@ -10,41 +10,52 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// warmOnce guards the one background registration of Warm; warmDone is
-// closed when it ends, with its error in warmErr.
+// The warm-up in flight: warmCh is non-nil while one runs and is closed
+// when it ends; warmErr is the last one's error.
 var (
-	warmOnce sync.Once
-	warmDone = make(chan struct{})
-	warmErr  error
+	warmMu  sync.Mutex
+	warmCh  chan struct{}
+	warmErr error
 )
 
 // Warm starts, in the background, the kernel's cost of a first uprobe
 // registration, so that a Start soon after (within tens of milliseconds)
-// does not wait for it in full. The kernel takes an RCU grace period
+// does not wait for it in full, and returns a channel closed when that
+// background work has ended. The kernel waits for an RCU grace period
 // (8–16 ms on a quiet 2-CPU machine) when a uprobe is registered or
-// removed and none was for a grace period before (uprobes' dup_mmap_sem
-// is a per-CPU rw-semaphore, whose writer waits for one): a tracer that
-// registers its first uprobe only once its program is compiled and loaded
-// waits for it after all its other work. Warm registers and removes, in a
-// goroutine, a uprobe of an empty program on fire, this process only, so
-// that the grace period runs while the caller compiles and loads.
+// removed and none was for about a grace period before (uprobes'
+// dup_mmap_sem is a per-CPU rw-semaphore, whose writer waits for one): a
+// tracer that registers its first uprobe only once its program is
+// compiled and loaded waits for it after all its other work. Warm
+// registers and removes, in a goroutine, a uprobe of an empty program on
+// fire, for this process only, so that the grace period runs while the
+// caller compiles and loads.
 //
-// Warm returns at once, is safe to call many times and from many
-// goroutines (it works once per process), and changes nothing else:
-// without the privileges or the kernel's support it does nothing. Start
-// calls it; a caller that compiles first gains more by calling it before
-// compiling.
-func Warm() {
-	warmOnce.Do(func() {
-		go func() {
-			warmErr = warm()
-			close(warmDone)
-		}()
-	})
+// Warm returns at once and is safe for concurrent use: a call while a
+// warm-up runs joins it. It changes nothing else: without the privileges
+// or the kernel's support it does nothing. Start calls it, and Close
+// waits for the channel, so that no file Warm opened outlives the Runner;
+// a caller that compiles first gains more by calling it before compiling.
+func Warm() <-chan struct{} {
+	warmMu.Lock()
+	defer warmMu.Unlock()
+	if warmCh != nil {
+		return warmCh
+	}
+	ch := make(chan struct{})
+	warmCh = ch
+	go func() {
+		err := warm()
+		warmMu.Lock()
+		warmErr, warmCh = err, nil
+		warmMu.Unlock()
+		close(ch)
+	}()
+	return ch
 }
 
-// warm registers and removes one uprobe on fire. Warm ignores its error,
-// as the only effect sought is the kernel's.
+// warm registers and removes one uprobe on fire. Warm keeps its error for
+// tests only, as the only effect sought is the kernel's.
 func warm() error {
 	site, err := stubSite()
 	if err != nil {

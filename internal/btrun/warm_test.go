@@ -8,21 +8,24 @@ import (
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-// TestWarm checks that Warm's background registration succeeds here, runs
-// once however often it is called, and leaves no file descriptor (program
-// or link) behind.
+// TestWarm checks that Warm's background registration succeeds here, with
+// two calls at once and again after they end, and leaves no file
+// descriptor (program or link) behind.
 func TestWarm(t *testing.T) {
 	testutil.RequireBPF(t)
 	before, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
-	btrun.Warm()
-	btrun.Warm()
-	if err := btrun.WaitWarm(); err != nil {
-		t.Fatalf("warm-up registration: %v", err)
+	for range 2 {
+		first := btrun.Warm()
+		second := btrun.Warm()
+		<-first
+		<-second
+		if err := btrun.WarmErr(); err != nil {
+			t.Fatalf("warm-up registration: %v", err)
+		}
 	}
-	btrun.Warm()
 	after, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
