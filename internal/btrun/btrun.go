@@ -134,6 +134,18 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("load program: %w", err)
 	}
+	// What needs no link is done before the first one, which waits for
+	// the rest of the warm-up's grace period.
+	r.rd, err = ringbuf.NewReader(r.coll.Maps[btgen.MapEvents])
+	if err != nil {
+		return nil, fmt.Errorf("ring buffer reader: %w", err)
+	}
+	if r.opts.PID != 0 {
+		r.pidfd, err = unix.PidfdOpen(r.opts.PID, 0)
+		if err != nil {
+			return nil, fmt.Errorf("process %d: %w", r.opts.PID, err)
+		}
+	}
 	for _, b := range prog.Blocks {
 		sites, pid := b.Sites, r.opts.PID
 		if b.Kind != 0 {
@@ -158,16 +170,6 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	}
 	if err := r.coll.Maps[btgen.MapStart].Put(uint32(0), uint64(now.Nano())); err != nil {
 		return nil, fmt.Errorf("write start time: %w", err)
-	}
-	r.rd, err = ringbuf.NewReader(r.coll.Maps[btgen.MapEvents])
-	if err != nil {
-		return nil, fmt.Errorf("ring buffer reader: %w", err)
-	}
-	if r.opts.PID != 0 {
-		r.pidfd, err = unix.PidfdOpen(r.opts.PID, 0)
-		if err != nil {
-			return nil, fmt.Errorf("process %d: %w", r.opts.PID, err)
-		}
 	}
 	return r, nil
 }
