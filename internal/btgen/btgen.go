@@ -524,49 +524,16 @@ func (g *gen) program() (asm.Instructions, error) {
 		}
 	}
 	g.layoutNamed()
-	g.emit(
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.FnGetAttachCookie.Call(),
-		asm.Mov.Reg(asm.R8, asm.R0),
-		asm.StoreImm(asm.R10, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(MapScratch),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "return"),
-		asm.Mov.Reg(asm.R7, asm.R0),
-		// The scratch value is this CPU's; a program preempted while
-		// using it must not have it overwritten by a hit of another task
-		// on the same CPU: that hit is skipped and counted instead.
-		asm.LoadMem(asm.R1, asm.R7, busyOff, asm.DWord),
-		asm.JNE.Imm(asm.R1, 0, "nested"),
-		storeImm64(asm.R7, busyOff, 1),
-		asm.Mov.Imm(asm.R9, 0),
-		asm.JGE.Imm(asm.R8, int32(len(g.sites)), "exit"),
-	)
-	if g.special != 0 {
-		// Only the runner's call with this block's token runs it.
-		insns, err := bpfgen.EmitFetch(g.opts.Machine, &g.sites[0].Args[0], argsOff, 0, "token")
-		if err != nil {
-			return nil, &btlang.Error{Pos: b.At, Msg: err.Error()}
-		}
-		g.emit(insns...)
-		g.emit(
-			asm.LoadMem(asm.R1, asm.R7, argsOff, asm.DWord),
-			asm.LoadImm(asm.R2, int64(g.token), asm.DWord),
-			asm.JNE.Reg(asm.R1, asm.R2, "exit"),
-			storeImm64(asm.R7, probeOff, int32(g.probeID(b.Probes[0].String()))),
-			asm.Ja.Label("body"),
-		)
-		used, usesRet = 0, false
-		g.sites = nil
-	}
 	// Dispatch: sites with equal fetch code share it; a binary tree over
 	// runs of equal code finds the run.
 	type run struct{ lo, code int }
 	var codes [][]fetchItem
 	var runs []run
-	for i := range g.sites {
+	sites := g.sites
+	if g.special != 0 {
+		sites = nil
+	}
+	for i := range sites {
 		items := fetchList(&g.sites[i], used, usesRet)
 		more, err := g.namedItems(i, &g.sites[i])
 		if err != nil {
@@ -601,6 +568,50 @@ func (g *gen) program() (asm.Instructions, error) {
 		if n := len(runs); n == 0 || runs[n-1].code != c {
 			runs = append(runs, run{lo: i, code: c})
 		}
+	}
+	// The cookie (the site's index) is read only to choose among
+	// different fetch codes: a helper call less on every hit of a block
+	// whose sites all read alike.
+	cookie := len(codes) > 1
+	g.emit(asm.Mov.Reg(asm.R6, asm.R1))
+	if cookie {
+		g.emit(asm.FnGetAttachCookie.Call(), asm.Mov.Reg(asm.R8, asm.R0))
+	}
+	g.emit(
+		asm.StoreImm(asm.R10, -4, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(MapScratch),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "return"),
+		asm.Mov.Reg(asm.R7, asm.R0),
+		// The scratch value is this CPU's; a program preempted while
+		// using it must not have it overwritten by a hit of another task
+		// on the same CPU: that hit is skipped and counted instead.
+		asm.LoadMem(asm.R1, asm.R7, busyOff, asm.DWord),
+		asm.JNE.Imm(asm.R1, 0, "nested"),
+		storeImm64(asm.R7, busyOff, 1),
+		asm.Mov.Imm(asm.R9, 0),
+	)
+	if cookie {
+		g.emit(asm.JGE.Imm(asm.R8, int32(len(g.sites)), "exit"))
+	}
+	if g.special != 0 {
+		// Only the runner's call with this block's token runs it.
+		insns, err := bpfgen.EmitFetch(g.opts.Machine, &g.sites[0].Args[0], argsOff, 0, "token")
+		if err != nil {
+			return nil, &btlang.Error{Pos: b.At, Msg: err.Error()}
+		}
+		g.emit(insns...)
+		g.emit(
+			asm.LoadMem(asm.R1, asm.R7, argsOff, asm.DWord),
+			asm.LoadImm(asm.R2, int64(g.token), asm.DWord),
+			asm.JNE.Reg(asm.R1, asm.R2, "exit"),
+			storeImm64(asm.R7, probeOff, int32(g.probeID(b.Probes[0].String()))),
+			asm.Ja.Label("body"),
+		)
+		used, usesRet = 0, false
+		g.sites = nil
 	}
 	var tree func(rs []run)
 	tree = func(rs []run) {
@@ -657,7 +668,11 @@ func (g *gen) program() (asm.Instructions, error) {
 	if g.err != nil {
 		return nil, g.err
 	}
-	g.label("exit")
+	// A label no jump names would carry an unreachable no-op when it
+	// shares its instruction with "body" (an empty body, no cookie check).
+	if slices.ContainsFunc(g.insns, func(in asm.Instruction) bool { return in.Reference() == "exit" }) {
+		g.label("exit")
+	}
 	g.emit(storeImm64(asm.R7, busyOff, 0), asm.Ja.Label("return"))
 	g.label("nested")
 	g.lost(LostNested)

@@ -11,7 +11,8 @@
 // AttachTraceUprobeMulti), attached to every site of the block with the
 // site's index in Options.Sites[N] as cookie. Its prologue looks up the
 // per-CPU "scratch" value, then a binary tree over the cookie jumps to the
-// fetch code of the site (sites with equal fetches share it), which stores
+// fetch code of the site (sites with equal fetches share it; a block whose
+// sites all fetch alike never reads the cookie), which stores
 // the arguments the block reads (and retval) in scratch with bpfgen's own
 // fetch code (bpfgen.EmitFetch); then the predicate and the body run.
 //

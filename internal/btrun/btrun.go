@@ -6,6 +6,8 @@
 // # Lifetime
 //
 // Start loads and attaches; on a failure it releases what it acquired.
+// It first calls Warm, so that the kernel's grace period of a first uprobe
+// registration runs while the program loads; Close waits for the warm-up.
 // Run runs the BEGIN blocks, then reads records until exit(), until the
 // traced process (Options.PID) exits, or until ctx is done, running the
 // interval blocks when due; then it runs the END blocks, detaches, handles
@@ -105,13 +107,15 @@ type Runner struct {
 	w    *bufio.Writer
 	rec  ringbuf.Record
 	args []eventfmt.Arg
+	// warm is closed when Start's warm-up (Warm) has ended.
+	warm <-chan struct{}
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
 // the kernel lacks what the program needs, and os.ErrPermission without
 // the privileges.
 func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
-	r := &Runner{prog: prog}
+	r := &Runner{prog: prog, warm: Warm()}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -141,6 +145,19 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("load program: %w", err)
 	}
+	// What needs no link is done before the first one, which waits for
+	// the rest of the warm-up's grace period.
+	r.rd, err = ringbuf.NewReader(r.coll.Maps[btgen.MapEvents])
+	if err != nil {
+		return nil, fmt.Errorf("ring buffer reader: %w", err)
+	}
+	for _, pid := range r.opts.PIDs {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			return nil, fmt.Errorf("process %d: %w", pid, err)
+		}
+		r.pidfds = append(r.pidfds, fd)
+	}
 	for _, b := range prog.Blocks {
 		sites, pids := b.Sites, r.opts.PIDs
 		if b.Kind != 0 {
@@ -165,17 +182,6 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	}
 	if err := r.coll.Maps[btgen.MapStart].Put(uint32(0), uint64(now.Nano())); err != nil {
 		return nil, fmt.Errorf("write start time: %w", err)
-	}
-	r.rd, err = ringbuf.NewReader(r.coll.Maps[btgen.MapEvents])
-	if err != nil {
-		return nil, fmt.Errorf("ring buffer reader: %w", err)
-	}
-	for _, pid := range r.opts.PIDs {
-		fd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			return nil, fmt.Errorf("process %d: %w", pid, err)
-		}
-		r.pidfds = append(r.pidfds, fd)
 	}
 	return r, nil
 }
@@ -787,7 +793,8 @@ func (r *Runner) detach() {
 	r.links = nil
 }
 
-// Close detaches and releases everything; a second call returns nil.
+// Close detaches and releases everything, and waits for Start's warm-up
+// (Warm) to end; a second call returns nil.
 func (r *Runner) Close() error {
 	r.detach()
 	if r.rd != nil {
@@ -804,5 +811,8 @@ func (r *Runner) Close() error {
 		}
 	}
 	r.pidfds = nil
+	if r.warm != nil {
+		<-r.warm
+	}
 	return nil
 }
