@@ -308,8 +308,12 @@ func startStaticTracer(t *testing.T, tracer, prog string) (stop func(), lines fu
 		}
 		close(got)
 	}()
+	// bpftrace ends at SIGINT; one that has not within 10 s is killed
+	// (its output is complete by then: the lines were read).
 	stop = func() {
 		cmd.Process.Signal(os.Interrupt)
+		timer := time.AfterFunc(10*time.Second, func() { cmd.Process.Kill() })
+		defer timer.Stop()
 		cmd.Wait()
 	}
 	return stop, func(n int) []string {
