@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/internal/launch"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 
@@ -30,6 +32,7 @@ type traceOptions struct {
 	filters  []string
 	count    bool
 	countBy  []string
+	by       []string
 	hist     string
 	latency  string
 	duration time.Duration
@@ -108,7 +111,8 @@ are for PROBE... and refused with a program.`,
 	f.StringArrayVarP(&o.formats, "format", "F", nil, "printf-style format for every probe, or PROVIDER:NAME=FORMAT for one")
 	f.StringArrayVar(&o.filters, "filter", nil, "keep hits where argN OP VALUE holds (==, !=, <, <=, >, >=); repeatable, ANDed")
 	f.BoolVar(&o.count, "count", false, "count hits per probe in the kernel and print the counts at the end")
-	f.StringSliceVar(&o.countBy, "count-by", nil, "with --count, also count per pid and/or comm")
+	f.StringSliceVar(&o.by, "by", nil, "with --count or --hist, also key by these: pid, tid, comm, argN, str(argN)")
+	f.StringSliceVar(&o.countBy, "count-by", nil, "the same as --by")
 	f.StringVar(&o.hist, "hist", "", "log2 histogram of this argument (argN) per probe, in the kernel")
 	f.StringVar(&o.latency, "latency", "", "log2 histogram of nanoseconds from probe START to probe DONE on one thread: START,DONE as NAME or PROVIDER:NAME")
 	f.DurationVarP(&o.duration, "duration", "d", 0, "stop after this long (e.g. 10s)")
@@ -122,12 +126,21 @@ are for PROBE... and refused with a program.`,
 const commandGrace = 2 * time.Second
 
 func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
-	fl := cmd.Flags()
-	if fl.Changed("command") && strings.TrimSpace(o.command) == "" {
-		return fmt.Errorf("-c: an empty command (leave -c out to trace every process that maps the file)")
+	if err := checkRun(cmd, o); err != nil {
+		return err
 	}
-	if fl.Changed("duration") && o.duration <= 0 {
-		return fmt.Errorf("-d %v: want a positive duration, such as 10s", o.duration)
+	stderr := cmd.ErrOrStderr()
+	o.pid = processOf(o.pid, stderr, "tracing")
+	if (o.count || o.hist != "" || o.latency != "" || len(o.formats) > 0) && len(o.fields) == 0 {
+		// Go functions are traced by the flags alone (ErrGoFunction).
+		err := runSource(cmd, o, "flags", func(copts *trace.CompileOptions) (string, error) {
+			c := *copts
+			c.Warn = nil // Compile warns
+			return trace.FlagProgram(o.flags(args), &c)
+		})
+		if !errors.Is(err, trace.ErrGoFunction) {
+			return err
+		}
 	}
 	topts, err := o.traceOptions()
 	if err != nil {
@@ -158,8 +171,6 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		defer cancel()
 	}
 
-	stderr := cmd.ErrOrStderr()
-	o.pid = processOf(o.pid, stderr, "tracing")
 	topts.PID = o.pid
 	st, err := startTracer(o, topts, args)
 	if st.proc != nil {
@@ -230,6 +241,14 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	return status
 }
 
+// flags returns the flags of a trace of PROBEs for trace.FlagProgram.
+func (o *traceOptions) flags(probes []string) *trace.Flags {
+	return &trace.Flags{
+		Probes: probes, Count: o.count, Hist: o.hist, By: append(append([]string(nil), o.countBy...), o.by...),
+		Latency: o.latency, Filters: o.filters, Formats: o.formats, Strings: o.strs, StrLen: o.strLen,
+	}
+}
+
 // traceOptions validates the flags and turns them into sdt.TraceOptions
 // (without probes).
 func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
@@ -275,7 +294,7 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 	if o.count {
 		modes++
 		t.Mode = sdt.ModeCount
-		for _, by := range o.countBy {
+		for _, by := range append(append([]string(nil), o.countBy...), o.by...) {
 			switch by {
 			case "pid":
 				t.CountBy |= sdt.CountPID
@@ -285,7 +304,7 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 				return nil, fmt.Errorf("--count-by %q: want pid or comm", by)
 			}
 		}
-	} else if len(o.countBy) > 0 {
+	} else if len(o.countBy)+len(o.by) > 0 {
 		return nil, fmt.Errorf("--count-by needs --count")
 	}
 	if o.hist != "" {

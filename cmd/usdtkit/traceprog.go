@@ -52,10 +52,8 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 	return name, src, true, nil
 }
 
-// runProgram compiles a program, starts -c's command stopped if there is
-// one, attaches, resumes the command and prints until the program exits,
-// the process exits, -d passes or a signal comes.
-func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
+// checkRun validates the flags every trace takes.
+func checkRun(cmd *cobra.Command, o *traceOptions) error {
 	fl := cmd.Flags()
 	if o.output != "text" && o.output != "json" {
 		return fmt.Errorf("--output %q: want text or json", o.output)
@@ -69,6 +67,24 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 	if fl.Changed("duration") && o.duration <= 0 {
 		return fmt.Errorf("-d %v: want a positive duration, such as 10s", o.duration)
 	}
+	return nil
+}
+
+// runProgram compiles a program, starts -c's command stopped if there is
+// one, attaches, resumes the command and prints until the program exits,
+// the process exits, -d passes or a signal comes.
+func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
+	if err := checkRun(cmd, o); err != nil {
+		return err
+	}
+	o.pid = processOf(o.pid, cmd.ErrOrStderr(), "tracing")
+	return runSource(cmd, o, name, func(copts *trace.CompileOptions) (string, error) { return src, nil })
+}
+
+// runSource is runProgram once the flags are checked: source returns the
+// program given where its probes are looked for (-p's process, or -c's
+// executable).
+func runSource(cmd *cobra.Command, o *traceOptions, name string, source func(*trace.CompileOptions) (string, error)) error {
 	ctx := cmd.Context()
 	if o.duration > 0 {
 		var cancel context.CancelFunc
@@ -76,7 +92,6 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 		defer cancel()
 	}
 	stderr := cmd.ErrOrStderr()
-	o.pid = processOf(o.pid, stderr, "tracing")
 	copts := &trace.CompileOptions{PID: o.pid, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
 	var proc *launch.Process
 	pid := o.pid
@@ -88,6 +103,10 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 		}
 		defer proc.Kill()
 		copts.Executable, pid = exe, proc.PID()
+	}
+	src, err := source(copts)
+	if err != nil {
+		return err
 	}
 	prog, err := trace.Compile(name, src, copts)
 	if err != nil {
