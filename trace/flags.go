@@ -133,8 +133,11 @@ type flagProbe struct {
 	name string
 	// spec names just this probe in a program.
 	spec string
-	args int
-	ret  bool
+	// specErr is why no program can name just this probe (a '"' in
+	// its name): an error only when spec is needed.
+	specErr error
+	args    int
+	ret     bool
 }
 
 // IsFunctionSelector reports whether s selects functions (uprobe:,
@@ -294,11 +297,8 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 						n = k
 					}
 				}
-				spec, err := usdtSpec(s.text, p.Path, globQuote(p.Provider), globQuote(p.Name))
-				if err != nil {
-					return err
-				}
-				s.found = append(s.found, flagProbe{name: p.String(), spec: spec, args: max(n, 0)})
+				spec, err := usdtSpec(p.String(), p.Path, globQuote(p.Provider), globQuote(p.Name))
+				s.found = append(s.found, flagProbe{name: p.String(), spec: spec, specErr: err, args: max(n, 0)})
 			}
 			continue
 		}
@@ -319,20 +319,14 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 			if fn.Return {
 				kind, args = "uretprobe", 1
 			}
-			path, err := probePart(s.text, fn.Path, false)
-			if err != nil {
-				return err
-			}
-			name, err := probePart(s.text, globQuote(fn.Symbol.Name), true)
-			if err != nil {
-				return err
-			}
+			path, err := probePart(fn.Name(), fn.Path, false)
+			name, err2 := probePart(fn.Name(), globQuote(fn.Symbol.Name), true)
 			spec := kind + ":" + path + ":" + name
 			if fn.Delta != 0 {
 				spec += "+" + strconv.FormatUint(fn.Delta, 10)
 			}
 			if !slices.ContainsFunc(s.found, func(p flagProbe) bool { return p.spec == spec }) {
-				s.found = append(s.found, flagProbe{name: fn.Name(), spec: spec, args: args, ret: fn.Return})
+				s.found = append(s.found, flagProbe{name: fn.Name(), spec: spec, specErr: errors.Join(err, err2), args: args, ret: fn.Return})
 			}
 		}
 	}

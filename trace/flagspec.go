@@ -464,12 +464,16 @@ type flagGroup struct {
 	args int
 }
 
-func (g *flagGroup) add(p flagProbe) {
+func (g *flagGroup) add(p flagProbe) error {
+	if p.specErr != nil {
+		return p.specErr
+	}
 	if len(g.specs) == 0 || p.args < g.args {
 		g.args = p.args
 	}
 	g.specs = append(g.specs, p.spec)
 	g.names = append(g.names, p.name)
+	return nil
 }
 
 // program writes the program: one block per group (two for --latency).
@@ -479,7 +483,9 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 	seen := make(map[string]bool)
 	for _, s := range sels {
 		for _, p := range s.found {
-			if !seen[p.spec] {
+			// A probe whose spec has an error is named by its
+			// selector only, which lists it once.
+			if !seen[p.spec] || p.specErr != nil {
 				seen[p.spec] = true
 				all = append(all, p)
 			}
@@ -524,8 +530,14 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 	}
 	var b strings.Builder
 	if sp.mode == modeLatency {
-		start := sp.latencyGroup(all, sp.start)
-		done := sp.latencyGroup(all, sp.done)
+		start, err := sp.latencyGroup(all, sp.start)
+		if err != nil {
+			return "", err
+		}
+		done, err := sp.latencyGroup(all, sp.done)
+		if err != nil {
+			return "", err
+		}
 		if start == nil || done == nil {
 			return "", flagErrorf("--latency", "%s and %s must be among the traced probes (%s)", escape.Name(sp.start), escape.Name(sp.done), escape.Name(strings.Join(names, ", ")))
 		}
@@ -568,7 +580,9 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 			if perProbe[p.name] {
 				key = p.name
 			}
-			group(key, p.ret).add(p)
+			if err := group(key, p.ret).add(p); err != nil {
+				return "", err
+			}
 		}
 	}
 	for _, g := range groups {
@@ -611,21 +625,23 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 // latencyGroup returns the groups of the probes name means: NAME or
 // PROVIDER:NAME of a USDT probe, or a function as uprobe:FUNC; nil if
 // none.
-func (sp *flagSpec) latencyGroup(all []flagProbe, name string) []*flagGroup {
+func (sp *flagSpec) latencyGroup(all []flagProbe, name string) ([]*flagGroup, error) {
 	var groups []*flagGroup
 	for _, ret := range []bool{false, true} {
 		g := &flagGroup{ret: ret}
 		for _, p := range all {
 			_, short, _ := strings.Cut(p.name, ":")
 			if p.ret == ret && (p.name == name || short == name) {
-				g.add(p)
+				if err := g.add(p); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if len(g.specs) > 0 {
 			groups = append(groups, g)
 		}
 	}
-	return groups
+	return groups, nil
 }
 
 // defaultPrintf prints what a probe without a format prints among probes
