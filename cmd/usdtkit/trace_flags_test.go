@@ -311,7 +311,7 @@ func TestFlagProbeNameInjection(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	want := map[string]uint64{
-		"uprobe:" + bin + ":b} BEGIN { exit(); } i:s:1 {":       2,
+		"uprobe:" + bin + ":b} BEGIN { exit(); } i:s:1 {":      2,
 		"uprobe:" + bin + `:q"} BEGIN { exit(); } uprobe:"x:y`: 2,
 	}
 	if have := counts(t, out); fmt.Sprint(have) != fmt.Sprint(want) {
