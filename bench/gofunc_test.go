@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/usdtkit/usdtkit/internal/functrace"
 	"github.com/usdtkit/usdtkit/internal/gofunc"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/uprobe"
@@ -84,14 +85,14 @@ func paramNames(ps []gofunc.Param) []string {
 // resolving resolveFunc. Sub-benchmarks, siblings in one run:
 //
 //	open+func   gofunc.Open, the first Func and Close, per op: what
-//	            uprobe.Trace does per Go binary. "open-ms" and "func-ms"
+//	            functrace.Trace does per Go binary. "open-ms" and "func-ms"
 //	            split it; the first Func of a Binary builds delve's
 //	            function lookup table.
 //	func        Func again on an open Binary (its type cache warm): the
 //	            cost of each further function of one binary.
 //	functions   uprobe.Functions for the function's selector: reading the
 //	            symbol table, which comes before Open in a trace.
-//	trace       uprobe.Trace of the function's entry and returns in
+//	trace       functrace.Trace of the function's entry and returns in
 //	            ModeCount, and Close, by the file (all processes): open+func
 //	            plus generating, loading and attaching the program; needs
 //	            root.
@@ -178,13 +179,13 @@ func BenchmarkGoResolve(b *testing.B) {
 	})
 	b.Run("trace", func(b *testing.B) {
 		testutil.RequireBPF(b)
-		opts := &uprobe.TraceOptions{
+		opts := &functrace.TraceOptions{
 			Functions: goFunctions(b, sel, "uretprobe:"+bin+":"+globQuote(resolveFunc)),
-			Mode:      uprobe.ModeCount,
+			Mode:      functrace.ModeCount,
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			tr, err := uprobe.Trace(opts)
+			tr, err := functrace.Trace(opts)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -298,20 +299,20 @@ func callSite(tb testing.TB, path string, caller, callee uprobe.Function) uint64
 // as the CLI's reader does, counting the events and keeping the first
 // entry and return events decoded by name.
 type goEventReader struct {
-	tr            *uprobe.Tracer
+	tr            *functrace.Tracer
 	n             atomic.Uint64
-	entry, result uprobe.GoEvent
+	entry, result functrace.GoEvent
 	cancel        context.CancelFunc
 	done          chan struct{}
 }
 
-func newGoEventReader(tb testing.TB, tr *uprobe.Tracer) *goEventReader {
+func newGoEventReader(tb testing.TB, tr *functrace.Tracer) *goEventReader {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &goEventReader{tr: tr, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
-		var ev uprobe.Event
-		var ge uprobe.GoEvent
+		var ev functrace.Event
+		var ge functrace.GoEvent
 		for tr.Read(ctx, &ev) == nil {
 			r.n.Add(1)
 			if !tr.DecodeGo(&ev, &ge) {
@@ -322,7 +323,7 @@ func newGoEventReader(tb testing.TB, tr *uprobe.Tracer) *goEventReader {
 				keep = &r.result
 			}
 			if keep.Values == nil {
-				*keep = uprobe.GoEvent{GoID: ge.GoID, Results: ge.Results, Values: slices.Clone(ge.Values)}
+				*keep = functrace.GoEvent{GoID: ge.GoID, Results: ge.Results, Values: slices.Clone(ge.Values)}
 			}
 		}
 	}()
@@ -344,7 +345,7 @@ func (r *goEventReader) finish(tb testing.TB) (read, lost uint64) {
 	if err := r.tr.Detach(); err != nil {
 		tb.Fatal(err)
 	}
-	if err := r.tr.Drain(func(*uprobe.Event) error { r.n.Add(1); return nil }); err != nil {
+	if err := r.tr.Drain(func(*functrace.Event) error { r.n.Add(1); return nil }); err != nil {
 		tb.Fatal(err)
 	}
 	lost, _, err := r.tr.Lost()
@@ -355,7 +356,7 @@ func (r *goEventReader) finish(tb testing.TB) (read, lost uint64) {
 }
 
 // goValues maps a decoded event's values by name.
-func goValues(ge *uprobe.GoEvent) map[string]any {
+func goValues(ge *functrace.GoEvent) map[string]any {
 	m := make(map[string]any)
 	for _, v := range ge.Values {
 		m[v.Name] = v.Value
@@ -375,7 +376,7 @@ func goValues(ge *uprobe.GoEvent) map[string]any {
 //	empty-call            an empty program on the CALL of Hit in
 //	                      gotarget's loop, an instruction the x86 kernel
 //	                      emulates: the floor of a uprobe hit, one trap
-//	usdtkit-events        uprobe.Trace of uprobe:main.Hit, ModeEvents: the
+//	usdtkit-events        functrace.Trace of uprobe:main.Hit, ModeEvents: the
 //	                      goroutine id, s (bytes and length), n and p in
 //	                      each event, read and decoded by a goroutine of
 //	                      this process
@@ -447,8 +448,8 @@ func BenchmarkGoFuncTraced(b *testing.B) {
 		}
 		return &goVariant{name: name, tc: tc, sites: uint64(sites)}
 	}
-	trace := func(v *goVariant, mode uprobe.Mode, fns ...uprobe.Function) *uprobe.Tracer {
-		tr, err := uprobe.Trace(&uprobe.TraceOptions{Functions: fns, PID: v.tc.PID(), Mode: mode})
+	trace := func(v *goVariant, mode functrace.Mode, fns ...uprobe.Function) *functrace.Tracer {
+		tr, err := functrace.Trace(&functrace.TraceOptions{Functions: fns, PID: v.tc.PID(), Mode: mode})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -471,13 +472,13 @@ func BenchmarkGoFuncTraced(b *testing.B) {
 	emptyRet := start("empty+ret", len(allOffs))
 	attachEmpty(b, bin, allOffs, emptyRet.tc.PID())
 	events := start("usdtkit-events", len(entryOffs))
-	eventsRd := newGoEventReader(b, trace(events, uprobe.ModeEvents, entry))
+	eventsRd := newGoEventReader(b, trace(events, functrace.ModeEvents, entry))
 	eventsRet := start("usdtkit-events+ret", len(allOffs))
-	eventsRetRd := newGoEventReader(b, trace(eventsRet, uprobe.ModeEvents, entry, ret))
+	eventsRetRd := newGoEventReader(b, trace(eventsRet, functrace.ModeEvents, entry, ret))
 	count := start("usdtkit-count", len(entryOffs))
-	countTr := trace(count, uprobe.ModeCount, entry)
+	countTr := trace(count, functrace.ModeCount, entry)
 	countRet := start("usdtkit-count+ret", len(allOffs))
-	countRetTr := trace(countRet, uprobe.ModeCount, entry, ret)
+	countRetTr := trace(countRet, functrace.ModeCount, entry, ret)
 	emptyCall := start("empty-call", 1)
 	loopFn := goFunctions(b, "uprobe:"+bin+":main.loop")[0]
 	attachEmpty(b, bin, []uint64{callSite(b, bin, loopFn, entry)}, emptyCall.tc.PID())
@@ -563,7 +564,7 @@ func BenchmarkGoFuncTraced(b *testing.B) {
 	// event delivered, and the values right.
 	for _, c := range []struct {
 		v  *goVariant
-		tr *uprobe.Tracer
+		tr *functrace.Tracer
 	}{{count, countTr}, {countRet, countRetTr}} {
 		counts, err := c.tr.Counts()
 		if err != nil {
@@ -589,7 +590,7 @@ func BenchmarkGoFuncTraced(b *testing.B) {
 		lost += l
 		// The first call of the warm-up loop: Hit("gotarget", 0, t) = 8.
 		args := goValues(&c.r.entry)
-		if args["s"] != "gotarget" || args["n"] != int64(0) || args["p"] == uprobe.Pointer(0) || args["p"] == nil || c.r.entry.GoID == 0 {
+		if args["s"] != "gotarget" || args["n"] != int64(0) || args["p"] == functrace.Pointer(0) || args["p"] == nil || c.r.entry.GoID == 0 {
 			b.Errorf("%s: first entry event goid %d, values %v; want goid > 0, s=gotarget n=0 p!=0", c.v.name, c.r.entry.GoID, args)
 		}
 		if c.v.sites > 1 {

@@ -8,7 +8,9 @@ import (
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/symtab"
+	"github.com/usdtkit/usdtkit/internal/target"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
@@ -280,6 +282,9 @@ func (r *resolver) functions(fns []uprobe.Function) (*resolved, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
+		if err := checkBoundary(fn); err != nil {
+			return nil, 0, err
+		}
 		regs, ret, err := uprobe.CRegisters(fn.Machine)
 		if err != nil {
 			return nil, 0, err
@@ -314,6 +319,21 @@ func (r *resolver) functions(fns []uprobe.Function) (*resolved, int, error) {
 		return nil, 0, errNoMatch
 	}
 	return res, count, nil
+}
+
+// checkBoundary refuses a site inside a function (FUNC+OFFSET, 0xADDR)
+// that does not start an instruction, reading the function's code from
+// the file Functions listed (see uprobe.Function.CheckBoundary).
+func checkBoundary(fn *uprobe.Function) error {
+	if fn.Delta == 0 {
+		return nil
+	}
+	f, err := target.Reopen(fn.Path, fn.PID, procfs.FileID{Dev: fn.Dev, Inode: fn.Inode})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return fn.CheckBoundary(f)
 }
 
 func regFetch(m elf.Machine, name string) (bpfgen.Fetch, error) {

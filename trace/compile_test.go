@@ -3,10 +3,13 @@ package trace_test
 import (
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/trace"
+	"github.com/usdtkit/usdtkit/uprobe"
 )
 
 // TestCompileErrors checks where each error of a program is reported and
@@ -48,6 +51,31 @@ func TestCompileErrors(t *testing.T) {
 				t.Errorf("error %v: want errors.Is %v", err, tt.is)
 			}
 		})
+	}
+}
+
+// TestCompileRefusesMidInstruction: a uprobe inside a function must start
+// an instruction; offset 1 of a 10-byte movabs does not, offset 10 does.
+func TestCompileRefusesMidInstruction(t *testing.T) {
+	testutil.RequireTool(t, "gcc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "f.c")
+	code := `__asm__(".globl longfirst\n.type longfirst, @function\nlongfirst:\n movabs $0x1122334455667788, %rax\n ret\n.size longfirst, .-longfirst\n");
+int main(void) { return 0; }
+`
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "f")
+	if out, err := exec.Command("gcc", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	_, err := trace.Compile("t.bt", "uprobe:"+bin+":longfirst+1 { @ = count(); }", nil)
+	if !errors.Is(err, uprobe.ErrNotBoundary) {
+		t.Errorf("longfirst+1: have %v, want ErrNotBoundary", err)
+	}
+	if _, err := trace.Compile("t.bt", "uprobe:"+bin+":longfirst+10 { @ = count(); }", nil); err != nil {
+		t.Errorf("longfirst+10: %v", err)
 	}
 }
 

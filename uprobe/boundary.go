@@ -8,20 +8,20 @@ import (
 	"github.com/usdtkit/usdtkit/internal/insn"
 )
 
-// ErrNotBoundary is wrapped by Trace for a site inside a function
+// ErrNotBoundary is wrapped by CheckBoundary for a site inside a function
 // (FUNC+OFFSET, 0xADDR) that is not the start of an instruction: a uprobe
 // there would overwrite part of an instruction and change what the program
 // does.
 var ErrNotBoundary = errors.New("not an instruction boundary")
 
-// maxDecode bounds the code checkBoundary reads and decodes.
+// maxDecode bounds the code CheckBoundary reads and decodes.
 const maxDecode = 1 << 20
 
-// checkBoundary returns an error wrapping ErrNotBoundary when fn's site is
+// CheckBoundary returns an error wrapping ErrNotBoundary when fn's site is
 // inside an instruction, naming the boundaries around it. The function's
 // code is decoded from its first byte (see package insn), read from file,
-// the object Trace opened once and attaches through.
-func checkBoundary(fn *Function, file io.ReaderAt) error {
+// the object the tracer opened once and attaches through.
+func (fn *Function) CheckBoundary(file io.ReaderAt) error {
 	if fn.Delta == 0 {
 		return nil
 	}

@@ -1,9 +1,12 @@
 // Package uprobe finds the functions of ELF files that user-space probes
-// (uprobes) can attach to, and traces native (C, C++) functions: Functions
-// turns selectors into sites, Trace attaches a program that reads arg0..arg5
-// from the C ABI's argument registers (x86-64 rdi rsi rdx rcx r8 r9, arm64
-// x0..x5) at entry, or the return register (rax, x0) as arg0 at a
-// uretprobe. Go functions are traced by name instead (see "Go functions").
+// (uprobes) can attach to: Symbols reads an object's function symbols,
+// List and Functions turn selectors into objects and sites (a function's
+// entry, a place inside it, its return). It reads and decides; it attaches
+// nothing, and links neither cilium/ebpf nor go-delve/delve: package trace
+// traces the sites, and package gosig reads Go functions' signatures from
+// DWARF. CRegisters names the C ABI's argument registers (x86-64 rdi rsi rdx
+// rcx r8 r9, arm64 x0..x5) and return register (rax, x0) that tracers read
+// as arg0..arg5 and retval.
 //
 // # Model
 //
@@ -60,22 +63,13 @@
 //
 // # Go functions
 //
-// A Function of a Go binary (Function.Go) without an offset is traced as
-// package internal/gofunc lays it out: the entry site is the first
-// instruction after the stack check (a probe at the entry would fire again
-// when morestack copies the stack and restarts the function), and a return
-// is a uprobe on every RET instruction, never a uretprobe, whose rewritten
-// return address the Go runtime finds when it copies the stack, and
-// crashes on. Each site's event has the goroutine id (runtime.g.goid,
-// through the g register) in slot 0, then the values that
-// TraceOptions.GoFilters and GoHist name, so that they are in the same
-// slot at every site, then the parameters (entry) or results (RETs), then
-// TraceOptions.Fields. A string or byte slice takes two slots: its pointer,
-// read as the bytes up to the length in the other; an interface two; a
-// struct passed by value is one value per field ("p.X"). Tracer.DecodeGo
-// turns an event back into named GoValues. Latency traces of Go functions
-// pair start and done by goroutine id. A Go function with +OFFSET is a
-// native site (C ABI registers, with a warning).
+// A Function of a Go binary has Function.Go set. Tracers never put a
+// uretprobe on one: the Go runtime finds the rewritten return address when
+// it copies a goroutine's stack, and crashes on it. Package trace probes
+// the first instruction after the stack check instead of the entry (a
+// probe at the entry fires again when morestack restarts the function) and
+// every RET for a return, and reads arguments by name (package gosig shows
+// what it reads and where).
 //
 // # Opening files
 //
@@ -83,9 +77,9 @@
 // its doc): a process's objects inside the process's root or through
 // /proc/PID/map_files, regular files only, checked against the mapping's
 // device and inode. [Object] and [Function] record the file read (Dev,
-// Inode); [Trace] and [GoSignatures] open it again the same way, refuse a
-// different file, and give the kernel and the Go reader /proc/self/fd/N of
-// that open file. A process's object that cannot be opened or read is
+// Inode); tracers and package gosig open it again the same way, refuse a
+// different file, and give the kernel and the DWARF reader
+// /proc/self/fd/N of that open file. A process's object that cannot be opened or read is
 // skipped and reported once to [ListOptions.Warn].
 //
 // # Sites
@@ -96,8 +90,8 @@
 // (global over weak over local, unversioned, fewer leading underscores,
 // shorter). A site inside a function (FUNC+OFFSET, 0xADDR) must start an
 // instruction: a uprobe replaces the byte at its address with a breakpoint,
-// and inside an instruction that changes what the program does. Trace
-// decodes the function from its first byte (package internal/insn: x86asm
+// and inside an instruction that changes what the program does.
+// [Function.CheckBoundary], which every tracer calls, decodes the function from its first byte (package internal/insn: x86asm
 // for x86-64, 4-byte alignment for arm64) and refuses any other offset with
 // an error wrapping [ErrNotBoundary] that names the boundaries around it,
 // as bpftrace does.

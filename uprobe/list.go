@@ -136,10 +136,10 @@ type Object struct {
 	PID  int
 	// OpenPath says where the file was read from: Path, or for a
 	// process's objects /proc/PID/root/... or /proc/PID/map_files/...
-	// It is for messages; Trace and GoSignatures do not open it.
+	// It is for messages; tracers and package gosig do not open it.
 	OpenPath string
 	// Dev and Inode identify the file the symbols were read from (stat's
-	// st_dev and st_ino). Trace opens the file again as List did and
+	// st_dev and st_ino). A tracer opens the file again as List did and
 	// refuses a file whose identity differs; 0 and 0 are not checked.
 	Dev, Inode uint64
 	Machine    elf.Machine

@@ -11,6 +11,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/uprobe"
+	"github.com/usdtkit/usdtkit/uprobe/gosig"
 )
 
 func listSymbols(cmd *cobra.Command, o *listOptions, la listArgs) error {
@@ -87,7 +88,7 @@ func writeSymbolsText(w io.Writer, objs []uprobe.Object, verbose bool) error {
 	bw := bufio.NewWriter(w)
 	for _, obj := range objs {
 		path := escape.Name(obj.Path)
-		var sigs map[string]*uprobe.GoSignature
+		var sigs map[string]*gosig.Signature
 		if verbose && obj.Go {
 			sigs = goSignatures(&obj)
 		}
@@ -129,18 +130,18 @@ func bindName(s *uprobe.Symbol) string {
 
 // goSignatures returns what usdtkit trace reads of the Go functions of obj,
 // by name; nil if the binary cannot be read that way.
-func goSignatures(obj *uprobe.Object) map[string]*uprobe.GoSignature {
+func goSignatures(obj *uprobe.Object) map[string]*gosig.Signature {
 	var names []string
 	for _, s := range obj.Symbols {
 		if s.Kind == uprobe.SymFunc {
 			names = append(names, s.Name)
 		}
 	}
-	sigs, err := uprobe.GoSignatures(obj, names)
+	sigs, err := gosig.Signatures(obj, names)
 	if err != nil {
 		return nil
 	}
-	m := make(map[string]*uprobe.GoSignature, len(sigs))
+	m := make(map[string]*gosig.Signature, len(sigs))
 	for i := range sigs {
 		m[sigs[i].Name] = &sigs[i]
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/functrace"
 	"github.com/usdtkit/usdtkit/internal/launch"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/trace"
@@ -42,7 +43,7 @@ type traceOptions struct {
 
 	// Set by traceOptions: filters and the histogram of Go functions'
 	// values by name.
-	goFilters []uprobe.GoFilter
+	goFilters []functrace.GoFilter
 	goHist    string
 	// Set by runTrace: --field's paths and the ones formats print.
 	goFields []string
@@ -285,7 +286,7 @@ func (o *traceOptions) traceOptions() (*sdt.TraceOptions, error) {
 			return nil, err
 		}
 		if name != "" {
-			o.goFilters = append(o.goFilters, uprobe.GoFilter{Name: name, Filter: f})
+			o.goFilters = append(o.goFilters, functrace.GoFilter{Name: name, Filter: f})
 			continue
 		}
 		t.Filters = append(t.Filters, f)
@@ -381,7 +382,7 @@ func startCommand(command string) (*launch.Process, string, error) {
 	return p, path, nil
 }
 
-// tracer is what runTrace uses of sdt.Tracer and uprobe.Tracer.
+// tracer is what runTrace uses of sdt.Tracer and functrace.Tracer.
 type tracer interface {
 	ProbeName(id uint32) string
 	Signed(id uint32, arg int) bool
@@ -486,7 +487,7 @@ func startFuncTrace(st *startedTrace, o *traceOptions, exe string, topts *sdt.Tr
 	if len(fns) == 0 {
 		return fmt.Errorf("no function matches %s", strings.Join(args, " "))
 	}
-	t, err := uprobe.Trace(&uprobe.TraceOptions{
+	t, err := functrace.Trace(&functrace.TraceOptions{
 		Functions: fns, PID: topts.PID, Mode: topts.Mode,
 		StringArgs: topts.StringArgs, ProbeStringArgs: topts.ProbeStringArgs, StrLen: topts.StrLen,
 		PrintArgs: topts.PrintArgs, ProbePrintArgs: topts.ProbePrintArgs,

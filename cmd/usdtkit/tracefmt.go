@@ -14,8 +14,8 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/functrace"
 	"github.com/usdtkit/usdtkit/sdt"
-	"github.com/usdtkit/usdtkit/uprobe"
 )
 
 // eventWriter prints events as text lines or JSON objects.
@@ -29,13 +29,13 @@ type eventWriter struct {
 	buf        []byte
 	lastFlush  time.Time
 	// gt decodes Go functions' events, when tracing functions.
-	gt *uprobe.Tracer
-	ge uprobe.GoEvent
+	gt *functrace.Tracer
+	ge functrace.GoEvent
 }
 
 func newEventWriter(w io.Writer, t tracer, output string, formats map[string]*eventfmt.Format) *eventWriter {
 	ew := &eventWriter{w: bufio.NewWriterSize(w, 64<<10), t: t, json: output == "json", formats: formats}
-	ew.gt, _ = t.(*uprobe.Tracer)
+	ew.gt, _ = t.(*functrace.Tracer)
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
 		ew.wallOffset = time.Now().UnixNano() - ts.Nano()

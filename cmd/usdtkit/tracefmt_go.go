@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/usdtkit/usdtkit/internal/functrace"
 	"github.com/usdtkit/usdtkit/sdt"
-	"github.com/usdtkit/usdtkit/uprobe"
 )
 
 // appendGo appends a Go function's event (decoded in ew.ge) as a text line
@@ -91,7 +91,7 @@ func (ew *eventWriter) lookupGo(name string) (any, bool) {
 	}
 	for _, v := range ew.ge.Values {
 		if v.Name == name {
-			if sl, ok := v.Value.(uprobe.Slice); ok && sl.Elems == nil {
+			if sl, ok := v.Value.(functrace.Slice); ok && sl.Elems == nil {
 				return sl.Data, true
 			}
 			return v.Value, v.Err == ""
@@ -108,13 +108,13 @@ func appendJSON(b []byte, v any) []byte {
 	return append(b, j...)
 }
 
-func appendGoJSON(b []byte, v *uprobe.GoValue) []byte {
+func appendGoJSON(b []byte, v *functrace.GoValue) []byte {
 	switch x := v.Value.(type) {
 	case nil:
 		return append(b, "null"...)
-	case uprobe.Pointer:
+	case functrace.Pointer:
 		return appendJSON(b, x.String())
-	case uprobe.Interface:
+	case functrace.Interface:
 		typ := x.Type.String()
 		if x.TypeName != "" {
 			typ = x.TypeName
@@ -122,7 +122,7 @@ func appendGoJSON(b []byte, v *uprobe.GoValue) []byte {
 		b = appendJSON(append(b, `{"type":`...), typ)
 		b = appendJSON(append(b, `,"data":`...), x.Data.String())
 		return append(b, '}')
-	case uprobe.Slice:
+	case functrace.Slice:
 		b = strconv.AppendUint(append(b, `{"len":`...), x.Len, 10)
 		if x.Elems != nil {
 			b = append(b, `,"elems":[`...)
@@ -130,7 +130,7 @@ func appendGoJSON(b []byte, v *uprobe.GoValue) []byte {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				if p, ok := e.(uprobe.Pointer); ok {
+				if p, ok := e.(functrace.Pointer); ok {
 					e = p.String()
 				}
 				b = appendJSON(b, e)
@@ -144,7 +144,7 @@ func appendGoJSON(b []byte, v *uprobe.GoValue) []byte {
 	return appendJSON(b, v.Value)
 }
 
-func appendGoText(b []byte, v *uprobe.GoValue) []byte {
+func appendGoText(b []byte, v *functrace.GoValue) []byte {
 	if v.Err != "" && v.Value == nil {
 		return append(append(append(b, "<unread: "...), v.Err...), '>')
 	}
@@ -153,14 +153,14 @@ func appendGoText(b []byte, v *uprobe.GoValue) []byte {
 		b = append(b, "nil"...)
 	case string:
 		b = strconv.AppendQuote(b, x)
-	case uprobe.Slice:
+	case functrace.Slice:
 		b = append(strconv.AppendUint(append(b, '['), x.Len, 10), ']')
 		if x.Elems != nil {
 			b = fmt.Appendf(b, "%v", x.Elems)
 		} else {
 			b = strconv.AppendQuote(b, x.Data)
 		}
-	case uprobe.Interface:
+	case functrace.Interface:
 		if x.TypeName != "" {
 			b = fmt.Appendf(b, "(%s)%s", x.TypeName, x.Data)
 		} else {

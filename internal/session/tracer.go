@@ -10,7 +10,7 @@ import (
 
 // Tracer is a Session together with what its probe ids mean: the names
 // events print and the signedness of their arguments. sdt.Tracer (USDT
-// probes) and uprobe.Tracer (functions) embed it; its methods are theirs.
+// probes) and functrace.Tracer (functions) embed it; its methods are theirs.
 //
 // A Tracer is safe for concurrent use, except that only one goroutine may
 // Read or Run at a time; Close interrupts them.

@@ -1,4 +1,4 @@
-package uprobe
+package functrace
 
 import (
 	"debug/elf"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/gofunc"
+	"github.com/usdtkit/usdtkit/uprobe"
 )
 
 // Go function tracing: the layout of a Go probe's event.
@@ -105,7 +106,7 @@ func (l *goLayout) add(f bpfgen.Fetch) int {
 func (l *goLayout) free() int { return bpfgen.MaxArgs - len(l.site.Args) }
 
 // wordFetch returns the fetch of a word of size bytes.
-func wordFetch(fn *Function, w gofunc.Word, size int64, signed bool) (bpfgen.Fetch, error) {
+func wordFetch(fn *uprobe.Function, w gofunc.Word, size int64, signed bool) (bpfgen.Fetch, error) {
 	if size == 0 {
 		size = 8
 	}
@@ -129,7 +130,7 @@ func wordFetch(fn *Function, w gofunc.Word, size int64, signed bool) (bpfgen.Fet
 }
 
 // addValue gives p slots, if they fit.
-func (l *goLayout) addValue(fn *Function, p *gofunc.Param) error {
+func (l *goLayout) addValue(fn *uprobe.Function, p *gofunc.Param) error {
 	v := goSlotValue{name: p.Name, typ: p.Type, kind: p.Kind, size: p.Size, elemKind: p.ElemKind, elemSize: p.ElemSize, reason: p.Reason}
 	need := 0
 	switch p.Kind {
@@ -189,7 +190,7 @@ func (l *goLayout) addValue(fn *Function, p *gofunc.Param) error {
 
 // addField gives slots to a field path through a pointer parameter:
 // "s.hits", "s.next.hits".
-func (l *goLayout) addField(fn *Function, params []gofunc.Param, path string) error {
+func (l *goLayout) addField(fn *uprobe.Function, params []gofunc.Param, path string) error {
 	root, rest, ok := strings.Cut(path, ".")
 	if !ok {
 		return fmt.Errorf("field %q: want PARAM.FIELD", path)
@@ -292,7 +293,7 @@ type GoFilter struct {
 
 // goSites builds the sites of one Go function: its entry after the
 // prologue, or every RET for a return probe.
-func (t *Tracer) goSites(fn *Function, gf *gofunc.Func, goidOff int64, gReg string, opts *TraceOptions, id uint32) (offs []uint64, site bpfgen.Site, err error) {
+func (t *Tracer) goSites(fn *uprobe.Function, gf *gofunc.Func, goidOff int64, gReg string, opts *TraceOptions, id uint32) (offs []uint64, site bpfgen.Site, err error) {
 	l := &goLayout{}
 	// Slot 0: the goroutine id, *(g + goidOff).
 	if goidOff >= 0 {

@@ -1,4 +1,11 @@
-package uprobe
+// Package gosig reads the signatures of Go functions from a Go binary's
+// DWARF: each parameter's and result's name, type, and where Go's register
+// ABI puts it at the function's entry and RETs, as usdtkit's tracer reads
+// them.
+//
+// It is a package of its own because reading DWARF types links
+// go-delve/delve; package uprobe lists symbols and functions without it.
+package gosig
 
 import (
 	"errors"
@@ -9,10 +16,15 @@ import (
 	"github.com/usdtkit/usdtkit/internal/gofunc"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/uprobe"
 )
 
-// GoParam is a parameter or result of a Go function as Trace reads it.
-type GoParam struct {
+// ErrChanged is wrapped by Signatures' error when the object's path names
+// another file than the one listed (replaced or renamed since).
+var ErrChanged = procfs.ErrChanged
+
+// Param is a parameter or result of a Go function as the tracer reads it.
+type Param struct {
 	// Name is the name events use: the source name, "p.X" for a field of
 	// a struct passed by value, r0, r1, ... for unnamed results.
 	Name string
@@ -25,23 +37,24 @@ type GoParam struct {
 	Unread string
 }
 
-// GoSignature is what Trace reads of a Go function.
-type GoSignature struct {
+// Signature is what the tracer reads of a Go function.
+type Signature struct {
 	Name            string
-	Params, Results []GoParam
+	Params, Results []Param
 	// Problems say what of the function cannot be decoded.
 	Problems []string
 }
 
-// GoSignatures returns the signatures of the named functions of the Go
+// Signatures returns the signatures of the named functions of the Go
 // binary obj, in order, leaving out names the
 // binary's function table does not know (symbols of assembly stubs and
 // markers such as runtime.text). A function that cannot be decoded has
 // the error in Problems.
 //
 // The file is opened again as List opened it and must be the file listed
-// (Object.Dev and Inode).
-func GoSignatures(obj *Object, names []string) ([]GoSignature, error) {
+// (Object.Dev and Inode): a different file is refused with an error
+// wrapping ErrChanged.
+func Signatures(obj *uprobe.Object, names []string) ([]Signature, error) {
 	f, err := target.Reopen(obj.Path, obj.PID, procfs.FileID{Dev: obj.Dev, Inode: obj.Inode})
 	if err != nil {
 		return nil, err
@@ -52,26 +65,26 @@ func GoSignatures(obj *Object, names []string) ([]GoSignature, error) {
 		return nil, err
 	}
 	defer b.Close()
-	sigs := make([]GoSignature, 0, len(names))
+	sigs := make([]Signature, 0, len(names))
 	for _, name := range names {
 		fn, err := b.Func(name)
 		if errors.Is(err, gofunc.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			sigs = append(sigs, GoSignature{Name: name, Problems: []string{err.Error()}})
+			sigs = append(sigs, Signature{Name: name, Problems: []string{err.Error()}})
 			continue
 		}
-		sig := GoSignature{Name: name, Params: goParams(fn.Params), Results: goParams(fn.Results), Problems: fn.Problems}
+		sig := Signature{Name: name, Params: params(fn.Params), Results: params(fn.Results), Problems: fn.Problems}
 		sigs = append(sigs, sig)
 	}
 	return sigs, nil
 }
 
-func goParams(ps []gofunc.Param) []GoParam {
-	out := make([]GoParam, 0, len(ps))
+func params(ps []gofunc.Param) []Param {
+	out := make([]Param, 0, len(ps))
 	for _, p := range ps {
-		gp := GoParam{Name: p.Name, Type: p.Type, Unread: p.Reason}
+		gp := Param{Name: p.Name, Type: p.Type, Unread: p.Reason}
 		var places []string
 		for _, w := range p.Words {
 			if w.Reg != "" {
@@ -88,8 +101,8 @@ func goParams(ps []gofunc.Param) []GoParam {
 
 // String formats s as "NAME(p T [place], ...) (r T [place], ...)", then
 // the problems in brackets.
-func (s *GoSignature) String() string {
-	list := func(ps []GoParam) string {
+func (s *Signature) String() string {
+	list := func(ps []Param) string {
 		parts := make([]string, len(ps))
 		for i, p := range ps {
 			where := p.Place

@@ -1,11 +1,10 @@
-package uprobe
+package functrace
 
 import (
 	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
@@ -13,6 +12,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/uprobe"
 )
 
 // Types of a trace, the same as package sdt's.
@@ -52,100 +52,12 @@ var (
 	ErrNoArg = session.ErrNoArg
 )
 
-// Function is one site to trace: a function's entry, a place inside it
-// (FUNC+OFFSET, 0xADDR) or its return. It is plain data.
-type Function struct {
-	// Path, OpenPath, Dev, Inode, PID, Machine and Go are those of the
-	// Object the symbol is in.
-	Path       string
-	OpenPath   string
-	Dev, Inode uint64
-	PID        int
-	Machine    elf.Machine
-	Go         bool
-	Symbol     Symbol
-	// Delta is the distance of the site from the symbol's start, in bytes.
-	Delta uint64
-	// Return selects the function's return (a uretprobe); Delta is 0.
-	Return bool
-}
-
-// Name is the probe name of the site: "uprobe:FUNC", "uprobe:FUNC+DELTA"
-// or "uretprobe:FUNC", FUNC demangled.
-func (f *Function) Name() string {
-	kind := "uprobe:"
-	if f.Return {
-		kind = "uretprobe:"
-	}
-	s := kind + f.Symbol.DisplayName()
-	if f.Delta != 0 {
-		s += "+" + strconv.FormatUint(f.Delta, 10)
-	}
-	return s
-}
-
-// FileOffset returns the file offset a probe is attached at.
-func (f *Function) FileOffset() (uint64, error) {
-	if f.Symbol.Offset == 0 {
-		return 0, fmt.Errorf("%s in %s: address %#x has no bytes in the file", f.Name(), f.Path, f.Symbol.Value)
-	}
-	if f.Symbol.Size != 0 && f.Delta >= f.Symbol.Size {
-		return 0, fmt.Errorf("%s in %s: offset %d is beyond the function's %d bytes", f.Name(), f.Path, f.Delta, f.Symbol.Size)
-	}
-	return f.Symbol.Offset + f.Delta, nil
-}
-
-// Functions returns the sites that opts's selectors name: one per address
-// (with Return) in an object, in the order of the objects and their
-// symbols. Where several symbols name one site (aliases such as malloc and
-// __libc_malloc, or selectors naming one function twice), one is kept,
-// chosen as preferName says, since two probes at one address would report
-// each hit twice. It
-// looks where List looks, and returns List's errors; selectors are
-// required. No match is not an error: the result is empty.
-func Functions(opts *ListOptions) ([]Function, error) {
-	if opts == nil || len(opts.Selectors) == 0 {
-		return nil, fmt.Errorf("functions: no selectors")
-	}
-	scope, err := target.NewScopeOf(opts.Paths, opts.PID, opts.Selectors, selectorPath)
-	if err != nil {
-		return nil, err
-	}
-	var fns []Function
-	for _, t := range scope.Objects {
-		obj, ok, err := readObject(t, opts.Warn)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		for i, sel := range opts.Selectors {
-			if !scope.Applies(i, t) {
-				continue
-			}
-			for _, sym := range obj.Symbols {
-				if !sel.MatchSymbol(&sym) {
-					continue
-				}
-				fn := Function{Path: obj.Path, OpenPath: obj.OpenPath, Dev: obj.Dev, Inode: obj.Inode, PID: obj.PID, Machine: obj.Machine,
-					Go: obj.Go, Symbol: sym, Delta: sel.Offset, Return: sel.Return}
-				if sel.Address != 0 {
-					fn.Delta = sel.Address - sym.Value
-				}
-				fns = append(fns, fn)
-			}
-		}
-	}
-	return dedupeSites(fns), nil
-}
-
 // TraceOptions describes a trace of native functions. The fields other
 // than Functions mean what they mean in sdt.TraceOptions.
 type TraceOptions struct {
 	// Functions are the sites to trace, as Functions returns them; at
 	// least one, all of one machine.
-	Functions []Function
+	Functions []uprobe.Function
 	// PID restricts the trace to one process; 0 traces every process that
 	// maps the files.
 	PID int
@@ -212,24 +124,9 @@ const (
 	returnArgs = 1
 )
 
-// CRegisters returns the names (as bpfgen.PtRegs knows them) of the
-// integer argument registers of machine m's C ABI that function tracing
-// reads as arg0..arg5, and of its integer return register: System V AMD64
-// ABI §3.2.3 (rdi, rsi, rdx, rcx, r8, r9; rax), AAPCS64 §6.8 (x0..x5 of
-// x0..x7; x0). Other machines are an error.
-func CRegisters(m elf.Machine) (args []string, ret string, err error) {
-	switch m {
-	case elf.EM_X86_64:
-		return []string{"rdi", "rsi", "rdx", "rcx", "r8", "r9"}, "rax", nil
-	case elf.EM_AARCH64:
-		return []string{"x0", "x1", "x2", "x3", "x4", "x5"}, "x0", nil
-	}
-	return nil, "", fmt.Errorf("machine %v: %w", m, bpfgen.ErrUnsupported)
-}
-
 // siteArgs returns the fetches of an entry or return site of machine m.
 func siteArgs(m elf.Machine, ret bool) ([]bpfgen.Fetch, error) {
-	regs, r, err := CRegisters(m)
+	regs, r, err := uprobe.CRegisters(m)
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +268,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("trace %w", err)
 		}
-		if err := checkBoundary(fn, file); err != nil {
+		if err := fn.CheckBoundary(file); err != nil {
 			return nil, fmt.Errorf("trace %w", err)
 		}
 		args, err := siteArgs(machine, fn.Return)
@@ -389,7 +286,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			if fn.Go {
 				t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s: an offset into a Go function; arg0..arg5 are the C ABI's registers, not Go's arguments", name, fn.Path))
 			}
-			if fn.Symbol.Kind == SymIFunc {
+			if fn.Symbol.Kind == uprobe.SymIFunc {
 				t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s: an IFUNC resolver, which runs at load time, not at each call", name, fn.Path))
 			}
 		}

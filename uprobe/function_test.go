@@ -1,11 +1,7 @@
 package uprobe
 
 import (
-	"debug/elf"
-	"errors"
 	"testing"
-
-	"github.com/usdtkit/usdtkit/internal/bpfgen"
 )
 
 func TestParseSelectorForms(t *testing.T) {
@@ -62,47 +58,6 @@ func TestSelectorMatchAddress(t *testing.T) {
 	}
 }
 
-func TestSiteArgs(t *testing.T) {
-	reg := func(m elf.Machine, name string) bpfgen.Reg {
-		off, err := bpfgen.PtRegs(m, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bpfgen.Reg{Off: off, Width: 8}
-	}
-	tests := []struct {
-		name string
-		m    elf.Machine
-		ret  bool
-		want []string
-	}{
-		{"x86-64 entry", elf.EM_X86_64, false, []string{"rdi", "rsi", "rdx", "rcx", "r8", "r9"}},
-		{"x86-64 return", elf.EM_X86_64, true, []string{"rax"}},
-		{"arm64 entry", elf.EM_AARCH64, false, []string{"x0", "x1", "x2", "x3", "x4", "x5"}},
-		{"arm64 return", elf.EM_AARCH64, true, []string{"x0"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			have, err := siteArgs(tt.m, tt.ret)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(have) != len(tt.want) {
-				t.Fatalf("have %d args, want %d", len(have), len(tt.want))
-			}
-			for i, r := range tt.want {
-				want := bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 8, Reg: reg(tt.m, r)}
-				if have[i] != want {
-					t.Errorf("arg%d: have %+v, want %+v (%s)", i, have[i], want, r)
-				}
-			}
-		})
-	}
-	if _, err := siteArgs(elf.EM_RISCV, false); !errors.Is(err, bpfgen.ErrUnsupported) {
-		t.Errorf("riscv: have %v, want ErrUnsupported", err)
-	}
-}
-
 func TestFunctionSite(t *testing.T) {
 	sym := Symbol{Name: "_Z1fi", Demangled: "f(int)", Value: 0x401000, Offset: 0x1000, Size: 0x40}
 	tests := []struct {
@@ -128,11 +83,5 @@ func TestFunctionSite(t *testing.T) {
 				t.Errorf("FileOffset: have %#x, %v; want %#x, error %v", off, err, tt.wantOff, tt.wantErr)
 			}
 		})
-	}
-}
-
-func TestTraceNoFunctions(t *testing.T) {
-	if _, err := Trace(nil); !errors.Is(err, ErrNoFunctions) {
-		t.Errorf("nil options: have %v, want ErrNoFunctions", err)
 	}
 }
