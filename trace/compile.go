@@ -26,6 +26,9 @@ type CompileOptions struct {
 	// looked for in; a probe with an empty path (usdt::PROVIDER:NAME)
 	// means every object of it. 0: files only.
 	PID int
+	// PIDs are processes to look in as PID, each in turn: a probe's sites
+	// are those of every one of them (PID, when not 0, is one more).
+	PIDs []int
 	// Executable is the file an empty path means when PID is 0: the
 	// executable of a command started stopped (usdtkit trace -c), whose
 	// libraries are not mapped yet.
@@ -45,6 +48,9 @@ type Program struct {
 	// files[b][i] is the object of site i of block b.
 	files  [][]object
 	probes int
+	// names are the short names and paths of the probes, by full name
+	// (btgen.Site.Probe).
+	names map[string]probeName
 }
 
 // siteKey is a place a program attaches to.
@@ -83,13 +89,27 @@ func (p *Program) Sites() int {
 // that is not ELF, permissions) are returned wrapped behind the probe's
 // position, for errors.Is.
 func Compile(name, src string, opts *CompileOptions) (*Program, error) {
-	r := &resolver{sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error)}
+	return compile(name, src, opts, nil, nil)
+}
+
+// compile is Compile with, per block, the events it sends (see
+// btgen.Options.Events), and a check of the checked program.
+func compile(name, src string, opts *CompileOptions, events []*btgen.Event, check func(*btlang.Program) error) (*Program, error) {
+	r := &resolver{sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error), names: make(map[string]probeName)}
 	if opts != nil {
 		r.opts = *opts
 	}
+	pids, err := r.opts.pids()
+	if err != nil {
+		return nil, err
+	}
+	r.pids = pids
 	prog, err := btlang.Compile(name, []byte(src), &btlang.CheckOptions{Probes: r})
 	if r.fatal != nil {
 		return nil, r.fatal
+	}
+	if err == nil && check != nil {
+		err = check(prog)
 	}
 	if err != nil {
 		err = compileErrors(err)
@@ -101,7 +121,7 @@ func Compile(name, src string, opts *CompileOptions) (*Program, error) {
 		}
 		return nil, err
 	}
-	out := &Program{}
+	out := &Program{names: r.names}
 	var all [][]btgen.Site
 	names := make(map[string]bool)
 	for _, b := range prog.Blocks {
@@ -130,7 +150,12 @@ func Compile(name, src string, opts *CompileOptions) (*Program, error) {
 		out.files = append(out.files, files)
 	}
 	out.probes = len(names)
-	out.gen, err = btgen.Generate(prog, &btgen.Options{Machine: r.machine, Sites: all})
+	gopts := &btgen.Options{Machine: r.machine, Sites: all, Events: events}
+	if events != nil {
+		// As sdt.Trace: room for bursts of events between reads.
+		gopts.RingSize = bpfgen.DefaultRingSize
+	}
+	out.gen, err = btgen.Generate(prog, gopts)
 	if err != nil {
 		return nil, compileErrors(err)
 	}
@@ -147,6 +172,10 @@ type resolver struct {
 	// causes are the errors of probes, by position, for CompileError.Err.
 	causes  map[btlang.Pos]error
 	symbols symtab.Resolvers
+	// pids are the processes to look in; [0] for files only.
+	pids []int
+	// names are the probes' names for events, by full name.
+	names map[string]probeName
 }
 
 type resolved struct {
@@ -184,7 +213,7 @@ func (r *resolver) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
 
 func (r *resolver) resolve(p *btlang.Probe) (*resolved, int, error) {
 	path := p.Path
-	if path == "" && r.opts.PID == 0 {
+	if path == "" && len(r.pids) == 1 && r.pids[0] == 0 {
 		if r.opts.Executable == "" {
 			return nil, 0, fmt.Errorf("an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)")
 		}
@@ -195,17 +224,25 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, int, error) {
 		warn = func(error) {}
 	}
 	if p.Kind == btlang.ProbeUSDT {
-		probes, err := sdt.List(&sdt.ListOptions{PID: r.opts.PID, Warn: warn,
-			Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
-		if err != nil {
-			return nil, 0, listError{err}
+		var probes []sdt.Probe
+		for _, pid := range r.pids {
+			some, err := sdt.List(&sdt.ListOptions{PID: pid, Warn: warn,
+				Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
+			if err != nil {
+				return nil, 0, listError{err}
+			}
+			probes = append(probes, some...)
 		}
 		return r.usdt(probes, warn)
 	}
-	fns, err := uprobe.Functions(&uprobe.ListOptions{PID: r.opts.PID, Warn: warn,
-		Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
-	if err != nil {
-		return nil, 0, listError{err}
+	var fns []uprobe.Function
+	for _, pid := range r.pids {
+		some, err := uprobe.Functions(&uprobe.ListOptions{PID: pid, Warn: warn,
+			Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
+		if err != nil {
+			return nil, 0, listError{err}
+		}
+		fns = append(fns, some...)
 	}
 	return r.functions(fns)
 }
@@ -232,6 +269,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 			return nil, 0, err
 		}
 		name := "usdt:" + p.Path + ":" + p.Provider + ":" + p.Name
+		r.names[name] = probeName{p.Provider + ":" + p.Name, p.Path}
 		for j := range p.Locations {
 			loc := &p.Locations[j]
 			if loc.OffsetErr != nil {
@@ -293,10 +331,12 @@ func (r *resolver) functions(fns []uprobe.Function) (*resolved, int, error) {
 		if fn.Return {
 			kind = "uretprobe:"
 		}
-		name := kind + fn.Path + ":" + fn.Symbol.DisplayName()
+		short := fn.Symbol.DisplayName()
 		if fn.Delta != 0 {
-			name += fmt.Sprintf("+%d", fn.Delta)
+			short += fmt.Sprintf("+%d", fn.Delta)
 		}
+		name := kind + fn.Path + ":" + short
+		r.names[name] = probeName{short, fn.Path}
 		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name}
 		if fn.Return {
 			if s.Ret, err = regFetch(fn.Machine, ret); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"time"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btrun"
@@ -33,6 +35,28 @@ type Options struct {
 	// PID restricts the probes to one process; Run also ends when it
 	// exits. It may be a process started stopped (see Start).
 	PID int
+	// PIDs restrict the probes to these processes (with PID, when not
+	// 0); Run also ends when all of them have exited. A site Compile
+	// found in one of them is attached for that one only.
+	PIDs []int
+	// OnEvent receives the events of a program of CompileEvents, in the
+	// order they were sent, on Run's goroutine. The Event and its Args
+	// are reused after the call returns (Event.Clone keeps one). An error
+	// ends Run, which returns it. Required for such a program.
+	OnEvent func(*Event) error
+	// Command, when not nil, is started by Start stopped before its first
+	// instruction (its Stdin, Stdout and Stderr as the caller set them),
+	// traced as one more of PIDs and resumed once every probe is
+	// attached: nothing it does escapes the trace. Compile against it
+	// with CompileOptions.Executable set to its Path. Run ends when it
+	// exits; when Run ends first (ctx, exit()) it ends the command:
+	// SIGTERM, then SIGKILL after CommandGrace. Close kills it if it
+	// still runs. Command must not have been started; Start sets its
+	// SysProcAttr.Ptrace and Pdeathsig.
+	Command *exec.Cmd
+	// CommandGrace is how long Run waits for Command to exit after
+	// SIGTERM; 0 means DefaultCommandGrace.
+	CommandGrace time.Duration
 	// Output selects text or JSON.
 	Output Output
 	// Stdout receives printf lines, print() output and the maps at exit;
@@ -48,7 +72,8 @@ type Options struct {
 // it. A Tracer is not safe for concurrent use; Close must not race with
 // Run.
 type Tracer struct {
-	r *btrun.Runner
+	r   *btrun.Runner
+	cmd *command
 }
 
 // Start opens the program's objects again, checks each is the file
@@ -73,8 +98,15 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 	if o.Output != OutputText && o.Output != OutputJSON {
 		return nil, fmt.Errorf("start: field Output is %d, want OutputText or OutputJSON", o.Output)
 	}
-	if o.PID < 0 {
-		return nil, fmt.Errorf("start: field PID is %d", o.PID)
+	pids, err := pidList("start: Options", o.PID, o.PIDs)
+	if err != nil {
+		return nil, err
+	}
+	if pids[0] == 0 {
+		pids = nil
+	}
+	if len(prog.gen.Events) > 0 && o.OnEvent == nil {
+		return nil, fmt.Errorf("start: the program sends events: field OnEvent is nil")
 	}
 	files := make(map[object]*os.File)
 	defer func() {
@@ -105,6 +137,7 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 				files[obj] = f
 			}
 			b.Sites[j].Path = procfs.FDPath(f)
+			b.Sites[j].PID = obj.pid
 		}
 	}
 	out := o.Stdout
@@ -115,11 +148,32 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 	if o.Output == OutputJSON {
 		format = eventfmt.OutputJSON
 	}
-	r, err := btrun.Start(&gen, &btrun.Options{PID: o.PID, Out: out, Output: format, Classic: o.Classic})
+	bo := &btrun.Options{PIDs: pids, Out: out, Output: format, Classic: o.Classic}
+	if o.OnEvent != nil {
+		bo.OnEvent = newEventDecoder(prog, o.OnEvent).record
+	}
+	var cmd *command
+	if o.Command != nil {
+		if cmd, err = startCommand(o.Command, o.CommandGrace); err != nil {
+			return nil, err
+		}
+		bo.PIDs = append(bo.PIDs, cmd.pid())
+	}
+	r, err := btrun.Start(&gen, bo)
 	if err != nil {
+		if cmd != nil {
+			cmd.kill()
+		}
 		return nil, err
 	}
-	return &Tracer{r: r}, nil
+	t := &Tracer{r: r, cmd: cmd}
+	if cmd != nil {
+		if err := cmd.resume(); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 // Run runs the BEGIN blocks, then prints what the program prints until
@@ -127,12 +181,37 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 // it runs the END blocks, detaches, prints the maps as bpftrace prints
 // them at exit and what was lost, and returns. It returns the first
 // error writing to Options.Stdout or reading the kernel's maps.
+//
+// With Options.Command, Run also ends when the command exits, and ends
+// the command if Run ends first (see Options.Command); CommandState then
+// says how it ended.
 func (t *Tracer) Run(ctx context.Context) error {
-	return t.r.Run(ctx)
+	if t.r == nil {
+		return fmt.Errorf("run: tracer closed")
+	}
+	err := t.r.Run(ctx)
+	if t.cmd != nil {
+		t.cmd.end()
+	}
+	return err
 }
 
-// Close detaches and releases everything; a second call returns nil.
+// Lost returns how many records the ring buffer refused (events, printf
+// lines: it was full) and how many map updates failed (a map was full).
+// Run prints them at the end too.
+func (t *Tracer) Lost() (records, updates uint64, err error) {
+	if t.r == nil {
+		return 0, 0, fmt.Errorf("lost: tracer closed")
+	}
+	return t.r.Lost()
+}
+
+// Close detaches and releases everything, and kills Options.Command if it
+// still runs; a second call returns nil.
 func (t *Tracer) Close() error {
+	if t.cmd != nil {
+		t.cmd.kill()
+	}
 	if t.r == nil {
 		return nil
 	}

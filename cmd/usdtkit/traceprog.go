@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -93,16 +95,16 @@ func runSource(cmd *cobra.Command, o *traceOptions, name string, source func(*tr
 	}
 	stderr := cmd.ErrOrStderr()
 	copts := &trace.CompileOptions{PID: o.pid, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
-	var proc *launch.Process
-	pid := o.pid
+	topts := &trace.Options{PID: o.pid, Stdout: cmd.OutOrStdout(), Classic: o.classic}
+	if o.output == "json" {
+		topts.Output = trace.OutputJSON
+	}
 	if o.command != "" {
-		var exe string
-		var err error
-		if proc, exe, err = startCommand(o.command); err != nil {
+		c, err := commandOf(o.command)
+		if err != nil {
 			return err
 		}
-		defer proc.Kill()
-		copts.Executable, pid = exe, proc.PID()
+		copts.Executable, topts.Command = c.Path, c
 	}
 	src, err := source(copts)
 	if err != nil {
@@ -112,25 +114,47 @@ func runSource(cmd *cobra.Command, o *traceOptions, name string, source func(*tr
 	if err != nil {
 		return err
 	}
-	topts := &trace.Options{PID: pid, Stdout: cmd.OutOrStdout(), Classic: o.classic}
-	if o.output == "json" {
-		topts.Output = trace.OutputJSON
-	}
 	t, err := trace.Start(prog, topts)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
 	fmt.Fprintf(stderr, "Tracing %d probes at %d sites. Ctrl-C to end.\n", prog.Probes(), prog.Sites())
-	if proc != nil {
-		if err := proc.Resume(); err != nil {
-			return err
-		}
+	if err := t.Run(ctx); err != nil {
+		return err
 	}
-	runErr := t.Run(ctx)
-	status := endCommand(proc, stderr)
-	if runErr != nil {
-		return runErr
+	return commandStatus(t, stderr)
+}
+
+// commandOf returns -c's command, its stdio ours, not started.
+func commandOf(command string) (*exec.Cmd, error) {
+	argv, err := launch.SplitCommand(command)
+	if err != nil {
+		return nil, fmt.Errorf("-c: %w", err)
 	}
-	return status
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("-c: an empty command (leave -c out to trace every process that maps the file)")
+	}
+	path, err := launch.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("-c: %w", err)
+	}
+	c := exec.Command(path, argv[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	return c, nil
+}
+
+// commandStatus says on stderr when the trace ended -c's command, and
+// returns its non-zero exit status as usdtkit's.
+func commandStatus(t *trace.Tracer, stderr io.Writer) error {
+	state, ended := t.CommandState()
+	if state == nil && !ended {
+		return nil
+	}
+	if ended {
+		fmt.Fprintf(stderr, "usdtkit: ended the command (%v).\n", state)
+	} else if code := launch.ExitCode(state); code != 0 {
+		return exitStatus(code)
+	}
+	return nil
 }

@@ -54,6 +54,9 @@ type Site struct {
 	Offset, RefCtrOffset uint64
 	// Return attaches a return probe (uretprobe) at a function's entry.
 	Return bool
+	// PID, when not 0, is the process the site was found in: it is
+	// attached for that process only.
+	PID int
 	// Args says how to read arg0, arg1… at this site.
 	Args []bpfgen.Fetch
 	// Ret reads the return value at a return site (Kind 0 for none).
@@ -77,6 +80,9 @@ type Options struct {
 	// RingSize is the ring buffer's size in bytes (a power of two
 	// multiple of the page size); 0 means 1 MiB.
 	RingSize int
+	// Events has, per probe block (nil or shorter: none), the events the
+	// block sends after its body (see Event).
+	Events []*Event
 }
 
 // Program is a generated program: plain data, safe for concurrent reads.
@@ -97,6 +103,8 @@ type Program struct {
 	Probes []string
 	// ScratchSize is the per-CPU scratch value's size.
 	ScratchSize int
+	// Events are the blocks' events, indexed by a RecEvent record's id.
+	Events []EventInfo
 }
 
 // Block is one probe block's program and sites.
@@ -263,6 +271,9 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			o.Sites[i] = []Site{{Args: []bpfgen.Fetch{stub}}}
 		}
 		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, stack: stackReserved}
+		if err := g.setEvent(i); err != nil {
+			return nil, err
+		}
 		insns, err := g.program()
 		if err != nil {
 			return nil, err
@@ -406,6 +417,7 @@ type gen struct {
 	stack   int // bytes of stack in use (positive)
 	vars    map[*btlang.Variable]varLoc
 	err     error
+	event   *eventGen // the block's event, or nil
 }
 
 type varLoc struct {
@@ -487,6 +499,7 @@ func (g *gen) program() (asm.Instructions, error) {
 		}
 		return true
 	})
+	usesProbe = usesProbe || g.event != nil
 	for i := range g.sites {
 		s := &g.sites[i]
 		for a := range bpfgen.MaxArgs {
@@ -542,6 +555,9 @@ func (g *gen) program() (asm.Instructions, error) {
 	var runs []run
 	for i := range g.sites {
 		items := fetchList(&g.sites[i], used, usesRet)
+		if g.event != nil {
+			items = g.eventFetch(&g.sites[i], items, used)
+		}
 		if usesProbe {
 			name := g.sites[i].Probe
 			if name == "" {
@@ -617,6 +633,9 @@ func (g *gen) program() (asm.Instructions, error) {
 		g.emit(asm.JEq.Imm(asm.R0, 0, "exit"))
 	}
 	g.stmts(b.Body)
+	if g.event != nil {
+		g.emitEvent()
+	}
 	if g.err != nil {
 		return nil, g.err
 	}

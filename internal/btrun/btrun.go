@@ -69,8 +69,15 @@ const DefaultPollInterval = 50 * time.Millisecond
 // Options tune Start. The zero value traces every process and prints
 // bpftrace's text to os.Stdout.
 type Options struct {
-	// PID restricts the probes to one process; Run also ends when it exits.
-	PID int
+	// PIDs restrict the probes to these processes; Run also ends when
+	// all of them have exited. A site with its own Site.PID is attached
+	// for that process only; the others once per PID. Empty: every
+	// process.
+	PIDs []int
+	// OnEvent receives each event record (btgen.RecEvent, the whole
+	// record, valid only during the call); an error ends Run, which
+	// returns it. Nil: a program with events is refused by Start.
+	OnEvent func(rec []byte) error
 	// Out receives printf lines, print() output and the maps at exit,
 	// through a buffer Run flushes whenever the ring buffer is empty and
 	// before it returns; nil means os.Stdout.
@@ -90,8 +97,9 @@ type Runner struct {
 	coll  *ebpf.Collection
 	links []link.Link
 	rd    *ringbuf.Reader
-	pidfd int
-	buf   []byte
+	// pidfds of Options.PIDs; -1 once seen exited.
+	pidfds []int
+	buf    []byte
 	// w buffers Options.Out: Run flushes it whenever the ring is empty
 	// (before it waits) and before it returns, not once per record.
 	w    *bufio.Writer
@@ -103,9 +111,12 @@ type Runner struct {
 // the kernel lacks what the program needs, and os.ErrPermission without
 // the privileges.
 func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
-	r := &Runner{prog: prog, pidfd: -1}
+	r := &Runner{prog: prog}
 	if opts != nil {
 		r.opts = *opts
+	}
+	if len(prog.Events) > 0 && r.opts.OnEvent == nil {
+		return nil, fmt.Errorf("the program sends events: Options.OnEvent is nil")
 	}
 	if r.opts.Out == nil {
 		r.opts.Out = os.Stdout
@@ -131,7 +142,7 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 		return nil, fmt.Errorf("load program: %w", err)
 	}
 	for _, b := range prog.Blocks {
-		sites, pid := b.Sites, r.opts.PID
+		sites, pids := b.Sites, r.opts.PIDs
 		if b.Kind != 0 {
 			stub, err := stubSite()
 			if err != nil {
@@ -139,12 +150,12 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 			}
 			// Classic links filter by thread, not process: take every
 			// caller; the token tells this runner's calls apart.
-			sites, pid = []btgen.Site{stub}, os.Getpid()
+			sites, pids = []btgen.Site{stub}, []int{os.Getpid()}
 			if !multi {
-				pid = 0
+				pids = nil
 			}
 		}
-		if err := r.attach(r.coll.Programs[b.Prog], sites, multi, pid); err != nil {
+		if err := r.attach(r.coll.Programs[b.Prog], sites, multi, pids); err != nil {
 			return nil, err
 		}
 	}
@@ -159,42 +170,48 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("ring buffer reader: %w", err)
 	}
-	if r.opts.PID != 0 {
-		r.pidfd, err = unix.PidfdOpen(r.opts.PID, 0)
+	for _, pid := range r.opts.PIDs {
+		fd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
-			return nil, fmt.Errorf("process %d: %w", r.opts.PID, err)
+			return nil, fmt.Errorf("process %d: %w", pid, err)
 		}
+		r.pidfds = append(r.pidfds, fd)
 	}
 	return r, nil
 }
 
-// attach attaches prog to sites: per file and kind (entry or return), one
-// multi link, or classic links.
-func (r *Runner) attach(prog *ebpf.Program, sites []btgen.Site, multi bool, pid int) error {
+// attach attaches prog to sites: per file, kind (entry or return) and
+// process, one multi link, or classic links. A site with a Site.PID is
+// attached for it, the others for each of pids (every process if none).
+func (r *Runner) attach(prog *ebpf.Program, sites []btgen.Site, multi bool, pids []int) error {
 	type group struct {
 		path                   string
 		ret                    bool
+		pid                    int
 		offs, cookies, refctrs []uint64
 		anyRef                 bool
 	}
 	var groups []*group
 	for i, s := range sites {
-		var g *group
-		for _, h := range groups {
-			if h.path == s.Path && h.ret == s.Return {
-				g = h
+		for _, pid := range sitePIDs(&s, pids) {
+			var g *group
+			for _, h := range groups {
+				if h.path == s.Path && h.ret == s.Return && h.pid == pid {
+					g = h
+				}
 			}
+			if g == nil {
+				g = &group{path: s.Path, ret: s.Return, pid: pid}
+				groups = append(groups, g)
+			}
+			g.offs = append(g.offs, s.Offset)
+			g.cookies = append(g.cookies, uint64(i))
+			g.refctrs = append(g.refctrs, s.RefCtrOffset)
+			g.anyRef = g.anyRef || s.RefCtrOffset != 0
 		}
-		if g == nil {
-			g = &group{path: s.Path, ret: s.Return}
-			groups = append(groups, g)
-		}
-		g.offs = append(g.offs, s.Offset)
-		g.cookies = append(g.cookies, uint64(i))
-		g.refctrs = append(g.refctrs, s.RefCtrOffset)
-		g.anyRef = g.anyRef || s.RefCtrOffset != 0
 	}
 	for _, g := range groups {
+		pid := g.pid
 		ex, err := link.OpenExecutable(g.path)
 		if err != nil {
 			return fmt.Errorf("attach %s: %w", g.path, err)
@@ -328,7 +345,11 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	out := eventfmt.AppendExit(nil, maps, r.opts.Output)
+	var out []byte
+	if len(maps) > 0 || len(r.prog.Events) == 0 {
+		// A program of events only prints nothing at exit but losses.
+		out = eventfmt.AppendExit(out, maps, r.opts.Output)
+	}
 	events, updates, nested, err := r.lost()
 	if err != nil {
 		return err
@@ -375,14 +396,37 @@ func (r *Runner) fireAll(kind btlang.ProbeKind) {
 	}
 }
 
-// targetGone reports whether the traced process has exited.
+// sitePIDs returns the processes site s is attached for: its own, or
+// each of pids, or every process (0).
+func sitePIDs(s *btgen.Site, pids []int) []int {
+	if s.PID != 0 {
+		return []int{s.PID}
+	}
+	if len(pids) == 0 {
+		return []int{0}
+	}
+	return pids
+}
+
+// targetGone reports whether every traced process has exited.
 func (r *Runner) targetGone() bool {
-	if r.pidfd < 0 {
+	if len(r.pidfds) == 0 {
 		return false
 	}
-	fds := []unix.PollFd{{Fd: int32(r.pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n > 0
+	gone := true
+	for i, fd := range r.pidfds {
+		if fd < 0 {
+			continue
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
+			unix.Close(fd)
+			r.pidfds[i] = -1
+			continue
+		}
+		gone = false
+	}
+	return gone
 }
 
 // handle acts on one record.
@@ -419,6 +463,8 @@ func (r *Runner) handle(rec []byte) error {
 		r.buf = p.Format.AppendOutput(r.buf[:0], args, r.opts.Output)
 		_, err := r.w.Write(r.buf)
 		return err
+	case btgen.RecEvent:
+		return r.opts.OnEvent(rec)
 	case btgen.RecExit:
 		return errStop
 	case btgen.RecTime:
@@ -752,9 +798,11 @@ func (r *Runner) Close() error {
 		r.coll.Close()
 		r.coll = nil
 	}
-	if r.pidfd >= 0 {
-		unix.Close(r.pidfd)
-		r.pidfd = -1
+	for _, fd := range r.pidfds {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
 	}
+	r.pidfds = nil
 	return nil
 }

@@ -337,7 +337,7 @@ func runBothOutput(t *testing.T, bin string, lines []string, output eventfmt.Out
 	}()
 
 	var buf bytes.Buffer
-	r, err := btrun.Start(gp, &btrun.Options{PID: tr.PID(), Out: &buf, Output: output})
+	r, err := btrun.Start(gp, &btrun.Options{PIDs: []int{tr.PID()}, Out: &buf, Output: output})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func TestLost(t *testing.T) {
 	}
 	tr := testutil.StartTracee(t, bin)
 	var buf bytes.Buffer
-	r, err := btrun.Start(gp, &btrun.Options{PID: tr.PID(), Out: &buf})
+	r, err := btrun.Start(gp, &btrun.Options{PIDs: []int{tr.PID()}, Out: &buf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +528,7 @@ uretprobe:BIN:work { @r = sum(retval); }`, "BIN", bin)
 	}
 	tr := testutil.StartTracee(t, bin)
 	var buf bytes.Buffer
-	r, err := btrun.Start(gp, &btrun.Options{PID: tr.PID(), Out: &buf, Classic: true})
+	r, err := btrun.Start(gp, &btrun.Options{PIDs: []int{tr.PID()}, Out: &buf, Classic: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,266 @@
+package btgen
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+)
+
+// RecEvent is the kind of an event record: a probe hit with its
+// arguments, sent by a block that has an Event (Options.Events). Its id is
+// the index in Program.Events.
+const RecEvent = 7
+
+// Event asks a probe block to send an event record (RecEvent) at every hit
+// that passes its predicate, after its body: the hit's time, thread,
+// process, CPU, comm, probe and arguments. It is not in the language:
+// package trace adds it to blocks it writes itself.
+type Event struct {
+	// Args is the most arguments an event carries, arg0 first; 0 means
+	// every argument its site has. A return site carries one: its return
+	// value as arg0.
+	Args int
+	// Strings has bit i set to read argument i as a NUL-terminated string
+	// of at most StrLen bytes, NUL included (a fault sets the argument's
+	// fault bit and leaves "").
+	Strings uint16
+	// StrLen is 0 for bpfgen.DefaultStrLen, at most bpfgen.MaxStrLen.
+	StrLen int
+}
+
+// Event record layout, in native byte order after the 8-byte header
+// {RecEvent, id}:
+//
+//	off  size  field
+//	  8     8  time     bpf_ktime_get_ns (CLOCK_MONOTONIC)
+//	 16     4  tid      thread id
+//	 20     4  pid      thread group id
+//	 24     4  cpu      bpf_get_smp_processor_id
+//	 28     4  probe    index in Program.Probes
+//	 32     1  nargs    arguments of the site hit (at most ArgCap)
+//	 34     2  signed   bit i: argument i is signed (its value is sign-extended)
+//	 36     2  faults   bit i: argument i (or its string) could not be read
+//	 40    16  comm     bpf_get_current_comm, NUL-padded
+//	 56     …  args     ArgCap × u64, the values extended to 64 bits
+//	  …     …  strings  per bit of Strings below ArgCap, in argument order,
+//	                    StrLen bytes rounded up to 8: the string up to its NUL
+//
+// Only args[0:nargs] and the string slots of arguments below nargs are
+// meaningful; the others hold older records' bytes.
+const (
+	EvTimeOff   = 8
+	EvTIDOff    = 16
+	EvPIDOff    = 20
+	EvCPUOff    = 24
+	EvProbeOff  = 28
+	EvNArgsOff  = 32
+	EvSignedOff = 34
+	EvFaultsOff = 36
+	EvCommOff   = 40
+	EvCommLen   = 16
+	EvArgsOff   = 56
+)
+
+// EventInfo is how a block's event records are laid out.
+type EventInfo struct {
+	// Block is the index of the block in Program.Blocks.
+	Block int
+	// ArgCap is the number of 8-byte argument slots: the most arguments
+	// any site of the block sends.
+	ArgCap int
+	// Strings has bit i set when argument i has a string slot, at
+	// StrOffs[i], of StrLen bytes.
+	Strings uint16
+	StrLen  int
+	StrOffs [bpfgen.MaxArgs]int
+	// Size is the record's size in bytes.
+	Size int
+}
+
+// eventGen is a block's event while it is generated.
+type eventGen struct {
+	info EventInfo
+	id   int
+	want int // Event.Args
+	// meta is the scratch slot each site's fetch code writes its nargs
+	// and signed bits to.
+	meta int
+}
+
+// newEvent lays out the records of block i's event e, for its sites.
+func newEvent(e *Event, i int, sites []Site, pos btlang.Pos) (*eventGen, error) {
+	strLen := e.StrLen
+	if strLen == 0 {
+		strLen = bpfgen.DefaultStrLen
+	}
+	if strLen < 2 || strLen > bpfgen.MaxStrLen {
+		return nil, &btlang.Error{Pos: pos, Msg: fmt.Sprintf("a string length of %d bytes is not from 2 to %d", strLen, bpfgen.MaxStrLen)}
+	}
+	if e.Args < 0 || e.Args > bpfgen.MaxArgs {
+		return nil, &btlang.Error{Pos: pos, Msg: fmt.Sprintf("events of %d arguments: at most %d", e.Args, bpfgen.MaxArgs)}
+	}
+	ev := &eventGen{info: EventInfo{Block: i, StrLen: strLen}, want: e.Args}
+	for k := range sites {
+		ev.info.ArgCap = max(ev.info.ArgCap, siteArgs(e.Args, &sites[k]))
+	}
+	ev.info.Strings = e.Strings & (1<<ev.info.ArgCap - 1)
+	off := EvArgsOff + 8*ev.info.ArgCap
+	for a := range ev.info.ArgCap {
+		if ev.info.Strings&(1<<a) != 0 {
+			ev.info.StrOffs[a] = off
+			off += round8(strLen)
+		}
+	}
+	ev.info.Size = off
+	if off > maxScratch/2 {
+		return nil, &btlang.Error{Pos: pos, Msg: fmt.Sprintf("events of %d bytes are too large", off)}
+	}
+	return ev, nil
+}
+
+// siteArgs returns how many arguments an event of site s carries.
+func siteArgs(want int, s *Site) int {
+	n := len(s.Args)
+	if s.Return {
+		n = 0
+		if s.Ret.Kind != 0 {
+			n = 1
+		}
+	}
+	n = min(n, bpfgen.MaxArgs)
+	if want > 0 {
+		n = min(n, want)
+	}
+	return n
+}
+
+// eventFetch adds to a site's fetch items what its event needs: the
+// arguments it carries (a return site's value as arg0) and a constant
+// with its argument count and signed bits. Sites with equal fetches still
+// share their code.
+func (g *gen) eventFetch(s *Site, items []fetchItem, used uint16) []fetchItem {
+	ev := g.event
+	n := siteArgs(ev.want, s)
+	var signed uint16
+	for a := range n {
+		fetch := s.Ret
+		if !s.Return {
+			fetch = s.Args[a]
+		}
+		if fetch.Signed {
+			signed |= 1 << a
+		}
+		if !s.Return && used&(1<<a) != 0 {
+			continue // fetched for the body already
+		}
+		items = append(items, fetchItem{f: fetch, slot: argsOff + 8*a, bit: a})
+	}
+	meta := int64(n) | int64(signed)<<16
+	return append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: meta}, slot: ev.meta, bit: bpfgen.MaxArgs + 2})
+}
+
+// emitEvent builds the block's event record in place in the ring buffer
+// (reserved, filled, submitted: no copy) and sends it; a full ring is
+// counted in lost[LostEvents]. R8 (the cookie, free after the dispatch and
+// the body) holds the record across the helper calls.
+func (g *gen) emitEvent() {
+	ev := g.event
+	info := &ev.info
+	const rec = asm.R8
+	sent, flags := g.newLabel("evsent"), g.newLabel("evflags")
+	noRoom := g.newLabel("evfull")
+	g.emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(MapEvents),
+		asm.Mov.Imm(asm.R2, int32(info.Size)),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, noRoom),
+		asm.Mov.Reg(rec, asm.R0),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(rec, EvTimeOff, asm.R0, asm.DWord),
+		// tgid<<32 | tid: tid at EvTIDOff, pid at EvPIDOff.
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(rec, EvTIDOff, asm.R0, asm.DWord),
+		asm.FnGetSmpProcessorId.Call(),
+		asm.StoreMem(rec, EvCPUOff, asm.R0, asm.Word),
+		asm.LoadMem(asm.R0, asm.R7, probeOff, asm.DWord),
+		asm.StoreMem(rec, EvProbeOff, asm.R0, asm.Word),
+		asm.LoadMem(asm.R0, asm.R7, int16(ev.meta), asm.DWord),
+		asm.StoreMem(rec, EvNArgsOff, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, rec),
+		asm.Add.Imm(asm.R1, EvCommOff),
+		asm.Mov.Imm(asm.R2, EvCommLen),
+		asm.FnGetCurrentComm.Call(),
+	)
+	for a := range info.ArgCap {
+		g.emit(
+			asm.LoadMem(asm.R0, asm.R7, int16(argsOff+8*a), asm.DWord),
+			asm.StoreMem(rec, int16(EvArgsOff+8*a), asm.R0, asm.DWord),
+		)
+	}
+	for a := range info.ArgCap {
+		if info.Strings&(1<<a) == 0 {
+			continue
+		}
+		skip := g.newLabel("evstr")
+		g.emit(
+			// Arguments the site does not have are not read.
+			asm.LoadMem(asm.R0, asm.R7, int16(ev.meta), asm.Byte),
+			asm.JLE.Imm(asm.R0, int32(a), skip),
+			asm.Mov.Reg(asm.R1, rec),
+			asm.Add.Imm(asm.R1, int32(info.StrOffs[a])),
+			asm.Mov.Imm(asm.R2, int32(info.StrLen)),
+			asm.LoadMem(asm.R3, asm.R7, int16(argsOff+8*a), asm.DWord),
+			// On a fault the helper zeroes the buffer.
+			asm.FnProbeReadUserStr.Call(),
+			asm.JSGE.Imm(asm.R0, 0, skip),
+			asm.Or.Imm(asm.R9, 1<<a),
+		)
+		g.label(skip)
+		g.emit(nop())
+	}
+	g.emit(
+		asm.StoreMem(rec, EvFaultsOff, asm.R9, asm.Half),
+		asm.StoreImm(rec, 0, RecEvent, asm.Word),
+		asm.StoreImm(rec, 4, int64(ev.id), asm.Word),
+		// As output: wake the reader only when the ring is a quarter full.
+		asm.LoadMapPtr(asm.R1, 0).WithReference(MapEvents),
+		asm.Mov.Imm(asm.R2, rbAvailData),
+		asm.FnRingbufQuery.Call(),
+		asm.Mov.Imm(asm.R2, rbNoWakeup),
+		asm.JLT.Imm(asm.R0, int32(g.opts.RingSize/4), flags),
+		asm.Mov.Imm(asm.R2, rbForceWakeup),
+	)
+	g.label(flags)
+	g.emit(
+		asm.Mov.Reg(asm.R1, rec),
+		asm.FnRingbufSubmit.Call(),
+		asm.Ja.Label(sent),
+	)
+	g.label(noRoom)
+	g.lost(LostEvents)
+	g.label(sent)
+	g.emit(nop())
+}
+
+// setEvent prepares block i's event, if it has one.
+func (g *gen) setEvent(i int) error {
+	if i >= len(g.opts.Events) || g.opts.Events[i] == nil {
+		return nil
+	}
+	if g.special != 0 {
+		return unsupported(g.block.At, "an event of a BEGIN, END or interval block")
+	}
+	ev, err := newEvent(g.opts.Events[i], i, g.sites, g.block.At)
+	if err != nil {
+		return err
+	}
+	ev.id = len(g.out.Events)
+	ev.meta = g.alloc(8)
+	g.event = ev
+	g.out.Events = append(g.out.Events, ev.info)
+	return nil
+}
