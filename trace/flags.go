@@ -66,10 +66,83 @@ func flagErrorf(flag, format string, args ...any) error {
 	return &FlagError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
 }
 
+// ErrAddress is wrapped by FlagProgram's and FlagEvents' error for a
+// function selected by its address (uprobe:PATH:0xADDR), which programs do
+// not name; the trace command's flags trace it without a program.
+var ErrAddress = errors.New("a function at an address is not supported in programs; give its name")
+
 // ErrNoProgram is returned by FlagProgram for Flags without Count, Hist,
 // Latency or Formats: printing each event with all its arguments is not
 // a program.
 var ErrNoProgram = errors.New("events without a format have no program")
+
+// CompileFlags compiles what f stands for: FlagProgram's program, or
+// for Flags without Count, Hist, Latency or Formats the events of
+// FlagEvents (start it with Options.OnEvent). The errors are theirs and
+// Compile's, those about the written program without its positions,
+// which the caller never wrote.
+func CompileFlags(f *Flags, opts *CompileOptions) (*Program, error) {
+	var o CompileOptions
+	if opts != nil {
+		o = *opts
+	}
+	quiet := o
+	quiet.Warn = nil // Compile warns
+	var prog *Program
+	if !f.Count && f.Hist == "" && f.Latency == "" && len(f.Formats) == 0 {
+		eps, err := FlagEvents(f, &quiet)
+		if err != nil {
+			return nil, err
+		}
+		prog, err = CompileEvents(eps, &o)
+		if err != nil {
+			return nil, unplaced(err)
+		}
+		return prog, nil
+	}
+	src, err := FlagProgram(f, &quiet)
+	if err != nil {
+		return nil, err
+	}
+	if prog, err = Compile("flags", src, &o); err != nil {
+		return nil, unplaced(err)
+	}
+	return prog, nil
+}
+
+// unplacedErrors are CompileErrors without their positions.
+type unplacedErrors struct{ list CompileErrors }
+
+func (e unplacedErrors) Error() string {
+	msgs := make([]string, len(e.list))
+	for i, c := range e.list {
+		msgs[i] = c.Msg
+	}
+	return strings.Join(msgs, "\n")
+}
+
+func (e unplacedErrors) Unwrap() []error { return e.list.Unwrap() }
+
+// unplaced drops the positions of CompileErrors.
+func unplaced(err error) error {
+	var list CompileErrors
+	if errors.As(err, &list) {
+		return unplacedErrors{list}
+	}
+	return err
+}
+
+// FlagEvents returns what CompileEvents takes for Flags without Count,
+// Hist, Latency or Formats: an EventProbe per group of probes the same
+// flags apply to, with the filters and the string arguments that apply
+// to them. It lists the probes, checks and errs as FlagProgram.
+func FlagEvents(f *Flags, opts *CompileOptions) ([]EventProbe, error) {
+	sp, sels, err := prepareFlags(f, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	return sp.events(sels)
+}
 
 // FlagProgram returns the program in bpftrace's language that f stands
 // for: it lists the probes (as Compile does, with opts) to check every
@@ -84,9 +157,18 @@ var ErrNoProgram = errors.New("events without a format have no program")
 // flags trace them without a program); ErrNoProgram; errors listing the
 // objects (os.ErrPermission, sdt.ErrNotFound) wrapped.
 func FlagProgram(f *Flags, opts *CompileOptions) (string, error) {
-	spec, err := parseFlags(f)
+	sp, sels, err := prepareFlags(f, opts, false)
 	if err != nil {
 		return "", err
+	}
+	return sp.program(sels)
+}
+
+// prepareFlags parses f, and lists its probes.
+func prepareFlags(f *Flags, opts *CompileOptions, events bool) (*flagSpec, []*flagSelector, error) {
+	spec, err := parseFlags(f, events)
+	if err != nil {
+		return nil, nil, err
 	}
 	var o CompileOptions
 	if opts != nil {
@@ -94,18 +176,18 @@ func FlagProgram(f *Flags, opts *CompileOptions) (string, error) {
 	}
 	sels, err := parseSelectors(f.Probes)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	if spec.names != "" && !slices.ContainsFunc(sels, func(s *flagSelector) bool { return s.kind != kindUSDT }) {
-		return "", flagErrorf(spec.names, "values by name are for Go functions (uprobe:PATH:pkg.Func); USDT probes take argN")
+		return nil, nil, flagErrorf(spec.names, "values by name are for Go functions (uprobe:PATH:pkg.Func); USDT probes take argN")
 	}
 	if err := listSelectors(sels, &o); err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	if spec.names != "" {
-		return "", flagErrorf(spec.names, "values by name are for Go functions (uprobe:PATH:pkg.Func); native functions and USDT probes take argN")
+		return nil, nil, flagErrorf(spec.names, "values by name are for Go functions (uprobe:PATH:pkg.Func); native functions and USDT probes take argN")
 	}
-	return spec.program(sels)
+	return spec, sels, nil
 }
 
 // Probe kinds of selectors.
@@ -160,7 +242,7 @@ func parseSelectors(probes []string) ([]*flagSelector, error) {
 				return nil, err
 			}
 			if sel.Address != 0 {
-				return nil, flagErrorf(p, "a function at an address is not supported in programs; give its name")
+				return nil, fmt.Errorf("%s: %w", p, ErrAddress)
 			}
 			s.kind, s.fn = kindUprobe, sel
 			kind := "uprobe"
@@ -269,13 +351,17 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 	if warn == nil {
 		warn = func(error) {}
 	}
+	pids, err := o.pids()
+	if err != nil {
+		return err
+	}
 	var usdtSels, fnSels []string
 	for _, s := range sels {
 		path := anyPath(s.sdt.Path)
 		if s.kind != kindUSDT {
 			path = anyPath(s.fn.Path)
 		}
-		if path == "" && o.PID == 0 {
+		if path == "" && pids[0] == 0 {
 			if o.Executable == "" {
 				return fmt.Errorf("%s: an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)", escape.Name(s.text))
 			}
@@ -285,9 +371,13 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 			usdtSels = append(usdtSels, s.text)
 			sel := s.sdt
 			sel.Path = path
-			probes, err := sdt.List(&sdt.ListOptions{PID: o.PID, Warn: warn, Selectors: []sdt.Selector{sel}})
-			if err != nil {
-				return err
+			var probes []sdt.Probe
+			for _, pid := range pids {
+				some, err := sdt.List(&sdt.ListOptions{PID: pid, Warn: warn, Selectors: []sdt.Selector{sel}})
+				if err != nil {
+					return err
+				}
+				probes = append(probes, some...)
 			}
 			for i := range probes {
 				p := &probes[i]
@@ -305,9 +395,13 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 		fnSels = append(fnSels, s.text)
 		sel := s.fn
 		sel.Path = path
-		fns, err := uprobe.Functions(&uprobe.ListOptions{PID: o.PID, Warn: warn, Selectors: []uprobe.Selector{sel}})
-		if err != nil {
-			return err
+		var fns []uprobe.Function
+		for _, pid := range pids {
+			some, err := uprobe.Functions(&uprobe.ListOptions{PID: pid, Warn: warn, Selectors: []uprobe.Selector{sel}})
+			if err != nil {
+				return err
+			}
+			fns = append(fns, some...)
 		}
 		for i := range fns {
 			fn := &fns[i]
@@ -338,3 +432,21 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 	}
 	return fmt.Errorf("no probe matches %s", strings.Join(append(usdtSels, fnSels...), " "))
 }
+
+// ProbeNames returns the names of the probes the program attaches to, as
+// Event.Name gives them (PROVIDER:NAME for USDT probes, the function for
+// functions), sorted, each once.
+func (p *Program) ProbeNames() []string {
+	var names []string
+	for _, n := range p.names {
+		if !slices.Contains(names, n.name) {
+			names = append(names, n.name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// SendsEvents reports whether the program sends Events (CompileEvents,
+// CompileFlags): Start then needs Options.OnEvent.
+func (p *Program) SendsEvents() bool { return p.gen != nil && len(p.gen.Events) > 0 }

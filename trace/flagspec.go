@@ -66,13 +66,15 @@ type flagFormat struct {
 	args []flagValue
 }
 
-func parseFlags(f *Flags) (*flagSpec, error) {
+// parseFlags parses f; events says f is for FlagEvents, which takes no
+// Count, Hist, Latency or Formats.
+func parseFlags(f *Flags, events bool) (*flagSpec, error) {
 	sp := &flagSpec{strs: make(map[string]uint16), formats: make(map[string]*flagFormat), strLen: f.StrLen}
 	if sp.strLen == 0 {
 		sp.strLen = 64
 	}
-	if sp.strLen < 2 || sp.strLen > 256 {
-		return nil, flagErrorf("--strlen", "%d: want 2 to 256 bytes, the NUL included", f.StrLen)
+	if sp.strLen < 2 || sp.strLen > MaxStrLen {
+		return nil, flagErrorf("--strlen", "%d: want 2 to %d bytes, the NUL included", f.StrLen, MaxStrLen)
 	}
 	modes := 0
 	if f.Count {
@@ -162,7 +164,10 @@ func parseFlags(f *Flags) (*flagSpec, error) {
 		}
 		sp.formats[probe] = ff
 	}
-	if sp.mode == modeEvents && sp.names == "" {
+	if events && sp.mode != modeEvents {
+		return nil, flagErrorf("--count", "events are printed without --count, --hist, --latency or --format: use FlagProgram")
+	}
+	if !events && sp.mode == modeEvents && sp.names == "" {
 		return nil, ErrNoProgram
 	}
 	return sp, nil
@@ -476,10 +481,17 @@ func (g *flagGroup) add(p flagProbe) error {
 	return nil
 }
 
-// program writes the program: one block per group (two for --latency).
-func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
-	// Every probe once, in the order the selectors list them.
-	var all []flagProbe
+// prepared is what program and events share: every probe once, the
+// names, and the probes per-probe flags name.
+type prepared struct {
+	all      []flagProbe
+	names    []string
+	perProbe map[string]bool
+}
+
+// prepare checks the flags against the probes the selectors list.
+func (sp *flagSpec) prepare(sels []*flagSelector) (*prepared, error) {
+	pr := &prepared{perProbe: make(map[string]bool)}
 	seen := make(map[string]bool)
 	for _, s := range sels {
 		for _, p := range s.found {
@@ -487,68 +499,52 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 			// selector only, which lists it once.
 			if !seen[p.spec] || p.specErr != nil {
 				seen[p.spec] = true
-				all = append(all, p)
+				pr.all = append(pr.all, p)
 			}
 		}
 	}
-	var names []string
-	for _, p := range all {
-		if !slices.Contains(names, p.name) {
-			names = append(names, p.name)
+	for _, p := range pr.all {
+		if !slices.Contains(pr.names, p.name) {
+			pr.names = append(pr.names, p.name)
 		}
 	}
-	perProbe := make(map[string]bool)
-	check := func(probe, flag string) error {
+	check := func(probe string) error {
 		if probe == "" {
 			return nil
 		}
-		if !slices.Contains(names, probe) {
-			return flagErrorf(flag, "%s is not among the traced probes (%s)", escape.Name(probe), escape.Name(strings.Join(names, ", ")))
+		if !slices.Contains(pr.names, probe) {
+			return fmt.Errorf("%s is not among the traced probes (%s)", escape.Name(probe), escape.Name(strings.Join(pr.names, ", ")))
 		}
-		perProbe[probe] = true
+		pr.perProbe[probe] = true
 		return nil
 	}
 	for k := range sp.strs {
-		if err := check(k, "--str"); err != nil {
-			return "", err
+		if err := check(k); err != nil {
+			return nil, err
 		}
 	}
 	for k := range sp.formats {
-		if err := check(k, "--format"); err != nil {
-			return "", err
+		if err := check(k); err != nil {
+			return nil, err
 		}
 	}
 	for _, f := range sp.filters {
-		if err := check(f.probe, "--filter"); err != nil {
-			return "", err
+		if err := check(f.probe); err != nil {
+			return nil, err
 		}
 	}
-	for _, p := range all {
+	for _, p := range pr.all {
 		if err := sp.checkArgs(p); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
-	var b strings.Builder
-	if sp.mode == modeLatency {
-		start, err := sp.latencyGroup(all, sp.start)
-		if err != nil {
-			return "", err
-		}
-		done, err := sp.latencyGroup(all, sp.done)
-		if err != nil {
-			return "", err
-		}
-		if start == nil || done == nil {
-			return "", flagErrorf("--latency", "%s and %s must be among the traced probes (%s)", escape.Name(sp.start), escape.Name(sp.done), escape.Name(strings.Join(names, ", ")))
-		}
-		for _, g := range start {
-			sp.block(&b, g, "", "@start[tid] = nsecs;")
-		}
-		for _, g := range done {
-			sp.block(&b, g, "@start[tid]", "@latency_ns[probe] = hist(nsecs - @start[tid]); delete(@start[tid]);")
-		}
-		return b.String(), nil
-	}
+	return pr, nil
+}
+
+// groups returns the blocks to write: the selectors as written when no
+// per-probe flag applies, else the probes one by one, by the per-probe
+// flags that apply to them.
+func (sp *flagSpec) groups(sels []*flagSelector, pr *prepared) ([]*flagGroup, error) {
 	var groups []*flagGroup
 	group := func(probe string, ret bool) *flagGroup {
 		for _, g := range groups {
@@ -560,7 +556,7 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 		groups = append(groups, g)
 		return g
 	}
-	if len(perProbe) == 0 {
+	if len(pr.perProbe) == 0 {
 		// The selectors as written: Compile lists each once.
 		for _, s := range sels {
 			if len(s.found) > 0 {
@@ -574,16 +570,50 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 				g.names = append(g.names, s.found[0].name)
 			}
 		}
-	} else {
-		for _, p := range all {
-			key := ""
-			if perProbe[p.name] {
-				key = p.name
-			}
-			if err := group(key, p.ret).add(p); err != nil {
-				return "", err
-			}
+		return groups, nil
+	}
+	for _, p := range pr.all {
+		key := ""
+		if pr.perProbe[p.name] {
+			key = p.name
 		}
+		if err := group(key, p.ret).add(p); err != nil {
+			return nil, err
+		}
+	}
+	return groups, nil
+}
+
+// program writes the program: one block per group (two for --latency).
+func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
+	pr, err := sp.prepare(sels)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if sp.mode == modeLatency {
+		start, err := sp.latencyGroup(pr.all, sp.start)
+		if err != nil {
+			return "", err
+		}
+		done, err := sp.latencyGroup(pr.all, sp.done)
+		if err != nil {
+			return "", err
+		}
+		if start == nil || done == nil {
+			return "", flagErrorf("--latency", "%s and %s must be among the traced probes (%s)", escape.Name(sp.start), escape.Name(sp.done), escape.Name(strings.Join(pr.names, ", ")))
+		}
+		for _, g := range start {
+			sp.block(&b, g, "", "@start[tid] = nsecs;")
+		}
+		for _, g := range done {
+			sp.block(&b, g, "@start[tid]", "@latency_ns[probe] = hist(nsecs - @start[tid]); delete(@start[tid]);")
+		}
+		return b.String(), nil
+	}
+	groups, err := sp.groups(sels, pr)
+	if err != nil {
+		return "", err
 	}
 	for _, g := range groups {
 		var action string
@@ -620,6 +650,35 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 		sp.block(&b, g, "", action)
 	}
 	return b.String(), nil
+}
+
+// events returns the EventProbes of events mode: one per group.
+func (sp *flagSpec) events(sels []*flagSelector) ([]EventProbe, error) {
+	pr, err := sp.prepare(sels)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := sp.groups(sels, pr)
+	if err != nil {
+		return nil, err
+	}
+	var eps []EventProbe
+	for _, g := range groups {
+		ep := EventProbe{Probe: strings.Join(g.specs, ","), Filter: strings.Join(sp.preds(g), " && ")}
+		if sp.strLen != DefaultStrLen {
+			ep.StrLen = sp.strLen
+		}
+		strs := sp.strs[""] | sp.strs[g.probe]
+		for i := range maxFlagArgs {
+			// An argument a probe lacks is not read: events carry
+			// the arguments each site has.
+			if strs&(1<<i) != 0 {
+				ep.Strings = append(ep.Strings, i)
+			}
+		}
+		eps = append(eps, ep)
+	}
+	return eps, nil
 }
 
 // latencyGroup returns the groups of the probes name means: NAME or
@@ -673,6 +732,16 @@ func (sp *flagSpec) block(b *strings.Builder, g *flagGroup, cond, action string)
 	if cond != "" {
 		preds = append(preds, cond)
 	}
+	preds = append(preds, sp.preds(g)...)
+	if len(preds) > 0 {
+		b.WriteString("\n/" + strings.Join(preds, " && ") + "/")
+	}
+	b.WriteString("\n{ " + action + " }\n")
+}
+
+// preds returns the filters that apply to g's probes as predicates.
+func (sp *flagSpec) preds(g *flagGroup) []string {
+	var preds []string
 	for _, f := range sp.filters {
 		if f.probe != "" && f.probe != g.probe {
 			continue
@@ -687,10 +756,7 @@ func (sp *flagSpec) block(b *strings.Builder, g *flagGroup, cond, action string)
 		}
 		preds = append(preds, sp.expr(lhs, g, false)+" "+f.op+" "+rhs)
 	}
-	if len(preds) > 0 {
-		b.WriteString("\n/" + strings.Join(preds, " && ") + "/")
-	}
-	b.WriteString("\n{ " + action + " }\n")
+	return preds
 }
 
 // expr writes v for g's probes: a uretprobe's arg0 is retval; an

@@ -60,7 +60,7 @@ func checkRun(cmd *cobra.Command, o *traceOptions) error {
 	if o.output != "text" && o.output != "json" {
 		return fmt.Errorf("--output %q: want text or json", o.output)
 	}
-	if o.pid != 0 && o.command != "" {
+	if len(o.pids) > 0 && o.command != "" {
 		return fmt.Errorf("-p and -c exclude each other")
 	}
 	if fl.Changed("command") && strings.TrimSpace(o.command) == "" {
@@ -79,14 +79,18 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 	if err := checkRun(cmd, o); err != nil {
 		return err
 	}
-	o.pid = processOf(o.pid, cmd.ErrOrStderr(), "tracing")
-	return runSource(cmd, o, name, func(copts *trace.CompileOptions) (string, error) { return src, nil })
+	for i, pid := range o.pids {
+		o.pids[i] = processOf(pid, cmd.ErrOrStderr(), "tracing")
+	}
+	return runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
+		return trace.Compile(name, src, copts)
+	})
 }
 
-// runSource is runProgram once the flags are checked: source returns the
-// program given where its probes are looked for (-p's process, or -c's
-// executable).
-func runSource(cmd *cobra.Command, o *traceOptions, name string, source func(*trace.CompileOptions) (string, error)) error {
+// runSource is runProgram once the flags are checked: compile compiles
+// the program given where its probes are looked for (-p's processes, or
+// -c's executable). A program that sends events has them printed.
+func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileOptions) (*trace.Program, error)) error {
 	ctx := cmd.Context()
 	if o.duration > 0 {
 		var cancel context.CancelFunc
@@ -94,8 +98,8 @@ func runSource(cmd *cobra.Command, o *traceOptions, name string, source func(*tr
 		defer cancel()
 	}
 	stderr := cmd.ErrOrStderr()
-	copts := &trace.CompileOptions{PID: o.pid, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
-	topts := &trace.Options{PID: o.pid, Stdout: cmd.OutOrStdout(), Classic: o.classic}
+	copts := &trace.CompileOptions{PIDs: o.pids, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
+	topts := &trace.Options{PIDs: o.pids, Stdout: cmd.OutOrStdout(), Classic: o.classic, CommandGrace: commandGrace}
 	if o.output == "json" {
 		topts.Output = trace.OutputJSON
 	}
@@ -106,22 +110,28 @@ func runSource(cmd *cobra.Command, o *traceOptions, name string, source func(*tr
 		}
 		copts.Executable, topts.Command = c.Path, c
 	}
-	src, err := source(copts)
+	prog, err := compile(copts)
 	if err != nil {
 		return err
 	}
-	prog, err := trace.Compile(name, src, copts)
-	if err != nil {
-		return err
+	var events *eventCounter
+	if prog.SendsEvents() {
+		events = &eventCounter{out: newEventWriter(cmd.OutOrStdout(), nil, o.output, nil), perName: make(map[string]uint64)}
+		topts.OnEvent = events.event
 	}
 	t, err := trace.Start(prog, topts)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	fmt.Fprintf(stderr, "Tracing %d probes at %d sites. Ctrl-C to end.\n", prog.Probes(), prog.Sites())
+	fmt.Fprintln(stderr, tracingLine(prog, o.classic))
 	if err := t.Run(ctx); err != nil {
 		return err
+	}
+	if events != nil {
+		if err := events.summary(stderr, t, prog); err != nil {
+			return err
+		}
 	}
 	return commandStatus(t, stderr)
 }
