@@ -53,9 +53,13 @@ glob; PATH is a file or a library short name, and may be left empty with -p or -
 Every location of every matching probe is traced. Ctrl-C, SIGTERM or -d ends the
 trace: aggregates and the number of lost events are printed then.
 
-A format (-F) is printf-style, as in bpftrace: '"%s %s:%d", str(arg0), str(arg1), arg2',
-or just '%s %s:%d' (verbs take arg0, arg1, ... in order). -F FMT applies to every
-probe, -F 'PROVIDER:NAME=FMT' to one.
+The flags are shorthands for programs (below): --count is @[probe] = count(), --hist
+arg1 --by pid is @[probe, pid] = hist(arg1), --filter 'arg0 > 3' or 'str(arg1) == "GET"'
+a predicate (PROVIDER:NAME=EXPR for one probe), --latency START,DONE the @start[tid] pair,
+and -F a printf: '"%s %s:%d", str(arg0), str(arg1), arg2', or just '%s %s:%d' (verbs
+take arg0, arg1, ... in order); -F FMT applies to every probe, -F 'PROVIDER:NAME=FMT'
+to one. They print what the program prints: bpftrace's maps and lines. Without them,
+each hit prints as one line (or JSON object) with all its arguments.
 
 Functions: uprobe:PATH:FUNC and uretprobe:PATH:FUNC (globs, FUNC+OFFSET, 0xADDR). For C
 and C++, arg0..arg5 are the C ABI's argument registers and a uretprobe's arg0 is the
@@ -72,10 +76,12 @@ BEGIN, END, interval:s:N, interval:ms:N. Maps keyed by integers, strings and tup
 count sum avg min max stats hist lhist, printf print delete clear zero time exit,
 predicates, if/else, $variables, str(), comm pid tid nsecs elapsed probe... What
 usdtkit does not compile yet fails at compile time with file:line:col and a sentence.
-The flags --count, --hist, -F, --filter, --str, --latency, --field and --count-by
-are for PROBE... and refused with a program.`,
+The flags --count, --by, --hist, -F, --filter, --str, --latency and --field are for
+PROBE... and refused with a program.`,
 		Example: `  usdtkit trace -p 1234 usdt::python:function__entry -F '%s %s:%d'
-  usdtkit trace usdt:/usr/bin/python3.11:python:gc__start --count --count-by comm
+  usdtkit trace usdt:/usr/bin/python3.11:python:gc__start --count --by comm
+  usdtkit trace -p 1234 -p 5678 uprobe:libc:malloc --hist arg0 --by pid
+  usdtkit trace -p 1234 usdt::python:function__entry usdt::python:line --count --filter 'python:function__entry=str(arg1) == "handle"' 
   usdtkit trace -c './server' 'usdt::myapp:request__*' -o json --str 0
   usdtkit trace -p 1234 usdt::app:query__start usdt::app:query__done --latency query__start,query__done
   usdtkit trace -p 1234 'uprobe::main.(*Server).handle' 'uretprobe::main.(*Server).handle' -o json
@@ -101,12 +107,12 @@ are for PROBE... and refused with a program.`,
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event)")
 	f.StringArrayVar(&o.strs, "str", nil, "read argument N as a string, of every probe (N) or of one (PROVIDER:NAME=N); repeatable")
 	f.IntVar(&o.strLen, "strlen", 64, "bytes read per string argument, the NUL included")
-	f.StringArrayVarP(&o.formats, "format", "F", nil, "printf-style format for every probe, or PROVIDER:NAME=FORMAT for one")
-	f.StringArrayVar(&o.filters, "filter", nil, "keep hits where argN OP VALUE holds (==, !=, <, <=, >, >=); repeatable, ANDed")
-	f.BoolVar(&o.count, "count", false, "count hits per probe in the kernel and print the counts at the end")
+	f.StringArrayVarP(&o.formats, "format", "F", nil, "printf at every hit of every probe, or of one (PROVIDER:NAME=FORMAT)")
+	f.StringArrayVar(&o.filters, "filter", nil, "keep hits where argN OP VALUE or str(argN) OP \"TEXT\" holds (==, !=, <, <=, >, >=), of every probe or of one (PROVIDER:NAME=EXPR); repeatable, ANDed")
+	f.BoolVar(&o.count, "count", false, "count hits per probe in the kernel and print the counts at the end: @[probe] = count()")
 	f.StringSliceVar(&o.by, "by", nil, "with --count or --hist, also key by these: pid, tid, comm, argN, str(argN)")
 	f.StringSliceVar(&o.countBy, "count-by", nil, "the same as --by")
-	f.StringVar(&o.hist, "hist", "", "log2 histogram of this argument (argN) per probe, in the kernel")
+	f.StringVar(&o.hist, "hist", "", "log2 histogram of this argument (argN) per probe, in the kernel: @[probe] = hist(argN)")
 	f.StringVar(&o.latency, "latency", "", "log2 histogram of nanoseconds from probe START to probe DONE on one thread: START,DONE as NAME or PROVIDER:NAME")
 	f.DurationVarP(&o.duration, "duration", "d", 0, "stop after this long (e.g. 10s)")
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")

@@ -318,3 +318,49 @@ func TestFlagProbeNameInjection(t *testing.T) {
 		t.Errorf("counts %v, want %v (output %q)", have, want, out)
 	}
 }
+
+// TestFlagTwoPIDs traces two processes of one executable, and not a
+// third, with two -p, counting by pid and printing events: each traced
+// process's hits and only those; the trace ends when both have exited.
+func TestFlagTwoPIDs(t *testing.T) {
+	bin := testutil.BuildTracee(t, "-O2")
+	for _, mode := range []string{"count", "events"} {
+		t.Run(mode, func(t *testing.T) {
+			a, b, other := testutil.StartTracee(t, bin), testutil.StartTracee(t, bin), testutil.StartTracee(t, bin)
+			args := []string{"trace", "-p", strconv.Itoa(a.PID()), "-p", strconv.Itoa(b.PID()), "-o", "json", "usdt::tracee:str"}
+			if mode == "count" {
+				args = append(args, "--count", "--by", "pid")
+			} else {
+				args = append(args, "--str", "0")
+			}
+			tr := startTrace(t, args...)
+			a.Do(t, "run 2")
+			b.Do(t, "run 3")
+			other.Do(t, "run 4")
+			a.Quit(t)
+			b.Quit(t)
+			code, out, errs := tr.wait(t)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			have := make(map[string]uint64)
+			if mode == "count" {
+				for k, n := range counts(t, out) {
+					_, pid, _ := strings.Cut(k, ",")
+					have[pid] += n
+				}
+			} else {
+				for _, ev := range parseEvents(t, out) {
+					if len(ev.Args) != 2 || !strings.HasPrefix(fmt.Sprint(ev.Args[0]), "hello-") {
+						t.Errorf("event %+v, want tracee:str's hello-K, K", ev)
+					}
+					have[strconv.Itoa(ev.PID)]++
+				}
+			}
+			want := map[string]uint64{strconv.Itoa(a.PID()): 2, strconv.Itoa(b.PID()): 3}
+			if fmt.Sprint(have) != fmt.Sprint(want) {
+				t.Errorf("hits by pid %v, want %v (output %q)", have, want, out)
+			}
+		})
+	}
+}

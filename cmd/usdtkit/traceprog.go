@@ -38,6 +38,7 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 	programFlags := []struct{ name, instead string }{
 		{"count", "write @[probe] = count() in the program"},
 		{"count-by", "write @[probe, pid, comm] = count() in the program"},
+		{"by", "write @[probe, pid, comm] = count() in the program"},
 		{"hist", "write @[probe] = hist(arg0) in the program"},
 		{"format", `write printf("%d\n", arg0) in the program`},
 		{"filter", "write a predicate such as /arg0 > 10/ in the program"},
