@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,18 +154,18 @@ func buildStubCaller(tb testing.TB) string {
 // eventCounter reads a ModeEvents trace in a goroutine, as a tracer does,
 // and counts the events.
 type eventCounter struct {
-	tr     *sdt.Tracer
+	tr     *sdttrace.Tracer
 	n      atomic.Uint64
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func newEventCounter(tb testing.TB, tr *sdt.Tracer) *eventCounter {
+func newEventCounter(tb testing.TB, tr *sdttrace.Tracer) *eventCounter {
 	ctx, cancel := context.WithCancel(context.Background())
 	ec := &eventCounter{tr: tr, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(ec.done)
-		var ev sdt.Event
+		var ev sdttrace.Event
 		for tr.Read(ctx, &ev) == nil {
 			ec.n.Add(1)
 		}
@@ -186,7 +187,7 @@ func (ec *eventCounter) finish(tb testing.TB) (read, lost uint64) {
 	if err := ec.tr.Detach(); err != nil {
 		tb.Fatal(err)
 	}
-	if err := ec.tr.Drain(func(*sdt.Event) error { ec.n.Add(1); return nil }); err != nil {
+	if err := ec.tr.Drain(func(*sdttrace.Event) error { ec.n.Add(1); return nil }); err != nil {
 		tb.Fatal(err)
 	}
 	lost, _, err := ec.tr.Lost()
@@ -383,7 +384,7 @@ func BenchmarkEnabled(b *testing.B) {
 
 // BenchmarkFireTraced compares the cost per hit of a dynsdt probe fired
 // from Go with that of a C sys/sdt.h probe, both with two 4-byte integer
-// arguments in registers and traced by sdt.Trace with the same mode:
+// arguments in registers and traced by sdttrace.Trace with the same mode:
 //
 //	go-untraced   dynsdt Fire in bench/gofire, no tracer (the floor: one
 //	              load of the site; Fire skips the stub)
@@ -487,8 +488,8 @@ func BenchmarkFireTraced(b *testing.B) {
 		b.Fatalf("%s:hit in PID %d: %v, %d probes", stubSpec.Name, stubCaller.PID(), err, len(stubProbes))
 	}
 
-	trace := func(probe sdt.Probe, pid int, mode sdt.Mode) *sdt.Tracer {
-		tr, err := sdt.Trace(&sdt.TraceOptions{Probes: []sdt.Probe{probe}, PID: pid, Mode: mode})
+	trace := func(probe sdt.Probe, pid int, mode sdttrace.Mode) *sdttrace.Tracer {
+		tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: []sdt.Probe{probe}, PID: pid, Mode: mode})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -498,15 +499,15 @@ func BenchmarkFireTraced(b *testing.B) {
 		}
 		return tr
 	}
-	goCount := trace(goProbes["count"], goFires["count"].PID(), sdt.ModeCount)
-	goEvents := newEventCounter(b, trace(goProbes["events"], goFires["events"].PID(), sdt.ModeEvents))
+	goCount := trace(goProbes["count"], goFires["count"].PID(), sdttrace.ModeCount)
+	goEvents := newEventCounter(b, trace(goProbes["events"], goFires["events"].PID(), sdttrace.ModeEvents))
 	goBare := newBareRing(b, goProbes["bare"], goFires["bare"].PID())
-	cCount := trace(cProbes[0], tracees["count"].PID(), sdt.ModeCount)
-	cEvents := newEventCounter(b, trace(cProbes[0], tracees["events"].PID(), sdt.ModeEvents))
-	cStubCount := trace(stubProbes[0], stubCaller.PID(), sdt.ModeCount)
-	cNop5Events := newEventCounter(b, trace(nop5Probes[0], nop5Tracee.PID(), sdt.ModeEvents))
-	cFuncCount := trace(fProbes[0], tracees["func-count"].PID(), sdt.ModeCount)
-	cFuncEvents := newEventCounter(b, trace(fProbes[0], tracees["func-events"].PID(), sdt.ModeEvents))
+	cCount := trace(cProbes[0], tracees["count"].PID(), sdttrace.ModeCount)
+	cEvents := newEventCounter(b, trace(cProbes[0], tracees["events"].PID(), sdttrace.ModeEvents))
+	cStubCount := trace(stubProbes[0], stubCaller.PID(), sdttrace.ModeCount)
+	cNop5Events := newEventCounter(b, trace(nop5Probes[0], nop5Tracee.PID(), sdttrace.ModeEvents))
+	cFuncCount := trace(fProbes[0], tracees["func-count"].PID(), sdttrace.ModeCount)
+	cFuncEvents := newEventCounter(b, trace(fProbes[0], tracees["func-events"].PID(), sdttrace.ModeEvents))
 
 	variants := []*fireVariant{
 		{name: "go-untraced", loop: tracedLoop(goFires["untraced"])},
@@ -602,7 +603,7 @@ func BenchmarkFireTraced(b *testing.B) {
 	var lost uint64
 	for _, c := range []struct {
 		v  string
-		tr *sdt.Tracer
+		tr *sdttrace.Tracer
 	}{{"go-count", goCount}, {"c-count", cCount}, {"c-stub-count", cStubCount}, {"c-func-count", cFuncCount}} {
 		counts, err := c.tr.Counts()
 		if err != nil {

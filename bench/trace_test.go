@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"io"
 	"os"
 	"os/exec"
@@ -164,7 +165,7 @@ func manySites(tb testing.TB, n int) string {
 }
 
 // BenchmarkAttachDetach1000 attaches a trace to 1000 sites of one probe and
-// closes it, through sdt.Trace: one uprobe_multi link (/multi), and classic
+// closes it, through sdttrace.Trace: one uprobe_multi link (/multi), and classic
 // links (/classic, on 10 sites because each costs ~100 ms to close here;
 // its metric ms/1000sites extrapolates).
 func BenchmarkAttachDetach1000(b *testing.B) {
@@ -182,11 +183,11 @@ func BenchmarkAttachDetach1000(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			p := probes[0]
 			p.Locations = p.Locations[:v.sites]
-			opts := &sdt.TraceOptions{Probes: []sdt.Probe{p}, Mode: sdt.ModeCount, Classic: v.classic}
+			opts := &sdttrace.TraceOptions{Probes: []sdt.Probe{p}, Mode: sdttrace.ModeCount, Classic: v.classic}
 			var total time.Duration
 			for b.Loop() {
 				start := time.Now()
-				t, err := sdt.Trace(opts)
+				t, err := sdttrace.Trace(opts)
 				if err != nil {
 					b.Fatal(err)
 				}

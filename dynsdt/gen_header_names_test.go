@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"io"
 	"os"
 	"os/exec"
@@ -171,7 +172,7 @@ func TestHeaderHostileNamesFire(t *testing.T) {
 	if err != nil || len(probes) != len(spec.Probes) {
 		t.Fatalf("list: %v, %d probes, want %d", err, len(probes), len(spec.Probes))
 	}
-	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: c.Process.Pid})
+	tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: c.Process.Pid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestHeaderHostileNamesFire(t *testing.T) {
 	defer cancel()
 	var have []string
 	for range spec.Probes {
-		var ev sdt.Event
+		var ev sdttrace.Event
 		if err := tr.Read(ctx, &ev); err != nil {
 			t.Fatalf("read: %v (have %q)", err, have)
 		}

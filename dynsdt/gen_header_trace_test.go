@@ -2,6 +2,7 @@ package dynsdt
 
 import (
 	"bufio"
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"io"
 	"os"
 	"os/exec"
@@ -83,7 +84,7 @@ func TestHeaderEnabledSeesTracer(t *testing.T) {
 			if err != nil || len(probes) != 1 {
 				t.Fatalf("list: %v, %d probes", err, len(probes))
 			}
-			tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: c.Process.Pid, Mode: sdt.ModeCount})
+			tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: c.Process.Pid, Mode: sdttrace.ModeCount})
 			if err != nil {
 				t.Fatal(err)
 			}

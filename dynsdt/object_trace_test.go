@@ -5,6 +5,7 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"io"
 	"os"
 	"os/exec"
@@ -78,7 +79,7 @@ func TestBuildTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := sdt.Trace(&sdt.TraceOptions{
+	tr, err := sdttrace.Trace(&sdttrace.TraceOptions{
 		Probes:          probes,
 		PID:             py.cmd.Process.Pid,
 		ProbeStringArgs: map[string]uint16{"dyntest:all": 1 << 10, "dyntest:pair": 1 << 0},
@@ -106,7 +107,7 @@ func TestBuildTrace(t *testing.T) {
 	defer cancel()
 	var have []string
 	for range want {
-		var ev sdt.Event
+		var ev sdttrace.Event
 		if err := tr.Read(ctx, &ev); err != nil {
 			t.Fatalf("read: %v (have %q)", err, have)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"os"
 	"os/exec"
 	"runtime"
@@ -62,7 +63,7 @@ func TestTraceSelf(t *testing.T) {
 			}
 			checkState(t, p, "before attaching", false)
 
-			tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: os.Getpid(), ProbeStringArgs: map[string]uint16{"ktrace:str": 1}})
+			tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: os.Getpid(), ProbeStringArgs: map[string]uint16{"ktrace:str": 1}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +95,7 @@ func TestTraceSelf(t *testing.T) {
 			defer cancel()
 			var have []string
 			for range want {
-				var ev sdt.Event
+				var ev sdttrace.Event
 				if err := tr.Read(ctx, &ev); err != nil {
 					t.Fatalf("read: %v (have %q)", err, have)
 				}
@@ -179,7 +180,7 @@ func TestTraceStress(t *testing.T) {
 	})
 
 	for cycle := range 5 {
-		tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: os.Getpid()})
+		tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: os.Getpid()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +188,7 @@ func TestTraceStress(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		readerDone := make(chan error)
 		go func() {
-			var ev sdt.Event
+			var ev sdttrace.Event
 			for {
 				if err := tr.Read(ctx, &ev); err != nil {
 					readerDone <- err
@@ -207,7 +208,7 @@ func TestTraceStress(t *testing.T) {
 		if err := <-readerDone; !errors.Is(err, context.Canceled) {
 			t.Errorf("cycle %d: read: %v", cycle, err)
 		}
-		if err := tr.Drain(func(ev *sdt.Event) error { c.add(ev); return nil }); err != nil {
+		if err := tr.Drain(func(ev *sdttrace.Event) error { c.add(ev); return nil }); err != nil {
 			t.Errorf("cycle %d: drain: %v", cycle, err)
 		}
 		lost, _, err := tr.Lost()
@@ -243,7 +244,7 @@ func newSeqChecker(goroutines int) *seqChecker {
 	return c
 }
 
-func (c *seqChecker) add(ev *sdt.Event) {
+func (c *seqChecker) add(ev *sdttrace.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n++

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,14 +115,14 @@ func TestTracePIDSwap(t *testing.T) {
 				t.Fatalf("listed %s from device %#x inode %d, want %+v", p.Path, p.Dev, p.Inode, sw.OwnID)
 			}
 		}
-		tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: sw.PID()})
+		tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: sw.PID()})
 		if err != nil {
 			t.Logf("run %d: refused: %v", i, err)
 			refused++
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		var ev sdt.Event
+		var ev sdttrace.Event
 		err = tr.Read(ctx, &ev)
 		cancel()
 		tr.Close()
@@ -230,7 +231,7 @@ func TestTraceRefusesAnotherFile(t *testing.T) {
 		t.Fatalf("List recorded device %#x inode %d, want %+v", probes[0].Dev, probes[0].Inode, want)
 	}
 	probes[0].Inode++
-	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes[:1]})
+	tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes[:1]})
 	if tr != nil {
 		tr.Close()
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"io"
 	"net"
 	"net/http"
@@ -65,7 +66,7 @@ func startServer(t *testing.T, args ...string) *server {
 }
 
 // trace lists the server's probes by PID and attaches to them.
-func (s *server) trace(t *testing.T) *sdt.Tracer {
+func (s *server) trace(t *testing.T) *sdttrace.Tracer {
 	t.Helper()
 	sel, err := sdt.ParseSelector("server:*")
 	if err != nil {
@@ -87,7 +88,7 @@ func (s *server) trace(t *testing.T) *sdt.Tracer {
 		t.Fatalf("probes of pid %d: have %q, want %q", s.pid, names, want)
 	}
 	// Both probes take the path as argument 0.
-	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: s.pid, StringArgs: 1})
+	tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: s.pid, StringArgs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,13 +137,13 @@ type request struct {
 
 // events reads n events and formats them as "start PATH ID" and
 // "done PATH ID STATUS", checking that nanos is positive.
-func events(t *testing.T, tr *sdt.Tracer, n int) []string {
+func events(t *testing.T, tr *sdttrace.Tracer, n int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var have []string
 	for len(have) < n {
-		var ev sdt.Event
+		var ev sdttrace.Event
 		if err := tr.Read(ctx, &ev); err != nil {
 			t.Fatalf("after %d of %d events %q: %v", len(have), n, have, err)
 		}

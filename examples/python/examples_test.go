@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"io"
 	"os"
 	"os/exec"
@@ -100,7 +101,7 @@ func TestExample(t *testing.T) {
 	if err != nil || len(probes) != 2 {
 		t.Fatalf("listing the process: %d probes, %v", len(probes), err)
 	}
-	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: cmd.Process.Pid, StringArgs: 1})
+	tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: cmd.Process.Pid, StringArgs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestExample(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // collect what was delivered, then detach
 	var have []string
-	err = tr.Run(ctx, func(ev *sdt.Event) error {
+	err = tr.Run(ctx, func(ev *sdttrace.Event) error {
 		line := fmt.Sprintf("%s %s %d", tr.ProbeName(ev.Probe), ev.Strings[0], int64(ev.Args[1]))
 		have = append(have, line)
 		return nil
