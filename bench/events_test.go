@@ -21,12 +21,16 @@ import (
 // trace.CompileEvents, each receiving every event in a Go callback in
 // this process — side by side in one run, in rotation, with the ratio
 // trace/sdt; and the run time of each one's BPF program per hit
-// (BPF_STATS_RUN_TIME), less noisy on a busy machine. Lost events are
+// (BPF_STATS_RUN_TIME), less noisy on a busy machine, and the CPU time
+// the tracer's process spent per hit from the loop's start until Run
+// returned (reading, decoding, detaching), which competes with the tracee
+// on a busy machine. Lost events are
 // reported too (they must be 0).
 func BenchmarkEventsLibrary(b *testing.B) {
 	testutil.RequireBPF(b)
 	bin := testutil.BuildTracee(b, "-O2", "-DTRACEE_NO_WIDE")
 	tc := testutil.StartTracee(b, bin)
+	tc.Do(b, "run 0") // answering, it has its executable mapped
 	pid := tc.PID()
 	const hits = 20000
 	probes, err := sdt.List(&sdt.ListOptions{PID: pid, Selectors: []sdt.Selector{{Provider: "tracee", Name: "bench"}}})
@@ -38,6 +42,8 @@ func BenchmarkEventsLibrary(b *testing.B) {
 		b.Fatal(err)
 	}
 	var got, sum uint64
+	// readEnd is the process's CPU time when a tool's Run returned.
+	var readEnd time.Duration
 	// Each tool attaches, the loop runs, the tool reads what remains and
 	// detaches; run returns the events it received and lost.
 	tools := []struct {
@@ -63,6 +69,7 @@ func BenchmarkEventsLibrary(b *testing.B) {
 			if err := <-done; err != nil {
 				b.Fatal(err)
 			}
+			readEnd = selfCPU(b)
 			lost, _, err := t.Lost()
 			if err != nil {
 				b.Fatal(err)
@@ -88,6 +95,7 @@ func BenchmarkEventsLibrary(b *testing.B) {
 			if err := <-done; err != nil {
 				b.Fatal(err)
 			}
+			readEnd = selfCPU(b)
 			lost, _, err := t.Lost()
 			if err != nil {
 				b.Fatal(err)
@@ -102,11 +110,15 @@ func BenchmarkEventsLibrary(b *testing.B) {
 	defer stats.Close()
 	total := make([]time.Duration, len(tools))
 	progNS := make([]time.Duration, len(tools))
+	cpu := make([]time.Duration, len(tools))
 	var lost uint64
 	for b.Loop() {
 		for i, tl := range tools {
 			last := lastProgID()
+			var cpu0 time.Duration
+			readEnd = 0
 			n, l := tl.run(func() {
+				cpu0 = selfCPU(b)
 				var before time.Duration
 				if tl.prog != "" {
 					before, _ = progRuntime(b, last, tl.prog)
@@ -119,6 +131,9 @@ func BenchmarkEventsLibrary(b *testing.B) {
 					progNS[i] += after - before
 				}
 			})
+			if readEnd != 0 {
+				cpu[i] += readEnd - cpu0
+			}
 			if n+l != hits {
 				b.Fatalf("%s: %d events and %d lost for %d hits", tl.name, n, l, hits)
 			}
@@ -133,7 +148,19 @@ func BenchmarkEventsLibrary(b *testing.B) {
 	b.ReportMetric(float64(progNS[2].Nanoseconds())/float64(b.N*hits), "trace-prog-ns/hit")
 	b.ReportMetric(float64(progNS[2])/float64(progNS[1]), "trace/sdt-prog")
 	b.ReportMetric(float64(total[2])/float64(total[1]), "trace/sdt")
+	b.ReportMetric(float64(cpu[1].Nanoseconds())/float64(b.N*hits), "sdt-reader-cpu-ns/hit")
+	b.ReportMetric(float64(cpu[2].Nanoseconds())/float64(b.N*hits), "trace-reader-cpu-ns/hit")
 	b.ReportMetric(float64(lost), "lost-events")
+}
+
+// selfCPU returns the CPU time this process has used (the readers,
+// attaching and detaching included).
+func selfCPU(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // lastProgID returns the highest BPF program ID in use.

@@ -106,3 +106,33 @@ func TestCommandEnded(t *testing.T) {
 		t.Errorf("command ended with %v, want SIGTERM", state)
 	}
 }
+
+// TestCommandErrors: a command that cannot start, or was started already,
+// fails Start and leaves nothing behind (TestMain checks descriptors).
+func TestCommandErrors(t *testing.T) {
+	testutil.RequireBPF(t)
+	prog, err := trace.Compile("t.bt", `BEGIN { exit(); }`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := exec.Command("/bin/true")
+	if err := started.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cmd  *exec.Cmd
+	}{
+		{"missing", exec.Command("/nonexistent/usdtkit-test")},
+		{"started", started},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := trace.Start(prog, &trace.Options{Command: tt.cmd})
+			if err == nil {
+				tr.Close()
+				t.Fatal("Start succeeded")
+			}
+		})
+	}
+}

@@ -30,7 +30,7 @@ type CompileOptions struct {
 	// PIDs are processes to look in as PID, each in turn: a probe's sites
 	// are those of every one of them (PID, when not 0, is one more).
 	PIDs []int
-	// Executable is the file an empty path means when PID is 0: the
+	// Executable is the file an empty path means without PID or PIDs: the
 	// executable of a command started stopped (usdtkit trace -c), whose
 	// libraries are not mapped yet.
 	Executable string
@@ -96,15 +96,14 @@ func Compile(name, src string, opts *CompileOptions) (*Program, error) {
 // compile is Compile with, per block, the events it sends (see
 // btgen.Options.Events), and a check of the checked program.
 func compile(name, src string, opts *CompileOptions, events []*btgen.Event, check func(*btlang.Program) error) (*Program, error) {
-	r := &resolver{sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error), names: make(map[string]probeName)}
-	if opts != nil {
-		r.opts = *opts
-	}
-	pids, err := r.opts.pids()
+	pids, err := compilePIDs(opts)
 	if err != nil {
 		return nil, err
 	}
-	r.pids = pids
+	r := &resolver{pids: pids, names: make(map[string]probeName), sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error)}
+	if opts != nil {
+		r.opts = *opts
+	}
 	prog, err := btlang.Compile(name, []byte(src), &btlang.CheckOptions{Probes: r})
 	if r.fatal != nil {
 		return nil, r.fatal
@@ -166,6 +165,10 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 // resolver answers btlang's questions about probes, resolving each to
 // its sites once.
 type resolver struct {
+	// pids are the processes to look in; [0] for files only.
+	pids []int
+	// names are the probes' names for events, by full name.
+	names   map[string]probeName
 	opts    CompileOptions
 	sites   map[*btlang.Probe]*resolved
 	machine elf.Machine
@@ -173,10 +176,6 @@ type resolver struct {
 	// causes are the errors of probes, by position, for CompileError.Err.
 	causes  map[btlang.Pos]error
 	symbols symtab.Resolvers
-	// pids are the processes to look in; [0] for files only.
-	pids []int
-	// names are the probes' names for events, by full name.
-	names map[string]probeName
 }
 
 type resolved struct {
@@ -214,7 +213,7 @@ func (r *resolver) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
 
 func (r *resolver) resolve(p *btlang.Probe) (*resolved, int, error) {
 	path := p.Path
-	if path == "" && len(r.pids) == 1 && r.pids[0] == 0 {
+	if path == "" && r.noProcess() {
 		if r.opts.Executable == "" {
 			return nil, 0, fmt.Errorf("an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)")
 		}
@@ -225,25 +224,17 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, int, error) {
 		warn = func(error) {}
 	}
 	if p.Kind == btlang.ProbeUSDT {
-		var probes []sdt.Probe
-		for _, pid := range r.pids {
-			some, err := sdt.List(&sdt.ListOptions{PID: pid, Warn: warn,
-				Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
-			if err != nil {
-				return nil, 0, listError{err}
-			}
-			probes = append(probes, some...)
-		}
-		return r.usdt(probes, warn)
-	}
-	var fns []uprobe.Function
-	for _, pid := range r.pids {
-		some, err := uprobe.Functions(&uprobe.ListOptions{PID: pid, Warn: warn,
-			Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
+		probes, err := r.listUSDT(&sdt.ListOptions{Warn: warn,
+			Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
 		if err != nil {
 			return nil, 0, listError{err}
 		}
-		fns = append(fns, some...)
+		return r.usdt(probes, warn)
+	}
+	fns, err := r.listFunctions(&uprobe.ListOptions{Warn: warn,
+		Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
+	if err != nil {
+		return nil, 0, listError{err}
 	}
 	return r.functions(fns)
 }

@@ -25,6 +25,14 @@
 //   - BEGIN, END and interval:s:N / interval:ms:N run in the tracer's own
 //     process, as bpftrace runs them.
 //
+// CompileEvents writes such a program itself from a list of
+// EventProbes (a probe name, a filter in the language, which arguments
+// are strings): each hit that passes a probe's filter sends an Event —
+// probe, process, thread, CPU, comm, time and arguments, each Value
+// saying whether it is signed, a string, or could not be read — built in
+// place in the ring buffer and handed to Options.OnEvent. This is what
+// usdtkit trace PROBE prints one line per hit for.
+//
 // Start opens each object again, checks its identity (device and inode)
 // against what Compile read, attaches through /proc/self/fd/N so that a
 // file renamed or replaced meanwhile is never traced by mistake, loads
@@ -48,9 +56,16 @@
 // times, concurrently. A Tracer owns its BPF objects and links until
 // Close; it is not safe for concurrent use.
 //
-// To trace a command from its first instruction, start it stopped,
-// Compile with its executable as CompileOptions.Executable, Start with
-// its PID, then resume it and Run.
+// # Processes
+//
+// CompileOptions.PIDs and Options.PIDs name the processes traced (PID is
+// one more): probes with an empty path are looked for in every object of
+// each, a site found in one process is attached for that process only,
+// and Run ends when all of them have exited. To trace a command from its
+// first instruction, set Options.Command to an unstarted *exec.Cmd and
+// CompileOptions.Executable to its Path: Start starts it stopped,
+// attaches, then resumes it; Run ends when it exits (or ends it when the
+// trace ends first) and Tracer.CommandState says how it ended.
 //
 // # Usage
 //
@@ -58,4 +73,13 @@
 //	t, err := trace.Start(prog, &trace.Options{PID: pid})
 //	defer t.Close()
 //	err = t.Run(ctx) // until ctx ends, exit() or the process exits
+//
+// Events, from Go:
+//
+//	prog, err := trace.CompileEvents([]trace.EventProbe{{Probe: "usdt::python:function__entry", Strings: []int{0, 1}}},
+//		&trace.CompileOptions{PID: pid})
+//	t, err := trace.Start(prog, &trace.Options{PID: pid, OnEvent: func(ev *trace.Event) error {
+//		fmt.Println(ev.Name, ev.Args) // ev is reused: ev.Clone() keeps it
+//		return nil
+//	}})
 package trace

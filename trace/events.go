@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -14,13 +13,13 @@ import (
 )
 
 // MaxArgs is the most arguments an event carries (arg0…arg11).
-const MaxArgs = bpfgen.MaxArgs
+const MaxArgs = 12
 
 // DefaultStrLen is the bytes read per string argument (NUL included)
 // when EventProbe.StrLen is 0; MaxStrLen is the most.
 const (
-	DefaultStrLen = bpfgen.DefaultStrLen
-	MaxStrLen     = bpfgen.MaxStrLen
+	DefaultStrLen = 64
+	MaxStrLen     = 4096
 )
 
 // EventProbe asks CompileEvents for an Event at every hit of the probes
@@ -84,8 +83,8 @@ type Value struct {
 	// Str holds it, cut at StrLen-1 bytes.
 	IsString bool
 	Str      string
-	// Fault says the argument, or its string, could not be read: Raw is
-	// 0, or Str is "".
+	// Fault says the argument could not be read (Raw is 0) or, for a
+	// string argument, the string could not be (Str is "").
 	Fault bool
 }
 
@@ -169,6 +168,16 @@ func CompileEvents(probes []EventProbe, opts *CompileOptions) (*Program, error) 
 	}
 	return prog, nil
 }
+
+// The limits are bpfgen's, which the BPF side enforces.
+var (
+	_ [MaxArgs - bpfgen.MaxArgs]struct{}
+	_ [bpfgen.MaxArgs - MaxArgs]struct{}
+	_ [DefaultStrLen - bpfgen.DefaultStrLen]struct{}
+	_ [bpfgen.DefaultStrLen - DefaultStrLen]struct{}
+	_ [MaxStrLen - bpfgen.MaxStrLen]struct{}
+	_ [bpfgen.MaxStrLen - MaxStrLen]struct{}
+)
 
 // eventsFile is the file name of the program CompileEvents writes.
 const eventsFile = "\x00events"
@@ -317,27 +326,4 @@ func setString(s *string, b []byte) {
 	if *s != string(b) {
 		*s = string(b)
 	}
-}
-
-// pids returns the processes Compile looks in: PID and PIDs, without
-// repeats; [0] for none (files only).
-func (o *CompileOptions) pids() ([]int, error) {
-	return pidList("CompileOptions", o.PID, o.PIDs)
-}
-
-// pidList merges a PID field and a PIDs field.
-func pidList(what string, pid int, list []int) ([]int, error) {
-	var out []int
-	for _, p := range append([]int{pid}, list...) {
-		if p < 0 {
-			return nil, fmt.Errorf("%s: PID %d", what, p)
-		}
-		if p != 0 && !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		out = []int{0}
-	}
-	return out, nil
 }

@@ -36,6 +36,8 @@ func eventLine(ev *trace.Event) string {
 func traceEvents(t *testing.T, bin string, probes []trace.EventProbe, commands ...string) (events []*trace.Event, printed []string) {
 	t.Helper()
 	tc := testutil.StartTracee(t, bin)
+	// Answering, it has its executable mapped (Start returns earlier).
+	tc.Do(t, "run 0")
 	prog, err := trace.CompileEvents(probes, &trace.CompileOptions{PIDs: []int{tc.PID()}})
 	if err != nil {
 		t.Fatal(err)
@@ -217,6 +219,7 @@ func TestCompileEventsErrors(t *testing.T) {
 		{"string beyond args", []trace.EventProbe{{Probe: probe, Args: 1, Strings: []int{1}}}, "", 0},
 		{"filter", []trace.EventProbe{{Probe: probe}, {Probe: probe, Filter: "arg0 > nosuch"}}, "probes[1].Filter", 8},
 		{"probe", []trace.EventProbe{{Probe: "usdt:" + bin + ":tracee:nosuch"}}, "probes[0].Probe", 1},
+		{"string the probe lacks", []trace.EventProbe{{Probe: probe}, {Probe: "usdt:" + bin + ":tracee:str", Strings: []int{2}}}, "probes[1].Probe", 1},
 		{"injection", []trace.EventProbe{{Probe: probe, Filter: "1)/ {} " + probe + " /(1"}}, "", 0},
 	}
 	for _, tt := range tests {
@@ -225,6 +228,7 @@ func TestCompileEventsErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("compiled %d sites, want an error", prog.Sites())
 			}
+			t.Log(err)
 			var ce *trace.CompileError
 			if tt.file == "" {
 				if errors.As(err, &ce) && ce.File != "probes" {
@@ -252,6 +256,8 @@ func TestPIDs(t *testing.T) {
 	bin := testutil.BuildTracee(t, "-O2")
 	a, b := testutil.StartTracee(t, bin), testutil.StartTracee(t, bin)
 	pids := []int{a.PID(), b.PID()}
+	a.Do(t, "run 0")
+	b.Do(t, "run 0")
 	prog, err := trace.Compile("pids.bt", `usdt::tracee:consts { @[pid] = count(); }`, &trace.CompileOptions{PIDs: pids})
 	if err != nil {
 		t.Fatal(err)
@@ -274,5 +280,32 @@ func TestPIDs(t *testing.T) {
 	want := fmt.Sprintf("\n\n@[%d]: 2\n@[%d]: 5\n", a.PID(), b.PID())
 	if out.String() != want {
 		t.Errorf("have\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// TestEventsFunctions traces a native function's entry (the C ABI's
+// argument registers) and return (its value as arg0) with CompileEvents.
+func TestEventsFunctions(t *testing.T) {
+	testutil.RequireBPF(t)
+	// -O0 keeps fill(long *a, int n, int k) a function of its own name.
+	bin := testutil.BuildTracee(t, "-O0")
+	events, _ := traceEvents(t, bin, []trace.EventProbe{
+		{Probe: "uprobe:" + bin + ":fill", Args: 3},
+		{Probe: "uretprobe:" + bin + ":fill"},
+	}, "run 3")
+	var have []string
+	for _, ev := range events {
+		if ev.Name != "fill" || ev.Args[0].Signed {
+			t.Errorf("event of %q, arg0 signed %v", ev.Name, ev.Args[0].Signed)
+		}
+		if ev.Probe == 1 {
+			have = append(have, fmt.Sprintf("ret %d", len(ev.Args)))
+			continue
+		}
+		have = append(have, fmt.Sprintf("fill %d %d", ev.Args[1].Int(), ev.Args[2].Int()))
+	}
+	want := []string{"fill 4 0", "ret 1", "fill 4 1", "ret 1", "fill 4 2", "ret 1"}
+	if !slices.Equal(have, want) {
+		t.Errorf("have %q, want %q", have, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 
 	"github.com/usdtkit/usdtkit/trace"
 )
@@ -41,4 +42,57 @@ func ExampleCompileError() {
 	// Output:
 	// count.bt 2 13
 	// count.bt:2:13: expected an expression, found ";"
+}
+
+// Receive an event at every hit of two probes from Go: CPython's
+// function__entry with its file and function names read as strings,
+// only for functions named "handle", and libc's malloc with its size.
+// The program runs a command from its first instruction and ends when
+// the command exits.
+func ExampleCompileEvents() {
+	cmd := exec.Command("/usr/bin/python3", "app.py")
+	prog, err := trace.CompileEvents([]trace.EventProbe{
+		{Probe: "usdt::python:function__entry", Strings: []int{0, 1}, Filter: `str(arg1) == "handle"`},
+		{Probe: "uprobe:libc:malloc", Args: 1},
+	}, &trace.CompileOptions{Executable: cmd.Path})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	t, err := trace.Start(prog, &trace.Options{Command: cmd, OnEvent: func(ev *trace.Event) error {
+		fmt.Println(ev.PID, ev.Name, ev.Args)
+		return nil
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer t.Close()
+	if err := t.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	if state, _ := t.CommandState(); state != nil {
+		fmt.Println("exit status", state.ExitCode())
+	}
+}
+
+// Trace several processes at once: a map keyed by pid counts each one's
+// hits; Run ends when every one of them has exited.
+func ExampleOptions_pids() {
+	pids := []int{1234, 5678}
+	prog, err := trace.Compile("-e", `usdt::python:function__entry { @[pid] = count(); }`,
+		&trace.CompileOptions{PIDs: pids})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	t, err := trace.Start(prog, &trace.Options{PIDs: pids})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer t.Close()
+	if err := t.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 }

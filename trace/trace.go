@@ -37,22 +37,26 @@ type Options struct {
 	PID int
 	// PIDs restrict the probes to these processes (with PID, when not
 	// 0); Run also ends when all of them have exited. A site Compile
-	// found in one of them is attached for that one only.
+	// found in a process is then attached for that process only. None:
+	// every process that maps the objects.
 	PIDs []int
 	// OnEvent receives the events of a program of CompileEvents, in the
 	// order they were sent, on Run's goroutine. The Event and its Args
 	// are reused after the call returns (Event.Clone keeps one). An error
-	// ends Run, which returns it. Required for such a program.
+	// ends Run, which returns it. Required for such a program, whose Run
+	// writes to Stdout only what was lost (a full ring buffer), at the
+	// end; Tracer.Lost counts it too.
 	OnEvent func(*Event) error
 	// Command, when not nil, is started by Start stopped before its first
 	// instruction (its Stdin, Stdout and Stderr as the caller set them),
 	// traced as one more of PIDs and resumed once every probe is
 	// attached: nothing it does escapes the trace. Compile against it
 	// with CompileOptions.Executable set to its Path. Run ends when it
-	// exits; when Run ends first (ctx, exit()) it ends the command:
-	// SIGTERM, then SIGKILL after CommandGrace. Close kills it if it
-	// still runs. Command must not have been started; Start sets its
-	// SysProcAttr.Ptrace and Pdeathsig.
+	// (and every other of PIDs) has exited; when Run ends first (ctx,
+	// exit(), an error) it ends the command: SIGTERM, then SIGKILL after
+	// CommandGrace. Close kills it if it still runs. Command must not
+	// have been started; Start sets its SysProcAttr.Ptrace and
+	// Pdeathsig.
 	Command *exec.Cmd
 	// CommandGrace is how long Run waits for Command to exit after
 	// SIGTERM; 0 means DefaultCommandGrace.
@@ -137,7 +141,10 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 				files[obj] = f
 			}
 			b.Sites[j].Path = procfs.FDPath(f)
-			b.Sites[j].PID = obj.pid
+			if len(pids) > 0 {
+				// Found in one of the traced processes: traced there.
+				b.Sites[j].PID = obj.pid
+			}
 		}
 	}
 	out := o.Stdout

@@ -410,6 +410,7 @@ type gen struct {
 	mapIdx  map[*btlang.Map]int
 	block   *btlang.ProbeBlock
 	sites   []Site
+	event   *eventGen // the block's event, or nil
 	insns   asm.Instructions
 	pending []string
 	nlabel  int
@@ -417,7 +418,6 @@ type gen struct {
 	stack   int // bytes of stack in use (positive)
 	vars    map[*btlang.Variable]varLoc
 	err     error
-	event   *eventGen // the block's event, or nil
 }
 
 type varLoc struct {
@@ -555,9 +555,6 @@ func (g *gen) program() (asm.Instructions, error) {
 	var runs []run
 	for i := range g.sites {
 		items := fetchList(&g.sites[i], used, usesRet)
-		if g.event != nil {
-			items = g.eventFetch(&g.sites[i], items, used)
-		}
 		if usesProbe {
 			name := g.sites[i].Probe
 			if name == "" {
@@ -568,6 +565,9 @@ func (g *gen) program() (asm.Instructions, error) {
 			}
 			id := g.probeID(name)
 			items = append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: int64(id)}, slot: probeOff, bit: bpfgen.MaxArgs + 1})
+		}
+		if g.event != nil {
+			items = g.eventFetch(&g.sites[i], items, used)
 		}
 		c := -1
 		for k, have := range codes {

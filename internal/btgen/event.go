@@ -2,6 +2,7 @@ package btgen
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/cilium/ebpf/asm"
 
@@ -106,7 +107,10 @@ func newEvent(e *Event, i int, sites []Site, pos btlang.Pos) (*eventGen, error) 
 	for k := range sites {
 		ev.info.ArgCap = max(ev.info.ArgCap, siteArgs(e.Args, &sites[k]))
 	}
-	ev.info.Strings = e.Strings & (1<<ev.info.ArgCap - 1)
+	if extra := e.Strings >> ev.info.ArgCap; extra != 0 {
+		return nil, &btlang.Error{Pos: pos, Msg: fmt.Sprintf("arg%d is read as a string but the probe's sites have at most %d arguments", ev.info.ArgCap+bits.TrailingZeros16(extra), ev.info.ArgCap)}
+	}
+	ev.info.Strings = e.Strings
 	off := EvArgsOff + 8*ev.info.ArgCap
 	for a := range ev.info.ArgCap {
 		if ev.info.Strings&(1<<a) != 0 {
