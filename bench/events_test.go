@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"strconv"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 	"time"
 
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/trace"
