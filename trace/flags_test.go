@@ -2,6 +2,7 @@ package trace
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -156,9 +157,10 @@ func checkProbePart(t *testing.T, s string) {
 // FuzzProbePart: every probe part is written so that it parses back as
 // itself, in one probe of one block, or refused.
 func FuzzProbePart(f *testing.F) {
-	for _, s := range []string{"a", "lib c", "} BEGIN { exit(); } x", "a\"b", "f+1", "1f", "x\ny"} {
+	for _, s := range flagSeeds(f, "probe ") {
 		f.Add(s)
 	}
+	f.Add("x\ny")
 	f.Fuzz(func(t *testing.T, s string) {
 		if s == "" {
 			return
@@ -167,11 +169,30 @@ func FuzzProbePart(f *testing.F) {
 	})
 }
 
+// flagSeeds returns the values of testdata/flags.txt's lines that start
+// with prefix (filter, format or probe: seeds of the fuzz targets).
+func flagSeeds(tb testing.TB, prefix string) []string {
+	tb.Helper()
+	data, err := os.ReadFile("testdata/flags.txt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var seeds []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, prefix); ok {
+			seeds = append(seeds, v)
+		}
+	}
+	if len(seeds) == 0 {
+		tb.Fatalf("testdata/flags.txt has no %q lines", prefix)
+	}
+	return seeds
+}
+
 // FuzzFlagFilter: a filter that parses becomes exactly one predicate, and
 // a string it compares is the literal's value.
 func FuzzFlagFilter(f *testing.F) {
-	for _, s := range []string{"arg0 > 1", "arg11<=-5", `str(arg1) == "GET"`, `p:n=arg2 != 0x10`, `arg0 == "a\"b\x00"`,
-		`str(arg0) == "x" } BEGIN { exit(); } BEGIN { "`, "arg0 == 18446744073709551615", "n > 3"} {
+	for _, s := range flagSeeds(f, "filter ") {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -208,7 +229,7 @@ func FuzzFlagFilter(f *testing.F) {
 // FuzzFlagFormat: a format that parses becomes exactly one printf, whose
 // format string is the format's text and a newline.
 func FuzzFlagFormat(f *testing.F) {
-	for _, s := range []string{"%d %s", `"%s:%d\n", str(arg0), arg1`, `"\"); exit(); printf(\"", arg0`, "100%% %-8.3x", "%c%p%o%X", `"%d", n`} {
+	for _, s := range flagSeeds(f, "format ") {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
