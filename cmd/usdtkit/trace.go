@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/functrace"
@@ -160,12 +163,47 @@ type eventCounter struct {
 	out     *eventWriter
 	n       uint64
 	perName map[string]uint64
+	// end is when the trace was told to end (CLOCK_MONOTONIC ns, the
+	// events' clock), 0 before: the hits that come while the probes are
+	// detached, which takes long with classic links, are counted in late,
+	// not printed.
+	end  atomic.Uint64
+	late uint64
 }
 
 func (c *eventCounter) event(ev *trace.Event) error {
+	if end := c.end.Load(); end != 0 && ev.Time > end {
+		c.late++
+		return nil
+	}
 	c.n++
 	c.perName[ev.Name]++
 	return c.out.writeEvent(ev)
+}
+
+// endAt sets end when ctx is done (at its deadline, if it has one),
+// until stop is closed.
+func (c *eventCounter) endAt(ctx context.Context, stop <-chan struct{}) {
+	if d, ok := ctx.Deadline(); ok {
+		c.end.Store(clockMonotonic() + uint64(max(time.Until(d), 0)))
+		return
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			c.end.Store(clockMonotonic())
+		case <-stop:
+		}
+	}()
+}
+
+// clockMonotonic is CLOCK_MONOTONIC in nanoseconds, the clock of events.
+func clockMonotonic() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
 }
 
 // summary says on stderr how many events came and were lost, and hints
@@ -179,6 +217,9 @@ func (c *eventCounter) summary(stderr io.Writer, t *trace.Tracer, prog *trace.Pr
 		return err
 	}
 	fmt.Fprintf(stderr, "%d events, %d lost.\n", c.n, lost)
+	if c.late > 0 {
+		fmt.Fprintf(stderr, "%d events that came while the probes were being detached were not printed.\n", c.late)
+	}
 	// A companion's absence is the hint, not a count of zero: calls the
 	// interpreter makes from C (at exit, say) still fire.
 	names := prog.ProbeNames()

@@ -119,6 +119,9 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	if prog.SendsEvents() {
 		events = &eventCounter{out: newEventWriter(cmd.OutOrStdout(), nil, o.output, nil), perName: make(map[string]uint64)}
 		topts.OnEvent = events.event
+		stop := make(chan struct{})
+		defer close(stop)
+		events.endAt(ctx, stop)
 	}
 	t, err := trace.Start(prog, topts)
 	if err != nil {
