@@ -143,14 +143,31 @@ func TestFlagPerProbeFilter(t *testing.T) {
 }
 
 // TestFlagMixUSDTAndUprobe counts a USDT probe and a function of the
-// same executable in one flag trace: tracee.c's run() fires str once.
+// same executable in one flag trace, and prints their events in another:
+// tracee.c's run() fires str once.
 func TestFlagMixUSDTAndUprobe(t *testing.T) {
 	bin := testutil.BuildTracee(t, "-O0")
+	str, run := "usdt:"+bin+":tracee:str", "uprobe:"+bin+":run"
 	tc := testutil.StartTracee(t, bin)
-	out := runFlagTrace(t, tc, 3, "--count", "usdt:"+bin+":tracee:str", "uprobe:"+bin+":run", "--filter", "arg0 != 99")
-	want := map[string]uint64{"usdt:" + bin + ":tracee:str": 3, "uprobe:" + bin + ":run": 3}
+	out := runFlagTrace(t, tc, 3, "--count", str, run, "--filter", "arg0 != 99")
+	want := map[string]uint64{str: 3, run: 3}
 	if have := counts(t, out); fmt.Sprint(have) != fmt.Sprint(want) {
 		t.Errorf("counts %v, want %v", have, want)
+	}
+
+	tc = testutil.StartTracee(t, bin)
+	out = runFlagTrace(t, tc, 3, str, run, "--str", "tracee:str=0")
+	var have []string
+	for _, ev := range parseEvents(t, out) {
+		if ev.PID != tc.PID() {
+			t.Errorf("event %+v of another process", ev)
+		}
+		have = append(have, fmt.Sprint(ev.Probe, " ", ev.Args[0]))
+	}
+	// run(k) is entered, then fires str with "hello-k".
+	wantEvents := []string{"uprobe:run 0", "tracee:str hello-0", "uprobe:run 1", "tracee:str hello-1", "uprobe:run 2", "tracee:str hello-2"}
+	if fmt.Sprint(have) != fmt.Sprint(wantEvents) {
+		t.Errorf("events %q, want %q", have, wantEvents)
 	}
 }
 
