@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
-	"github.com/usdtkit/usdtkit/trace"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 // semaphore reads a 2-byte USDT semaphore in another process.
