@@ -14,15 +14,17 @@ import (
 
 // Flags are the trace command's shorthands for a program: probes as
 // selectors and what to do at each hit. FlagProgram turns them into the
-// program they stand for. The zero value of every field but Probes is the
-// default.
+// program they stand for, FlagEvents (flags that only print hits) into
+// EventProbes, CompileFlags compiles either. The zero value of every
+// field but Probes is the default. Flags is plain data; the functions
+// taking it do not modify it and are safe for concurrent use.
 type Flags struct {
 	// Probes are selectors as the trace command takes them:
 	// usdt:PATH:PROVIDER:NAME, usdt:PATH:NAME, PROVIDER:NAME (U: for
 	// usdt:), uprobe:PATH:FUNC[+OFFSET], uretprobe:PATH:FUNC (u:, ur:).
 	// Parts are globs and may hold package escape's \xNN escapes; a
-	// PATH of "*" or "" means every object of CompileOptions.PID, or
-	// CompileOptions.Executable.
+	// PATH of "*" or "" means every object of CompileOptions.PID and
+	// PIDs, or CompileOptions.Executable.
 	Probes []string
 	// Count counts hits: @[probe] = count().
 	Count bool
@@ -82,6 +84,9 @@ var ErrNoProgram = errors.New("events without a format have no program")
 // Compile's, those about the written program without its positions,
 // which the caller never wrote.
 func CompileFlags(f *Flags, opts *CompileOptions) (*Program, error) {
+	if f == nil {
+		return nil, fmt.Errorf("compile flags: no Flags")
+	}
 	var o CompileOptions
 	if opts != nil {
 		o = *opts
@@ -153,9 +158,10 @@ func FlagEvents(f *Flags, opts *CompileOptions) ([]EventProbe, error) {
 // selector, filter or format can add program text.
 //
 // Errors: *FlagError for a malformed flag; an error wrapping
-// ErrGoFunction when a selector names a Go function (the trace command's
-// flags trace them without a program); ErrNoProgram; errors listing the
-// objects (os.ErrPermission, sdt.ErrNotFound) wrapped.
+// ErrGoFunction when a selector names a Go function, ErrAddress for a
+// function at an address (the trace command's flags trace both without a
+// program); ErrNoProgram; errors listing the objects (os.ErrPermission,
+// sdt.ErrNotFound) wrapped.
 func FlagProgram(f *Flags, opts *CompileOptions) (string, error) {
 	sp, sels, err := prepareFlags(f, opts, false)
 	if err != nil {
@@ -166,6 +172,9 @@ func FlagProgram(f *Flags, opts *CompileOptions) (string, error) {
 
 // prepareFlags parses f, and lists its probes.
 func prepareFlags(f *Flags, opts *CompileOptions, events bool) (*flagSpec, []*flagSelector, error) {
+	if f == nil {
+		return nil, nil, fmt.Errorf("flags: no Flags")
+	}
 	spec, err := parseFlags(f, events)
 	if err != nil {
 		return nil, nil, err
