@@ -16,10 +16,6 @@ import (
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 
-// ErrGoFunction is wrapped by the error for a uprobe or uretprobe that
-// names a Go function: programs do not read Go's arguments yet.
-var ErrGoFunction = errors.New("Go functions in programs are not supported yet; use the flags")
-
 // CompileOptions say where Compile looks for the program's probes. The
 // zero value resolves probes in the files their paths name.
 type CompileOptions struct {
@@ -36,7 +32,8 @@ type CompileOptions struct {
 	Executable string
 	// Warn, when not nil, is called with what the program cannot read as
 	// written: objects of the process skipped, damaged notes, USDT
-	// arguments BPF cannot read (they read as 0).
+	// arguments BPF cannot read (they read as 0), what a Go function's
+	// DWARF does not say, Go assembly functions skipped.
 	Warn func(error)
 }
 
@@ -85,8 +82,8 @@ func (p *Program) Sites() int {
 // is its file name in errors), resolves every probe of every block to its
 // sites, and generates BPF for it. Errors in the program, a probe that
 // matches nothing among them, are CompileErrors ("file:line:col:
-// sentence"); one about a probe's sites has the cause in its Err
-// (ErrGoFunction). Errors listing the objects (a process gone, a file
+// sentence"); one about a probe's sites has the cause in its Err. Errors
+// listing the objects (a process gone, a file
 // that is not ELF, permissions) are returned wrapped behind the probe's
 // position, for errors.Is.
 func Compile(name, src string, opts *CompileOptions) (*Program, error) {
@@ -104,6 +101,7 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 	if opts != nil {
 		r.opts = *opts
 	}
+	defer r.closeGo()
 	prog, err := btlang.Compile(name, []byte(src), &btlang.CheckOptions{Probes: r})
 	if r.fatal != nil {
 		return nil, r.fatal
@@ -176,6 +174,8 @@ type resolver struct {
 	// causes are the errors of probes, by position, for CompileError.Err.
 	causes  map[btlang.Pos]error
 	symbols symtab.Resolvers
+	// gobins are the Go binaries read, by object.
+	gobins map[object]goBinary
 }
 
 type resolved struct {
@@ -195,7 +195,7 @@ func (e listError) Unwrap() error { return e.err }
 
 // Args resolves p and returns how many arguments every site of it has.
 func (r *resolver) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
-	res, count, err := r.resolve(p)
+	res, args, err := r.resolve(p)
 	if err != nil {
 		var le listError
 		if errors.As(err, &le) {
@@ -208,14 +208,15 @@ func (r *resolver) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
 		return btlang.ProbeArgs{}, err
 	}
 	r.sites[p] = res
-	return btlang.ProbeArgs{Count: count}, nil
+	return args, nil
 }
 
-func (r *resolver) resolve(p *btlang.Probe) (*resolved, int, error) {
+func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error) {
+	fail := func(err error) (*resolved, btlang.ProbeArgs, error) { return nil, btlang.ProbeArgs{}, err }
 	path := p.Path
 	if path == "" && r.noProcess() {
 		if r.opts.Executable == "" {
-			return nil, 0, fmt.Errorf("an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)")
+			return fail(fmt.Errorf("an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)"))
 		}
 		path = r.opts.Executable
 	}
@@ -227,16 +228,17 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, int, error) {
 		probes, err := r.listUSDT(&sdt.ListOptions{Warn: warn,
 			Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
 		if err != nil {
-			return nil, 0, listError{err}
+			return fail(listError{err})
 		}
-		return r.usdt(probes, warn)
+		res, count, err := r.usdt(probes, warn)
+		return res, btlang.ProbeArgs{Count: count}, err
 	}
 	fns, err := r.listFunctions(&uprobe.ListOptions{Warn: warn,
 		Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
 	if err != nil {
-		return nil, 0, listError{err}
+		return fail(listError{err})
 	}
-	return r.functions(fns)
+	return r.functions(fns, warn)
 }
 
 // setMachine checks that every object is of one machine.
@@ -293,31 +295,52 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 }
 
 // functions turns native functions into sites that read the C ABI's
-// argument registers at entry, the return register at return.
-func (r *resolver) functions(fns []uprobe.Function) (*resolved, int, error) {
+// argument registers at entry, the return register at return, and Go
+// functions into sites that read their values by name (see goFunction).
+func (r *resolver) functions(fns []uprobe.Function, warn func(error)) (*resolved, btlang.ProbeArgs, error) {
 	res := &resolved{}
 	count := 0
+	var goArgs *btlang.ProbeArgs
+	goName, cName := "", ""
+	fail := func(err error) (*resolved, btlang.ProbeArgs, error) { return nil, btlang.ProbeArgs{}, err }
 	for i := range fns {
 		fn := &fns[i]
-		if fn.Go {
-			return nil, 0, fmt.Errorf("%s: %w", fn.Symbol.DisplayName(), ErrGoFunction)
-		}
 		if err := r.setMachine(fn.Machine, fn.Path); err != nil {
-			return nil, 0, err
+			return fail(err)
 		}
+		if fn.Go {
+			sites, args, err := r.goFunction(fn, warn)
+			if err != nil {
+				return fail(err)
+			}
+			if len(sites) == 0 {
+				continue
+			}
+			if goArgs == nil {
+				goArgs, goName = &args, fn.Symbol.DisplayName()
+			} else {
+				*goArgs = mergeGoArgs(*goArgs, args, goName, fn.Symbol.DisplayName())
+			}
+			for _, s := range sites {
+				res.sites = append(res.sites, s)
+				res.files = append(res.files, object{fn.Path, fn.PID, fn.Dev, fn.Inode})
+			}
+			continue
+		}
+		cName = fn.Symbol.DisplayName()
 		if fn.Return && fn.Delta != 0 {
-			return nil, 0, fmt.Errorf("%s in %s: a return probe must be at the function's start", fn.Name(), fn.Path)
+			return fail(fmt.Errorf("%s in %s: a return probe must be at the function's start", fn.Name(), fn.Path))
 		}
 		off, err := fn.FileOffset()
 		if err != nil {
-			return nil, 0, err
+			return fail(err)
 		}
 		if err := checkBoundary(fn); err != nil {
-			return nil, 0, err
+			return fail(err)
 		}
 		regs, ret, err := uprobe.CRegisters(fn.Machine)
 		if err != nil {
-			return nil, 0, err
+			return fail(err)
 		}
 		kind := "uprobe:"
 		if fn.Return {
@@ -332,13 +355,13 @@ func (r *resolver) functions(fns []uprobe.Function) (*resolved, int, error) {
 		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name}
 		if fn.Return {
 			if s.Ret, err = regFetch(fn.Machine, ret); err != nil {
-				return nil, 0, err
+				return fail(err)
 			}
 		} else {
 			for _, reg := range regs {
 				f, err := regFetch(fn.Machine, reg)
 				if err != nil {
-					return nil, 0, err
+					return fail(err)
 				}
 				s.Args = append(s.Args, f)
 			}
@@ -348,9 +371,15 @@ func (r *resolver) functions(fns []uprobe.Function) (*resolved, int, error) {
 		res.files = append(res.files, object{fn.Path, fn.PID, fn.Dev, fn.Inode})
 	}
 	if len(res.sites) == 0 {
-		return nil, 0, errNoMatch
+		return fail(errNoMatch)
 	}
-	return res, count, nil
+	if goArgs != nil {
+		if cName != "" {
+			return fail(fmt.Errorf("matches Go function %s and native function %s, whose arguments are read differently; name them in two probes", goName, cName))
+		}
+		return res, *goArgs, nil
+	}
+	return res, btlang.ProbeArgs{Count: count}, nil
 }
 
 // checkBoundary refuses a site inside a function (FUNC+OFFSET, 0xADDR)

@@ -30,7 +30,6 @@ func TestCompileErrors(t *testing.T) {
 		{"no such function", "uprobe:" + exe + ":no_such_function_xyz { @ = count(); }", 1, 1, nil},
 		{"arg of a uretprobe", "uretprobe:libc:malloc { @ = sum(arg0); }", 1, 33, nil},
 		{"arg6 of a uprobe", "uprobe:libc:malloc { @ = sum(arg6); }", 1, 30, nil},
-		{"Go function", "BEGIN { }\nuprobe:" + exe + ":runtime.main { @ = count(); }", 2, 1, trace.ErrGoFunction},
 		{"missing file", "uprobe:/no/such/file:f { @ = count(); }", 0, 0, os.ErrNotExist},
 		{"empty path", "usdt::a:b { @ = count(); }", 1, 1, nil},
 		{"empty uprobe path", "BEGIN { }\nuprobe::malloc { @ = count(); }", 2, 1, nil},

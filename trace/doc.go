@@ -19,9 +19,31 @@
 //   - uprobe:PATH:FUNC, uprobe:PATH:FUNC+OFFSET and uretprobe:PATH:FUNC
 //     name native functions (package uprobe): arg0…arg5 are the C ABI's
 //     integer argument registers, retval the return register. An empty
-//     PATH means what it means for usdt. Go
-//     functions are refused (ErrGoFunction) until programs read their
-//     arguments by name; the trace command's flags trace them.
+//     PATH means what it means for usdt.
+//   - The same probes on Go functions (uprobe:PATH:main.(*Server).handle)
+//     read values by name, as the binary's DWARF places them for Go's
+//     register ABI (package gofunc): args.NAME (or args->NAME) is a
+//     parameter at the entry site, the first instruction after the stack
+//     check. Integers, bools and pointers are integers (signed as their
+//     type); a Go string is a string of its first 63 bytes (read by its
+//     length, not up to a NUL), usable in printf %s, keys, == and str().
+//     Structs passed by value, slices, interfaces and floats fail to
+//     compile with a sentence naming the parameter and its type; arg0…
+//     are refused (they are C ABI registers). A uretprobe on a Go
+//     function is never a uretprobe, which would write a return address
+//     on a goroutine stack the runtime moves and crash the program: it is
+//     a probe on every RET instruction of the function, where args.NAME
+//     are the results (unnamed ones r0, r1…) and retval is the first
+//     result when it is an integer (unsigned, as bpftrace's). goid, a
+//     usdtkit builtin, is the goroutine id (through the g register and
+//     runtime.g's goid offset from DWARF): key latency pairs by it, as a
+//     goroutine may change threads between its entry and its return.
+//     Without DWARF, Go functions are probed but args, retval and goid
+//     are refused. Assembly functions of the stack ABI (ABI0, "NAME.abi0"
+//     in the symbol table) are skipped with a warning: no register holds
+//     their goroutine; Go code calls their wrapper NAME. Calls the
+//     compiler inlined into their callers are not seen (mark the function
+//     //go:noinline, or build with -gcflags=-l).
 //   - BEGIN, END and interval:s:N / interval:ms:N run in the tracer's own
 //     process, as bpftrace runs them.
 //

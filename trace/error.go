@@ -17,8 +17,9 @@ type CompileError struct {
 	File      string
 	Line, Col int
 	Msg       string
-	// Err is the cause of an error about a probe's sites when there is
-	// one a caller may branch on (ErrGoFunction), else nil.
+	// Err is the cause of an error about a probe's sites (a Go binary
+	// that cannot be read, a function not found), for errors.Is; nil for
+	// errors in the program's text.
 	Err error
 }
 

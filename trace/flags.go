@@ -73,6 +73,12 @@ func flagErrorf(flag, format string, args ...any) error {
 // not name; the trace command's flags trace it without a program.
 var ErrAddress = errors.New("a function at an address is not supported in programs; give its name")
 
+// ErrGoFlags is wrapped by FlagProgram's and FlagEvents' error when a
+// selector names a Go function: the flags read a Go function's values by
+// name (--filter 'n > 3', --hist n, --field), and the trace command traces
+// Go functions without a program for now.
+var ErrGoFlags = errors.New("Go functions are traced by the flags without a program")
+
 // ErrNoProgram is returned by FlagProgram for Flags without Count, Hist,
 // Latency or Formats: printing each event with all its arguments is not
 // a program.
@@ -157,8 +163,8 @@ func FlagEvents(f *Flags, opts *CompileOptions) ([]EventProbe, error) {
 // program can hold (with a '"' or a newline) is refused, so that no
 // selector, filter or format can add program text.
 //
-// Errors: *FlagError for a malformed flag; an error wrapping
-// ErrGoFunction when a selector names a Go function, ErrAddress for a
+// Errors: *FlagError for a malformed flag; an error wrapping ErrGoFlags
+// when a selector names a Go function, ErrAddress for a
 // function at an address (the trace command's flags trace both without a
 // program); ErrNoProgram; errors listing the objects (os.ErrPermission,
 // sdt.ErrNotFound) wrapped.
@@ -415,7 +421,7 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 		for i := range fns {
 			fn := &fns[i]
 			if fn.Go {
-				return fmt.Errorf("%s: %w", fn.Name(), ErrGoFunction)
+				return fmt.Errorf("%s: %w", fn.Name(), ErrGoFlags)
 			}
 			kind := "uprobe"
 			args := 6

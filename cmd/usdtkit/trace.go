@@ -74,8 +74,10 @@ reads a field through a pointer parameter. A Go uretprobe is a uprobe on every R
 Programs: -e 'PROGRAM' or FILE.bt runs a program in bpftrace's language, compiled to
 BPF in Go, and prints what bpftrace prints (-o json: bpftrace's -f json). Probes:
 usdt:PATH:PROVIDER:NAME, usdt::PROVIDER:NAME (the -p process's objects, or the -c
-command), uprobe:PATH:FUNC, uretprobe:PATH:FUNC (native functions: arg0..arg5, retval),
-BEGIN, END, interval:s:N, interval:ms:N. Maps keyed by integers, strings and tuples,
+command), uprobe:PATH:FUNC, uretprobe:PATH:FUNC (native functions: arg0..arg5, retval;
+Go functions: parameters and results by name as args.NAME, retval, and goid, the
+goroutine id, for latency pairs; a Go uretprobe is a probe on every RET), BEGIN, END,
+interval:s:N, interval:ms:N. Maps keyed by integers, strings and tuples,
 count sum avg min max stats hist lhist, printf print delete clear zero time exit,
 predicates, if/else, $variables, str(), comm pid tid nsecs elapsed probe... What
 usdtkit does not compile yet fails at compile time with file:line:col and a sentence.
@@ -143,7 +145,7 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		err := runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
 			return trace.CompileFlags(flags, copts)
 		})
-		if !errors.Is(err, trace.ErrGoFunction) && !errors.Is(err, trace.ErrAddress) {
+		if !errors.Is(err, trace.ErrGoFlags) && !errors.Is(err, trace.ErrAddress) {
 			return err
 		}
 	}

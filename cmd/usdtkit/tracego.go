@@ -18,9 +18,9 @@ import (
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 
-// runGoFuncTrace traces Go functions by the flags alone: programs do not read
-// their arguments by name yet (trace.ErrGoFunction). Aggregates print in
-// this path's own format (writeAggregates).
+// runGoFuncTrace traces Go functions by the flags alone (trace.ErrGoFlags):
+// the flags read their values by name, which the flags' programs do not
+// yet. Aggregates print in this path's own format (writeAggregates).
 func runGoFuncTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	if len(o.pids) > 1 {
 		return fmt.Errorf("-p is given %d times: Go functions are traced in one process", len(o.pids))

@@ -45,7 +45,7 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 		{"str", "write str(arg0) in the program"},
 		{"strlen", "write str(arg0, 32) in the program"},
 		{"latency", "write @start[tid] = nsecs at the start and hist(nsecs - @start[tid]) at the end in the program"},
-		{"field", "programs do not read Go functions' values yet"},
+		{"field", "programs read Go parameters as args.NAME; fields through pointers are not supported in programs yet"},
 	}
 	for _, f := range programFlags {
 		if fl.Changed(f.name) {

@@ -53,6 +53,8 @@ type Site struct {
 	// file offset, 0 for none.
 	Offset, RefCtrOffset uint64
 	// Return attaches a return probe (uretprobe) at a function's entry.
+	// (A Go function's return is a plain probe at each RET instruction,
+	// with Ret set: see NamedFetch.)
 	Return bool
 	// PID, when not 0, is the process the site was found in: it is
 	// attached for that process only.
@@ -61,6 +63,12 @@ type Site struct {
 	Args []bpfgen.Fetch
 	// Ret reads the return value at a return site (Kind 0 for none).
 	Ret bpfgen.Fetch
+	// Named says how to read args.NAME at this site (Go functions'
+	// parameters at the entry, results at a RET).
+	Named []NamedFetch
+	// GoID reads the goroutine id, the goid builtin (Kind 0: the site
+	// cannot read it).
+	GoID bpfgen.Fetch
 	// Probe is the probe's full name as bpftrace prints it
 	// ("usdt:/bin/app:prov:name", "uprobe:/lib/libc.so.6:malloc"): the
 	// value of the probe builtin. Empty: the block's probe as written,
@@ -418,6 +426,10 @@ type gen struct {
 	stack   int // bytes of stack in use (positive)
 	vars    map[*btlang.Variable]varLoc
 	err     error
+	// named and goidOff are where args.NAME values and goid are kept in
+	// scratch (goidOff -1: not read); see layoutNamed.
+	named   map[string]namedSlot
+	goidOff int
 }
 
 type varLoc struct {
@@ -507,10 +519,11 @@ func (g *gen) program() (asm.Instructions, error) {
 				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("arg%d is read but site %d (offset %#x in %s) has %d arguments", a, i, s.Offset, s.Path, len(s.Args))}
 			}
 		}
-		if usesRet && (!s.Return || s.Ret.Kind == 0) {
+		if usesRet && s.Ret.Kind == 0 {
 			return nil, &btlang.Error{Pos: b.At, Msg: "retval is read but a site of this block is not a return probe"}
 		}
 	}
+	g.layoutNamed()
 	g.emit(
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnGetAttachCookie.Call(),
@@ -555,6 +568,11 @@ func (g *gen) program() (asm.Instructions, error) {
 	var runs []run
 	for i := range g.sites {
 		items := fetchList(&g.sites[i], used, usesRet)
+		more, err := g.namedItems(i, &g.sites[i])
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, more...)
 		if usesProbe {
 			name := g.sites[i].Probe
 			if name == "" {

@@ -53,6 +53,17 @@
 // str(x, n) reads at most n characters; hist() buckets compare signed
 // whatever the type (bpftrace's log2).
 //
+// # Go functions
+//
+// A site may read values by name (Site.Named, args.NAME: Go parameters at
+// the entry, results at a RET) and the goroutine id (Site.GoID, goid). A
+// block keeps those it reads in scratch space of its own (an integer in 8
+// bytes, a Go string in 16: data pointer and length); a Go string
+// expression copies min(length, size-1) bytes into a zeroed
+// buffer, so it is NUL-terminated and cut as str() cuts. A Go function's
+// return is a plain probe on each RET (Return false) whose Ret reads the
+// first result: retval needs Ret, not Return.
+//
 // # BEGIN, END and interval
 //
 // A block of one BEGIN, END or interval probe has no sites: its program
@@ -66,7 +77,7 @@
 //
 // Generate rejects, with "file:line:col: … is not supported yet", other
 // probe types, BEGIN/END/interval together with other probes in one
-// block, tuples as values, ustack, func, probe as a map value, args.NAME,
+// block, tuples as values, ustack, func, probe as a map value,
 // a print() top or divisor that is not a literal. It never compiles a program to something else.
 //
 // # Preemption

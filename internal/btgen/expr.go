@@ -38,6 +38,8 @@ func (g *gen) intExpr(e btlang.Expr) {
 		g.loadConst(asm.R0, int64(e.Val))
 	case *btlang.Builtin:
 		g.builtin(e)
+	case *btlang.ArgField:
+		g.argFieldInt(e)
 	case *btlang.Var:
 		loc, ok := g.vars[e.Decl]
 		if !ok {
@@ -97,6 +99,8 @@ func (g *gen) builtin(e *btlang.Builtin) {
 	switch e.Name {
 	case "retval":
 		g.emit(asm.LoadMem(asm.R0, asm.R7, retOff, asm.DWord))
+	case "goid":
+		g.goid(e)
 	case "pid":
 		g.emit(asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32))
 	case "tid":
@@ -335,6 +339,8 @@ func (g *gen) strExpr(e btlang.Expr) strBuf {
 		return b
 	case *btlang.MapRef:
 		return g.mapReadStr(e)
+	case *btlang.ArgField:
+		return g.argFieldStr(e)
 	}
 	g.fail(unsupported(e.Pos(), "this string expression (%s)", btlang.ExprString(e)))
 	return strBuf{off: zeroOff, size: 8}

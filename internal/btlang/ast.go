@@ -51,7 +51,8 @@ type StrLit struct {
 }
 
 // Builtin is a builtin variable: pid tid uid gid comm nsecs elapsed cpu
-// probe func retval arg0…arg11 ustack. Arg is N for argN and -1 otherwise.
+// probe func retval arg0…arg11 ustack goid. Arg is N for argN and -1
+// otherwise.
 type Builtin struct {
 	ExprBase
 	Name string

@@ -33,12 +33,22 @@ type ProbeArgs struct {
 	// Named are the arguments the probe provides as args.NAME (Go and
 	// DWARF-described functions), in order.
 	Named []NamedArg
+	// Refuse says, per builtin the probe does not provide ("arg" for
+	// arg0…arg11, "args", "retval", "goid"), why, in one sentence that is
+	// reported where the program uses it.
+	Refuse map[string]string
+	// GoID reports that the probe provides goid, the goroutine id (a
+	// usdtkit extension for Go functions).
+	GoID bool
 }
 
 // NamedArg is an argument reachable as args.NAME.
 type NamedArg struct {
 	Name string
 	Type Type
+	// Err, when not "", says in one sentence why the argument cannot be
+	// read (its type, its place); using it is an error.
+	Err string
 }
 
 // ProbeInfo answers the checker's questions about the probes of a program.
@@ -916,6 +926,16 @@ func (c *checker) builtin(e *Builtin) Type {
 	if e.Arg >= 0 {
 		name = "arg"
 	}
+	for _, p := range c.block.Probes {
+		if why := c.args[p].Refuse[name]; why != "" {
+			c.errorf(e.At, "%s: %s", e.Name, why)
+			return Type{}
+		}
+		if name == "goid" && !c.args[p].GoID && c.argErr[p] == nil {
+			c.errorf(e.At, "goid is the goroutine id of a Go function's probe; %s is not one", p)
+			return Type{}
+		}
+	}
 	if kinds := builtinKinds[name]; kinds != nil {
 		for _, p := range c.block.Probes {
 			if !slices.Contains(kinds, p.Kind) {
@@ -956,9 +976,15 @@ func (c *checker) argField(e *ArgField) Type {
 				break
 			}
 		}
+		if found != nil && found.Err != "" {
+			c.errorf(e.At, "%s", found.Err)
+			return Type{}
+		}
 		if found == nil {
 			switch {
-			case p.Kind == ProbeUretprobe:
+			case a.Refuse["args"] != "":
+				c.errorf(e.At, "args.%s: %s", e.Name, a.Refuse["args"])
+			case p.Kind == ProbeUretprobe && len(a.Named) == 0:
 				c.errorf(e.At, "args is not available in %s; a uretprobe has retval", p)
 			case len(a.Named) == 0:
 				c.errorf(e.At, "args.%s needs named arguments, and %s has none; use arg0…arg11", e.Name, p)

@@ -65,9 +65,16 @@ type fakeProbes struct{}
 func (fakeProbes) Args(p *Probe) (ProbeArgs, error) {
 	switch {
 	case p.Path == "./goapp" && p.Name == "main.handle":
-		return ProbeArgs{Count: 2, Named: []NamedArg{{"n", int64T}, {"name", uint64T}}}, nil
+		return ProbeArgs{Count: 2, Named: []NamedArg{{Name: "n", Type: int64T}, {Name: "name", Type: uint64T}}}, nil
 	case p.Path == "./goapp" && p.Name == "main.other":
-		return ProbeArgs{Count: 1, Named: []NamedArg{{"n", uint64T}}}, nil
+		return ProbeArgs{Count: 1, Named: []NamedArg{{Name: "n", Type: uint64T}}}, nil
+	case p.Path == "./gofn" && p.Kind == ProbeUprobe:
+		return ProbeArgs{GoID: true, Named: []NamedArg{{Name: "path", Type: StringType(64)},
+			{Name: "p", Err: "args.p is main.Point, a struct passed by value, which programs cannot read"}},
+			Refuse: map[string]string{"arg": "arg0…arg11 mean nothing in Go functions; use args.NAME"}}, nil
+	case p.Path == "./gofn" && p.Kind == ProbeUretprobe:
+		return ProbeArgs{GoID: true, Named: []NamedArg{{Name: "r0", Type: int64T}},
+			Refuse: map[string]string{"arg": "arg0…arg11 mean nothing in Go functions; use args.NAME"}}, nil
 	case p.Path == "./tracee" && p.Name == "twelve":
 		return ProbeArgs{Count: 12}, nil
 	case p.Path == "./tracee" && p.Name == "two":

@@ -29,12 +29,13 @@
 // e-notation (1e6); strings with \n \t \r \\ \" \xHH \NNN; // and /* */
 // comments. Probes take bpftrace's aliases (u, ur, U, i), globs, short
 // library names ("libc", resolved by the back end), "quoted" parts for
-// names with other characters (Go's "main.(*T).M", C++'s "ns::f(int)"),
-// uprobe offsets (FUNC+N) and probes with an empty path (usdt::P:N,
-// uprobe::FUNC), which the back end finds in the traced processes (bpftrace
-// 0.17 refuses uprobe::FUNC). Builtins: pid tid uid
-// gid comm nsecs elapsed cpu probe func retval arg0…arg11 args.NAME
-// (args->NAME) ustack; functions str count sum avg min max stats hist lhist
+// names with other characters (C++'s "ns::f(int)"; Go's main.(*T).M may
+// also go unquoted, which bpftrace refuses), uprobe offsets (FUNC+N) and
+// probes with an empty path (usdt::P:N, uprobe::FUNC), which the back end
+// finds in the traced processes (bpftrace 0.17 refuses uprobe::FUNC).
+// Builtins: pid tid uid gid comm nsecs elapsed cpu probe func retval
+// arg0…arg11 args.NAME (args->NAME) ustack, and goid, the goroutine id of
+// a Go function's probe (a usdtkit extension); functions str count sum avg min max stats hist lhist
 // ustack(n) printf print delete clear zero time exit.
 //
 // Where usdtkit differs from bpftrace, it rejects: a program Check accepts

@@ -317,7 +317,9 @@ func (l *lexer) probe(t token) (token, *Error) {
 			l.advance(end + 2)
 			continue
 		}
-		if !isProbeChar(c) {
+		// Parentheses, which bpftrace wants quoted, are taken in a
+		// probe's spec too: Go methods are main.(*Server).handle.
+		if !isProbeChar(c) && (c != '(' && c != ')' || l.off == start) {
 			break
 		}
 		// BEGIN and END are keywords to bpftrace, so "BEGIN/pred/" starts

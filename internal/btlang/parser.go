@@ -361,6 +361,7 @@ func (p *parser) postfix(x Expr) Expr {
 var builtins = map[string]bool{
 	"pid": true, "tid": true, "uid": true, "gid": true, "comm": true, "nsecs": true,
 	"elapsed": true, "cpu": true, "probe": true, "func": true, "retval": true, "ustack": true,
+	"goid": true,
 }
 
 // unsupportedBuiltins are bpftrace builtins usdtkit does not offer.

@@ -22,6 +22,8 @@ func TestParseProbe(t *testing.T) {
 		{"uprobe:libc:malloc+16", Probe{Kind: ProbeUprobe, Path: "libc", Name: "malloc", Offset: 16}},
 		{"uprobe:libc:malloc+0x10", Probe{Kind: ProbeUprobe, Path: "libc", Name: "malloc", Offset: 16}},
 		{`uprobe:./app:"main.(*Server).Handle"`, Probe{Kind: ProbeUprobe, Path: "./app", Name: "main.(*Server).Handle"}},
+		{`uprobe:./app:main.(*Server).Handle`, Probe{Kind: ProbeUprobe, Path: "./app", Name: "main.(*Server).Handle"}},
+		{`ur::main.(*Server[go.shape.int]).Get`, Probe{Kind: ProbeUretprobe, Name: "main.(*Server[go.shape.int]).Get"}},
 		{`uprobe:./app:"ns::f(int)"+4`, Probe{Kind: ProbeUprobe, Path: "./app", Name: "ns::f(int)", Offset: 4}},
 		{`uprobe:"/opt/my app/bin":"a+b"`, Probe{Kind: ProbeUprobe, Path: "/opt/my app/bin", Name: "a+b"}},
 		{"uprobe:/bin/x:a[12]", Probe{Kind: ProbeUprobe, Path: "/bin/x", Name: "a[12]"}},

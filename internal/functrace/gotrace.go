@@ -1,7 +1,6 @@
 package functrace
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"slices"
@@ -107,26 +106,7 @@ func (l *goLayout) free() int { return bpfgen.MaxArgs - len(l.site.Args) }
 
 // wordFetch returns the fetch of a word of size bytes.
 func wordFetch(fn *uprobe.Function, w gofunc.Word, size int64, signed bool) (bpfgen.Fetch, error) {
-	if size == 0 {
-		size = 8
-	}
-	if w.Reg != "" {
-		off, err := bpfgen.PtRegs(fn.Machine, w.Reg)
-		if err != nil {
-			return bpfgen.Fetch{}, err
-		}
-		return bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: uint8(size), Signed: signed, Reg: bpfgen.Reg{Off: off, Width: 8}}, nil
-	}
-	sp := "rsp"
-	if fn.Machine == elf.EM_AARCH64 {
-		sp = "sp"
-	}
-	off, err := bpfgen.PtRegs(fn.Machine, sp)
-	if err != nil {
-		return bpfgen.Fetch{}, err
-	}
-	return bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: uint8(size), Signed: signed, HasBase: true,
-		Reg: bpfgen.Reg{Off: off, Width: 8}, Offset: w.SPOffset}, nil
+	return bpfgen.WordFetch(fn.Machine, w.Reg, w.SPOffset, size, signed)
 }
 
 // addValue gives p slots, if they fit.
@@ -297,11 +277,11 @@ func (t *Tracer) goSites(fn *uprobe.Function, gf *gofunc.Func, goidOff int64, gR
 	l := &goLayout{}
 	// Slot 0: the goroutine id, *(g + goidOff).
 	if goidOff >= 0 {
-		g, err := wordFetch(fn, gofunc.Word{Reg: gReg}, 8, false)
+		g, err := bpfgen.GoIDFetch(fn.Machine, gReg, goidOff)
 		if err != nil {
 			return nil, site, err
 		}
-		l.add(bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 8, HasBase: true, Reg: g.Reg, Offset: goidOff})
+		l.add(g)
 	} else {
 		l.add(bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8})
 	}

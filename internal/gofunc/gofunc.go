@@ -103,6 +103,10 @@ type Param struct {
 	// Struct is the Go type of the pointed-to struct for a Pointer to a
 	// struct, nil otherwise: Field resolves paths through it.
 	Struct *godwarf.StructType
+	// Of is, for a field of a struct passed by value ("p.X", "p.in.Y"),
+	// the name of the parameter or result the struct is ("p"), and OfType
+	// its type ("main.Point"); "" for other values.
+	Of, OfType string
 }
 
 // Func is what a tracer needs of one Go function. Addresses are link-time
@@ -764,7 +768,12 @@ func (b *Binary) values(name string, typ godwarf.Type, words []Word, reason stri
 	case *godwarf.InterfaceType:
 		p.Kind, need = Interface, 2
 	case *godwarf.StructType:
-		return b.structFields(name, t, words)
+		fields := b.structFields(name, t, words)
+		for i := range fields {
+			// The outermost struct is the value by its name.
+			fields[i].Of, fields[i].OfType = name, typ.String()
+		}
+		return fields
 	case *godwarf.FloatType, *godwarf.ComplexType:
 		return []Param{unreadable(name, typ, "floating point, in a register a uprobe cannot read")}
 	default:

@@ -1,0 +1,91 @@
+// Package stackcap generates the BPF instructions that capture the user
+// stack of the thread that hit a uprobe, for generators (btgen, bpfgen) to
+// splice into their programs, and decodes what they captured.
+//
+// # Two captures
+//
+// Frame pointers (EmitFrames, EmitStackID): the kernel walks the user
+// stack's frame-pointer chain (bpf_get_stack or bpf_get_stackid with
+// BPF_F_USER_STACK). It is cheap and needs no user-space work, but only code
+// built with frame pointers gives right frames: a function built without
+// them (most -O2 C, Debian's libraries) hides its caller or ends the walk.
+//
+// Stack copy (EmitCopy): the instruction pointer, stack pointer, frame
+// pointer (and, on arm64, the link register) and a copy of the top of the
+// user stack, as `perf record --call-graph dwarf` takes them; user space
+// unwinds it with the objects' call frame information (internal/unwind).
+//
+// # The caller at a function's entry
+//
+// At a function's first instruction the function has not yet pushed the
+// frame pointer: the frame-pointer register still holds the caller's frame,
+// so a walk from it finds the caller's caller and skips the caller itself
+// (bpftrace 0.17 prints "leaf, level2, level1, main" for a probe on leaf
+// called by level3). The caller's return address is the word at the stack
+// pointer on x86-64, the link register x30 on arm64 (the "caller word").
+// With FramesOptions.Entry (the site is a symbol's start; the generator
+// knows) the program also reads it, and the decoders put it after the
+// instruction pointer, unless the kernel already did: recent
+// x86-64 kernels (commit "perf,x86: avoid missing caller address in stack
+// traces captured in uprobe"; 6.18 here does) add it themselves, but only
+// for uprobes on a `push %rbp` or `endbr64` instruction, so a function
+// that sets up no frame (a leaf at -O2, Go's small leaf functions) still
+// loses its caller there. A second frame equal to the word means the
+// kernel had it. The price of that test: in a recursion from one call
+// site on a kernel without the commit, one of the equal frames is
+// dropped. Entry is for a function's first instruction only, never for a
+// return probe.
+//
+// # Layouts
+//
+// Native byte order; dst+off must have room for FramesSize, StackIDSize or
+// CopySize bytes.
+//
+//	frames:   u32 n, u32 flags, u64 caller, u64 pcs[MaxFrames]
+//	          n = frames the kernel wrote; flags bit 0: caller is the
+//	          word at the stack pointer (Entry); bit 1: bpf_get_stack failed
+//	stack id: s64 id (negative: bpf_get_stackid's error), u64 caller (0: none)
+//	copy:     u64 ip, sp, fp, lr (arm64 x30, else 0), u64 base, u32 len,
+//	          u32 size, bytes[size]: the len bytes at base were copied
+//
+// # The copy
+//
+// The copy starts at the stack pointer rounded down to a chunk (4 KiB, or
+// the whole size when smaller) and is read chunk by chunk with
+// bpf_probe_read_user until a chunk fails: the stack above sp is mapped up
+// to the stack's end, which is page-aligned, so a copy near the top of the
+// stack keeps every readable byte instead of failing as one large read
+// would. Chunk-aligned reads have constant offsets and sizes, which the
+// verifier checks without bounds tracking; the cost is the bytes below sp
+// in the first chunk (copied, never used). Memory never touched reads as a
+// failure (bpf_probe_read_user cannot fault pages in): the copy then ends
+// early.
+//
+// DefaultCopySize is 16 KiB: perf's default is 8 KiB; with up to 4 KiB of
+// the first chunk below sp, 16 KiB keeps at least 12 KiB above sp, and it
+// fits a per-CPU array value (at most 32 KiB) beside a generator's other
+// data. A stack deeper than the copy unwinds until the copy ends
+// (unwind reports where it stopped); Options.Size raises it to MaxCopySize.
+//
+// # Registers and cost
+//
+// The emitted code reads the context (struct pt_regs) from register ctx
+// and writes through register dst; both must be R6..R9 (they survive
+// helper calls). R0..R5 are clobbered. Labels start with prefix.
+// BenchmarkCapture in bench/ measures the cost of each capture per hit.
+//
+// # Kernel versions
+//
+// bpf_get_stack: 4.18; bpf_get_stackid for uprobes: 4.6; bpf_probe_read_user:
+// 5.5. The depth of kernel walks is capped by kernel.perf_event_max_stack
+// (127 by default).
+//
+// # Sources
+//
+// include/uapi/linux/bpf.h (bpf_get_stack, bpf_get_stackid, BPF_F_USER_STACK),
+// kernel/bpf/stackmap.c, arch/x86/events/core.c perf_callchain_user and
+// is_uprobe_at_func_entry, tools/perf/Documentation/perf-record.txt
+// (--call-graph dwarf and its dump size).
+//
+// Everything here keeps no state and is safe for concurrent use.
+package stackcap

@@ -1,0 +1,58 @@
+// chain.c: known call chains for the stack capture and unwinding tests.
+// Built at test time by stacktest.BuildChain, e.g.
+//   gcc -O2 -fomit-frame-pointer -o chain chain.c
+//   gcc -O0 -fno-omit-frame-pointer -o chain chain.c
+// It reads commands on stdin and prints "done" after each:
+//   sort    main → sort_them → qsort (libc) → cmp → leaf
+//   levels  main → level1 → level2 → level3 → leaf
+//   loop N  N times levels (for benchmarks)
+// noipa keeps every function a real, separate call (no inlining, cloning
+// or interprocedural shortcuts); each call's result is used after it, so
+// no call becomes a tail jump. leaf never sets up a frame pointer, as
+// leaf functions of -O2 code often do not: its first instruction is not
+// `push %rbp`, so the kernel's walk at its entry misses its caller unless
+// the capture reads the return address at the stack pointer.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+volatile int sink;
+
+__attribute__((noipa, optimize("omit-frame-pointer"))) int leaf(int x) {
+	sink += x;
+	return sink & 1;
+}
+
+__attribute__((noipa)) int cmp(const void *a, const void *b) {
+	int x = *(const int *)a, y = *(const int *)b;
+	sink += leaf(x);
+	return (x > y) - (x < y);
+}
+
+__attribute__((noipa)) void sort_them(int *v, int n) {
+	qsort(v, n, sizeof *v, cmp);
+	sink += v[0];
+}
+
+__attribute__((noipa)) int level3(int x) { return leaf(x) + 1; }
+__attribute__((noipa)) int level2(int x) { return level3(x) + 1; }
+__attribute__((noipa)) int level1(int x) { return level2(x) + 1; }
+
+int main(void) {
+	char line[64];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while (fgets(line, sizeof line, stdin)) {
+		if (!strncmp(line, "sort", 4)) {
+			int v[4] = {3, 1, 2, 0};
+			sort_them(v, 4);
+		} else if (!strncmp(line, "levels", 6)) {
+			sink += level1(1);
+		} else if (!strncmp(line, "loop ", 5)) {
+			long n = atol(line + 5);
+			for (long i = 0; i < n; i++)
+				sink += level1(1);
+		}
+		printf("done\n");
+	}
+	return 0;
+}

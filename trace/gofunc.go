@@ -1,0 +1,280 @@
+package trace
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/gofunc"
+	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/uprobe"
+)
+
+// Go functions in programs.
+//
+// A uprobe on a Go function is a probe at its entry site, the first
+// instruction after the stack check (package gofunc), where the register
+// ABI's argument registers and the stack hold the parameters; programs
+// read them by name, args.NAME, as the function's DWARF places them. A
+// uretprobe on a Go function is never a uretprobe, which would replace a
+// return address on a goroutine stack that the runtime moves (the program
+// dies with "unexpected return pc"): it is a plain probe on each RET
+// instruction of the function, where args.NAME are the results and
+// retval the first result when it is an integer. goid reads the current
+// goroutine's id through the g register.
+
+// goBinary is a Go binary Compile reads, open until Compile returns.
+type goBinary struct {
+	file *os.File
+	bin  *gofunc.Binary
+}
+
+// goBinary opens, once per Compile, the Go binary fn is in, checking that
+// it is the file uprobe.Functions listed.
+func (r *resolver) goBinary(fn *uprobe.Function) (*gofunc.Binary, error) {
+	k := object{fn.Path, fn.PID, fn.Dev, fn.Inode}
+	if b, ok := r.gobins[k]; ok {
+		return b.bin, nil
+	}
+	f, err := target.Reopen(fn.Path, fn.PID, procfs.FileID{Dev: fn.Dev, Inode: fn.Inode})
+	if err != nil {
+		return nil, listError{err}
+	}
+	b, err := gofunc.Open(procfs.FDPath(f))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if r.gobins == nil {
+		r.gobins = make(map[object]goBinary)
+	}
+	r.gobins[k] = goBinary{f, b}
+	return b, nil
+}
+
+// closeGo closes the Go binaries Compile read.
+func (r *resolver) closeGo() {
+	for _, b := range r.gobins {
+		b.bin.Close()
+		b.file.Close()
+	}
+	r.gobins = nil
+}
+
+// goFunction returns the sites of Go function fn and what a program can
+// read there.
+func (r *resolver) goFunction(fn *uprobe.Function, warn func(error)) ([]btgen.Site, btlang.ProbeArgs, error) {
+	var args btlang.ProbeArgs
+	if strings.HasSuffix(fn.Symbol.Name, ".abi0") {
+		// Assembly with the stack-based ABI0: no register holds g, and
+		// DWARF has no parameters; its ABIInternal wrapper (the name
+		// without .abi0) is the function Go code calls.
+		warn(fmt.Errorf("%s in %s is an assembly function (ABI0): not traced; probe %s, which Go code calls", fn.Symbol.Name, fn.Path, strings.TrimSuffix(fn.Symbol.Name, ".abi0")))
+		return nil, args, nil
+	}
+	b, err := r.goBinary(fn)
+	if err != nil {
+		return nil, args, err
+	}
+	gf, err := b.Func(fn.Symbol.Name)
+	if err != nil {
+		return nil, args, err
+	}
+	fname := fn.Symbol.DisplayName()
+	kind := "uprobe:"
+	if fn.Return {
+		kind = "uretprobe:"
+	}
+	name := kind + fn.Path + ":" + fname
+	if fn.Delta != 0 {
+		name += fmt.Sprintf("+%d", fn.Delta)
+	}
+	for _, p := range gf.Problems {
+		warn(fmt.Errorf("%s: %s", name, p))
+	}
+	var offs []uint64
+	switch {
+	case fn.Return && fn.Delta != 0:
+		return nil, args, fmt.Errorf("%s in %s: a return probe must be at the function's start", fname, fn.Path)
+	case fn.Return:
+		if len(gf.Returns) == 0 {
+			// A glob may match functions that never return.
+			warn(fmt.Errorf("%s: no RET instruction (the function never returns): not traced", name))
+			return nil, args, nil
+		}
+		for _, a := range gf.Returns {
+			offs = append(offs, fn.Symbol.Offset+(a-gf.Entry))
+		}
+	case fn.Delta != 0:
+		off, err := fn.FileOffset()
+		if err != nil {
+			return nil, args, err
+		}
+		if err := checkBoundary(fn); err != nil {
+			return nil, args, err
+		}
+		offs = []uint64{off}
+	default:
+		offs = []uint64{fn.Symbol.Offset + (gf.Site - gf.Entry)}
+	}
+	args.Refuse = map[string]string{}
+	values, what := gf.Params, "parameters"
+	if fn.Return {
+		values, what = gf.Results, "results"
+	}
+	args.Refuse["arg"] = fmt.Sprintf("arg0…arg11 are C ABI registers, which mean nothing in Go function %s; read its %s by name as args.NAME (%s)", fname, what, valueNames(values))
+	site := btgen.Site{Probe: name}
+	switch {
+	case !b.DWARF:
+		why := fmt.Sprintf("%s has no DWARF (built with -ldflags=-w or stripped), so the names and places of %s's %s are unknown", fn.Path, fname, what)
+		args.Refuse["args"], args.Refuse["retval"] = why, why
+	case fn.Delta != 0:
+		args.Refuse["args"] = fmt.Sprintf("Go functions' parameters are read at their entry, not at an offset: use uprobe:%s:%s", fn.Path, fname)
+	default:
+		if err := goValues(fn, fname, values, &args, &site); err != nil {
+			return nil, args, err
+		}
+	}
+	if fn.Return && args.Refuse["retval"] == "" {
+		if err := goRetval(fn, fname, gf.Results, &args, &site); err != nil {
+			return nil, args, err
+		}
+	}
+	if b.GoidOffset >= 0 {
+		if site.GoID, err = bpfgen.GoIDFetch(fn.Machine, b.GReg, b.GoidOffset); err != nil {
+			return nil, args, err
+		}
+		args.GoID = true
+	} else {
+		args.Refuse["goid"] = fmt.Sprintf("%s does not say where runtime.g keeps the goroutine id (no DWARF)", fn.Path)
+	}
+	var sites []btgen.Site
+	for _, off := range offs {
+		s := site
+		s.Path, s.Offset = fn.Path, off
+		sites = append(sites, s)
+	}
+	return sites, args, nil
+}
+
+// goValues makes the parameters or results of a Go function args.NAME.
+func goValues(fn *uprobe.Function, fname string, values []gofunc.Param, args *btlang.ProbeArgs, site *btgen.Site) error {
+	structs := make(map[string]bool)
+	for i := range values {
+		p := &values[i]
+		if p.Of != "" {
+			// A struct passed by value, split into its fields.
+			if !structs[p.Of] {
+				structs[p.Of] = true
+				args.Named = append(args.Named, btlang.NamedArg{Name: p.Of, Err: fmt.Sprintf("args.%s of %s has type %s, a struct passed by value, which programs cannot read; pass a pointer, or integers and strings", p.Of, fname, p.OfType)})
+			}
+			continue
+		}
+		na := btlang.NamedArg{Name: p.Name}
+		nf := btgen.NamedFetch{Name: p.Name}
+		var err error
+		switch p.Kind {
+		case gofunc.Int, gofunc.Uint, gofunc.Bool, gofunc.Pointer:
+			na.Type = btlang.Type{Kind: btlang.KindInt, Size: 8, Signed: p.Kind == gofunc.Int}
+			nf.Value, err = wordFetch(fn, p.Words[0], p.Size, p.Kind == gofunc.Int)
+		case gofunc.String:
+			na.Type = btlang.StringType(btlang.DefaultStrLen)
+			if nf.Value, err = wordFetch(fn, p.Words[0], 8, false); err == nil {
+				nf.Len, err = wordFetch(fn, p.Words[1], 8, false)
+			}
+		case gofunc.Slice, gofunc.Interface:
+			na.Err = fmt.Sprintf("args.%s of %s has type %s, %s, which programs cannot read; they read integers, bools, pointers and strings", p.Name, fname, p.Type, map[gofunc.Kind]string{gofunc.Slice: "a slice", gofunc.Interface: "an interface"}[p.Kind])
+		default:
+			na.Err = fmt.Sprintf("args.%s of %s (%s) cannot be read: %s", p.Name, fname, p.Type, p.Reason)
+		}
+		if err != nil {
+			na.Err = fmt.Sprintf("args.%s of %s (%s) cannot be read: %v", p.Name, fname, p.Type, err)
+		}
+		args.Named = append(args.Named, na)
+		if na.Err == "" {
+			site.Named = append(site.Named, nf)
+		}
+	}
+	return nil
+}
+
+// goRetval makes the first result of a Go function retval when it is an
+// integer.
+func goRetval(fn *uprobe.Function, fname string, results []gofunc.Param, args *btlang.ProbeArgs, site *btgen.Site) error {
+	if len(results) == 0 {
+		args.Refuse["retval"] = fmt.Sprintf("Go function %s returns nothing", fname)
+		return nil
+	}
+	p := &results[0]
+	switch {
+	case p.Of != "":
+		args.Refuse["retval"] = fmt.Sprintf("retval is a Go function's first result when it is an integer; that of %s has type %s, a struct", fname, p.OfType)
+		return nil
+	case p.Kind != gofunc.Int && p.Kind != gofunc.Uint && p.Kind != gofunc.Bool && p.Kind != gofunc.Pointer:
+		args.Refuse["retval"] = fmt.Sprintf("retval is a Go function's first result when it is an integer; that of %s has type %s: read it as args.%s", fname, p.Type, p.Name)
+		return nil
+	}
+	f, err := wordFetch(fn, p.Words[0], p.Size, p.Kind == gofunc.Int)
+	if err != nil {
+		args.Refuse["retval"] = fmt.Sprintf("the first result of %s cannot be read: %v", fname, err)
+		return nil
+	}
+	site.Ret = f
+	return nil
+}
+
+func wordFetch(fn *uprobe.Function, w gofunc.Word, size int64, signed bool) (bpfgen.Fetch, error) {
+	return bpfgen.WordFetch(fn.Machine, w.Reg, w.SPOffset, size, signed)
+}
+
+// valueNames lists the names of values for messages.
+func valueNames(ps []gofunc.Param) string {
+	if len(ps) == 0 {
+		return "it has none"
+	}
+	var names []string
+	seen := make(map[string]bool)
+	for i := range ps {
+		n := ps[i].Name
+		if ps[i].Of != "" {
+			n = ps[i].Of
+		}
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return "it has " + strings.Join(names, ", ")
+}
+
+// mergeGoArgs narrows a, what one Go function of a probe provides, to
+// what b, another one, provides too: the names both have (a name of two
+// types cannot be read), goid if both have it, the first reason to refuse.
+func mergeGoArgs(a, b btlang.ProbeArgs, fa, fb string) btlang.ProbeArgs {
+	var named []btlang.NamedArg
+	for _, x := range a.Named {
+		for _, y := range b.Named {
+			if x.Name != y.Name {
+				continue
+			}
+			if x.Err == "" && y.Err != "" {
+				x = y
+			} else if x.Err == "" && !x.Type.Equal(y.Type) {
+				x.Err = fmt.Sprintf("args.%s is %s in %s but %s in %s", x.Name, x.Type, fa, y.Type, fb)
+			}
+			named = append(named, x)
+		}
+	}
+	a.Named = named
+	a.GoID = a.GoID && b.GoID
+	for k, v := range b.Refuse {
+		if a.Refuse[k] == "" {
+			a.Refuse[k] = v
+		}
+	}
+	return a
+}
