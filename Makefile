@@ -4,7 +4,13 @@ BIN     ?= bin/usdtkit
 PKGS    ?= ./...
 FUZZTIME ?= 10s
 
-.PHONY: all build test test-race bench fuzz lint demo clean
+.PHONY: all build test test-race bench fuzz lint demo clean libstapsdt install-libstapsdt
+
+# install-libstapsdt puts the library in $(DESTDIR)$(LIBDIR), its header in
+# $(DESTDIR)$(INCLUDEDIR).
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 
 all: build
 
@@ -13,7 +19,7 @@ build:
 
 # Every test, the fuzz seed corpora included. BPF/root tests skip when not
 # root unless USDTKIT_REQUIRE_BPF=1, which makes such a skip a failure.
-test: lint
+test: lint libstapsdt
 	$(GO) test -count=1 $(PKGS)
 	$(GO) test -count=1 -race -short $(PKGS)
 
@@ -43,6 +49,22 @@ fuzz:
 			done; \
 		done; \
 	done; rm -f .fuzz.log
+
+# The libstapsdt-compatible C library (cmd/libstapsdt): bin/libstapsdt.so.0,
+# the bin/libstapsdt.so link and bin/libstapsdt.h. Needs cgo and gcc.
+libstapsdt:
+	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=c-shared \
+		-ldflags="-s -w -extldflags=-Wl,-soname,libstapsdt.so.0,--version-script,$(CURDIR)/cmd/libstapsdt/libstapsdt.map" \
+		-o bin/libstapsdt.so.0 ./cmd/libstapsdt
+	rm -f bin/libstapsdt.so.h
+	ln -sf libstapsdt.so.0 bin/libstapsdt.so
+	cp cmd/libstapsdt/libstapsdt.h bin/libstapsdt.h
+
+install-libstapsdt: libstapsdt
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)
+	install -m 0755 bin/libstapsdt.so.0 $(DESTDIR)$(LIBDIR)/libstapsdt.so.0
+	ln -sf libstapsdt.so.0 $(DESTDIR)$(LIBDIR)/libstapsdt.so
+	install -m 0644 bin/libstapsdt.h $(DESTDIR)$(INCLUDEDIR)/libstapsdt.h
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \

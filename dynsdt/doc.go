@@ -21,6 +21,12 @@
 // usdtkit gen writes the same object as a standalone .so for dlopen and any
 // language's FFI.
 //
+// Static probes (GenerateStatic, usdtkit gen --static) are the other way:
+// the same Go API, but the stubs are Go assembly compiled into the program
+// and the semaphores live in its data, in a table (StaticTable) that the
+// post-link step of package dynsdt/postlink reads to add the notes to the
+// linked executable. Tracers then attach by path to every process of it.
+//
 // # The shared object
 //
 // Build writes an ELF64 little-endian ET_DYN for EM_X86_64 or EM_AARCH64,

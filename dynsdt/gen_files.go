@@ -19,6 +19,9 @@ type GenerateOptions struct {
 	// Machine is the ELF machine of the shared object, elf.EM_X86_64 or
 	// elf.EM_AARCH64. Default: the machine this program runs on.
 	Machine elf.Machine
+	// Static asks for static probes instead (GenerateStatic): Go files
+	// and assembly stubs for amd64 and arm64, no shared object or header.
+	Static bool
 }
 
 // GeneratedFile is a file's base name and contents.
@@ -30,8 +33,9 @@ type GeneratedFile struct {
 // GenerateFiles returns what usdtkit gen writes for p: the shared object
 // (Build; named SOName(p.Name), "myapp.so"), its C header ("myapp.h",
 // GenerateHeader) and the Go file ("myapp.go", GenerateGo), in that order.
-// Errors wrap ErrSpec for a spec Build or GenerateGo rejects and
-// ErrUnsupportedMachine for another machine.
+// With opts.Static, it returns GenerateStatic's files instead. Errors wrap
+// ErrSpec for a spec Build or GenerateGo rejects and ErrUnsupportedMachine
+// for another machine.
 func GenerateFiles(p *ProviderSpec, opts *GenerateOptions) ([]GeneratedFile, error) {
 	var o GenerateOptions
 	if opts != nil {
@@ -39,6 +43,9 @@ func GenerateFiles(p *ProviderSpec, opts *GenerateOptions) ([]GeneratedFile, err
 	}
 	if o.Package == "" {
 		o.Package = p.Name
+	}
+	if o.Static {
+		return GenerateStatic(p, o.Package)
 	}
 	if o.Machine == elf.EM_NONE {
 		o.Machine = hostMachine

@@ -350,6 +350,17 @@ func (pr *Probe) Fire(args ...uint64) {
 	fire(pr, unsafe.SliceData(args), len(args))
 }
 
+// Addresses returns what native code that calls the probe's stub itself
+// (cmd/libstapsdt, the libstapsdt-compatible C library) needs: the stub's
+// address in this process, the 4-byte word Load found at it (untraced, the
+// probe site holds it; Enabled compares with it) and the address of the
+// probe's 2-byte semaphore. The stub stays callable and its first word
+// readable while the Provider is reachable, also after Close; the
+// semaphore is not accessible after Close.
+func (pr *Probe) Addresses() (stub uintptr, orig uint32, semaphore uintptr) {
+	return pr.stub, pr.orig, uintptr(unsafe.Pointer(pr.sem))
+}
+
 // semaphore returns the probe's semaphore: the number of tracers attached
 // with a reference counter.
 func (pr *Probe) semaphore() uint16 {

@@ -16,6 +16,7 @@ type genOptions struct {
 	provider string
 	probes   []string
 	arch     string
+	static   bool
 }
 
 func newGenCmd() *cobra.Command {
@@ -33,12 +34,19 @@ declared with --provider and --probe), three files in DIR:
   PROVIDER.go  typed Go functions using the dynsdt runtime (no cgo), for
                go:generate: RequestStart(arg0 string, arg1 int32), Load, Close
 
+With --static, it writes instead the Go files of static probes, compiled
+into the program: PROVIDER.go (the same API; Load and Close do nothing),
+PROVIDER_stubs.go, PROVIDER_other.go and assembly stubs for amd64 and arm64.
+Build with go build -toolexec 'usdtkit toolexec' (or run usdtkit link on the
+executable) to add the notes tracers read.
+
 FILE.d declares probes by C types: provider myapp { probe request__start(char *, int); };
 --probe takes NAME:TYPE,TYPE with types int8..int64, uint8..uint64, bool,
 pointer, string and bytes.`,
 		Example: `  usdtkit gen -o probes myapp.d
   usdtkit gen -o . --provider myapp --probe 'request__start:string,int64' --probe 'request__done:int64'
-  //go:generate usdtkit gen -o . --package probes myapp.d`,
+  //go:generate usdtkit gen -o . --package probes myapp.d
+  usdtkit gen --static -o probes --package probes myapp.d && go build -toolexec 'usdtkit toolexec' .`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGen(cmd, &o, args)
@@ -50,6 +58,7 @@ pointer, string and bytes.`,
 	f.StringVar(&o.provider, "provider", "", "name of the provider declared with --probe")
 	f.StringArrayVar(&o.probes, "probe", nil, "declare a probe, NAME:TYPE,TYPE,...; repeatable")
 	f.StringVar(&o.arch, "arch", "", "architecture of the shared object: amd64 or arm64 (default: this machine's)")
+	f.BoolVar(&o.static, "static", false, "generate static probes compiled into the Go program (the same Go API; build with go build -toolexec 'usdtkit toolexec', or run usdtkit link on the binary) instead of the shared object, header and run-time Go file")
 	return cmd
 }
 
@@ -64,12 +73,15 @@ func runGen(cmd *cobra.Command, o *genOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	if o.static && o.arch != "" {
+		return fmt.Errorf("--static writes stubs for amd64 and arm64: --arch does not apply")
+	}
 	if o.pkg != "" && len(provs) > 1 {
 		return fmt.Errorf("--package names one Go package, but %s declares %d providers", args[0], len(provs))
 	}
 	var files []dynsdt.GeneratedFile
 	for i := range provs {
-		fs, err := dynsdt.GenerateFiles(&provs[i], &dynsdt.GenerateOptions{Package: o.pkg, Machine: machine})
+		fs, err := dynsdt.GenerateFiles(&provs[i], &dynsdt.GenerateOptions{Package: o.pkg, Machine: machine, Static: o.static})
 		if err != nil {
 			return fmt.Errorf("provider %s: %w", provs[i].Name, err)
 		}

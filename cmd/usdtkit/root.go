@@ -28,6 +28,8 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTraceCmd())
 	root.AddCommand(newDoctorCmd())
 	root.AddCommand(newGenCmd())
+	root.AddCommand(newLinkCmd())
+	root.AddCommand(newToolexecCmd())
 	return root
 }
 

@@ -1,0 +1,111 @@
+// Command libstapsdt is not a command: built with -buildmode=c-shared
+// (make libstapsdt) it is libstapsdt.so.0, a C library with the API and
+// ABI of libstapsdt (github.com/linux-usdt/libstapsdt), the run-time USDT
+// library that the probe bindings of Python (python-stapsdt), Node, Ruby,
+// Lua and others call. Programs and bindings built against libstapsdt's
+// header load it unchanged; libstapsdt.h here declares the same functions,
+// enum values and struct layouts (checked by a test with _Static_assert
+// against the offsets of libstapsdt 0.1's header).
+//
+// # Model
+//
+// Providers and probes are C memory that the C entry points (stapsdt.c)
+// own: providerInit and providerAddProbe allocate the public structs
+// (SDTProvider_t, SDTProbeList_t nodes with their SDTProbe_t) inside larger
+// private ones. providerLoad calls into Go (load.go), which turns the
+// probes into a dynsdt.ProviderSpec and loads it with dynsdt.Load: the one
+// ELF writer of usdtkit builds the object, written to a memfd (the
+// default, memfd_enabled) or to a file in dynsdt's private directory
+// (memfd_disabled; removed at unload, reaped after a crash), and mapped
+// into the process. Go hands back, per probe, the stub's address, the word
+// built at the probe site and the semaphore's address (Probe.Addresses).
+//
+//	providerLoad (C) → usdtkit_stapsdt_load (Go) → dynsdt.Load → addresses
+//	probeFire (C): load the site; traced → call the stub with the args
+//
+// probeFire and probeIsEnabled are native code compiled into the library;
+// they never enter the Go runtime. On x86-64 probeFire's untraced check is
+// assembly (a C variadic function stores all argument registers before
+// its first statement), jumping to C with the arguments untouched when
+// traced; elsewhere it is C. probeIsEnabled is one load of the probe site
+// compared with the word built there, as dynsdt's Probe.Enabled: every
+// uprobe changes the site, whether or not its tracer counts the semaphore,
+// and the site stays readable after providerUnload (the semaphore's page
+// does not). The semaphore is still there and counted by the kernel
+// (uprobe ref_ctr_offset) for tracers that read it. probeFire makes the
+// same check and returns when untraced; traced, it reads argCount
+// arguments of the declared types (ArgType_t; strings and pointers are
+// passed as uint64, as python-stapsdt does), extends them to 64 bits and
+// calls the stub with 12 integer arguments, which puts them where the
+// note's argument specs say: rdi, rsi, rdx, rcx, r8, r9, then 8-byte stack
+// slots from 8(%rsp) at the stub's entry on x86-64; x0-x7, then [sp] on
+// arm64.
+//
+// # Differences from libstapsdt
+//
+// Up to 12 arguments (MAX_ARGUMENTS_EXTENDED); argFmt keeps libstapsdt's 6
+// entries and the rest live in the private part of the probe. A 13th
+// argument, or a value that is not an ArgType_t, makes providerAddProbe
+// return NULL with provider->error set (probeArgumentError), instead of
+// writing past argFmt. Each probe has a semaphore counted by the kernel.
+// The site is the 5-byte nop that Linux 6.18 turns into a call instead of
+// a trap. Nothing is left in /tmp after a crash. probeFire after
+// providerUnload does nothing; probes added while loaded fire after the
+// next unload and load. The probe list, as libstapsdt's, has the last
+// added probe first; the object declares the probes in the order added.
+// Provider and probe names must be C identifiers, unique within the
+// provider (dynsdt's rule: probe names become symbols); providerLoad
+// fails with elfCreationError otherwise, where libstapsdt took any name.
+// provider->errno is named sdterrno where <errno.h> was included before
+// the header (errno is a macro there, which libstapsdt's header breaks on).
+//
+// # Lifetime
+//
+// providerUnload closes the dynsdt Provider, which keeps its address range
+// mapped: the stub pages become an anonymous copy holding the original
+// bytes, so a probeFire racing with providerUnload calls a stub that
+// returns, and later ones see an untraced site and return. Go keeps every
+// Provider a C provider loaded reachable until providerDestroy, after
+// which dynsdt's cleanup unmaps them; no thread may use the provider or
+// its probes once providerDestroy is called.
+//
+// # fork
+//
+// A child after fork() has the parent's mappings and the probe structs,
+// so it fires and checks probes its parent loaded, and tracers attached to
+// the child see them. The Go runtime does not survive fork (only the
+// forking thread does), so the child never calls into Go: providerLoad
+// fails there, and providerUnload and providerDestroy only quiet the
+// child's probes and free C memory.
+//
+// # Testing
+//
+// lib_test.go builds the library as make libstapsdt does and links C
+// programs against it: testdata/abi.c holds libstapsdt's layouts as
+// _Static_asserts; testdata/driver.c, written against libstapsdt's API,
+// is traced by usdtkit's tracer (every type, 1 to 12 arguments, strings,
+// semaphores, threads, fork, unload) and by bpftrace and tplist-bpfcc;
+// testdata/trap.c checks the arm64 build under qemu-user with a BRK
+// written over the site; testdata/bench.c is BenchmarkC.
+// examples/python-stapsdt drives the library from Python.
+//
+// # Symbols
+//
+// libstapsdt.map, the linker's version script, exports libstapsdt's eight
+// functions and nothing else: the Go runtime's and cgo's symbols stay
+// local, as do the Go functions the C side calls (usdtkit_stapsdt_*).
+//
+// # Concurrency
+//
+// Every function is safe from many threads on different providers;
+// providerAddProbe, providerLoad, providerUnload and providerUseMemfd lock
+// the provider. probeFire and probeIsEnabled take no lock and may race
+// with providerLoad and providerUnload, not with providerDestroy.
+//
+// # Cost at start
+//
+// Loading the library starts the Go runtime (threads and memory: see the
+// README's section on the library); the build needs cgo and a C compiler,
+// while CGO_ENABLED=0 go build ./... builds this package as an empty
+// program.
+package main

@@ -1,0 +1,630 @@
+package main
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/symtab"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/sdt"
+)
+
+// libDir holds the library the tests build once (buildLib), removed by
+// TestMain.
+var (
+	libOnce sync.Once
+	libDir  string
+	libErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if libDir != "" {
+		os.RemoveAll(libDir)
+	}
+	os.Exit(code)
+}
+
+// buildLib builds the library as make libstapsdt does, into a directory
+// holding libstapsdt.so.0, the libstapsdt.so link and libstapsdt.h, and
+// returns that directory.
+func buildLib(t testing.TB) string {
+	t.Helper()
+	testutil.RequireTool(t, "gcc")
+	libOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "libstapsdt-test-")
+		if err != nil {
+			libErr = err
+			return
+		}
+		libDir = dir
+		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		cmd := exec.Command(goTool, "build", "-buildmode=c-shared", ldflags(t), "-o", filepath.Join(dir, "libstapsdt.so.0"), ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			libErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		if err := os.Symlink("libstapsdt.so.0", filepath.Join(dir, "libstapsdt.so")); err != nil {
+			libErr = err
+			return
+		}
+		hdr, err := os.ReadFile("libstapsdt.h")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "libstapsdt.h"), hdr, 0o644)
+		}
+		libErr = err
+	})
+	if libErr != nil {
+		t.Fatal(libErr)
+	}
+	return libDir
+}
+
+// ldflags is the -ldflags argument of make libstapsdt: the soname, and
+// libstapsdt.map (by absolute path: the linker runs elsewhere) to export
+// the API alone.
+func ldflags(t testing.TB) string {
+	t.Helper()
+	mapFile, err := filepath.Abs("libstapsdt.map")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "-ldflags=-extldflags=-Wl,-soname,libstapsdt.so.0,--version-script," + mapFile
+}
+
+// TestExports checks the library's dynamic symbols: libstapsdt's eight
+// functions and nothing of the Go runtime or cgo.
+func TestExports(t *testing.T) {
+	f, err := elfnotes.Open(filepath.Join(buildLib(t), "libstapsdt.so.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := symtab.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var have []string
+	for _, s := range syms {
+		if s.Dynamic && s.Bind == elf.STB_GLOBAL && s.Section != uint16(elf.SHN_UNDEF) {
+			have = append(have, s.Name)
+		}
+	}
+	slices.Sort(have)
+	want := []string{"probeFire", "probeIsEnabled", "providerAddProbe", "providerDestroy", "providerInit",
+		"providerLoad", "providerUnload", "providerUseMemfd"}
+	equalLines(t, "exported", have, want)
+}
+
+// buildC compiles the C program src (in testdata) against the library.
+func buildC(t testing.TB, src string) string {
+	t.Helper()
+	lib := buildLib(t)
+	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(src, ".c"))
+	cmd := exec.Command("gcc", "-O2", "-Wall", "-Werror", "-o", bin, filepath.Join("testdata", src),
+		"-I"+lib, "-L"+lib, "-lstapsdt", "-lpthread", "-Wl,-rpath,"+lib)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", src, err, out)
+	}
+	return bin
+}
+
+// TestABI compiles testdata/abi.c: libstapsdt.h's struct layouts, enum
+// values and prototypes are libstapsdt's.
+func TestABI(t *testing.T) {
+	testutil.RequireTool(t, "gcc")
+	for _, std := range []string{"-std=c11", "-std=gnu17"} {
+		cmd := exec.Command("gcc", std, "-Wall", "-Werror", "-c", "-o", filepath.Join(t.TempDir(), "abi.o"), "-I.", "testdata/abi.c")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("gcc %s abi.c: %v\n%s", std, err, out)
+		}
+	}
+}
+
+// wantArg is the value the driver passes as argument j of probe nK, as a
+// tracer reads it: sign-extended for signed types (see driver.c's VAL).
+func wantArg(k, j int) uint64 {
+	K, J := int64(k), int64(j)
+	switch j % 8 {
+	case 0:
+		return uint64(int64(int8(-J - 1 - K)))
+	case 1:
+		return uint64(uint8(200 + K + J))
+	case 2:
+		return uint64(int64(int16(-(1000*K + J))))
+	case 3:
+		return uint64(uint16(60000 + K*10 + J))
+	case 4:
+		return uint64(int64(int32(-(100000*K + J))))
+	case 5:
+		return uint64(uint32(4000000000 + K*10 + J))
+	case 6:
+		return uint64(-(1 << 40) - K*10 - J)
+	default:
+		return 1<<63 + uint64(K*10+J)
+	}
+}
+
+// wantFire is what a tracer of driver's "fire" command reads, one line
+// per probe.
+func wantFire() []string {
+	var want []string
+	for k := 1; k <= 12; k++ {
+		args := make([]uint64, k)
+		for j := range args {
+			args[j] = wantArg(k, j)
+		}
+		want = append(want, fmt.Sprint("cprov:n", k, " ", args))
+	}
+	return append(want, fmt.Sprint("cprov:str hello from C ", uint64(1<<64-42)))
+}
+
+// listProbes lists the probes of providers in process pid.
+func listProbes(t *testing.T, pid int, providers ...string) []sdt.Probe {
+	t.Helper()
+	var sel []sdt.Selector
+	for _, p := range providers {
+		sel = append(sel, sdt.Selector{Provider: p})
+	}
+	probes, err := sdt.List(&sdt.ListOptions{PID: pid, Selectors: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return probes
+}
+
+// startTrace traces probes in pid, reading cprov:str's first argument as a
+// string.
+func startTrace(t *testing.T, pid int, probes []sdt.Probe) *sdt.Tracer {
+	t.Helper()
+	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: pid, ProbeStringArgs: map[string]uint16{"cprov:str": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	if len(tr.Warnings) > 0 {
+		t.Errorf("warnings: %v", tr.Warnings)
+	}
+	return tr
+}
+
+// readEvents reads n events as "provider:probe args" lines ("cprov:str
+// STRING ARG1" for the string probe), checking each came from pid.
+func readEvents(t *testing.T, tr *sdt.Tracer, pid, n int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var have []string
+	for range n {
+		var ev sdt.Event
+		if err := tr.Read(ctx, &ev); err != nil {
+			t.Fatalf("read: %v (have %q)", err, have)
+		}
+		name := tr.ProbeName(ev.Probe)
+		if ev.Faults != 0 {
+			t.Errorf("%s: faults %#b", name, ev.Faults)
+		}
+		if int(ev.PID) != pid {
+			t.Errorf("%s: event from PID %d, want %d", name, ev.PID, pid)
+		}
+		if name == "cprov:str" {
+			have = append(have, fmt.Sprint(name, " ", ev.Strings[0], " ", ev.Args[1]))
+		} else {
+			have = append(have, fmt.Sprint(name, " ", ev.Args))
+		}
+	}
+	return have
+}
+
+// semaphores reads the semaphores of probes in process pid through
+// /proc/PID/mem: the object is mapped with addresses equal to file
+// offsets, at the start of its offset-0 mapping.
+func semaphores(t *testing.T, pid int, probes []sdt.Probe) []uint16 {
+	t.Helper()
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	var sems []uint16
+	for _, p := range probes {
+		var base uint64
+		for line := range strings.Lines(string(maps)) {
+			f := strings.Fields(line)
+			if len(f) < 6 || f[2] != "00000000" || f[4] != strconv.FormatUint(p.Inode, 10) {
+				continue
+			}
+			start, _, _ := strings.Cut(f[0], "-")
+			base, err = strconv.ParseUint(start, 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if base == 0 || len(p.Locations) != 1 || p.Locations[0].Semaphore == 0 {
+			t.Fatalf("%s: no mapping or no semaphore (base %#x, %d locations)", p.String(), base, len(p.Locations))
+		}
+		var b [2]byte
+		if _, err := mem.ReadAt(b[:], int64(base+p.Locations[0].Semaphore)); err != nil {
+			t.Fatalf("%s: read semaphore: %v", p.String(), err)
+		}
+		sems = append(sems, binary.LittleEndian.Uint16(b[:]))
+	}
+	return sems
+}
+
+// readelfNotes runs readelf -n on the object with inode ino mapped in
+// process pid, through /proc/PID/map_files (which also reads a memfd):
+// readelf, a tool we did not write, finds the 14 cprov notes, and n12's
+// twelve argument specs.
+func readelfNotes(t *testing.T, pid int, ino uint64) {
+	t.Helper()
+	readelf := testutil.RequireTool(t, "readelf")
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file string
+	for line := range strings.Lines(string(maps)) {
+		if f := strings.Fields(line); len(f) >= 6 && f[2] == "00000000" && f[4] == strconv.FormatUint(ino, 10) {
+			file = fmt.Sprintf("/proc/%d/map_files/%s", pid, f[0])
+			break
+		}
+	}
+	if file == "" {
+		t.Fatalf("no offset-0 mapping of inode %d in /proc/%d/maps", ino, pid)
+	}
+	out, err := exec.Command(readelf, "-n", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("readelf -n %s: %v\n%s", file, err, out)
+	}
+	if n := strings.Count(string(out), "Provider: cprov\n"); n != 14 {
+		t.Errorf("readelf -n: %d cprov notes, want 14:\n%s", n, out)
+	}
+	_, n12, ok := strings.Cut(string(out), "Name: n12\n")
+	if !ok {
+		t.Fatalf("readelf -n: no n12:\n%s", out)
+	}
+	_, args, _ := strings.Cut(n12, "Arguments: ")
+	args, _, _ = strings.Cut(args, "\n")
+	if want := "-1@%dil 1@%sil -2@%dx 2@%cx -4@%r8d 4@%r9d -8@8(%rsp) 8@16(%rsp) -1@24(%rsp) 1@32(%rsp) -2@40(%rsp) 2@48(%rsp)"; runtime.GOARCH == "amd64" && args != want {
+		t.Errorf("readelf -n: n12's arguments %q, want %q", args, want)
+	}
+}
+
+// allEnabled is driver's "enabled" line for all probes off or on.
+func allEnabled(on bool) string {
+	return strings.TrimSpace(strings.Repeat(map[bool]string{false: "0 ", true: "1 "}[on], 14))
+}
+
+func equalLines(t *testing.T, what string, have, want []string) {
+	t.Helper()
+	if !slices.Equal(have, want) {
+		t.Errorf("%s:\nhave %q\nwant %q", what, have, want)
+	}
+}
+
+// TestDriver runs testdata/driver.c, a C program written against
+// libstapsdt's API and linked against the library, with the object in a
+// memfd and in a file, and traces it: 1 to 12 arguments of every type and
+// a string read back as fired; semaphores and probeIsEnabled follow the
+// tracer; 8 threads firing at once lose nothing; a 13th argument is
+// refused; a child after fork() fires and checks the parent's probes (and
+// unloads and destroys them without hanging), but cannot load new ones;
+// after providerUnload the probes are gone from the process and probeFire
+// does nothing; threads firing traced probes survive unloads and loads.
+func TestDriver(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := buildC(t, "driver.c")
+	for _, memfd := range []bool{true, false} {
+		t.Run(map[bool]string{true: "memfd", false: "file"}[memfd], func(t *testing.T) {
+			t.Setenv("STAPSDT_MEMFD", map[bool]string{true: "1", false: "0"}[memfd])
+			d := testutil.StartTracee(t, bin)
+			pid := d.PID()
+			path := d.Do(t, "path")
+			if len(path) != 1 || strings.HasPrefix(path[0], "/memfd:") != memfd {
+				t.Fatalf("path %q", path)
+			}
+			equalLines(t, "before tracing", d.Do(t, "enabled"), []string{allEnabled(false)})
+			probes := listProbes(t, pid, "cprov")
+			if len(probes) != 14 {
+				t.Fatalf("listed %d probes, want 14", len(probes))
+			}
+			if sems := semaphores(t, pid, probes); slices.Max(sems) != 0 {
+				t.Errorf("semaphores before tracing: %v", sems)
+			}
+			readelfNotes(t, pid, probes[0].Inode)
+
+			tr := startTrace(t, pid, probes)
+			equalLines(t, "traced", d.Do(t, "enabled"), []string{allEnabled(true)})
+			if sems := semaphores(t, pid, probes); slices.Min(sems) != 1 || slices.Max(sems) != 1 {
+				t.Errorf("semaphores while traced: %v, want all 1", sems)
+			}
+			d.Do(t, "fire")
+			equalLines(t, "events", readEvents(t, tr, pid, 13), wantFire())
+
+			equalLines(t, "13 arguments", d.Do(t, "thirteen"), []string{"refused 5 probe n13: 13 arguments, at most 12"})
+
+			d.Do(t, "threads")
+			next := map[uint64]uint64{}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			for range 8 * 1000 {
+				var ev sdt.Event
+				if err := tr.Read(ctx, &ev); err != nil {
+					t.Fatalf("read seq: %v", err)
+				}
+				if name := tr.ProbeName(ev.Probe); name != "cprov:seq" || ev.Args[1] != next[ev.Args[0]] {
+					t.Fatalf("%s %v, want cprov:seq with i = %d", name, ev.Args, next[ev.Args[0]])
+				}
+				next[ev.Args[0]]++
+			}
+			if len(next) != 8 {
+				t.Errorf("events from %d threads, want 8", len(next))
+			}
+			if lost, _, err := tr.Lost(); err != nil || lost != 0 {
+				t.Errorf("lost %d events (%v)", lost, err)
+			}
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			equalLines(t, "after detaching", d.Do(t, "enabled"), []string{allEnabled(false)})
+			if sems := semaphores(t, pid, probes); slices.Max(sems) != 0 {
+				t.Errorf("semaphores after detaching: %v", sems)
+			}
+
+			// The child takes over the command loop until "exit".
+			child := d.Do(t, "fork")
+			var cpid int
+			if len(child) != 1 {
+				t.Fatalf("fork: %q", child)
+			}
+			if _, err := fmt.Sscanf(child[0], "child %d", &cpid); err != nil {
+				t.Fatalf("fork: %q: %v", child, err)
+			}
+			equalLines(t, "child before tracing", d.Do(t, "enabled"), []string{allEnabled(false)})
+			equalLines(t, "load in the child", d.Do(t, "newload"),
+				[]string{"newload -1 provider kid: providerLoad in a child process after fork(); load before forking"})
+			ctr := startTrace(t, cpid, listProbes(t, cpid, "cprov"))
+			equalLines(t, "child traced", d.Do(t, "enabled"), []string{allEnabled(true)})
+			d.Do(t, "fire")
+			equalLines(t, "child's events", readEvents(t, ctr, cpid, 13), wantFire())
+			ctr.Close()
+			equalLines(t, "child's exit", d.Do(t, "exit"), []string{fmt.Sprintf("child %d exit 0", cpid)})
+			equalLines(t, "load in the parent", d.Do(t, "newload"), []string{"newload 0 "})
+
+			// Unload with a tracer attached: the probes leave the
+			// process, fires do nothing; cmark stays.
+			tr = startTrace(t, pid, listProbes(t, pid, "cprov", "cmark"))
+			equalLines(t, "unload", d.Do(t, "unload"), []string{"unload 0"})
+			equalLines(t, "unloaded", d.Do(t, "enabled"), []string{allEnabled(false)})
+			d.Do(t, "fire")
+			d.Do(t, "mark 7")
+			equalLines(t, "after unload", readEvents(t, tr, pid, 1), []string{"cmark:mark [7]"})
+			if probes := listProbes(t, pid, "cprov"); len(probes) != 0 {
+				t.Errorf("after unload: %d cprov probes listed", len(probes))
+			}
+
+			// Load again, trace, and unload and load 20 times while 4
+			// threads fire the traced probe: a fire racing with unload
+			// calls a stub that returns.
+			equalLines(t, "load again", d.Do(t, "load"), []string{"load 0"})
+			startTrace(t, pid, listProbes(t, pid, "cprov"))
+			equalLines(t, "race", d.Do(t, "race"), []string{"race ok"})
+			d.Quit(t)
+		})
+	}
+}
+
+// TestBpftrace traces the driver's probes with bpftrace and tplist-bpfcc,
+// tools we did not write, with the object in a file (they cannot read a
+// memfd): both find the probes, and bpftrace prints the values fired, each
+// argument cast to its declared type and printed by its sign (bpftrace
+// 0.17's %d prints a 32-bit value as signed), and the string.
+func TestBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	tplist := testutil.RequireTool(t, "tplist-bpfcc")
+	testutil.RequireTracefs(t)
+	bin := buildC(t, "driver.c")
+	t.Setenv("STAPSDT_MEMFD", "0")
+	d := testutil.StartTracee(t, bin)
+	pid := strconv.Itoa(d.PID())
+	path := d.Do(t, "path")[0]
+
+	out, err := exec.Command(tplist, "-p", pid).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tplist-bpfcc: %v\n%s", err, out)
+	}
+	for _, probe := range []string{"n1", "n6", "n12", "str", "seq"} {
+		if want := path + " cprov:" + probe + "\n"; !strings.Contains(string(out), want) {
+			t.Errorf("tplist-bpfcc -p: no line ending in %q:\n%s", want, out)
+		}
+	}
+
+	script := `usdt:` + path + `:cprov:n6 {
+	printf("n6 %d %u %d %u %d %u\n", (int8)arg0, (uint8)arg1, (int16)arg2, (uint16)arg3, (int32)arg4, (uint32)arg5);
+	@seen = 1;
+}
+usdt:` + path + `:cprov:str /@seen/ { printf("str %s %d\n", str(arg0), (int32)arg1); exit(); }`
+	cmd := exec.Command(bpftrace, "-p", pid, "-e", script)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	// probeIsEnabled turns true when the uprobes are installed, which may
+	// be before bpftrace has attached its programs: fire until the
+	// script's exit() ends bpftrace.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(20 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+fire:
+	for {
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("bpftrace: %v\n%s", err, stdout.String())
+			}
+			break fire
+		case <-deadline:
+			t.Fatalf("bpftrace printed no hit: %q", stdout.String())
+		case <-tick.C:
+			d.Do(t, "fire")
+		}
+	}
+	var n6 []string
+	for j := range 6 {
+		v := wantArg(6, j)
+		if j%2 == 0 {
+			n6 = append(n6, strconv.FormatInt(int64(v), 10))
+		} else {
+			n6 = append(n6, strconv.FormatUint(v, 10))
+		}
+	}
+	for _, want := range []string{"n6 " + strings.Join(n6, " ") + "\n", "str hello from C -42\n"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("bpftrace output: have %q, want a line %q", stdout.String(), want)
+		}
+	}
+	d.Quit(t)
+}
+
+// BenchmarkC times the library from C (testdata/bench.c) by the program's
+// own clock; b.N counts rounds. Only numbers of one run compare (the
+// machine is noisy), so each sub-benchmark times its variants in rotation
+// in the same rounds and reports their medians and ratios:
+//
+//   - /untraced: "ns:floor" (a call to an empty function: what any call
+//     into a library costs), "ns:probeFire0", "ns:probeFire3",
+//     "ns:probeIsEnabled", and "ns:probeFire3-floor", what firing adds to
+//     the call.
+//   - /providerLoad1000: "ms:providerLoad" of 1000 probes.
+//   - /traced: probeFire with 3 arguments against a sys/sdt.h probe with
+//     the same arguments in the same program, in the loop's body and in a
+//     function of its own, all counted by usdtkit's tracer: "ns:probeFire3",
+//     "ns:sdt3", "ns:sdtfunc3" and the ratios of the first to the others.
+func BenchmarkC(b *testing.B) {
+	testutil.RequireFile(b, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
+	bin := buildC(b, "bench.c")
+	run := func(b *testing.B, t *testutil.Tracee, ops []string, n int) map[string]float64 {
+		samples := map[string][]float64{}
+		first := 0
+		for b.Loop() {
+			for i := range ops {
+				op := ops[(first+i)%len(ops)]
+				out := t.Do(b, fmt.Sprint(op, " ", n))
+				v, err := strconv.ParseFloat(out[0], 64)
+				if err != nil {
+					b.Fatalf("%s: %q", op, out)
+				}
+				samples[op] = append(samples[op], v)
+			}
+			first++
+		}
+		med := map[string]float64{}
+		for op, s := range samples {
+			slices.Sort(s)
+			med[op] = s[len(s)/2]
+		}
+		return med
+	}
+	b.Run("untraced", func(b *testing.B) {
+		t := testutil.StartTracee(b, bin)
+		m := run(b, t, []string{"floor", "fire0", "fire3", "enabled"}, 1_000_000)
+		b.ReportMetric(m["floor"], "ns:floor")
+		b.ReportMetric(m["fire0"], "ns:probeFire0")
+		b.ReportMetric(m["fire3"], "ns:probeFire3")
+		b.ReportMetric(m["enabled"], "ns:probeIsEnabled")
+		b.ReportMetric(m["fire3"]-m["floor"], "ns:probeFire3-floor")
+	})
+	b.Run("providerLoad1000", func(b *testing.B) {
+		t := testutil.StartTracee(b, bin)
+		m := run(b, t, []string{"load"}, 1)
+		b.ReportMetric(m["load"]/1e6, "ms:providerLoad")
+	})
+	b.Run("traced", func(b *testing.B) {
+		testutil.RequireBPF(b)
+		t := testutil.StartTracee(b, bin)
+		t.Do(b, "floor 1") // the probes are loaded
+		var probes []sdt.Probe
+		for _, sel := range []sdt.Selector{{Provider: "bench", Name: "three"}, {Provider: "benchsdt", Name: "three"}, {Provider: "benchsdt", Name: "func"}} {
+			found, err := sdt.List(&sdt.ListOptions{PID: t.PID(), Selectors: []sdt.Selector{sel}})
+			if err != nil || len(found) != 1 {
+				b.Fatalf("list %s:%s: %v, %d probes", sel.Provider, sel.Name, err, len(found))
+			}
+			probes = append(probes, found...)
+		}
+		tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: t.PID(), Mode: sdt.ModeCount})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tr.Close() })
+		m := run(b, t, []string{"fire3", "sdt3", "sdtf3"}, 10_000)
+		b.ReportMetric(m["fire3"], "ns:probeFire3")
+		b.ReportMetric(m["sdt3"], "ns:sdt3")
+		b.ReportMetric(m["sdtf3"], "ns:sdtfunc3")
+		b.ReportMetric(m["fire3"]/m["sdt3"], "ratio:probeFire3/sdt3")
+		b.ReportMetric(m["fire3"]/m["sdtf3"], "ratio:probeFire3/sdtfunc3")
+	})
+}
+
+// TestArm64UnderQemu cross-builds the library and testdata/trap.c for
+// linux/arm64 (aarch64-linux-gnu-gcc, Debian package gcc-aarch64-linux-gnu)
+// and runs trap under qemu-user: providerLoad maps the object with arm64's
+// 64 KiB segments, and trap, standing in for a tracer (qemu-user has no
+// uprobes), writes BRK over the probe site and checks that probeIsEnabled
+// sees it and that probeFire's 12 arguments of every type arrive in x0-x7
+// and the first four stack slots, as the notes' specs say; untraced and
+// after providerUnload probeFire does not reach the site.
+func TestArm64UnderQemu(t *testing.T) {
+	if runtime.GOARCH == "arm64" {
+		t.Skip("the host is arm64: TestDriver runs natively")
+	}
+	cc := testutil.RequireTool(t, "aarch64-linux-gnu-gcc")
+	qemu, err := exec.LookPath("qemu-aarch64-static")
+	if err != nil {
+		qemu = testutil.RequireTool(t, "qemu-aarch64")
+	}
+	sysroot := testutil.RequireFile(t, "/usr/aarch64-linux-gnu")
+	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildmode=c-shared",
+		ldflags(t), "-o", filepath.Join(dir, "libstapsdt.so.0"), ".")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=1", "CC="+cc)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	trap := filepath.Join(dir, "trap")
+	if out, err := exec.Command(cc, "-O2", "-Wall", "-Werror", "-o", trap, "testdata/trap.c", "-I.",
+		"-L"+dir, "-l:libstapsdt.so.0", "-Wl,-rpath,"+dir).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", cc, err, out)
+	}
+	run := exec.Command(qemu, trap)
+	run.Env = append(os.Environ(), "QEMU_LD_PREFIX="+sysroot)
+	out, err := run.CombinedOutput()
+	if err != nil || string(out) != "ok\n" {
+		t.Errorf("trap under qemu: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,415 @@
+//go:build cgo
+
+// The C entry points of the library: libstapsdt's API. Providers and
+// probes are C memory; providerLoad, providerUnload and providerDestroy call
+// into Go (load.go) for dynsdt's object; probeFire and probeIsEnabled are
+// plain C that never enters the Go runtime. See doc.go.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libstapsdt.h"
+#include "bridge.h"
+#include "_cgo_export.h"
+
+// <errno.h> came first, so the header named the field sdterrno.
+#define SDT_ERRNO(p) ((p)->sdterrno)
+
+// probe_node is a probe as the library allocates it: the public list node
+// first, so that an SDTProbe_t * is a probe_node *.
+struct probe_node {
+  SDTProbeList_t pub;
+  // The declared types and count; the public copies may be written by
+  // the program, these are what probeFire reads.
+  int types[MAX_ARGUMENTS_EXTENDED];
+  int argc;
+  // site is the probe site probeFire and probeIsEnabled load, compared
+  // with orig: untraced, it holds orig. When not loaded it points to
+  // idle, which holds orig too (both 0 before the first load), so that
+  // the fast check alone sends an unloaded probe home; a site that is
+  // &idle means not loaded, whatever idle and orig read while a first
+  // load writes them. Loads and stores are atomic; the store that
+  // publishes a new site is a release, so that orig and stub are seen
+  // before it.
+  const uint32_t *site;
+  uint32_t orig;
+  uint32_t idle;
+  // stub is the function at site: calling it with the probe's arguments
+  // in the C calling convention is the probe hit.
+  uintptr_t stub;
+};
+
+// provider_node is a provider as the library allocates it.
+struct provider_node {
+  SDTProvider_t pub;
+  pthread_mutex_t mu;
+  uintptr_t session; // Go's session (load.go), 0 before the first load
+  int loaded;
+};
+
+// go_pid is the process whose Go runtime runs: a child after fork() has
+// only the forking thread, and calling into Go there could hang.
+static pid_t go_pid;
+
+__attribute__((constructor)) static void record_pid(void) { go_pid = getpid(); }
+
+static int in_go_process(void) { return getpid() == go_pid; }
+
+// set_error replaces the provider's error; msg is malloc'd or NULL.
+static void set_error(SDTProvider_t *p, SDTError_t code, char *msg) {
+  free(p->error);
+  SDT_ERRNO(p) = code;
+  p->error = msg;
+}
+
+static void set_errorf(SDTProvider_t *p, SDTError_t code, const char *fmt, ...) {
+  char *msg = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&msg, fmt, ap) < 0)
+    msg = NULL;
+  va_end(ap);
+  set_error(p, code, msg);
+}
+
+SDTProvider_t *providerInit(const char *name) {
+  if (name == NULL)
+    return NULL;
+  struct provider_node *n = calloc(1, sizeof *n);
+  if (n == NULL)
+    return NULL;
+  n->pub.name = strdup(name);
+  if (n->pub.name == NULL || pthread_mutex_init(&n->mu, NULL) != 0) {
+    free(n->pub.name);
+    free(n);
+    return NULL;
+  }
+  SDT_ERRNO(&n->pub) = noError;
+  n->pub._memfd = -1;
+  n->pub._use_memfd = memfd_enabled;
+  return &n->pub;
+}
+
+int providerUseMemfd(SDTProvider_t *provider, const MemFDOption_t use_memfd) {
+  struct provider_node *n = (struct provider_node *)provider;
+  if (n == NULL)
+    return 0;
+  pthread_mutex_lock(&n->mu);
+  int ok = !n->loaded;
+  if (ok)
+    n->pub._use_memfd = use_memfd == memfd_disabled ? memfd_disabled : memfd_enabled;
+  pthread_mutex_unlock(&n->mu);
+  return ok;
+}
+
+static int valid_type(int t) {
+  switch (t) {
+  case uint8: case int8: case uint16: case int16:
+  case uint32: case int32: case uint64: case int64:
+    return 1;
+  }
+  return 0;
+}
+
+SDTProbe_t *providerAddProbe(SDTProvider_t *provider, const char *name, int argCount, ...) {
+  struct provider_node *pn = (struct provider_node *)provider;
+  if (pn == NULL)
+    return NULL;
+  pthread_mutex_lock(&pn->mu);
+  struct probe_node *n = NULL;
+  if (name == NULL) {
+    set_errorf(provider, probeArgumentError, "probe without a name");
+    goto out;
+  }
+  if (argCount < 0 || argCount > MAX_ARGUMENTS_EXTENDED) {
+    set_errorf(provider, probeArgumentError, "probe %s: %d arguments, at most %d", name, argCount,
+               MAX_ARGUMENTS_EXTENDED);
+    goto out;
+  }
+  int types[MAX_ARGUMENTS_EXTENDED] = {0};
+  va_list ap;
+  va_start(ap, argCount);
+  for (int i = 0; i < argCount; i++)
+    types[i] = va_arg(ap, int);
+  va_end(ap);
+  for (int i = 0; i < argCount; i++) {
+    if (!valid_type(types[i])) {
+      set_errorf(provider, probeArgumentError, "probe %s: argument %d has type %d, not an ArgType_t", name,
+                 i, types[i]);
+      goto out;
+    }
+  }
+  n = calloc(1, sizeof *n);
+  if (n == NULL || (n->pub.probe.name = strdup(name)) == NULL) {
+    free(n);
+    n = NULL;
+    set_errorf(provider, outOfMemoryError, "probe %s: out of memory", name);
+    goto out;
+  }
+  memcpy(n->types, types, sizeof types);
+  n->argc = argCount;
+  for (int i = 0; i < MAX_ARGUMENTS && i < argCount; i++)
+    n->pub.probe.argFmt[i] = (ArgType_t)types[i];
+  n->pub.probe.argCount = argCount;
+  n->pub.probe.provider = provider;
+  n->site = &n->idle;
+  n->pub.next = provider->probes;
+  provider->probes = &n->pub;
+out:
+  pthread_mutex_unlock(&pn->mu);
+  return n ? &n->pub.probe : NULL;
+}
+
+static int load_locked(struct provider_node *pn) {
+  SDTProvider_t *p = &pn->pub;
+  if (pn->loaded)
+    return 0;
+  if (!in_go_process()) {
+    set_errorf(p, sharedLibraryOpenError,
+               "provider %s: providerLoad in a child process after fork(); load before forking", p->name);
+    return -1;
+  }
+  int count = 0;
+  for (SDTProbeList_t *l = p->probes; l; l = l->next)
+    count++;
+  struct probe_node **nodes = calloc(count ? count : 1, sizeof *nodes);
+  const char **names = calloc(count ? count : 1, sizeof *names);
+  int *argc = calloc(count ? count : 1, sizeof *argc);
+  int *types = calloc(count ? count : 1, MAX_ARGUMENTS_EXTENDED * sizeof *types);
+  uintptr_t *stubs = calloc(count ? count : 1, sizeof *stubs);
+  uint32_t *origs = calloc(count ? count : 1, sizeof *origs);
+  int ret = -1;
+  if (!nodes || !names || !argc || !types || !stubs || !origs) {
+    set_errorf(p, outOfMemoryError, "provider %s: out of memory", p->name);
+    goto out;
+  }
+  // In the order the probes were added: the list has the last first.
+  int i = count;
+  for (SDTProbeList_t *l = p->probes; l; l = l->next) {
+    struct probe_node *n = (struct probe_node *)l;
+    i--;
+    nodes[i] = n;
+    names[i] = n->pub.probe.name;
+    argc[i] = n->argc;
+    memcpy(&types[i * MAX_ARGUMENTS_EXTENDED], n->types, sizeof n->types);
+  }
+  struct usdtkit_load req = {
+    .provider = p->name,
+    .memfd = p->_use_memfd == memfd_enabled,
+    .nprobes = count,
+    .names = names,
+    .argc = argc,
+    .types = types,
+    .stubs = stubs,
+    .origs = origs,
+    .session = pn->session,
+  };
+  char *msg = NULL;
+  int code = usdtkit_stapsdt_load(&req, &msg);
+  pn->session = req.session;
+  if (code != noError) {
+    set_error(p, (SDTError_t)code, msg);
+    goto out;
+  }
+  for (i = 0; i < count; i++) {
+    struct probe_node *n = nodes[i];
+    __atomic_store_n(&n->orig, origs[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&n->idle, origs[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&n->stub, stubs[i], __ATOMIC_RELAXED);
+    n->pub.probe._fire = (void *)stubs[i];
+    __atomic_store_n(&n->site, (const uint32_t *)stubs[i], __ATOMIC_RELEASE);
+  }
+  free(p->_filename);
+  p->_filename = req.path;
+  p->_handle = (void *)pn->session;
+  pn->loaded = 1;
+  ret = 0;
+out:
+  free(nodes);
+  free(names);
+  free(argc);
+  free(types);
+  free(stubs);
+  free(origs);
+  return ret;
+}
+
+int providerLoad(SDTProvider_t *provider) {
+  struct provider_node *pn = (struct provider_node *)provider;
+  if (pn == NULL)
+    return -1;
+  pthread_mutex_lock(&pn->mu);
+  int ret = load_locked(pn);
+  pthread_mutex_unlock(&pn->mu);
+  return ret;
+}
+
+static int unload_locked(struct provider_node *pn) {
+  SDTProvider_t *p = &pn->pub;
+  if (!pn->loaded)
+    return 0;
+  pn->loaded = 0;
+  p->_handle = NULL;
+  free(p->_filename);
+  p->_filename = NULL;
+  for (SDTProbeList_t *l = p->probes; l; l = l->next) {
+    struct probe_node *n = (struct probe_node *)l;
+    n->pub.probe._fire = NULL;
+    if (!in_go_process())
+      // The object stays mapped in this child; its probes go quiet.
+      __atomic_store_n(&n->site, &n->idle, __ATOMIC_RELEASE);
+    // In the loading process the site stays: unloading replaces the
+    // stubs' pages by a copy holding the original bytes, which keeps
+    // racing probeFire calls safe and makes them no-ops.
+  }
+  if (!in_go_process())
+    return 0;
+  char *msg = NULL;
+  int code = usdtkit_stapsdt_unload(pn->session, &msg);
+  if (code != noError) {
+    set_error(p, (SDTError_t)code, msg);
+    return -1;
+  }
+  return 0;
+}
+
+int providerUnload(SDTProvider_t *provider) {
+  struct provider_node *pn = (struct provider_node *)provider;
+  if (pn == NULL)
+    return -1;
+  pthread_mutex_lock(&pn->mu);
+  int ret = unload_locked(pn);
+  pthread_mutex_unlock(&pn->mu);
+  return ret;
+}
+
+void providerDestroy(SDTProvider_t *provider) {
+  struct provider_node *pn = (struct provider_node *)provider;
+  if (pn == NULL)
+    return;
+  pthread_mutex_lock(&pn->mu);
+  unload_locked(pn);
+  if (pn->session != 0 && in_go_process())
+    usdtkit_stapsdt_destroy(pn->session);
+  pthread_mutex_unlock(&pn->mu);
+  SDTProbeList_t *next;
+  for (SDTProbeList_t *l = provider->probes; l; l = next) {
+    next = l->next;
+    free(l->probe.name);
+    free(l);
+  }
+  pthread_mutex_destroy(&pn->mu);
+  free(provider->name);
+  free(provider->error);
+  free(provider->_filename);
+  free(pn);
+}
+
+// untraced reports whether site, loaded from n->site with acquire
+// semantics, shows no tracer, or n is not loaded.
+static inline int untraced(struct probe_node *n, const uint32_t *site) {
+  return __atomic_load_n(site, __ATOMIC_RELAXED) == __atomic_load_n(&n->orig, __ATOMIC_RELAXED) ||
+         site == &n->idle;
+}
+
+typedef void (*stub12)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
+                       uint64_t, uint64_t, uint64_t, uint64_t);
+
+// fire_slow reads the arguments as their declared types, extended to 64
+// bits as the C calling convention would leave them, and calls the stub:
+// the arguments land where the note's specs say (registers first, then
+// 8-byte stack slots).
+static void __attribute__((noinline)) fire_slow(struct probe_node *n, va_list ap) {
+  uint64_t a[MAX_ARGUMENTS_EXTENDED] = {0};
+  for (int i = 0; i < n->argc; i++) {
+    switch (n->types[i]) {
+    case int8: a[i] = (uint64_t)(int64_t)(int8_t)va_arg(ap, int); break;
+    case uint8: a[i] = (uint8_t)va_arg(ap, unsigned int); break;
+    case int16: a[i] = (uint64_t)(int64_t)(int16_t)va_arg(ap, int); break;
+    case uint16: a[i] = (uint16_t)va_arg(ap, unsigned int); break;
+    case int32: a[i] = (uint64_t)(int64_t)va_arg(ap, int32_t); break;
+    case uint32: a[i] = va_arg(ap, uint32_t); break;
+    default: a[i] = va_arg(ap, uint64_t); break;
+    }
+  }
+  ((stub12)__atomic_load_n(&n->stub, __ATOMIC_RELAXED))(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
+}
+
+// probe_fire_traced is probeFire past its fast check, with the same
+// arguments. It loads the site again, with acquire semantics: a racing
+// providerLoad may have published a new site whose orig and stub the fast
+// check did not order its loads with. A probe whose site is its idle
+// word is not loaded, whatever orig and idle read during a first load.
+__attribute__((visibility("hidden"), used)) void probe_fire_traced(SDTProbe_t *probe, ...) {
+  struct probe_node *n = (struct probe_node *)probe;
+  const uint32_t *site = __atomic_load_n(&n->site, __ATOMIC_ACQUIRE);
+  if (untraced(n, site))
+    return;
+  va_list ap;
+  va_start(ap, probe);
+  fire_slow(n, ap);
+  va_end(ap);
+}
+
+#if defined(__x86_64__)
+// On x86-64 probeFire is the check alone, in assembly: a C variadic
+// function stores the six argument registers (and, with %al set, eight
+// vector registers) before its first statement. Untraced, the site holds
+// its original bytes (every uprobe changes them: int3, or a call to the
+// kernel's trampoline) and probeFire returns; traced, it jumps to
+// probe_fire_traced with the arguments untouched. x86 loads are ordered,
+// so the plain loads are acquire loads.
+#define PROBE_SITE_OFF 120
+#define PROBE_ORIG_OFF 128
+_Static_assert(offsetof(struct probe_node, site) == PROBE_SITE_OFF, "probe_node.site");
+_Static_assert(offsetof(struct probe_node, orig) == PROBE_ORIG_OFF, "probe_node.orig");
+#define STR_(x) #x
+#define STR(x) STR_(x)
+__asm__(".text\n"
+        ".globl probeFire\n"
+        ".type probeFire, @function\n"
+        ".p2align 4\n"
+        "probeFire:\n"
+        "  .cfi_startproc\n"
+        "  testq %rdi, %rdi\n"
+        "  jz 1f\n"
+        "  movq " STR(PROBE_SITE_OFF) "(%rdi), %r10\n"
+        "  movl (%r10), %r10d\n"
+        "  cmpl " STR(PROBE_ORIG_OFF) "(%rdi), %r10d\n"
+        "  jne probe_fire_traced\n"
+        "1:\n"
+        "  ret\n"
+        "  .cfi_endproc\n"
+        ".size probeFire, .-probeFire\n");
+#else
+void probeFire(SDTProbe_t *probe, ...) {
+  struct probe_node *n = (struct probe_node *)probe;
+  if (n == NULL)
+    return;
+  const uint32_t *site = __atomic_load_n(&n->site, __ATOMIC_ACQUIRE);
+  // Untraced, the site holds its original bytes: every uprobe changes
+  // them (a call to the kernel's trampoline, BRK).
+  if (__builtin_expect(untraced(n, site), 1))
+    return;
+  va_list ap;
+  va_start(ap, probe);
+  fire_slow(n, ap);
+  va_end(ap);
+}
+#endif
+
+int probeIsEnabled(SDTProbe_t *probe) {
+  struct probe_node *n = (struct probe_node *)probe;
+  if (n == NULL)
+    return 0;
+  const uint32_t *site = __atomic_load_n(&n->site, __ATOMIC_ACQUIRE);
+  return !untraced(n, site);
+}

@@ -1,0 +1,348 @@
+// Package pythonstapsdt holds the Python example of usdtkit's
+// libstapsdt-compatible library; its tests run it.
+package pythonstapsdt
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/sdt"
+)
+
+// buildLib builds cmd/libstapsdt as make libstapsdt does into a temporary
+// directory holding libstapsdt.so.0 and the libstapsdt.so link, and
+// returns the directory.
+func buildLib(t *testing.T) string {
+	t.Helper()
+	testutil.RequireTool(t, "gcc")
+	dir := t.TempDir()
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	mapFile, err := filepath.Abs("../../cmd/libstapsdt/libstapsdt.map")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(goTool, "build", "-buildmode=c-shared",
+		"-ldflags=-extldflags=-Wl,-soname,libstapsdt.so.0,--version-script,"+mapFile,
+		"-o", filepath.Join(dir, "libstapsdt.so.0"), "../../cmd/libstapsdt")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := os.Symlink("libstapsdt.so.0", filepath.Join(dir, "libstapsdt.so")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// proc is a Python program driven through stdin and stdout.
+type proc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+}
+
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	py := testutil.RequireTool(t, "python3.11")
+	cmd := exec.Command(py, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return &proc{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+}
+
+// lines reads the lines before the next "done".
+func (p *proc) lines(t *testing.T) []string {
+	t.Helper()
+	var lines []string
+	for p.out.Scan() {
+		if p.out.Text() == "done" {
+			return lines
+		}
+		lines = append(lines, p.out.Text())
+	}
+	t.Fatalf("program ended: %v (have %q)", p.out.Err(), lines)
+	return nil
+}
+
+// do sends a command and returns its answer's lines.
+func (p *proc) do(t *testing.T, command string) string {
+	t.Helper()
+	if _, err := fmt.Fprintln(p.stdin, command); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(p.lines(t), "\n")
+}
+
+// trace lists provider's probes in pid and traces them there, reading
+// the arguments in strings (a bit mask) as strings.
+func trace(t *testing.T, pid int, provider string, strings uint16) *sdt.Tracer {
+	t.Helper()
+	probes, err := sdt.List(&sdt.ListOptions{PID: pid, Selectors: []sdt.Selector{{Provider: provider}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probes) != 1 {
+		t.Fatalf("%d probes of %s in %d, want 1", len(probes), provider, pid)
+	}
+	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: pid, StringArgs: strings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+func read(t *testing.T, tr *sdt.Tracer) sdt.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ev sdt.Event
+	if err := tr.Read(ctx, &ev); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if ev.Faults != 0 {
+		t.Errorf("faults %#b", ev.Faults)
+	}
+	return ev
+}
+
+// TestServer runs server.py, the seed scenario: http.server firing
+// simplehttp:file_transfer(ip, path, size) per file sent, through
+// stapsdt.py. usdtkit's tracer (sdt.Trace, and the usdtkit trace command)
+// reads the strings and the size fired; with --file, bpftrace prints them
+// too.
+func TestServer(t *testing.T) {
+	testutil.RequireBPF(t)
+	lib := buildLib(t)
+	www := t.TempDir()
+	const body = "hello from the python example\n"
+	if err := os.WriteFile(filepath.Join(www, "hello.txt"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memfd", true: "file"}[file], func(t *testing.T) {
+			args := []string{"server.py", www}
+			if file {
+				args = append(args, "--file")
+			}
+			p := start(t, []string{"LIBSTAPSDT=" + filepath.Join(lib, "libstapsdt.so.0")}, args...)
+			if !p.out.Scan() || !strings.HasPrefix(p.out.Text(), "ready ") {
+				t.Fatalf("server.py: %q", p.out.Text())
+			}
+			url := "http://127.0.0.1:" + strings.TrimPrefix(p.out.Text(), "ready ") + "/hello.txt"
+			get := func() {
+				t.Helper()
+				resp, err := http.Get(url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || string(b) != body {
+					t.Fatalf("GET: %q, %v", b, err)
+				}
+			}
+			pid := p.cmd.Process.Pid
+			tr := trace(t, pid, "simplehttp", 0b011)
+			get()
+			ev := read(t, tr)
+			have := fmt.Sprint(ev.Strings[0], " ", ev.Strings[1], " ", ev.Args[2])
+			if want := fmt.Sprint("127.0.0.1 /hello.txt ", len(body)); have != want {
+				t.Errorf("usdtkit: have %q, want %q", have, want)
+			}
+			tr.Close()
+			cli(t, pid, get, fmt.Sprint("simplehttp:file_transfer 127.0.0.1 /hello.txt ", len(body)))
+			if file {
+				bpftrace(t, pid, get, fmt.Sprint("127.0.0.1 /hello.txt ", len(body)))
+			}
+		})
+	}
+}
+
+// cli runs usdtkit trace on process pid's simplehttp:file_transfer with
+// a format printing the strings, calls hit once usdtkit has attached, and
+// checks that the event line ends in want.
+func cli(t *testing.T, pid int, hit func(), want string) {
+	t.Helper()
+	usdtkit := testutil.BuildGo(t, "../../cmd/usdtkit")
+	cmd := exec.Command(usdtkit, "trace", "-p", strconv.Itoa(pid), "usdt::simplehttp:file_transfer",
+		"-F", `simplehttp:file_transfer="%s %s %d", str(arg0), str(arg1), arg2`)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	errs := bufio.NewScanner(stderr)
+	if !errs.Scan() || !strings.HasPrefix(errs.Text(), "Tracing 1 probes") {
+		t.Fatalf("usdtkit trace: %q", errs.Text())
+	}
+	hit()
+	out := bufio.NewScanner(stdout)
+	if !out.Scan() || !strings.HasSuffix(out.Text(), want) {
+		t.Errorf("usdtkit trace: have %q, want a line ending in %q", out.Text(), want)
+	}
+}
+
+// bpftrace runs bpftrace on process pid's simplehttp:file_transfer,
+// calling hit until the script has printed one hit, and checks the line.
+func bpftrace(t *testing.T, pid int, hit func(), want string) {
+	t.Helper()
+	bin := testutil.RequireTool(t, "bpftrace")
+	testutil.RequireTracefs(t)
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var path string
+	for line := range strings.Lines(string(maps)) {
+		if f := strings.Fields(line); len(f) == 6 && strings.Contains(f[5], "/simplehttp-") {
+			path = f[5]
+		}
+	}
+	if path == "" {
+		t.Fatalf("no simplehttp object file in /proc/%d/maps", pid)
+	}
+	cmd := exec.Command(bin, "-p", strconv.Itoa(pid), "-e",
+		`usdt:`+path+`:simplehttp:file_transfer { printf("%s %s %d\n", str(arg0), str(arg1), arg2); exit(); }`)
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(20 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("bpftrace: %v\n%s", err, stdout.String())
+			}
+			if !strings.Contains(stdout.String(), want+"\n") {
+				t.Errorf("bpftrace: have %q, want a line %q", stdout.String(), want)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("bpftrace printed no hit: %q", stdout.String())
+		case <-tick.C:
+			hit()
+		}
+	}
+}
+
+// TestCompatPrefork runs testdata/prefork.py, a program written for the
+// python-stapsdt package, with testdata/compat/stapsdt.py standing in for
+// that package (PyPI is out of reach here): its exact ctypes calls
+// (providerInit, providerAddProbe with ArgType_t values, providerLoad,
+// probeIsEnabled, probeFire with c_char_p and ints, providerUnload,
+// providerDestroy) against the library found as libstapsdt.so. The parent
+// loads and forks; the child fires the parent's probe and is traced, then
+// exits (destroying the provider from __del__); the parent fires, unloads
+// and then fires nothing.
+func TestCompatPrefork(t *testing.T) {
+	testutil.RequireBPF(t)
+	lib := buildLib(t)
+	p := start(t, []string{"LD_LIBRARY_PATH=" + lib, "PYTHONPATH=testdata/compat"}, "testdata/prefork.py")
+	var cpid int
+	if _, err := fmt.Sscanf(strings.Join(p.lines(t), "\n"), "child %d", &cpid); err != nil {
+		t.Fatal(err)
+	}
+	if have := p.do(t, "fire"); have != "not enabled" {
+		t.Errorf("child, untraced: %q", have)
+	}
+	for _, pid := range []int{cpid, p.cmd.Process.Pid} {
+		tr := trace(t, pid, "pyfork", 1)
+		if have := p.do(t, "fire"); have != "fired" {
+			t.Fatalf("%d traced: %q", pid, have)
+		}
+		ev := read(t, tr)
+		have := fmt.Sprint(ev.Strings[0], " ", int64(ev.Args[1]), " ", ev.PID)
+		if want := fmt.Sprint("text from ", pid, " -42 ", pid); have != want {
+			t.Errorf("event: have %q, want %q", have, want)
+		}
+		tr.Close()
+		if pid == cpid {
+			if have, want := p.do(t, "exit"), fmt.Sprint("child ", cpid, " exit 0"); have != want {
+				t.Fatalf("exit: have %q, want %q", have, want)
+			}
+		}
+	}
+	tr := trace(t, p.cmd.Process.Pid, "pyfork", 1)
+	if have := p.do(t, "unload"); have != "unload False" {
+		t.Errorf("unload: %q", have)
+	}
+	if have := p.do(t, "fire"); have != "not enabled" {
+		t.Errorf("after unload: %q", have)
+	}
+	tr.Close()
+	p.stdin.Close()
+	if err := p.cmd.Wait(); err != nil {
+		t.Errorf("prefork.py: %v", err)
+	}
+}
+
+// TestTypes fires a probe with 12 arguments of every ArgTypes value,
+// strings and bytes through stapsdt.py (testdata/types.py) and reads them
+// back with usdtkit's tracer; a 13th argument is refused.
+func TestTypes(t *testing.T) {
+	testutil.RequireBPF(t)
+	lib := buildLib(t)
+	p := start(t, []string{"LIBSTAPSDT=" + filepath.Join(lib, "libstapsdt.so.0")}, "testdata/types.py")
+	if have := strings.Join(p.lines(t), "\n"); !strings.HasPrefix(have, "refused: ") {
+		t.Errorf("13 arguments: %q", have)
+	}
+	if have := p.do(t, "fire"); have != "not enabled" {
+		t.Errorf("untraced: %q", have)
+	}
+	tr := trace(t, p.cmd.Process.Pid, "pytypes", 1<<8|1<<10)
+	if have := p.do(t, "fire"); have != "fired" {
+		t.Fatalf("traced: %q", have)
+	}
+	ev := read(t, tr)
+	neg := func(v int64) uint64 { return uint64(v) }
+	have := fmt.Sprint(ev.Args[:8], " ", ev.Strings[8], " ", ev.Args[9], " ", ev.Strings[10], " ", ev.Args[11])
+	want := fmt.Sprint([]uint64{neg(-5), 250, neg(-300), 65000, neg(-70000), 4000000000, neg(-1 << 40), 1<<64 - 1},
+		" h\u00e9llo ", neg(-1), " raw 7")
+	if have != want {
+		t.Errorf("event:\nhave %q\nwant %q", have, want)
+	}
+}
