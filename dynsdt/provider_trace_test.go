@@ -156,9 +156,11 @@ func TestTraceStress(t *testing.T) {
 			for seq := uint64(0); !stop.Load(); seq++ {
 				pr.Fire(uint64(g), seq)
 				fired.Add(1)
-				if seq%8 == 7 {
+				if seq%4 == 3 {
 					// Bound the rate, so that the reader keeps up
-					// on a small machine.
+					// on a small, busy machine (2 CPUs at a load
+					// of 14 lost events one cycle in three at
+					// seq%8).
 					time.Sleep(100 * time.Microsecond)
 				}
 			}
