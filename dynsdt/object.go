@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -143,19 +144,33 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	// .dynstr: the soname, then per probe the names of its symbols (symsPerProbe:
 	// stub, semaphore, stub's fire alias). nameOff[symsPerProbe*i+k] is
 	// the offset of probe i's k-th name.
+	// The names are appended in place (SemaphoreSymbol and FireSymbol
+	// spelled out) and hashed as they are written: the semaphore and fire
+	// names share the hash of their "<provider>_<probe>" prefix.
 	soname := SOName(p.Name)
+	const semSuffix, fireSuffix = "_semaphore", "_fire"
 	strsz := 1 + len(soname) + 1
 	for _, pr := range p.Probes {
-		strsz += len(pr.Name) + 1 + len(SemaphoreSymbol(p.Name, pr.Name)) + 1 + len(FireSymbol(p.Name, pr.Name)) + 1
+		strsz += 3*len(pr.Name) + 2*(len(p.Name)+1) + len(semSuffix) + len(fireSuffix) + 3
 	}
 	dynstr := make([]byte, 1, strsz)
 	dynstr = append(append(dynstr, soname...), 0)
-	nameOff := make([]uint32, 0, symsPerProbe*n)
-	for _, pr := range p.Probes {
-		for _, name := range [symsPerProbe]string{pr.Name, SemaphoreSymbol(p.Name, pr.Name), FireSymbol(p.Name, pr.Name)} {
-			nameOff = append(nameOff, uint32(len(dynstr)))
-			dynstr = append(append(dynstr, name...), 0)
-		}
+	nameOff := make([]uint32, symsPerProbe*n)
+	nameHash := make([]uint32, symsPerProbe*n)
+	provHash := sysvHashString(0, p.Name)
+	provHash = sysvHashString(provHash, "_")
+	for i, pr := range p.Probes {
+		k := symsPerProbe * i
+		nameOff[k] = uint32(len(dynstr))
+		nameHash[k] = sysvHashString(0, pr.Name)
+		dynstr = append(append(dynstr, pr.Name...), 0)
+		prefix := sysvHashString(provHash, pr.Name)
+		nameOff[k+1] = uint32(len(dynstr))
+		nameHash[k+1] = sysvHashString(prefix, semSuffix)
+		dynstr = append(append(append(append(append(dynstr, p.Name...), '_'), pr.Name...), semSuffix...), 0)
+		nameOff[k+2] = uint32(len(dynstr))
+		nameHash[k+2] = sysvHashString(prefix, fireSuffix)
+		dynstr = append(append(append(append(append(dynstr, p.Name...), '_'), pr.Name...), fireSuffix...), 0)
 	}
 
 	// Layout: every allocated section's address is its file offset, and
@@ -219,8 +234,7 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	// Insert from the last symbol down so that each chain lists symbols
 	// in index order; any order is valid, this one is stable.
 	for sym := nsym - 1; sym >= 1; sym-- {
-		no := nameOff[sym-1]
-		b := int(sysvHash(dynstr[no:])%uint32(nbucket)) * 4
+		b := int(nameHash[sym-1]%uint32(nbucket)) * 4
 		copy(chains[4*sym:], buckets[b:b+4])
 		bo.PutUint32(buckets[b:], uint32(sym))
 	}
@@ -238,29 +252,41 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 		dynamic = bo.AppendUint64(bo.AppendUint64(dynamic, d[0]), d[1])
 	}
 
-	// .note.stapsdt: one NT_STAPSDT note per probe, in spec order.
-	var notes, desc, args []byte
+	// .note.stapsdt: one NT_STAPSDT note per probe, in spec order, as
+	// elfnotes.AppendNote writes an elfnotes.Stapsdt's AppendDesc, written
+	// in place. A probe's argument specs are those of the previous probe
+	// when its types are (a provider's probes often share a signature).
+	var notes, args []byte
+	var prevArgs []ArgType
 	for i, pr := range p.Probes {
-		args = args[:0]
-		for j, t := range pr.Args {
-			if j > 0 {
-				args = append(args, ' ')
+		if i == 0 || !slices.Equal(pr.Args, prevArgs) {
+			args = args[:0]
+			for j, t := range pr.Args {
+				if j > 0 {
+					args = append(args, ' ')
+				}
+				args = mach.appendArg(args, j, t)
 			}
-			args = mach.appendArg(args, j, t)
+			prevArgs = pr.Args
 		}
-		desc = elfnotes.Stapsdt{
-			PC:        obj.Stubs[i],
-			Base:      baseAddr,
-			Semaphore: obj.Semaphores[i],
-			Provider:  p.Name,
-			Name:      pr.Name,
-			Args:      string(args),
-		}.AppendDesc(desc[:0], elf.ELFCLASS64, bo)
+		descsz := 3*8 + len(p.Name) + 1 + len(pr.Name) + 1 + len(args) + 1
 		if i == 0 {
 			// All notes are about the same size; one allocation.
-			notes = make([]byte, 0, n*(12+len(elfnotes.OwnerStapsdt)+1+len(desc)+8))
+			notes = make([]byte, 0, n*(noteHdrSize+len(ownerStapsdt)+descsz+8))
 		}
-		notes = elfnotes.AppendNote(notes, bo, elfnotes.OwnerStapsdt, elfnotes.NTStapsdt, desc)
+		notes = bo.AppendUint32(notes, uint32(len(ownerStapsdt)))
+		notes = bo.AppendUint32(notes, uint32(descsz))
+		notes = bo.AppendUint32(notes, elfnotes.NTStapsdt)
+		notes = append(notes, ownerStapsdt...)
+		notes = bo.AppendUint64(notes, obj.Stubs[i])
+		notes = bo.AppendUint64(notes, baseAddr)
+		notes = bo.AppendUint64(notes, obj.Semaphores[i])
+		notes = append(append(notes, p.Name...), 0)
+		notes = append(append(notes, pr.Name...), 0)
+		notes = append(append(notes, args...), 0)
+		for ; descsz%4 != 0; descsz++ {
+			notes = append(notes, 0)
+		}
 	}
 
 	b := elfnotes.Builder{
@@ -299,6 +325,13 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	obj.Bytes = out
 	return obj, nil
 }
+
+// ownerStapsdt is the owner field of an NT_STAPSDT note: "stapsdt", NUL
+// terminated and padded to 4 bytes (8 already).
+const ownerStapsdt = elfnotes.OwnerStapsdt + "\x00"
+
+// noteHdrSize is the size of a note header: namesz, descsz, type.
+const noteHdrSize = 12
 
 // symsPerProbe is the number of dynamic symbols per probe: the stub, the
 // semaphore and the stub's fire alias.
@@ -345,15 +378,13 @@ func putSym(b []byte, name uint32, typ elf.SymType, shndx uint16, value, size ui
 	bo.PutUint64(b[16:], size)
 }
 
-// sysvHash is the System V ABI's ELF hash function (gABI "Hash Table") of
-// the NUL-terminated name at the start of s.
-func sysvHash(s []byte) uint32 {
-	var h uint32
-	for _, c := range s {
-		if c == 0 {
-			break
-		}
-		h = h<<4 + uint32(c)
+// sysvHashString continues the System V ABI's ELF hash function (gABI
+// "Hash Table") from state h over the bytes of s: sysvHashString(0, name)
+// is the hash of name, and the hash of a+b is
+// sysvHashString(sysvHashString(0, a), b).
+func sysvHashString(h uint32, s string) uint32 {
+	for i := 0; i < len(s); i++ {
+		h = h<<4 + uint32(s[i])
 		g := h & 0xf0000000
 		h ^= g >> 24
 		h &^= g

@@ -92,7 +92,7 @@ func (p *ProviderSpec) Validate() error {
 	if !isIdent(p.Name) {
 		return fmt.Errorf("provider name %q is not a C identifier: %w", p.Name, ErrSpec)
 	}
-	seen := make(map[string]bool)
+	seen := make(map[string]bool, len(p.Probes))
 	for _, pr := range p.Probes {
 		if !isIdent(pr.Name) {
 			return fmt.Errorf("provider %s: probe name %q is not a C identifier: %w", p.Name, pr.Name, ErrSpec)

@@ -22,12 +22,14 @@
 //
 //	providerLoad (C) → usdtkit_stapsdt_load (Go) → dynsdt.Load → addresses
 //	probeFire (C): load the site; traced → call the stub with the args
+//	probeFire (macro, in the program): load _fire and the site; traced → probeFire
 //
 // probeFire and probeIsEnabled are native code compiled into the library;
-// they never enter the Go runtime. On x86-64 probeFire's untraced check is
-// assembly (a C variadic function stores all argument registers before
-// its first statement), jumping to C with the arguments untouched when
-// traced; elsewhere it is C. probeIsEnabled is one load of the probe site
+// they never enter the Go runtime. On x86-64 probeFire is assembly (a C
+// variadic function stores all argument registers before its first
+// statement): untraced it returns after the check; traced with up to 6
+// arguments it moves them down one register and jumps to the stub; with
+// more it jumps to C with the arguments untouched. Elsewhere it is C. probeIsEnabled is one load of the probe site
 // compared with the word built there, as dynsdt's Probe.Enabled: every
 // uprobe changes the site, whether or not its tracer counts the semaphore,
 // and the site stays readable after providerUnload (the semaphore's page
@@ -39,7 +41,30 @@
 // calls the stub with 12 integer arguments, which puts them where the
 // note's argument specs say: rdi, rsi, rdx, rcx, r8, r9, then 8-byte stack
 // slots from 8(%rsp) at the stub's entry on x86-64; x0-x7, then [sp] on
-// arm64.
+// arm64. A probe of up to 6 arguments (all in registers) calls it with 6
+// as its last act, which the compiler makes a jump: the stub returns
+// straight to probeFire's caller, one return fewer after the trap.
+//
+// # Inline checks
+//
+// Programs compiled against this libstapsdt.h (GCC or Clang, x86-64 or
+// arm64) do the untraced check themselves: probeFire and probeIsEnabled
+// are also function-like macros that load SDTProbe_t's private _fire,
+// which the library sets to the probe site while loaded (NULL
+// otherwise), and compare the word there with LIBSTAPSDT_SITE_WORD, the
+// word dynsdt builds at every site (the first 4 bytes of the 5-byte nop on
+// x86-64, nop on arm64; providerLoad fails if a site ever differs). Two
+// dependent loads, no call; only a traced probe calls the exported
+// probeFire, which checks again as above. providerUnload stores NULL in
+// _fire; a check racing with it reads the old site, which stays mapped
+// (its retired copy holds the original bytes) until providerDestroy, so it
+// never faults and reports untraced. The macro evaluates the probe
+// expression once and the probe's arguments only when traced, as a
+// semaphore-guarded sys/sdt.h probe does. (probeFire)(probe, ...) and
+// (probeIsEnabled)(probe) call the functions; LIBSTAPSDT_NO_INLINE turns
+// the macros off. Programs and bindings built against libstapsdt's header
+// (and ctypes) call the exported functions and see no change: the struct
+// layouts are libstapsdt's (TestABI), and _fire was already private.
 //
 // # Differences from libstapsdt
 //
@@ -82,11 +107,17 @@
 //
 // lib_test.go builds the library as make libstapsdt does and links C
 // programs against it: testdata/abi.c holds libstapsdt's layouts as
-// _Static_asserts; testdata/driver.c, written against libstapsdt's API,
-// is traced by usdtkit's tracer (every type, 1 to 12 arguments, strings,
-// semaphores, threads, fork, unload) and by bpftrace and tplist-bpfcc;
-// testdata/trap.c checks the arm64 build under qemu-user with a BRK
-// written over the site; testdata/bench.c is BenchmarkC.
+// _Static_asserts and uses the macros (compiled as C99, C11, GNU C17, and
+// the header as C++11, by gcc and clang); testdata/driver.c, written
+// against libstapsdt's API, is built with the inline macros and with
+// LIBSTAPSDT_NO_INLINE and traced by usdtkit's tracer (every type, 1 to
+// 12 arguments, strings, semaphores, threads, fork, unload) and by
+// bpftrace and tplist-bpfcc; testdata/trap.c checks the arm64 build under
+// qemu-user with a BRK written over the site; testdata/bench.c is
+// BenchmarkC: the exported functions and the macros against an empty C
+// call, providerLoad, and the traced fire against sys/sdt.h probes, with
+// the BPF programs' run time per hit from the kernel's BPF stats and the
+// site forms (1-byte nop, 5-byte nop) alone.
 // examples/python-stapsdt drives the library from Python.
 //
 // # Symbols

@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"github.com/usdtkit/usdtkit/internal/symtab"
@@ -111,13 +114,16 @@ func TestExports(t *testing.T) {
 	equalLines(t, "exported", have, want)
 }
 
-// buildC compiles the C program src (in testdata) against the library.
-func buildC(t testing.TB, src string) string {
+// buildC compiles the C program src (in testdata) against the library,
+// with the extra compiler flags cflags.
+func buildC(t testing.TB, src string, cflags ...string) string {
 	t.Helper()
 	lib := buildLib(t)
 	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(src, ".c"))
-	cmd := exec.Command("gcc", "-O2", "-Wall", "-Werror", "-o", bin, filepath.Join("testdata", src),
+	args := append([]string{"-O2", "-Wall", "-Werror"}, cflags...)
+	args = append(args, "-o", bin, filepath.Join("testdata", src),
 		"-I"+lib, "-L"+lib, "-lstapsdt", "-lpthread", "-Wl,-rpath,"+lib)
+	cmd := exec.Command("gcc", args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", src, err, out)
 	}
@@ -125,13 +131,34 @@ func buildC(t testing.TB, src string) string {
 }
 
 // TestABI compiles testdata/abi.c: libstapsdt.h's struct layouts, enum
-// values and prototypes are libstapsdt's.
+// values and prototypes are libstapsdt's, and its inline macros compile
+// in C99, C11 and GNU C17 and, in a C++ file, as C++11, with gcc and (if
+// installed) clang.
 func TestABI(t *testing.T) {
 	testutil.RequireTool(t, "gcc")
-	for _, std := range []string{"-std=c11", "-std=gnu17"} {
-		cmd := exec.Command("gcc", std, "-Wall", "-Werror", "-c", "-o", filepath.Join(t.TempDir(), "abi.o"), "-I.", "testdata/abi.c")
+	cxx := filepath.Join(t.TempDir(), "use.cc")
+	if err := os.WriteFile(cxx, []byte(`#include "libstapsdt.h"
+int f(SDTProbe_t *p) { probeFire(p); probeFire(p, 1, 2ULL); probeFire(nullptr, 1); return probeIsEnabled(p) + (probeIsEnabled)(p); }
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compilers := [][2]string{{"gcc", "g++"}}
+	if _, err := exec.LookPath("clang"); err == nil {
+		compilers = append(compilers, [2]string{"clang", "clang++"})
+	}
+	for _, cc := range compilers {
+		for _, std := range []string{"-std=c99", "-std=c11", "-std=gnu17"} {
+			cmd := exec.Command(cc[0], std, "-Wall", "-Werror", "-c", "-o", filepath.Join(t.TempDir(), "abi.o"), "-I.", "testdata/abi.c")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s %s abi.c: %v\n%s", cc[0], std, err, out)
+			}
+		}
+		if _, err := exec.LookPath(cc[1]); err != nil {
+			continue
+		}
+		cmd := exec.Command(cc[1], "-std=c++11", "-Wall", "-Werror", "-c", "-o", filepath.Join(t.TempDir(), "use.o"), "-I.", cxx)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("gcc %s abi.c: %v\n%s", std, err, out)
+			t.Errorf("%s use.cc: %v\n%s", cc[1], err, out)
 		}
 	}
 }
@@ -332,11 +359,39 @@ func equalLines(t *testing.T, what string, have, want []string) {
 // unloads and destroys them without hanging), but cannot load new ones;
 // after providerUnload the probes are gone from the process and probeFire
 // does nothing; threads firing traced probes survive unloads and loads.
+// The driver is built twice: with libstapsdt.h's inline macros (checks in
+// the program, after unload too; the macro evaluates its probe once and
+// an untraced probe's arguments never), and with LIBSTAPSDT_NO_INLINE,
+// calling the exported functions as programs built against libstapsdt's
+// header do.
 func TestDriver(t *testing.T) {
 	testutil.RequireBPF(t)
-	bin := buildC(t, "driver.c")
-	for _, memfd := range []bool{true, false} {
-		t.Run(map[bool]string{true: "memfd", false: "file"}[memfd], func(t *testing.T) {
+	inline := buildC(t, "driver.c")
+	exported := buildC(t, "driver.c", "-DLIBSTAPSDT_NO_INLINE")
+	// Only the second imports probeIsEnabled: the first checks inline.
+	for bin, want := range map[string]bool{inline: false, exported: true} {
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, err := f.ImportedSymbols()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if have := slices.ContainsFunc(syms, func(s elf.ImportedSymbol) bool { return s.Name == "probeIsEnabled" }); have != want {
+			t.Errorf("%s imports probeIsEnabled: %v, want %v", bin, have, want)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		memfd bool
+		bin   string
+	}{{"memfd", true, inline}, {"file", false, inline}, {"memfd-exported", true, exported}, {"file-exported", false, exported}} {
+		memfd, bin := c.memfd, c.bin
+		// The macro evaluates an untraced probe's arguments not at all.
+		untracedEval := map[string]string{inline: "eval 1 0", exported: "eval 1 1"}[bin]
+		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("STAPSDT_MEMFD", map[bool]string{true: "1", false: "0"}[memfd])
 			d := testutil.StartTracee(t, bin)
 			pid := d.PID()
@@ -345,6 +400,7 @@ func TestDriver(t *testing.T) {
 				t.Fatalf("path %q", path)
 			}
 			equalLines(t, "before tracing", d.Do(t, "enabled"), []string{allEnabled(false)})
+			equalLines(t, "evaluations before tracing", d.Do(t, "eval"), []string{untracedEval})
 			probes := listProbes(t, pid, "cprov")
 			if len(probes) != 14 {
 				t.Fatalf("listed %d probes, want 14", len(probes))
@@ -361,6 +417,8 @@ func TestDriver(t *testing.T) {
 			}
 			d.Do(t, "fire")
 			equalLines(t, "events", readEvents(t, tr, pid, 13), wantFire())
+			equalLines(t, "evaluations traced", d.Do(t, "eval"), []string{"eval 1 1"})
+			equalLines(t, "eval's event", readEvents(t, tr, pid, 1), []string{"cprov:n1 [7]"})
 
 			equalLines(t, "13 arguments", d.Do(t, "thirteen"), []string{"refused 5 probe n13: 13 arguments, at most 12"})
 
@@ -417,6 +475,7 @@ func TestDriver(t *testing.T) {
 			tr = startTrace(t, pid, listProbes(t, pid, "cprov", "cmark"))
 			equalLines(t, "unload", d.Do(t, "unload"), []string{"unload 0"})
 			equalLines(t, "unloaded", d.Do(t, "enabled"), []string{allEnabled(false)})
+			equalLines(t, "evaluations after unload", d.Do(t, "eval"), []string{untracedEval})
 			d.Do(t, "fire")
 			d.Do(t, "mark 7")
 			equalLines(t, "after unload", readEvents(t, tr, pid, 1), []string{"cmark:mark [7]"})
@@ -519,14 +578,28 @@ fire:
 // in the same rounds and reports their medians and ratios:
 //
 //   - /untraced: "ns:floor" (a call to an empty function: what any call
-//     into a library costs), "ns:probeFire0", "ns:probeFire3",
-//     "ns:probeIsEnabled", and "ns:probeFire3-floor", what firing adds to
-//     the call.
+//     into a library costs); the exported functions, as bindings and
+//     programs built against libstapsdt's header call them:
+//     "ns:probeFire0", "ns:probeFire3", "ns:probeIsEnabled"; the same
+//     through libstapsdt.h's inline macros: "ns:inline-probeFire0",
+//     "ns:inline-probeFire3", "ns:inline-probeIsEnabled"; and each one's
+//     ratio to the floor ("x:..."); "ns:load1", one load of a word in
+//     the same loop, what a sys/sdt.h semaphore check costs at least.
 //   - /providerLoad1000: "ms:providerLoad" of 1000 probes.
 //   - /traced: probeFire with 3 arguments against a sys/sdt.h probe with
 //     the same arguments in the same program, in the loop's body and in a
-//     function of its own, all counted by usdtkit's tracer: "ns:probeFire3",
-//     "ns:sdt3", "ns:sdtfunc3" and the ratios of the first to the others.
+//     function of its own, all counted by usdtkit's tracer: "ns:probeFire3"
+//     (the function), "ns:inline-probeFire3" (the macro), "ns:sdt3",
+//     "ns:sdtfunc3" and the ratios of the first two to the others. Also
+//     the site forms alone: "ns:nop1func3" and "ns:nop5func3", calls to a
+//     function whose first instruction is a 1-byte or 5-byte nop site,
+//     and "ns:nop1midfunc3", the 1-byte nop after the first instruction;
+//     "ns:nop1loop0" and "ns:nop5loop0", either nop in the loop's body,
+//     without arguments;
+//     per variant, the BPF program's run time per hit by the kernel's
+//     stats ("ns:bpf:OP") and the rest of the time ("ns:rest:OP": trap
+//     or trampoline, uprobe dispatch, the loop); and "trampolines", the
+//     [uprobes-trampoline] mappings the kernel made in the program.
 func BenchmarkC(b *testing.B) {
 	testutil.RequireFile(b, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
 	bin := buildC(b, "bench.c")
@@ -554,12 +627,16 @@ func BenchmarkC(b *testing.B) {
 	}
 	b.Run("untraced", func(b *testing.B) {
 		t := testutil.StartTracee(b, bin)
-		m := run(b, t, []string{"floor", "fire0", "fire3", "enabled"}, 1_000_000)
+		m := run(b, t, []string{"floor", "load1", "fire0", "fire3", "enabled", "ifire0", "ifire3", "ienabled"}, 1_000_000)
 		b.ReportMetric(m["floor"], "ns:floor")
-		b.ReportMetric(m["fire0"], "ns:probeFire0")
-		b.ReportMetric(m["fire3"], "ns:probeFire3")
-		b.ReportMetric(m["enabled"], "ns:probeIsEnabled")
-		b.ReportMetric(m["fire3"]-m["floor"], "ns:probeFire3-floor")
+		b.ReportMetric(m["load1"], "ns:load1")
+		for _, v := range []struct{ op, name string }{
+			{"fire0", "probeFire0"}, {"fire3", "probeFire3"}, {"enabled", "probeIsEnabled"},
+			{"ifire0", "inline-probeFire0"}, {"ifire3", "inline-probeFire3"}, {"ienabled", "inline-probeIsEnabled"},
+		} {
+			b.ReportMetric(m[v.op], "ns:"+v.name)
+			b.ReportMetric(m[v.op]/m["floor"], "x:"+v.name+"/floor")
+		}
 	})
 	b.Run("providerLoad1000", func(b *testing.B) {
 		t := testutil.StartTracee(b, bin)
@@ -571,25 +648,110 @@ func BenchmarkC(b *testing.B) {
 		t := testutil.StartTracee(b, bin)
 		t.Do(b, "floor 1") // the probes are loaded
 		var probes []sdt.Probe
-		for _, sel := range []sdt.Selector{{Provider: "bench", Name: "three"}, {Provider: "benchsdt", Name: "three"}, {Provider: "benchsdt", Name: "func"}} {
+		for _, sel := range []sdt.Selector{{Provider: "bench", Name: "three"}, {Provider: "benchsdt", Name: "three"}, {Provider: "benchsdt", Name: "func"},
+			{Provider: "benchsdt", Name: "nop1"}, {Provider: "benchsdt", Name: "nop1m"}, {Provider: "benchsdt", Name: "nop5"},
+			{Provider: "benchsdt", Name: "nop1l"}, {Provider: "benchsdt", Name: "nop5l"}} {
 			found, err := sdt.List(&sdt.ListOptions{PID: t.PID(), Selectors: []sdt.Selector{sel}})
 			if err != nil || len(found) != 1 {
 				b.Fatalf("list %s:%s: %v, %d probes", sel.Provider, sel.Name, err, len(found))
 			}
 			probes = append(probes, found...)
 		}
+		// The kernel counts the BPF programs' run time while stats is open.
+		stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { stats.Close() })
 		tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: t.PID(), Mode: sdttrace.ModeCount})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { tr.Close() })
-		m := run(b, t, []string{"fire3", "sdt3", "sdtf3"}, 10_000)
+		const n = 10_000
+		ops := []string{"fire3", "ifire3", "sdt3", "sdtf3", "nop1f3", "nop1m3", "nop5f3", "nop1l", "nop5l"}
+		total, bpf := map[string][]float64{}, map[string][]float64{}
+		first := 0
+		for b.Loop() {
+			for i := range ops {
+				op := ops[(first+i)%len(ops)]
+				ns0, cnt0 := bpfStats(b)
+				out := t.Do(b, fmt.Sprint(op, " ", n))
+				ns1, cnt1 := bpfStats(b)
+				v, err := strconv.ParseFloat(out[0], 64)
+				if err != nil {
+					b.Fatalf("%s: %q", op, out)
+				}
+				if cnt1-cnt0 < n {
+					b.Fatalf("%s: %d BPF runs for %d hits", op, cnt1-cnt0, n)
+				}
+				total[op] = append(total[op], v)
+				bpf[op] = append(bpf[op], float64(ns1-ns0)/float64(cnt1-cnt0))
+			}
+			first++
+		}
+		m := map[string]float64{}
+		for _, op := range ops {
+			m[op] = median(total[op])
+			b.ReportMetric(median(bpf[op]), "ns:bpf:"+op)
+			b.ReportMetric(m[op]-median(bpf[op]), "ns:rest:"+op)
+		}
+		// Whether the kernel turned the nop5 sites into calls: it maps
+		// its trampoline into the process.
+		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", t.PID()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(strings.Count(string(maps), "[uprobes-trampoline]")), "trampolines")
 		b.ReportMetric(m["fire3"], "ns:probeFire3")
+		b.ReportMetric(m["ifire3"], "ns:inline-probeFire3")
 		b.ReportMetric(m["sdt3"], "ns:sdt3")
 		b.ReportMetric(m["sdtf3"], "ns:sdtfunc3")
+		b.ReportMetric(m["nop1f3"], "ns:nop1func3")
+		b.ReportMetric(m["nop1m3"], "ns:nop1midfunc3")
+		b.ReportMetric(m["nop5f3"], "ns:nop5func3")
+		b.ReportMetric(m["nop1l"], "ns:nop1loop0")
+		b.ReportMetric(m["nop5l"], "ns:nop5loop0")
+		b.ReportMetric(m["nop5f3"]/m["nop1f3"], "ratio:nop5func3/nop1func3")
 		b.ReportMetric(m["fire3"]/m["sdt3"], "ratio:probeFire3/sdt3")
 		b.ReportMetric(m["fire3"]/m["sdtf3"], "ratio:probeFire3/sdtfunc3")
+		b.ReportMetric(m["ifire3"]/m["sdt3"], "ratio:inline-probeFire3/sdt3")
+		b.ReportMetric(m["ifire3"]/m["sdtf3"], "ratio:inline-probeFire3/sdtfunc3")
 	})
+}
+
+// bpfStats sums the run time and run count the kernel keeps for the BPF
+// programs this process holds (while ebpf.EnableStats is on), from
+// /proc/self/fdinfo.
+func bpfStats(b *testing.B) (ns, cnt uint64) {
+	b.Helper()
+	ents, err := os.ReadDir("/proc/self/fdinfo")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range ents {
+		info, err := os.ReadFile(filepath.Join("/proc/self/fdinfo", e.Name()))
+		if err != nil || !strings.Contains(string(info), "prog_type:") {
+			continue
+		}
+		for line := range strings.Lines(string(info)) {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+			x, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			switch k {
+			case "run_time_ns":
+				ns += x
+			case "run_cnt":
+				cnt += x
+			}
+		}
+	}
+	return ns, cnt
+}
+
+func median(s []float64) float64 {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // TestArm64UnderQemu cross-builds the library and testdata/trap.c for

@@ -58,7 +58,9 @@ typedef struct SDTProbe {
   char *name;
   /* The first MAX_ARGUMENTS argument types, noarg past argCount. */
   ArgType_t argFmt[MAX_ARGUMENTS];
-  /* The probe's site while loaded, NULL otherwise. Do not call it. */
+  /* The probe's site while loaded (a word holding LIBSTAPSDT_SITE_WORD
+   * while untraced), NULL otherwise; the inline probeFire and
+   * probeIsEnabled below read it. Do not call it or write it. */
   void *_fire;
   struct SDTProvider *provider;
   int argCount;
@@ -128,6 +130,60 @@ void probeFire(SDTProbe_t *probe, ...);
 /* probeIsEnabled returns 1 while a tracer is attached to the probe, 0
  * otherwise, when the provider is not loaded and for a NULL probe. */
 int probeIsEnabled(SDTProbe_t *probe);
+
+/*
+ * Fast paths (usdtkit). With GCC or Clang on x86-64 and arm64, probeFire
+ * and probeIsEnabled are also macros that make the untraced check in the
+ * caller, two dependent loads and no call: probe->_fire, then the word at
+ * the probe's site, which every uprobe changes (int3 or a call to the
+ * kernel's trampoline on x86-64, BRK on arm64). Only a traced probe calls
+ * the library's probeFire, which checks again. A probe that is not
+ * loaded has _fire NULL; after providerUnload the site stays mapped until
+ * providerDestroy, so a check racing with an unload reads it safely.
+ *
+ * The macro probeFire evaluates its probe argument once and its other
+ * arguments only when the probe is traced, as a sys/sdt.h probe guarded
+ * by its semaphore would: do not rely on their side effects. Write
+ * (probeFire)(probe, ...) or (probeIsEnabled)(probe) to call the
+ * functions themselves, or define LIBSTAPSDT_NO_INLINE before including
+ * this header to turn the macros off. Programs built with the macros need
+ * this library (the site word is this library's); programs built against
+ * libstapsdt's own header call the functions and need nothing more.
+ */
+#if defined(__x86_64__)
+/* The first 4 bytes of the 5-byte nop 0f 1f 44 00 00 at the site. */
+#define LIBSTAPSDT_SITE_WORD 0x00441f0fu
+#elif defined(__aarch64__)
+/* nop. */
+#define LIBSTAPSDT_SITE_WORD 0xd503201fu
+#endif
+
+#if defined(LIBSTAPSDT_SITE_WORD) && defined(__GNUC__) && !defined(LIBSTAPSDT_NO_INLINE)
+/* libstapsdt_traced_ reports whether probe, not NULL, is loaded and traced.
+ * The load of the site depends on the load of its address, which orders
+ * the two on every architecture this header names. */
+static __inline__ int libstapsdt_traced_(const SDTProbe_t *probe) {
+  const unsigned int *site = (const unsigned int *)__atomic_load_n(&probe->_fire, __ATOMIC_RELAXED);
+  if (__builtin_expect(site == 0, 0))
+    return 0;
+  return __atomic_load_n(site, __ATOMIC_RELAXED) != LIBSTAPSDT_SITE_WORD;
+}
+
+static __inline__ int libstapsdt_is_enabled_(const SDTProbe_t *probe) {
+  if (__builtin_expect(probe == 0, 0))
+    return 0;
+  return libstapsdt_traced_(probe);
+}
+
+#define probeIsEnabled(probe) libstapsdt_is_enabled_(probe)
+#define probeFire(probe, ...)                                                            \
+  __extension__({                                                                        \
+    SDTProbe_t *libstapsdt_p_ = (probe);                                                 \
+    if (__builtin_expect(libstapsdt_is_enabled_(libstapsdt_p_), 0))                        \
+      (probeFire)(libstapsdt_p_, ##__VA_ARGS__);                                         \
+    (void)0;                                                                             \
+  })
+#endif
 
 #ifdef __cplusplus
 }

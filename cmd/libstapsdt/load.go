@@ -29,12 +29,21 @@ const (
 const maxArgs = 12
 
 // argTypes maps libstapsdt's ArgType_t values (the size in bytes, negative
-// for signed types) to dynsdt's. Strings and pointers are uint64 there.
-var argTypes = map[C.int]dynsdt.ArgType{
-	1: dynsdt.Uint8, -1: dynsdt.Int8,
-	2: dynsdt.Uint16, -2: dynsdt.Int16,
-	4: dynsdt.Uint32, -4: dynsdt.Int32,
-	8: dynsdt.Uint64, -8: dynsdt.Int64,
+// for signed types) plus 8 to dynsdt's; ArgInvalid where no ArgType_t is.
+// Strings and pointers are uint64 there.
+var argTypes = [17]dynsdt.ArgType{
+	8 + 1: dynsdt.Uint8, 8 - 1: dynsdt.Int8,
+	8 + 2: dynsdt.Uint16, 8 - 2: dynsdt.Int16,
+	8 + 4: dynsdt.Uint32, 8 - 4: dynsdt.Int32,
+	8 + 8: dynsdt.Uint64, 8 - 8: dynsdt.Int64,
+}
+
+// argType returns dynsdt's type for the ArgType_t value t.
+func argType(t C.int) (dynsdt.ArgType, bool) {
+	if t < -8 || t > 8 || argTypes[t+8] == dynsdt.ArgInvalid {
+		return dynsdt.ArgInvalid, false
+	}
+	return argTypes[t+8], true
 }
 
 // session is what one C provider loaded: the object now loaded, and those
@@ -67,6 +76,14 @@ func usdtkit_stapsdt_load(req *C.struct_usdtkit_load, errmsg **C.char) C.int {
 	argc := unsafe.Slice(req.argc, n)
 	types := unsafe.Slice(req.types, n*maxArgs)
 	spec := &dynsdt.ProviderSpec{Name: C.GoString(req.provider), Probes: make([]dynsdt.ProbeSpec, n)}
+	// One allocation for every probe's argument types.
+	total := 0
+	for _, c := range argc {
+		if c > 0 && c <= maxArgs {
+			total += int(c)
+		}
+	}
+	all := make([]dynsdt.ArgType, total)
 	for i := range n {
 		ps := &spec.Probes[i]
 		ps.Name = C.GoString(names[i])
@@ -74,9 +91,9 @@ func usdtkit_stapsdt_load(req *C.struct_usdtkit_load, errmsg **C.char) C.int {
 			cError(errmsg, fmt.Errorf("provider %s: probe %s: %d arguments", spec.Name, ps.Name, argc[i]))
 			return elfCreationError
 		}
-		ps.Args = make([]dynsdt.ArgType, argc[i])
+		ps.Args, all = all[:argc[i]:argc[i]], all[argc[i]:]
 		for j := range ps.Args {
-			t, ok := argTypes[types[i*maxArgs+j]]
+			t, ok := argType(types[i*maxArgs+j])
 			if !ok {
 				cError(errmsg, fmt.Errorf("provider %s: probe %s: argument %d has type %d", spec.Name, ps.Name, j, types[i*maxArgs+j]))
 				return elfCreationError

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+// The library defines the functions the header's macros stand for.
+#define LIBSTAPSDT_NO_INLINE
 #include "libstapsdt.h"
 #include "bridge.h"
 #include "_cgo_export.h"
@@ -219,13 +221,27 @@ static int load_locked(struct provider_node *pn) {
     set_error(p, (SDTError_t)code, msg);
     goto out;
   }
+#ifdef LIBSTAPSDT_SITE_WORD
+  // The header's inline check compares the site with this word: a build
+  // of the site that differs would read as traced there.
+  for (i = 0; i < count; i++) {
+    if (origs[i] != LIBSTAPSDT_SITE_WORD) {
+      set_errorf(p, elfCreationError, "provider %s: probe %s: site word %#x, the header expects %#x", p->name,
+                 names[i], origs[i], LIBSTAPSDT_SITE_WORD);
+      usdtkit_stapsdt_unload(pn->session, &msg);
+      free(msg);
+      goto out;
+    }
+  }
+#endif
   for (i = 0; i < count; i++) {
     struct probe_node *n = nodes[i];
     __atomic_store_n(&n->orig, origs[i], __ATOMIC_RELAXED);
     __atomic_store_n(&n->idle, origs[i], __ATOMIC_RELAXED);
     __atomic_store_n(&n->stub, stubs[i], __ATOMIC_RELAXED);
-    n->pub.probe._fire = (void *)stubs[i];
     __atomic_store_n(&n->site, (const uint32_t *)stubs[i], __ATOMIC_RELEASE);
+    // What the header's inline check loads: the site, now mapped.
+    __atomic_store_n(&n->pub.probe._fire, (void *)stubs[i], __ATOMIC_RELEASE);
   }
   free(p->_filename);
   p->_filename = req.path;
@@ -262,7 +278,9 @@ static int unload_locked(struct provider_node *pn) {
   p->_filename = NULL;
   for (SDTProbeList_t *l = p->probes; l; l = l->next) {
     struct probe_node *n = (struct probe_node *)l;
-    n->pub.probe._fire = NULL;
+    // The header's inline check now reports untraced; one racing with
+    // this store reads a site that stays mapped until providerDestroy.
+    __atomic_store_n(&n->pub.probe._fire, NULL, __ATOMIC_RELAXED);
     if (!in_go_process())
       // The object stays mapped in this child; its probes go quiet.
       __atomic_store_n(&n->site, &n->idle, __ATOMIC_RELEASE);
@@ -323,11 +341,15 @@ static inline int untraced(struct probe_node *n, const uint32_t *site) {
 typedef void (*stub12)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
                        uint64_t, uint64_t, uint64_t, uint64_t);
 
+typedef void (*stub6)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
+
 // fire_slow reads the arguments as their declared types, extended to 64
 // bits as the C calling convention would leave them, and calls the stub:
 // the arguments land where the note's specs say (registers first, then
-// 8-byte stack slots).
-static void __attribute__((noinline)) fire_slow(struct probe_node *n, va_list ap) {
+// 8-byte stack slots). Up to 6 arguments, all in registers on both
+// architectures, the stub is called with 6 and the call is the last thing
+// done, so the compiler can jump to it (one return fewer after the trap).
+static inline __attribute__((always_inline)) void fire_slow(struct probe_node *n, va_list ap) {
   uint64_t a[MAX_ARGUMENTS_EXTENDED] = {0};
   for (int i = 0; i < n->argc; i++) {
     switch (n->types[i]) {
@@ -340,7 +362,12 @@ static void __attribute__((noinline)) fire_slow(struct probe_node *n, va_list ap
     default: a[i] = va_arg(ap, uint64_t); break;
     }
   }
-  ((stub12)__atomic_load_n(&n->stub, __ATOMIC_RELAXED))(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
+  uintptr_t stub = __atomic_load_n(&n->stub, __ATOMIC_RELAXED);
+  if (n->argc <= 6) {
+    ((stub6)stub)(a[0], a[1], a[2], a[3], a[4], a[5]);
+    return;
+  }
+  ((stub12)stub)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
 }
 
 // probe_fire_traced is probeFire past its fast check, with the same
@@ -364,13 +391,24 @@ __attribute__((visibility("hidden"), used)) void probe_fire_traced(SDTProbe_t *p
 // function stores the six argument registers (and, with %al set, eight
 // vector registers) before its first statement. Untraced, the site holds
 // its original bytes (every uprobe changes them: int3, or a call to the
-// kernel's trampoline) and probeFire returns; traced, it jumps to
-// probe_fire_traced with the arguments untouched. x86 loads are ordered,
-// so the plain loads are acquire loads.
+// kernel's trampoline) and probeFire returns. Traced (or with a site that
+// is the idle word: not loaded, returns), a probe of up to 6 arguments
+// has them in rsi..r9 and 8(%rsp): probeFire moves them down one register
+// (rdi..r9, where the note's specs read them: each spec reads its
+// argument's size in low bytes, as the caller left them) and jumps to the
+// stub, which returns to probeFire's caller. More arguments go to
+// probe_fire_traced, with the registers untouched. x86 loads are ordered,
+// so the plain loads are acquire loads (see probe_fire_traced).
+#define PROBE_ARGC_OFF 112
 #define PROBE_SITE_OFF 120
 #define PROBE_ORIG_OFF 128
+#define PROBE_IDLE_OFF 132
+#define PROBE_STUB_OFF 136
+_Static_assert(offsetof(struct probe_node, argc) == PROBE_ARGC_OFF, "probe_node.argc");
 _Static_assert(offsetof(struct probe_node, site) == PROBE_SITE_OFF, "probe_node.site");
 _Static_assert(offsetof(struct probe_node, orig) == PROBE_ORIG_OFF, "probe_node.orig");
+_Static_assert(offsetof(struct probe_node, idle) == PROBE_IDLE_OFF, "probe_node.idle");
+_Static_assert(offsetof(struct probe_node, stub) == PROBE_STUB_OFF, "probe_node.stub");
 #define STR_(x) #x
 #define STR(x) STR_(x)
 __asm__(".text\n"
@@ -382,11 +420,28 @@ __asm__(".text\n"
         "  testq %rdi, %rdi\n"
         "  jz 1f\n"
         "  movq " STR(PROBE_SITE_OFF) "(%rdi), %r10\n"
-        "  movl (%r10), %r10d\n"
-        "  cmpl " STR(PROBE_ORIG_OFF) "(%rdi), %r10d\n"
-        "  jne probe_fire_traced\n"
+        "  movl (%r10), %r11d\n"
+        "  cmpl " STR(PROBE_ORIG_OFF) "(%rdi), %r11d\n"
+        "  jne 2f\n"
         "1:\n"
         "  ret\n"
+        "2:\n"
+        "  leaq " STR(PROBE_IDLE_OFF) "(%rdi), %r11\n"
+        "  cmpq %r11, %r10\n"
+        "  je 1b\n"
+        "  movl " STR(PROBE_ARGC_OFF) "(%rdi), %r11d\n"
+        "  cmpl $6, %r11d\n"
+        "  ja probe_fire_traced\n"
+        "  movq " STR(PROBE_STUB_OFF) "(%rdi), %rax\n"
+        "  movq %rsi, %rdi\n"
+        "  movq %rdx, %rsi\n"
+        "  movq %rcx, %rdx\n"
+        "  movq %r8, %rcx\n"
+        "  movq %r9, %r8\n"
+        "  jb 3f\n"
+        "  movq 8(%rsp), %r9\n"
+        "3:\n"
+        "  jmp *%rax\n"
         "  .cfi_endproc\n"
         ".size probeFire, .-probeFire\n");
 #else

@@ -55,3 +55,13 @@ int (*const check_unload)(SDTProvider_t *) = providerUnload;
 void (*const check_destroy)(SDTProvider_t *) = providerDestroy;
 void (*const check_fire)(SDTProbe_t *, ...) = probeFire;
 int (*const check_enabled)(SDTProbe_t *) = probeIsEnabled;
+
+/* The header's macros compile in this standard; the parenthesized names
+ * are the functions. */
+int use_macros(SDTProbe_t *p) {
+  probeFire(p);
+  probeFire(p, 1, (unsigned long long)2);
+  (probeFire)(p);
+  (probeFire)(p, 1);
+  return probeIsEnabled(p) + (probeIsEnabled)(p);
+}

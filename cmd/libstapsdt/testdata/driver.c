@@ -11,6 +11,7 @@
  * Provider "cmark": "mark" (int64), never unloaded.
  * STAPSDT_MEMFD=0 in the environment loads both with memfd_disabled.
  * "race" fires seq from 4 threads while unloading and loading cprov.
+ * "eval" fires n1 through expressions and prints how often each ran.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -143,6 +144,19 @@ static SDTProbe_t *add(SDTProvider_t *p, const char *name, int argc, const ArgTy
   return pr;
 }
 
+/* eval counts what "eval" evaluates: probeFire(probe_expr(), arg_expr())
+ * fires n1 with 7; libstapsdt.h's macro evaluates the probe once and the
+ * argument only when n1 is traced, the function both always. */
+static int evals_probe, evals_arg;
+static SDTProbe_t *probe_expr(void) {
+  evals_probe++;
+  return n[1];
+}
+static int arg_expr(void) {
+  evals_arg++;
+  return 7;
+}
+
 int main(void) {
   const char *m = getenv("STAPSDT_MEMFD");
   int memfd = !(m && strcmp(m, "0") == 0);
@@ -176,6 +190,10 @@ int main(void) {
     line[strcspn(line, "\n")] = 0;
     if (strcmp(line, "fire") == 0) {
       fire_all();
+    } else if (strcmp(line, "eval") == 0) {
+      evals_probe = evals_arg = 0;
+      probeFire(probe_expr(), arg_expr());
+      printf("eval %d %d\n", evals_probe, evals_arg);
     } else if (strncmp(line, "mark ", 5) == 0) {
       probeFire(mark, (int64_t)atoll(line + 5));
     } else if (strcmp(line, "enabled") == 0) {
