@@ -56,6 +56,15 @@
 // listed, at their own addresses. [IsGo] tells whether a file is a Go
 // binary.
 //
+// [List] reads an object stripped of its .symtab (Debian's libc, most
+// distribution libraries) together with its separate debug file, found by
+// build ID or .gnu_debuglink in /usr/lib/debug inside the root of the
+// object's process (see symtab.OpenDebugFile): the debug file's .symtab
+// takes the place of the missing one, its symbols marked [SourceDebug],
+// with offsets computed in the object itself. So functions only the debug
+// file names (glibc's _int_malloc) can be listed and traced. A malformed
+// .gnu_debuglink leaves the object's own symbols, with a warning.
+//
 // An STT_GNU_IFUNC symbol's address is its resolver, which the dynamic
 // linker runs once to pick an implementation; to trace calls, probe the
 // implementations (for glibc's memcpy, __memcpy_avx_unaligned_erms and

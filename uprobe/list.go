@@ -11,6 +11,7 @@ import (
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/target"
 )
 
@@ -258,9 +259,20 @@ func readSymbols(t target.Object) (Object, error) {
 	if err != nil {
 		return Object{}, named(t, err)
 	}
-	syms, warnings, err := SymbolsPartial(f)
+	debug, debugErr := openDebugFile(f, t)
+	var syms []Symbol
+	var warnings []error
+	if debug != nil {
+		defer debug.Close()
+		syms, warnings, err = symbolsPartial(f, debug.File)
+	} else {
+		syms, warnings, err = symbolsPartial(f, nil)
+	}
 	if err != nil {
 		return Object{}, named(t, err)
+	}
+	if debugErr != nil {
+		warnings = append(warnings, fmt.Errorf("separate debug file: %w", debugErr))
 	}
 	for i, w := range warnings {
 		if t.PID != 0 {
@@ -280,4 +292,28 @@ func named(t target.Object, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", t.Path, err)
+}
+
+// openDebugFile opens the separate debug file of an object stripped of its
+// .symtab, looked up inside the root of t's process (see
+// symtab.OpenDebugFile), or returns nil when the object has its own
+// .symtab or no debug file is found. A malformed .gnu_debuglink, or a
+// root that cannot be opened, is an error that leaves the object's own
+// symbols to be listed with a warning.
+func openDebugFile(f *elfnotes.File, t target.Object) (*symtab.DebugFile, error) {
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_SYMTAB {
+			return nil, nil
+		}
+	}
+	root, err := procfs.OpenRoot(t.PID)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	d, err := symtab.OpenDebugFile(f, t.Path, &symtab.DebugOptions{Root: root})
+	if errors.Is(err, symtab.ErrNoDebugFile) {
+		return nil, nil
+	}
+	return d, err
 }

@@ -52,6 +52,9 @@ const (
 	// SourceGopclntab is the Go runtime's function table, .gopclntab,
 	// used for Go binaries stripped of .symtab.
 	SourceGopclntab = symtab.SourceGopclntab
+	// SourceDebug is the .symtab of the object's separate debug file,
+	// found by build ID or .gnu_debuglink.
+	SourceDebug = symtab.SourceDebug
 )
 
 // Symbol is a function symbol of an ELF file. It is plain data.
@@ -124,7 +127,13 @@ func Symbols(f *elfnotes.File) ([]Symbol, error) {
 // first. err wraps [ErrNoSymbols] if f has no table, or is an I/O error;
 // then syms is nil. It does not retain f.
 func SymbolsPartial(f *elfnotes.File) (syms []Symbol, warnings []error, err error) {
-	all, warnings, err := symtab.ReadPartial(f)
+	return symbolsPartial(f, nil)
+}
+
+// symbolsPartial is SymbolsPartial with the object's separate debug file,
+// or nil (see symtab.ReadPartialDebug); offsets are always f's.
+func symbolsPartial(f, debug *elfnotes.File) (syms []Symbol, warnings []error, err error) {
+	all, warnings, err := symtab.ReadPartialDebug(f, debug)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,7 +42,11 @@
 //     CAP_CHECKPOINT_RESTORE).
 //
 // [OpenFile] applies the same rules (regular files only, never blocking)
-// to a path a user named.
+// to a path a user named. [OpenRoot] keeps a process's root (an O_PATH
+// descriptor that outlives the process) and [OpenInRoot] opens a file the
+// process names but does not map (a separate debug file, its perf map)
+// inside that root, with RESOLVE_IN_ROOT: symlinks are followed but never
+// out of the root.
 //
 // Pseudo mappings such as [vdso], [vsyscall], [heap] and anonymous memory
 // have inode 0 and are never objects.

@@ -43,6 +43,20 @@
 // functions only, no data symbols. [IsGo] tells whether a file is a Go
 // binary.
 //
+// # Separate debug files
+//
+// A stripped object's .symtab may live in a separate debug file.
+// [OpenDebugFile] finds it as GDB does: by build ID
+// (DIR/.build-id/xx/rest.debug, whose own build ID must match), then by
+// the .gnu_debuglink name ([ParseDebuglink]) beside the object, in its
+// .debug directory and under DIR followed by the object's directory, whose
+// CRC-32 must match; DIR is each of [DebugOptions.Dirs] (default
+// /usr/lib/debug). Names are resolved inside a root (a process's, see
+// procfs.OpenInRoot). [ReadPartialDebug] then reads the debug file's
+// .symtab in place of the object's (marked [SourceDebug]) and merges the
+// object's own .dynsym as ReadPartial does. [ReadGoLines] gives a Go
+// binary's function and line table for symbolization.
+//
 // A [Table] indexes symbols by their plain name (without "@VERSION"). Its
 // Lookup matches a plain name against every version, and "foo@V" or
 // "foo@@V" against that version only; symbols of one name at one address

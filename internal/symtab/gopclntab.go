@@ -218,13 +218,23 @@ func parseGopclntab(data []byte, off, textStart uint64) ([]gosym.Func, error) {
 // is documented as not hardened against malformed input and indexes slices
 // with values read from the table. This is the one place where usdtkit
 // converts a panic into an error; our own parsers check before they slice.
-func gosymFuncs(pclntab []byte, textStart uint64) (funcs []gosym.Func, err error) {
+func gosymFuncs(pclntab []byte, textStart uint64) ([]gosym.Func, error) {
+	tab, err := gosymTable(pclntab, textStart)
+	if err != nil {
+		return nil, err
+	}
+	return tab.Funcs, nil
+}
+
+// gosymTable is the one place debug/gosym decodes a table; a panic
+// becomes an error.
+func gosymTable(pclntab []byte, textStart uint64) (tab *gosym.Table, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			funcs, err = nil, fmt.Errorf("debug/gosym panicked: %v", r)
+			tab, err = nil, fmt.Errorf("debug/gosym panicked: %v", r)
 		}
 	}()
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pclntab, textStart))
+	tab, err = gosym.NewTable(nil, gosym.NewLineTable(pclntab, textStart))
 	if err != nil {
 		return nil, err
 	}
@@ -233,5 +243,61 @@ func gosymFuncs(pclntab []byte, textStart uint64) (funcs []gosym.Func, err error
 		// returns no functions.
 		return nil, errors.New("no functions")
 	}
-	return tab.Funcs, nil
+	return tab, nil
+}
+
+// GoLines is the function and line table of a Go binary, from its
+// .gopclntab. It is immutable and safe for concurrent use.
+type GoLines struct {
+	tab *gosym.Table
+}
+
+// ReadGoLines reads f's .gopclntab, checked as [Read] checks it (see the
+// package doc). A file without one gives an error wrapping ErrNoSymbols;
+// a malformed one a *elfnotes.FormatError.
+func ReadGoLines(f *elfnotes.File) (*GoLines, error) {
+	sec := gopclntabSection(f)
+	if sec == nil {
+		return nil, fmt.Errorf("no .gopclntab: %w", ErrNoSymbols)
+	}
+	if sec.Size > maxPclntab {
+		return nil, newFormatError(sec.Offset, "gopclntab larger than the limit", sec.Size)
+	}
+	text := f.Section(".text")
+	if text == nil {
+		return nil, fmt.Errorf("%s: no .text section: %w", sec.Name, ErrNoSymbols)
+	}
+	data, err := sec.Data()
+	if err != nil {
+		return nil, err
+	}
+	if at, msg := checkPclntab(data); msg != "" {
+		return nil, newFormatError(sec.Offset+uint64(at), msg, nil)
+	}
+	tab, err := gosymTable(data[:len(data):len(data)], text.Addr)
+	if err != nil {
+		return nil, newFormatError(sec.Offset, "malformed gopclntab", err.Error())
+	}
+	return &GoLines{tab: tab}, nil
+}
+
+// PCToLine returns the function containing the virtual address pc (its
+// name with "·" as ".", and its entry) and the file and line of pc; ok is
+// false when no function contains pc. Inlined calls are not expanded: the
+// file and line are those of the innermost inlined body, the function the
+// outermost.
+func (g *GoLines) PCToLine(pc uint64) (fn string, entry uint64, file string, line int, ok bool) {
+	defer func() {
+		// debug/gosym decodes the line program without bounds checks
+		// of its own; a damaged table must not take the caller down.
+		if r := recover(); r != nil {
+			fn, entry, file, line, ok = "", 0, "", 0, false
+		}
+	}()
+	f := g.tab.PCToFunc(pc)
+	if f == nil {
+		return "", 0, "", 0, false
+	}
+	file, line, _ = g.tab.PCToLine(pc)
+	return strings.ReplaceAll(f.Name, "·", "."), f.Entry, file, line, true
 }

@@ -44,12 +44,41 @@ func Read(f *elfnotes.File) ([]Symbol, error) {
 // reader; then syms is nil. Otherwise syms is not nil, even when every
 // table was damaged. It does not retain f.
 func ReadPartial(f *elfnotes.File) (syms []Symbol, warnings []error, err error) {
+	return ReadPartialDebug(f, nil)
+}
+
+// ReadPartialDebug is ReadPartial for an object whose separate debug file
+// (see [OpenDebugFile]) is debug, or nil. When f has no .symtab with
+// contents (it was stripped) and debug has one, that table takes the place
+// of f's own, its symbols marked [SourceDebug]; the .dynsym and versions
+// are still f's, merged as ReadPartial merges them. The debug file's
+// symbol values are the object's virtual addresses, as objcopy
+// --only-keep-debug keeps them.
+func ReadPartialDebug(f, debug *elfnotes.File) (syms []Symbol, warnings []error, err error) {
 	symtab := sectionOfType(f, elf.SHT_SYMTAB)
 	dynsym := sectionOfType(f, elf.SHT_DYNSYM)
 
 	r := &tableReader{f: f}
 	var out []Symbol
+	var debugTab *elfnotes.Section
+	if debug != nil && (symtab == nil || symtab.Type == elf.SHT_NOBITS) {
+		if s := sectionOfType(debug, elf.SHT_SYMTAB); s != nil && s.Type != elf.SHT_NOBITS && debug.Class == f.Class {
+			debugTab = s
+		}
+	}
 	switch {
+	case debugTab != nil:
+		dr := &tableReader{f: debug}
+		t, err := dr.table(debugTab, SourceDebug)
+		if err == nil {
+			out, _, err = dr.appendSyms(nil, t)
+		}
+		for _, w := range dr.warnings {
+			r.warnings = append(r.warnings, fmt.Errorf("debug file: %w", w))
+		}
+		if err = r.warn(debugTab, err); err != nil {
+			return nil, nil, err
+		}
 	case symtab != nil:
 		t, err := r.table(symtab, SourceSymtab)
 		if err == nil {

@@ -29,6 +29,8 @@ const (
 	// SourceGopclntab is the Go runtime's function table, .gopclntab,
 	// used for Go binaries stripped of .symtab.
 	SourceGopclntab
+	// SourceDebug is the .symtab of a separate debug file.
+	SourceDebug
 )
 
 func (s Source) String() string {
@@ -39,6 +41,8 @@ func (s Source) String() string {
 		return "dynsym"
 	case SourceGopclntab:
 		return "gopclntab"
+	case SourceDebug:
+		return "debug"
 	}
 	return fmt.Sprintf("Source(%d)", uint8(s))
 }

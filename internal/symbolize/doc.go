@@ -1,0 +1,87 @@
+// Package symbolize turns user-space addresses of a process into frames:
+// object, offset, function, and for Go code file and line.
+//
+// # Model
+//
+//	New(pid) ─► /proc/PID/maps (executable mappings) ─► objects opened once (procfs.Open), root fd kept
+//	Frames(addrs) ─► mapping ─► file offset ─► PT_LOAD ─► virtual address ─► object table (Cache)
+//	                     │                                                   ├─ .gopclntab: Go function, file:line
+//	                     │                                                   ├─ DWARF: inlined calls, file:line
+//	                     │                                                   └─ .symtab/.dynsym, or the .symtab of the
+//	                     │                                                      separate debug file; C++/Rust demangled
+//	                     └─ anonymous executable memory ─► /tmp/perf-PID.map (JIT code)
+//
+// [New] reads the process's maps once and opens every file it maps
+// executable, inside the process's root or through map_files (package
+// procfs), and keeps an O_PATH descriptor of the process's root. Tables
+// are read on first use, but from those open files, so addresses of a
+// process that has exited since New still symbolize; debug files and the
+// perf map are found in the kept root. An address in no known mapping
+// makes [Symbolizer.Frames] read the maps again once (a library loaded
+// since), while the process lives.
+//
+// Object tables are kept in a [Cache] keyed by the file's device, inode,
+// size and modification time, shared by every Symbolizer given the same
+// Cache: a library is read once, however many processes and stacks use it.
+// A table is a sorted slice of functions (one name per address: global
+// before weak before local); a lookup is a binary search.
+//
+// Separate debug files (an object stripped of its .symtab) are found as
+// GDB finds them, by build ID and .gnu_debuglink (see
+// symtab.OpenDebugFile), in [Options.DebugDirs] inside the process's
+// root. Memfd objects and deleted files are read through map_files; their
+// own symbols name their functions (dynsdt writes one .dynsym symbol per
+// probe stub, named as the probe).
+//
+// JIT code is named by the process's perf map, "/tmp/perf-NSPID.map" in
+// its root (NSPID the PID in its own namespace), written by OpenJDK
+// (jcmd PID Compiler.perfmap), Node (--perf-basic-prof) and Python 3.12
+// (-X perf). It is read when an anonymous executable address is first
+// looked up, at most [Options.MaxPerfMap] bytes, and read again when it has
+// changed and an address is not found; later lines win over earlier ones.
+//
+// # Frames
+//
+// A [Frame] always says what is known: the function and its offset; or,
+// when the function is unknown, the object and the file offset
+// ("[libfoo.so+0x1234]"); a bare address only for an address in no
+// mapping or in anonymous memory no perf map names. [Format] and
+// [FormatPerf] print frames as bpftrace prints ustack and ustack(perf).
+//
+// Where the object or its separate debug file has DWARF (Go binaries by
+// default, C and C++ built with -g), an address in inlined code gives one
+// frame per inlined call, innermost first and marked Inlined, each with
+// the file and line of its position (for a caller, its call site), as
+// addr2line -i and runtime.CallersFrames give them; the last frame is the
+// function the code is in, with the symbol table's name and offset. The
+// subprogram tree of the compilation unit is walked per address (scopes
+// not containing it skipped) and the answer remembered per address.
+// Without DWARF, a Go frame names the function the address is in (the
+// outermost of an inlined chain) with the file and line of the innermost
+// body, from .gopclntab; other frames have no file and line.
+//
+// # Errors and limits
+//
+// Everything read is untrusted: ELF files through elfnotes and symtab
+// (bounded, damage kept local), the perf map through [ParsePerfMap]
+// (lines of at most 64 KiB, malformed lines skipped with a *FormatError
+// warning), debug/gosym only through symtab's panic-safe wrapper, and
+// debug/elf and debug/dwarf (not hardened either) only in dwarf.go, after
+// checking that the .debug_* sections total at most 256 MiB, with any
+// panic turned into an error that leaves the object without DWARF. A file
+// that cannot be read gives frames with object and offset, not an error.
+//
+// # Concurrency and lifetimes
+//
+// A Symbolizer is safe for concurrent use and holds file descriptors until
+// Close, which must not race with Frames. A Cache is safe for concurrent
+// use and holds no descriptors.
+//
+// # Sources
+//
+// proc(5) for maps and map_files; GDB's "Debugging Information in Separate
+// Files" for build-id and debuglink lookup; Linux perf's
+// tools/perf/Documentation/jit-interface.txt for the perf map format;
+// golang.org/s/go12symtab and debug/gosym for .gopclntab; bpftrace's
+// ustack output for the printed form.
+package symbolize
