@@ -351,7 +351,7 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error)) (*resolved
 		}
 		name := kind + fn.Path + ":" + short
 		r.names[name] = probeName{short, fn.Path}
-		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name}
+		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name, Entry: fn.Delta == 0 && !fn.Return}
 		if fn.Return {
 			if s.Ret, err = regFetch(fn.Machine, ret); err != nil {
 				return fail(err)

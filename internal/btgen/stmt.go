@@ -5,6 +5,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/stackcap"
 )
 
 // Flags of bpf_map_update_elem, bpf_ringbuf_output and bpf_ringbuf_query
@@ -180,6 +181,8 @@ func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 		case mi.Keys[i].Kind == eventfmt.KeyString:
 			src := g.strExpr(k)
 			g.copyStr(strBuf{off: f, size: mi.Keys[i].Size}, src)
+		case mi.KeyStacks[i] != nil:
+			g.stackKey(f, mi.KeyStacks[i])
 		}
 	}
 	return off
@@ -549,6 +552,12 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindProbe:
 			info.Args = append(info.Args, RecordArg{Off: size, Probe: true, Size: 8})
 			size += 8
+		case btlang.KindStack:
+			si := stackInfo(t)
+			si.Map = ""
+			n := stackcap.FramesSize(&stackcap.FramesOptions{MaxFrames: si.Frames})
+			info.Args = append(info.Args, RecordArg{Off: size, Stack: si, Size: n})
+			size += n + 8
 		default:
 			g.fail(unsupported(a.Pos(), "printing a %s", t))
 			return
@@ -563,6 +572,10 @@ func (g *gen) printf(c *btlang.Call) {
 		if ra.String {
 			src := g.strExpr(a)
 			g.copyStr(strBuf{off: rec + ra.Off, size: ra.Size}, src)
+			continue
+		}
+		if ra.Stack != nil {
+			g.stackFrames(rec+ra.Off, ra.Stack)
 			continue
 		}
 		if ra.Probe {

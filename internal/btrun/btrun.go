@@ -105,6 +105,8 @@ type Runner struct {
 	w    *bufio.Writer
 	rec  ringbuf.Record
 	args []eventfmt.Arg
+	// stacks symbolizes ustack keys and arguments (stacks.go).
+	stacks stacks
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
@@ -159,6 +161,7 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 			return nil, err
 		}
 	}
+	r.rememberTargets()
 	var now unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
 		return nil, fmt.Errorf("clock: %w", err)
@@ -456,6 +459,8 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Str = cString(rec[a.Off : a.Off+a.Size])
 			case a.Probe:
 				args[i].Str = r.probeName(binary.NativeEndian.Uint64(rec[a.Off:]))
+			case a.Stack != nil:
+				args[i].Str = r.printfStack(&a, rec)
 			default:
 				args[i].Int = int64(binary.NativeEndian.Uint64(rec[a.Off:]))
 			}
@@ -465,6 +470,11 @@ func (r *Runner) handle(rec []byte) error {
 		return err
 	case btgen.RecEvent:
 		return r.opts.OnEvent(rec)
+	case btgen.RecStackPID:
+		if len(rec) >= 16 {
+			r.stacks.remember(int(binary.NativeEndian.Uint64(rec[8:])))
+		}
+		return nil
 	case btgen.RecExit:
 		return errStop
 	case btgen.RecTime:
@@ -734,6 +744,11 @@ func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []eventfmt.Key {
 	for i, f := range mi.Keys {
 		off := mi.KeyOffs[i]
 		switch {
+		case i < len(mi.KeyStacks) && mi.KeyStacks[i] != nil:
+			if off+btgen.StackKeySize <= len(k) {
+				id, t := r.keyStack(mi.KeyStacks[i], k[off:])
+				keys[i] = eventfmt.Key{Int: id, Str: t.text}
+			}
 		case mi.KeyProbe[i]:
 			if off+8 <= len(k) {
 				keys[i].Str = r.probeName(binary.NativeEndian.Uint64(k[off:]))
@@ -790,6 +805,7 @@ func (r *Runner) detach() {
 // Close detaches and releases everything; a second call returns nil.
 func (r *Runner) Close() error {
 	r.detach()
+	r.stacks.close()
 	if r.rd != nil {
 		r.rd.Close()
 		r.rd = nil

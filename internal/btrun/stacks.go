@@ -1,0 +1,238 @@
+package btrun
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/stackcap"
+	"github.com/usdtkit/usdtkit/internal/symbolize"
+)
+
+// Stacks: the program captures addresses (btgen's stack.go); they are
+// symbolized here, when printed, with one symbolize.Symbolizer per
+// process. A Symbolizer remembers its process's mappings and holds its
+// objects open from its creation: it is made for each Options.PIDs at
+// Start and for each process the program announces (btgen.RecStackPID) as
+// soon as its record is read, so a process that exits before the maps
+// are printed still symbolizes. A process that could not be seen alive
+// prints bare addresses.
+
+// stacks holds the Symbolizers and the stacks already printed.
+type stacks struct {
+	cache *symbolize.Cache
+	procs map[int]*symbolize.Symbolizer // nil: could not be read
+	// text caches printed map key stacks (print() in an interval reads
+	// the same keys again).
+	text map[stackKey]stackText
+}
+
+type stackKey struct {
+	m      string
+	perf   bool
+	id     int64
+	caller uint64
+	pid    int
+}
+
+type stackText struct {
+	text   string
+	frames []symbolize.Frame
+}
+
+// maxStackText bounds the cache of printed stacks.
+const maxStackText = 1 << 16
+
+func (s *stacks) init() {
+	if s.procs == nil {
+		s.cache = &symbolize.Cache{}
+		s.procs = map[int]*symbolize.Symbolizer{}
+		s.text = map[stackKey]stackText{}
+	}
+}
+
+// remember reads the mappings of process pid unless already done.
+func (s *stacks) remember(pid int) *symbolize.Symbolizer {
+	s.init()
+	if sym, ok := s.procs[pid]; ok {
+		return sym
+	}
+	sym, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache})
+	if err != nil {
+		sym = nil
+	}
+	s.procs[pid] = sym
+	return sym
+}
+
+// frames symbolizes pcs of process pid, keeping at most n addresses.
+func (s *stacks) frames(pid int, pcs []uint64, n int) []symbolize.Frame {
+	if n > 0 && len(pcs) > n {
+		pcs = pcs[:n]
+	}
+	if sym := s.remember(pid); sym != nil {
+		return sym.Frames(pcs)
+	}
+	out := make([]symbolize.Frame, len(pcs))
+	for i, pc := range pcs {
+		out[i].Addr = pc
+	}
+	return out
+}
+
+// format prints frames as bpftrace 0.17 prints a ustack: indented by
+// indent spaces (8 in printf, 4 in a map key), or ustack(perf)'s lines.
+// Inlined calls, which bpftrace does not show, are left out.
+func formatStack(frames []symbolize.Frame, info *btgen.StackInfo, indent int) string {
+	outer := make([]symbolize.Frame, 0, len(frames))
+	for _, f := range frames {
+		if !f.Inlined {
+			outer = append(outer, f)
+		}
+	}
+	if info.Perf {
+		return symbolize.FormatPerf(outer)
+	}
+	return symbolize.Format(outer, indent)
+}
+
+// close releases every Symbolizer.
+func (s *stacks) close() {
+	for _, sym := range s.procs {
+		if sym != nil {
+			sym.Close()
+		}
+	}
+	s.procs = nil
+}
+
+// rememberTargets reads the mappings of the traced processes when the
+// program captures stacks.
+func (r *Runner) rememberTargets() {
+	if _, ok := r.prog.Spec.Maps[btgen.MapStackPIDs]; !ok {
+		return
+	}
+	for _, pid := range r.opts.PIDs {
+		r.stacks.remember(pid)
+	}
+}
+
+// printfStack returns a printf stack argument (the frames layout, then
+// the pid) as bpftrace prints it.
+func (r *Runner) printfStack(a *btgen.RecordArg, rec []byte) string {
+	pcs, err := stackcap.DecodeFrames(rec[a.Off : a.Off+a.Size])
+	if err != nil || a.Off+a.Size+8 > len(rec) {
+		return "\n"
+	}
+	pid := int(binary.NativeEndian.Uint64(rec[a.Off+a.Size:]))
+	return formatStack(r.stacks.frames(pid, pcs, a.Stack.Frames), a.Stack, 8)
+}
+
+// keyStack decodes a stack key field (btgen.StackKeySize bytes) and
+// returns its stack id, frames and printed form.
+func (r *Runner) keyStack(info *btgen.StackInfo, k []byte) (int64, stackText) {
+	if len(k) < btgen.StackKeySize {
+		return 0, stackText{text: "\n"}
+	}
+	id, _ := stackcap.DecodeStackID(k)
+	key := stackKey{info.Map, info.Perf, id.ID, id.Caller, int(binary.NativeEndian.Uint64(k[stackcap.StackIDSize:]))}
+	r.stacks.init()
+	if t, ok := r.stacks.text[key]; ok {
+		return id.ID, t
+	}
+	var t stackText
+	if m := r.coll.Maps[info.Map]; m != nil && id.ID >= 0 {
+		if pcs, err := stackcap.LookupStack(m, id); err == nil {
+			t.frames = r.stacks.frames(key.pid, pcs, info.Frames)
+		}
+	}
+	t.text = formatStack(t.frames, info, 4)
+	if len(r.stacks.text) >= maxStackText {
+		clear(r.stacks.text)
+	}
+	r.stacks.text[key] = t
+	return id.ID, t
+}
+
+// StackCount is one entry of a map keyed by a stack: the stack's frames,
+// symbolized, and the entry's value.
+type StackCount struct {
+	// Map is the map's name ("@" for the anonymous map).
+	Map string
+	// PID is the process whose stack it is.
+	PID int
+	// Frames are the stack's frames, innermost first, with inlined calls
+	// as frames of their own (symbolize.Frame.Inlined); empty when the
+	// stack could not be read.
+	Frames []symbolize.Frame
+	// Keys are the entry's key fields as the map prints them (a stack
+	// field's Str is its printed form).
+	Keys []eventfmt.Key
+	// Value is the count, sum or integer value (summed over CPUs).
+	Value uint64
+}
+
+// StackCounts returns every entry of the maps keyed by a stack (the first
+// stack field of the key) whose values are count(), sum() or integers,
+// for flame graphs and profiles. Call it after Run, before Close.
+func (r *Runner) StackCounts() ([]StackCount, error) {
+	var out []StackCount
+	for i := range r.prog.Maps {
+		mi := &r.prog.Maps[i]
+		f := -1
+		for j, s := range mi.KeyStacks {
+			if s != nil {
+				f = j
+				break
+			}
+		}
+		agg := mi.Map.Agg
+		if f < 0 || mi.Array || !(agg == btlang.AggCount || agg == btlang.AggSum || agg == btlang.AggNone && mi.Map.Value.Kind == btlang.KindInt) {
+			continue
+		}
+		m := r.coll.Maps[mi.BPF]
+		it := m.Iterate()
+		var k []byte
+		var v []byte
+		var pv [][]byte
+		for {
+			var ok bool
+			if mi.PerCPU {
+				ok = it.Next(&k, &pv)
+			} else {
+				ok = it.Next(&k, &v)
+			}
+			if !ok {
+				break
+			}
+			var val uint64
+			if mi.PerCPU {
+				for _, c := range pv {
+					if len(c) >= 8 {
+						val += binary.NativeEndian.Uint64(c)
+					}
+				}
+			} else if len(v) >= 8 {
+				val = binary.NativeEndian.Uint64(v)
+			}
+			off := mi.KeyOffs[f]
+			if off+btgen.StackKeySize > len(k) {
+				return nil, fmt.Errorf("read %s: key of %d bytes", mi.Map.Name, len(k))
+			}
+			_, t := r.keyStack(mi.KeyStacks[f], k[off:])
+			out = append(out, StackCount{
+				Map:    mi.Map.Name,
+				PID:    int(binary.NativeEndian.Uint64(k[off+stackcap.StackIDSize:])),
+				Frames: t.frames,
+				Keys:   r.decodeKey(mi, k),
+				Value:  val,
+			})
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("read %s: %w", mi.Map.Name, err)
+		}
+	}
+	return out, nil
+}
