@@ -96,6 +96,11 @@ type Options struct {
 	// Events has, per probe block (nil or shorter: none), the events the
 	// block sends after its body (see Event).
 	Events []*Event
+	// StackCopy is how many bytes of the user stack a printf'd ustack
+	// copies for unwinding in user space (stackcap.CopyOptions.Size);
+	// 0 means DefaultStackCopy; negative: frames of the kernel's
+	// frame-pointer walk instead, as bpftrace (see stack.go).
+	StackCopy int
 }
 
 // Program is a generated program: plain data, safe for concurrent reads.
@@ -248,6 +253,9 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	}
 	if o.MaxEntries < 1 {
 		return nil, fmt.Errorf("btgen: Options.MaxEntries %d is not positive", o.MaxEntries)
+	}
+	if o.StackCopy == 0 {
+		o.StackCopy = DefaultStackCopy
 	}
 	if len(o.Sites) != len(prog.Blocks) {
 		return nil, fmt.Errorf("btgen: %d site lists for %d probe blocks", len(o.Sites), len(prog.Blocks))

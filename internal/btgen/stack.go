@@ -1,6 +1,7 @@
 package btgen
 
 import (
+	"debug/elf"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -20,9 +21,14 @@ import (
 // field is StackKeySize bytes: the stack id, the caller word read at a
 // function's entry (see below) and the process id (tgid), which says
 // whose mappings symbolize the frames (bpftrace keys stacks by id and pid
-// too). A printf argument carries the frames themselves
-// (stackcap.EmitFrames, FramesSize bytes) followed by the 8-byte pid, so
-// a record needs no map and its stack is never overwritten.
+// too). A printf argument carries the stack itself, so a record needs no
+// map: by default the registers and a copy of the top of the user stack
+// (stackcap.EmitCopy, Options.StackCopy bytes), the pid and the site's
+// entry flag, which user space unwinds with each object's CFI, or its
+// frame pointers where it has none (internal/unwind): code built
+// without frame pointers, such as Debian's C library, keeps every frame.
+// With a negative Options.StackCopy, the kernel's frame-pointer walk
+// (stackcap.EmitFrames) followed by the pid, as bpftrace.
 //
 // At a function's first instruction (Site.Entry) the frame-pointer walk
 // misses the immediate caller unless the kernel adds it (see stackcap):
@@ -59,9 +65,20 @@ type StackInfo struct {
 	// Perf prints as ustack(perf): address, frame and object per line.
 	Perf bool
 	// Map is the stack map in Spec.Maps a key's stack id refers to
-	// ("" for a printf argument, whose record holds the frames).
+	// ("" for a printf argument, whose record holds the stack).
 	Map string
+	// Copy, for a printf argument, is the size of the stack copy
+	// (stackcap.CopyOptions.Size) the record holds instead of frames;
+	// 0: frames (stackcap.EmitFrames).
+	Copy int
+	// Machine is the traced objects' architecture (for unwinding).
+	Machine elf.Machine
 }
+
+// DefaultStackCopy is the default Options.StackCopy: 8 KiB, perf's
+// default dump size, so that a few printf'd stacks fit the per-CPU
+// scratch value (32 KiB).
+const DefaultStackCopy = 8 << 10
 
 // stackMapName is the stack map of stacks of n frames.
 func stackMapName(n int) string { return fmt.Sprintf("stacks%d", n) }
@@ -167,6 +184,43 @@ func (g *gen) stackKey(off int, s *StackInfo) {
 		return stackcap.EmitStackID(g.opts.Machine, asm.R6, asm.R7, int16(off), s.Map, &stackcap.FramesOptions{MaxFrames: s.Frames, Entry: entry}, prefix)
 	})
 	g.stackPID(off + stackcap.StackIDSize)
+}
+
+// stackArgSize is the size of a printf stack argument in its record.
+func stackArgSize(s *StackInfo) int {
+	if s.Copy > 0 {
+		// The copy, the pid, the entry flag.
+		return stackcap.CopySize(&stackcap.CopyOptions{Size: s.Copy}) + 16
+	}
+	// The frames, the pid.
+	return stackcap.FramesSize(&stackcap.FramesOptions{MaxFrames: s.Frames}) + 8
+}
+
+// stackArg stores a printf stack argument at scratch off: with s.Copy,
+// the registers and stack copy (stackcap.EmitCopy), the pid and the
+// site's entry flag; else the frames (FramesSize) and the pid.
+func (g *gen) stackArg(off int, s *StackInfo) {
+	if s.Copy == 0 {
+		g.stackFrames(off, s)
+		return
+	}
+	if g.entryOff < 0 {
+		g.fail(&btlang.Error{Pos: g.block.At, Msg: "ustack is not available in this block"})
+		return
+	}
+	opts := &stackcap.CopyOptions{Size: s.Copy}
+	insns, err := stackcap.EmitCopy(g.opts.Machine, asm.R6, asm.R7, int16(off), opts, g.newLabel("copy"))
+	if err != nil {
+		g.fail(&btlang.Error{Pos: g.block.At, Msg: err.Error()})
+		return
+	}
+	g.emit(insns...)
+	n := stackcap.CopySize(opts)
+	g.emit(
+		asm.LoadMem(asm.R0, asm.R7, int16(g.entryOff), asm.DWord),
+		asm.StoreMem(asm.R7, int16(off+n+8), asm.R0, asm.DWord),
+	)
+	g.stackPID(off + n)
 }
 
 // stackFrames stores a printf stack argument (FramesSize, then the pid)

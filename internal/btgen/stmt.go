@@ -5,7 +5,6 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
-	"github.com/usdtkit/usdtkit/internal/stackcap"
 )
 
 // Flags of bpf_map_update_elem, bpf_ringbuf_output and bpf_ringbuf_query
@@ -554,10 +553,13 @@ func (g *gen) printf(c *btlang.Call) {
 			size += 8
 		case btlang.KindStack:
 			si := stackInfo(t)
-			si.Map = ""
-			n := stackcap.FramesSize(&stackcap.FramesOptions{MaxFrames: si.Frames})
+			si.Map, si.Machine = "", g.opts.Machine
+			if g.opts.StackCopy > 0 {
+				si.Copy = g.opts.StackCopy
+			}
+			n := stackArgSize(si)
 			info.Args = append(info.Args, RecordArg{Off: size, Stack: si, Size: n})
-			size += n + 8
+			size += round8(n)
 		default:
 			g.fail(unsupported(a.Pos(), "printing a %s", t))
 			return
@@ -575,7 +577,7 @@ func (g *gen) printf(c *btlang.Call) {
 			continue
 		}
 		if ra.Stack != nil {
-			g.stackFrames(rec+ra.Off, ra.Stack)
+			g.stackArg(rec+ra.Off, ra.Stack)
 			continue
 		}
 		if ra.Probe {

@@ -9,6 +9,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/internal/stackcap"
 	"github.com/usdtkit/usdtkit/internal/symbolize"
+	"github.com/usdtkit/usdtkit/internal/unwind"
 )
 
 // Stacks: the program captures addresses (btgen's stack.go); they are
@@ -22,8 +23,14 @@ import (
 
 // stacks holds the Symbolizers and the stacks already printed.
 type stacks struct {
-	cache *symbolize.Cache
-	procs map[int]*symbolize.Symbolizer // nil: could not be read
+	// unw and spaces unwind printf'd stack copies; a process's space is
+	// remembered and its objects' CFI read when it is first seen.
+	unw    *unwind.Unwinder
+	spaces unwind.Spaces
+	cache  *symbolize.Cache
+	procs  map[int]*symbolize.Symbolizer // nil: could not be read
+	// copies: the program prints stack copies (unwound here).
+	copies bool
 	// text caches printed map key stacks (print() in an interval reads
 	// the same keys again).
 	text map[stackKey]stackText
@@ -47,6 +54,7 @@ const maxStackText = 1 << 16
 
 func (s *stacks) init() {
 	if s.procs == nil {
+		s.unw, _ = unwind.New(nil)
 		s.cache = &symbolize.Cache{}
 		s.procs = map[int]*symbolize.Symbolizer{}
 		s.text = map[stackKey]stackText{}
@@ -64,7 +72,31 @@ func (s *stacks) remember(pid int) *symbolize.Symbolizer {
 		sym = nil
 	}
 	s.procs[pid] = sym
+	if s.copies {
+		if sp, err := s.spaces.Get(pid); err == nil {
+			s.unw.Load(sp) // damage makes an object use frame pointers
+		}
+	}
 	return sym
+}
+
+// unwind returns the return addresses of a printf'd stack copy of
+// process pid, innermost first.
+func (s *stacks) unwind(pid int, info *btgen.StackInfo, c stackcap.Copy, entry bool) []uint64 {
+	s.remember(pid)
+	sp, err := s.spaces.Get(pid)
+	if err != nil {
+		return []uint64{c.IP}
+	}
+	res, err := s.unw.Unwind(sp, info.Machine, unwind.Regs{PC: c.IP, SP: c.SP, FP: c.FP, LR: c.LR, Entry: entry}, unwind.Stack{Base: c.Base, Data: c.Stack})
+	if err != nil {
+		return []uint64{c.IP}
+	}
+	pcs := make([]uint64, len(res.Frames))
+	for i, f := range res.Frames {
+		pcs[i] = f.PC
+	}
+	return pcs
 }
 
 // frames symbolizes pcs of process pid, keeping at most n addresses.
@@ -114,6 +146,11 @@ func (r *Runner) rememberTargets() {
 	if _, ok := r.prog.Spec.Maps[btgen.MapStackPIDs]; !ok {
 		return
 	}
+	for _, p := range r.prog.Printfs {
+		for _, a := range p.Args {
+			r.stacks.copies = r.stacks.copies || a.Stack != nil && a.Stack.Copy > 0
+		}
+	}
 	for _, pid := range r.opts.PIDs {
 		r.stacks.remember(pid)
 	}
@@ -122,11 +159,28 @@ func (r *Runner) rememberTargets() {
 // printfStack returns a printf stack argument (the frames layout, then
 // the pid) as bpftrace prints it.
 func (r *Runner) printfStack(a *btgen.RecordArg, rec []byte) string {
-	pcs, err := stackcap.DecodeFrames(rec[a.Off : a.Off+a.Size])
-	if err != nil || a.Off+a.Size+8 > len(rec) {
+	b := rec[a.Off : a.Off+a.Size]
+	ne := binary.NativeEndian
+	if a.Stack.Copy > 0 {
+		if len(b) < 16 {
+			return "\n"
+		}
+		c, err := stackcap.DecodeCopy(b[:len(b)-16])
+		if err != nil {
+			return "\n"
+		}
+		pid := int(ne.Uint64(b[len(b)-16:]))
+		pcs := r.stacks.unwind(pid, a.Stack, c, ne.Uint64(b[len(b)-8:]) != 0)
+		return formatStack(r.stacks.frames(pid, pcs, a.Stack.Frames), a.Stack, 8)
+	}
+	if len(b) < 8 {
 		return "\n"
 	}
-	pid := int(binary.NativeEndian.Uint64(rec[a.Off+a.Size:]))
+	pcs, err := stackcap.DecodeFrames(b[:len(b)-8])
+	if err != nil {
+		return "\n"
+	}
+	pid := int(ne.Uint64(b[len(b)-8:]))
 	return formatStack(r.stacks.frames(pid, pcs, a.Stack.Frames), a.Stack, 8)
 }
 
