@@ -38,12 +38,18 @@ func TestStacksAgainstBpftrace(t *testing.T) {
 		name     string
 		bt, ours string // ours "" means bt
 		json     bool
+		// prefix: each printf'd stack of bpftrace (text ending in
+		// "|PID") begins ours.
+		prefix bool
 	}{
 		{name: "count", bt: `uprobe:BIN:leaf { @[ustack] = count(); }`},
 		{name: "frames", bt: `uprobe:BIN:leaf { @[ustack(3)] = count(); }`, ours: `uprobe:BIN:leaf { @[ustack(4)] = count(); }`},
 		{name: "tuple", bt: `uprobe:BIN:leaf { @t[ustack(2), comm] = count(); @n[comm] = count(); }`, ours: `uprobe:BIN:leaf { @t[ustack(3), comm] = count(); @n[comm] = count(); }`},
 		{name: "perf", bt: `uprobe:BIN:leaf { @p[ustack(perf)] = count(); @s[ustack(bpftrace, 127)] = sum(2); }`},
-		{name: "printf", bt: `uprobe:BIN:leaf { printf("%s|%d\n", ustack, pid); }`},
+		// printf'd stacks are unwound with CFI: ours go on where
+		// bpftrace's frame-pointer walk ends (in libc's msort, after
+		// __libc_start_call_main): each of bpftrace's stacks begins ours.
+		{name: "printf", bt: `uprobe:BIN:leaf { printf("%s|%d\n", ustack, pid); }`, prefix: true},
 		{name: "printf perf", bt: `uprobe:BIN:leaf { printf("<%s>\n", ustack(perf, 2)); }`, ours: `uprobe:BIN:leaf { printf("<%s>\n", ustack(perf, 3)); }`},
 		{name: "json", bt: `uprobe:BIN:leaf { @[ustack] = count(); @t[ustack(2), comm] = count(); printf("%s\n", ustack(2)); }`, ours: `uprobe:BIN:leaf { @[ustack] = count(); @t[ustack(3), comm] = count(); printf("%s\n", ustack(3)); }`, json: true},
 	}
@@ -69,10 +75,38 @@ func TestStacksAgainstBpftrace(t *testing.T) {
 			if !callerFrame.MatchString(have) || !strings.Contains(have, "level3+") {
 				t.Errorf("our output lacks leaf's caller (level3, cmp):\n%s", have)
 			}
+			if tt.prefix {
+				comparePrefixes(t, callerFrame.ReplaceAllString(have, ""), theirs)
+				return
+			}
 			if got := callerFrame.ReplaceAllString(have, ""); got != theirs {
 				t.Errorf("output without leaf's caller differs:\n--- have\n%s\n--- want (bpftrace)\n%s", got, theirs)
 			}
 		})
+	}
+}
+
+// stackEnd ends a printf'd stack in the prefix rows.
+var stackEnd = regexp.MustCompile(`\|[0-9]+\n`)
+
+// comparePrefixes checks that each printf'd stack of theirs begins the
+// one of ours at the same place, and that ours unwound the sort chain
+// through libc to main.
+func comparePrefixes(t *testing.T, have, theirs string) {
+	t.Helper()
+	h, w := stackEnd.Split(have, -1), stackEnd.Split(theirs, -1)
+	if len(h) != len(w) || len(w) < 3 {
+		t.Fatalf("%d stacks, bpftrace %d:\n--- have\n%s\n--- want (bpftrace)\n%s", len(h)-1, len(w)-1, have, theirs)
+	}
+	for i := range w {
+		if !strings.HasPrefix(h[i], w[i]) {
+			t.Errorf("stack %d does not begin with bpftrace's:\n--- have\n%s\n--- want (bpftrace)\n%s", i, h[i], w[i])
+		}
+	}
+	for _, fn := range []string{"msort_with_tmp", "sort_them+", "main+"} {
+		if !strings.Contains(h[1], "\n        "+fn) {
+			t.Errorf("the sort chain's stack lacks %s:\n%s", fn, h[1])
+		}
 	}
 }
 
@@ -168,5 +202,71 @@ func TestStacksRefused(t *testing.T) {
 		if code != 1 || out.Len() != 0 || !strings.Contains(errb.String(), tt.want) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1 and %q", tt.prog, code, out.String(), errb.String(), tt.want)
 		}
+	}
+}
+
+// TestStacksNoFramePointers: printf'd stacks of chain.c built -O2
+// -fomit-frame-pointer, through the C library (qsort calling back cmp),
+// have every frame, unwound from a stack copy with each object's CFI,
+// where bpftrace's frame-pointer walk stops after one or two frames.
+func TestStacksNoFramePointers(t *testing.T) {
+	bin := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
+	tr := testutil.StartTracee(t, bin)
+	tr.Do(t, "loop 0")
+	run := startTrace(t, "trace", "-p", strconv.Itoa(tr.PID()), "-e", strings.ReplaceAll(`uprobe:BIN:leaf { printf("%s|\n", ustack(perf)); }`, "BIN", bin))
+	tr.Do(t, "levels")
+	tr.Do(t, "sort")
+	tr.Quit(t)
+	code, out, errOut := run.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	libc := "" // the C library's path, from the frames
+	type frame struct{ fn, obj string }
+	var stacks [][]frame
+	for _, s := range strings.Split(out, "|\n") {
+		var fs []frame
+		for l := range strings.Lines(s) {
+			// "\tADDR FUNC+OFF (OBJECT)"
+			f := strings.Fields(l)
+			if len(f) != 3 {
+				continue
+			}
+			fn, _, _ := strings.Cut(f[1], "+")
+			fs = append(fs, frame{fn, strings.Trim(f[2], "()")})
+		}
+		if len(fs) > 0 {
+			stacks = append(stacks, fs)
+		}
+	}
+	// One hit under "levels", then cmp's calls under "sort".
+	if len(stacks) < 2 {
+		t.Fatalf("%d stacks, want at least 2:\n%s", len(stacks), out)
+	}
+	want := []string{"leaf", "level3", "level2", "level1", "main"}
+	for i, fn := range want {
+		if i >= len(stacks[0]) || stacks[0][i] != (frame{fn, bin}) {
+			t.Fatalf("levels stack: frame %d is not %s in %s:\n%s", i, fn, bin, out)
+		}
+	}
+	for k, s := range stacks[1:] {
+		// leaf, cmp, libc's sort frames, sort_them, main.
+		if len(s) < 5 || s[0] != (frame{"leaf", bin}) || s[1] != (frame{"cmp", bin}) {
+			t.Fatalf("sort stack %d does not begin leaf, cmp:\n%s", k, out)
+		}
+		i := 2
+		for i < len(s) && s[i].obj != bin {
+			if !strings.Contains(filepath.Base(s[i].obj), "libc.so") || strings.HasPrefix(s[i].fn, "0x") || strings.HasPrefix(s[i].fn, "[") {
+				t.Fatalf("sort stack %d: frame %d %v is not a named C library function:\n%s", k, i, s[i], out)
+			}
+			libc = s[i].obj
+			i++
+		}
+		if i == 2 || i+1 >= len(s) || s[i] != (frame{"sort_them", bin}) || s[i+1] != (frame{"main", bin}) {
+			t.Fatalf("sort stack %d: want C library frames, then sort_them, main:\n%s", k, out)
+		}
+	}
+	if libc == "" {
+		t.Fatal("no C library frame")
 	}
 }
