@@ -222,8 +222,9 @@ type StackCount struct {
 	// stack could not be read.
 	Frames []symbolize.Frame
 	// Keys are the entry's key fields as the map prints them (a stack
-	// field's Str is its printed form).
-	Keys []eventfmt.Key
+	// field's Str is its printed form), KeyKinds their kinds.
+	Keys     []eventfmt.Key
+	KeyKinds []eventfmt.KeyKind
 	// Value is the count, sum or integer value (summed over CPUs).
 	Value uint64
 }
@@ -245,6 +246,10 @@ func (r *Runner) StackCounts() ([]StackCount, error) {
 		agg := mi.Map.Agg
 		if f < 0 || mi.Array || !(agg == btlang.AggCount || agg == btlang.AggSum || agg == btlang.AggNone && mi.Map.Value.Kind == btlang.KindInt) {
 			continue
+		}
+		var kinds []eventfmt.KeyKind
+		for _, kf := range mi.Keys {
+			kinds = append(kinds, kf.Kind)
 		}
 		m := r.coll.Maps[mi.BPF]
 		it := m.Iterate()
@@ -277,11 +282,12 @@ func (r *Runner) StackCounts() ([]StackCount, error) {
 			}
 			_, t := r.keyStack(mi.KeyStacks[f], k[off:])
 			out = append(out, StackCount{
-				Map:    mi.Map.Name,
-				PID:    int(binary.NativeEndian.Uint64(k[off+stackcap.StackIDSize:])),
-				Frames: t.frames,
-				Keys:   r.decodeKey(mi, k),
-				Value:  val,
+				Map:      mi.Map.Name,
+				PID:      int(binary.NativeEndian.Uint64(k[off+stackcap.StackIDSize:])),
+				Frames:   t.frames,
+				Keys:     r.decodeKey(mi, k),
+				KeyKinds: kinds,
+				Value:    val,
 			})
 		}
 		if err := it.Err(); err != nil {

@@ -1,0 +1,116 @@
+package trace_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/trace"
+)
+
+// runChain traces src on a fresh chain.c built with flags, makes it call
+// leaf through "levels" twice and "sort" once, lets it exit, and returns
+// the ended Tracer (closed with the test) and what it printed.
+func runChain(t *testing.T, src string, copts *trace.CompileOptions, flags ...string) (*trace.Tracer, string) {
+	t.Helper()
+	testutil.RequireBPF(t)
+	bin := stacktest.BuildChain(t, flags...)
+	tr := testutil.StartTracee(t, bin)
+	tr.Do(t, "loop 0")
+	o := trace.CompileOptions{PID: tr.PID()}
+	if copts != nil {
+		o.FramePointerStacks = copts.FramePointerStacks
+	}
+	prog, err := trace.Compile("t.bt", strings.ReplaceAll(src, "BIN", bin), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	tracer, err := trace.Start(prog, &trace.Options{PID: tr.PID(), Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tracer.Close() })
+	tr.Do(t, "levels")
+	tr.Do(t, "sort")
+	tr.Do(t, "levels")
+	tr.Quit(t)
+	if err := tracer.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return tracer, out.String()
+}
+
+func symbols(fs []trace.Frame) []string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, f.Symbol)
+	}
+	return s
+}
+
+// TestStacks reads the stack-keyed maps of a finished trace with
+// Tracer.Stacks: frames symbolized after the process exited, the other
+// key fields and the values.
+func TestStacks(t *testing.T) {
+	tracer, _ := runChain(t, `uprobe:BIN:leaf { @[ustack, comm] = count(); @s[ustack(perf, 3)] = sum(3); }`, nil, "-O0", "-fno-omit-frame-pointer")
+	stacks, err := tracer.Stacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels := []string{"leaf", "level3", "level2", "level1", "main"}
+	found := map[string]bool{}
+	for _, s := range stacks {
+		syms := symbols(s.Frames)
+		switch {
+		case s.Map == "@" && len(syms) >= 5 && slices.Equal(syms[:5], levels):
+			found["@ levels"] = true
+			if s.Value != 2 || !slices.Equal(s.Keys, []string{"chain"}) {
+				t.Errorf("@ levels: value %d, keys %q; want 2, [chain]", s.Value, s.Keys)
+			}
+		case s.Map == "@" && len(syms) >= 3 && slices.Equal(syms[:2], []string{"leaf", "cmp"}):
+			found["@ sort"] = true
+			if s.Value == 0 || s.Frames[2].Object == s.Frames[0].Object {
+				t.Errorf("@ sort: value %d, third frame %+v: want hits and a C library frame", s.Value, s.Frames[2])
+			}
+		case s.Map == "@s" && slices.Equal(syms, levels[:3]):
+			found["@s levels"] = true
+			if s.Value != 6 || len(s.Keys) != 0 {
+				t.Errorf("@s levels: value %d, keys %q; want 6, none", s.Value, s.Keys)
+			}
+		}
+		if s.PID == 0 {
+			t.Errorf("%s: no pid", s.Map)
+		}
+	}
+	for _, k := range []string{"@ levels", "@ sort", "@s levels"} {
+		if !found[k] {
+			t.Errorf("no %s stack in %+v", k, stacks)
+		}
+	}
+}
+
+// TestStacksPrintfMethod: printf'd stacks are unwound with CFI from a
+// copy of the stack by default, and are the kernel's frame-pointer walk
+// with CompileOptions.FramePointerStacks: under qsort, whose C library
+// code keeps no frame pointers, only the first goes on to sort_them.
+func TestStacksPrintfMethod(t *testing.T) {
+	const src = `uprobe:BIN:leaf { printf("%s|\n", ustack); }`
+	for _, fp := range []bool{false, true} {
+		_, out := runChain(t, src, &trace.CompileOptions{FramePointerStacks: fp}, "-O0", "-fno-omit-frame-pointer")
+		parts := strings.Split(out, "|\n")
+		if len(parts) < 3 {
+			t.Fatalf("FramePointerStacks %v: %d stacks:\n%s", fp, len(parts)-1, out)
+		}
+		if !strings.Contains(parts[0], "\n        level3+") || !strings.Contains(parts[0], "\n        main+") {
+			t.Errorf("FramePointerStacks %v: levels stack %q", fp, parts[0])
+		}
+		if has := strings.Contains(parts[1], "\n        sort_them+"); has == fp {
+			t.Errorf("FramePointerStacks %v: sort stack has sort_them: %v, want %v:\n%s", fp, has, !fp, parts[1])
+		}
+	}
+}
