@@ -31,6 +31,16 @@
 // Links are closed concurrently: each close waits for the kernel's uprobe
 // SRCU grace period.
 //
+// # Stacks
+//
+// ustack keys and printf'd stacks are symbolized when printed, with one
+// internal/symbolize.Symbolizer per process made at Start for
+// Options.PIDs and when the program announces a process
+// (btgen.RecStackPID), so a process that exits before the end keeps its
+// names; printf'd stack copies are unwound with internal/unwind (CFI per
+// object, frame pointers without). StackCounts gives the stack-keyed maps
+// with their frames. See stacks.go.
+//
 // # Output
 //
 // Options.Out is written through a buffer that Run flushes whenever the
