@@ -243,8 +243,14 @@ func (g *gen) stackPID(off int) {
 		asm.RSh.Imm(asm.R0, 32),
 		asm.StoreMem(asm.R7, int16(off), asm.R0, asm.DWord),
 		// stackpids[pid] = pid, only if absent: the first hit of a
-		// process announces it.
+		// process announces it. A lookup (inlined by the verifier)
+		// first: an update attempt on every hit would cost more.
 		asm.StoreMem(asm.R10, -8, asm.R0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(MapStackPIDs),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -8),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, seen),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(MapStackPIDs),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, -8),
