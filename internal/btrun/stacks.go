@@ -203,6 +203,11 @@ func (r *Runner) keyStack(info *btgen.StackInfo, k []byte) (int64, stackText) {
 		}
 	}
 	t.text = formatStack(t.frames, info, 4)
+	if id.ID < 0 {
+		// bpf_get_stackid failed (a hash collision in a full stack map:
+		// -EEXIST; -EFAULT): say so rather than print an empty stack.
+		t.text = fmt.Sprintf("\n    [stack not captured: error %d]\n", id.ID)
+	}
 	if len(r.stacks.text) >= maxStackText {
 		clear(r.stacks.text)
 	}
