@@ -119,7 +119,8 @@
 //     -fomit-frame-pointer, Debian's C library included, keeps every
 //     frame. Frames beyond the copy are not seen. CompileOptions.
 //     FramePointerStacks uses the kernel's frame-pointer walk instead, as
-//     bpftrace does.
+//     bpftrace does. Tracer.UnwindMethods says, per object, which method
+//     unwound how many frames.
 //
 // Tracer.Stacks returns, after Run, every entry of the maps keyed by a
 // stack with its frames symbolized and its value: the input of flame

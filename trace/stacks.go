@@ -77,3 +77,26 @@ func (t *Tracer) Stacks() ([]StackCount, error) {
 	}
 	return out, nil
 }
+
+// UnwindMethod says how often printf'd stacks were unwound through an
+// object with a method: "cfi" (the object's call frame information) or
+// "fp" (its frame pointers, for code without CFI such as JIT code).
+type UnwindMethod struct {
+	Object string // the object's path; "" for anonymous memory
+	Method string
+	Frames int
+}
+
+// UnwindMethods returns how printf'd stacks were unwound so far, per
+// object and method (for a verbose report), sorted by object and method.
+// Map keys use the kernel's frame-pointer walk and are not counted.
+func (t *Tracer) UnwindMethods() []UnwindMethod {
+	if t.r == nil {
+		return nil
+	}
+	var out []UnwindMethod
+	for _, m := range t.r.UnwindMethods() {
+		out = append(out, UnwindMethod(m))
+	}
+	return out
+}

@@ -101,7 +101,7 @@ func TestStacks(t *testing.T) {
 func TestStacksPrintfMethod(t *testing.T) {
 	const src = `uprobe:BIN:leaf { printf("%s|\n", ustack); }`
 	for _, fp := range []bool{false, true} {
-		_, out := runChain(t, src, &trace.CompileOptions{FramePointerStacks: fp}, "-O0", "-fno-omit-frame-pointer")
+		tracer, out := runChain(t, src, &trace.CompileOptions{FramePointerStacks: fp}, "-O0", "-fno-omit-frame-pointer")
 		parts := strings.Split(out, "|\n")
 		if len(parts) < 3 {
 			t.Fatalf("FramePointerStacks %v: %d stacks:\n%s", fp, len(parts)-1, out)
@@ -111,6 +111,15 @@ func TestStacksPrintfMethod(t *testing.T) {
 		}
 		if has := strings.Contains(parts[1], "\n        sort_them+"); has == fp {
 			t.Errorf("FramePointerStacks %v: sort stack has sort_them: %v, want %v:\n%s", fp, has, !fp, parts[1])
+		}
+		methods := tracer.UnwindMethods()
+		if fp != (len(methods) == 0) {
+			t.Errorf("FramePointerStacks %v: unwind methods %+v", fp, methods)
+		}
+		for _, m := range methods {
+			if m.Method != "cfi" || m.Frames == 0 {
+				t.Errorf("FramePointerStacks %v: %+v: want only CFI (every object has it)", fp, m)
+			}
 		}
 	}
 }

@@ -1,8 +1,10 @@
 package btrun
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -31,6 +33,8 @@ type stacks struct {
 	procs  map[int]*symbolize.Symbolizer // nil: could not be read
 	// copies: the program prints stack copies (unwound here).
 	copies bool
+	// methods counts the frames unwound per object and method.
+	methods map[methodKey]int
 	// text caches printed map key stacks (print() in an interval reads
 	// the same keys again).
 	text map[stackKey]stackText
@@ -95,8 +99,46 @@ func (s *stacks) unwind(pid int, info *btgen.StackInfo, c stackcap.Copy, entry b
 	pcs := make([]uint64, len(res.Frames))
 	for i, f := range res.Frames {
 		pcs[i] = f.PC
+		if i > 0 {
+			// Frame i was found by unwinding frame i-1, with the
+			// method its object allowed.
+			obj := ""
+			if m, ok := sp.Mapping(res.Frames[i-1].PC); ok {
+				obj = m.Path
+			}
+			if s.methods == nil {
+				s.methods = map[methodKey]int{}
+			}
+			if len(s.methods) < maxStackText {
+				s.methods[methodKey{obj, f.Method.String()}]++
+			}
+		}
 	}
 	return pcs
+}
+
+type methodKey struct{ object, method string }
+
+// UnwindMethod says how often printf'd stacks were unwound through an
+// object with a method: "cfi" (its call frame information) or "fp" (its
+// frame pointers: it has no CFI for the code).
+type UnwindMethod struct {
+	Object string // path in the process's maps; "" for anonymous memory
+	Method string
+	Frames int
+}
+
+// UnwindMethods returns, per object and method, how many frames of
+// printf'd stacks were found so far, sorted by object and method.
+func (r *Runner) UnwindMethods() []UnwindMethod {
+	var out []UnwindMethod
+	for k, n := range r.stacks.methods {
+		out = append(out, UnwindMethod{Object: k.object, Method: k.method, Frames: n})
+	}
+	slices.SortFunc(out, func(a, b UnwindMethod) int {
+		return cmp.Or(cmp.Compare(a.Object, b.Object), cmp.Compare(a.Method, b.Method))
+	})
+	return out
 }
 
 // frames symbolizes pcs of process pid, keeping at most n addresses.
