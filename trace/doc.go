@@ -100,8 +100,13 @@
 // when printed (package internal/symbolize: symbol tables, separate debug
 // files, demangled C++, Go, perf maps), with the mappings each process
 // had when the trace first saw it (at Start for Options.PIDs, at its
-// first stack otherwise): a process that has exited still symbolizes,
-// where bpftrace prints bare addresses.
+// first stack, read again then for a command started stopped): a process
+// that has exited still symbolizes, where bpftrace prints bare addresses.
+// The first stack is read asynchronously (its record wakes the reader at
+// once): a process that exits before that, within a few milliseconds on
+// a busy machine, keeps only what was seen at Start, if anything.
+// Capturing build IDs and file offsets in the kernel (bpf_get_stack's
+// BPF_F_USER_BUILD_ID) would close that gap; it is not done yet.
 //
 // How each stack is captured:
 //

@@ -3,8 +3,11 @@ package trace_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
@@ -122,4 +125,82 @@ func TestStacksPrintfMethod(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStacksCommand: the stacks of a command traced from its first
+// instruction (Options.Command) name its libraries' functions, though the
+// command had only its executable and the loader mapped when the trace
+// started, and has exited when the maps are printed (bpftrace 0.17 prints
+// bare addresses for a -c command): its mappings are read again at its
+// first stack.
+func TestStacksCommand(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := stacktest.BuildChain(t, "-O0", "-fno-omit-frame-pointer")
+	prog, err := trace.Compile("t.bt", strings.ReplaceAll(`uprobe:BIN:leaf { @[ustack(perf)] = count(); printf("hit\n"); }`, "BIN", bin), &trace.CompileOptions{Executable: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &signalWriter{seen: make(chan struct{})}
+	tracer, err := trace.Start(prog, &trace.Options{Command: cmd, Stdout: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tracer.Close() })
+	done := make(chan error, 1)
+	go func() { done <- tracer.Run(context.Background()) }()
+	if _, err := io.WriteString(stdin, "levels\nsort\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The first printf comes after the record announcing the process:
+	// once it is printed, its mappings were read again.
+	<-out.seen
+	stdin.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	libcFrames := 0
+	for l := range strings.Lines(text) {
+		if !strings.HasPrefix(l, "\t") {
+			continue
+		}
+		// "\tADDR FUNC+OFF (OBJECT)"
+		f := strings.Fields(l)
+		if len(f) != 3 || strings.HasPrefix(f[1], "0x") || strings.HasPrefix(f[1], "[") {
+			t.Errorf("frame %q is not named", l)
+		}
+		if len(f) == 3 && strings.Contains(f[2], "libc.so") {
+			libcFrames++
+		}
+	}
+	if libcFrames == 0 || !strings.Contains(text, " main+") {
+		t.Errorf("no C library frame or no main:\n%s", text)
+	}
+}
+
+// signalWriter keeps what is written and closes seen at the first write.
+type signalWriter struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	seen chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.b.Len() == 0 && len(p) > 0 {
+		close(w.seen)
+	}
+	return w.b.Write(p)
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

@@ -482,7 +482,7 @@ func (r *Runner) handle(rec []byte) error {
 		return r.opts.OnEvent(rec)
 	case btgen.RecStackPID:
 		if len(rec) >= 16 {
-			r.stacks.remember(int(binary.NativeEndian.Uint64(rec[8:])))
+			r.stacks.refresh(int(binary.NativeEndian.Uint64(rec[8:])))
 		}
 		return nil
 	case btgen.RecExit:

@@ -84,6 +84,31 @@ func (s *stacks) remember(pid int) *symbolize.Symbolizer {
 	return sym
 }
 
+// refresh reads the mappings of process pid again, when it was
+// remembered before its first stack: a command started stopped (trace
+// -c) had only its executable and the dynamic loader mapped then.
+func (s *stacks) refresh(pid int) {
+	s.init()
+	sym, ok := s.procs[pid]
+	if !ok {
+		s.remember(pid)
+		return
+	}
+	fresh, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache})
+	if err != nil {
+		return // gone: keep what was remembered
+	}
+	if sym != nil {
+		sym.Close()
+	}
+	s.procs[pid] = fresh
+	if s.copies {
+		if sp, err := s.spaces.Refresh(pid); err == nil {
+			s.unw.Load(sp)
+		}
+	}
+}
+
 // unwind returns the return addresses of a printf'd stack copy of
 // process pid, innermost first.
 func (s *stacks) unwind(pid int, info *btgen.StackInfo, c stackcap.Copy, entry bool) []uint64 {
