@@ -730,6 +730,7 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", bm.Name, err)
 	}
+	mergeStackKeys(mi, m)
 	if len(mi.Keys) == 0 && m.Agg == eventfmt.AggCount && len(m.Entries) == 0 {
 		// bpftrace 0.17 prints a count() without keys as 0 when never
 		// written, cleared or deleted (no other kind of map).

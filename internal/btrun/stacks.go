@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -367,4 +369,47 @@ func (r *Runner) StackCounts() ([]StackCount, error) {
 		}
 	}
 	return out, nil
+}
+
+// mergeStackKeys sums count() and sum() entries whose keys print the same:
+// ustack(N) at a function's entry keeps the caller the kernel's walk
+// missed and drops the walk's last frame, so stacks that differed only
+// there print alike and are one entry, as their printed form says.
+func mergeStackKeys(mi *btgen.MapInfo, m *eventfmt.Map) {
+	if m.Agg != eventfmt.AggCount && m.Agg != eventfmt.AggSum || !slices.ContainsFunc(mi.KeyStacks, func(s *btgen.StackInfo) bool { return s != nil }) {
+		return
+	}
+	seen := map[string]int{}
+	out := m.Entries[:0]
+	for _, e := range m.Entries {
+		id := printedKey(mi, e.Key)
+		if j, ok := seen[id]; ok {
+			out[j].Value += e.Value
+			for i, s := range mi.KeyStacks {
+				if s != nil && i < len(e.Key) && e.Key[i].Int < out[j].Key[i].Int {
+					out[j].Key[i].Int = e.Key[i].Int
+				}
+			}
+			continue
+		}
+		seen[id] = len(out)
+		out = append(out, e)
+	}
+	m.Entries = out
+}
+
+// printedKey is a key as it prints: stack fields by their text.
+func printedKey(mi *btgen.MapInfo, keys []eventfmt.Key) string {
+	var b strings.Builder
+	for i, k := range keys {
+		if i < len(mi.KeyStacks) && mi.KeyStacks[i] != nil {
+			b.WriteString(k.Str)
+		} else {
+			b.WriteString(strconv.FormatInt(k.Int, 10))
+			b.WriteByte(0)
+			b.WriteString(k.Str)
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
 }
