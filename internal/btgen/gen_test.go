@@ -132,6 +132,7 @@ func TestGenerateUnsupported(t *testing.T) {
 		{"two intervals", `interval:s:1, interval:s:2 { exit(); }`, "test.bt:1:15"},
 		{"tuple printf", `usdt:/x:p:a { printf("%d\n", (1, 2).0); }`, "test.bt:1:36"},
 		{"tuple value", `usdt:/x:p:a { @t = (1, 2); }`, "test.bt:1:15"},
+		{"too many printf'd stacks", `usdt:/x:p:a { printf("%s\n", ustack); printf("%s\n", ustack); printf("%s\n", ustack); printf("%s\n", ustack); }`, "test.bt:1:102"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

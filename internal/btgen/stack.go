@@ -199,7 +199,7 @@ func stackArgSize(s *StackInfo) int {
 // stackArg stores a printf stack argument at scratch off: with s.Copy,
 // the registers and stack copy (stackcap.EmitCopy), the pid and the
 // site's entry flag; else the frames (FramesSize) and the pid.
-func (g *gen) stackArg(off int, s *StackInfo) {
+func (g *gen) stackArg(pos btlang.Pos, off int, s *StackInfo) {
 	if s.Copy == 0 {
 		g.stackFrames(off, s)
 		return
@@ -209,6 +209,10 @@ func (g *gen) stackArg(off int, s *StackInfo) {
 		return
 	}
 	opts := &stackcap.CopyOptions{Size: s.Copy}
+	if off+stackArgSize(s) > maxScratch {
+		g.fail(&btlang.Error{Pos: pos, Msg: fmt.Sprintf("this block's printf'd stacks need more than the %d bytes of scratch space (each copies %d bytes of stack to unwind); print fewer stacks per block, or use frame-pointer stacks", maxScratch, s.Copy)})
+		return
+	}
 	insns, err := stackcap.EmitCopy(g.opts.Machine, asm.R6, asm.R7, int16(off), opts, g.newLabel("copy"))
 	if err != nil {
 		g.fail(&btlang.Error{Pos: g.block.At, Msg: err.Error()})

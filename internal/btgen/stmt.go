@@ -577,7 +577,7 @@ func (g *gen) printf(c *btlang.Call) {
 			continue
 		}
 		if ra.Stack != nil {
-			g.stackArg(rec+ra.Off, ra.Stack)
+			g.stackArg(a.Pos(), rec+ra.Off, ra.Stack)
 			continue
 		}
 		if ra.Probe {
