@@ -55,6 +55,9 @@ type stackText struct {
 	frames []symbolize.Frame
 }
 
+// maxProcs bounds the processes whose mappings are remembered.
+const maxProcs = 1024
+
 // maxStackText bounds the cache of printed stacks.
 const maxStackText = 1 << 16
 
@@ -72,6 +75,12 @@ func (s *stacks) remember(pid int) *symbolize.Symbolizer {
 	s.init()
 	if sym, ok := s.procs[pid]; ok {
 		return sym
+	}
+	if len(s.procs) >= maxProcs {
+		// Each Symbolizer holds its process's objects open: past
+		// maxProcs processes, new ones are symbolized only while they
+		// live (see frames).
+		return nil
 	}
 	sym, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache})
 	if err != nil {
@@ -175,6 +184,13 @@ func (s *stacks) frames(pid int, pcs []uint64, n int) []symbolize.Frame {
 	}
 	if sym := s.remember(pid); sym != nil {
 		return sym.Frames(pcs)
+	}
+	if _, ok := s.procs[pid]; !ok {
+		// Not remembered (maxProcs): symbolize it now if it lives.
+		if sym, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache}); err == nil {
+			defer sym.Close()
+			return sym.Frames(pcs)
+		}
 	}
 	out := make([]symbolize.Frame, len(pcs))
 	for i, pc := range pcs {
