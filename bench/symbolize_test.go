@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -28,7 +29,8 @@ const (
 //   - cold: a new Symbolizer and Cache each iteration, so the object
 //     tables are read (and debug files found) inside the timed loop;
 //   - warm: one Symbolizer, tables already read, frames appended to a
-//     reused buffer;
+//     reused buffer; warm-nodwarf the same without DWARF (no inlined
+//     frames, no C file:line);
 //   - hex: the floor, formatting the same addresses as bare hex.
 //
 // Metrics: ns/stack, and retained-MiB, the heap a Symbolizer and its
@@ -36,7 +38,20 @@ const (
 func BenchmarkSymbolize(b *testing.B) {
 	testutil.RequireRoot(b)
 	py := testutil.RequireTool(b, "python3.11")
-	cmd := exec.Command(py, "-c", "import sys; print('ready', flush=True); sys.stdin.read()")
+	benchSymbolize(b, exec.Command(py, "-c", "import sys; print('done', flush=True); sys.stdin.read()"), "")
+}
+
+// BenchmarkSymbolizeGo is BenchmarkSymbolize on a Go program built with
+// DWARF, whose addresses are expanded into inlined calls.
+func BenchmarkSymbolizeGo(b *testing.B) {
+	testutil.RequireRoot(b)
+	bin := testutil.BuildGo(b, "gotarget")
+	benchSymbolize(b, exec.Command(bin), "pid\n")
+}
+
+// benchSymbolize starts cmd, writes hello to it and waits for its "done"
+// line, then symbolizes random stacks of it.
+func benchSymbolize(b *testing.B, cmd *exec.Cmd, hello string) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -49,8 +64,17 @@ func BenchmarkSymbolize(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
-		b.Fatalf("python3.11 said %q, %v", line, err)
+	if _, err := io.WriteString(stdin, hello); err != nil {
+		b.Fatal(err)
+	}
+	for r := bufio.NewReader(stdout); ; {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			b.Fatalf("%s: %v", cmd.Path, err)
+		}
+		if line == "done\n" {
+			break
+		}
 	}
 	pid := cmd.Process.Pid
 	stacks := randomStacks(b, pid)
@@ -67,27 +91,12 @@ func BenchmarkSymbolize(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*symStacks), "ns/stack")
 	})
-	b.Run("warm", func(b *testing.B) {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s, err := symbolize.New(pid, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		symbolizeAll(b, s, stacks)
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for b.Loop() {
-			symbolizeAll(b, s, stacks)
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*symStacks), "ns/stack")
-		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "retained-MiB")
-		runtime.KeepAlive(s)
-	})
+	for _, mode := range []struct {
+		name string
+		opts *symbolize.Options
+	}{{"warm", nil}, {"warm-nodwarf", &symbolize.Options{NoDWARF: true}}} {
+		b.Run(mode.name, func(b *testing.B) { benchWarm(b, pid, mode.opts, stacks) })
+	}
 	b.Run("hex", func(b *testing.B) {
 		b.ReportAllocs()
 		n := 0
@@ -164,4 +173,27 @@ func randomStacks(b *testing.B, pid int) [][]uint64 {
 		stacks[i] = st
 	}
 	return stacks
+}
+
+// benchWarm times symbolizing stacks with tables already read.
+func benchWarm(b *testing.B, pid int, opts *symbolize.Options, stacks [][]uint64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := symbolize.New(pid, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	symbolizeAll(b, s, stacks)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		symbolizeAll(b, s, stacks)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*symStacks), "ns/stack")
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "retained-MiB")
+	runtime.KeepAlive(s)
 }

@@ -192,7 +192,10 @@ func hasSymtab(f *elfnotes.File) bool {
 // A Cache holds the symbol tables of object files, keyed by the file's
 // identity (device, inode, size and modification time), so that every
 // process mapping one library reads it once. It is safe for concurrent
-// use; the zero value is an empty cache.
+// use; the zero value is an empty cache. A table remembers the separate
+// debug file found for the first process that needed it: Symbolizers of
+// processes with different roots or DebugDirs should not share a Cache
+// when their debug files differ.
 type Cache struct {
 	mu   sync.Mutex
 	objs map[cacheKey]*cacheEntry

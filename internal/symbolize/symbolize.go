@@ -33,6 +33,11 @@ type Options struct {
 	// MaxPerfMap bounds, in bytes, how much of /tmp/perf-PID.map is
 	// read; the rest is passed over. 0 means DefaultMaxPerfMap.
 	MaxPerfMap int64
+	// NoDWARF leaves DWARF unused: no inlined frames, and file:line only
+	// for Go code (from .gopclntab). Lookups are then a binary search
+	// or two per address, and the DWARF indexes (line rows, inline
+	// trees) are not built. The default uses DWARF where present.
+	NoDWARF bool
 }
 
 // A Symbolizer turns addresses of one process into frames. It remembers
@@ -276,7 +281,7 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping) []Frame {
 			fr.Symbol, fr.SymOffset = fs.name, vaddr-fs.value
 		}
 	}
-	if syms.dwarf == nil {
+	if syms.dwarf == nil || s.opts.NoDWARF {
 		return append(out, fr)
 	}
 	chain := syms.dwarf.chain(vaddr)

@@ -329,6 +329,28 @@ func TestPerfMap(t *testing.T) {
 	if fr := s.Frames([]uint64{a})[0]; fr.Symbol != "" || fr.String() != "0x"+strconv.FormatUint(a, 16) {
 		t.Errorf("%#x: have %+v (%s), want a bare address", a, fr, fr)
 	}
+
+	// The map grows while the process runs: it is read again.
+	line := tr.Do(t, "more")
+	if len(line) != 1 || !strings.HasPrefix(line[0], "compiled later ") {
+		t.Fatalf("more: %q", line)
+	}
+	later := hexArg(t, strings.TrimPrefix(line[0], "compiled later "))
+	if fr := s.Frames([]uint64{later})[0]; fr.Symbol != "compiled later" || fr.SymOffset != 0 {
+		t.Errorf("%#x after the map grew: have %#v, want compiled later+0", later, fr)
+	}
+
+	// With MaxPerfMap below the first two lines, only the first, whole
+	// one is read.
+	small := newSymbolizer(t, tr.PID(), &Options{MaxPerfMap: 50})
+	first := want["LJava/lang/String;::hashCode"]
+	if fr := small.Frames([]uint64{first})[0]; fr.Symbol != "LJava/lang/String;::hashCode" {
+		t.Errorf("MaxPerfMap 50, %#x: have %#v, want the first symbol", first, fr)
+	}
+	second := want["jit stub with spaces"]
+	if fr := small.Frames([]uint64{second})[0]; fr.Symbol != "" {
+		t.Errorf("MaxPerfMap 50, %#x: have %#v, want no symbol past the limit", second, fr)
+	}
 }
 
 // TestExited symbolizes the addresses of a process that has exited after
@@ -445,6 +467,11 @@ func TestInlinedC(t *testing.T) {
 					t.Errorf("frame %d: have %#v, want %s at %s:%s", i, h, lines[2*i], file, line)
 				}
 			}
+			// Without DWARF: the function the code is in, no position.
+			nd := newSymbolizer(t, tr.PID(), &Options{NoDWARF: true, DebugDirs: []string{filepath.Join(dir, "none")}})
+			if have := nd.Frames([]uint64{pc}); len(have) != 1 || have[0].Symbol != lines[4] || have[0].File != "" || have[0].Inlined {
+				t.Errorf("NoDWARF %#x: have %#v, want %s only", pc, have, lines[4])
+			}
 		})
 	}
 }
@@ -460,4 +487,29 @@ func TestDeleted(t *testing.T) {
 	}
 	s := newSymbolizer(t, tr.PID(), nil)
 	checkFuncs(t, s, want, bin+" (deleted)")
+}
+
+// TestCacheShared symbolizes two processes of one program with one Cache:
+// the program's table is read once and shared.
+func TestCacheShared(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildC(t, "gcc", "stack.c", t.TempDir(), "stack", "-O1")
+	want1, tr1 := addrs(t, bin)
+	want2, tr2 := addrs(t, bin)
+	c := &Cache{}
+	s1 := newSymbolizer(t, tr1.PID(), &Options{Cache: c})
+	s2 := newSymbolizer(t, tr2.PID(), &Options{Cache: c})
+	checkFuncs(t, s1, want1, bin)
+	checkFuncs(t, s2, want2, bin)
+	table := func(s *Symbolizer) *objectSyms {
+		for _, o := range s.files {
+			if o.name == bin {
+				return o.syms
+			}
+		}
+		return nil
+	}
+	if t1, t2 := table(s1), table(s2); t1 == nil || t1 != t2 {
+		t.Errorf("tables of %s: %p and %p, want one shared", bin, t1, t2)
+	}
 }
