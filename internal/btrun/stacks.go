@@ -119,13 +119,15 @@ func (s *stacks) refresh(pid int) {
 		return
 	}
 	// A process that is gone or exiting (its maps read empty) keeps
-	// what was remembered.
-	sp, ok := readSpace(pid)
-	if !ok {
-		return
-	}
+	// what was remembered. Exiting cannot be undone: maps that read
+	// full after New were full when New read them.
 	fresh, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache})
 	if err != nil {
+		return
+	}
+	sp, ok := readSpace(pid)
+	if !ok {
+		fresh.Close()
 		return
 	}
 	if sym != nil {
