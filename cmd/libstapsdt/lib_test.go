@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -589,7 +591,8 @@ fire:
 //   - /providerLoad1000: "ms:providerLoad" of 1000 probes.
 //   - /traced: probeFire with 3 arguments against a sys/sdt.h probe with
 //     the same arguments in the same program, in the loop's body and in a
-//     function of its own, all counted by usdtkit's tracer: "ns:probeFire3"
+//     function of its own, all counted by a trace program (@[probe] =
+//     count(), its counts checked against the hits): "ns:probeFire3"
 //     (the function), "ns:inline-probeFire3" (the macro), "ns:sdt3",
 //     "ns:sdtfunc3" and the ratios of the first two to the others. Also
 //     the site forms alone: "ns:nop1func3" and "ns:nop5func3", calls to a
@@ -673,7 +676,8 @@ func BenchmarkC(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		tr, err := trace.Start(prog, &trace.Options{PID: t.PID()})
+		var counts strings.Builder
+		tr, err := trace.Start(prog, &trace.Options{PID: t.PID(), Stdout: &counts})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -707,12 +711,33 @@ func BenchmarkC(b *testing.B) {
 			b.ReportMetric(m[op]-median(bpf[op]), "ns:rest:"+op)
 		}
 		// Whether the kernel turned the nop5 sites into calls: it maps
-		// its trampoline into the process.
+		// its trampoline into the process. Read before Run detaches.
 		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", t.PID()))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(strings.Count(string(maps), "[uprobes-trampoline]")), "trampolines")
+		// The program counted every hit of every probe, once: Run, its
+		// context done, prints the map.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := tr.Run(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range probes {
+			re := regexp.MustCompile(`(?m)^@\[usdt:[^\]]*:` + p.Provider + `:` + p.Name + `\]: (\d+)$`)
+			m := re.FindStringSubmatch(counts.String())
+			if m == nil {
+				b.Fatalf("no count of %s:%s in %q", p.Provider, p.Name, counts.String())
+			}
+			want := b.N * n
+			if p.Provider == "bench" {
+				want *= 2 // fire3 and ifire3
+			}
+			if c, _ := strconv.Atoi(m[1]); c != want {
+				b.Errorf("%s:%s counted %d times, want %d", p.Provider, p.Name, c, want)
+			}
+		}
 		b.ReportMetric(m["fire3"], "ns:probeFire3")
 		b.ReportMetric(m["ifire3"], "ns:inline-probeFire3")
 		b.ReportMetric(m["sdt3"], "ns:sdt3")
