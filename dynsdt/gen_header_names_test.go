@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/internal/tracetest"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/trace"
 )
@@ -170,7 +171,7 @@ func TestHeaderHostileNamesFire(t *testing.T) {
 	if err != nil || len(probes) != len(spec.Probes) {
 		t.Fatalf("list: %v, %d probes, want %d", err, len(probes), len(spec.Probes))
 	}
-	tr := StartTestTracer(t, []trace.EventProbe{{Probe: "usdt::hn:*"}}, c.Process.Pid, nil)
+	tr := tracetest.Start(t, []trace.EventProbe{{Probe: "usdt::hn:*"}}, c.Process.Pid, nil)
 	io.WriteString(stdin, "\n")
 	if !out.Scan() || out.Text() != "fired" {
 		t.Fatalf("caller: have %q, want fired", out.Text())
@@ -182,7 +183,7 @@ func TestHeaderHostileNamesFire(t *testing.T) {
 		if ev.Name == "hn:arg0" {
 			n = 2
 		}
-		have = append(have, fmt.Sprint(ev.Name, raw(ev)[:n]))
+		have = append(have, fmt.Sprint(ev.Name, tracetest.Raw(ev)[:n]))
 	}
 	want := []string{"hn:int[1]", "hn:stdin[2]", "hn:main[3]", "hn:arg0[4 5]"}
 	if !slices.Equal(have, want) {

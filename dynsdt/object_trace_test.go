@@ -15,6 +15,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/internal/tracetest"
 	"github.com/usdtkit/usdtkit/sdt"
 )
 
@@ -80,7 +81,7 @@ func TestBuildTrace(t *testing.T) {
 	if len(probes) != 2 {
 		t.Fatalf("listed %d probes, want dyntest:all and dyntest:pair", len(probes))
 	}
-	tr := dynsdt.StartTestTracer(t, []trace.EventProbe{
+	tr := tracetest.Start(t, []trace.EventProbe{
 		{Probe: "usdt:" + path + ":dyntest:all", Strings: []int{10}},
 		{Probe: "usdt:" + path + ":dyntest:pair", Strings: []int{0}},
 	}, py.cmd.Process.Pid, nil)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/internal/tracetest"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/trace"
 )
@@ -61,7 +62,7 @@ func TestTraceSelf(t *testing.T) {
 			}
 			checkState(t, p, "before attaching", false)
 
-			tr := StartTestTracer(t, []trace.EventProbe{
+			tr := tracetest.Start(t, []trace.EventProbe{
 				{Probe: "usdt::ktrace:ints,usdt::ktrace:twelve"},
 				{Probe: "usdt::ktrace:str", Strings: []int{0}},
 			}, os.Getpid(), nil)
@@ -88,13 +89,13 @@ func TestTraceSelf(t *testing.T) {
 			var have []string
 			for range want {
 				ev := tr.Next(t)
-				if hasFault(ev) {
+				if tracetest.HasFault(ev) {
 					t.Errorf("%s: a fault in %+v", ev.Name, ev.Args)
 				}
 				if ev.Name == "ktrace:str" {
 					have = append(have, fmt.Sprint(ev.Name, " ", ev.Args[0].Str, " ", ev.Args[1].Raw))
 				} else {
-					have = append(have, fmt.Sprint(ev.Name, " ", raw(ev)))
+					have = append(have, fmt.Sprint(ev.Name, " ", tracetest.Raw(ev)))
 				}
 			}
 			if !slices.Equal(have, want) {
@@ -173,7 +174,7 @@ func TestTraceStress(t *testing.T) {
 
 	for cycle := range 5 {
 		c := newSeqChecker(goroutines)
-		tr := StartTestTracer(t, []trace.EventProbe{{Probe: "usdt::kstress:seq"}}, os.Getpid(), c.add)
+		tr := tracetest.Start(t, []trace.EventProbe{{Probe: "usdt::kstress:seq"}}, os.Getpid(), c.add)
 		deadline := time.Now().Add(20 * time.Second)
 		for c.count() < 20000 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -20,10 +21,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
-	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/internal/tracetest"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 // libDir holds the library the tests build once (buildLib), removed by
@@ -215,15 +217,20 @@ func listProbes(t *testing.T, pid int, providers ...string) []sdt.Probe {
 	return probes
 }
 
-// startTrace traces probes in pid, reading cprov:str's first argument as a
-// string.
-func startTrace(t *testing.T, pid int, probes []sdt.Probe) *sdttrace.Tracer {
+// startTrace traces the probes of providers in pid (trace.CompileEvents),
+// reading cprov:str's first argument as a string.
+func startTrace(t *testing.T, pid int, providers ...string) *tracetest.Tracer {
 	t.Helper()
-	tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: pid, ProbeStringArgs: map[string]uint16{"cprov:str": 1}})
-	if err != nil {
-		t.Fatal(err)
+	var probes []trace.EventProbe
+	for _, p := range providers {
+		if p == "cprov" {
+			probes = append(probes, trace.EventProbe{Probe: "usdt::cprov:n*,usdt::cprov:seq"},
+				trace.EventProbe{Probe: "usdt::cprov:str", Strings: []int{0}})
+		} else {
+			probes = append(probes, trace.EventProbe{Probe: "usdt::" + p + ":*"})
+		}
 	}
-	t.Cleanup(func() { tr.Close() })
+	tr := tracetest.Start(t, probes, pid, nil)
 	if len(tr.Warnings) > 0 {
 		t.Errorf("warnings: %v", tr.Warnings)
 	}
@@ -232,27 +239,21 @@ func startTrace(t *testing.T, pid int, probes []sdt.Probe) *sdttrace.Tracer {
 
 // readEvents reads n events as "provider:probe args" lines ("cprov:str
 // STRING ARG1" for the string probe), checking each came from pid.
-func readEvents(t *testing.T, tr *sdttrace.Tracer, pid, n int) []string {
+func readEvents(t *testing.T, tr *tracetest.Tracer, pid, n int) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	var have []string
 	for range n {
-		var ev sdttrace.Event
-		if err := tr.Read(ctx, &ev); err != nil {
-			t.Fatalf("read: %v (have %q)", err, have)
+		ev := tr.Next(t)
+		if tracetest.HasFault(ev) {
+			t.Errorf("%s: a fault in %v", ev.Name, ev.Args)
 		}
-		name := tr.ProbeName(ev.Probe)
-		if ev.Faults != 0 {
-			t.Errorf("%s: faults %#b", name, ev.Faults)
+		if ev.PID != pid {
+			t.Errorf("%s: event from PID %d, want %d", ev.Name, ev.PID, pid)
 		}
-		if int(ev.PID) != pid {
-			t.Errorf("%s: event from PID %d, want %d", name, ev.PID, pid)
-		}
-		if name == "cprov:str" {
-			have = append(have, fmt.Sprint(name, " ", ev.Strings[0], " ", ev.Args[1]))
+		if ev.Name == "cprov:str" {
+			have = append(have, fmt.Sprint(ev.Name, " ", ev.Args[0].Str, " ", ev.Args[1].Raw))
 		} else {
-			have = append(have, fmt.Sprint(name, " ", ev.Args))
+			have = append(have, fmt.Sprint(ev.Name, " ", tracetest.Raw(ev)))
 		}
 	}
 	return have
@@ -410,7 +411,7 @@ func TestDriver(t *testing.T) {
 			}
 			readelfNotes(t, pid, probes[0].Inode)
 
-			tr := startTrace(t, pid, probes)
+			tr := startTrace(t, pid, "cprov")
 			equalLines(t, "traced", d.Do(t, "enabled"), []string{allEnabled(true)})
 			if sems := semaphores(t, pid, probes); slices.Min(sems) != 1 || slices.Max(sems) != 1 {
 				t.Errorf("semaphores while traced: %v, want all 1", sems)
@@ -424,23 +425,25 @@ func TestDriver(t *testing.T) {
 
 			d.Do(t, "threads")
 			next := map[uint64]uint64{}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
 			for range 8 * 1000 {
-				var ev sdttrace.Event
-				if err := tr.Read(ctx, &ev); err != nil {
-					t.Fatalf("read seq: %v", err)
+				ev := tr.Next(t)
+				if ev.Name != "cprov:seq" || ev.Args[1].Raw != next[ev.Args[0].Raw] {
+					t.Fatalf("%s %v, want cprov:seq with i = %d", ev.Name, ev.Args, next[ev.Args[0].Raw])
 				}
-				if name := tr.ProbeName(ev.Probe); name != "cprov:seq" || ev.Args[1] != next[ev.Args[0]] {
-					t.Fatalf("%s %v, want cprov:seq with i = %d", name, ev.Args, next[ev.Args[0]])
-				}
-				next[ev.Args[0]]++
+				next[ev.Args[0].Raw]++
 			}
 			if len(next) != 8 {
 				t.Errorf("events from %d threads, want 8", len(next))
 			}
-			if lost, _, err := tr.Lost(); err != nil || lost != 0 {
+			// Run detaches and hands over what the kernel still held.
+			if err := tr.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if lost, _, err := tr.T.Lost(); err != nil || lost != 0 {
 				t.Errorf("lost %d events (%v)", lost, err)
+			}
+			if n := len(tr.Events); n != 0 {
+				t.Errorf("%d events more than fired", n)
 			}
 			if err := tr.Close(); err != nil {
 				t.Fatal(err)
@@ -462,7 +465,7 @@ func TestDriver(t *testing.T) {
 			equalLines(t, "child before tracing", d.Do(t, "enabled"), []string{allEnabled(false)})
 			equalLines(t, "load in the child", d.Do(t, "newload"),
 				[]string{"newload -1 provider kid: providerLoad in a child process after fork(); load before forking"})
-			ctr := startTrace(t, cpid, listProbes(t, cpid, "cprov"))
+			ctr := startTrace(t, cpid, "cprov")
 			equalLines(t, "child traced", d.Do(t, "enabled"), []string{allEnabled(true)})
 			d.Do(t, "fire")
 			equalLines(t, "child's events", readEvents(t, ctr, cpid, 13), wantFire())
@@ -472,7 +475,7 @@ func TestDriver(t *testing.T) {
 
 			// Unload with a tracer attached: the probes leave the
 			// process, fires do nothing; cmark stays.
-			tr = startTrace(t, pid, listProbes(t, pid, "cprov", "cmark"))
+			tr = startTrace(t, pid, "cprov", "cmark")
 			equalLines(t, "unload", d.Do(t, "unload"), []string{"unload 0"})
 			equalLines(t, "unloaded", d.Do(t, "enabled"), []string{allEnabled(false)})
 			equalLines(t, "evaluations after unload", d.Do(t, "eval"), []string{untracedEval})
@@ -487,7 +490,7 @@ func TestDriver(t *testing.T) {
 			// threads fire the traced probe: a fire racing with unload
 			// calls a stub that returns.
 			equalLines(t, "load again", d.Do(t, "load"), []string{"load 0"})
-			startTrace(t, pid, listProbes(t, pid, "cprov"))
+			startTrace(t, pid, "cprov")
 			equalLines(t, "race", d.Do(t, "race"), []string{"race ok"})
 			d.Quit(t)
 		})
@@ -588,7 +591,8 @@ fire:
 //   - /providerLoad1000: "ms:providerLoad" of 1000 probes.
 //   - /traced: probeFire with 3 arguments against a sys/sdt.h probe with
 //     the same arguments in the same program, in the loop's body and in a
-//     function of its own, all counted by usdtkit's tracer: "ns:probeFire3"
+//     function of its own, all counted by a trace program (@[probe] =
+//     count(), its counts checked against the hits): "ns:probeFire3"
 //     (the function), "ns:inline-probeFire3" (the macro), "ns:sdt3",
 //     "ns:sdtfunc3" and the ratios of the first two to the others. Also
 //     the site forms alone: "ns:nop1func3" and "ns:nop5func3", calls to a
@@ -663,7 +667,17 @@ func BenchmarkC(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { stats.Close() })
-		tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: t.PID(), Mode: sdttrace.ModeCount})
+		// Every probe counted in the kernel, in one block.
+		var names []string
+		for _, p := range probes {
+			names = append(names, "usdt::"+p.Provider+":"+p.Name)
+		}
+		prog, err := trace.Compile("bench.bt", strings.Join(names, ",")+" { @[probe] = count(); }", &trace.CompileOptions{PID: t.PID()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var counts strings.Builder
+		tr, err := trace.Start(prog, &trace.Options{PID: t.PID(), Stdout: &counts})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -697,12 +711,33 @@ func BenchmarkC(b *testing.B) {
 			b.ReportMetric(m[op]-median(bpf[op]), "ns:rest:"+op)
 		}
 		// Whether the kernel turned the nop5 sites into calls: it maps
-		// its trampoline into the process.
+		// its trampoline into the process. Read before Run detaches.
 		maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", t.PID()))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(strings.Count(string(maps), "[uprobes-trampoline]")), "trampolines")
+		// The program counted every hit of every probe, once: Run, its
+		// context done, prints the map.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := tr.Run(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range probes {
+			re := regexp.MustCompile(`(?m)^@\[usdt:[^\]]*:` + p.Provider + `:` + p.Name + `\]: (\d+)$`)
+			m := re.FindStringSubmatch(counts.String())
+			if m == nil {
+				b.Fatalf("no count of %s:%s in %q", p.Provider, p.Name, counts.String())
+			}
+			want := b.N * n
+			if p.Provider == "bench" {
+				want *= 2 // fire3 and ifire3
+			}
+			if c, _ := strconv.Atoi(m[1]); c != want {
+				b.Errorf("%s:%s counted %d times, want %d", p.Provider, p.Name, c, want)
+			}
+		}
 		b.ReportMetric(m["fire3"], "ns:probeFire3")
 		b.ReportMetric(m["ifire3"], "ns:inline-probeFire3")
 		b.ReportMetric(m["sdt3"], "ns:sdt3")

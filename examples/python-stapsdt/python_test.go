@@ -4,7 +4,6 @@ package pythonstapsdt
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,9 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/internal/tracetest"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 // buildLib builds cmd/libstapsdt as make libstapsdt does into a temporary
@@ -102,9 +102,10 @@ func (p *proc) do(t *testing.T, command string) string {
 	return strings.Join(p.lines(t), "\n")
 }
 
-// trace lists provider's probes in pid and traces them there, reading
-// the arguments in strings (a bit mask) as strings.
-func trace(t *testing.T, pid int, provider string, strings uint16) *sdttrace.Tracer {
+// startTrace lists provider's probes in pid, checks there is one, and
+// traces it there (trace.CompileEvents), reading the arguments in strs
+// as strings.
+func startTrace(t *testing.T, pid int, provider string, strs ...int) *tracetest.Tracer {
 	t.Helper()
 	probes, err := sdt.List(&sdt.ListOptions{PID: pid, Selectors: []sdt.Selector{{Provider: provider}}})
 	if err != nil {
@@ -113,31 +114,22 @@ func trace(t *testing.T, pid int, provider string, strings uint16) *sdttrace.Tra
 	if len(probes) != 1 {
 		t.Fatalf("%d probes of %s in %d, want 1", len(probes), provider, pid)
 	}
-	tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: pid, StringArgs: strings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
-	return tr
+	return tracetest.Start(t, []trace.EventProbe{{Probe: "usdt::" + provider + ":*", Strings: strs}}, pid, nil)
 }
 
-func read(t *testing.T, tr *sdttrace.Tracer) sdttrace.Event {
+// read returns the next event, checking that every argument was read.
+func read(t *testing.T, tr *tracetest.Tracer) *trace.Event {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var ev sdttrace.Event
-	if err := tr.Read(ctx, &ev); err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	if ev.Faults != 0 {
-		t.Errorf("faults %#b", ev.Faults)
+	ev := tr.Next(t)
+	if tracetest.HasFault(ev) {
+		t.Errorf("a fault in %v", ev.Args)
 	}
 	return ev
 }
 
 // TestServer runs server.py, the seed scenario: http.server firing
 // simplehttp:file_transfer(ip, path, size) per file sent, through
-// stapsdt.py. usdtkit's tracer (internal/sdttrace, and the usdtkit trace command)
+// stapsdt.py. usdtkit's tracer (package trace, and the usdtkit trace command)
 // reads the strings and the size fired; with --file, bpftrace prints them
 // too.
 func TestServer(t *testing.T) {
@@ -172,10 +164,10 @@ func TestServer(t *testing.T) {
 				}
 			}
 			pid := p.cmd.Process.Pid
-			tr := trace(t, pid, "simplehttp", 0b011)
+			tr := startTrace(t, pid, "simplehttp", 0, 1)
 			get()
 			ev := read(t, tr)
-			have := fmt.Sprint(ev.Strings[0], " ", ev.Strings[1], " ", ev.Args[2])
+			have := fmt.Sprint(ev.Args[0].Str, " ", ev.Args[1].Str, " ", ev.Args[2].Raw)
 			if want := fmt.Sprint("127.0.0.1 /hello.txt ", len(body)); have != want {
 				t.Errorf("usdtkit: have %q, want %q", have, want)
 			}
@@ -292,12 +284,12 @@ func TestCompatPrefork(t *testing.T) {
 		t.Errorf("child, untraced: %q", have)
 	}
 	for _, pid := range []int{cpid, p.cmd.Process.Pid} {
-		tr := trace(t, pid, "pyfork", 1)
+		tr := startTrace(t, pid, "pyfork", 0)
 		if have := p.do(t, "fire"); have != "fired" {
 			t.Fatalf("%d traced: %q", pid, have)
 		}
 		ev := read(t, tr)
-		have := fmt.Sprint(ev.Strings[0], " ", int64(ev.Args[1]), " ", ev.PID)
+		have := fmt.Sprint(ev.Args[0].Str, " ", ev.Args[1].Int(), " ", ev.PID)
 		if want := fmt.Sprint("text from ", pid, " -42 ", pid); have != want {
 			t.Errorf("event: have %q, want %q", have, want)
 		}
@@ -308,7 +300,7 @@ func TestCompatPrefork(t *testing.T) {
 			}
 		}
 	}
-	tr := trace(t, p.cmd.Process.Pid, "pyfork", 1)
+	tr := startTrace(t, p.cmd.Process.Pid, "pyfork", 0)
 	if have := p.do(t, "unload"); have != "unload False" {
 		t.Errorf("unload: %q", have)
 	}
@@ -335,13 +327,14 @@ func TestTypes(t *testing.T) {
 	if have := p.do(t, "fire"); have != "not enabled" {
 		t.Errorf("untraced: %q", have)
 	}
-	tr := trace(t, p.cmd.Process.Pid, "pytypes", 1<<8|1<<10)
+	tr := startTrace(t, p.cmd.Process.Pid, "pytypes", 8, 10)
 	if have := p.do(t, "fire"); have != "fired" {
 		t.Fatalf("traced: %q", have)
 	}
 	ev := read(t, tr)
 	neg := func(v int64) uint64 { return uint64(v) }
-	have := fmt.Sprint(ev.Args[:8], " ", ev.Strings[8], " ", ev.Args[9], " ", ev.Strings[10], " ", ev.Args[11])
+	raw := tracetest.Raw(ev)
+	have := fmt.Sprint(raw[:8], " ", ev.Args[8].Str, " ", raw[9], " ", ev.Args[10].Str, " ", raw[11])
 	want := fmt.Sprint([]uint64{neg(-5), 250, neg(-300), 65000, neg(-70000), 4000000000, neg(-1 << 40), 1<<64 - 1},
 		" h\u00e9llo ", neg(-1), " raw 7")
 	if have != want {

@@ -52,8 +52,7 @@ var (
 	ErrNoArg = session.ErrNoArg
 )
 
-// TraceOptions describes a trace of native functions. The fields other
-// than Functions mean what they mean in sdttrace.TraceOptions.
+// TraceOptions describes a trace of native and Go functions.
 type TraceOptions struct {
 	// Functions are the sites to trace, as Functions returns them; at
 	// least one, all of one machine.
@@ -76,6 +75,7 @@ type TraceOptions struct {
 	// Filters are ANDed; comparisons are unsigned (C arguments are read
 	// as 8-byte unsigned registers).
 	Filters []Filter
+	// CountBy adds the PID and/or comm to ModeCount's key.
 	CountBy CountKey
 	// HistArg is ModeHist's argument.
 	HistArg int

@@ -9,8 +9,9 @@ import (
 )
 
 // Tracer is a Session together with what its probe ids mean: the names
-// events print and the signedness of their arguments. sdttrace.Tracer (USDT
-// probes) and functrace.Tracer (functions) embed it; its methods are theirs.
+// events print and the signedness of their arguments. functrace.Tracer
+// (the trace command's flags on functions) embeds it; its methods are
+// functrace's.
 //
 // A Tracer is safe for concurrent use, except that only one goroutine may
 // Read or Run at a time; Close interrupts them.
