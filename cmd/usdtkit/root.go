@@ -27,6 +27,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newTraceCmd())
 	root.AddCommand(newDoctorCmd())
 	root.AddCommand(newGenCmd())
+	root.AddCommand(newAgentCmd())
 	return root
 }
 
