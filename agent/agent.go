@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +51,7 @@ type Agent struct {
 // stats are the agent's own counters, under Agent.mu.
 type stats struct {
 	attaches, detaches, attachErrors uint64
+	exitedAttaching                  uint64
 	scans                            uint64
 	scanSeconds, collectSeconds      float64
 	// lost and updateFails of the attachments retired.
@@ -302,7 +304,12 @@ func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 	// A program that matches nothing in a process is not an error of
 	// the agent's: the process may load the object later.
 	var ce trace.CompileErrors
-	if !errors.As(err, &ce) {
+	switch {
+	case errors.Is(err, syscall.ESRCH):
+		// The process exited while being attached: what it fired
+		// between the attachment of the links and its exit is lost.
+		a.stats.exitedAttaching++
+	case !errors.As(err, &ce):
 		a.stats.attachErrors++
 	}
 	a.mu.Unlock()

@@ -140,11 +140,12 @@ func TestAgentFollowsProcesses(t *testing.T) {
 	ws[`usdtkit_agent_attached_sites{program="c"}`] = 3
 	ws[`usdtkit_agent_processes{program="c"}`] = 3
 	ws[`usdtkit_agent_processes{program="dyn"}`] = 1
-	have := series(t, a)
-	if ok, diff := check(have, ws); !ok {
-		t.Fatalf("after firing: %s\n%v", diff, have)
-	}
-	if v := have[`usdtkit_agent_lost_events_total{}`]; v != 0 {
+	// A target fires once its links are attached, which may be just
+	// before the agent records the attachment: wait for it.
+	waitFor(t, "after firing", 10*time.Second, func() (bool, string) {
+		return check(series(t, a), ws)
+	})
+	if v := series(t, a)[`usdtkit_agent_lost_events_total{}`]; v != 0 {
 		t.Errorf("lost events %v", v)
 	}
 

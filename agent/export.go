@@ -201,6 +201,8 @@ var (
 		"Programs ended in a process (it exited, changed or the config was reloaded).", nil, nil)
 	descAttachErrors = prometheus.NewDesc("usdtkit_agent_attach_errors_total",
 		"Processes a program could not be started in for another reason than matching no probe.", nil, nil)
+	descExitedAttaching = prometheus.NewDesc("usdtkit_agent_exited_while_attaching_total",
+		"Processes that exited while the agent attached to them: their hits until then are lost.", nil, nil)
 	descProcesses = prometheus.NewDesc("usdtkit_agent_processes",
 		"Processes a program runs in now.", []string{"program"}, nil)
 	descSites = prometheus.NewDesc("usdtkit_agent_attached_sites",
@@ -298,6 +300,7 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descAttaches, prometheus.CounterValue, float64(st.attaches))
 	ch <- prometheus.MustNewConstMetric(descDetaches, prometheus.CounterValue, float64(st.detaches))
 	ch <- prometheus.MustNewConstMetric(descAttachErrors, prometheus.CounterValue, float64(st.attachErrors))
+	ch <- prometheus.MustNewConstMetric(descExitedAttaching, prometheus.CounterValue, float64(st.exitedAttaching))
 	ch <- prometheus.MustNewConstMetric(descLost, prometheus.CounterValue, float64(st.lost+lost))
 	ch <- prometheus.MustNewConstMetric(descUpdateFails, prometheus.CounterValue, float64(st.updateFails+updates))
 	ch <- prometheus.MustNewConstMetric(descScans, prometheus.CounterValue, float64(st.scans))
