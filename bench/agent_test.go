@@ -175,4 +175,3 @@ func metricValue(b *testing.B, m, series string) float64 {
 	b.Fatalf("no %s in:\n%s", series, m)
 	return 0
 }
-
