@@ -68,12 +68,12 @@ func runAgent(cmd *cobra.Command, o *agentOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "usdtkit agent: serving http://%s/metrics\n", ln.Addr())
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	fmt.Fprintf(stderr, "usdtkit agent: serving http://%s/metrics\n", ln.Addr())
 	go func() {
 		for {
 			select {
