@@ -12,11 +12,17 @@ import (
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-// soakDuration is how long TestAgentSoak churns processes.
-const soakDuration = 25 * time.Second
+// soakDuration is how long TestAgentSoak churns processes; 3 s with
+// -short (the race detector's run).
+func soakDuration() time.Duration {
+	if testing.Short() {
+		return 3 * time.Second
+	}
+	return 25 * time.Second
+}
 
 // TestAgentSoak starts and ends target processes one after another for
-// soakDuration while the agent follows them: every hit of every process is
+// soakDuration() while the agent follows them: every hit of every process is
 // counted, the sites of the processes gone are released, and the agent's
 // heap and open files after the churn are within a bound of what they
 // were after the first processes.
@@ -56,7 +62,7 @@ func TestAgentSoak(t *testing.T) {
 	}
 	heap0, fds0 := heapAndFDs(t)
 	n := 10
-	for end := time.Now().Add(soakDuration); time.Now().Before(end); n++ {
+	for end := time.Now().Add(soakDuration()); time.Now().Before(end); n++ {
 		churn()
 		if n%20 == 0 {
 			// Scrape meanwhile, as Prometheus would.
