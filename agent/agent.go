@@ -35,6 +35,7 @@ type Options struct {
 // Run, Reload and Collect are safe for concurrent use.
 type Agent struct {
 	opts Options
+	otlp *OTLPConfig
 
 	// scanMu serializes Scan, Reload and the end of Run.
 	scanMu sync.Mutex
@@ -99,6 +100,7 @@ func New(cfg *Config, opts *Options) (*Agent, error) {
 		a.opts = *opts
 	}
 	a.progs = newPrograms(cfg)
+	a.otlp = cfg.OTLP
 	return a, nil
 }
 
@@ -403,10 +405,23 @@ func (a *Agent) Handler() http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
-// Serve runs the agent (Run) and serves /metrics on ln until ctx is done;
-// it closes ln. It returns nil, or the first error of Run or the HTTP
+// Serve runs the agent (Run) and serves /metrics on ln until ctx is done,
+// and pushes the metrics over OTLP if the config says (PushOTLP); it
+// closes ln. It returns nil, or the first error of Run or the HTTP
 // server.
 func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
+	if a.otlp != nil {
+		stop, err := a.PushOTLP(a.otlp)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			stop(ctx)
+		}()
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", a.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -52,7 +53,27 @@ type Config struct {
 	ScanInterval Duration `json:"scan_interval,omitempty"`
 	// Programs run, each in every process its targets select.
 	Programs []ProgramConfig `json:"programs"`
+	// OTLP, when set, also pushes the metrics to an OpenTelemetry
+	// collector over OTLP/HTTP (Serve does; Reload keeps the first
+	// config's).
+	OTLP *OTLPConfig `json:"otlp,omitempty"`
 }
+
+// OTLPConfig says where and how often metrics are pushed over OTLP/HTTP
+// (protobuf).
+type OTLPConfig struct {
+	// Endpoint is the collector's URL: "http://host:4318" (the path
+	// /v1/metrics is added unless the URL has one). Required.
+	Endpoint string `json:"endpoint"`
+	// Interval between pushes; 0: DefaultOTLPInterval.
+	Interval Duration `json:"interval,omitempty"`
+	// Headers are sent with every push (authentication).
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// DefaultOTLPInterval is how often metrics are pushed over OTLP when
+// OTLPConfig.Interval is 0.
+const DefaultOTLPInterval = 30 * time.Second
 
 // ProgramConfig is one program and the processes it runs in.
 type ProgramConfig struct {
@@ -198,6 +219,15 @@ func jsonError(err error, off int64) error {
 func (c *Config) check() error {
 	if c.ScanInterval < 0 {
 		return &ConfigError{Offset: -1, Field: "scan_interval", Msg: "negative"}
+	}
+	if c.OTLP != nil {
+		u, err := url.Parse(c.OTLP.Endpoint)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			return &ConfigError{Offset: -1, Field: "otlp.endpoint", Msg: fmt.Sprintf("%q is not an http or https URL", c.OTLP.Endpoint)}
+		case c.OTLP.Interval < 0:
+			return &ConfigError{Offset: -1, Field: "otlp.interval", Msg: "negative"}
+		}
 	}
 	if len(c.Programs) == 0 {
 		return &ConfigError{Offset: -1, Field: "programs", Msg: "no program"}

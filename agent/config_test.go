@@ -22,7 +22,8 @@ func TestParseConfig(t *testing.T) {
 	p := c.Programs[0]
 	if time.Duration(c.ScanInterval) != 250*time.Millisecond || c.Listen != "127.0.0.1:9435" ||
 		p.Name != "web" || len(p.Targets) != 4 || p.Targets[3].Provider != "app" ||
-		p.Maps["@requests"].Labels[0] != "path" || !p.Maps["@size"].Skip || p.SeriesLimit != 1000 {
+		p.Maps["@requests"].Labels[0] != "path" || !p.Maps["@size"].Skip || p.SeriesLimit != 1000 ||
+		c.OTLP == nil || c.OTLP.Endpoint != "http://127.0.0.1:4318" || time.Duration(c.OTLP.Interval) != 10*time.Second {
 		t.Errorf("have %+v", c)
 	}
 }
@@ -63,6 +64,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"label", `{"programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}], "maps": {"@": {"labels": ["1x"]}}}]}`, `programs[0].maps["@"].labels`, -1},
 		{"negative limit", `{"programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}], "series_limit": -1}]}`, "programs[0].series_limit", -1},
 		{"duration", `{"scan_interval": "soon", "programs": []}`, "", 41},
+		{"otlp endpoint", `{"otlp": {"endpoint": "host:4318"}, "programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}]}]}`, "otlp.endpoint", -1},
 		{"negative interval", `{"scan_interval": "-1s", "programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}]}]}`, "scan_interval", -1},
 	}
 	for _, tt := range tests {
