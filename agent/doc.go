@@ -56,6 +56,10 @@
 // _dropped_series_total{program,map}, _scans_total,
 // _scan_duration_seconds and _collect_duration_seconds.
 //
+// With Config.OTLP, Serve also pushes the same metrics to an
+// OpenTelemetry collector over OTLP/HTTP (PushOTLP), translated by
+// OpenTelemetry's Prometheus bridge.
+//
 // # Lifetime and concurrency
 //
 // Run owns the tracers: it detaches all of them before it returns. Run,
