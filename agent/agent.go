@@ -26,6 +26,12 @@ type Options struct {
 	Warn func(error)
 	// Classic forces classic uprobe links (see trace.Options.Classic).
 	Classic bool
+	// NoExecEvents leaves new processes to the periodic scan. By default
+	// Run also subscribes to the kernel's process events (the proc
+	// connector; needs CAP_NET_ADMIN in the initial network namespace)
+	// and scans soon after each exec, at most every 50 ms; where that
+	// fails it warns and scans periodically only.
+	NoExecEvents bool
 }
 
 // Agent runs programs in the processes their targets select, following
@@ -126,7 +132,8 @@ func (a *Agent) warn(err error) {
 	a.opts.Warn(err)
 }
 
-// Run scans /proc at once and then every Config.ScanInterval, attaching
+// Run scans /proc at once, then every Config.ScanInterval and soon after
+// each exec (see Options.NoExecEvents), attaching
 // each program to the processes its targets select and detaching from
 // those that exited, until ctx is done; then it detaches everything and
 // returns nil. It returns an error only if /proc cannot be read.
@@ -136,10 +143,27 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer a.scanMu.Unlock()
 		a.stopAll()
 	}()
+	ctx, cancel := context.WithCancel(ctx)
+	execs := make(chan struct{}, 1)
+	if !a.opts.NoExecEvents {
+		wait, err := watchExecs(ctx, func() {
+			select {
+			case execs <- struct{}{}:
+			default:
+			}
+		})
+		if err != nil {
+			a.warn(fmt.Errorf("%w (new processes are found by the periodic scan only)", err))
+		} else {
+			defer wait()
+		}
+	}
+	defer cancel()
 	for {
 		if err := a.Scan(); err != nil {
 			return err
 		}
+		scanned := time.Now()
 		a.mu.Lock()
 		interval := a.progs[0].scan
 		a.mu.Unlock()
@@ -151,6 +175,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-timer.C:
 		case <-a.wake:
 			timer.Stop()
+		case <-execs:
+			timer.Stop()
+			// A burst of execs is one scan, at most every minExecScanGap.
+			if d := minExecScanGap - time.Since(scanned); d > 0 {
+				gap := time.NewTimer(d)
+				select {
+				case <-ctx.Done():
+					gap.Stop()
+					return nil
+				case <-gap.C:
+				}
+			}
 		}
 	}
 }

@@ -17,9 +17,11 @@
 // file) is attached again (the new tracer starts before the old one
 // ends, so a hit in between may count twice; none is missed). A process
 // against which the program does not compile (no probe matches yet) is
-// tried again when its objects change. The delay from a process's exec
-// (or dlopen) to its first counted event is at most ScanInterval plus the
-// time to compile and attach.
+// tried again when its objects change. Run also subscribes to the
+// kernel's exec events (the proc connector) and scans soon after each
+// exec; the delay from a process's exec to its first counted event is
+// then the time to compile and attach, and without the events (or for a
+// dlopen) at most ScanInterval more.
 //
 // When a process exits (or its tracer ends), the final values of its maps
 // are folded into the program's: counts, sums, avg/stats, hist and lhist

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/binary"
 	"maps"
 	"testing"
 
@@ -75,4 +76,39 @@ func TestCumulative(t *testing.T) {
 			}
 		})
 	}
+}
+
+// execMessage is a connector datagram with one process event.
+func execMessage(what uint32) []byte {
+	b := make([]byte, 16+cnMsgSize+16)
+	binary.NativeEndian.PutUint32(b, uint32(len(b)))
+	binary.NativeEndian.PutUint32(b[16:], cnIdxProc)
+	binary.NativeEndian.PutUint32(b[16+cnMsgSize:], what)
+	return b
+}
+
+func TestIsExec(t *testing.T) {
+	tests := []struct {
+		name string
+		b    []byte
+		want bool
+	}{
+		{"exec", execMessage(procEventExec), true},
+		{"fork", execMessage(1), false},
+		{"fork then exec", append(execMessage(1), execMessage(procEventExec)...), true},
+		{"short", execMessage(procEventExec)[:20], false},
+		{"empty", nil, false},
+	}
+	for _, tt := range tests {
+		if have := isExec(tt.b); have != tt.want {
+			t.Errorf("%s: have %v, want %v", tt.name, have, tt.want)
+		}
+	}
+}
+
+// FuzzIsExec: any datagram is read without panic.
+func FuzzIsExec(f *testing.F) {
+	f.Add(execMessage(procEventExec))
+	f.Add(append(execMessage(1), execMessage(procEventExec)...))
+	f.Fuzz(func(t *testing.T, b []byte) { isExec(b) })
 }

@@ -18,14 +18,14 @@ import (
 
 // runAgent runs an agent of one program on target's processes until the
 // benchmark ends.
-func runAgent(b *testing.B, name, src, target, scan string) *agent.Agent {
+func runAgent(b *testing.B, name, src, target, scan string, opts *agent.Options) *agent.Agent {
 	b.Helper()
 	cfg, err := agent.ParseConfig(fmt.Appendf(nil, `{"scan_interval": %q, "programs": [
 		{"name": %q, "source": %q, "targets": [{"binary": %q}], "series_limit": 20000}]}`, scan, name, src, target))
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, err := agent.New(cfg, nil)
+	a, err := agent.New(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,8 +53,8 @@ func scrape(b *testing.B, a *agent.Agent) string {
 
 // BenchmarkAgentExecToFirstEvent measures the time from a new process's
 // exec to its first counted event: the agent (scanning /proc every 1 s
-// or 100 ms) must find the process, compile the program against it and
-// attach; the process (agent/testdata/agtarget.c) fires as soon as its
+// or 100 ms, or at the process's exec event) must find the process,
+// compile the program against it and attach; the process (agent/testdata/agtarget.c) fires as soon as its
 // probe's semaphore is raised, polling it every millisecond.
 func BenchmarkAgentExecToFirstEvent(b *testing.B) {
 	testutil.RequireBPF(b)
@@ -63,9 +63,13 @@ func BenchmarkAgentExecToFirstEvent(b *testing.B) {
 	if out, err := exec.Command(gcc, "-O1", "-o", target, "../agent/testdata/agtarget.c").CombinedOutput(); err != nil {
 		b.Fatalf("gcc: %v\n%s", err, out)
 	}
-	for _, scan := range []string{"1s", "100ms"} {
-		b.Run("scan="+scan, func(b *testing.B) {
-			a := runAgent(b, "first", `usdt::agentt:hit { @ = count(); }`, target, scan)
+	for _, tc := range []struct {
+		scan  string
+		execs bool
+	}{{"1s", false}, {"100ms", false}, {"1s", true}} {
+		b.Run(fmt.Sprintf("scan=%s/exec-events=%v", tc.scan, tc.execs), func(b *testing.B) {
+			scan := tc.scan
+			a := runAgent(b, "first", `usdt::agentt:hit { @ = count(); }`, target, scan, &agent.Options{NoExecEvents: !tc.execs})
 			interval, err := time.ParseDuration(scan)
 			if err != nil {
 				b.Fatal(err)
@@ -120,7 +124,7 @@ func BenchmarkAgentExecToFirstEvent(b *testing.B) {
 func BenchmarkAgentEvents(b *testing.B) {
 	testutil.RequireBPF(b)
 	exe := testutil.BuildTracee(b, "-O2")
-	a := runAgent(b, "ev", `usdt::tracee:bench { @n = count(); } usdt::tracee:sem { @s = count(); }`, exe, "1s")
+	a := runAgent(b, "ev", `usdt::tracee:bench { @n = count(); } usdt::tracee:sem { @s = count(); }`, exe, "1s", nil)
 	tr := testutil.StartTracee(b, exe)
 	tr.WaitSem(b, func() bool { return true })
 	const perLoop = 1000000
@@ -146,7 +150,7 @@ func BenchmarkAgentEvents(b *testing.B) {
 func BenchmarkAgentScrape10kSeries(b *testing.B) {
 	testutil.RequireBPF(b)
 	exe := testutil.BuildTracee(b, "-O2")
-	a := runAgent(b, "scrape", `usdt::tracee:bench { @k[arg0] = count(); } usdt::tracee:sem { @s = count(); }`, exe, "1s")
+	a := runAgent(b, "scrape", `usdt::tracee:bench { @k[arg0] = count(); } usdt::tracee:sem { @s = count(); }`, exe, "1s", nil)
 	tr := testutil.StartTracee(b, exe)
 	tr.WaitSem(b, func() bool { return true })
 	tr.Do(b, "loop 10000")
