@@ -123,16 +123,14 @@ func TestAgentFollowsProcesses(t *testing.T) {
 	w := want{ns: []int{10, 20, 30}}
 	var targets []*child
 	for _, n := range w.ns {
-		c := startChild(t, target, strconv.Itoa(n))
+		c := startChild(t, target, strconv.Itoa(n), "wait")
 		targets = append(targets, c)
 	}
-	for _, c := range targets {
-		c.expect(t, "fired", 30*time.Second)
-	}
+	fireWhenAttached(t, a, 3, targets...)
 	p := startChild(t, prov, "40")
 	p.expect(t, "started", 10*time.Second)
 	fmt.Fprintln(p.stdin)
-	p.expect(t, "fired", 30*time.Second)
+	fireWhenAttached(t, a, 4, p)
 
 	ws := w.series()
 	ws[`usdtkit_dyn_dyn_total{}`] = 40
@@ -186,8 +184,9 @@ func TestAgentFollowsProcesses(t *testing.T) {
 	})
 
 	// A target started now is attached too and adds to the same series.
-	c := startChild(t, target, "5")
-	c.expect(t, "fired", 30*time.Second)
+	attaches := series(t, a)[`usdtkit_agent_attaches_total{}`]
+	c := startChild(t, target, "5", "wait")
+	fireWhenAttached(t, a, attaches+1, c)
 	w.ns = append(w.ns, 5)
 	ws2 := w.series()
 	waitFor(t, "a late target counted", 10*time.Second, func() (bool, string) {

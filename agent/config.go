@@ -99,10 +99,12 @@ type ProgramConfig struct {
 	Maps map[string]MapConfig `json:"maps,omitempty"`
 }
 
-// Target selects processes. Exactly one field is set.
+// Target selects processes. Exactly one field is set; a program's
+// targets add up (a process any of them selects is traced).
 type Target struct {
 	// Binary selects the processes whose executable is this file (same
-	// device and inode as the path names now).
+	// device and inode as the path names now), on the host or inside the
+	// process's own root (a container's path).
 	Binary string `json:"binary,omitempty"`
 	// Comm selects the processes whose name (/proc/PID/comm, at most 15
 	// bytes) is this.
@@ -114,6 +116,10 @@ type Target struct {
 	// name (its memfd "/memfd:NAME.so" or file "NAME-PID-….so"), or
 	// another object whose file name is NAME.so.
 	Provider string `json:"provider,omitempty"`
+	// Cgroup selects the processes in this cgroup or below it: a path
+	// such as "/kubepods.slice/kubepods-pod1234.slice" that one line of
+	// /proc/PID/cgroup names, or a parent of it.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // MapConfig tunes how one map is exported.
@@ -252,13 +258,13 @@ func (c *Config) check() error {
 		names[p.Name] = true
 		for j, t := range p.Targets {
 			n := 0
-			for _, s := range []string{t.Binary, t.Comm, t.Object, t.Provider} {
+			for _, s := range []string{t.Binary, t.Comm, t.Object, t.Provider, t.Cgroup} {
 				if s != "" {
 					n++
 				}
 			}
 			if n != 1 {
-				return bad(fmt.Sprintf(".targets[%d]", j), "want exactly one of binary, comm, object and provider")
+				return bad(fmt.Sprintf(".targets[%d]", j), "want exactly one of binary, comm, object, provider and cgroup")
 			}
 		}
 		for k := range p.ConstLabels {

@@ -44,7 +44,7 @@ func TestAgentDlopen(t *testing.T) {
 		t.Errorf("before dlopen: %v processes, want 0", have)
 	}
 	fmt.Fprintln(c.stdin)
-	c.expect(t, "fired", 30*time.Second)
+	fireWhenAttached(t, a, 1, c)
 	want := map[string]float64{
 		`usdtkit_dl_hits_total{}`:                    12,
 		`usdtkit_dl_v_total{}`:                       66,

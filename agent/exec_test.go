@@ -30,8 +30,8 @@ func TestAgentExecEvents(t *testing.T) {
 		return v >= 1, fmt.Sprint(v, " scans")
 	})
 	for i := range 3 {
-		c := startChild(t, target, "4")
-		c.expect(t, "fired", 20*time.Second)
+		c := startChild(t, target, "4", "wait")
+		fireWhenAttached(t, a, float64(i+1), c)
 		c.quit(t)
 		want := map[string]float64{`usdtkit_ex_hits_total{}`: float64(4 * (i + 1))}
 		waitFor(t, "counted", 10*time.Second, func() (bool, string) {

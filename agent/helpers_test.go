@@ -88,6 +88,27 @@ func (c *child) expect(t testing.TB, want string, timeout time.Duration) {
 	}
 }
 
+// fireWhenAttached waits for the children's "ready" (their probe's
+// semaphore is raised), then until the agent has recorded at least
+// attaches attachments (trace.Start returned: every link is attached),
+// then tells them to fire and waits for their "fired".
+func fireWhenAttached(t testing.TB, a *agent.Agent, attaches float64, cs ...*child) {
+	t.Helper()
+	for _, c := range cs {
+		c.expect(t, "ready", 30*time.Second)
+	}
+	waitFor(t, "attached", 10*time.Second, func() (bool, string) {
+		v := series(t, a)[`usdtkit_agent_attaches_total{}`]
+		return v >= attaches, fmt.Sprintf("%v attaches, want %v", v, attaches)
+	})
+	for _, c := range cs {
+		fmt.Fprintln(c.stdin, "go")
+	}
+	for _, c := range cs {
+		c.expect(t, "fired", 30*time.Second)
+	}
+}
+
 // quit closes the child's stdin and waits for its exit.
 func (c *child) quit(t testing.TB) {
 	t.Helper()

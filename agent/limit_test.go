@@ -31,8 +31,8 @@ func TestAgentSeriesLimitAndReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	startAgent(t, a)
-	c := startChild(t, target, "20")
-	c.expect(t, "fired", 30*time.Second)
+	c := startChild(t, target, "20", "wait")
+	fireWhenAttached(t, a, 1, c)
 	waitFor(t, "limited", 10*time.Second, func() (bool, string) {
 		s := series(t, a)
 		n := 0

@@ -74,8 +74,8 @@ func TestAgentOTLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	startAgent(t, a)
-	c := startChild(t, target, "7")
-	c.expect(t, "fired", 30*time.Second)
+	c := startChild(t, target, "7", "wait")
+	fireWhenAttached(t, a, 1, c)
 	waitFor(t, "pushed", 20*time.Second, func() (bool, string) {
 		var names []string
 		sink.mu.Lock()

@@ -95,13 +95,43 @@ type selector struct {
 func newSelector(t Target) selector {
 	s := selector{t: t}
 	if t.Binary != "" {
-		if fi, err := os.Stat(t.Binary); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				s.exe, s.exeOK = procfs.FileID{Dev: st.Dev, Inode: st.Ino}, true
-			}
-		}
+		s.exe, s.exeOK = statID(t.Binary)
 	}
 	return s
+}
+
+// statID returns the identity of the file at path.
+func statID(path string) (procfs.FileID, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return procfs.FileID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return procfs.FileID{}, false
+	}
+	return procfs.FileID{Dev: st.Dev, Inode: st.Ino}, true
+}
+
+// inCgroup reports whether a line of /proc/PID/cgroup
+// ("ID:CONTROLLERS:PATH") names cgroup or a cgroup below it.
+func inCgroup(pid int, cgroup string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return false
+	}
+	want := strings.TrimSuffix(cgroup, "/")
+	for _, line := range strings.Split(string(b), "\n") {
+		_, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		_, path, ok := strings.Cut(rest, ":")
+		if ok && (path == want || strings.HasPrefix(path, want+"/")) {
+			return true
+		}
+	}
+	return false
 }
 
 // needsObjects reports whether matching needs the process's objects.
@@ -111,7 +141,15 @@ func (s *selector) needsObjects() bool { return s.t.Object != "" || s.t.Provider
 func (s *selector) match(p *proc) bool {
 	switch {
 	case s.t.Binary != "":
-		return s.exeOK && p.exe == s.exe
+		if s.exeOK && p.exe == s.exe {
+			return true
+		}
+		// The path inside the process's root (a container's); a process
+		// of the host's root was compared above.
+		id, ok := statID("/proc/" + strconv.Itoa(p.pid) + "/root" + filepath.Clean("/"+s.t.Binary))
+		return ok && id == p.exe
+	case s.t.Cgroup != "":
+		return inCgroup(p.pid, s.t.Cgroup)
 	case s.t.Comm != "":
 		return p.comm == s.t.Comm
 	case s.t.Object != "":

@@ -48,9 +48,11 @@ func TestAgentSoak(t *testing.T) {
 	// agent has finished attaching (usdtkit_agent_exited_while_attaching_total),
 	// which is not what this test measures.
 	var prev *child
+	attaches := 0.0
 	churn := func() {
-		c := startChild(t, target, strconv.Itoa(perProcess))
-		c.expect(t, "fired", 30*time.Second)
+		c := startChild(t, target, strconv.Itoa(perProcess), "wait")
+		attaches++
+		fireWhenAttached(t, a, attaches, c)
 		if prev != nil {
 			prev.quit(t)
 		}

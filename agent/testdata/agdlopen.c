@@ -1,8 +1,9 @@
 /*
  * agdlopen: "agdlopen LIB N" prints "started", waits for a line on stdin,
  * loads LIB (aglib.so) with dlopen, waits until a tracer raises its
- * probe's semaphore (polling it), fires aglib:hit N times with 0..N-1,
- * prints "fired" and exits when stdin closes. Built at test time:
+ * probe's semaphore (polling it), prints "ready", waits for a line (see
+ * agtarget.c), fires aglib:hit N times with 0..N-1, prints "fired" and
+ * exits when stdin closes. Built at test time:
  *
  *	gcc -O1 -o agdlopen agdlopen.c -ldl
  */
@@ -31,6 +32,10 @@ int main(int argc, char **argv)
 		return 1;
 	while (!enabled())
 		usleep(1000);
+	printf("ready\n");
+	fflush(stdout);
+	if (read(0, buf, sizeof buf) <= 0)
+		return 1;
 	for (int i = 0, n = atoi(argv[2]); i < n; i++)
 		fire(i);
 	printf("fired\n");

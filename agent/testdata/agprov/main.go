@@ -1,7 +1,9 @@
 // agprov: the dynsdt provider of the agent's tests. "agprov N" prints
 // "started", waits for a line on stdin, loads provider agprov (probe hit,
-// one int64, in a memfd), waits until a tracer enables the probe, fires
-// it N times with 0..N-1, prints "fired" and exits when stdin closes.
+// one int64, in a memfd), waits until a tracer enables the probe, prints
+// "ready", waits for a line (the tracer has finished attaching: see
+// agtarget.c), fires it N times with 0..N-1, prints "fired" and exits
+// when stdin closes.
 package main
 
 import (
@@ -31,6 +33,10 @@ func main() {
 	hit := p.Probe("hit")
 	for !hit.Enabled() {
 		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("ready")
+	if _, err := in.ReadString('\n'); err != nil {
+		os.Exit(1)
 	}
 	for i := range n {
 		hit.Fire(uint64(i))
