@@ -43,7 +43,7 @@ type Agent struct {
 	opts Options
 	otlp *OTLPConfig
 
-	// scanMu serializes Scan, Reload and the end of Run.
+	// scanMu serializes scan, Reload and the end of Run.
 	scanMu sync.Mutex
 	mu     sync.Mutex
 	progs  []*program
@@ -160,7 +160,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	defer cancel()
 	for {
-		if err := a.Scan(); err != nil {
+		if err := a.scan(); err != nil {
 			return err
 		}
 		scanned := time.Now()
@@ -191,11 +191,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// Scan looks at every process once: attaches to those selected and not
+// scan looks at every process once: attaches to those selected and not
 // attached yet, attaches again to those that mapped or unmapped objects,
-// detaches from those that exited. Run calls it; tests and callers with a
-// loop of their own may too.
-func (a *Agent) Scan() error {
+// detaches from those that exited.
+func (a *Agent) scan() error {
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()
 	start := time.Now()

@@ -66,7 +66,7 @@
 // # Lifetime and concurrency
 //
 // Run owns the tracers: it detaches all of them before it returns. Run,
-// Scan, Reload and Collect are safe for concurrent use. Reload drops the
+// Reload and Collect are safe for concurrent use. Reload drops the
 // values and starts over (counters reset).
 //
 // # Config
