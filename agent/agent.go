@@ -29,8 +29,8 @@ type Options struct {
 	// NoExecEvents leaves new processes to the periodic scan. By default
 	// Run also subscribes to the kernel's process events (the proc
 	// connector; needs CAP_NET_ADMIN in the initial network namespace)
-	// and scans soon after each exec, at most every 50 ms; where that
-	// fails it warns and scans periodically only.
+	// and looks at each process that execs at once; where that fails it
+	// warns and scans periodically only.
 	NoExecEvents bool
 }
 
@@ -145,8 +145,22 @@ func (a *Agent) Run(ctx context.Context) error {
 	}()
 	ctx, cancel := context.WithCancel(ctx)
 	execs := make(chan struct{}, 1)
+	// pending are the PIDs of the execs not looked at yet; past
+	// maxPendingExecs a full scan is due instead.
+	var (
+		pendingMu sync.Mutex
+		pending   []int
+		overflow  bool
+	)
 	if !a.opts.NoExecEvents {
-		wait, err := watchExecs(ctx, func() {
+		wait, err := watchExecs(ctx, func(pid int) {
+			pendingMu.Lock()
+			if len(pending) < maxPendingExecs {
+				pending = append(pending, pid)
+			} else {
+				overflow = true
+			}
+			pendingMu.Unlock()
 			select {
 			case execs <- struct{}{}:
 			default:
@@ -159,55 +173,76 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	defer cancel()
+	next := time.Now()
 	for {
-		if err := a.scan(); err != nil {
-			return err
+		if !time.Now().Before(next) {
+			if err := a.scan(nil); err != nil {
+				return err
+			}
+			a.mu.Lock()
+			next = time.Now().Add(a.progs[0].scan)
+			a.mu.Unlock()
 		}
-		scanned := time.Now()
-		a.mu.Lock()
-		interval := a.progs[0].scan
-		a.mu.Unlock()
-		timer := time.NewTimer(interval)
+		timer := time.NewTimer(time.Until(next))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return nil
 		case <-timer.C:
 		case <-a.wake:
+			// A traced process exited: release it now.
 			timer.Stop()
+			a.scanMu.Lock()
+			a.mu.Lock()
+			progs := a.progs
+			a.mu.Unlock()
+			for _, p := range progs {
+				a.retireExited(p)
+			}
+			a.scanMu.Unlock()
 		case <-execs:
 			timer.Stop()
-			// A burst of execs is one scan, at most every minExecScanGap.
-			if d := minExecScanGap - time.Since(scanned); d > 0 {
-				gap := time.NewTimer(d)
-				select {
-				case <-ctx.Done():
-					gap.Stop()
-					return nil
-				case <-gap.C:
-				}
+			pendingMu.Lock()
+			pids, full := pending, overflow
+			pending, overflow = nil, false
+			pendingMu.Unlock()
+			if full {
+				next = time.Now()
+			} else if err := a.scan(pids); err != nil {
+				return err
 			}
 		}
 	}
 }
 
-// scan looks at every process once: attaches to those selected and not
+// maxPendingExecs bounds the execs remembered between two looks: past
+// it, the next look is a full scan.
+const maxPendingExecs = 4096
+
+// scan looks at every process once (or, with pids, at these only: the
+// processes that just exec'd): attaches to those selected and not
 // attached yet, attaches again to those that mapped or unmapped objects,
-// detaches from those that exited.
-func (a *Agent) scan() error {
+// detaches from those that exited or no longer match.
+func (a *Agent) scan(pids []int) error {
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()
 	start := time.Now()
-	pids, err := listPIDs()
-	if err != nil {
-		return fmt.Errorf("agent: list processes: %w", err)
+	full := pids == nil
+	if full {
+		var err error
+		if pids, err = listPIDs(); err != nil {
+			return fmt.Errorf("agent: list processes: %w", err)
+		}
 	}
 	a.mu.Lock()
 	progs := a.progs
 	a.mu.Unlock()
 	for _, p := range progs {
 		a.retireExited(p)
-		a.scanProgram(p, pids)
+		a.scanProgram(p, pids, full)
+	}
+	if !full {
+		return nil
 	}
 	a.mu.Lock()
 	a.stats.scans++
@@ -216,8 +251,9 @@ func (a *Agent) scan() error {
 	return nil
 }
 
-// scanProgram attaches p where it should be and is not.
-func (a *Agent) scanProgram(p *program, pids []int) {
+// scanProgram attaches p where it should be and is not, among pids; a
+// full scan also leaves the processes that no longer match.
+func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 	sels := make([]selector, len(p.cfg.Targets))
 	needObjects := false
 	for i, t := range p.cfg.Targets {
@@ -262,6 +298,9 @@ func (a *Agent) scanProgram(p *program, pids []int) {
 		}
 		a.attach(p, pid, pr.sig, at)
 	}
+	if !full {
+		return
+	}
 	for pid := range p.failed {
 		if !seen[pid] {
 			delete(p.failed, pid)
@@ -305,6 +344,16 @@ func (a *Agent) retireExited(p *program) {
 // another object) is retired.
 func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 	prog, err := trace.Compile(p.cfg.Name, p.cfg.Source, &trace.CompileOptions{PID: pid})
+	if err == nil && old != nil && prog.Sites() == old.sites {
+		// The objects mapped since (libc as ld.so loads it, say) hold
+		// none of the program's probes: keep the running tracer rather
+		// than replace it (a replacement counts hits twice while both
+		// are attached).
+		a.mu.Lock()
+		old.sig = sig
+		a.mu.Unlock()
+		return
+	}
 	if err == nil {
 		var t *trace.Tracer
 		t, err = trace.Start(prog, &trace.Options{PID: pid, Stdout: io.Discard, Classic: a.opts.Classic})

@@ -15,8 +15,9 @@
 // when it exits. Every scan reads each selected process's executable
 // objects (device and inode): a process that mapped or unmapped one since
 // it was attached (dlopen, a dynsdt provider in a memfd or a private
-// file) is attached again (the new tracer starts before the old one
-// ends, so a hit in between may count twice; none is missed). A process
+// file) is compiled against again and, if that gives it more or fewer
+// sites, attached again (the new tracer starts before the old one ends,
+// so a hit in between may count twice; none is missed). A process
 // against which the program does not compile (no probe matches yet) is
 // tried again when its objects change. Run also subscribes to the
 // kernel's exec events (the proc connector) and scans soon after each

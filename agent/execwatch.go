@@ -21,15 +21,11 @@ const (
 	cnMsgSize = 20
 )
 
-// minExecScanGap bounds how often execs trigger scans: a machine that
-// execs a thousand times a second is scanned at most every minExecScanGap.
-const minExecScanGap = 50 * time.Millisecond
-
 // watchExecs subscribes to the kernel's exec events (needs
-// CAP_NET_ADMIN, in the initial network namespace) and calls exec at
-// each one from its own goroutine, until ctx is done; wait waits for
-// that goroutine.
-func watchExecs(ctx context.Context, exec func()) (wait func(), err error) {
+// CAP_NET_ADMIN, in the initial network namespace) and calls exec with
+// the process's PID at each one from its own goroutine, until ctx is
+// done; wait waits for that goroutine.
+func watchExecs(ctx context.Context, exec func(pid int)) (wait func(), err error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_CONNECTOR)
 	if err != nil {
 		return nil, fmt.Errorf("process events: %w", err)
@@ -68,34 +64,36 @@ func watchExecs(ctx context.Context, exec func()) (wait func(), err error) {
 			if err != nil {
 				continue // timeout, EINTR, or ENOBUFS (events lost: the scan catches up)
 			}
-			if isExec(buf[:n]) {
-				exec()
+			if pid, ok := execPID(buf[:n]); ok {
+				exec(pid)
 			}
 		}
 	}()
 	return func() { <-done }, nil
 }
 
-// isExec reports whether a datagram of the connector holds an exec
-// event: its messages are checked for length before they are read.
-func isExec(b []byte) bool {
+// execPID returns the process (thread group) ID of the first exec event
+// of a datagram of the connector; its messages are checked for length
+// before they are read.
+func execPID(b []byte) (int, bool) {
 	ne := binary.NativeEndian
 	for len(b) >= unix.NLMSG_HDRLEN {
 		l := int(ne.Uint32(b))
 		if l < unix.NLMSG_HDRLEN || l > len(b) {
-			return false
+			return 0, false
 		}
 		body := b[unix.NLMSG_HDRLEN:l]
-		// cn_msg, then struct proc_event: what (u32) first.
-		if len(body) >= cnMsgSize+4 && ne.Uint32(body[0:]) == cnIdxProc &&
-			ne.Uint32(body[cnMsgSize:]) == procEventExec {
-			return true
+		// cn_msg, then struct proc_event: what, cpu (u32 each),
+		// timestamp_ns (u64), then exec's process_pid and process_tgid.
+		if ev := body[min(len(body), cnMsgSize):]; len(ev) >= 24 && ne.Uint32(body[0:]) == cnIdxProc &&
+			ne.Uint32(ev) == procEventExec {
+			return int(int32(ne.Uint32(ev[20:]))), true
 		}
 		next := (l + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1)
 		if next >= len(b) {
-			return false
+			return 0, false
 		}
 		b = b[next:]
 	}
-	return false
+	return 0, false
 }

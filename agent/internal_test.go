@@ -79,36 +79,38 @@ func TestCumulative(t *testing.T) {
 }
 
 // execMessage is a connector datagram with one process event.
-func execMessage(what uint32) []byte {
-	b := make([]byte, 16+cnMsgSize+16)
+func execMessage(what uint32, tgid int) []byte {
+	b := make([]byte, 16+cnMsgSize+24)
 	binary.NativeEndian.PutUint32(b, uint32(len(b)))
 	binary.NativeEndian.PutUint32(b[16:], cnIdxProc)
 	binary.NativeEndian.PutUint32(b[16+cnMsgSize:], what)
+	binary.NativeEndian.PutUint32(b[16+cnMsgSize+20:], uint32(tgid))
 	return b
 }
 
-func TestIsExec(t *testing.T) {
+func TestExecPID(t *testing.T) {
 	tests := []struct {
 		name string
 		b    []byte
-		want bool
+		pid  int
+		ok   bool
 	}{
-		{"exec", execMessage(procEventExec), true},
-		{"fork", execMessage(1), false},
-		{"fork then exec", append(execMessage(1), execMessage(procEventExec)...), true},
-		{"short", execMessage(procEventExec)[:20], false},
-		{"empty", nil, false},
+		{"exec", execMessage(procEventExec, 42), 42, true},
+		{"fork", execMessage(1, 42), 0, false},
+		{"fork then exec", append(execMessage(1, 7), execMessage(procEventExec, 8)...), 8, true},
+		{"short", execMessage(procEventExec, 42)[:40], 0, false},
+		{"empty", nil, 0, false},
 	}
 	for _, tt := range tests {
-		if have := isExec(tt.b); have != tt.want {
-			t.Errorf("%s: have %v, want %v", tt.name, have, tt.want)
+		if pid, ok := execPID(tt.b); pid != tt.pid || ok != tt.ok {
+			t.Errorf("%s: have %d, %v; want %d, %v", tt.name, pid, ok, tt.pid, tt.ok)
 		}
 	}
 }
 
-// FuzzIsExec: any datagram is read without panic.
-func FuzzIsExec(f *testing.F) {
-	f.Add(execMessage(procEventExec))
-	f.Add(append(execMessage(1), execMessage(procEventExec)...))
-	f.Fuzz(func(t *testing.T, b []byte) { isExec(b) })
+// FuzzExecPID: any datagram is read without panic.
+func FuzzExecPID(f *testing.F) {
+	f.Add(execMessage(procEventExec, 42))
+	f.Add(append(execMessage(1, 7), execMessage(procEventExec, 8)...))
+	f.Fuzz(func(t *testing.T, b []byte) { execPID(b) })
 }
