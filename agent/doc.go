@@ -4,7 +4,7 @@
 //
 // # Model
 //
-//	Config ──New──► *Agent ──Run──► scan /proc every ScanInterval
+//	Config ──New──► *Agent ──Run──► scan /proc every ScanInterval, and each process at its exec
 //	   per program, per selected process: Compile(PID) → Start(PID) → Run
 //	   Collect (a prometheus.Collector): live maps + folded maps of exited processes → series
 //
@@ -20,8 +20,8 @@
 // so a hit in between may count twice; none is missed). A process
 // against which the program does not compile (no probe matches yet) is
 // tried again when its objects change. Run also subscribes to the
-// kernel's exec events (the proc connector) and scans soon after each
-// exec; the delay from a process's exec to its first counted event is
+// kernel's exec events (the proc connector) and looks at each process
+// that execs at once; the delay from a process's exec to its first counted event is
 // then the time to compile and attach, and without the events (or for a
 // dlopen) at most ScanInterval more.
 //
