@@ -391,6 +391,9 @@ func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 	// the agent's: the process may load the object later.
 	var ce trace.CompileErrors
 	switch {
+	case old != nil:
+		// The running tracer stays (the process may be exiting, its
+		// mappings going): nothing is lost.
 	case errors.Is(err, syscall.ESRCH):
 		// The process exited while being attached: what it fired
 		// between the attachment of the links and its exit is lost.
