@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newGenCmd())
 	root.AddCommand(newLinkCmd())
 	root.AddCommand(newToolexecCmd())
+	root.AddCommand(newAgentCmd())
 	return root
 }
 

@@ -1,0 +1,528 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/usdtkit/usdtkit/trace"
+)
+
+// Options tune New. The zero value is the defaults.
+type Options struct {
+	// Warn, when not nil, receives what the agent could not do and goes
+	// on without: a process it could not attach to (its program does not
+	// compile against it, it exited meanwhile), a map it could not read.
+	// It is called from the agent's goroutines, one call at a time.
+	Warn func(error)
+	// Classic forces classic uprobe links (see trace.Options.Classic).
+	Classic bool
+	// NoExecEvents leaves new processes to the periodic scan. By default
+	// Run also subscribes to the kernel's process events (the proc
+	// connector; needs CAP_NET_ADMIN in the initial network namespace)
+	// and looks at each process that execs at once; where that fails it
+	// warns and scans periodically only.
+	NoExecEvents bool
+}
+
+// Agent runs programs in the processes their targets select, following
+// processes that start, map objects and exit, and exports the programs'
+// maps as Prometheus metrics (it is a prometheus.Collector).
+//
+// Run, Reload and Collect are safe for concurrent use.
+type Agent struct {
+	opts Options
+	otlp *OTLPConfig
+
+	// scanMu serializes scan, Reload and the end of Run.
+	scanMu sync.Mutex
+	mu     sync.Mutex
+	progs  []*program
+	// wake is signalled when an attachment's Run returned (its process
+	// exited): Run then scans at once.
+	wake   chan struct{}
+	wg     sync.WaitGroup
+	stats  stats
+	warnMu sync.Mutex
+}
+
+// stats are the agent's own counters, under Agent.mu.
+type stats struct {
+	attaches, detaches, attachErrors uint64
+	exitedAttaching                  uint64
+	scans                            uint64
+	scanSeconds, collectSeconds      float64
+	// lost and updateFails of the attachments retired.
+	lost, updateFails uint64
+}
+
+// program is one ProgramConfig at run time.
+type program struct {
+	cfg       ProgramConfig
+	scan      time.Duration
+	selectors []selector
+	// live are the attachments by PID.
+	live map[int]*attachment
+	// failed remembers, by PID, the object set against which the
+	// program did not compile, so as not to compile again until it
+	// changes.
+	failed map[int]string
+	// maps hold the folded values of the attachments retired, and which
+	// keys are exported.
+	maps map[string]*mapState
+}
+
+// attachment is a program started in one process.
+type attachment struct {
+	prog   *program
+	pid    int
+	sig    string
+	t      *trace.Tracer
+	sites  int
+	probes int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New checks cfg and returns an agent that does nothing until Run.
+func New(cfg *Config, opts *Options) (*Agent, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("agent: no config")
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	a := &Agent{wake: make(chan struct{}, 1)}
+	if opts != nil {
+		a.opts = *opts
+	}
+	a.progs = newPrograms(cfg)
+	a.otlp = cfg.OTLP
+	return a, nil
+}
+
+func newPrograms(cfg *Config) []*program {
+	scan := time.Duration(cfg.ScanInterval)
+	if scan == 0 {
+		scan = DefaultScanInterval
+	}
+	var ps []*program
+	for _, pc := range cfg.Programs {
+		ps = append(ps, &program{cfg: pc, scan: scan, live: map[int]*attachment{},
+			failed: map[int]string{}, maps: map[string]*mapState{}})
+	}
+	return ps
+}
+
+func (a *Agent) warn(err error) {
+	if a.opts.Warn == nil {
+		return
+	}
+	a.warnMu.Lock()
+	defer a.warnMu.Unlock()
+	a.opts.Warn(err)
+}
+
+// Run scans /proc at once, then every Config.ScanInterval and soon after
+// each exec (see Options.NoExecEvents), attaching
+// each program to the processes its targets select and detaching from
+// those that exited, until ctx is done; then it detaches everything and
+// returns nil. It returns an error only if /proc cannot be read.
+func (a *Agent) Run(ctx context.Context) error {
+	defer func() {
+		a.scanMu.Lock()
+		defer a.scanMu.Unlock()
+		a.stopAll()
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	execs := make(chan struct{}, 1)
+	// pending are the PIDs of the execs not looked at yet; past
+	// maxPendingExecs a full scan is due instead.
+	var (
+		pendingMu sync.Mutex
+		pending   []int
+		overflow  bool
+	)
+	if !a.opts.NoExecEvents {
+		wait, err := watchExecs(ctx, func(pid int) {
+			pendingMu.Lock()
+			if len(pending) < maxPendingExecs {
+				pending = append(pending, pid)
+			} else {
+				overflow = true
+			}
+			pendingMu.Unlock()
+			select {
+			case execs <- struct{}{}:
+			default:
+			}
+		})
+		if err != nil {
+			a.warn(fmt.Errorf("%w (new processes are found by the periodic scan only)", err))
+		} else {
+			defer wait()
+		}
+	}
+	defer cancel()
+	next := time.Now()
+	for {
+		if !time.Now().Before(next) {
+			if err := a.scan(nil); err != nil {
+				return err
+			}
+			a.mu.Lock()
+			next = time.Now().Add(a.progs[0].scan)
+			a.mu.Unlock()
+		}
+		timer := time.NewTimer(time.Until(next))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C:
+		case <-a.wake:
+			// A traced process exited: release it now.
+			timer.Stop()
+			a.scanMu.Lock()
+			a.mu.Lock()
+			progs := a.progs
+			a.mu.Unlock()
+			for _, p := range progs {
+				a.retireExited(p)
+			}
+			a.scanMu.Unlock()
+		case <-execs:
+			timer.Stop()
+			pendingMu.Lock()
+			pids, full := pending, overflow
+			pending, overflow = nil, false
+			pendingMu.Unlock()
+			if full {
+				next = time.Now()
+			} else if err := a.scan(pids); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// maxPendingExecs bounds the execs remembered between two looks: past
+// it, the next look is a full scan.
+const maxPendingExecs = 4096
+
+// scan looks at every process once (or, with pids, at these only: the
+// processes that just exec'd): attaches to those selected and not
+// attached yet, attaches again to those that mapped or unmapped objects,
+// detaches from those that exited or no longer match.
+func (a *Agent) scan(pids []int) error {
+	a.scanMu.Lock()
+	defer a.scanMu.Unlock()
+	start := time.Now()
+	full := pids == nil
+	if full {
+		var err error
+		if pids, err = listPIDs(); err != nil {
+			return fmt.Errorf("agent: list processes: %w", err)
+		}
+	}
+	a.mu.Lock()
+	progs := a.progs
+	a.mu.Unlock()
+	for _, p := range progs {
+		a.retireExited(p)
+		a.scanProgram(p, pids, full)
+	}
+	if !full {
+		return nil
+	}
+	a.mu.Lock()
+	a.stats.scans++
+	a.stats.scanSeconds = time.Since(start).Seconds()
+	a.mu.Unlock()
+	return nil
+}
+
+// scanProgram attaches p where it should be and is not, among pids; a
+// full scan also leaves the processes that no longer match.
+func (a *Agent) scanProgram(p *program, pids []int, full bool) {
+	sels := make([]selector, len(p.cfg.Targets))
+	needObjects := false
+	for i, t := range p.cfg.Targets {
+		sels[i] = newSelector(t)
+		needObjects = needObjects || sels[i].needsObjects()
+	}
+	seen := make(map[int]bool, len(p.live))
+	for _, pid := range pids {
+		pr, ok := readProc(pid)
+		if !ok {
+			continue
+		}
+		a.mu.Lock()
+		at := p.live[pid]
+		a.mu.Unlock()
+		if needObjects || at != nil {
+			if err := readObjects(&pr); err != nil {
+				continue
+			}
+		}
+		matched := false
+		for i := range sels {
+			if sels[i].match(&pr) {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			continue
+		}
+		seen[pid] = true
+		if at != nil && at.sig == pr.sig {
+			continue
+		}
+		if at == nil && pr.sig == "" {
+			if err := readObjects(&pr); err != nil {
+				continue
+			}
+		}
+		if p.failed[pid] == pr.sig {
+			continue
+		}
+		a.attach(p, pid, pr.sig, at)
+	}
+	if !full {
+		return
+	}
+	for pid := range p.failed {
+		if !seen[pid] {
+			delete(p.failed, pid)
+		}
+	}
+	// A process that no longer matches (it exec'd another program) is
+	// left.
+	a.mu.Lock()
+	var gone []*attachment
+	for pid, at := range p.live {
+		if !seen[pid] {
+			gone = append(gone, at)
+		}
+	}
+	a.mu.Unlock()
+	stopAttachments(gone)
+	for _, at := range gone {
+		a.retire(at)
+	}
+}
+
+// retireExited retires p's attachments whose Run returned.
+func (a *Agent) retireExited(p *program) {
+	a.mu.Lock()
+	var done []*attachment
+	for _, at := range p.live {
+		select {
+		case <-at.done:
+			done = append(done, at)
+		default:
+		}
+	}
+	a.mu.Unlock()
+	for _, at := range done {
+		a.retire(at)
+	}
+}
+
+// attach compiles p's program against process pid and starts it; on
+// success the attachment old (of the same process, before it mapped
+// another object) is retired.
+func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
+	prog, err := trace.Compile(p.cfg.Name, p.cfg.Source, &trace.CompileOptions{PID: pid})
+	if err == nil && old != nil && prog.Sites() == old.sites {
+		// The objects mapped since (libc as ld.so loads it, say) hold
+		// none of the program's probes: keep the running tracer rather
+		// than replace it (a replacement counts hits twice while both
+		// are attached).
+		a.mu.Lock()
+		old.sig = sig
+		a.mu.Unlock()
+		return
+	}
+	if err == nil {
+		var t *trace.Tracer
+		t, err = trace.Start(prog, &trace.Options{PID: pid, Stdout: io.Discard, Classic: a.opts.Classic})
+		if err == nil {
+			at := &attachment{prog: p, pid: pid, sig: sig, t: t, sites: prog.Sites(), probes: prog.Probes(), done: make(chan struct{})}
+			var ctx context.Context
+			ctx, at.cancel = context.WithCancel(context.Background())
+			a.mu.Lock()
+			p.live[pid] = at
+			delete(p.failed, pid)
+			a.stats.attaches++
+			a.mu.Unlock()
+			a.wg.Add(1)
+			go func() {
+				defer a.wg.Done()
+				if err := t.Run(ctx); err != nil {
+					a.warn(fmt.Errorf("program %s, process %d: %w", p.cfg.Name, pid, err))
+				}
+				close(at.done)
+				select {
+				case a.wake <- struct{}{}:
+				default:
+				}
+			}()
+			if old != nil {
+				stopAttachments([]*attachment{old})
+				a.retire(old)
+			}
+			return
+		}
+	}
+	a.mu.Lock()
+	p.failed[pid] = sig
+	// A program that matches nothing in a process is not an error of
+	// the agent's: the process may load the object later.
+	var ce trace.CompileErrors
+	switch {
+	case old != nil:
+		// The running tracer stays (the process may be exiting, its
+		// mappings going): nothing is lost.
+	case errors.Is(err, syscall.ESRCH):
+		// The process exited while being attached: what it fired
+		// between the attachment of the links and its exit is lost.
+		a.stats.exitedAttaching++
+	case !errors.As(err, &ce):
+		a.stats.attachErrors++
+	}
+	a.mu.Unlock()
+	a.warn(fmt.Errorf("program %s, process %d: %w", p.cfg.Name, pid, err))
+}
+
+// stopAttachments ends the Runs of ats (together: each detach waits for
+// an SRCU grace period) and waits for them.
+func stopAttachments(ats []*attachment) {
+	for _, at := range ats {
+		at.cancel()
+	}
+	for _, at := range ats {
+		<-at.done
+	}
+}
+
+// retire folds a finished attachment's maps into its program's and
+// closes it. Run has returned: the links are closed, the maps are final.
+func (a *Agent) retire(at *attachment) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if at.t == nil {
+		return
+	}
+	p := at.prog
+	if maps, err := at.t.Maps(); err != nil {
+		a.warnLocked(fmt.Errorf("program %s, process %d: %w", p.cfg.Name, at.pid, err))
+	} else {
+		for i := range maps {
+			p.fold(&maps[i])
+		}
+	}
+	if lost, updates, err := at.t.Lost(); err == nil {
+		a.stats.lost += lost
+		a.stats.updateFails += updates
+	}
+	at.t.Close()
+	at.t = nil
+	a.stats.detaches++
+	if p.live[at.pid] == at {
+		delete(p.live, at.pid)
+	}
+}
+
+// warnLocked warns while a.mu is held.
+func (a *Agent) warnLocked(err error) { a.warn(err) }
+
+// stopAll stops and retires every attachment; a.scanMu is held.
+func (a *Agent) stopAll() {
+	a.mu.Lock()
+	var all []*attachment
+	for _, p := range a.progs {
+		for _, at := range p.live {
+			all = append(all, at)
+		}
+	}
+	a.mu.Unlock()
+	stopAttachments(all)
+	for _, at := range all {
+		a.retire(at)
+	}
+	a.wg.Wait()
+}
+
+// Reload replaces the configuration: every program is detached, its
+// values dropped, and the new programs attached at the next scan (the
+// exported counters restart from zero, which Prometheus reads as a
+// reset). It must be called while Run runs or before.
+func (a *Agent) Reload(cfg *Config) error {
+	if cfg == nil {
+		return fmt.Errorf("agent: no config")
+	}
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	a.scanMu.Lock()
+	defer a.scanMu.Unlock()
+	a.stopAll()
+	a.mu.Lock()
+	a.progs = newPrograms(cfg)
+	a.mu.Unlock()
+	return nil
+}
+
+// Handler returns the HTTP handler of /metrics: the agent's metrics in
+// Prometheus' text or protobuf format, as the scraper asks.
+func (a *Agent) Handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(a)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Serve runs the agent (Run) and serves /metrics on ln until ctx is done,
+// and pushes the metrics over OTLP if the config says (PushOTLP); it
+// closes ln. It returns nil, or the first error of Run or the HTTP
+// server.
+func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
+	if a.otlp != nil {
+		stop, err := a.PushOTLP(a.otlp)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			stop(ctx)
+		}()
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", a.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	runErr := a.Run(ctx)
+	cancel()
+	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	srv.Shutdown(shutdown)
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return runErr
+}

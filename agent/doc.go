@@ -1,0 +1,78 @@
+// Package agent runs programs of package trace for a long time in every
+// process that targets select, follows processes as they start, load
+// objects and exit, and exports the programs' maps as Prometheus metrics.
+//
+// # Model
+//
+//	Config ──New──► *Agent ──Run──► scan /proc every ScanInterval, and each process at its exec
+//	   per program, per selected process: Compile(PID) → Start(PID) → Run
+//	   Collect (a prometheus.Collector): live maps + folded maps of exited processes → series
+//
+// Each program is compiled and started once per process its targets
+// select (Target: executable file, comm, mapped object, dynsdt provider,
+// cgroup),
+// with trace.Options.PID: its links are that process's only, and end
+// when it exits. Every scan reads each selected process's executable
+// objects (device and inode): a process that mapped or unmapped one since
+// it was attached (dlopen, a dynsdt provider in a memfd or a private
+// file) is compiled against again and, if that gives it more or fewer
+// sites, attached again (the new tracer starts before the old one ends,
+// so a hit in between may count twice; none is missed). A process
+// against which the program does not compile (no probe matches yet) is
+// tried again when its objects change. Run also subscribes to the
+// kernel's exec events (the proc connector) and looks at each process
+// that execs at once; the delay from a process's exec to its first counted event is
+// then the time to compile and attach, and without the events (or for a
+// dlopen) at most ScanInterval more.
+//
+// When a process exits (or its tracer ends), the final values of its maps
+// are folded into the program's: counts, sums, avg/stats, hist and lhist
+// are added, min and max combined; an assigned value (@x = v) leaves with
+// its process. Memory is bounded by the series limits: a map keeps at most
+// its limit of keys, admitted in the order they are first seen; later
+// keys are dropped and counted.
+//
+// # Metrics
+//
+// A map @NAME of program PROG is the metric usdtkit_PROG_NAME (or
+// MapConfig.Metric), its key fields labels (MapConfig.Labels, else key0,
+// key1…), plus the program's ConstLabels. By kind:
+//
+//   - count() and sum() of unsigned values: counters (usdtkit_PROG_NAME_total).
+//     A program that clears or deletes keys makes them go down, which
+//     Prometheus reads as a counter reset.
+//   - sum() of signed values, min(), max() and assigned integers: gauges.
+//   - avg() and stats(): summaries without quantiles: _count and _sum
+//     are the number and the sum of the values (the average is
+//     _sum/_count).
+//   - hist() and lhist(): histograms with classic buckets. The values
+//     are integers, so a bucket [lo, hi) is le="hi-1": hist's bounds are
+//     -1, 0, 1, 3, 7, … 2^k-1; lhist's min-1, min+step-1, …, then +Inf.
+//     Buckets are sent up to the last non-empty one. The maps keep
+//     counts, not the values' sum: _sum is NaN (not estimated). Add an
+//     avg() or sum() of the same value for it.
+//   - string values: not exported.
+//
+// The agent's own metrics: usdtkit_agent_attaches_total,
+// _detaches_total, _attach_errors_total, _processes{program},
+// _attached_sites{program} (uprobes held: drops when processes exit),
+// _probes{program}, _lost_events_total, _map_update_failures_total,
+// _dropped_series_total{program,map}, _scans_total,
+// _scan_duration_seconds and _collect_duration_seconds.
+//
+// With Config.OTLP, Serve also pushes the same metrics to an
+// OpenTelemetry collector over OTLP/HTTP (PushOTLP), translated by
+// OpenTelemetry's Prometheus bridge.
+//
+// # Lifetime and concurrency
+//
+// Run owns the tracers: it detaches all of them before it returns. Run,
+// Reload and Collect are safe for concurrent use. Reload drops the
+// values and starts over (counters reset).
+//
+// # Config
+//
+// The config is JSON (ParseConfig, LoadConfig), documented at Config;
+// the CLI (usdtkit agent --config FILE) reloads it on SIGHUP and serves
+// /metrics. deploy/ holds a systemd unit and a Kubernetes DaemonSet.
+package agent

@@ -1,0 +1,379 @@
+package agent
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/usdtkit/usdtkit/trace"
+)
+
+// mapState is what the agent keeps of one map of one program across
+// processes: which keys it exports (at most limit) and the values folded
+// in from the processes that exited.
+type mapState struct {
+	kind       trace.MapKind
+	signed     bool
+	keyStrings []bool
+	lhist      trace.LinearRange
+	limit      int
+	skip       bool
+	desc       *prometheus.Desc
+	valueType  prometheus.ValueType
+	// admitted are the keys exported; base their folded values (only
+	// for kinds whose values outlive a process: not int and string).
+	admitted map[string]bool
+	base     map[string]*entry
+	// dropped counts keys refused by the limit; droppedSeen remembers up
+	// to limit of them so that each is counted once.
+	dropped     uint64
+	droppedSeen map[string]bool
+}
+
+// entry is one key's merged value.
+type entry struct {
+	key          []string
+	value        uint64
+	set          bool
+	count, total int64
+	buckets      []uint64
+}
+
+// state returns the mapState of m, made on first sight.
+func (p *program) state(m *trace.Map) *mapState {
+	s := p.maps[m.Name]
+	if s != nil && s.kind == m.Kind && len(s.keyStrings) == len(m.KeyStrings) {
+		return s
+	}
+	mc := p.cfg.Maps[m.Name]
+	limit := mc.SeriesLimit
+	if limit == 0 {
+		limit = p.cfg.SeriesLimit
+	}
+	if limit == 0 {
+		limit = DefaultSeriesLimit
+	}
+	s = &mapState{kind: m.Kind, signed: m.Signed, keyStrings: m.KeyStrings, lhist: m.Lhist,
+		limit: limit, skip: mc.Skip || m.Kind == trace.MapString,
+		admitted: map[string]bool{}, base: map[string]*entry{}, droppedSeen: map[string]bool{}}
+	s.valueType = prometheus.GaugeValue
+	if m.Kind == trace.MapCount || m.Kind == trace.MapSum && !m.Signed {
+		s.valueType = prometheus.CounterValue
+	}
+	name := mc.Metric
+	if name == "" {
+		n := sanitize(strings.TrimPrefix(m.Name, "@"))
+		if n == "" {
+			n = "map"
+		}
+		name = "usdtkit_" + p.cfg.Name + "_" + n
+		if s.valueType == prometheus.CounterValue {
+			name += "_total"
+		}
+	}
+	labels := make([]string, len(m.KeyStrings))
+	for i := range labels {
+		if i < len(mc.Labels) {
+			labels[i] = mc.Labels[i]
+		} else {
+			labels[i] = "key" + strconv.Itoa(i)
+		}
+	}
+	help := fmt.Sprintf("%s of program %s (%s)", m.Name, p.cfg.Name, m.Kind)
+	s.desc = prometheus.NewDesc(name, help, labels, prometheus.Labels(p.cfg.ConstLabels))
+	p.maps[m.Name] = s
+	return s
+}
+
+// sanitize makes s a metric name part.
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' && i > 0) {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// keyOf returns an entry's key as label values and as one string.
+func (s *mapState) keyOf(e *trace.MapEntry) ([]string, string) {
+	vals := make([]string, len(s.keyStrings))
+	for i := range vals {
+		if i >= len(e.Key) {
+			continue
+		}
+		if s.keyStrings[i] || e.Key[i].Str != "" {
+			vals[i] = e.Key[i].Str
+		} else {
+			vals[i] = strconv.FormatInt(e.Key[i].Int, 10)
+		}
+	}
+	return vals, strings.Join(vals, "\x00")
+}
+
+// admit reports whether key k is exported, admitting it if the limit
+// allows, else counting it dropped.
+func (s *mapState) admit(k string) bool {
+	if s.admitted[k] {
+		return true
+	}
+	if len(s.admitted) < s.limit {
+		s.admitted[k] = true
+		return true
+	}
+	if !s.droppedSeen[k] {
+		if len(s.droppedSeen) < s.limit {
+			s.droppedSeen[k] = true
+		}
+		s.dropped++
+	}
+	return false
+}
+
+// merge adds e's value into dst, as the map's kind combines values.
+func (s *mapState) merge(dst *entry, e *trace.MapEntry) {
+	switch s.kind {
+	case trace.MapInt, trace.MapCount, trace.MapSum:
+		dst.value += e.Value
+	case trace.MapMin:
+		if !dst.set || int64(e.Value) < int64(dst.value) {
+			dst.value = e.Value
+		}
+	case trace.MapMax:
+		if !dst.set || int64(e.Value) > int64(dst.value) {
+			dst.value = e.Value
+		}
+	case trace.MapAvg, trace.MapStats:
+		dst.count += e.Count
+		dst.total += e.Total
+	case trace.MapHist, trace.MapLhist:
+		if len(dst.buckets) < len(e.Buckets) {
+			dst.buckets = append(dst.buckets, make([]uint64, len(e.Buckets)-len(dst.buckets))...)
+		}
+		for i, n := range e.Buckets {
+			dst.buckets[i] += n
+		}
+	}
+	dst.set = true
+}
+
+// lasting reports whether a kind's values are kept after their process
+// exits: counts, sums, extremes and distributions are; an assigned value
+// is the process's current state and leaves with it.
+func (s *mapState) lasting() bool {
+	return s.kind != trace.MapInt && s.kind != trace.MapString
+}
+
+// fold adds the final values of an exited process's map into p's.
+func (p *program) fold(m *trace.Map) {
+	s := p.state(m)
+	if s.skip || !s.lasting() {
+		return
+	}
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		vals, k := s.keyOf(e)
+		if !s.admit(k) {
+			continue
+		}
+		d := s.base[k]
+		if d == nil {
+			d = &entry{key: vals}
+			s.base[k] = d
+		}
+		s.merge(d, e)
+	}
+}
+
+// Describe sends nothing: the agent's metrics depend on the maps of the
+// programs it runs, known only once they run (an unchecked collector).
+func (a *Agent) Describe(chan<- *prometheus.Desc) {}
+
+var (
+	descAttaches = prometheus.NewDesc("usdtkit_agent_attaches_total",
+		"Programs started in a process (a process that maps another object is attached again).", nil, nil)
+	descDetaches = prometheus.NewDesc("usdtkit_agent_detaches_total",
+		"Programs ended in a process (it exited, changed or the config was reloaded).", nil, nil)
+	descAttachErrors = prometheus.NewDesc("usdtkit_agent_attach_errors_total",
+		"Processes a program could not be started in for another reason than matching no probe.", nil, nil)
+	descExitedAttaching = prometheus.NewDesc("usdtkit_agent_exited_while_attaching_total",
+		"Processes that exited while the agent attached to them: their hits until then are lost.", nil, nil)
+	descProcesses = prometheus.NewDesc("usdtkit_agent_processes",
+		"Processes a program runs in now.", []string{"program"}, nil)
+	descSites = prometheus.NewDesc("usdtkit_agent_attached_sites",
+		"Probe sites attached now (uprobes the kernel holds for the agent).", []string{"program"}, nil)
+	descProbes = prometheus.NewDesc("usdtkit_agent_probes",
+		"Probes attached now, counting each probe once per process.", []string{"program"}, nil)
+	descLost = prometheus.NewDesc("usdtkit_agent_lost_events_total",
+		"Records (events, printf lines) the ring buffer refused because it was full.", nil, nil)
+	descUpdateFails = prometheus.NewDesc("usdtkit_agent_map_update_failures_total",
+		"Map updates that failed because a map was full.", nil, nil)
+	descDropped = prometheus.NewDesc("usdtkit_agent_dropped_series_total",
+		"Keys of a map not exported because of its series limit.", []string{"program", "map"}, nil)
+	descScans = prometheus.NewDesc("usdtkit_agent_scans_total",
+		"Scans of /proc.", nil, nil)
+	descScanSeconds = prometheus.NewDesc("usdtkit_agent_scan_duration_seconds",
+		"Duration of the last scan of /proc, attaching included.", nil, nil)
+	descCollectSeconds = prometheus.NewDesc("usdtkit_agent_collect_duration_seconds",
+		"Duration of the previous collection of the metrics (reading every map).", nil, nil)
+)
+
+// Collect reads every map of every program in every process, merges them
+// with the values of the processes that exited, and sends one series per
+// key, then the agent's own metrics.
+func (a *Agent) Collect(ch chan<- prometheus.Metric) {
+	start := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var lost, updates uint64
+	for _, p := range a.progs {
+		merged := map[*mapState]map[string]*entry{}
+		for _, s := range p.maps {
+			mm := make(map[string]*entry, len(s.base))
+			for k, e := range s.base {
+				c := *e
+				c.buckets = append([]uint64(nil), e.buckets...)
+				mm[k] = &c
+			}
+			merged[s] = mm
+		}
+		sites, probes := 0, 0
+		for _, at := range p.live {
+			if at.t == nil {
+				continue
+			}
+			sites += at.sites
+			probes += at.probes
+			if l, u, err := at.t.Lost(); err == nil {
+				lost += l
+				updates += u
+			}
+			maps, err := at.t.Maps()
+			if err != nil {
+				a.warn(fmt.Errorf("program %s, process %d: %w", p.cfg.Name, at.pid, err))
+				continue
+			}
+			for i := range maps {
+				m := &maps[i]
+				s := p.state(m)
+				if s.skip {
+					continue
+				}
+				mm := merged[s]
+				if mm == nil {
+					mm = map[string]*entry{}
+					merged[s] = mm
+				}
+				for j := range m.Entries {
+					e := &m.Entries[j]
+					vals, k := s.keyOf(e)
+					if !s.admit(k) {
+						continue
+					}
+					d := mm[k]
+					if d == nil {
+						d = &entry{key: vals}
+						mm[k] = d
+					}
+					s.merge(d, e)
+				}
+			}
+		}
+		for name, s := range p.maps {
+			if !s.skip {
+				for _, e := range merged[s] {
+					ch <- s.metric(e)
+				}
+			}
+			ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(s.dropped), p.cfg.Name, name)
+		}
+		ch <- prometheus.MustNewConstMetric(descProcesses, prometheus.GaugeValue, float64(len(p.live)), p.cfg.Name)
+		ch <- prometheus.MustNewConstMetric(descSites, prometheus.GaugeValue, float64(sites), p.cfg.Name)
+		ch <- prometheus.MustNewConstMetric(descProbes, prometheus.GaugeValue, float64(probes), p.cfg.Name)
+	}
+	st := a.stats
+	ch <- prometheus.MustNewConstMetric(descAttaches, prometheus.CounterValue, float64(st.attaches))
+	ch <- prometheus.MustNewConstMetric(descDetaches, prometheus.CounterValue, float64(st.detaches))
+	ch <- prometheus.MustNewConstMetric(descAttachErrors, prometheus.CounterValue, float64(st.attachErrors))
+	ch <- prometheus.MustNewConstMetric(descExitedAttaching, prometheus.CounterValue, float64(st.exitedAttaching))
+	ch <- prometheus.MustNewConstMetric(descLost, prometheus.CounterValue, float64(st.lost+lost))
+	ch <- prometheus.MustNewConstMetric(descUpdateFails, prometheus.CounterValue, float64(st.updateFails+updates))
+	ch <- prometheus.MustNewConstMetric(descScans, prometheus.CounterValue, float64(st.scans))
+	ch <- prometheus.MustNewConstMetric(descScanSeconds, prometheus.GaugeValue, st.scanSeconds)
+	ch <- prometheus.MustNewConstMetric(descCollectSeconds, prometheus.GaugeValue, st.collectSeconds)
+	a.stats.collectSeconds = time.Since(start).Seconds()
+}
+
+// metric is one key's series.
+func (s *mapState) metric(e *entry) prometheus.Metric {
+	var m prometheus.Metric
+	var err error
+	switch s.kind {
+	case trace.MapAvg, trace.MapStats:
+		m, err = prometheus.NewConstSummary(s.desc, uint64(e.count), float64(e.total), nil, e.key...)
+	case trace.MapHist, trace.MapLhist:
+		bounds, count := s.cumulative(e.buckets)
+		// hist() and lhist() keep counts only: the sum of the values is
+		// not known, and is exported as NaN rather than guessed.
+		m, err = prometheus.NewConstHistogram(s.desc, count, math.NaN(), bounds, e.key...)
+	default:
+		v := float64(e.value)
+		if s.signed || s.kind == trace.MapMin || s.kind == trace.MapMax {
+			v = float64(int64(e.value))
+		}
+		m, err = prometheus.NewConstMetric(s.desc, s.valueType, v, e.key...)
+	}
+	if err != nil {
+		return prometheus.NewInvalidMetric(s.desc, err)
+	}
+	return m
+}
+
+// cumulative turns hist or lhist buckets into Prometheus' cumulative
+// buckets by inclusive upper bound, up to the last non-empty bucket
+// (the values are integers, so [lo, hi) is le hi-1), and the count.
+func (s *mapState) cumulative(b []uint64) (map[float64]uint64, uint64) {
+	last := -1
+	var count uint64
+	for i, n := range b {
+		count += n
+		if n != 0 {
+			last = i
+		}
+	}
+	out := make(map[float64]uint64, last+1)
+	var cum uint64
+	for i := 0; i <= last; i++ {
+		cum += b[i]
+		le, ok := s.upper(i)
+		if !ok {
+			break
+		}
+		out[le] = cum
+	}
+	return out, count
+}
+
+// upper is bucket i's inclusive upper bound; false for the last lhist
+// bucket, whose bound is +Inf.
+func (s *mapState) upper(i int) (float64, bool) {
+	if s.kind == trace.MapHist {
+		switch i {
+		case 0:
+			return -1, true
+		case 1:
+			return 0, true
+		}
+		return math.Ldexp(1, i-1) - 1, true
+	}
+	r := s.lhist
+	if i >= r.Buckets()-1 {
+		return 0, false
+	}
+	return float64(r.Min + int64(i)*r.Step - 1), true
+}

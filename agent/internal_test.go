@@ -1,0 +1,116 @@
+package agent
+
+import (
+	"encoding/binary"
+	"maps"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/trace"
+)
+
+func TestIsProvider(t *testing.T) {
+	tests := []struct {
+		path, name string
+		want       bool
+	}{
+		{"/memfd:app.so", "app", true},
+		{"/run/user/0/usdtkit/app-1234-0123456789abcdef.so", "app", true},
+		{"/usr/lib/app.so", "app", true},
+		{"/usr/lib/apple.so", "app", false},
+		{"/usr/lib/app-x-1.so", "app", false},
+		{"/memfd:jit", "app", false},
+		{"/usr/lib/libapp.so", "app", false},
+	}
+	for _, tt := range tests {
+		if have := isProvider(tt.path, tt.name); have != tt.want {
+			t.Errorf("isProvider(%q, %q) = %v, want %v", tt.path, tt.name, have, tt.want)
+		}
+	}
+}
+
+// TestCumulative checks the buckets exported for hist() and lhist()
+// against counts made from the values directly.
+func TestCumulative(t *testing.T) {
+	values := []int64{-5, 0, 0, 1, 2, 3, 4, 9, 15, 16, 100}
+	hist := make([]uint64, trace.HistBuckets)
+	r := trace.LinearRange{Min: 0, Max: 20, Step: 5}
+	lhist := make([]uint64, r.Buckets())
+	for _, v := range values {
+		hist[trace.HistBucket(v)]++
+		switch {
+		case v < r.Min:
+			lhist[0]++
+		case v >= r.Max:
+			lhist[len(lhist)-1]++
+		default:
+			lhist[(v-r.Min)/r.Step+1]++
+		}
+	}
+	le := func(b float64) uint64 {
+		n := uint64(0)
+		for _, v := range values {
+			if float64(v) <= b {
+				n++
+			}
+		}
+		return n
+	}
+	tests := []struct {
+		name   string
+		s      mapState
+		b      []uint64
+		bounds []float64
+	}{
+		{"hist", mapState{kind: trace.MapHist}, hist, []float64{-1, 0, 1, 3, 7, 15, 31, 63, 127}},
+		{"lhist", mapState{kind: trace.MapLhist, lhist: r}, lhist, []float64{-1, 4, 9, 14, 19}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			have, count := tt.s.cumulative(tt.b)
+			want := map[float64]uint64{}
+			for _, b := range tt.bounds {
+				want[b] = le(b)
+			}
+			if !maps.Equal(have, want) || count != uint64(len(values)) {
+				t.Errorf("have %v count %d, want %v count %d", have, count, want, len(values))
+			}
+		})
+	}
+}
+
+// execMessage is a connector datagram with one process event.
+func execMessage(what uint32, tgid int) []byte {
+	b := make([]byte, 16+cnMsgSize+24)
+	binary.NativeEndian.PutUint32(b, uint32(len(b)))
+	binary.NativeEndian.PutUint32(b[16:], cnIdxProc)
+	binary.NativeEndian.PutUint32(b[16+cnMsgSize:], what)
+	binary.NativeEndian.PutUint32(b[16+cnMsgSize+20:], uint32(tgid))
+	return b
+}
+
+func TestExecPID(t *testing.T) {
+	tests := []struct {
+		name string
+		b    []byte
+		pid  int
+		ok   bool
+	}{
+		{"exec", execMessage(procEventExec, 42), 42, true},
+		{"fork", execMessage(1, 42), 0, false},
+		{"fork then exec", append(execMessage(1, 7), execMessage(procEventExec, 8)...), 8, true},
+		{"short", execMessage(procEventExec, 42)[:40], 0, false},
+		{"empty", nil, 0, false},
+	}
+	for _, tt := range tests {
+		if pid, ok := execPID(tt.b); pid != tt.pid || ok != tt.ok {
+			t.Errorf("%s: have %d, %v; want %d, %v", tt.name, pid, ok, tt.pid, tt.ok)
+		}
+	}
+}
+
+// FuzzExecPID: any datagram is read without panic.
+func FuzzExecPID(f *testing.F) {
+	f.Add(execMessage(procEventExec, 42))
+	f.Add(append(execMessage(1, 7), execMessage(procEventExec, 8)...))
+	f.Fuzz(func(t *testing.T, b []byte) { execPID(b) })
+}
