@@ -50,6 +50,12 @@ func TestTraceSignals(t *testing.T) {
 			if err := cmd.Wait(); err != nil {
 				t.Errorf("exit after %v: %v", sig, err)
 			}
+			// Events that arrive while the probes detach are counted in a
+			// line of their own, when there are any (python:line fires
+			// all the time).
+			if n := len(rest); n == 2 && strings.Contains(rest[1], "events that came while the probes were being detached") {
+				rest = rest[:1]
+			}
 			if len(rest) != 1 || !strings.HasSuffix(rest[0], " lost.") {
 				t.Errorf("after %v stderr %q, want one line with the events and losses", sig, rest)
 			}

@@ -63,11 +63,21 @@ func TestStacksAgainstBpftrace(t *testing.T) {
 			if tt.json {
 				btArgs = []string{"-f", "json"}
 			}
-			tr := testutil.StartTracee(t, bin)
-			// bpftrace runs the program with BEGIN; usdtkit runs ours.
-			theirs, have := runBothStacks(t, bpftrace, tr, strings.ReplaceAll(tt.bt, "BIN", bin), strings.ReplaceAll(ours, "BIN", bin), btArgs)
+			// bpftrace 0.17 at times prints nothing of printf'd stacks
+			// before its exit() (seen on a loaded machine): such a run is
+			// repeated, up to three times, on a new tracee.
+			var theirs, have string
+			for attempt := 0; attempt < 3; attempt++ {
+				tr := testutil.StartTracee(t, bin)
+				// bpftrace runs the program with BEGIN; usdtkit runs ours.
+				theirs, have = runBothStacks(t, bpftrace, tr, strings.ReplaceAll(tt.bt, "BIN", bin), strings.ReplaceAll(ours, "BIN", bin), btArgs)
+				if strings.Contains(theirs, "leaf+0") && strings.Contains(theirs, "level2+") {
+					break
+				}
+				t.Logf("bpftrace printed no stacks (attempt %d):\n%s", attempt+1, theirs)
+			}
 			if !strings.Contains(theirs, "leaf+0") || !strings.Contains(theirs, "level2+") {
-				t.Fatalf("bpftrace printed no stacks:\n%s", theirs)
+				t.Fatalf("bpftrace printed no stacks in three runs:\n%s", theirs)
 			}
 			if callerFrame.MatchString(theirs) {
 				t.Fatalf("bpftrace printed the caller at leaf's entry; the comparison assumes it does not:\n%s", theirs)

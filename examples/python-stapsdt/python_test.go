@@ -315,12 +315,12 @@ func TestCompatPrefork(t *testing.T) {
 }
 
 // TestTypes fires a probe with 12 arguments of every ArgTypes value,
-// strings and bytes through stapsdt.py (testdata/types.py) and reads them
+// strings and bytes through stapsdt.py (testdata/all_types.py) and reads them
 // back with usdtkit's tracer; a 13th argument is refused.
 func TestTypes(t *testing.T) {
 	testutil.RequireBPF(t)
 	lib := buildLib(t)
-	p := start(t, []string{"LIBSTAPSDT=" + filepath.Join(lib, "libstapsdt.so.0")}, "testdata/types.py")
+	p := start(t, []string{"LIBSTAPSDT=" + filepath.Join(lib, "libstapsdt.so.0")}, "testdata/all_types.py")
 	if have := strings.Join(p.lines(t), "\n"); !strings.HasPrefix(have, "refused: ") {
 		t.Errorf("13 arguments: %q", have)
 	}
