@@ -20,8 +20,8 @@ build:
 # Every test, the fuzz seed corpora included. BPF/root tests skip when not
 # root unless USDTKIT_REQUIRE_BPF=1, which makes such a skip a failure.
 test: lint libstapsdt
-	$(GO) test -count=1 $(PKGS)
-	$(GO) test -count=1 -race -short $(PKGS)
+	$(GO) test -count=1 -timeout 25m $(PKGS)
+	$(GO) test -count=1 -timeout 25m -race -short $(PKGS)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /bench$$)
