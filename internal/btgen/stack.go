@@ -41,7 +41,10 @@ import (
 // that exits before the maps are printed still symbolizes. A BPF hash
 // "stackpids" remembers which processes were announced; when it is full,
 // processes are no longer announced (user space still symbolizes them
-// while they live).
+// while they live). A per-CPU "stacklastpid" word holds the last process
+// each CPU checked, so that the hits of one process after its first, the
+// common case, skip the hash lookup. Where every site of a block agrees
+// on the entry flag, the capture has only that path.
 
 // RecStackPID is the kind of a record announcing a process whose stacks
 // were captured: u32 kind, u32 0, u64 pid.
@@ -49,6 +52,11 @@ const RecStackPID = 8
 
 // MapStackPIDs is the hash of processes already announced by RecStackPID.
 const MapStackPIDs = "stackpids"
+
+// mapStackLastPID is a per-CPU array of one u64: the last process whose
+// stack this CPU captured and checked against MapStackPIDs. A hit of the
+// same process again, the common case, skips the hash lookup.
+const mapStackLastPID = "stacklastpid"
 
 // StackKeySize is the size of a stack field in a map key: s64 stack id
 // (negative: bpf_get_stackid's error), u64 caller word (0: none), u64 pid.
@@ -110,6 +118,7 @@ func (out *Program) addStackMaps(entries int) {
 	}
 	if any {
 		out.Spec.Maps[MapStackPIDs] = &ebpf.MapSpec{Name: MapStackPIDs, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxStackPIDs}
+		out.Spec.Maps[mapStackLastPID] = &ebpf.MapSpec{Name: mapStackLastPID, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	}
 }
 
@@ -151,6 +160,21 @@ func (g *gen) stackItems(s *Site) []fetchItem {
 	return []fetchItem{{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: v}, slot: g.entryOff, bit: stackBit}}
 }
 
+// sitesEntry returns the block's sites' entry flag (as stackItems sets
+// it) and whether every site has the same.
+func (g *gen) sitesEntry() (entry, same bool) {
+	if len(g.sites) == 0 {
+		return false, false
+	}
+	first := g.sites[0].Entry && !g.sites[0].Return
+	for _, s := range g.sites[1:] {
+		if s.Entry && !s.Return != first {
+			return false, false
+		}
+	}
+	return first, true
+}
+
 // stackCapture emits capture twice, with and without the caller word,
 // chosen by the site's entry flag.
 func (g *gen) stackCapture(capture func(entry bool, prefix string) (asm.Instructions, error)) {
@@ -159,8 +183,19 @@ func (g *gen) stackCapture(capture func(entry bool, prefix string) (asm.Instruct
 		g.fail(&btlang.Error{Pos: g.block.At, Msg: "ustack is not available in this block"})
 		return
 	}
+	paths := []bool{true, false}
+	if e, same := g.sitesEntry(); same {
+		// Every site agrees: only its path, no test of the flag.
+		insns, err := capture(e, g.newLabel("stack"))
+		if err != nil {
+			g.fail(&btlang.Error{Pos: g.block.At, Msg: err.Error()})
+			return
+		}
+		g.emit(insns...)
+		return
+	}
 	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.entryOff), asm.DWord), asm.JEq.Imm(asm.R0, 0, noEntry))
-	for _, entry := range []bool{true, false} {
+	for _, entry := range paths {
 		if !entry {
 			g.label(noEntry)
 		}
@@ -241,11 +276,28 @@ func (g *gen) stackFrames(off int, s *StackInfo) {
 // stackPID stores the pid at scratch off and announces a process not seen
 // before (RecStackPID).
 func (g *gen) stackPID(off int) {
-	seen := g.newLabel("pid_seen")
+	seen, check := g.newLabel("pid_seen"), g.newLabel("pid_check")
 	g.emit(
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.RSh.Imm(asm.R0, 32),
 		asm.StoreMem(asm.R7, int16(off), asm.R0, asm.DWord),
+		// The process this CPU saw last was checked already: the same
+		// again skips the hash. Another is checked below and becomes
+		// the last seen (stackpids has it afterwards, or is full).
+		asm.StoreImm(asm.R10, -4, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(mapStackLastPID),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, check),
+		asm.LoadMem(asm.R1, asm.R7, int16(off), asm.DWord),
+		asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+		asm.JEq.Reg(asm.R1, asm.R2, seen),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	)
+	g.label(check)
+	g.emit(
+		asm.LoadMem(asm.R0, asm.R7, int16(off), asm.DWord),
 		// stackpids[pid] = pid, only if absent: the first hit of a
 		// process announces it. A lookup (inlined by the verifier)
 		// first: an update attempt on every hit would cost more.
