@@ -3,9 +3,12 @@ package btgen
 import (
 	"debug/elf"
 	"fmt"
+	"os"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -33,7 +36,9 @@ import (
 // At a function's first instruction (Site.Entry) the frame-pointer walk
 // misses the immediate caller unless the kernel adds it (see stackcap):
 // each site stores whether it is an entry in the block's scratch, and the
-// capture reads the return address at the stack pointer only there.
+// capture reads the return address at the stack pointer only there, and
+// not where the kernel adds the caller itself (kernelKeepsCaller: push
+// %rbp on x86-64 since Linux 6.10), which saves a bpf_probe_read_user.
 //
 // Each new process whose stack is captured is announced once with a
 // RecStackPID record (id 0, then the u64 pid), woken at once, so user
@@ -153,22 +158,79 @@ func (g *gen) stackItems(s *Site) []fetchItem {
 	if g.entryOff < 0 {
 		return nil
 	}
-	v := int64(0)
-	if s.Entry && !s.Return {
-		v = 1
-	}
+	v := int64(g.entryFlag(s))
 	return []fetchItem{{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: v}, slot: g.entryOff, bit: stackBit}}
 }
 
-// sitesEntry returns the block's sites' entry flag (as stackItems sets
-// it) and whether every site has the same.
+// The entry flag of a site (stackItems): non-zero at a function's entry.
+const (
+	siteBody = 0 // not a function's entry
+	// siteEntry: an entry, where the capture reads the caller word.
+	siteEntry = 1
+	// siteEntryKernel: an entry where the kernel's walk keeps the
+	// caller itself (kernelKeepsCaller): no caller word needed.
+	siteEntryKernel = 2
+)
+
+// entryFlag returns site s's entry flag.
+func (g *gen) entryFlag(s *Site) int {
+	switch {
+	case !s.Entry || s.Return:
+		return siteBody
+	case (g.opts.Machine == 0 || g.opts.Machine == elf.EM_X86_64) && kernelKeepsCaller(s):
+		return siteEntryKernel
+	}
+	return siteEntry
+}
+
+// kernelKeepsCaller reports whether the kernel's frame-pointer walk at
+// entry site s keeps the immediate caller: since Linux 6.10, on x86-64,
+// a uprobe on `push %rbp` adds the return address at the stack pointer
+// to user stacks itself (perf_callchain_user with
+// is_uprobe_at_func_entry); the caller knows s is an x86-64 site. The
+// same at endbr64 is not seen on Linux 6.18 (TestStacksCallerAtPushRBP):
+// there the caller word is read. Where the object cannot be read at s, or on
+// older kernels and other machines, it says no, and the capture reads
+// the caller (user space drops a caller the walk has already).
+func kernelKeepsCaller(s *Site) bool {
+	if !callerKernel() {
+		return false
+	}
+	f, err := os.Open(s.Path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], int64(s.Offset)); err != nil {
+		return false
+	}
+	return b[0] == 0x55
+}
+
+// callerKernel reports whether the running kernel keeps the caller at
+// an x86-64 uprobe on a function's first instruction (Linux 6.10 on) at push %rbp.
+var callerKernel = sync.OnceValue(func() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 6 || major == 6 && minor >= 10
+})
+
+// sitesEntry returns whether the block's sites need the caller word
+// (entry flag siteEntry) and whether every site agrees.
 func (g *gen) sitesEntry() (entry, same bool) {
 	if len(g.sites) == 0 {
 		return false, false
 	}
-	first := g.sites[0].Entry && !g.sites[0].Return
-	for _, s := range g.sites[1:] {
-		if s.Entry && !s.Return != first {
+	first := g.entryFlag(&g.sites[0]) == siteEntry
+	for i := range g.sites[1:] {
+		if (g.entryFlag(&g.sites[i+1]) == siteEntry) != first {
 			return false, false
 		}
 	}
@@ -194,7 +256,7 @@ func (g *gen) stackCapture(capture func(entry bool, prefix string) (asm.Instruct
 		g.emit(insns...)
 		return
 	}
-	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.entryOff), asm.DWord), asm.JEq.Imm(asm.R0, 0, noEntry))
+	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.entryOff), asm.DWord), asm.JNE.Imm(asm.R0, siteEntry, noEntry))
 	for _, entry := range paths {
 		if !entry {
 			g.label(noEntry)
