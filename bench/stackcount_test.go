@@ -17,9 +17,9 @@ import (
 )
 
 // stackChainC is the target of the stack-keyed count benchmarks: a chain
-// main → level1 → level2 → level3 → leaf, every function with a frame
-// pointer (built -O0 -fno-omit-frame-pointer), and a USDT probe in leaf's
-// body. "loop N" runs the chain N times and prints "loop NS", the loop's
+// main → level1 → level2 → level3 → leaf → nofp, every function but nofp
+// with a frame pointer (built -O0 -fno-omit-frame-pointer), and a USDT
+// probe in leaf's body. "loop N" runs the chain N times and prints "loop NS", the loop's
 // time by the program's own clock, then "done".
 const stackChainC = `#include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +29,13 @@ const stackChainC = `#include <stdio.h>
 
 volatile int sink;
 
-__attribute__((noinline)) int leaf(int x) {
-	DTRACE_PROBE1(stackbench, hit, x);
+__attribute__((noinline, optimize("omit-frame-pointer"))) int nofp(int x) {
 	sink += x;
 	return sink & 1;
+}
+__attribute__((noinline)) int leaf(int x) {
+	DTRACE_PROBE1(stackbench, hit, x);
+	return nofp(x) + 1;
 }
 __attribute__((noinline)) int level3(int x) { return leaf(x) + 1; }
 __attribute__((noinline)) int level2(int x) { return level3(x) + 1; }
@@ -58,11 +61,14 @@ int main(void) {
 `
 
 // stackSites are the probes of the stack-keyed count benchmarks, in
-// stackChainC's executable (%s): leaf's first instruction, where usdtkit
-// also reads the return address (the caller the frame-pointer walk
-// misses), and the USDT probe in leaf's body, where it does not.
+// stackChainC's executable (%s): leaf's first instruction, push %rbp,
+// where the kernel's walk keeps the caller (Linux 6.10 on); nofp's,
+// where the walk misses the caller and usdtkit reads the return address
+// (bpftrace prints one frame fewer there); the USDT probe in leaf's
+// body.
 var stackSites = []struct{ name, probe string }{
 	{"entry", "uprobe:%s:leaf"},
+	{"entry-nofp", "uprobe:%s:nofp"},
 	{"body", "usdt:%s:stackbench:hit"},
 }
 
