@@ -204,3 +204,29 @@ func (w *signalWriter) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+// TestStacksCallerAtPushRBP: at the entry of a function that starts with
+// push %rbp, where usdtkit leaves the caller to the kernel's walk on
+// Linux 6.10 and later, and of one that starts with endbr64, where it
+// reads the caller itself, the stack has the immediate caller.
+func TestStacksCallerAtPushRBP(t *testing.T) {
+	for _, flags := range [][]string{
+		{"-O0", "-fno-omit-frame-pointer"},
+		{"-O0", "-fno-omit-frame-pointer", "-fcf-protection=branch"},
+	} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			tracer, _ := runChain(t, `uprobe:BIN:level3 { @[ustack] = count(); }`, nil, flags...)
+			stacks, err := tracer.Stacks()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"level3", "level2", "level1", "main"}
+			for _, s := range stacks {
+				if syms := symbols(s.Frames); len(syms) >= 4 && slices.Equal(syms[:4], want) && s.Value == 2 {
+					return
+				}
+			}
+			t.Errorf("no stack %q with 2 hits in %+v", want, stacks)
+		})
+	}
+}

@@ -3,9 +3,12 @@ package btgen
 import (
 	"debug/elf"
 	"fmt"
+	"os"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -33,7 +36,9 @@ import (
 // At a function's first instruction (Site.Entry) the frame-pointer walk
 // misses the immediate caller unless the kernel adds it (see stackcap):
 // each site stores whether it is an entry in the block's scratch, and the
-// capture reads the return address at the stack pointer only there.
+// capture reads the return address at the stack pointer only there, and
+// not where the kernel adds the caller itself (kernelKeepsCaller: push
+// %rbp on x86-64 since Linux 6.10), which saves a bpf_probe_read_user.
 //
 // Each new process whose stack is captured is announced once with a
 // RecStackPID record (id 0, then the u64 pid), woken at once, so user
@@ -41,7 +46,10 @@ import (
 // that exits before the maps are printed still symbolizes. A BPF hash
 // "stackpids" remembers which processes were announced; when it is full,
 // processes are no longer announced (user space still symbolizes them
-// while they live).
+// while they live). A per-CPU "stacklastpid" word holds the last process
+// each CPU checked, so that the hits of one process after its first, the
+// common case, skip the hash lookup. Where every site of a block agrees
+// on the entry flag, the capture has only that path.
 
 // RecStackPID is the kind of a record announcing a process whose stacks
 // were captured: u32 kind, u32 0, u64 pid.
@@ -49,6 +57,11 @@ const RecStackPID = 8
 
 // MapStackPIDs is the hash of processes already announced by RecStackPID.
 const MapStackPIDs = "stackpids"
+
+// mapStackLastPID is a per-CPU array of one u64: the last process whose
+// stack this CPU captured and checked against MapStackPIDs. A hit of the
+// same process again, the common case, skips the hash lookup.
+const mapStackLastPID = "stacklastpid"
 
 // StackKeySize is the size of a stack field in a map key: s64 stack id
 // (negative: bpf_get_stackid's error), u64 caller word (0: none), u64 pid.
@@ -110,6 +123,7 @@ func (out *Program) addStackMaps(entries int) {
 	}
 	if any {
 		out.Spec.Maps[MapStackPIDs] = &ebpf.MapSpec{Name: MapStackPIDs, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxStackPIDs}
+		out.Spec.Maps[mapStackLastPID] = &ebpf.MapSpec{Name: mapStackLastPID, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	}
 }
 
@@ -144,11 +158,83 @@ func (g *gen) stackItems(s *Site) []fetchItem {
 	if g.entryOff < 0 {
 		return nil
 	}
-	v := int64(0)
-	if s.Entry && !s.Return {
-		v = 1
-	}
+	v := int64(g.entryFlag(s))
 	return []fetchItem{{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: v}, slot: g.entryOff, bit: stackBit}}
+}
+
+// The entry flag of a site (stackItems): non-zero at a function's entry.
+const (
+	siteBody = 0 // not a function's entry
+	// siteEntry: an entry, where the capture reads the caller word.
+	siteEntry = 1
+	// siteEntryKernel: an entry where the kernel's walk keeps the
+	// caller itself (kernelKeepsCaller): no caller word needed.
+	siteEntryKernel = 2
+)
+
+// entryFlag returns site s's entry flag.
+func (g *gen) entryFlag(s *Site) int {
+	switch {
+	case !s.Entry || s.Return:
+		return siteBody
+	case (g.opts.Machine == 0 || g.opts.Machine == elf.EM_X86_64) && kernelKeepsCaller(s):
+		return siteEntryKernel
+	}
+	return siteEntry
+}
+
+// kernelKeepsCaller reports whether the kernel's frame-pointer walk at
+// entry site s keeps the immediate caller: since Linux 6.10, on x86-64,
+// a uprobe on `push %rbp` adds the return address at the stack pointer
+// to user stacks itself (perf_callchain_user with
+// is_uprobe_at_func_entry); the caller knows s is an x86-64 site. The
+// same at endbr64 is not seen on Linux 6.18 (TestStacksCallerAtPushRBP):
+// there the caller word is read. Where the object cannot be read at s, or on
+// older kernels and other machines, it says no, and the capture reads
+// the caller (user space drops a caller the walk has already).
+func kernelKeepsCaller(s *Site) bool {
+	if !callerKernel() {
+		return false
+	}
+	f, err := os.Open(s.Path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], int64(s.Offset)); err != nil {
+		return false
+	}
+	return b[0] == 0x55
+}
+
+// callerKernel reports whether the running kernel keeps the caller at
+// an x86-64 uprobe on a function's first instruction (Linux 6.10 on) at push %rbp.
+var callerKernel = sync.OnceValue(func() bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 6 || major == 6 && minor >= 10
+})
+
+// sitesEntry returns whether the block's sites need the caller word
+// (entry flag siteEntry) and whether every site agrees.
+func (g *gen) sitesEntry() (entry, same bool) {
+	if len(g.sites) == 0 {
+		return false, false
+	}
+	first := g.entryFlag(&g.sites[0]) == siteEntry
+	for i := range g.sites[1:] {
+		if (g.entryFlag(&g.sites[i+1]) == siteEntry) != first {
+			return false, false
+		}
+	}
+	return first, true
 }
 
 // stackCapture emits capture twice, with and without the caller word,
@@ -159,8 +245,19 @@ func (g *gen) stackCapture(capture func(entry bool, prefix string) (asm.Instruct
 		g.fail(&btlang.Error{Pos: g.block.At, Msg: "ustack is not available in this block"})
 		return
 	}
-	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.entryOff), asm.DWord), asm.JEq.Imm(asm.R0, 0, noEntry))
-	for _, entry := range []bool{true, false} {
+	paths := []bool{true, false}
+	if e, same := g.sitesEntry(); same {
+		// Every site agrees: only its path, no test of the flag.
+		insns, err := capture(e, g.newLabel("stack"))
+		if err != nil {
+			g.fail(&btlang.Error{Pos: g.block.At, Msg: err.Error()})
+			return
+		}
+		g.emit(insns...)
+		return
+	}
+	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.entryOff), asm.DWord), asm.JNE.Imm(asm.R0, siteEntry, noEntry))
+	for _, entry := range paths {
 		if !entry {
 			g.label(noEntry)
 		}
@@ -241,11 +338,28 @@ func (g *gen) stackFrames(off int, s *StackInfo) {
 // stackPID stores the pid at scratch off and announces a process not seen
 // before (RecStackPID).
 func (g *gen) stackPID(off int) {
-	seen := g.newLabel("pid_seen")
+	seen, check := g.newLabel("pid_seen"), g.newLabel("pid_check")
 	g.emit(
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.RSh.Imm(asm.R0, 32),
 		asm.StoreMem(asm.R7, int16(off), asm.R0, asm.DWord),
+		// The process this CPU saw last was checked already: the same
+		// again skips the hash. Another is checked below and becomes
+		// the last seen (stackpids has it afterwards, or is full).
+		asm.StoreImm(asm.R10, -4, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(mapStackLastPID),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, check),
+		asm.LoadMem(asm.R1, asm.R7, int16(off), asm.DWord),
+		asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+		asm.JEq.Reg(asm.R1, asm.R2, seen),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	)
+	g.label(check)
+	g.emit(
+		asm.LoadMem(asm.R0, asm.R7, int16(off), asm.DWord),
 		// stackpids[pid] = pid, only if absent: the first hit of a
 		// process announces it. A lookup (inlined by the verifier)
 		// first: an update attempt on every hit would cost more.

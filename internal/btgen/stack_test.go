@@ -1,9 +1,12 @@
 package btgen_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
@@ -58,6 +61,65 @@ func TestStackLayout(t *testing.T) {
 			}
 			if a[1].Off < a[0].Off+a[0].Size || out.Printfs[0].Size < a[1].Off+8 {
 				t.Errorf("pid at %d after a stack of %d bytes at %d; record %d bytes", a[1].Off, a[0].Size, a[0].Off, out.Printfs[0].Size)
+			}
+		})
+	}
+}
+
+// TestStackCallerRead: a stack key at a function's entry reads the caller
+// word only where the kernel's walk does not keep the caller itself (a
+// first instruction other than push %rbp, such as endbr64, or a kernel before
+// 6.10); a block whose sites agree has one capture path, one whose sites
+// differ tests the entry flag.
+func TestStackCallerRead(t *testing.T) {
+	obj := filepath.Join(t.TempDir(), "obj")
+	// 0: push %rbp; 8: endbr64; 16: mov %edi,-0x4(%rsp); 24: nop.
+	code := make([]byte, 32)
+	copy(code[0:], []byte{0x55, 0x48, 0x89, 0xe5})
+	copy(code[8:], []byte{0xf3, 0x0f, 0x1e, 0xfa})
+	copy(code[16:], []byte{0x89, 0x7c, 0x24, 0xfc})
+	code[24] = 0x90
+	if err := os.WriteFile(obj, code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kernel := btgen.CallerKernel()
+	tests := []struct {
+		name     string
+		offs     []uint64
+		entry    bool
+		reads    bool // the program calls bpf_probe_read_user
+		branches bool // the program tests the entry flag
+	}{
+		{"push rbp", []uint64{0}, true, !kernel, false},
+		{"endbr64", []uint64{8}, true, true, false},
+		{"no frame", []uint64{16}, true, true, false},
+		{"body", []uint64{24}, false, false, false},
+		{"mixed", []uint64{0, 16}, true, true, kernel},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, opts := compile(t, `uprobe:/x:f { @[ustack] = count(); }`)
+			var sites []btgen.Site
+			for _, off := range tt.offs {
+				sites = append(sites, btgen.Site{Path: obj, Offset: off, Entry: tt.entry, Args: opts.Sites[0][0].Args})
+			}
+			opts.Sites[0] = sites
+			out, err := btgen.Generate(prog, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads, stackids := false, 0
+			for _, ins := range out.Spec.Programs["block0"].Instructions {
+				reads = reads || ins.IsBuiltinCall() && ins.Constant == int64(asm.FnProbeReadUser)
+				if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnGetStackid) {
+					stackids++
+				}
+			}
+			if reads != tt.reads {
+				t.Errorf("reads the caller: %v, want %v (kernel keeps it: %v)", reads, tt.reads, kernel)
+			}
+			if want := map[bool]int{false: 1, true: 2}[tt.branches]; stackids != want {
+				t.Errorf("%d bpf_get_stackid calls, want %d", stackids, want)
 			}
 		})
 	}

@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// stackChainC is the target of the stack-keyed count benchmarks: a chain
+// main → level1 → level2 → level3 → leaf → nofp, every function but nofp
+// with a frame pointer (built -O0 -fno-omit-frame-pointer), and a USDT
+// probe in leaf's body. "loop N" runs the chain N times and prints "loop NS", the loop's
+// time by the program's own clock, then "done".
+const stackChainC = `#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/sdt.h>
+
+volatile int sink;
+
+__attribute__((noinline, optimize("omit-frame-pointer"))) int nofp(int x) {
+	sink += x;
+	return sink & 1;
+}
+__attribute__((noinline)) int leaf(int x) {
+	DTRACE_PROBE1(stackbench, hit, x);
+	return nofp(x) + 1;
+}
+__attribute__((noinline)) int level3(int x) { return leaf(x) + 1; }
+__attribute__((noinline)) int level2(int x) { return level3(x) + 1; }
+__attribute__((noinline)) int level1(int x) { return level2(x) + 1; }
+
+int main(void) {
+	char line[64];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while (fgets(line, sizeof line, stdin)) {
+		if (!strncmp(line, "loop ", 5)) {
+			long n = atol(line + 5);
+			struct timespec a, b;
+			clock_gettime(CLOCK_MONOTONIC, &a);
+			for (long i = 0; i < n; i++)
+				sink += level1(1);
+			clock_gettime(CLOCK_MONOTONIC, &b);
+			printf("loop %lld\n", (long long)(b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
+		}
+		printf("done\n");
+	}
+	return 0;
+}
+`
+
+// stackSites are the probes of the stack-keyed count benchmarks, in
+// stackChainC's executable (%s): leaf's first instruction, push %rbp,
+// where the kernel's walk keeps the caller (Linux 6.10 on); nofp's,
+// where the walk misses the caller and usdtkit reads the return address
+// (bpftrace prints one frame fewer there); the USDT probe in leaf's
+// body.
+var stackSites = []struct{ name, probe string }{
+	{"entry", "uprobe:%s:leaf"},
+	{"entry-nofp", "uprobe:%s:nofp"},
+	{"body", "usdt:%s:stackbench:hit"},
+}
+
+// BenchmarkStackCountHit times, per site and in rotation, what a hit of
+// `@[ustack] = count()` costs the traced program (by its own clock) under
+// `usdtkit trace -p` and under bpftrace -p running the same program text,
+// and reports each tool's ns per hit and the ratios usdtkit/bpftrace (of
+// the totals, and the median of the iterations' ratios of each tool's
+// fastest loop). Whole hits: the uprobe's own cost, the same for both,
+// is in them.
+func BenchmarkStackCountHit(b *testing.B) {
+	total, _, tools, rounds := runStackCounts(b, false)
+	for i, tl := range tools {
+		b.ReportMetric(float64(total[i].Nanoseconds())/float64(b.N*programHits*programLoops), tl.name+"-ns/hit")
+	}
+	for i, s := range stackSites {
+		b.ReportMetric(float64(total[2*i])/float64(total[2*i+1]), s.name+"-usdtkit/bpftrace")
+		b.ReportMetric(medianRatio(rounds[2*i], rounds[2*i+1]), s.name+"-median-usdtkit/bpftrace")
+	}
+}
+
+// BenchmarkStackCountBPF runs BenchmarkStackCountHit's rotation with the
+// kernel's BPF run-time statistics on and reports, per site, each tool's
+// BPF program run time per hit and the ratio usdtkit/bpftrace: the part
+// of a hit each tool's generated code costs.
+func BenchmarkStackCountBPF(b *testing.B) {
+	_, runTime, tools, _ := runStackCounts(b, true)
+	for i, tl := range tools {
+		b.ReportMetric(float64(runTime[i])/float64(b.N*programHits*programLoops), tl.name+"-bpf-ns/hit")
+	}
+	for i, s := range stackSites {
+		b.ReportMetric(float64(runTime[2*i])/float64(runTime[2*i+1]), s.name+"-bpf-usdtkit/bpftrace")
+	}
+}
+
+// buildStackChain compiles stackChainC -O0 -fno-omit-frame-pointer and
+// returns the executable's path.
+func buildStackChain(b *testing.B) string {
+	gcc := testutil.RequireTool(b, "gcc")
+	dir := b.TempDir()
+	src := filepath.Join(dir, "stackchain.c")
+	if err := os.WriteFile(src, []byte(stackChainC), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	exe := filepath.Join(dir, "stackchain")
+	if out, err := exec.Command(gcc, "-O0", "-fno-omit-frame-pointer", "-o", exe, src).CombinedOutput(); err != nil {
+		b.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// runStackCounts runs `@[ustack] = count()` at each of stackSites under
+// both tools in rotation, b.N times, as runPrograms does.
+func runStackCounts(b *testing.B, stats bool) (total []time.Duration, runTime []int64, tools []tool, rounds [][]time.Duration) {
+	testutil.RequireBPF(b)
+	testutil.RequireTracefs(b)
+	testutil.DefaultSIGINTForChildren()
+	if stats {
+		st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			b.Fatalf("enable BPF statistics: %v", err)
+		}
+		b.Cleanup(func() { st.Close() })
+	}
+	exe := buildStackChain(b)
+	tc := testutil.StartTracee(b, exe)
+	pid := strconv.Itoa(tc.PID())
+	bt := testutil.RequireTool(b, "bpftrace")
+	uk := usdtkitBinary(b)
+	for _, s := range stackSites {
+		prog := `BEGIN { printf("ready\n"); } ` + fmtProbe(s.probe, exe) + ` { @[ustack] = count(); }`
+		tools = append(tools,
+			tool{"usdtkit-" + s.name, []string{uk, "trace", "-p", pid, "-e", prog}},
+			tool{"bpftrace-" + s.name, []string{bt, "-p", pid, "-e", prog}})
+	}
+	total = make([]time.Duration, len(tools))
+	runTime = make([]int64, len(tools))
+	rounds = make([][]time.Duration, len(tools))
+	for b.Loop() {
+		for i, tl := range tools {
+			cmd := exec.Command(tl.argv[0], tl.argv[1:]...)
+			lines := startLines(b, cmd)
+			if !waitLine(lines, "ready") {
+				b.Fatalf("%s did not attach", tl.name)
+			}
+			before := progRunTime(b, cmd.Process.Pid, stats)
+			best := time.Duration(math.MaxInt64)
+			for range programLoops {
+				m := reLoop.FindStringSubmatch(tc.Do(b, "loop "+strconv.Itoa(programHits))[0])
+				if m == nil {
+					b.Fatal("no loop time")
+				}
+				ns, _ := strconv.ParseInt(m[1], 10, 64)
+				total[i] += time.Duration(ns)
+				best = min(best, time.Duration(ns))
+			}
+			runTime[i] += progRunTime(b, cmd.Process.Pid, stats) - before
+			rounds[i] = append(rounds[i], best)
+			stop(cmd)
+			for range lines {
+			}
+		}
+	}
+	return total, runTime, tools, rounds
+}
+
+// fmtProbe puts exe into a stackSites probe.
+func fmtProbe(probe, exe string) string {
+	return strings.Replace(probe, "%s", exe, 1)
+}

@@ -1,0 +1,4 @@
+package btgen
+
+// CallerKernel is callerKernel, for tests.
+var CallerKernel = callerKernel
