@@ -67,6 +67,7 @@ var (
 	uprobeMultiProbe = newCached(probeUprobeMulti)
 	cookiesProbe     = newCached(probeCookies)
 	nop5Probe        = newCached(probeNop5)
+	copyStrProbe     = newCached(probeCopyStr)
 )
 
 // sysfsRoot is where sysfs is mounted; tests pass fake trees to the probe
