@@ -9,6 +9,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/features"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/target"
@@ -39,6 +40,13 @@ type CompileOptions struct {
 	// walk, as bpftrace, instead of a copy of the stack unwound with the
 	// objects' CFI (see the package documentation, Stacks).
 	FramePointerStacks bool
+	// FaultingStrings reads user strings as bpftrace does, with
+	// bpf_probe_read_user_str in programs that may not sleep, even where
+	// the kernel has bpf_copy_from_user_str (Linux 6.12+): a string in a
+	// page the process has not touched yet then reads as "" (a fault).
+	// By default such strings are read, faulting the page in (see the
+	// package documentation, Strings).
+	FaultingStrings bool
 }
 
 // Program is a compiled program: the generated BPF and, per probe block,
@@ -155,6 +163,11 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 	gopts := &btgen.Options{Machine: r.machine, Sites: all, Events: events}
 	if opts != nil && opts.FramePointerStacks {
 		gopts.StackCopy = -1
+	}
+	if opts == nil || !opts.FaultingStrings {
+		// Without the kfunc (or without the privileges to find out),
+		// strings are read as bpftrace reads them.
+		gopts.CopyStr, _ = features.SleepableCopyStr()
 	}
 	if events != nil {
 		// Room for bursts of events between reads.
