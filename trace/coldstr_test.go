@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,10 +21,11 @@ import (
 // TestStringInColdPage reads, at a USDT probe, a string in a page of a
 // private file mapping the process never touched. bpftrace's str() reads
 // it as "" (bpf_probe_read_user_str cannot fault the page in); so does
-// ours with FaultingStrings; by default ours reads the string, with
-// bpf_copy_from_user_str in a sleepable program (Linux 6.12+). Each case
-// uses a page of its own, as a read that faults a page in leaves it
-// mapped.
+// ours with FaultingStrings; by default ours reads the string with
+// bpf_copy_from_user_str in a sleepable program (Linux 6.12+), through
+// uprobe_multi and classic links, in str() and in events' string
+// arguments. Each case uses a page of its own (page K holds "cold string
+// K"), as a read that faults a page in leaves it mapped.
 func TestStringInColdPage(t *testing.T) {
 	testutil.RequireBPF(t)
 	if _, err := features.SleepableCopyStr(); err != nil {
@@ -39,7 +41,8 @@ func TestStringInColdPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k := 1; k <= 3; k++ {
+	const pages = 6 // one per case and bpftrace's
+	for k := 1; k <= pages; k++ {
 		if _, err := f.WriteAt(fmt.Appendf(nil, "cold string %d\x00", k), int64(k)<<20); err != nil {
 			t.Fatal(err)
 		}
@@ -95,13 +98,15 @@ func TestStringInColdPage(t *testing.T) {
 	}
 
 	tests := []struct {
-		name   string
-		faulty bool
-		page   string
-		want   string
+		name    string
+		faulty  bool
+		classic bool
+		page    int
+		want    string
 	}{
-		{"faulting", true, "2", reference},
-		{"sleepable", false, "3", strings.Replace(reference, "<>", "<cold string 3>", 1)},
+		{"faulting", true, false, 2, reference},
+		{"sleepable", false, false, 3, strings.Replace(reference, "<>", "<cold string 3>", 1)},
+		{"sleepable-classic", false, true, 4, strings.Replace(reference, "<>", "<cold string 4>", 1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,14 +115,14 @@ func TestStringInColdPage(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			tr, err := trace.Start(prog, &trace.Options{Stdout: &out})
+			tr, err := trace.Start(prog, &trace.Options{Stdout: &out, Classic: tt.classic})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { tr.Close() })
 			done := make(chan error, 1)
 			go func() { done <- tr.Run(context.Background()) }()
-			tracee.Do(t, tt.page)
+			tracee.Do(t, fmt.Sprint(tt.page))
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
@@ -126,6 +131,53 @@ func TestStringInColdPage(t *testing.T) {
 			}
 			if out.String() != tt.want {
 				t.Errorf("have %q, want %q", out.String(), tt.want)
+			}
+		})
+	}
+
+	// Events (usdtkit trace --str 0): the string argument and its fault.
+	events := []struct {
+		name   string
+		faulty bool
+		page   int
+		want   trace.Value
+	}{
+		{"events-faulting", true, 5, trace.Value{IsString: true, Fault: true}},
+		{"events-sleepable", false, 6, trace.Value{IsString: true, Str: "cold string 6"}},
+	}
+	for _, tt := range events {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, err := trace.CompileFlags(&trace.Flags{Probes: []string{"coldstr:cold"}, Strings: []string{"0"}},
+				&trace.CompileOptions{PID: pid, FaultingStrings: tt.faulty})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan trace.Value, 1)
+			tr, err := trace.Start(prog, &trace.Options{OnEvent: func(e *trace.Event) error {
+				if len(e.Args) > 0 {
+					select {
+					case got <- e.Args[0]:
+					default:
+					}
+				}
+				return nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tr.Close() })
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- tr.Run(ctx) }()
+			tracee.Do(t, fmt.Sprint(tt.page))
+			have := <-got
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Error(err)
+			}
+			have.Raw = 0 // the mapping's address
+			if have != tt.want {
+				t.Errorf("have %+v, want %+v", have, tt.want)
 			}
 		})
 	}
