@@ -1,0 +1,76 @@
+package btgen_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
+
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/features"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// TestSleepableLoads generates every program of loadTests, and blocks
+// with string events, with Options.CopyStr and loads them: the blocks
+// that read user strings and no ustack are sleepable and call the kfunc,
+// the others are as without CopyStr.
+func TestSleepableLoads(t *testing.T) {
+	testutil.RequireBPF(t)
+	id, err := features.SleepableCopyStr()
+	if err != nil {
+		t.Skipf("no bpf_copy_from_user_str: %v", err)
+	}
+	// Blocks (by test name) that read user strings and no stack.
+	sleepy := map[string][]bool{
+		"count by str":                        {true},
+		"tuple key":                           {true},
+		"string predicate":                    {true},
+		"string ne":                           {true},
+		"printf":                              {true},
+		"variables":                           {true},
+		"string map":                          {true},
+		"string ternary, str variable length": {true},
+		"event strings":                       {true},
+		"event strings with ustack":           {false},
+	}
+	tests := slices.Clone(loadTests)
+	tests = append(tests, struct{ name, src string }{"event strings", `uprobe:/x:f {}`},
+		struct{ name, src string }{"event strings with ustack", `uprobe:/x:f { @[ustack] = count(); }`})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, opts := compile(t, tt.src)
+			opts.CopyStr = id
+			if len(tt.name) > 5 && tt.name[:5] == "event" {
+				opts.Events = []*btgen.Event{{Args: 2, Strings: 0b11}}
+			}
+			out, err := btgen.Generate(prog, opts)
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			for i, b := range out.Blocks {
+				want := i < len(sleepy[tt.name]) && sleepy[tt.name][i]
+				spec := out.Spec.Programs[b.Prog]
+				kfunc := slices.ContainsFunc(spec.Instructions, func(in asm.Instruction) bool { return in.IsKfuncCall() })
+				helper := slices.ContainsFunc(spec.Instructions, func(in asm.Instruction) bool {
+					return in.IsBuiltinCall() && in.Constant == int64(asm.FnProbeReadUserStr)
+				})
+				if b.Sleepable != want || (spec.Flags == unix.BPF_F_SLEEPABLE) != want || kfunc != want || (want && helper) {
+					t.Errorf("block %d: Sleepable %v, flags %#x, kfunc %v, bpf_probe_read_user_str %v; want sleepable %v", i, b.Sleepable, spec.Flags, kfunc, helper, want)
+				}
+			}
+			coll, err := ebpf.NewCollection(out.Spec)
+			if err != nil {
+				var ve *ebpf.VerifierError
+				if errors.As(err, &ve) {
+					t.Fatalf("load: %+v", ve)
+				}
+				t.Fatalf("load: %v", err)
+			}
+			coll.Close()
+		})
+	}
+}
