@@ -144,6 +144,17 @@
 // stack with its frames symbolized and its value: the input of flame
 // graphs and profiles.
 //
+// # Strings
+//
+// str() and events' string arguments read user memory. On Linux 6.12+
+// (features: sleepable-strings) a block that reads strings, and no
+// ustack, is a sleepable program calling bpf_copy_from_user_str, which
+// faults in a page the process has not touched yet (a file mapped and
+// never read, memory swapped out): the string is read where bpftrace's
+// str() gives "". CompileOptions.FaultingStrings reads them as bpftrace
+// does. While such a program sleeps on a fault, hits of other threads on
+// its CPU are skipped and counted as lost, as for a preempted program.
+//
 // # Usage
 //
 //	prog, err := trace.Compile("-e", `usdt::python:function__entry { @[str(arg1)] = count(); }`, &trace.CompileOptions{PID: pid})

@@ -14,7 +14,9 @@ import (
 // 6.12+, KF_SLEEPABLE) faults the page in, but only a sleepable program
 // may call it. With Options.CopyStr, a block that reads user strings and
 // no ustack (stack trace maps are not allowed in sleepable programs) is
-// loaded with BPF_F_SLEEPABLE and reads them with the kfunc.
+// loaded with BPF_F_SLEEPABLE and reads them with the kfunc, and Go
+// strings' bytes (args.NAME) with the helper bpf_copy_from_user (Linux
+// 5.10+, sleepable programs only).
 //
 // The per-CPU scratch value stays the program's while it sleeps: the
 // kernel runs uprobe_multi programs, sleepable or not, between
@@ -51,6 +53,18 @@ func (g *gen) readUserStr() {
 		asm.LSh.Imm(asm.R0, 32),
 		asm.ArSh.Imm(asm.R0, 32),
 	)
+}
+
+// readUser emits the read of R2 bytes of user memory at R3 into R1 (a Go
+// string's bytes), zeroing the buffer on a fault: bpf_copy_from_user in
+// a sleepable block (it faults pages in), else bpf_probe_read_user.
+func (g *gen) readUser() {
+	if !g.sleepable {
+		g.emit(asm.FnProbeReadUser.Call())
+		return
+	}
+	g.copied = true
+	g.emit(asm.FnCopyFromUser.Call())
 }
 
 // programFlags are the flags of a block's program.

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/features"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -68,6 +69,49 @@ func TestSleepableLoads(t *testing.T) {
 				if errors.As(err, &ve) {
 					t.Fatalf("load: %+v", ve)
 				}
+				t.Fatalf("load: %v", err)
+			}
+			coll.Close()
+		})
+	}
+}
+
+// TestSleepableGoStrings: blocks reading Go strings by name (args.NAME)
+// are sleepable with Options.CopyStr, copy the bytes with
+// bpf_copy_from_user, and load.
+func TestSleepableGoStrings(t *testing.T) {
+	testutil.RequireBPF(t)
+	id, err := features.SleepableCopyStr()
+	if err != nil {
+		t.Skipf("no bpf_copy_from_user_str: %v", err)
+	}
+	tests := []struct {
+		name, src string
+		sleepable bool
+	}{
+		{"string key", `uprobe:/x:f /args.path == "/b"/ { @[args.path] = count(); }`, true},
+		{"printf", `uprobe:/x:f { printf("%s %d\n", args.path, args.n); }`, true},
+		{"integers only", `uprobe:/x:f { @[args.n, goid] = count(); }`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, err := btlang.Compile("go.bt", []byte(tt.src), &btlang.CheckOptions{Probes: goProbes{}})
+			if err != nil {
+				t.Fatalf("Compile: %v", err)
+			}
+			opts := goSites(t, prog, false)
+			opts.CopyStr = id
+			out, err := btgen.Generate(prog, opts)
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			spec := out.Spec.Programs[out.Blocks[0].Prog]
+			copies := slices.ContainsFunc(spec.Instructions, func(in asm.Instruction) bool { return in.IsBuiltinCall() && in.Constant == int64(asm.FnCopyFromUser) })
+			if out.Blocks[0].Sleepable != tt.sleepable || copies != tt.sleepable {
+				t.Errorf("Sleepable %v, bpf_copy_from_user %v; want %v", out.Blocks[0].Sleepable, copies, tt.sleepable)
+			}
+			coll, err := ebpf.NewCollection(out.Spec)
+			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
 			coll.Close()
