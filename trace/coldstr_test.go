@@ -182,3 +182,93 @@ func TestStringInColdPage(t *testing.T) {
 		})
 	}
 }
+
+// TestGoStringInColdPage reads, at a Go function's entry, a Go string
+// (args.s) whose bytes are in a page of a private file mapping the
+// process never touched: "" with FaultingStrings (bpf_probe_read_user
+// cannot fault the page in), the string by default (bpf_copy_from_user in
+// a sleepable program).
+func TestGoStringInColdPage(t *testing.T) {
+	testutil.RequireBPF(t)
+	if _, err := features.SleepableCopyStr(); err != nil {
+		t.Skipf("no sleepable string reads: %v", err)
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "cold.dat")
+	f, err := os.Create(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := 1; k <= 2; k++ {
+		if _, err := f.WriteAt(fmt.Appendf(nil, "cold string %d", k), int64(k)<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Truncate(16 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	exe := testutil.BuildGo(t, "testdata/gocold")
+	cmd := exec.Command(exe, data)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(stdout)
+	pid := cmd.Process.Pid
+	tests := []struct {
+		name   string
+		faulty bool
+		page   int
+		want   string
+	}{
+		{"faulting", true, 1, "<>\n"},
+		{"sleepable", false, 2, "<cold string 2>\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "uprobe:" + exe + `:main.cold { printf("<%s>\n", args.s); exit(); }`
+			prog, err := trace.Compile("gocold.bt", src, &trace.CompileOptions{PID: pid, FaultingStrings: tt.faulty})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			tr, err := trace.Start(prog, &trace.Options{PIDs: []int{pid}, Stdout: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tr.Close() })
+			done := make(chan error, 1)
+			go func() { done <- tr.Run(context.Background()) }()
+			fmt.Fprintln(stdin, tt.page)
+			if !sc.Scan() || sc.Text() != "done" {
+				t.Fatalf("target: %q, %v: %s", sc.Text(), sc.Err(), stderr.String())
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Close(); err != nil {
+				t.Error(err)
+			}
+			if have, _, _ := strings.Cut(out.String(), "\n\n"); have+"\n" != tt.want {
+				t.Errorf("have %q, want %q first", out.String(), tt.want)
+			}
+		})
+	}
+}
