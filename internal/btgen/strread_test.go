@@ -18,7 +18,8 @@ import (
 // TestSleepableLoads generates every program of loadTests, and blocks
 // with string events, with Options.CopyStr and loads them: the blocks
 // that read user strings and no ustack are sleepable and call the kfunc,
-// the others are as without CopyStr.
+// the others are as without CopyStr. Sleepable blocks read with
+// bpf_probe_read_user_str first, then with the kfunc where that faulted.
 func TestSleepableLoads(t *testing.T) {
 	testutil.RequireBPF(t)
 	id, err := features.SleepableCopyStr()
@@ -59,7 +60,7 @@ func TestSleepableLoads(t *testing.T) {
 				helper := slices.ContainsFunc(spec.Instructions, func(in asm.Instruction) bool {
 					return in.IsBuiltinCall() && in.Constant == int64(asm.FnProbeReadUserStr)
 				})
-				if b.Sleepable != want || (spec.Flags == unix.BPF_F_SLEEPABLE) != want || kfunc != want || (want && helper) {
+				if b.Sleepable != want || (spec.Flags == unix.BPF_F_SLEEPABLE) != want || kfunc != want || (want && !helper) {
 					t.Errorf("block %d: Sleepable %v, flags %#x, kfunc %v, bpf_probe_read_user_str %v; want sleepable %v", i, b.Sleepable, spec.Flags, kfunc, helper, want)
 				}
 			}
@@ -78,7 +79,7 @@ func TestSleepableLoads(t *testing.T) {
 
 // TestSleepableGoStrings: blocks reading Go strings by name (args.NAME)
 // are sleepable with Options.CopyStr, copy the bytes with
-// bpf_copy_from_user, and load.
+// bpf_copy_from_user where bpf_probe_read_user faulted, and load.
 func TestSleepableGoStrings(t *testing.T) {
 	testutil.RequireBPF(t)
 	id, err := features.SleepableCopyStr()
