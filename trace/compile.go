@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
@@ -164,11 +165,6 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 	if opts != nil && opts.FramePointerStacks {
 		gopts.StackCopy = -1
 	}
-	if opts == nil || !opts.FaultingStrings {
-		// Without the kfunc (or without the privileges to find out),
-		// strings are read as bpftrace reads them.
-		gopts.CopyStr, _ = features.SleepableCopyStr()
-	}
 	if events != nil {
 		// Room for bursts of events between reads.
 		gopts.RingSize = bpfgen.DefaultRingSize
@@ -176,6 +172,17 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 	out.gen, err = btgen.Generate(prog, gopts)
 	if err != nil {
 		return nil, compileErrors(err)
+	}
+	if (opts == nil || !opts.FaultingStrings) && slices.ContainsFunc(out.gen.Blocks, func(b btgen.Block) bool { return b.CouldSleep }) {
+		// The program reads strings: with the kfunc they are read
+		// faulting pages in. Without it (or without the privileges to
+		// find out), they are read as bpftrace reads them.
+		if id, err := features.SleepableCopyStr(); err == nil {
+			gopts.CopyStr = id
+			if out.gen, err = btgen.Generate(prog, gopts); err != nil {
+				return nil, compileErrors(err)
+			}
+		}
 	}
 	return out, nil
 }

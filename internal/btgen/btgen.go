@@ -147,6 +147,11 @@ type Block struct {
 	// reads user strings with bpf_copy_from_user_str, so a string in a
 	// page not present yet is read, not a fault (Options.CopyStr).
 	Sleepable bool
+	// CouldSleep: without Options.CopyStr, the block reads user memory
+	// that it would read faulting pages in with it (it would be
+	// Sleepable). A caller finds out whether the kernel has the kfunc
+	// only for programs that have such a block.
+	CouldSleep bool
 }
 
 // StubFetch says how a special (BEGIN, END, interval) block reads the
@@ -321,7 +326,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			Name: name, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti,
 			License: "GPL", Instructions: insns, Flags: g.programFlags(),
 		}
-		blk := Block{Prog: name, Sites: o.Sites[i], Kind: kind, Period: period, Sleepable: g.copied}
+		blk := Block{Prog: name, Sites: o.Sites[i], Kind: kind, Period: period, Sleepable: g.copied, CouldSleep: g.couldSleep}
 		if kind != 0 {
 			blk.Sites = nil
 			blk.Token = token + uint64(i)
@@ -472,8 +477,9 @@ type gen struct {
 	// ustack (-1: the block reads no stack); see stack.go.
 	entryOff int
 	// sleepable: user strings may be read with bpf_copy_from_user_str;
-	// copied: they were, the program is sleepable (strread.go).
-	sleepable, copied bool
+	// copied: they were, the program is sleepable; couldSleep: they
+	// would have been with Options.CopyStr (strread.go).
+	sleepable, copied, couldSleep bool
 }
 
 type varLoc struct {

@@ -67,6 +67,7 @@ func (g *gen) readUser() {
 // present is rare.
 func (g *gen) readFaulting(fast asm.Instruction, slow ...asm.Instruction) {
 	if !g.sleepable {
+		g.couldSleep = g.couldSleep || (g.entryOff < 0 && g.special == 0)
 		g.emit(fast)
 		return
 	}

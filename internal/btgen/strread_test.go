@@ -18,7 +18,8 @@ import (
 // TestSleepableLoads generates every program of loadTests, and blocks
 // with string events, with Options.CopyStr and loads them: the blocks
 // that read user strings and no ustack are sleepable and call the kfunc,
-// the others are as without CopyStr. Sleepable blocks read with
+// the others are as without CopyStr; without it, the former say they
+// could sleep (Block.CouldSleep). Sleepable blocks read with
 // bpf_probe_read_user_str first, then with the kfunc where that faulted.
 func TestSleepableLoads(t *testing.T) {
 	testutil.RequireBPF(t)
@@ -49,12 +50,21 @@ func TestSleepableLoads(t *testing.T) {
 			if len(tt.name) > 5 && tt.name[:5] == "event" {
 				opts.Events = []*btgen.Event{{Args: 2, Strings: 0b11}}
 			}
+			plain := *opts
+			plain.CopyStr = 0
+			without, err := btgen.Generate(prog, &plain)
+			if err != nil {
+				t.Fatalf("Generate without CopyStr: %v", err)
+			}
 			out, err := btgen.Generate(prog, opts)
 			if err != nil {
 				t.Fatalf("Generate: %v", err)
 			}
 			for i, b := range out.Blocks {
 				want := i < len(sleepy[tt.name]) && sleepy[tt.name][i]
+				if w := without.Blocks[i]; w.CouldSleep != want || w.Sleepable {
+					t.Errorf("block %d without CopyStr: CouldSleep %v, Sleepable %v; want %v, false", i, w.CouldSleep, w.Sleepable, want)
+				}
 				spec := out.Spec.Programs[b.Prog]
 				kfunc := slices.ContainsFunc(spec.Instructions, func(in asm.Instruction) bool { return in.IsKfuncCall() })
 				helper := slices.ContainsFunc(spec.Instructions, func(in asm.Instruction) bool {

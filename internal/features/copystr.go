@@ -3,13 +3,10 @@ package features
 import (
 	"errors"
 	"fmt"
-	"os"
-	"reflect"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,11 +27,14 @@ const (
 // type id in vmlinux, the immediate of its call instruction (src
 // asm.PseudoKfuncCall, offset 0). It loads such a program (type Kprobe,
 // attach type AttachTraceUprobeMulti, flag BPF_F_SLEEPABLE, a per-CPU
-// array lookup, a ring buffer reservation and the kfunc call) and
-// attaches it to a function of this process for this process only, then
-// closes both. The error wraps ebpf.ErrNotSupported when the kernel
-// cannot, and os.ErrPermission when this process may not load BPF
-// programs. The result is cached.
+// array lookup, a ring buffer reservation and the kfunc call). It does
+// not attach it: attaching and closing a link
+// costs tens of milliseconds that every trace reading strings would pay
+// at its start (package trace's TestStringInColdPage attaches such
+// programs with uprobe_multi and classic links). Finding the id parses
+// vmlinux's BTF (~40 ms on 6.18). The error wraps ebpf.ErrNotSupported
+// when the kernel cannot, and os.ErrPermission when this process may not
+// load BPF programs. The result is cached.
 func SleepableCopyStr() (uint32, error) {
 	id, _, err := copyStrProbe.get()
 	return id, err
@@ -43,9 +43,6 @@ func SleepableCopyStr() (uint32, error) {
 func probeCopyStr() (uint32, string, error) {
 	if err := requireBPF(); err != nil {
 		return 0, "", err
-	}
-	if err := HaveUprobeMulti(); err != nil {
-		return 0, "", fmt.Errorf("sleepable uprobes: %w", err)
 	}
 	kernel, err := btf.LoadKernelSpec()
 	if err != nil {
@@ -67,31 +64,13 @@ func probeCopyStr() (uint32, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	defer prog.Close()
-	off, err := selfOffset(uint64(reflect.ValueOf(multiTarget).Pointer()))
-	if err != nil {
-		return 0, "", fmt.Errorf("sleepable uprobe_multi: %w", err)
-	}
-	ex, err := link.OpenExecutable(selfExe)
-	if err != nil {
-		return 0, "", fmt.Errorf("sleepable uprobe_multi: %w", err)
-	}
-	l, err := ex.UprobeMulti(nil, prog, &link.UprobeMultiOptions{
-		Addresses: []uint64{off},
-		PID:       uint32(os.Getpid()),
-	})
-	if err != nil {
-		return 0, "", fmt.Errorf("attach a sleepable uprobe_multi program to %s at %#x: %w", selfExe, off, err)
-	}
-	if err := l.Close(); err != nil {
-		return 0, "", fmt.Errorf("close sleepable uprobe_multi link: %w", err)
-	}
-	return id, fmt.Sprintf("%s is BTF type %d; a sleepable uprobe_multi program calling it loads and attaches", CopyStrKfunc, id), nil
+	prog.Close()
+	return id, fmt.Sprintf("%s is BTF type %d; a sleepable uprobe_multi program calling it loads", CopyStrKfunc, id), nil
 }
 
-// CopyStrCall is the call instruction of bpf_copy_from_user_str whose BTF
+// copyStrCall is the call instruction of bpf_copy_from_user_str whose BTF
 // type id SleepableCopyStr returned.
-func CopyStrCall(id uint32) asm.Instruction {
+func copyStrCall(id uint32) asm.Instruction {
 	return asm.Instruction{
 		OpCode:   asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call),
 		Src:      asm.PseudoKfuncCall,
@@ -136,7 +115,7 @@ func copyStrProgram(id uint32, flags uint32) (*ebpf.Program, error) {
 			asm.Mov.Imm(asm.R2, 16),
 			asm.Mov.Imm(asm.R3, 0),
 			asm.Mov.Imm(asm.R4, CopyStrPadZeros),
-			CopyStrCall(id),
+			copyStrCall(id),
 			asm.Mov.Reg(asm.R1, asm.R6),
 			asm.Mov.Imm(asm.R2, 0),
 			asm.FnRingbufDiscard.Call(),
