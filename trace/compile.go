@@ -4,11 +4,13 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/features"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/target"
@@ -39,6 +41,13 @@ type CompileOptions struct {
 	// walk, as bpftrace, instead of a copy of the stack unwound with the
 	// objects' CFI (see the package documentation, Stacks).
 	FramePointerStacks bool
+	// FaultingStrings reads user strings as bpftrace does, with
+	// bpf_probe_read_user_str in programs that may not sleep, even where
+	// the kernel has bpf_copy_from_user_str (Linux 6.12+): a string in a
+	// page the process has not touched yet then reads as "" (a fault).
+	// By default such strings are read, faulting the page in (see the
+	// package documentation, Strings).
+	FaultingStrings bool
 }
 
 // Program is a compiled program: the generated BPF and, per probe block,
@@ -163,6 +172,17 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 	out.gen, err = btgen.Generate(prog, gopts)
 	if err != nil {
 		return nil, compileErrors(err)
+	}
+	if (opts == nil || !opts.FaultingStrings) && slices.ContainsFunc(out.gen.Blocks, func(b btgen.Block) bool { return b.CouldSleep }) {
+		// The program reads strings: with the kfunc they are read
+		// faulting pages in. Without it (or without the privileges to
+		// find out), they are read as bpftrace reads them.
+		if id, err := features.SleepableCopyStr(); err == nil {
+			gopts.CopyStr = id
+			if out.gen, err = btgen.Generate(prog, gopts); err != nil {
+				return nil, compileErrors(err)
+			}
+		}
 	}
 	return out, nil
 }

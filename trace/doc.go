@@ -144,6 +144,20 @@
 // stack with its frames symbolized and its value: the input of flame
 // graphs and profiles.
 //
+// # Strings
+//
+// str(), Go strings (args.NAME) and events' string arguments read user
+// memory. On Linux 6.12+ (`usdtkit doctor`: sleepable-strings) a block
+// that reads strings, and no ustack, is a sleepable program: where the
+// usual read faults, it reads again with bpf_copy_from_user_str (or
+// bpf_copy_from_user), which faults in a page the process has not
+// touched yet (a file mapped and never read, memory swapped out), so the
+// string is read where bpftrace's str() gives "". Reads of present pages
+// cost what they did (bench: BenchmarkStrRead).
+// CompileOptions.FaultingStrings reads as bpftrace does. While such a
+// program sleeps on a fault, hits of other threads on its CPU are skipped
+// and counted as lost, as for a preempted program.
+//
 // # Usage
 //
 //	prog, err := trace.Compile("-e", `usdt::python:function__entry { @[str(arg1)] = count(); }`, &trace.CompileOptions{PID: pid})

@@ -16,7 +16,7 @@ import (
 )
 
 // doctorChecks are the checks doctor prints, in order.
-var doctorChecks = []string{"bpf", "btf", "uprobe-pmu", "ref-ctr", "uprobe-multi", "cookies", "nop5-optimization"}
+var doctorChecks = []string{"bpf", "btf", "uprobe-pmu", "ref-ctr", "uprobe-multi", "cookies", "nop5-optimization", "sleepable-strings"}
 
 func doctorLines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
@@ -39,9 +39,10 @@ func TestDoctorText(t *testing.T) {
 			continue
 		}
 		names = append(names, f[1])
-		// nop5-optimization is missing on kernels before 6.18; the
-		// features package asserts which kernels have it.
-		if f[0] != "ok" && f[1] != "nop5-optimization" {
+		// nop5-optimization is missing on kernels before 6.18,
+		// sleepable-strings before 6.12; the features package asserts
+		// which kernels have them.
+		if f[0] != "ok" && f[1] != "nop5-optimization" && f[1] != "sleepable-strings" {
 			t.Errorf("line %q: want ok", l)
 		}
 	}

@@ -101,6 +101,12 @@ type Options struct {
 	// 0 means DefaultStackCopy; negative: frames of the kernel's
 	// frame-pointer walk instead, as bpftrace (see stack.go).
 	StackCopy int
+	// CopyStr is the BTF type id of the kfunc bpf_copy_from_user_str in
+	// the running kernel (features.SleepableCopyStr), 0 if it has none
+	// or the caller wants bpftrace's reads. When set, blocks that read
+	// user strings are sleepable and read them faulting pages in (see
+	// strread.go and Block.Sleepable).
+	CopyStr uint32
 }
 
 // Program is a generated program: plain data, safe for concurrent reads.
@@ -137,6 +143,15 @@ type Block struct {
 	Token uint64
 	// Period is an interval block's period.
 	Period time.Duration
+	// Sleepable: the block's program is loaded with BPF_F_SLEEPABLE and
+	// reads user strings with bpf_copy_from_user_str, so a string in a
+	// page not present yet is read, not a fault (Options.CopyStr).
+	Sleepable bool
+	// CouldSleep: without Options.CopyStr, the block reads user memory
+	// that it would read faulting pages in with it (it would be
+	// Sleepable). A caller finds out whether the kernel has the kfunc
+	// only for programs that have such a block.
+	CouldSleep bool
 }
 
 // StubFetch says how a special (BEGIN, END, interval) block reads the
@@ -309,9 +324,9 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		name := fmt.Sprintf("block%d", i)
 		out.Spec.Programs[name] = &ebpf.ProgramSpec{
 			Name: name, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti,
-			License: "GPL", Instructions: insns,
+			License: "GPL", Instructions: insns, Flags: g.programFlags(),
 		}
-		blk := Block{Prog: name, Sites: o.Sites[i], Kind: kind, Period: period}
+		blk := Block{Prog: name, Sites: o.Sites[i], Kind: kind, Period: period, Sleepable: g.copied, CouldSleep: g.couldSleep}
 		if kind != 0 {
 			blk.Sites = nil
 			blk.Token = token + uint64(i)
@@ -461,6 +476,10 @@ type gen struct {
 	// entryOff is the scratch offset of the site's entry flag for
 	// ustack (-1: the block reads no stack); see stack.go.
 	entryOff int
+	// sleepable: user strings may be read with bpf_copy_from_user_str;
+	// copied: they were, the program is sleepable; couldSleep: they
+	// would have been with Options.CopyStr (strread.go).
+	sleepable, copied, couldSleep bool
 }
 
 type varLoc struct {
@@ -556,6 +575,7 @@ func (g *gen) program() (asm.Instructions, error) {
 	}
 	g.layoutNamed()
 	g.layoutStack()
+	g.sleepable = g.opts.CopyStr != 0 && g.entryOff < 0 && g.special == 0
 	// Dispatch: sites with equal fetch code share it; a binary tree over
 	// runs of equal code finds the run.
 	type run struct{ lo, code int }

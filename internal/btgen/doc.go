@@ -61,7 +61,9 @@
 // As bpftrace 0.17: / % and >> are unsigned whatever the operands (LLVM
 // udiv, urem, lshr), division by zero gives 0; comparisons are signed
 // when both operands are; && and || short-circuit and give 0 or 1;
-// missing map keys read 0 or ""; str() of a faulting address is "";
+// missing map keys read 0 or ""; str() of a faulting address is ""
+// (with Options.CopyStr only an address that is not mapped, see
+// strread.go);
 // str(x, n) reads at most n characters; hist() buckets compare signed
 // whatever the type (bpftrace's log2).
 //
@@ -100,7 +102,9 @@
 // program marks the value busy while it runs; a hit that finds it busy (a
 // task preempted the program and hit a probe on the same CPU) is skipped
 // and counted in lost[LostNested], so it can never see another hit's
-// strings or keys.
+// strings or keys. A sleepable block (Options.CopyStr) keeps its CPU
+// while it sleeps on a page fault (migration stays disabled), and hits on
+// that CPU meanwhile are skipped likewise.
 //
 // Generate keeps no state and is safe for concurrent use; a Program is
 // plain data.

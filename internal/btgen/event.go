@@ -218,8 +218,10 @@ func (g *gen) emitEvent() {
 			asm.Add.Imm(asm.R1, int32(info.StrOffs[a])),
 			asm.Mov.Imm(asm.R2, int32(info.StrLen)),
 			asm.LoadMem(asm.R3, asm.R7, int16(argsOff+8*a), asm.DWord),
-			// On a fault the helper zeroes the buffer.
-			asm.FnProbeReadUserStr.Call(),
+		)
+		// On a fault the buffer is zeroed.
+		g.readUserStr()
+		g.emit(
 			asm.JSGE.Imm(asm.R0, 0, skip),
 			asm.Or.Imm(asm.R9, 1<<a),
 		)

@@ -323,7 +323,7 @@ func (g *gen) strExpr(e btlang.Expr) strBuf {
 		if variable {
 			g.emit(asm.LoadMem(asm.R2, asm.R10, lenSlot, asm.DWord))
 		}
-		g.emit(asm.FnProbeReadUserStr.Call())
+		g.readUserStr()
 		return b
 	case *btlang.Ternary:
 		b := strBuf{off: g.alloc(t.Size), size: t.Size}

@@ -139,7 +139,7 @@ func (g *gen) argFieldStr(e *btlang.ArgField) strBuf {
 		asm.LoadMem(asm.R3, asm.R7, int16(ns.off), asm.DWord),
 		asm.Mov.Reg(asm.R1, asm.R7),
 		asm.Add.Imm(asm.R1, int32(b.off)),
-		asm.FnProbeReadUser.Call(),
 	)
+	g.readUser()
 	return b
 }

@@ -13,6 +13,8 @@
 //	HaveUprobeMulti  uprobe_multi links (6.6+), attached for real and closed
 //	HaveCookies      bpf_get_attach_cookie in kprobe-type programs (5.15+)
 //	Nop5Optimized    uprobes on 5-byte nops become calls (6.18+, x86-64)
+//	SleepableCopyStr sleepable uprobe_multi programs may call the kfunc
+//	                 bpf_copy_from_user_str, which faults pages in (6.12+)
 //
 // [Check] runs them all and returns one [Result] per feature in a fixed
 // order, with what was found, why a feature is missing and, in one

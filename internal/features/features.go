@@ -12,7 +12,8 @@ import (
 // doctor` prints it. It is plain data, safe to copy and compare.
 type Result struct {
 	// Name identifies the check: "bpf", "btf", "uprobe-pmu", "ref-ctr",
-	// "uprobe-multi", "cookies" or "nop5-optimization".
+	// "uprobe-multi", "cookies", "nop5-optimization" or
+	// "sleepable-strings".
 	Name string
 	// OK is true when the feature is available (Err is nil).
 	OK bool
@@ -67,6 +68,7 @@ var (
 	uprobeMultiProbe = newCached(probeUprobeMulti)
 	cookiesProbe     = newCached(probeCookies)
 	nop5Probe        = newCached(probeNop5)
+	copyStrProbe     = newCached(probeCopyStr)
 )
 
 // sysfsRoot is where sysfs is mounted; tests pass fake trees to the probe
@@ -92,11 +94,14 @@ const (
 	impactNop5 = "5-byte nop sites trap through int3 like 1-byte ones, " +
 		"which costs more per hit (see BenchmarkUprobeHit); attaching to " +
 		"a nop5 inside a function is safe"
+	impactCopyStr = "strings are read with bpf_probe_read_user_str, which " +
+		"cannot fault pages in: a string in a page the process has not " +
+		"touched yet reads as empty and faulted, as in bpftrace"
 )
 
 // Check runs every check, each at most once per process, and returns the
 // results in a stable order: bpf, btf, uprobe-pmu, ref-ctr, uprobe-multi,
-// cookies, nop5-optimization. It is safe for concurrent use.
+// cookies, nop5-optimization, sleepable-strings. It is safe for concurrent use.
 func Check() []Result {
 	return []Result{
 		result("bpf", impactBPF, bpfProbe.outcome),
@@ -106,6 +111,7 @@ func Check() []Result {
 		result("uprobe-multi", impactUprobeMulti, uprobeMultiProbe.outcome),
 		result("cookies", impactCookies, cookiesProbe.outcome),
 		result("nop5-optimization", impactNop5, nop5Outcome),
+		result("sleepable-strings", impactCopyStr, copyStrProbe.outcome),
 	}
 }
 

@@ -67,6 +67,7 @@ func TestConcurrentProbesRunOnce(t *testing.T) {
 		"uprobe-multi": uprobeMultiProbe.runs.Load(),
 		"cookies":      cookiesProbe.runs.Load(),
 		"nop5":         nop5Probe.runs.Load(),
+		"copystr":      copyStrProbe.runs.Load(),
 	}
 	for name, n := range runs {
 		if n != 1 {
@@ -111,7 +112,7 @@ func TestFeaturesHere(t *testing.T) {
 // TestCheck checks the order and consistency of Check's results.
 func TestCheck(t *testing.T) {
 	testutil.RequireBPF(t)
-	want := []string{"bpf", "btf", "uprobe-pmu", "ref-ctr", "uprobe-multi", "cookies", "nop5-optimization"}
+	want := []string{"bpf", "btf", "uprobe-pmu", "ref-ctr", "uprobe-multi", "cookies", "nop5-optimization", "sleepable-strings"}
 	results := Check()
 	var names []string
 	for _, r := range results {
