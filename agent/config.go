@@ -120,6 +120,16 @@ type Target struct {
 	// such as "/kubepods.slice/kubepods-pod1234.slice" that one line of
 	// /proc/PID/cgroup names, or a parent of it.
 	Cgroup string `json:"cgroup,omitempty"`
+	// PIDNamespace selects the processes in the PID namespace of this
+	// inode number: the number /proc/PID/ns/pid links to ("pid:[N]", as
+	// lsns lists it). Only that namespace: not the namespaces nested in
+	// it.
+	PIDNamespace uint64 `json:"pid_namespace,omitempty"`
+	// PIDNamespaceOf selects the processes in the PID namespace of the
+	// process with this PID (as the agent sees it), read again at every
+	// scan: a container's init, say. While no process has that PID it
+	// selects none.
+	PIDNamespaceOf int `json:"pid_namespace_of,omitempty"`
 }
 
 // MapConfig tunes how one map is exported.
@@ -263,8 +273,17 @@ func (c *Config) check() error {
 					n++
 				}
 			}
+			if t.PIDNamespace != 0 {
+				n++
+			}
+			if t.PIDNamespaceOf != 0 {
+				n++
+			}
+			if t.PIDNamespaceOf < 0 {
+				return bad(fmt.Sprintf(".targets[%d].pid_namespace_of", j), "negative")
+			}
 			if n != 1 {
-				return bad(fmt.Sprintf(".targets[%d]", j), "want exactly one of binary, comm, object, provider and cgroup")
+				return bad(fmt.Sprintf(".targets[%d]", j), "want exactly one of binary, comm, object, provider, cgroup, pid_namespace and pid_namespace_of")
 			}
 		}
 		for k := range p.ConstLabels {

@@ -10,7 +10,7 @@
 //
 // Each program is compiled and started once per process its targets
 // select (Target: executable file, comm, mapped object, dynsdt provider,
-// cgroup),
+// cgroup, PID namespace),
 // with trace.Options.PID: its links are that process's only, and end
 // when it exits. Every scan reads each selected process's executable
 // objects (device and inode): a process that mapped or unmapped one since
