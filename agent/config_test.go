@@ -26,6 +26,10 @@ func TestParseConfig(t *testing.T) {
 		c.OTLP == nil || c.OTLP.Endpoint != "http://127.0.0.1:4318" || time.Duration(c.OTLP.Interval) != 10*time.Second {
 		t.Errorf("have %+v", c)
 	}
+	if q := c.Programs[1]; len(c.Programs) != 2 || q.Targets[0].PIDNamespace != 4026532281 || q.Targets[1].PIDNamespaceOf != 4242 ||
+		!q.NativeHistograms || !q.Maps["@lat"].NativeHistograms {
+		t.Errorf("have %+v", c.Programs)
+	}
 }
 
 func TestLoadConfigFile(t *testing.T) {
