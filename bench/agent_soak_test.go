@@ -150,7 +150,19 @@ func soak(b *testing.B, target string, dur time.Duration) {
 	}()
 	const perProcess = 100
 	fired, attaches := 0, 0.0
-	var prev *soakChild
+	// prev and cur are the live children, killed if the benchmark fails;
+	// one cleanup for all of them, so that the churn keeps no state of
+	// the processes gone (a cleanup each would grow the heap measured).
+	var prev, cur *soakChild
+	defer func() {
+		for _, c := range []*soakChild{prev, cur} {
+			if c != nil && c.cmd.ProcessState == nil {
+				c.stdin.Close()
+				c.cmd.Process.Kill()
+				c.cmd.Wait()
+			}
+		}
+	}()
 	churn := func() {
 		cmd := exec.Command(target, strconv.Itoa(perProcess), "wait")
 		stdin, err := cmd.StdinPipe()
@@ -166,13 +178,7 @@ func soak(b *testing.B, target string, dur time.Duration) {
 			b.Fatal(err)
 		}
 		c := &soakChild{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-		b.Cleanup(func() {
-			stdin.Close()
-			cmd.Process.Kill()
-			if cmd.ProcessState == nil {
-				cmd.Wait()
-			}
-		})
+		cur = c
 		attaches++
 		c.expect(b, "ready")
 		// The semaphore is raised just before the breakpoints are
