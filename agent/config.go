@@ -97,6 +97,9 @@ type ProgramConfig struct {
 	SeriesLimit int `json:"series_limit,omitempty"`
 	// Maps tune the export of maps by name ("@", "@name").
 	Maps map[string]MapConfig `json:"maps,omitempty"`
+	// NativeHistograms exports every hist() map of the program as a
+	// native histogram too (MapConfig.NativeHistograms).
+	NativeHistograms bool `json:"native_histograms,omitempty"`
 }
 
 // Target selects processes. Exactly one field is set; a program's
@@ -120,6 +123,16 @@ type Target struct {
 	// such as "/kubepods.slice/kubepods-pod1234.slice" that one line of
 	// /proc/PID/cgroup names, or a parent of it.
 	Cgroup string `json:"cgroup,omitempty"`
+	// PIDNamespace selects the processes in the PID namespace of this
+	// inode number: the number /proc/PID/ns/pid links to ("pid:[N]", as
+	// lsns lists it). Only that namespace: not the namespaces nested in
+	// it.
+	PIDNamespace uint64 `json:"pid_namespace,omitempty"`
+	// PIDNamespaceOf selects the processes in the PID namespace of the
+	// process with this PID (as the agent sees it), read again at every
+	// scan: a container's init, say. While no process has that PID it
+	// selects none.
+	PIDNamespaceOf int `json:"pid_namespace_of,omitempty"`
 }
 
 // MapConfig tunes how one map is exported.
@@ -136,6 +149,18 @@ type MapConfig struct {
 	SeriesLimit int `json:"series_limit,omitempty"`
 	// Skip leaves the map out of the export.
 	Skip bool `json:"skip,omitempty"`
+	// NativeHistograms exports a hist() map as a Prometheus native
+	// histogram (schema 0) as well as with its classic buckets: a scraper
+	// that asks for protobuf (Prometheus with native histograms enabled)
+	// gets both, the text format the classic buckets only. hist's bucket
+	// [2^k, 2^(k+1)) is the native bucket of index k+1, (2^k, 2^(k+1)],
+	// one to one: for integer values v, the bucket whose interval holds
+	// v+1 (v is in [2^k, 2^(k+1)) exactly when v+1 is in (2^k, 2^(k+1)]).
+	// The value 0 is the zero bucket (threshold 0); negative values, which
+	// hist keeps in one bucket without their magnitude, are the negative
+	// bucket of index 0, [-1, -0.5). lhist() maps keep their classic
+	// buckets only: linear buckets do not map onto exponential ones.
+	NativeHistograms bool `json:"native_histograms,omitempty"`
 }
 
 // Duration is a time.Duration written in JSON as Go writes durations
@@ -263,8 +288,17 @@ func (c *Config) check() error {
 					n++
 				}
 			}
+			if t.PIDNamespace != 0 {
+				n++
+			}
+			if t.PIDNamespaceOf != 0 {
+				n++
+			}
+			if t.PIDNamespaceOf < 0 {
+				return bad(fmt.Sprintf(".targets[%d].pid_namespace_of", j), "negative")
+			}
 			if n != 1 {
-				return bad(fmt.Sprintf(".targets[%d]", j), "want exactly one of binary, comm, object, provider and cgroup")
+				return bad(fmt.Sprintf(".targets[%d]", j), "want exactly one of binary, comm, object, provider, cgroup, pid_namespace and pid_namespace_of")
 			}
 		}
 		for k := range p.ConstLabels {

@@ -26,6 +26,10 @@ func TestParseConfig(t *testing.T) {
 		c.OTLP == nil || c.OTLP.Endpoint != "http://127.0.0.1:4318" || time.Duration(c.OTLP.Interval) != 10*time.Second {
 		t.Errorf("have %+v", c)
 	}
+	if q := c.Programs[1]; len(c.Programs) != 2 || q.Targets[0].PIDNamespace != 4026532281 || q.Targets[1].PIDNamespaceOf != 4242 ||
+		!q.NativeHistograms || !q.Maps["@lat"].NativeHistograms {
+		t.Errorf("have %+v", c.Programs)
+	}
 }
 
 func TestLoadConfigFile(t *testing.T) {
@@ -61,6 +65,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"source and file", `{"programs": [{"name": "a", "source": "x", "file": "f", "targets": [{"comm": "c"}]}]}`, "programs[0]", -1},
 		{"no target", `{"programs": [{"name": "a", "source": "x"}]}`, "programs[0].targets", -1},
 		{"two selectors", `{"programs": [{"name": "a", "source": "x", "targets": [{"comm": "c", "binary": "/b"}]}]}`, "programs[0].targets[0]", -1},
+		{"namespace and cgroup", `{"programs": [{"name": "a", "source": "x", "targets": [{"cgroup": "/c", "pid_namespace": 4026531836}]}]}`, "programs[0].targets[0]", -1},
+		{"negative namespace pid", `{"programs": [{"name": "a", "source": "x", "targets": [{"pid_namespace_of": -1}]}]}`, "programs[0].targets[0].pid_namespace_of", -1},
 		{"label", `{"programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}], "maps": {"@": {"labels": ["1x"]}}}]}`, `programs[0].maps["@"].labels`, -1},
 		{"negative limit", `{"programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}], "series_limit": -1}]}`, "programs[0].series_limit", -1},
 		{"duration", `{"scan_interval": "soon", "programs": []}`, "", 41},

@@ -10,7 +10,7 @@
 //
 // Each program is compiled and started once per process its targets
 // select (Target: executable file, comm, mapped object, dynsdt provider,
-// cgroup),
+// cgroup, PID namespace),
 // with trace.Options.PID: its links are that process's only, and end
 // when it exits. Every scan reads each selected process's executable
 // objects (device and inode): a process that mapped or unmapped one since
@@ -50,7 +50,11 @@
 //     -1, 0, 1, 3, 7, … 2^k-1; lhist's min-1, min+step-1, …, then +Inf.
 //     Buckets are sent up to the last non-empty one. The maps keep
 //     counts, not the values' sum: _sum is NaN (not estimated). Add an
-//     avg() or sum() of the same value for it.
+//     avg() or sum() of the same value for it. With native_histograms
+//     (MapConfig, ProgramConfig) a hist() map is a native histogram too
+//     (schema 0, hist's bucket [2^k, 2^(k+1)) as native bucket k+1,
+//     (2^k, 2^(k+1)]), sent with the classic buckets to a scraper that
+//     asks for protobuf.
 //   - string values: not exported.
 //
 // The agent's own metrics: usdtkit_agent_attaches_total,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/usdtkit/usdtkit/trace"
 )
@@ -22,8 +23,12 @@ type mapState struct {
 	lhist      trace.LinearRange
 	limit      int
 	skip       bool
-	desc       *prometheus.Desc
-	valueType  prometheus.ValueType
+	// native: hist maps are also exported as native histograms, created
+	// at created (their creation timestamp).
+	native    bool
+	created   time.Time
+	desc      *prometheus.Desc
+	valueType prometheus.ValueType
 	// admitted are the keys exported; base their folded values (only
 	// for kinds whose values outlive a process: not int and string).
 	admitted map[string]bool
@@ -59,6 +64,7 @@ func (p *program) state(m *trace.Map) *mapState {
 	}
 	s = &mapState{kind: m.Kind, signed: m.Signed, keyStrings: m.KeyStrings, lhist: m.Lhist,
 		limit: limit, skip: mc.Skip || m.Kind == trace.MapString,
+		native: m.Kind == trace.MapHist && (mc.NativeHistograms || p.cfg.NativeHistograms), created: time.Now(),
 		admitted: map[string]bool{}, base: map[string]*entry{}, droppedSeen: map[string]bool{}}
 	s.valueType = prometheus.GaugeValue
 	if m.Kind == trace.MapCount || m.Kind == trace.MapSum && !m.Signed {
@@ -321,6 +327,9 @@ func (s *mapState) metric(e *entry) prometheus.Metric {
 		// hist() and lhist() keep counts only: the sum of the values is
 		// not known, and is exported as NaN rather than guessed.
 		m, err = prometheus.NewConstHistogram(s.desc, count, math.NaN(), bounds, e.key...)
+		if err == nil && s.native {
+			m, err = s.withNative(m, e.buckets, count, e.key)
+		}
 	default:
 		v := float64(e.value)
 		if s.signed || s.kind == trace.MapMin || s.kind == trace.MapMax {
@@ -376,4 +385,56 @@ func (s *mapState) upper(i int) (float64, bool) {
 		return 0, false
 	}
 	return float64(r.Min + int64(i)*r.Step - 1), true
+}
+
+// withNative adds to the classic histogram m of a hist() map the native
+// histogram (schema 0) of the same buckets, as MapConfig.NativeHistograms
+// documents: bucket i ≥ 2 ([2^(i-2), 2^(i-1))) is the positive native
+// bucket i-1, bucket 1 (the value 0) the zero bucket, bucket 0 (negative
+// values) the negative native bucket 0.
+func (s *mapState) withNative(m prometheus.Metric, b []uint64, count uint64, key []string) (prometheus.Metric, error) {
+	pos, neg := map[int]int64{}, map[int]int64{}
+	var zero uint64
+	for i, n := range b {
+		switch {
+		case n == 0:
+		case i == 0:
+			neg[0] = int64(n)
+		case i == 1:
+			zero = n
+		default:
+			pos[i-1] = int64(n)
+		}
+	}
+	var classic, native dto.Metric
+	if err := m.Write(&classic); err != nil {
+		return nil, err
+	}
+	nm, err := prometheus.NewConstNativeHistogram(s.desc, count, math.NaN(), pos, neg, zero, 0, 0, s.created, key...)
+	if err != nil {
+		return nil, err
+	}
+	if err := nm.Write(&native); err != nil {
+		return nil, err
+	}
+	h, nh := classic.Histogram, native.Histogram
+	h.Schema, h.ZeroThreshold, h.ZeroCount = nh.Schema, nh.ZeroThreshold, nh.ZeroCount
+	h.PositiveSpan, h.PositiveDelta = nh.PositiveSpan, nh.PositiveDelta
+	h.NegativeSpan, h.NegativeDelta = nh.NegativeSpan, nh.NegativeDelta
+	h.CreatedTimestamp = nh.CreatedTimestamp
+	return &dtoMetric{desc: s.desc, label: classic.Label, hist: h}, nil
+}
+
+// dtoMetric is a histogram already written: classic and native buckets.
+type dtoMetric struct {
+	desc  *prometheus.Desc
+	label []*dto.LabelPair
+	hist  *dto.Histogram
+}
+
+func (m *dtoMetric) Desc() *prometheus.Desc { return m.desc }
+
+func (m *dtoMetric) Write(out *dto.Metric) error {
+	out.Label, out.Histogram = m.label, m.hist
+	return nil
 }

@@ -44,7 +44,13 @@ type child struct {
 // startChild runs exe with args; it is killed when the test ends.
 func startChild(t testing.TB, exe string, args ...string) *child {
 	t.Helper()
-	cmd := exec.Command(exe, args...)
+	return startCmd(t, exec.Command(exe, args...))
+}
+
+// startCmd runs cmd (not started) as a child; it is killed when the test
+// ends.
+func startCmd(t testing.TB, cmd *exec.Cmd) *child {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

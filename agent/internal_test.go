@@ -5,6 +5,9 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/usdtkit/usdtkit/trace"
 )
 
@@ -113,4 +116,65 @@ func FuzzExecPID(f *testing.F) {
 	f.Add(execMessage(procEventExec, 42))
 	f.Add(append(execMessage(1, 7), execMessage(procEventExec, 8)...))
 	f.Fuzz(func(t *testing.T, b []byte) { execPID(b) })
+}
+
+// TestNativeBuckets checks the native buckets of a hist() map against
+// the mapping MapConfig.NativeHistograms documents, computed from the
+// values directly: v > 0 is in the schema-0 bucket whose interval
+// (2^(i-1), 2^i] holds v+1, 0 in the zero bucket, v < 0 in negative
+// bucket 0.
+func TestNativeBuckets(t *testing.T) {
+	values := []int64{-5, -1, 0, 0, 1, 2, 3, 4, 7, 8, 9, 15, 16, 100, 1 << 40}
+	hist := make([]uint64, trace.HistBuckets)
+	wantPos, wantNeg := map[int32]int64{}, map[int32]int64{}
+	var wantZero uint64
+	for _, v := range values {
+		hist[trace.HistBucket(v)]++
+		switch {
+		case v < 0:
+			wantNeg[0]++
+		case v == 0:
+			wantZero++
+		default:
+			i := int32(0)
+			for uint64(1)<<i < uint64(v)+1 {
+				i++
+			}
+			wantPos[i]++
+		}
+	}
+	s := &mapState{kind: trace.MapHist, native: true}
+	s.desc = prometheus.NewDesc("h", "h", nil, nil)
+	m := s.metric(&entry{buckets: hist})
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	h := out.GetHistogram()
+	spread := func(spans []*dto.BucketSpan, deltas []int64) map[int32]int64 {
+		got := map[int32]int64{}
+		var idx int32
+		var cnt int64
+		for _, sp := range spans {
+			idx += sp.GetOffset()
+			for range sp.GetLength() {
+				cnt, deltas = cnt+deltas[0], deltas[1:]
+				if cnt != 0 {
+					got[idx] = cnt
+				}
+				idx++
+			}
+		}
+		return got
+	}
+	if have := spread(h.GetPositiveSpan(), h.GetPositiveDelta()); !maps.Equal(have, wantPos) {
+		t.Errorf("positive buckets %v, want %v", have, wantPos)
+	}
+	if have := spread(h.GetNegativeSpan(), h.GetNegativeDelta()); !maps.Equal(have, wantNeg) {
+		t.Errorf("negative buckets %v, want %v", have, wantNeg)
+	}
+	if h.GetZeroCount() != wantZero || h.GetSchema() != 0 || h.GetSampleCount() != uint64(len(values)) || len(h.GetBucket()) == 0 {
+		t.Errorf("zero %d schema %d count %d classic %d; want %d 0 %d and classic buckets",
+			h.GetZeroCount(), h.GetSchema(), h.GetSampleCount(), len(h.GetBucket()), wantZero, len(values))
+	}
 }

@@ -22,8 +22,9 @@ type promServer struct {
 }
 
 // startPrometheus runs prometheus scraping the agent at target every
-// second, until the test ends, and waits until it is ready.
-func startPrometheus(t testing.TB, target string) *promServer {
+// second, until the test ends, and waits until it is ready; flags are
+// added to its command line.
+func startPrometheus(t testing.TB, target string, flags ...string) *promServer {
 	t.Helper()
 	bin := testutil.RequireTool(t, "prometheus")
 	dir := t.TempDir()
@@ -40,6 +41,7 @@ func startPrometheus(t testing.TB, target string) *promServer {
 	ln.Close()
 	cmd := exec.Command(bin, "--config.file="+path, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn")
+	cmd.Args = append(cmd.Args, flags...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

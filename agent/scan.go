@@ -90,14 +90,36 @@ type selector struct {
 	t     Target
 	exe   procfs.FileID
 	exeOK bool
+	// pidns is the inode of the PID namespace PIDNamespace or
+	// PIDNamespaceOf names; 0: none (that PID is gone).
+	pidns uint64
 }
 
 func newSelector(t Target) selector {
 	s := selector{t: t}
-	if t.Binary != "" {
+	switch {
+	case t.Binary != "":
 		s.exe, s.exeOK = statID(t.Binary)
+	case t.PIDNamespace != 0:
+		s.pidns = t.PIDNamespace
+	case t.PIDNamespaceOf != 0:
+		s.pidns, _ = pidNamespace(t.PIDNamespaceOf)
 	}
 	return s
+}
+
+// pidNamespace returns the inode number of the PID namespace of process
+// pid: the file /proc/PID/ns/pid is.
+func pidNamespace(pid int) (uint64, bool) {
+	fi, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+	if err != nil {
+		return 0, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Ino, true
 }
 
 // statID returns the identity of the file at path.
@@ -150,6 +172,9 @@ func (s *selector) match(p *proc) bool {
 		return ok && id == p.exe
 	case s.t.Cgroup != "":
 		return inCgroup(p.pid, s.t.Cgroup)
+	case s.t.PIDNamespace != 0 || s.t.PIDNamespaceOf != 0:
+		ns, ok := pidNamespace(p.pid)
+		return ok && s.pidns != 0 && ns == s.pidns
 	case s.t.Comm != "":
 		return p.comm == s.t.Comm
 	case s.t.Object != "":
