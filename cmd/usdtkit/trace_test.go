@@ -123,10 +123,12 @@ type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// pyScript defines f on line 3 and, once it reads a line, calls it n times.
+// pyScript defines f on line 3, says "ready" and, once it reads a line,
+// calls it n times.
 const pyScript = `import sys
 def f(n):
     return n + 1
+print("ready", flush=True)
 sys.stdin.readline()
 for i in range(int(sys.argv[1])):
     f(i)
@@ -150,10 +152,20 @@ func startPyScript(t *testing.T, calls int) *pyTarget {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Once it says ready, python3.11 runs (the child has exec'd), so
+	// listing its probes by PID finds them.
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if line != "ready\n" {
+		t.Fatalf("python script: %q, %v", line, err)
+	}
 	return &pyTarget{cmd: cmd, stdin: stdin, script: script}
 }
 
