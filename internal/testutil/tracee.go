@@ -68,7 +68,35 @@ func StartTracee(tb testing.TB, path string) *Tracee {
 			cmd.Wait()
 		}
 	})
+	WaitExec(tb, cmd.Process.Pid, path)
 	return &Tracee{Cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+}
+
+// WaitExec returns once process pid runs the executable at path. Between
+// fork and exec a child started with os/exec is still this test's
+// binary: listing its probes by PID then finds none, which a loaded
+// machine makes likely.
+func WaitExec(tb testing.TB, pid int, path string) {
+	tb.Helper()
+	want, err := filepath.Abs(path)
+	if err == nil {
+		if real, err := filepath.EvalSymlinks(want); err == nil {
+			want = real
+		}
+	}
+	link := fmt.Sprintf("/proc/%d/exe", pid)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if exe, err := os.Readlink(link); err == nil && exe == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			exe, err := os.Readlink(link)
+			tb.Fatalf("process %d runs %q (%v), not %s, after 30s", pid, exe, err, want)
+		}
+		// exec has no event to wait on here; it takes microseconds.
+		time.Sleep(200 * time.Microsecond)
+	}
 }
 
 // Do sends one command ("run 3", "sem", "loop 1000") and returns the lines
