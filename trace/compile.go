@@ -34,6 +34,10 @@ type CompileOptions struct {
 	// arguments BPF cannot read (they read as 0), what a Go function's
 	// DWARF does not say, Go assembly functions skipped.
 	Warn func(error)
+	// FramePointerStacks makes printf'd ustack the kernel's frame-pointer
+	// walk, as bpftrace, instead of a copy of the stack unwound with the
+	// objects' CFI (see the package documentation, Stacks).
+	FramePointerStacks bool
 }
 
 // Program is a compiled program: the generated BPF and, per probe block,
@@ -148,6 +152,9 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 	}
 	out.probes = len(names)
 	gopts := &btgen.Options{Machine: r.machine, Sites: all, Events: events}
+	if opts != nil && opts.FramePointerStacks {
+		gopts.StackCopy = -1
+	}
 	if events != nil {
 		// As sdt.Trace: room for bursts of events between reads.
 		gopts.RingSize = bpfgen.DefaultRingSize
@@ -351,7 +358,7 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error)) (*resolved
 		}
 		name := kind + fn.Path + ":" + short
 		r.names[name] = probeName{short, fn.Path}
-		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name}
+		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name, Entry: fn.Delta == 0 && !fn.Return}
 		if fn.Return {
 			if s.Ret, err = regFetch(fn.Machine, ret); err != nil {
 				return fail(err)

@@ -89,6 +89,48 @@
 // attaches, then resumes it; Run ends when it exits (or ends it when the
 // trace ends first) and Tracer.CommandState says how it ended.
 //
+// # Stacks
+//
+// ustack, ustack(N), ustack(perf[, N]) and ustack(bpftrace, N) are user
+// stacks (kstack is refused: usdtkit traces user space only), printed as
+// bpftrace 0.17 prints them: "sym+off" lines indented by 4 in a map key
+// and 8 in printf, ustack(perf) as "\tADDR sym+off (object)"; a function
+// that is not known shows its object and offset ("[libfoo.so+0x1234]"),
+// a bare address only outside any known object. Frames are symbolized
+// when printed (package internal/symbolize: symbol tables, separate debug
+// files, demangled C++, Go, perf maps), with the mappings each process
+// had when the trace first saw it (at Start for Options.PIDs, at its
+// first stack, read again then for a command started stopped): a process
+// that has exited still symbolizes, where bpftrace prints bare addresses.
+// The first stack is read asynchronously (its record wakes the reader at
+// once): a process that exits before that, within a few milliseconds on
+// a busy machine, keeps only what was seen at Start, if anything.
+// Capturing build IDs and file offsets in the kernel (bpf_get_stack's
+// BPF_F_USER_BUILD_ID) would close that gap; it is not done yet.
+//
+// How each stack is captured:
+//
+//   - A map key (@[ustack] = count()) is the stack's id in a kernel stack
+//     map (bpf_get_stackid, the frame-pointer walk bpftrace uses), so
+//     equal stacks aggregate in the kernel. At a function's first
+//     instruction the walk misses the immediate caller (bpftrace prints
+//     leaf, level2, level1 for leaf called by level3); usdtkit reads the
+//     return address at the stack pointer there and puts the caller back.
+//     Code without frame pointers ends the walk early, as in bpftrace.
+//   - A printf argument is a copy of the top of the stack (8 KiB) with
+//     the registers, unwound in user space (internal/unwind) with each
+//     object's CFI (.eh_frame, .debug_frame), and its frame pointers where
+//     an object has none (JIT code): code built -O2
+//     -fomit-frame-pointer, Debian's C library included, keeps every
+//     frame. Frames beyond the copy are not seen. CompileOptions.
+//     FramePointerStacks uses the kernel's frame-pointer walk instead, as
+//     bpftrace does. Tracer.UnwindMethods says, per object, which method
+//     unwound how many frames.
+//
+// Tracer.Stacks returns, after Run, every entry of the maps keyed by a
+// stack with its frames symbolized and its value: the input of flame
+// graphs and profiles.
+//
 // # Usage
 //
 //	prog, err := trace.Compile("-e", `usdt::python:function__entry { @[str(arg1)] = count(); }`, &trace.CompileOptions{PID: pid})

@@ -156,6 +156,8 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error)) ([]btgen.Si
 	for _, off := range offs {
 		s := site
 		s.Path, s.Offset = fn.Path, off
+		// At the function's first instruction, ustack reads the caller.
+		s.Entry = !fn.Return && fn.Delta == 0 && gf.Site == gf.Entry
 		sites = append(sites, s)
 	}
 	return sites, args, nil

@@ -69,6 +69,11 @@ type Site struct {
 	// GoID reads the goroutine id, the goid builtin (Kind 0: the site
 	// cannot read it).
 	GoID bpfgen.Fetch
+	// Entry says the site is a function's first instruction (a symbol's
+	// start; ignored for a Return site): ustack there also reads the
+	// return address at the stack pointer, the immediate caller, which
+	// the frame-pointer walk misses (see stack.go).
+	Entry bool
 	// Probe is the probe's full name as bpftrace prints it
 	// ("usdt:/bin/app:prov:name", "uprobe:/lib/libc.so.6:malloc"): the
 	// value of the probe builtin. Empty: the block's probe as written,
@@ -91,6 +96,11 @@ type Options struct {
 	// Events has, per probe block (nil or shorter: none), the events the
 	// block sends after its body (see Event).
 	Events []*Event
+	// StackCopy is how many bytes of the user stack a printf'd ustack
+	// copies for unwinding in user space (stackcap.CopyOptions.Size);
+	// 0 means DefaultStackCopy; negative: frames of the kernel's
+	// frame-pointer walk instead, as bpftrace (see stack.go).
+	StackCopy int
 }
 
 // Program is a generated program: plain data, safe for concurrent reads.
@@ -154,8 +164,11 @@ type MapInfo struct {
 	// KeySize bytes; a map without keys has one 8-byte zero key. A probe
 	// key (KeyProbe[i]) is stored as the 8-byte index in Program.Probes
 	// and printed as the name (a KeyString field).
-	Keys      []eventfmt.KeyField
-	KeyProbe  []bool
+	Keys     []eventfmt.KeyField
+	KeyProbe []bool
+	// KeyStacks[i] says how stack key field i (eventfmt.KeyStack,
+	// StackKeySize bytes) was captured; nil for the other fields.
+	KeyStacks []*StackInfo
 	KeyOffs   []int
 	KeySize   int
 	ValueSize int
@@ -195,6 +208,9 @@ type RecordArg struct {
 	Size   int
 	// Probe: an 8-byte index in Program.Probes, printed with %s.
 	Probe bool
+	// Stack: a ustack, stackcap's frames layout of Size bytes, then the
+	// 8-byte pid.
+	Stack *StackInfo
 }
 
 // Limits.
@@ -237,6 +253,9 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	}
 	if o.MaxEntries < 1 {
 		return nil, fmt.Errorf("btgen: Options.MaxEntries %d is not positive", o.MaxEntries)
+	}
+	if o.StackCopy == 0 {
+		o.StackCopy = DefaultStackCopy
 	}
 	if len(o.Sites) != len(prog.Blocks) {
 		return nil, fmt.Errorf("btgen: %d site lists for %d probe blocks", len(o.Sites), len(prog.Blocks))
@@ -310,6 +329,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			out.Spec.Maps[mi.BPF].MaxEntries = uint32(n)
 		}
 	}
+	out.addStackMaps(o.MaxEntries)
 	if scratch > maxScratch {
 		return nil, fmt.Errorf("btgen: the program needs %d bytes of scratch space, more than %d", scratch, maxScratch)
 	}
@@ -361,12 +381,20 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: kind})
 			mi.KeyOffs = append(mi.KeyOffs, off)
 			mi.KeyProbe = append(mi.KeyProbe, k.Kind == btlang.KindProbe)
+			mi.KeyStacks = append(mi.KeyStacks, nil)
 			off += 8
 		case btlang.KindString:
 			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyString, Size: k.Size})
 			mi.KeyOffs = append(mi.KeyOffs, off)
 			mi.KeyProbe = append(mi.KeyProbe, false)
+			mi.KeyStacks = append(mi.KeyStacks, nil)
 			off += round8(k.Size)
+		case btlang.KindStack:
+			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyStack})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, false)
+			mi.KeyStacks = append(mi.KeyStacks, stackInfo(k))
+			off += StackKeySize
 		default:
 			return mi, unsupported(m.Pos, "a %s key of %s", k, m.Name)
 		}
@@ -430,6 +458,9 @@ type gen struct {
 	// scratch (goidOff -1: not read); see layoutNamed.
 	named   map[string]namedSlot
 	goidOff int
+	// entryOff is the scratch offset of the site's entry flag for
+	// ustack (-1: the block reads no stack); see stack.go.
+	entryOff int
 }
 
 type varLoc struct {
@@ -524,6 +555,7 @@ func (g *gen) program() (asm.Instructions, error) {
 		}
 	}
 	g.layoutNamed()
+	g.layoutStack()
 	g.emit(
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.FnGetAttachCookie.Call(),
@@ -587,6 +619,7 @@ func (g *gen) program() (asm.Instructions, error) {
 		if g.event != nil {
 			items = g.eventFetch(&g.sites[i], items, used)
 		}
+		items = append(items, g.stackItems(&g.sites[i])...)
 		c := -1
 		for k, have := range codes {
 			if equalItems(have, items) {

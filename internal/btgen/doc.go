@@ -44,6 +44,17 @@
 // index), time (RecTime, id = index in Program.Times) — handled in user
 // space in the order they arrive, as bpftrace does.
 //
+// # Stacks
+//
+// A ustack map key is a stack map id (stackcap.EmitStackID, one
+// BPF_MAP_TYPE_STACK_TRACE map per frame count) with the caller word read
+// at a function's entry (Site.Entry) and the pid; a printf'd ustack is a
+// copy of the stack with the registers (stackcap.EmitCopy, unwound in user
+// space), or with a negative Options.StackCopy the frames
+// (stackcap.EmitFrames). A process's first captured stack is announced
+// with a RecStackPID record so user space remembers its mappings. See
+// stack.go.
+//
 // # Semantics
 //
 // As bpftrace 0.17: / % and >> are unsigned whatever the operands (LLVM
@@ -77,7 +88,8 @@
 //
 // Generate rejects, with "file:line:col: … is not supported yet", other
 // probe types, BEGIN/END/interval together with other probes in one
-// block, tuples as values, ustack, func, probe as a map value,
+// block, tuples as values, ustack as a map value or variable, func,
+// probe as a map value,
 // a print() top or divisor that is not a literal. It never compiles a program to something else.
 //
 // # Preemption

@@ -37,7 +37,7 @@ func ExampleGenerate() {
 	fmt.Println("printf record:", out.Printfs[0].Size, "bytes")
 
 	// What the slice does not compile yet is an error at its position.
-	prog, err = btlang.Compile("stdin", []byte(`usdt:./server:app:req { @[ustack] = count(); }`), nil)
+	prog, err = btlang.Compile("stdin", []byte(`usdt:./server:app:req { @last = ustack; }`), nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -48,5 +48,5 @@ func ExampleGenerate() {
 	// block0 1 site
 	// @[string[16], uint64] count() in m0: key 24 bytes at [0 16], value 8 bytes, per-CPU true
 	// printf record: 16 bytes
-	// stdin:1:25: a ustack[127] key of @ is not supported yet
+	// stdin:1:25: a ustack[127] value of @last is not supported yet
 }

@@ -87,6 +87,9 @@ var loadTests = []struct{ name, src string }{
 	{"time print top", `usdt:/x:p:a { @n[arg0] = count(); print(@n, 3, 2); time(); time("%s\n"); }`},
 	{"probe", `usdt:/x:p:a { @[probe, arg0] = count(); printf("%s\n", probe); }`},
 	{"string ternary, str variable length", `usdt:/x:p:a { @s[arg0 > 5 ? "big" : comm] = count(); printf("%s\n", str(arg1, arg2)); }`},
+	{"ustack keys", `uprobe:/x:f { @[ustack] = count(); @p[ustack(perf, 5), comm] = sum(arg0); @u[ustack(bpftrace, 3)] = count(); }`},
+	{"ustack printf", `uprobe:/x:f { printf("%s %d %s\n", ustack, pid, ustack(perf, 4)); }`},
+	{"ustack key and printf, usdt", `usdt:/x:p:a { @[ustack(2)] = count(); printf("%s\n", ustack(2)); delete(@[ustack(2)]); }`},
 	{"big constants", `usdt:/x:p:a { @b = arg0 & 0xffffffffff; @c[0x123456789abc] = count(); printf("%s\n", "a long literal string of many bytes"); }`},
 }
 
@@ -129,6 +132,7 @@ func TestGenerateUnsupported(t *testing.T) {
 		{"two intervals", `interval:s:1, interval:s:2 { exit(); }`, "test.bt:1:15"},
 		{"tuple printf", `usdt:/x:p:a { printf("%d\n", (1, 2).0); }`, "test.bt:1:36"},
 		{"tuple value", `usdt:/x:p:a { @t = (1, 2); }`, "test.bt:1:15"},
+		{"too many printf'd stacks", `usdt:/x:p:a { printf("%s\n", ustack); printf("%s\n", ustack); printf("%s\n", ustack); printf("%s\n", ustack); }`, "test.bt:1:102"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -180,6 +180,8 @@ func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 		case mi.Keys[i].Kind == eventfmt.KeyString:
 			src := g.strExpr(k)
 			g.copyStr(strBuf{off: f, size: mi.Keys[i].Size}, src)
+		case mi.KeyStacks[i] != nil:
+			g.stackKey(f, mi.KeyStacks[i])
 		}
 	}
 	return off
@@ -549,6 +551,15 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindProbe:
 			info.Args = append(info.Args, RecordArg{Off: size, Probe: true, Size: 8})
 			size += 8
+		case btlang.KindStack:
+			si := stackInfo(t)
+			si.Map, si.Machine = "", g.opts.Machine
+			if g.opts.StackCopy > 0 {
+				si.Copy = g.opts.StackCopy
+			}
+			n := stackArgSize(si)
+			info.Args = append(info.Args, RecordArg{Off: size, Stack: si, Size: n})
+			size += round8(n)
 		default:
 			g.fail(unsupported(a.Pos(), "printing a %s", t))
 			return
@@ -563,6 +574,10 @@ func (g *gen) printf(c *btlang.Call) {
 		if ra.String {
 			src := g.strExpr(a)
 			g.copyStr(strBuf{off: rec + ra.Off, size: ra.Size}, src)
+			continue
+		}
+		if ra.Stack != nil {
+			g.stackArg(a.Pos(), rec+ra.Off, ra.Stack)
 			continue
 		}
 		if ra.Probe {

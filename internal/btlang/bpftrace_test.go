@@ -88,7 +88,11 @@ func dumpExpr(b *strings.Builder, e Expr, d int) {
 		}
 	case *Call:
 		line(b, d, "call: "+e.Name)
-		for _, a := range e.Args {
+		for i, a := range e.Args {
+			if m, ok := a.(*Builtin); ok && i == 0 && e.Name == "ustack" && stackModes[m.Name] {
+				line(b, d+1, "stack_mode: "+m.Name)
+				continue
+			}
 			dumpExpr(b, a, d+1)
 		}
 	case *Unary:

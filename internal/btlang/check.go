@@ -1058,21 +1058,38 @@ func (c *checker) call(e *Call) Type {
 				return Type{}
 			}
 		}
-		if len(e.Args) != 1 {
-			c.errorf(e.At, "ustack() takes the number of frames; stack modes (perf, bpftrace) are not supported yet")
+		args := e.Args
+		perf := false
+		if len(args) > 0 {
+			if b, ok := args[0].(*Builtin); ok && stackModes[b.Name] {
+				switch b.Name {
+				case "raw":
+					c.errorf(b.At, "ustack(raw) is not supported yet; use ustack(perf) for addresses")
+					return Type{}
+				case "perf":
+					perf = true
+				}
+				args = args[1:]
+			}
+		}
+		if len(args) == 0 {
+			return Type{Kind: KindStack, Size: MaxStackFrames, Perf: perf}
+		}
+		if len(args) != 1 {
+			c.errorf(e.At, "ustack() takes a stack mode (perf or bpftrace), the number of frames, or both")
 			return Type{}
 		}
-		v, ok := constValue(e.Args[0])
-		c.expr(e.Args[0])
+		v, ok := constValue(args[0])
+		c.expr(args[0])
 		if !ok {
-			c.errorf(e.Args[0].Pos(), "ustack() takes an integer constant, the number of frames; stack modes are not supported yet")
+			c.errorf(args[0].Pos(), "ustack() takes an integer constant, the number of frames")
 			return Type{}
 		}
 		if v < 1 || v > MaxStackFrames {
-			c.errorf(e.Args[0].Pos(), "ustack() keeps 1 to %d frames, not %d", MaxStackFrames, v)
+			c.errorf(args[0].Pos(), "ustack() keeps 1 to %d frames, not %d", MaxStackFrames, v)
 			return Type{}
 		}
-		return Type{Kind: KindStack, Size: int(v)}
+		return Type{Kind: KindStack, Size: int(v), Perf: perf}
 	}
 	c.errorf(e.At, "unknown function %s()", e.Name)
 	return Type{}

@@ -36,7 +36,9 @@
 // Builtins: pid tid uid gid comm nsecs elapsed cpu probe func retval
 // arg0…arg11 args.NAME (args->NAME) ustack, and goid, the goroutine id of
 // a Go function's probe (a usdtkit extension); functions str count sum avg min max stats hist lhist
-// ustack(n) printf print delete clear zero time exit.
+// ustack(n) ustack(perf) ustack(perf, n) ustack(bpftrace, n) printf print
+// delete clear zero time exit. kstack is refused (user space only), as is
+// ustack(raw).
 //
 // Where usdtkit differs from bpftrace, it rejects: a program Check accepts
 // means what it means under bpftrace. Besides what usdtkit does not compile

@@ -366,7 +366,7 @@ var builtins = map[string]bool{
 
 // unsupportedBuiltins are bpftrace builtins usdtkit does not offer.
 var unsupportedBuiltins = map[string]string{
-	"kstack":   "kstack is not supported: usdtkit has no kernel probes",
+	"kstack":   "kstack is not supported: usdtkit traces user space only (use ustack)",
 	"cgroup":   "the cgroup builtin is not supported yet",
 	"curtask":  "the curtask builtin is not supported",
 	"rand":     "the rand builtin is not supported yet",
@@ -447,6 +447,18 @@ func (p *parser) ident() Expr {
 		c := &Call{ExprBase: ExprBase{At: t.pos}, Name: t.text}
 		if p.tok.is(")") {
 			p.next(false)
+		} else if t.text == "ustack" && p.tok.kind == tIdent && stackModes[p.tok.text] {
+			// A stack mode: ustack(perf), ustack(bpftrace, 5).
+			c.Args = append(c.Args, &Builtin{ExprBase: ExprBase{At: p.tok.pos}, Name: p.tok.text, Arg: -1})
+			p.next(false)
+			if p.tok.is(",") {
+				p.next(false)
+				c.Args = append(c.Args, p.exprList(")")...)
+			} else if p.tok.is(")") {
+				p.next(false)
+			} else {
+				p.failf(p.tok.pos, "expected \",\" or \")\", found %s", p.tok.describe())
+			}
 		} else {
 			c.Args = p.exprList(")")
 		}
@@ -482,7 +494,7 @@ func (p *parser) ident() Expr {
 	}
 	switch t.text {
 	case "perf", "bpftrace", "raw":
-		p.failf(t.pos, "stack mode %s is not supported yet; ustack(n) takes the number of frames", t.text)
+		p.failf(t.pos, "%s is a stack mode: it is only the first argument of ustack()", t.text)
 	case "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "char", "int", "long", "unsigned", "signed", "short", "bool":
 		p.failf(t.pos, "casts such as (%s) are not supported", t.text)
 	case "if", "else":
@@ -493,6 +505,10 @@ func (p *parser) ident() Expr {
 	p.failf(t.pos, "unknown identifier %s", t.text)
 	return &IntLit{ExprBase: ExprBase{At: t.pos}}
 }
+
+// stackModes are the modes ustack() takes as its first argument
+// (bpftrace's raw mode is refused by the checker).
+var stackModes = map[string]bool{"perf": true, "bpftrace": true, "raw": true}
 
 // argIndex returns N for "argN".
 func argIndex(name string) (int, bool) {

@@ -42,9 +42,11 @@ func (k Kind) String() string {
 // Types are values; compare them with Equal.
 type Type struct {
 	Kind   Kind
-	Signed bool   // KindInt
-	Size   int    // bytes for KindInt and KindString; frames for KindStack
-	Elems  []Type // KindTuple
+	Signed bool // KindInt
+	Size   int  // bytes for KindInt and KindString; frames for KindStack
+	// Perf is ustack(perf)'s mode: frames print with address and object.
+	Perf  bool
+	Elems []Type // KindTuple
 }
 
 // The 64-bit integer types, which all integer expressions have.
@@ -58,7 +60,7 @@ func StringType(n int) Type { return Type{Kind: KindString, Size: n} }
 
 // Equal reports whether t and u are the same type.
 func (t Type) Equal(u Type) bool {
-	if t.Kind != u.Kind || t.Signed != u.Signed || t.Size != u.Size || len(t.Elems) != len(u.Elems) {
+	if t.Kind != u.Kind || t.Signed != u.Signed || t.Size != u.Size || t.Perf != u.Perf || len(t.Elems) != len(u.Elems) {
 		return false
 	}
 	for i := range t.Elems {
@@ -73,7 +75,7 @@ func (t Type) Equal(u Type) bool {
 // same kinds, any integer size or sign, any string length, tuples element
 // by element.
 func (t Type) compatible(u Type) bool {
-	if t.Kind != u.Kind {
+	if t.Kind != u.Kind || t.Kind == KindStack && (t.Perf != u.Perf || t.Size != u.Size) {
 		return false
 	}
 	if t.Kind != KindTuple {
@@ -97,7 +99,7 @@ func (t Type) widen(u Type) Type {
 	case KindInt:
 		return Type{Kind: KindInt, Signed: t.Signed, Size: 8}
 	case KindString, KindStack:
-		return Type{Kind: t.Kind, Size: max(t.Size, u.Size)}
+		return Type{Kind: t.Kind, Size: max(t.Size, u.Size), Perf: t.Perf}
 	case KindTuple:
 		elems := make([]Type, len(t.Elems))
 		for i := range elems {
@@ -121,6 +123,9 @@ func (t Type) String() string {
 	case KindString:
 		return "string[" + strconv.Itoa(t.Size) + "]"
 	case KindStack:
+		if t.Perf {
+			return "ustack(perf)[" + strconv.Itoa(t.Size) + "]"
+		}
 		return "ustack[" + strconv.Itoa(t.Size) + "]"
 	case KindProbe:
 		return "probe"

@@ -31,6 +31,16 @@
 // Links are closed concurrently: each close waits for the kernel's uprobe
 // SRCU grace period.
 //
+// # Stacks
+//
+// ustack keys and printf'd stacks are symbolized when printed, with one
+// internal/symbolize.Symbolizer per process made at Start for
+// Options.PIDs and when the program announces a process
+// (btgen.RecStackPID), so a process that exits before the end keeps its
+// names; printf'd stack copies are unwound with internal/unwind (CFI per
+// object, frame pointers without). StackCounts gives the stack-keyed maps
+// with their frames. See stacks.go.
+//
 // # Output
 //
 // Options.Out is written through a buffer that Run flushes whenever the
@@ -105,6 +115,8 @@ type Runner struct {
 	w    *bufio.Writer
 	rec  ringbuf.Record
 	args []eventfmt.Arg
+	// stacks symbolizes ustack keys and arguments (stacks.go).
+	stacks stacks
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
@@ -159,6 +171,7 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 			return nil, err
 		}
 	}
+	r.rememberTargets()
 	var now unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
 		return nil, fmt.Errorf("clock: %w", err)
@@ -456,6 +469,8 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Str = cString(rec[a.Off : a.Off+a.Size])
 			case a.Probe:
 				args[i].Str = r.probeName(binary.NativeEndian.Uint64(rec[a.Off:]))
+			case a.Stack != nil:
+				args[i].Str = r.printfStack(&a, rec)
 			default:
 				args[i].Int = int64(binary.NativeEndian.Uint64(rec[a.Off:]))
 			}
@@ -465,6 +480,11 @@ func (r *Runner) handle(rec []byte) error {
 		return err
 	case btgen.RecEvent:
 		return r.opts.OnEvent(rec)
+	case btgen.RecStackPID:
+		if len(rec) >= 16 {
+			r.stacks.refresh(int(binary.NativeEndian.Uint64(rec[8:])))
+		}
+		return nil
 	case btgen.RecExit:
 		return errStop
 	case btgen.RecTime:
@@ -710,6 +730,7 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", bm.Name, err)
 	}
+	mergeStackKeys(mi, m)
 	if len(mi.Keys) == 0 && m.Agg == eventfmt.AggCount && len(m.Entries) == 0 {
 		// bpftrace 0.17 prints a count() without keys as 0 when never
 		// written, cleared or deleted (no other kind of map).
@@ -734,6 +755,11 @@ func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []eventfmt.Key {
 	for i, f := range mi.Keys {
 		off := mi.KeyOffs[i]
 		switch {
+		case i < len(mi.KeyStacks) && mi.KeyStacks[i] != nil:
+			if off+btgen.StackKeySize <= len(k) {
+				id, t := r.keyStack(mi.KeyStacks[i], k[off:])
+				keys[i] = eventfmt.Key{Int: id, Str: t.text}
+			}
 		case mi.KeyProbe[i]:
 			if off+8 <= len(k) {
 				keys[i].Str = r.probeName(binary.NativeEndian.Uint64(k[off:]))
@@ -790,6 +816,7 @@ func (r *Runner) detach() {
 // Close detaches and releases everything; a second call returns nil.
 func (r *Runner) Close() error {
 	r.detach()
+	r.stacks.close()
 	if r.rd != nil {
 		r.rd.Close()
 		r.rd = nil

@@ -1,0 +1,431 @@
+package btrun
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/stackcap"
+	"github.com/usdtkit/usdtkit/internal/symbolize"
+	"github.com/usdtkit/usdtkit/internal/unwind"
+)
+
+// Stacks: the program captures addresses (btgen's stack.go); they are
+// symbolized here, when printed, with one symbolize.Symbolizer per
+// process. A Symbolizer remembers its process's mappings and holds its
+// objects open from its creation: it is made for each Options.PIDs at
+// Start and for each process the program announces (btgen.RecStackPID) as
+// soon as its record is read, so a process that exits before the maps
+// are printed still symbolizes. A process that could not be seen alive
+// prints bare addresses.
+
+// stacks holds the Symbolizers and the stacks already printed.
+type stacks struct {
+	// unw and spaces unwind printf'd stack copies; a process's space is
+	// remembered and its objects' CFI read when it is first seen.
+	unw    *unwind.Unwinder
+	spaces unwind.Spaces
+	cache  *symbolize.Cache
+	procs  map[int]*symbolize.Symbolizer // nil: could not be read
+	// copies: the program prints stack copies (unwound here).
+	copies bool
+	// methods counts the frames unwound per object and method.
+	methods map[methodKey]int
+	// text caches printed map key stacks (print() in an interval reads
+	// the same keys again).
+	text map[stackKey]stackText
+}
+
+type stackKey struct {
+	m      string
+	perf   bool
+	id     int64
+	caller uint64
+	pid    int
+}
+
+type stackText struct {
+	text   string
+	frames []symbolize.Frame
+}
+
+// maxProcs bounds the processes whose mappings are remembered.
+const maxProcs = 1024
+
+// maxStackText bounds the cache of printed stacks.
+const maxStackText = 1 << 16
+
+func (s *stacks) init() {
+	if s.procs == nil {
+		s.unw, _ = unwind.New(nil)
+		s.cache = &symbolize.Cache{}
+		s.procs = map[int]*symbolize.Symbolizer{}
+		s.text = map[stackKey]stackText{}
+	}
+}
+
+// remember reads the mappings of process pid unless already done.
+func (s *stacks) remember(pid int) *symbolize.Symbolizer {
+	s.init()
+	if sym, ok := s.procs[pid]; ok {
+		return sym
+	}
+	if len(s.procs) >= maxProcs {
+		// Each Symbolizer holds its process's objects open: past
+		// maxProcs processes, new ones are symbolized only while they
+		// live (see frames).
+		return nil
+	}
+	sym, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache})
+	if err != nil {
+		sym = nil
+	}
+	s.procs[pid] = sym
+	if s.copies {
+		if sp, err := s.spaces.Get(pid); err == nil {
+			s.unw.Load(sp) // damage makes an object use frame pointers
+		}
+	}
+	return sym
+}
+
+// refresh reads the mappings of process pid again, when it was
+// remembered before its first stack: a command started stopped (trace
+// -c) had only its executable and the dynamic loader mapped then.
+func (s *stacks) refresh(pid int) {
+	s.init()
+	sym, ok := s.procs[pid]
+	if !ok {
+		s.remember(pid)
+		return
+	}
+	fresh, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache})
+	if err != nil {
+		return // gone: keep what was remembered
+	}
+	if sym != nil {
+		sym.Close()
+	}
+	s.procs[pid] = fresh
+	if s.copies {
+		if sp, err := s.spaces.Refresh(pid); err == nil {
+			s.unw.Load(sp)
+		}
+	}
+}
+
+// unwind returns the return addresses of a printf'd stack copy of
+// process pid, innermost first.
+func (s *stacks) unwind(pid int, info *btgen.StackInfo, c stackcap.Copy, entry bool) []uint64 {
+	s.remember(pid)
+	sp, err := s.spaces.Get(pid)
+	if err != nil {
+		return []uint64{c.IP}
+	}
+	res, err := s.unw.Unwind(sp, info.Machine, unwind.Regs{PC: c.IP, SP: c.SP, FP: c.FP, LR: c.LR, Entry: entry}, unwind.Stack{Base: c.Base, Data: c.Stack})
+	if err != nil {
+		return []uint64{c.IP}
+	}
+	pcs := make([]uint64, len(res.Frames))
+	for i, f := range res.Frames {
+		pcs[i] = f.PC
+		if i > 0 {
+			// Frame i was found by unwinding frame i-1, with the
+			// method its object allowed.
+			obj := ""
+			if m, ok := sp.Mapping(res.Frames[i-1].PC); ok {
+				obj = m.Path
+			}
+			if s.methods == nil {
+				s.methods = map[methodKey]int{}
+			}
+			if len(s.methods) < maxStackText {
+				s.methods[methodKey{obj, f.Method.String()}]++
+			}
+		}
+	}
+	return pcs
+}
+
+type methodKey struct{ object, method string }
+
+// UnwindMethod says how often printf'd stacks were unwound through an
+// object with a method: "cfi" (its call frame information) or "fp" (its
+// frame pointers: it has no CFI for the code).
+type UnwindMethod struct {
+	Object string // path in the process's maps; "" for anonymous memory
+	Method string
+	Frames int
+}
+
+// UnwindMethods returns, per object and method, how many frames of
+// printf'd stacks were found so far, sorted by object and method.
+func (r *Runner) UnwindMethods() []UnwindMethod {
+	var out []UnwindMethod
+	for k, n := range r.stacks.methods {
+		out = append(out, UnwindMethod{Object: k.object, Method: k.method, Frames: n})
+	}
+	slices.SortFunc(out, func(a, b UnwindMethod) int {
+		return cmp.Or(cmp.Compare(a.Object, b.Object), cmp.Compare(a.Method, b.Method))
+	})
+	return out
+}
+
+// frames symbolizes pcs of process pid, keeping at most n addresses.
+func (s *stacks) frames(pid int, pcs []uint64, n int) []symbolize.Frame {
+	if n > 0 && len(pcs) > n {
+		pcs = pcs[:n]
+	}
+	if sym := s.remember(pid); sym != nil {
+		return sym.Frames(pcs)
+	}
+	if _, ok := s.procs[pid]; !ok {
+		// Not remembered (maxProcs): symbolize it now if it lives.
+		if sym, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache}); err == nil {
+			defer sym.Close()
+			return sym.Frames(pcs)
+		}
+	}
+	out := make([]symbolize.Frame, len(pcs))
+	for i, pc := range pcs {
+		out[i].Addr = pc
+	}
+	return out
+}
+
+// format prints frames as bpftrace 0.17 prints a ustack: indented by
+// indent spaces (8 in printf, 4 in a map key), or ustack(perf)'s lines.
+// Inlined calls, which bpftrace does not show, are left out.
+func formatStack(frames []symbolize.Frame, info *btgen.StackInfo, indent int) string {
+	outer := make([]symbolize.Frame, 0, len(frames))
+	for _, f := range frames {
+		if !f.Inlined {
+			outer = append(outer, f)
+		}
+	}
+	if info.Perf {
+		return symbolize.FormatPerf(outer)
+	}
+	return symbolize.Format(outer, indent)
+}
+
+// close releases every Symbolizer.
+func (s *stacks) close() {
+	for _, sym := range s.procs {
+		if sym != nil {
+			sym.Close()
+		}
+	}
+	s.procs = nil
+}
+
+// rememberTargets reads the mappings of the traced processes when the
+// program captures stacks.
+func (r *Runner) rememberTargets() {
+	if _, ok := r.prog.Spec.Maps[btgen.MapStackPIDs]; !ok {
+		return
+	}
+	for _, p := range r.prog.Printfs {
+		for _, a := range p.Args {
+			r.stacks.copies = r.stacks.copies || a.Stack != nil && a.Stack.Copy > 0
+		}
+	}
+	for _, pid := range r.opts.PIDs {
+		r.stacks.remember(pid)
+	}
+}
+
+// printfStack returns a printf stack argument (the frames layout, then
+// the pid) as bpftrace prints it.
+func (r *Runner) printfStack(a *btgen.RecordArg, rec []byte) string {
+	b := rec[a.Off : a.Off+a.Size]
+	ne := binary.NativeEndian
+	if a.Stack.Copy > 0 {
+		if len(b) < 16 {
+			return "\n"
+		}
+		c, err := stackcap.DecodeCopy(b[:len(b)-16])
+		if err != nil {
+			return "\n"
+		}
+		pid := int(ne.Uint64(b[len(b)-16:]))
+		pcs := r.stacks.unwind(pid, a.Stack, c, ne.Uint64(b[len(b)-8:]) != 0)
+		return formatStack(r.stacks.frames(pid, pcs, a.Stack.Frames), a.Stack, 8)
+	}
+	if len(b) < 8 {
+		return "\n"
+	}
+	pcs, err := stackcap.DecodeFrames(b[:len(b)-8])
+	if err != nil {
+		return "\n"
+	}
+	pid := int(ne.Uint64(b[len(b)-8:]))
+	return formatStack(r.stacks.frames(pid, pcs, a.Stack.Frames), a.Stack, 8)
+}
+
+// keyStack decodes a stack key field (btgen.StackKeySize bytes) and
+// returns its stack id, frames and printed form.
+func (r *Runner) keyStack(info *btgen.StackInfo, k []byte) (int64, stackText) {
+	if len(k) < btgen.StackKeySize {
+		return 0, stackText{text: "\n"}
+	}
+	id, _ := stackcap.DecodeStackID(k)
+	key := stackKey{info.Map, info.Perf, id.ID, id.Caller, int(binary.NativeEndian.Uint64(k[stackcap.StackIDSize:]))}
+	r.stacks.init()
+	if t, ok := r.stacks.text[key]; ok {
+		return id.ID, t
+	}
+	var t stackText
+	if m := r.coll.Maps[info.Map]; m != nil && id.ID >= 0 {
+		if pcs, err := stackcap.LookupStack(m, id); err == nil {
+			t.frames = r.stacks.frames(key.pid, pcs, info.Frames)
+		}
+	}
+	t.text = formatStack(t.frames, info, 4)
+	if id.ID < 0 {
+		// bpf_get_stackid failed (a hash collision in a full stack map:
+		// -EEXIST; -EFAULT): say so rather than print an empty stack.
+		t.text = fmt.Sprintf("\n    [stack not captured: error %d]\n", id.ID)
+	}
+	if len(r.stacks.text) >= maxStackText {
+		clear(r.stacks.text)
+	}
+	r.stacks.text[key] = t
+	return id.ID, t
+}
+
+// StackCount is one entry of a map keyed by a stack: the stack's frames,
+// symbolized, and the entry's value.
+type StackCount struct {
+	// Map is the map's name ("@" for the anonymous map).
+	Map string
+	// PID is the process whose stack it is.
+	PID int
+	// Frames are the stack's frames, innermost first, with inlined calls
+	// as frames of their own (symbolize.Frame.Inlined); empty when the
+	// stack could not be read.
+	Frames []symbolize.Frame
+	// Keys are the entry's key fields as the map prints them (a stack
+	// field's Str is its printed form), KeyKinds their kinds.
+	Keys     []eventfmt.Key
+	KeyKinds []eventfmt.KeyKind
+	// Value is the count, sum or integer value (summed over CPUs).
+	Value uint64
+}
+
+// StackCounts returns every entry of the maps keyed by a stack (the first
+// stack field of the key) whose values are count(), sum() or integers,
+// for flame graphs and profiles. Call it after Run, before Close.
+func (r *Runner) StackCounts() ([]StackCount, error) {
+	var out []StackCount
+	for i := range r.prog.Maps {
+		mi := &r.prog.Maps[i]
+		f := -1
+		for j, s := range mi.KeyStacks {
+			if s != nil {
+				f = j
+				break
+			}
+		}
+		agg := mi.Map.Agg
+		if f < 0 || mi.Array || !(agg == btlang.AggCount || agg == btlang.AggSum || agg == btlang.AggNone && mi.Map.Value.Kind == btlang.KindInt) {
+			continue
+		}
+		var kinds []eventfmt.KeyKind
+		for _, kf := range mi.Keys {
+			kinds = append(kinds, kf.Kind)
+		}
+		m := r.coll.Maps[mi.BPF]
+		it := m.Iterate()
+		var k []byte
+		var v []byte
+		var pv [][]byte
+		for {
+			var ok bool
+			if mi.PerCPU {
+				ok = it.Next(&k, &pv)
+			} else {
+				ok = it.Next(&k, &v)
+			}
+			if !ok {
+				break
+			}
+			var val uint64
+			if mi.PerCPU {
+				for _, c := range pv {
+					if len(c) >= 8 {
+						val += binary.NativeEndian.Uint64(c)
+					}
+				}
+			} else if len(v) >= 8 {
+				val = binary.NativeEndian.Uint64(v)
+			}
+			off := mi.KeyOffs[f]
+			if off+btgen.StackKeySize > len(k) {
+				return nil, fmt.Errorf("read %s: key of %d bytes", mi.Map.Name, len(k))
+			}
+			_, t := r.keyStack(mi.KeyStacks[f], k[off:])
+			out = append(out, StackCount{
+				Map:      mi.Map.Name,
+				PID:      int(binary.NativeEndian.Uint64(k[off+stackcap.StackIDSize:])),
+				Frames:   t.frames,
+				Keys:     r.decodeKey(mi, k),
+				KeyKinds: kinds,
+				Value:    val,
+			})
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("read %s: %w", mi.Map.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// mergeStackKeys sums count() and sum() entries whose keys print the same:
+// ustack(N) at a function's entry keeps the caller the kernel's walk
+// missed and drops the walk's last frame, so stacks that differed only
+// there print alike and are one entry, as their printed form says.
+func mergeStackKeys(mi *btgen.MapInfo, m *eventfmt.Map) {
+	if m.Agg != eventfmt.AggCount && m.Agg != eventfmt.AggSum || !slices.ContainsFunc(mi.KeyStacks, func(s *btgen.StackInfo) bool { return s != nil }) {
+		return
+	}
+	seen := map[string]int{}
+	out := m.Entries[:0]
+	for _, e := range m.Entries {
+		id := printedKey(mi, e.Key)
+		if j, ok := seen[id]; ok {
+			out[j].Value += e.Value
+			for i, s := range mi.KeyStacks {
+				if s != nil && i < len(e.Key) && e.Key[i].Int < out[j].Key[i].Int {
+					out[j].Key[i].Int = e.Key[i].Int
+				}
+			}
+			continue
+		}
+		seen[id] = len(out)
+		out = append(out, e)
+	}
+	m.Entries = out
+}
+
+// printedKey is a key as it prints: stack fields by their text.
+func printedKey(mi *btgen.MapInfo, keys []eventfmt.Key) string {
+	var b strings.Builder
+	for i, k := range keys {
+		if i < len(mi.KeyStacks) && mi.KeyStacks[i] != nil {
+			b.WriteString(k.Str)
+		} else {
+			b.WriteString(strconv.FormatInt(k.Int, 10))
+			b.WriteByte(0)
+			b.WriteString(k.Str)
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
+}

@@ -1,0 +1,206 @@
+package trace_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/trace"
+)
+
+// runChain traces src on a fresh chain.c built with flags, makes it call
+// leaf through "levels" twice and "sort" once, lets it exit, and returns
+// the ended Tracer (closed with the test) and what it printed.
+func runChain(t *testing.T, src string, copts *trace.CompileOptions, flags ...string) (*trace.Tracer, string) {
+	t.Helper()
+	testutil.RequireBPF(t)
+	bin := stacktest.BuildChain(t, flags...)
+	tr := testutil.StartTracee(t, bin)
+	tr.Do(t, "loop 0")
+	o := trace.CompileOptions{PID: tr.PID()}
+	if copts != nil {
+		o.FramePointerStacks = copts.FramePointerStacks
+	}
+	prog, err := trace.Compile("t.bt", strings.ReplaceAll(src, "BIN", bin), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	tracer, err := trace.Start(prog, &trace.Options{PID: tr.PID(), Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tracer.Close() })
+	tr.Do(t, "levels")
+	tr.Do(t, "sort")
+	tr.Do(t, "levels")
+	tr.Quit(t)
+	if err := tracer.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return tracer, out.String()
+}
+
+func symbols(fs []trace.Frame) []string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, f.Symbol)
+	}
+	return s
+}
+
+// TestStacks reads the stack-keyed maps of a finished trace with
+// Tracer.Stacks: frames symbolized after the process exited, the other
+// key fields and the values.
+func TestStacks(t *testing.T) {
+	tracer, _ := runChain(t, `uprobe:BIN:leaf { @[ustack, comm] = count(); @s[ustack(perf, 3)] = sum(3); }`, nil, "-O0", "-fno-omit-frame-pointer")
+	stacks, err := tracer.Stacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels := []string{"leaf", "level3", "level2", "level1", "main"}
+	found := map[string]bool{}
+	for _, s := range stacks {
+		syms := symbols(s.Frames)
+		switch {
+		case s.Map == "@" && len(syms) >= 5 && slices.Equal(syms[:5], levels):
+			found["@ levels"] = true
+			if s.Value != 2 || !slices.Equal(s.Keys, []string{"chain"}) {
+				t.Errorf("@ levels: value %d, keys %q; want 2, [chain]", s.Value, s.Keys)
+			}
+		case s.Map == "@" && len(syms) >= 3 && slices.Equal(syms[:2], []string{"leaf", "cmp"}):
+			found["@ sort"] = true
+			if s.Value == 0 || s.Frames[2].Object == s.Frames[0].Object {
+				t.Errorf("@ sort: value %d, third frame %+v: want hits and a C library frame", s.Value, s.Frames[2])
+			}
+		case s.Map == "@s" && slices.Equal(syms, levels[:3]):
+			found["@s levels"] = true
+			if s.Value != 6 || len(s.Keys) != 0 {
+				t.Errorf("@s levels: value %d, keys %q; want 6, none", s.Value, s.Keys)
+			}
+		}
+		if s.PID == 0 {
+			t.Errorf("%s: no pid", s.Map)
+		}
+	}
+	for _, k := range []string{"@ levels", "@ sort", "@s levels"} {
+		if !found[k] {
+			t.Errorf("no %s stack in %+v", k, stacks)
+		}
+	}
+}
+
+// TestStacksPrintfMethod: printf'd stacks are unwound with CFI from a
+// copy of the stack by default, and are the kernel's frame-pointer walk
+// with CompileOptions.FramePointerStacks: under qsort, whose C library
+// code keeps no frame pointers, only the first goes on to sort_them.
+func TestStacksPrintfMethod(t *testing.T) {
+	const src = `uprobe:BIN:leaf { printf("%s|\n", ustack); }`
+	for _, fp := range []bool{false, true} {
+		tracer, out := runChain(t, src, &trace.CompileOptions{FramePointerStacks: fp}, "-O0", "-fno-omit-frame-pointer")
+		parts := strings.Split(out, "|\n")
+		if len(parts) < 3 {
+			t.Fatalf("FramePointerStacks %v: %d stacks:\n%s", fp, len(parts)-1, out)
+		}
+		if !strings.Contains(parts[0], "\n        level3+") || !strings.Contains(parts[0], "\n        main+") {
+			t.Errorf("FramePointerStacks %v: levels stack %q", fp, parts[0])
+		}
+		if has := strings.Contains(parts[1], "\n        sort_them+"); has == fp {
+			t.Errorf("FramePointerStacks %v: sort stack has sort_them: %v, want %v:\n%s", fp, has, !fp, parts[1])
+		}
+		methods := tracer.UnwindMethods()
+		if fp != (len(methods) == 0) {
+			t.Errorf("FramePointerStacks %v: unwind methods %+v", fp, methods)
+		}
+		for _, m := range methods {
+			if m.Method != "cfi" || m.Frames == 0 {
+				t.Errorf("FramePointerStacks %v: %+v: want only CFI (every object has it)", fp, m)
+			}
+		}
+	}
+}
+
+// TestStacksCommand: the stacks of a command traced from its first
+// instruction (Options.Command) name its libraries' functions, though the
+// command had only its executable and the loader mapped when the trace
+// started, and has exited when the maps are printed (bpftrace 0.17 prints
+// bare addresses for a -c command): its mappings are read again at its
+// first stack.
+func TestStacksCommand(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := stacktest.BuildChain(t, "-O0", "-fno-omit-frame-pointer")
+	prog, err := trace.Compile("t.bt", strings.ReplaceAll(`uprobe:BIN:leaf { @[ustack(perf)] = count(); printf("hit\n"); }`, "BIN", bin), &trace.CompileOptions{Executable: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &signalWriter{seen: make(chan struct{})}
+	tracer, err := trace.Start(prog, &trace.Options{Command: cmd, Stdout: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tracer.Close() })
+	done := make(chan error, 1)
+	go func() { done <- tracer.Run(context.Background()) }()
+	if _, err := io.WriteString(stdin, "levels\nsort\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The first printf comes after the record announcing the process:
+	// once it is printed, its mappings were read again.
+	<-out.seen
+	stdin.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	libcFrames := 0
+	for l := range strings.Lines(text) {
+		if !strings.HasPrefix(l, "\t") {
+			continue
+		}
+		// "\tADDR FUNC+OFF (OBJECT)"
+		f := strings.Fields(l)
+		if len(f) != 3 || strings.HasPrefix(f[1], "0x") || strings.HasPrefix(f[1], "[") {
+			t.Errorf("frame %q is not named", l)
+		}
+		if len(f) == 3 && strings.Contains(f[2], "libc.so") {
+			libcFrames++
+		}
+	}
+	if libcFrames == 0 || !strings.Contains(text, " main+") {
+		t.Errorf("no C library frame or no main:\n%s", text)
+	}
+}
+
+// signalWriter keeps what is written and closes seen at the first write.
+type signalWriter struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	seen chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.b.Len() == 0 && len(p) > 0 {
+		close(w.seen)
+	}
+	return w.b.Write(p)
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
