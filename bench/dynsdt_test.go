@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 	"golang.org/x/sys/unix"
 )
 
@@ -150,50 +153,76 @@ func buildStubCaller(tb testing.TB) string {
 	return bin
 }
 
-// eventCounter reads a ModeEvents trace in a goroutine, as a tracer does,
-// and counts the events.
-type eventCounter struct {
-	tr     *sdt.Tracer
+// flagTrace is a trace of one probe through trace.CompileFlags (the
+// trace command's path): --count, or events, counted by OnEvent; Run
+// runs in a goroutine, as the trace command runs it.
+type flagTrace struct {
+	t      *trace.Tracer
 	n      atomic.Uint64
+	out    bytes.Buffer
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   chan error
 }
 
-func newEventCounter(tb testing.TB, tr *sdt.Tracer) *eventCounter {
-	ctx, cancel := context.WithCancel(context.Background())
-	ec := &eventCounter{tr: tr, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(ec.done)
-		var ev sdt.Event
-		for tr.Read(ctx, &ev) == nil {
-			ec.n.Add(1)
-		}
-	}()
-	tb.Cleanup(ec.stop)
-	return ec
-}
-
-// stop ends the reader and waits for it; it may be called again.
-func (ec *eventCounter) stop() {
-	ec.cancel()
-	<-ec.done
-}
-
-// finish stops the reader, detaches and returns every event delivered
-// (read and drained) and the events the ring buffer refused.
-func (ec *eventCounter) finish(tb testing.TB) (read, lost uint64) {
-	ec.stop()
-	if err := ec.tr.Detach(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := ec.tr.Drain(func(*sdt.Event) error { ec.n.Add(1); return nil }); err != nil {
-		tb.Fatal(err)
-	}
-	lost, _, err := ec.tr.Lost()
+func newFlagTrace(tb testing.TB, probe sdt.Probe, pid int, count bool) *flagTrace {
+	tb.Helper()
+	f := &trace.Flags{Probes: []string{"usdt:" + probe.Path + ":" + probe.Provider + ":" + probe.Name}, Count: count}
+	prog, err := trace.CompileFlags(f, &trace.CompileOptions{PID: pid, Warn: func(err error) { tb.Fatalf("%s: %v", probe.String(), err) }})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return ec.n.Load(), lost
+	ft := &flagTrace{done: make(chan error, 1)}
+	opts := &trace.Options{PID: pid, Stdout: &ft.out, Output: trace.OutputJSON}
+	if !count {
+		opts.OnEvent = func(*trace.Event) error { ft.n.Add(1); return nil }
+	}
+	if ft.t, err = trace.Start(prog, opts); err != nil {
+		tb.Fatal(err)
+	}
+	var ctx context.Context
+	ctx, ft.cancel = context.WithCancel(context.Background())
+	go func() { ft.done <- ft.t.Run(ctx) }()
+	tb.Cleanup(func() { ft.stop(); ft.t.Close() })
+	return ft
+}
+
+// stop ends Run, which detaches and hands over what the kernel still
+// held; it may be called again.
+func (ft *flagTrace) stop() error {
+	if ft.cancel == nil {
+		return nil
+	}
+	ft.cancel()
+	ft.cancel = nil
+	return <-ft.done
+}
+
+// finish stops the trace and returns the hits it counted or the events
+// delivered, and the events the ring buffer refused.
+func (ft *flagTrace) finish(tb testing.TB) (hits, lost uint64) {
+	if err := ft.stop(); err != nil {
+		tb.Fatal(err)
+	}
+	lost, _, err := ft.t.Lost()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if ft.out.Len() == 0 {
+		return ft.n.Load(), lost
+	}
+	// --count printed bpftrace's JSON map: {"type": "map", "data": {"@": {PROBE: N}}}.
+	for _, l := range strings.Split(ft.out.String(), "\n") {
+		var m struct {
+			Data map[string]map[string]uint64 `json:"data"`
+		}
+		if l == "" || json.Unmarshal([]byte(l), &m) != nil {
+			continue
+		}
+		for _, n := range m.Data["@"] {
+			hits += n
+		}
+	}
+	return hits, lost
 }
 
 // bareRing is the floor of an event: a program that writes 16 bytes to a
@@ -383,22 +412,23 @@ func BenchmarkEnabled(b *testing.B) {
 
 // BenchmarkFireTraced compares the cost per hit of a dynsdt probe fired
 // from Go with that of a C sys/sdt.h probe, both with two 4-byte integer
-// arguments in registers and traced by sdt.Trace with the same mode:
+// arguments in registers and traced by trace.CompileFlags with the same
+// flags (--count, or events read by Run's goroutine in this process):
 //
 //	go-untraced   dynsdt Fire in bench/gofire, no tracer (the floor: one
 //	              load of the site; Fire skips the stub)
-//	go-count      the same, ModeCount (one counter per probe)
-//	go-events     the same, ModeEvents, read by a goroutine of this process
+//	go-count      the same, --count (@[probe] = count())
+//	go-events     the same, events, read by a goroutine of this process
 //	go-ringbuf-bare  dynsdt Fire, a bare 16-byte ring buffer write without
 //	              wakeup (internal/bpfgen's ringbuf-bare): the event floor
 //	c-untraced    tracee.c's "bench" probe (gcc -O2), no tracer
-//	c-count       the same, ModeCount
-//	c-events      the same, ModeEvents, read by a goroutine of this process
+//	c-count       the same, --count
+//	c-events      the same, events, read by a goroutine of this process
 //	c-stub-count  a C program calling the stub of the .so usdtkit gen writes
 //	              for a probe with the same arguments (dynsdt's nop5 site
-//	              without Go), ModeCount
+//	              without Go), --count
 //	c-nop5-events tracee.c built with sys/sdt.h's site instruction made the
-//	              5-byte nop dynsdt writes (buildNop5Tracee), ModeEvents:
+//	              5-byte nop dynsdt writes (buildNop5Tracee), events:
 //	              the C probe on the kernel's optimized path
 //	c-func-count, c-func-events
 //	              tracee.c's "fbench", the same probe inside a function
@@ -487,26 +517,15 @@ func BenchmarkFireTraced(b *testing.B) {
 		b.Fatalf("%s:hit in PID %d: %v, %d probes", stubSpec.Name, stubCaller.PID(), err, len(stubProbes))
 	}
 
-	trace := func(probe sdt.Probe, pid int, mode sdt.Mode) *sdt.Tracer {
-		tr, err := sdt.Trace(&sdt.TraceOptions{Probes: []sdt.Probe{probe}, PID: pid, Mode: mode})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { tr.Close() })
-		if len(tr.Warnings) > 0 {
-			b.Fatalf("%s: %v", probe.String(), tr.Warnings)
-		}
-		return tr
-	}
-	goCount := trace(goProbes["count"], goFires["count"].PID(), sdt.ModeCount)
-	goEvents := newEventCounter(b, trace(goProbes["events"], goFires["events"].PID(), sdt.ModeEvents))
+	goCount := newFlagTrace(b, goProbes["count"], goFires["count"].PID(), true)
+	goEvents := newFlagTrace(b, goProbes["events"], goFires["events"].PID(), false)
 	goBare := newBareRing(b, goProbes["bare"], goFires["bare"].PID())
-	cCount := trace(cProbes[0], tracees["count"].PID(), sdt.ModeCount)
-	cEvents := newEventCounter(b, trace(cProbes[0], tracees["events"].PID(), sdt.ModeEvents))
-	cStubCount := trace(stubProbes[0], stubCaller.PID(), sdt.ModeCount)
-	cNop5Events := newEventCounter(b, trace(nop5Probes[0], nop5Tracee.PID(), sdt.ModeEvents))
-	cFuncCount := trace(fProbes[0], tracees["func-count"].PID(), sdt.ModeCount)
-	cFuncEvents := newEventCounter(b, trace(fProbes[0], tracees["func-events"].PID(), sdt.ModeEvents))
+	cCount := newFlagTrace(b, cProbes[0], tracees["count"].PID(), true)
+	cEvents := newFlagTrace(b, cProbes[0], tracees["events"].PID(), false)
+	cStubCount := newFlagTrace(b, stubProbes[0], stubCaller.PID(), true)
+	cNop5Events := newFlagTrace(b, nop5Probes[0], nop5Tracee.PID(), false)
+	cFuncCount := newFlagTrace(b, fProbes[0], tracees["func-count"].PID(), true)
+	cFuncEvents := newFlagTrace(b, fProbes[0], tracees["func-events"].PID(), false)
 
 	variants := []*fireVariant{
 		{name: "go-untraced", loop: tracedLoop(goFires["untraced"])},
@@ -602,25 +621,17 @@ func BenchmarkFireTraced(b *testing.B) {
 	var lost uint64
 	for _, c := range []struct {
 		v  string
-		tr *sdt.Tracer
+		ft *flagTrace
 	}{{"go-count", goCount}, {"c-count", cCount}, {"c-stub-count", cStubCount}, {"c-func-count", cFuncCount}} {
-		counts, err := c.tr.Counts()
-		if err != nil {
-			b.Fatal(err)
-		}
-		var total uint64
-		for _, e := range counts {
-			total += e.Count
-		}
-		if want := byName[c.v].fired; total != want {
-			b.Errorf("%s: counted %d hits, want %d", c.v, total, want)
+		if total, _ := c.ft.finish(b); total != byName[c.v].fired {
+			b.Errorf("%s: counted %d hits, want %d", c.v, total, byName[c.v].fired)
 		}
 	}
 	for _, c := range []struct {
 		v  string
-		ec *eventCounter
+		ft *flagTrace
 	}{{"go-events", goEvents}, {"c-events", cEvents}, {"c-nop5-events", cNop5Events}, {"c-func-events", cFuncEvents}} {
-		read, l := c.ec.finish(b)
+		read, l := c.ft.finish(b)
 		if want := byName[c.v].fired; read+l != want {
 			b.Errorf("%s: %d events delivered and %d lost, want %d hits", c.v, read, l, want)
 		}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 	"time"
 
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/trace"
@@ -16,7 +17,7 @@ import (
 
 // BenchmarkEventsLibrary drives tracee.c's "bench" probe (2 integer
 // arguments) in a loop of hits and reports the cost per hit, by the
-// tracee's own clock, with no tracer, with sdt.Trace (ModeEvents) and with
+// tracee's own clock, with no tracer, with sdttrace.Trace (ModeEvents) and with
 // trace.CompileEvents, each receiving every event in a Go callback in
 // this process — side by side in one run, in rotation, with the ratio
 // trace/sdt; and the run time of each one's BPF program per hit
@@ -52,7 +53,7 @@ func BenchmarkEventsLibrary(b *testing.B) {
 	}{
 		{"none", func(loop func()) (uint64, uint64) { loop(); return hits, 0 }, ""},
 		{"sdt", func(loop func()) (uint64, uint64) {
-			t, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: pid})
+			t, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: pid})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -61,7 +62,7 @@ func BenchmarkEventsLibrary(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				done <- t.Run(ctx, func(ev *sdt.Event) error { n++; sum += ev.Args[0]; return nil })
+				done <- t.Run(ctx, func(ev *sdttrace.Event) error { n++; sum += ev.Args[0]; return nil })
 			}()
 			loop()
 			cancel()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 // semaphore reads a 2-byte USDT semaphore in another process.
@@ -163,35 +164,34 @@ func manySites(tb testing.TB, n int) string {
 	return bin
 }
 
-// BenchmarkAttachDetach1000 attaches a trace to 1000 sites of one probe and
-// closes it, through sdt.Trace: one uprobe_multi link (/multi), and classic
-// links (/classic, on 10 sites because each costs ~100 ms to close here;
-// its metric ms/1000sites extrapolates).
+// BenchmarkAttachDetach1000 starts a trace of 1000 sites of one probe
+// (@ = count(), compiled once) and closes it, through package trace: one
+// uprobe_multi link (/multi), and classic links (/classic, on 10 sites
+// because each costs ~100 ms to close here; its metric ms/1000sites
+// extrapolates).
 func BenchmarkAttachDetach1000(b *testing.B) {
 	testutil.RequireBPF(b)
-	bin := manySites(b, 1000)
-	probes, err := sdt.List(&sdt.ListOptions{Paths: []string{bin}})
-	if err != nil || len(probes) != 1 || len(probes[0].Locations) != 1000 {
-		b.Fatalf("want one probe with 1000 sites: %v", err)
-	}
 	for _, v := range []struct {
 		name    string
 		sites   int
 		classic bool
 	}{{"multi", 1000, false}, {"classic", 10, true}} {
 		b.Run(v.name, func(b *testing.B) {
-			p := probes[0]
-			p.Locations = p.Locations[:v.sites]
-			opts := &sdt.TraceOptions{Probes: []sdt.Probe{p}, Mode: sdt.ModeCount, Classic: v.classic}
+			bin := manySites(b, v.sites)
+			prog, err := trace.Compile("count", "usdt:"+bin+":bench:site { @ = count(); }", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if prog.Sites() != v.sites {
+				b.Fatalf("%d sites, want %d", prog.Sites(), v.sites)
+			}
+			opts := &trace.Options{Classic: v.classic, Stdout: io.Discard}
 			var total time.Duration
 			for b.Loop() {
 				start := time.Now()
-				t, err := sdt.Trace(opts)
+				t, err := trace.Start(prog, opts)
 				if err != nil {
 					b.Fatal(err)
-				}
-				if t.Sites() != v.sites {
-					b.Fatalf("%d sites attached, want %d", t.Sites(), v.sites)
 				}
 				if err := t.Close(); err != nil {
 					b.Fatal(err)

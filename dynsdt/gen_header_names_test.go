@@ -2,7 +2,6 @@ package dynsdt
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,10 +10,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 // hostileProviders name probes and providers after C and C++ keywords,
@@ -171,29 +170,19 @@ func TestHeaderHostileNamesFire(t *testing.T) {
 	if err != nil || len(probes) != len(spec.Probes) {
 		t.Fatalf("list: %v, %d probes, want %d", err, len(probes), len(spec.Probes))
 	}
-	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: c.Process.Pid})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
+	tr := StartTestTracer(t, []trace.EventProbe{{Probe: "usdt::hn:*"}}, c.Process.Pid, nil)
 	io.WriteString(stdin, "\n")
 	if !out.Scan() || out.Text() != "fired" {
 		t.Fatalf("caller: have %q, want fired", out.Text())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	var have []string
 	for range spec.Probes {
-		var ev sdt.Event
-		if err := tr.Read(ctx, &ev); err != nil {
-			t.Fatalf("read: %v (have %q)", err, have)
-		}
-		name := tr.ProbeName(ev.Probe)
+		ev := tr.Next(t)
 		n := 1
-		if name == "hn:arg0" {
+		if ev.Name == "hn:arg0" {
 			n = 2
 		}
-		have = append(have, fmt.Sprint(name, ev.Args[:n]))
+		have = append(have, fmt.Sprint(ev.Name, raw(ev)[:n]))
 	}
 	want := []string{"hn:int[1]", "hn:stdin[2]", "hn:main[3]", "hn:arg0[4 5]"}
 	if !slices.Equal(have, want) {

@@ -2,6 +2,7 @@ package dynsdt
 
 import (
 	"bufio"
+	"github.com/usdtkit/usdtkit/trace"
 	"io"
 	"os"
 	"os/exec"
@@ -83,7 +84,11 @@ func TestHeaderEnabledSeesTracer(t *testing.T) {
 			if err != nil || len(probes) != 1 {
 				t.Fatalf("list: %v, %d probes", err, len(probes))
 			}
-			tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: c.Process.Pid, Mode: sdt.ModeCount})
+			prog, err := trace.Compile("count", "usdt::hdr:* { @ = count(); }", &trace.CompileOptions{PID: c.Process.Pid})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := trace.Start(prog, &trace.Options{PID: c.Process.Pid, Stdout: io.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,9 +2,9 @@ package dynsdt_test
 
 import (
 	"bufio"
-	"context"
 	"debug/elf"
 	"fmt"
+	"github.com/usdtkit/usdtkit/trace"
 	"io"
 	"os"
 	"os/exec"
@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -78,18 +77,13 @@ func TestBuildTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := sdt.Trace(&sdt.TraceOptions{
-		Probes:          probes,
-		PID:             py.cmd.Process.Pid,
-		ProbeStringArgs: map[string]uint16{"dyntest:all": 1 << 10, "dyntest:pair": 1 << 0},
-	})
-	if err != nil {
-		t.Fatal(err)
+	if len(probes) != 2 {
+		t.Fatalf("listed %d probes, want dyntest:all and dyntest:pair", len(probes))
 	}
-	t.Cleanup(func() { tr.Close() })
-	if len(tr.Warnings) > 0 {
-		t.Errorf("warnings: %v", tr.Warnings)
-	}
+	tr := dynsdt.StartTestTracer(t, []trace.EventProbe{
+		{Probe: "usdt:" + path + ":dyntest:all", Strings: []int{10}},
+		{Probe: "usdt:" + path + ":dyntest:pair", Strings: []int{0}},
+	}, py.cmd.Process.Pid, nil)
 	if have := py.do(t, "sem"); have == "0" {
 		t.Error("semaphore while attached: have 0, want non-zero")
 	}
@@ -102,29 +96,31 @@ func TestBuildTrace(t *testing.T) {
 		fmt.Sprint("dyntest:all", []uint64{neg(-5), neg(-300), neg(-70000), neg(-1 << 40), 200, 60000, 4000000000, 1<<64 - 1, 1, 0x1234}, " hello ", neg(-7)),
 		fmt.Sprint("dyntest:pair in a register ", neg(-2)),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	var have []string
 	for range want {
-		var ev sdt.Event
-		if err := tr.Read(ctx, &ev); err != nil {
-			t.Fatalf("read: %v (have %q)", err, have)
+		ev := tr.Next(t)
+		var raw []uint64
+		for _, v := range ev.Args {
+			if v.Fault {
+				t.Errorf("%s: a fault in %+v", ev.Name, ev.Args)
+			}
+			raw = append(raw, v.Raw)
 		}
-		if ev.Faults != 0 {
-			t.Errorf("%s: faults %#b", tr.ProbeName(ev.Probe), ev.Faults)
-		}
-		switch name := tr.ProbeName(ev.Probe); name {
+		switch ev.Name {
 		case "dyntest:all":
-			have = append(have, fmt.Sprint(name, ev.Args[:10], " ", ev.Strings[10], " ", ev.Args[11]))
+			have = append(have, fmt.Sprint(ev.Name, raw[:10], " ", ev.Args[10].Str, " ", raw[11]))
 		default:
-			have = append(have, fmt.Sprint(name, " ", ev.Strings[0], " ", ev.Args[1]))
+			have = append(have, fmt.Sprint(ev.Name, " ", ev.Args[0].Str, " ", raw[1]))
 		}
 	}
 	if !slices.Equal(have, want) {
 		t.Errorf("events:\nhave %q\nwant %q", have, want)
 	}
 
-	if err := tr.Close(); err != nil {
+	if err := tr.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.T.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if have := py.do(t, "sem"); have != "0" {

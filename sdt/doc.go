@@ -42,9 +42,12 @@
 // file whose device and inode are the mapping's is accepted, and
 // /proc/PID/map_files serves memfd, deleted and replaced files; a FIFO or
 // device is refused without being opened. [Probe.Dev] and [Probe.Inode]
-// record the file read; [Trace] opens it again the same way, refuses a
-// different file, and attaches through the open file (/proc/self/fd/N), so
-// the kernel never resolves a name the process could have changed.
+// record the file read; package trace opens it again the same way, refuses
+// a different file, and attaches through the open file (/proc/self/fd/N),
+// so the kernel never resolves a name the process could have changed.
+//
+// Package sdt only reads: it links no BPF loader. Package trace traces
+// probes (programs, or events with trace.CompileEvents).
 //
 // One bad object does not hide a process's others: an object of the
 // process that cannot be opened or read (a malformed library, a deleted

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
-	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 )
@@ -84,58 +83,6 @@ func TestListPIDSwap(t *testing.T) {
 				t.Errorf("the own file was never listed in %d runs", runs)
 			}
 		})
-	}
-}
-
-// TestTracePIDSwap attaches to the swapping process's swap:hit probe
-// while it swaps its directory with a symlink to the host build: every
-// attach must be to the process's own file (the event carries its value,
-// 1111; the host build's is 2222 and never runs), or a clear refusal.
-func TestTracePIDSwap(t *testing.T) {
-	testutil.RequireBPF(t)
-	sw := testutil.StartSwap(t, testutil.SwapSymlink)
-	sel, err := sdt.ParseSelector("swap:hit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const runs = 20
-	attached, refused := 0, 0
-	for i := 0; i < runs; i++ {
-		probes, err := sdt.List(&sdt.ListOptions{PID: sw.PID(), Selectors: []sdt.Selector{sel}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(probes) == 0 {
-			refused++
-			continue
-		}
-		for _, p := range probes {
-			if (testutil.FileID{Dev: p.Dev, Inode: p.Inode}) != sw.OwnID {
-				t.Fatalf("listed %s from device %#x inode %d, want %+v", p.Path, p.Dev, p.Inode, sw.OwnID)
-			}
-		}
-		tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: sw.PID()})
-		if err != nil {
-			t.Logf("run %d: refused: %v", i, err)
-			refused++
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		var ev sdt.Event
-		err = tr.Read(ctx, &ev)
-		cancel()
-		tr.Close()
-		if err != nil {
-			t.Fatalf("run %d: no event from the process's own file: %v", i, err)
-		}
-		if ev.PID != uint32(sw.PID()) || len(ev.Args) != 1 || ev.Args[0] != 1111 {
-			t.Fatalf("run %d: have pid %d args %v, want pid %d args [1111]", i, ev.PID, ev.Args, sw.PID())
-		}
-		attached++
-	}
-	t.Logf("%d runs: attached to the own file %d, refused %d", runs, attached, refused)
-	if attached == 0 {
-		t.Errorf("never attached in %d runs", runs)
 	}
 }
 
@@ -213,28 +160,5 @@ func TestListPIDMalformed(t *testing.T) {
 		if have[probe] != path {
 			t.Errorf("probe %s: have it in %q, want in %s (all: %v)", probe, have[probe], path, have)
 		}
-	}
-}
-
-// TestTraceRefusesAnotherFile gives Trace probes whose recorded file
-// identity is not that of the file at their path: Trace refuses them
-// instead of attaching to whatever the path names now.
-func TestTraceRefusesAnotherFile(t *testing.T) {
-	exe := filepath.Join(t.TempDir(), "swapper")
-	testutil.BuildSwapper(t, exe, false)
-	probes, err := sdt.List(&sdt.ListOptions{Paths: []string{exe}})
-	if err != nil || len(probes) == 0 {
-		t.Fatalf("List: %v, %d probes", err, len(probes))
-	}
-	if want := testutil.StatID(t, exe); (testutil.FileID{Dev: probes[0].Dev, Inode: probes[0].Inode}) != want {
-		t.Fatalf("List recorded device %#x inode %d, want %+v", probes[0].Dev, probes[0].Inode, want)
-	}
-	probes[0].Inode++
-	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes[:1]})
-	if tr != nil {
-		tr.Close()
-	}
-	if !errors.Is(err, procfs.ErrChanged) {
-		t.Errorf("have %v, want ErrChanged", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -156,7 +157,7 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 		gopts.StackCopy = -1
 	}
 	if events != nil {
-		// As sdt.Trace: room for bursts of events between reads.
+		// Room for bursts of events between reads.
 		gopts.RingSize = bpfgen.DefaultRingSize
 	}
 	out.gen, err = btgen.Generate(prog, gopts)
@@ -280,7 +281,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 				s.RefCtrOffset = loc.SemaphoreOffset
 			}
 			for k := range loc.Args {
-				f, err := loc.Args[k].Fetch(loc.Address, r.symbols.For(p.OpenPath))
+				f, err := argfetch.Fetch(loc.Args[k], loc.Address, r.symbols.For(p.OpenPath))
 				if err != nil {
 					warn(fmt.Errorf("%s at %#x: arg%d reads as 0: %w", name, loc.Address, k, err))
 					f = bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8}

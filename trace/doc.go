@@ -131,6 +131,19 @@
 // stack with its frames symbolized and its value: the input of flame
 // graphs and profiles.
 //
+// # Flags
+//
+// The trace command's flags are shorthands for programs, written in one
+// place: FlagProgram turns Flags into a program's text (--count is
+// @[probe] = count(), --hist argN --by pid is @[probe, pid] =
+// hist(argN), --filter a predicate, -F a printf, --latency the
+// @start[tid] pair) and FlagEvents, for flags that only print hits,
+// into EventProbes; CompileFlags compiles either. They list the probes
+// first, to check each argument a flag reads and to write per-probe flags
+// (PROVIDER:NAME=…) as blocks of their own. Selectors, filters and formats
+// become program text only through quoting that cannot end a string or a
+// probe early (FlagError otherwise), so no flag adds program text.
+//
 // # Usage
 //
 //	prog, err := trace.Compile("-e", `usdt::python:function__entry { @[str(arg1)] = count(); }`, &trace.CompileOptions{PID: pid})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/symtab"
@@ -74,7 +75,7 @@ func EmitArg(a sdt.Arg, site uint64, dst asm.Register, label string, opts *AsmOp
 	if opts != nil {
 		symbol = opts.Symbol
 	}
-	f, err := a.Fetch(site, symbol)
+	f, err := argfetch.Fetch(a, site, symbol)
 	if err != nil {
 		if ae, ok := err.(*sdt.ArgError); ok && ae.Err == bpfgen.ErrUnsupported {
 			c := *ae

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/sdt"
 )
@@ -177,7 +178,7 @@ func EncodeArg(a sdt.Arg, site uint64, symbol func(string) (uint64, error), l La
 			return fail("%d-byte address register %s", r.Width, name)
 		}
 	}
-	f, err := a.Fetch(site, symbol)
+	f, err := argfetch.Fetch(a, site, symbol)
 	if err != nil {
 		var ae *sdt.ArgError
 		if errors.As(err, &ae) && errors.Is(err, bpfgen.ErrUnsupported) {

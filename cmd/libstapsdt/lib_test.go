@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
@@ -216,9 +217,9 @@ func listProbes(t *testing.T, pid int, providers ...string) []sdt.Probe {
 
 // startTrace traces probes in pid, reading cprov:str's first argument as a
 // string.
-func startTrace(t *testing.T, pid int, probes []sdt.Probe) *sdt.Tracer {
+func startTrace(t *testing.T, pid int, probes []sdt.Probe) *sdttrace.Tracer {
 	t.Helper()
-	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: pid, ProbeStringArgs: map[string]uint16{"cprov:str": 1}})
+	tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: pid, ProbeStringArgs: map[string]uint16{"cprov:str": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,13 +232,13 @@ func startTrace(t *testing.T, pid int, probes []sdt.Probe) *sdt.Tracer {
 
 // readEvents reads n events as "provider:probe args" lines ("cprov:str
 // STRING ARG1" for the string probe), checking each came from pid.
-func readEvents(t *testing.T, tr *sdt.Tracer, pid, n int) []string {
+func readEvents(t *testing.T, tr *sdttrace.Tracer, pid, n int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var have []string
 	for range n {
-		var ev sdt.Event
+		var ev sdttrace.Event
 		if err := tr.Read(ctx, &ev); err != nil {
 			t.Fatalf("read: %v (have %q)", err, have)
 		}
@@ -426,7 +427,7 @@ func TestDriver(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			for range 8 * 1000 {
-				var ev sdt.Event
+				var ev sdttrace.Event
 				if err := tr.Read(ctx, &ev); err != nil {
 					t.Fatalf("read seq: %v", err)
 				}
@@ -662,7 +663,7 @@ func BenchmarkC(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { stats.Close() })
-		tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: t.PID(), Mode: sdt.ModeCount})
+		tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: t.PID(), Mode: sdttrace.ModeCount})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -56,7 +56,7 @@ func TestListErrors(t *testing.T) {
 		{"trace bad filter", []string{"trace", "--filter", "arg0 ~ 1", "python:x"}, "argN OP VALUE"},
 		{"trace bad format", []string{"trace", "-F", `"%s", arg0`, "python:x"}, "str(argN)"},
 		{"trace format and count", []string{"trace", "--count", "-F", "%d", "python:x"}, "--format prints events"},
-		{"trace count-by", []string{"trace", "--count", "--count-by", "cpu", "python:x"}, "want pid or comm"},
+		{"trace count-by", []string{"trace", "--count", "--count-by", "cpu", "python:x"}, "want pid, tid, comm, argN or str(argN)"},
 		{"trace dead pid", []string{"trace", "-p", strconv.Itoa(deadPID(t)), "python:x"}, "is the PID right"},
 		{"trace latency probe", []string{"trace", "--latency", "a,b", "usdt:" + testutil.Python311 + ":python:line"}, "must be among the traced probes"},
 	}

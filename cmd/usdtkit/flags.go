@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"strconv"
+	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/launch"
 )
@@ -34,6 +35,33 @@ func (p *pidFlag) Set(s string) error {
 		return fmt.Errorf("want a process ID above 0 (leave -p out to use every process that maps the file)")
 	}
 	*p.pid, p.set = n, true
+	return nil
+}
+
+// pidsFlag is a repeatable -p PID: process IDs above 0.
+type pidsFlag struct {
+	pids *[]int
+}
+
+func (p *pidsFlag) String() string {
+	if p.pids == nil {
+		return ""
+	}
+	s := make([]string, len(*p.pids))
+	for i, pid := range *p.pids {
+		s[i] = strconv.Itoa(pid)
+	}
+	return strings.Join(s, ",")
+}
+
+func (p *pidsFlag) Type() string { return "PID" }
+
+func (p *pidsFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("want a process ID above 0 (leave -p out to use every process that maps the file)")
+	}
+	*p.pids = append(*p.pids, n)
 	return nil
 }
 

@@ -19,7 +19,8 @@ import (
 
 // TestRefusedFlags checks that flag values that cannot be what the user
 // means are refused with exactly one line, before anything is attached:
-// -p 0 and an empty -c would trace every process, a second -p would silently win.
+// -p 0 and an empty -c would trace every process, a second -p of list would
+// silently win.
 func TestRefusedFlags(t *testing.T) {
 	py := "usdt:" + testutil.Python311 + ":python:gc__start"
 	tests := []struct {
@@ -33,7 +34,7 @@ func TestRefusedFlags(t *testing.T) {
 			`usdtkit: invalid argument "0" for "-p, --pid" flag: want a process ID above 0 (leave -p out to use every process that maps the file)`},
 		{"trace -p -5", []string{"trace", "-p", "-5", py},
 			`usdtkit: invalid argument "-5" for "-p, --pid" flag: want a process ID above 0 (leave -p out to use every process that maps the file)`},
-		{"trace -p twice", []string{"trace", "-p", "1", "-p", "2", py},
+		{"list -p twice", []string{"list", "-p", "1", "-p", "2", py},
 			`usdtkit: invalid argument "2" for "-p, --pid" flag: -p is given twice: one process per run for now (several are planned)`},
 		{"trace -c empty", []string{"trace", "-c", "", py},
 			`usdtkit: -c: an empty command (leave -c out to trace every process that maps the file)`},

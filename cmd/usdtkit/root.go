@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/functrace"
 	"github.com/usdtkit/usdtkit/sdt"
 )
 
@@ -62,18 +63,16 @@ func userMessage(err error) string {
 		return fmt.Sprintf("%s: not an ELF file (a script or data? name the program itself)", what)
 	case errors.Is(err, ebpf.ErrNotSupported):
 		return fmt.Sprintf("%v (this kernel lacks a feature usdtkit needs: run usdtkit doctor)", err)
-	case errors.Is(err, sdt.ErrNoProbes):
-		return err.Error()
 	case errors.Is(err, sdt.ErrNoProcess):
 		return fmt.Sprintf("%v (is the PID right, and is the process still running?)", err)
 	case errors.Is(err, sdt.ErrNoTarget):
 		return "name a file, a library or a process (-p PID) to look in"
 	case errors.Is(err, sdt.ErrNotFound):
 		return err.Error()
-	case errors.Is(err, sdt.ErrNoArg):
+	case errors.Is(err, functrace.ErrNoArg):
 		// The sentence names the probe, its arguments and the one asked
 		// for; the sentinel's text would only repeat it.
-		return strings.TrimSuffix(err.Error(), ": "+sdt.ErrNoArg.Error())
+		return strings.TrimSuffix(err.Error(), ": "+functrace.ErrNoArg.Error())
 	case errors.As(err, &argErr):
 		return argErr.Error()
 	}

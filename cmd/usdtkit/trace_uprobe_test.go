@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -112,23 +113,30 @@ func TestTraceUprobeMallocHist(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	// bpftrace's -f json: {"type": "hist", "data": {"@": {PROBE: [{"min": …, "max": …, "count": …}…]}}}.
 	var h struct {
-		Probe   string   `json:"probe"`
-		Buckets []uint64 `json:"log2_buckets"`
+		Type string                                                   `json:"type"`
+		Data map[string]map[string][]struct{ Min, Max, Count uint64 } `json:"data"`
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &h); err != nil {
 		t.Fatalf("output %q: %v", out, err)
 	}
-	if h.Probe != "uprobe:malloc" {
-		t.Errorf("probe: have %q, want uprobe:malloc", h.Probe)
+	probes := h.Data["@"]
+	if h.Type != "hist" || len(h.Data) != 1 || len(probes) != 1 {
+		t.Fatalf("output %q: want one hist map @ with one key", out)
 	}
-	for i := range want {
-		var have uint64
-		if i < len(h.Buckets) {
-			have = h.Buckets[i]
+	for probe, buckets := range probes {
+		if !strings.HasPrefix(probe, "uprobe:") || !strings.HasSuffix(probe, ":malloc") {
+			t.Errorf("probe: have %q, want uprobe:PATH:malloc", probe)
 		}
-		if have != want[i] {
-			t.Errorf("bucket %d: have %d, want %d (all: %v)", i, have, want[i], h.Buckets)
+		have := make([]uint64, bpfgen.HistBuckets)
+		for _, b := range buckets {
+			have[bpfgen.HistBucket(b.Min, false)] += b.Count
+		}
+		for i := range want {
+			if have[i] != want[i] {
+				t.Errorf("bucket %d: have %d, want %d (all: %+v)", i, have[i], want[i], buckets)
+			}
 		}
 	}
 }
@@ -188,13 +196,9 @@ func TestTraceUprobeLocalFunc(t *testing.T) {
 	}
 	// An int argument is the low 32 bits of its register; the System V
 	// ABI leaves the upper bits unspecified, and -22 reads as 2^32-22.
-	f := strings.Fields(evs[0])
-	if len(f) < 3 {
-		t.Fatalf("event %q", evs[0])
-	}
-	have := f[len(f)-4:]
-	want := []string{"uprobe:add3", "11", strconv.FormatUint(uint64(uint32(0xffffffff-21)), 10), "33"}
-	if strings.Join(have, " ") != strings.Join(want, " ") {
-		t.Errorf("event %q: have %q, want %q", evs[0], have, want)
+	// -F prints as printf does, just the format.
+	want := fmt.Sprintf("11 %d 33", uint32(0xffffffff-21))
+	if evs[0] != want {
+		t.Errorf("event %q, want %q", evs[0], want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,7 +16,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/internal/functrace"
-	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 // eventWriter prints events as text lines or JSON objects.
@@ -55,7 +56,7 @@ type eventJSON struct {
 	Faults []int  `json:"faults,omitempty"`
 }
 
-func (ew *eventWriter) write(ev *sdt.Event) error {
+func (ew *eventWriter) write(ev *functrace.Event) error {
 	name := ew.t.ProbeName(ev.Probe)
 	// Names and comms are any bytes: print them escaped (package escape),
 	// as selectors read them.
@@ -111,6 +112,57 @@ func (ew *eventWriter) write(ev *sdt.Event) error {
 	return ew.emit()
 }
 
+// writeEvent prints one event of trace.CompileEvents: as write prints
+// sdt's events, byte for byte.
+func (ew *eventWriter) writeEvent(ev *trace.Event) error {
+	// Functions are named as their selectors: uprobe:FUNC.
+	name := ev.Name
+	if kind, _, _ := strings.Cut(ev.FullName, ":"); kind != "usdt" {
+		name = kind + ":" + name
+	}
+	shown, comm := escape.Name(name), escape.Name(ev.Comm)
+	if ew.json {
+		j := eventJSON{TS: ev.Time, PID: uint32(ev.PID), TID: uint32(ev.TID), CPU: uint32(ev.CPU), Comm: comm, Probe: shown, Args: make([]any, len(ev.Args))}
+		for i, v := range ev.Args {
+			switch {
+			case v.IsString:
+				j.Args[i] = v.Str
+			case v.Signed:
+				j.Args[i] = v.Int()
+			default:
+				j.Args[i] = v.Uint()
+			}
+			if v.Fault {
+				j.Faults = append(j.Faults, i)
+			}
+		}
+		b, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		ew.buf = append(append(ew.buf[:0], b...), '\n')
+		return ew.emit()
+	}
+	b := time.Unix(0, int64(ev.Time)+ew.wallOffset).AppendFormat(ew.buf[:0], "15:04:05.000000")
+	b = fmt.Appendf(b, " %-7d %-7d %-16s %s", ev.PID, ev.TID, comm, shown)
+	for i, v := range ev.Args {
+		b = strconv.AppendInt(append(b, " arg"...), int64(i), 10)
+		b = append(b, '=')
+		switch {
+		case v.Fault:
+			b = append(b, "<fault>"...)
+		case v.IsString:
+			b = strconv.AppendQuote(b, v.Str)
+		case v.Signed:
+			b = strconv.AppendInt(b, v.Int(), 10)
+		default:
+			b = strconv.AppendUint(b, v.Uint(), 10)
+		}
+	}
+	ew.buf = append(b, '\n')
+	return ew.emit()
+}
+
 // emit writes ew.buf, flushing when the stream pauses.
 func (ew *eventWriter) emit() error {
 	if _, err := ew.w.Write(ew.buf); err != nil {
@@ -134,16 +186,17 @@ func (ew *eventWriter) format(probe string) *eventfmt.Format {
 
 func (ew *eventWriter) flush() error { return ew.w.Flush() }
 
-// writeAggregates prints what ModeCount, ModeHist and ModeLatency gathered.
-func writeAggregates(w io.Writer, t tracer, mode sdt.Mode, output string) error {
+// writeAggregates prints what ModeCount, ModeHist and ModeLatency of Go
+// functions gathered (the flags' programs print bpftrace's maps).
+func writeAggregates(w io.Writer, t tracer, mode functrace.Mode, output string) error {
 	bw := bufio.NewWriter(w)
 	switch mode {
-	case sdt.ModeCount:
+	case functrace.ModeCount:
 		counts, err := t.Counts()
 		if err != nil {
 			return err
 		}
-		slices.SortStableFunc(counts, func(a, b sdt.CountEntry) int { return cmp.Compare(b.Count, a.Count) })
+		slices.SortStableFunc(counts, func(a, b functrace.CountEntry) int { return cmp.Compare(b.Count, a.Count) })
 		for _, c := range counts {
 			if output == "json" {
 				b, err := json.Marshal(struct {
@@ -167,7 +220,7 @@ func writeAggregates(w io.Writer, t tracer, mode sdt.Mode, output string) error 
 			}
 			fmt.Fprintf(bw, "@[%s]: %d\n", key, c.Count)
 		}
-	case sdt.ModeHist, sdt.ModeLatency:
+	case functrace.ModeHist, functrace.ModeLatency:
 		hists, err := t.Hist()
 		if err != nil {
 			return err
@@ -180,7 +233,7 @@ func writeAggregates(w io.Writer, t tracer, mode sdt.Mode, output string) error 
 		for _, id := range ids {
 			name := escape.Name(t.ProbeName(id))
 			title := "@[" + name + "]"
-			if mode == sdt.ModeLatency {
+			if mode == functrace.ModeLatency {
 				title = "@latency_ns[" + name + "]"
 			}
 			if output == "json" {
@@ -188,7 +241,7 @@ func writeAggregates(w io.Writer, t tracer, mode sdt.Mode, output string) error 
 					Probe   string   `json:"probe"`
 					Latency bool     `json:"latency_ns,omitempty"`
 					Buckets []uint64 `json:"log2_buckets"`
-				}{name, mode == sdt.ModeLatency, hists[id]})
+				}{name, mode == functrace.ModeLatency, hists[id]})
 				if err != nil {
 					return err
 				}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/usdtkit/usdtkit/internal/functrace"
-	"github.com/usdtkit/usdtkit/sdt"
 )
 
 // appendGo appends a Go function's event (decoded in ew.ge) as a text line
@@ -21,7 +20,7 @@ import (
 // than what was read are listed under "truncated".
 // name selects the format; shown and comm are the escaped probe name and
 // comm that are printed.
-func (ew *eventWriter) appendGo(b []byte, ev *sdt.Event, name, shown, comm string) []byte {
+func (ew *eventWriter) appendGo(b []byte, ev *functrace.Event, name, shown, comm string) []byte {
 	ge := &ew.ge
 	if !ew.json {
 		b = time.Unix(0, int64(ev.Time)+ew.wallOffset).AppendFormat(b, "15:04:05.000000")

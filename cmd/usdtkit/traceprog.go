@@ -38,6 +38,7 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 	programFlags := []struct{ name, instead string }{
 		{"count", "write @[probe] = count() in the program"},
 		{"count-by", "write @[probe, pid, comm] = count() in the program"},
+		{"by", "write @[probe, pid, comm] = count() in the program"},
 		{"hist", "write @[probe] = hist(arg0) in the program"},
 		{"format", `write printf("%d\n", arg0) in the program`},
 		{"filter", "write a predicate such as /arg0 > 10/ in the program"},
@@ -54,15 +55,13 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 	return name, src, true, nil
 }
 
-// runProgram compiles a program, starts -c's command stopped if there is
-// one, attaches, resumes the command and prints until the program exits,
-// the process exits, -d passes or a signal comes.
-func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
+// checkRun validates the flags every trace takes.
+func checkRun(cmd *cobra.Command, o *traceOptions) error {
 	fl := cmd.Flags()
 	if o.output != "text" && o.output != "json" {
 		return fmt.Errorf("--output %q: want text or json", o.output)
 	}
-	if o.pid != 0 && o.command != "" {
+	if len(o.pids) > 0 && o.command != "" {
 		return fmt.Errorf("-p and -c exclude each other")
 	}
 	if fl.Changed("command") && strings.TrimSpace(o.command) == "" {
@@ -71,6 +70,28 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 	if fl.Changed("duration") && o.duration <= 0 {
 		return fmt.Errorf("-d %v: want a positive duration, such as 10s", o.duration)
 	}
+	return nil
+}
+
+// runProgram compiles a program, starts -c's command stopped if there is
+// one, attaches, resumes the command and prints until the program exits,
+// the process exits, -d passes or a signal comes.
+func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
+	if err := checkRun(cmd, o); err != nil {
+		return err
+	}
+	for i, pid := range o.pids {
+		o.pids[i] = processOf(pid, cmd.ErrOrStderr(), "tracing")
+	}
+	return runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
+		return trace.Compile(name, src, copts)
+	})
+}
+
+// runSource is runProgram once the flags are checked: compile compiles
+// the program given where its probes are looked for (-p's processes, or
+// -c's executable). A program that sends events has them printed.
+func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileOptions) (*trace.Program, error)) error {
 	ctx := cmd.Context()
 	if o.duration > 0 {
 		var cancel context.CancelFunc
@@ -78,9 +99,8 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 		defer cancel()
 	}
 	stderr := cmd.ErrOrStderr()
-	o.pid = processOf(o.pid, stderr, "tracing")
-	copts := &trace.CompileOptions{PID: o.pid, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
-	topts := &trace.Options{PID: o.pid, Stdout: cmd.OutOrStdout(), Classic: o.classic}
+	copts := &trace.CompileOptions{PIDs: o.pids, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
+	topts := &trace.Options{PIDs: o.pids, Stdout: cmd.OutOrStdout(), Classic: o.classic, CommandGrace: commandGrace}
 	if o.output == "json" {
 		topts.Output = trace.OutputJSON
 	}
@@ -91,18 +111,31 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 		}
 		copts.Executable, topts.Command = c.Path, c
 	}
-	prog, err := trace.Compile(name, src, copts)
+	prog, err := compile(copts)
 	if err != nil {
 		return err
+	}
+	var events *eventCounter
+	if prog.SendsEvents() {
+		events = &eventCounter{out: newEventWriter(cmd.OutOrStdout(), nil, o.output, nil), perName: make(map[string]uint64)}
+		topts.OnEvent = events.event
+		stop := make(chan struct{})
+		defer close(stop)
+		events.endAt(ctx, stop)
 	}
 	t, err := trace.Start(prog, topts)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	fmt.Fprintf(stderr, "Tracing %d probes at %d sites. Ctrl-C to end.\n", prog.Probes(), prog.Sites())
+	fmt.Fprintln(stderr, tracingLine(prog, o.classic))
 	if err := t.Run(ctx); err != nil {
 		return err
+	}
+	if events != nil {
+		if err := events.summary(stderr, t, prog); err != nil {
+			return err
+		}
 	}
 	return commandStatus(t, stderr)
 }

@@ -122,8 +122,8 @@ func TestTraceUprobeInstructionBoundary(t *testing.T) {
 	prev, next := offs[inside], offs[inside+1]
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"trace", "-p", m.pid(), fmt.Sprintf("uprobe:libc:malloc+%d", prev+1)}, &out, &errb)
-	want := fmt.Sprintf("usdtkit: trace uprobe:malloc+%d in %s: not an instruction boundary (the nearest are malloc+%d and malloc+%d)\n",
-		prev+1, malloc.Path, prev, next)
+	want := fmt.Sprintf("usdtkit: uprobe:libc:malloc+%d: uprobe:malloc+%d in %s: not an instruction boundary (the nearest are malloc+%d and malloc+%d)\n",
+		prev+1, prev+1, malloc.Path, prev, next)
 	if code != 1 || errb.String() != want {
 		t.Errorf("malloc+%d: exit %d, stderr %q; want 1, %q", prev+1, code, errb.String(), want)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 // server is a running go-server started by startServer.
@@ -64,8 +65,34 @@ func startServer(t *testing.T, args ...string) *server {
 	return s
 }
 
+// tracer is a trace of the server's probes running in the background:
+// its events come on events.
+type tracer struct {
+	t      *trace.Tracer
+	events chan *trace.Event
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Close ends the trace and checks that it lost no event.
+func (tr *tracer) Close(t *testing.T) {
+	t.Helper()
+	if tr.t == nil {
+		return
+	}
+	tr.cancel()
+	if err := <-tr.done; err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if lost, _, err := tr.t.Lost(); err != nil || lost != 0 {
+		t.Errorf("lost %d events (%v)", lost, err)
+	}
+	tr.t.Close()
+	tr.t = nil
+}
+
 // trace lists the server's probes by PID and attaches to them.
-func (s *server) trace(t *testing.T) *sdt.Tracer {
+func (s *server) trace(t *testing.T) *tracer {
 	t.Helper()
 	sel, err := sdt.ParseSelector("server:*")
 	if err != nil {
@@ -87,11 +114,22 @@ func (s *server) trace(t *testing.T) *sdt.Tracer {
 		t.Fatalf("probes of pid %d: have %q, want %q", s.pid, names, want)
 	}
 	// Both probes take the path as argument 0.
-	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: s.pid, StringArgs: 1})
+	prog, err := trace.CompileEvents([]trace.EventProbe{{Probe: "usdt::server:*", Strings: []int{0}}}, &trace.CompileOptions{PID: s.pid})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tr.Close() })
+	tr := &tracer{events: make(chan *trace.Event, 1024), done: make(chan error, 1)}
+	tr.t, err = trace.Start(prog, &trace.Options{PID: s.pid, OnEvent: func(ev *trace.Event) error {
+		tr.events <- ev.Clone()
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ctx context.Context
+	ctx, tr.cancel = context.WithCancel(context.Background())
+	go func() { tr.done <- tr.t.Run(ctx) }()
+	t.Cleanup(func() { tr.Close(t) })
 	return tr
 }
 
@@ -136,30 +174,28 @@ type request struct {
 
 // events reads n events and formats them as "start PATH ID" and
 // "done PATH ID STATUS", checking that nanos is positive.
-func events(t *testing.T, tr *sdt.Tracer, n int) []string {
+func events(t *testing.T, tr *tracer, n int) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	timeout := time.After(10 * time.Second)
 	var have []string
 	for len(have) < n {
-		var ev sdt.Event
-		if err := tr.Read(ctx, &ev); err != nil {
-			t.Fatalf("after %d of %d events %q: %v", len(have), n, have, err)
+		var ev *trace.Event
+		select {
+		case ev = <-tr.events:
+		case <-timeout:
+			t.Fatalf("after %d of %d events %q: no more in 10s", len(have), n, have)
 		}
-		switch name := tr.ProbeName(ev.Probe); name {
+		switch ev.Name {
 		case "server:request__start":
-			have = append(have, fmt.Sprintf("start %s %d", ev.Strings[0], int64(ev.Args[1])))
+			have = append(have, fmt.Sprintf("start %s %d", ev.Args[0].Str, ev.Args[1].Int()))
 		case "server:request__done":
-			have = append(have, fmt.Sprintf("done %s %d %d", ev.Strings[0], int64(ev.Args[1]), int32(ev.Args[2])))
-			if nanos := int64(ev.Args[3]); nanos <= 0 {
-				t.Errorf("%s: have nanos %d, want > 0", name, nanos)
+			have = append(have, fmt.Sprintf("done %s %d %d", ev.Args[0].Str, ev.Args[1].Int(), int32(ev.Args[2].Raw)))
+			if nanos := ev.Args[3].Int(); nanos <= 0 {
+				t.Errorf("%s: have nanos %d, want > 0", ev.Name, nanos)
 			}
 		default:
-			t.Fatalf("event of unknown probe %q", name)
+			t.Fatalf("event of unknown probe %q", ev.Name)
 		}
-	}
-	if lost, _, err := tr.Lost(); err != nil || lost != 0 {
-		t.Errorf("lost %d events (%v)", lost, err)
 	}
 	return have
 }
@@ -190,7 +226,7 @@ func TestTrace(t *testing.T) {
 	if have, want := events(t, tr, 2*len(reqs)), want(reqs); !slices.Equal(have, want) {
 		t.Errorf("events:\nhave %q\nwant %q", have, want)
 	}
-	tr.Close()
+	tr.Close(t)
 	s.stop(t)
 }
 
@@ -209,7 +245,7 @@ func TestSelfRequests(t *testing.T) {
 	if have, want := events(t, tr, 2), want([]request{{"/hello/again", 5, 200}}); !slices.Equal(have, want) {
 		t.Errorf("events:\nhave %q\nwant %q", have, want)
 	}
-	tr.Close()
+	tr.Close(t)
 	s.stop(t)
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usdtkit/usdtkit/internal/sdttrace"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 )
@@ -103,7 +104,7 @@ func (p *proc) do(t *testing.T, command string) string {
 
 // trace lists provider's probes in pid and traces them there, reading
 // the arguments in strings (a bit mask) as strings.
-func trace(t *testing.T, pid int, provider string, strings uint16) *sdt.Tracer {
+func trace(t *testing.T, pid int, provider string, strings uint16) *sdttrace.Tracer {
 	t.Helper()
 	probes, err := sdt.List(&sdt.ListOptions{PID: pid, Selectors: []sdt.Selector{{Provider: provider}}})
 	if err != nil {
@@ -112,7 +113,7 @@ func trace(t *testing.T, pid int, provider string, strings uint16) *sdt.Tracer {
 	if len(probes) != 1 {
 		t.Fatalf("%d probes of %s in %d, want 1", len(probes), provider, pid)
 	}
-	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: pid, StringArgs: strings})
+	tr, err := sdttrace.Trace(&sdttrace.TraceOptions{Probes: probes, PID: pid, StringArgs: strings})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +121,11 @@ func trace(t *testing.T, pid int, provider string, strings uint16) *sdt.Tracer {
 	return tr
 }
 
-func read(t *testing.T, tr *sdt.Tracer) sdt.Event {
+func read(t *testing.T, tr *sdttrace.Tracer) sdttrace.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var ev sdt.Event
+	var ev sdttrace.Event
 	if err := tr.Read(ctx, &ev); err != nil {
 		t.Fatalf("read: %v", err)
 	}
@@ -136,7 +137,7 @@ func read(t *testing.T, tr *sdt.Tracer) sdt.Event {
 
 // TestServer runs server.py, the seed scenario: http.server firing
 // simplehttp:file_transfer(ip, path, size) per file sent, through
-// stapsdt.py. usdtkit's tracer (sdt.Trace, and the usdtkit trace command)
+// stapsdt.py. usdtkit's tracer (internal/sdttrace, and the usdtkit trace command)
 // reads the strings and the size fired; with --file, bpftrace prints them
 // too.
 func TestServer(t *testing.T) {
@@ -179,7 +180,8 @@ func TestServer(t *testing.T) {
 				t.Errorf("usdtkit: have %q, want %q", have, want)
 			}
 			tr.Close()
-			cli(t, pid, get, fmt.Sprint("simplehttp:file_transfer 127.0.0.1 /hello.txt ", len(body)))
+			// -F is a printf: the line is the format's.
+			cli(t, pid, get, fmt.Sprint("127.0.0.1 /hello.txt ", len(body)))
 			if file {
 				bpftrace(t, pid, get, fmt.Sprint("127.0.0.1 /hello.txt ", len(body)))
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 const requests = 10
@@ -100,7 +101,15 @@ func TestExample(t *testing.T) {
 	if err != nil || len(probes) != 2 {
 		t.Fatalf("listing the process: %d probes, %v", len(probes), err)
 	}
-	tr, err := sdt.Trace(&sdt.TraceOptions{Probes: probes, PID: cmd.Process.Pid, StringArgs: 1})
+	prog, err := trace.CompileEvents([]trace.EventProbe{{Probe: "usdt::myapp:*", Strings: []int{0}}}, &trace.CompileOptions{PID: cmd.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var have []string
+	tr, err := trace.Start(prog, &trace.Options{PID: cmd.Process.Pid, OnEvent: func(ev *trace.Event) error {
+		have = append(have, fmt.Sprintf("%s %s %d", ev.Name, ev.Args[0].Str, ev.Args[1].Int()))
+		return nil
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,13 +121,7 @@ func TestExample(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // collect what was delivered, then detach
-	var have []string
-	err = tr.Run(ctx, func(ev *sdt.Event) error {
-		line := fmt.Sprintf("%s %s %d", tr.ProbeName(ev.Probe), ev.Strings[0], int64(ev.Args[1]))
-		have = append(have, line)
-		return nil
-	})
-	if err != nil {
+	if err := tr.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if want := wantEvents("myapp:"); !slices.Equal(have, want) {

@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
@@ -74,7 +75,7 @@ func newSession(tb testing.TB, path string, strs map[string]uint16, names ...str
 			}
 			site := bpfgen.Site{Probe: id, Strings: strs[p.Name]}
 			for _, a := range loc.Args {
-				f, err := a.Fetch(loc.Address, sym)
+				f, err := argfetch.Fetch(a, loc.Address, sym)
 				if err != nil {
 					tb.Fatalf("%s: %v", p.Name, err)
 				}

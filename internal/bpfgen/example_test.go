@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/sdt"
 )
@@ -20,7 +21,7 @@ func ExampleGenerate() {
 		if err != nil {
 			panic(err)
 		}
-		f, err := a.Fetch(site, symbols)
+		f, err := argfetch.Fetch(a, site, symbols)
 		if err != nil {
 			panic(err)
 		}

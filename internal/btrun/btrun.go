@@ -342,7 +342,34 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		}
 	}
 	r.fireAll(btlang.ProbeEnd)
-	r.detach()
+	// The ring is read while the links close (each waits for an SRCU
+	// grace period): a probe that keeps firing would fill it meanwhile.
+	detached := make(chan struct{})
+	go func() {
+		r.detach()
+		close(detached)
+	}()
+	for closing := true; closing; {
+		select {
+		case <-detached:
+			closing = false
+			continue
+		default:
+		}
+		r.rd.SetDeadline(time.Now().Add(time.Millisecond))
+		err := r.rd.ReadInto(&r.rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			<-detached
+			break
+		}
+		if err := r.handle(r.rec.RawSample); err != nil && !errors.Is(err, errStop) {
+			<-detached
+			return err
+		}
+	}
 	// Records written before the links closed, END's among them; a
 	// further exit() changes nothing.
 	for {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -94,7 +95,7 @@ func sites(t *testing.T, prog *btlang.Program, bin string) [][]btgen.Site {
 							s.RefCtrOffset = loc.SemaphoreOffset
 						}
 						for _, a := range loc.Args {
-							f, err := a.Fetch(loc.Address, nil)
+							f, err := argfetch.Fetch(a, loc.Address, nil)
 							if err != nil {
 								t.Fatal(err)
 							}

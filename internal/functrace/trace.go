@@ -53,7 +53,7 @@ var (
 )
 
 // TraceOptions describes a trace of native functions. The fields other
-// than Functions mean what they mean in sdt.TraceOptions.
+// than Functions mean what they mean in sdttrace.TraceOptions.
 type TraceOptions struct {
 	// Functions are the sites to trace, as Functions returns them; at
 	// least one, all of one machine.

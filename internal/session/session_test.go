@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -38,7 +39,7 @@ func TestLifetime(t *testing.T) {
 	loc := probes[0].Locations[0]
 	site := bpfgen.Site{}
 	for _, a := range loc.Args {
-		f, err := a.Fetch(loc.Address, nil)
+		f, err := argfetch.Fetch(a, loc.Address, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

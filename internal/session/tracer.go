@@ -9,7 +9,7 @@ import (
 )
 
 // Tracer is a Session together with what its probe ids mean: the names
-// events print and the signedness of their arguments. sdt.Tracer (USDT
+// events print and the signedness of their arguments. sdttrace.Tracer (USDT
 // probes) and functrace.Tracer (functions) embed it; its methods are theirs.
 //
 // A Tracer is safe for concurrent use, except that only one goroutine may

@@ -1,15 +1,22 @@
-package sdt
+// Package sdttrace is the tracer of USDT probes that package trace's
+// programs replace: a fixed BPF program per mode (events, count, hist,
+// latency) over internal/session. Only tests and benchmarks use it now;
+// it is apart from package sdt so that listing probes links no BPF
+// loader.
+package sdttrace
 
 import (
 	"errors"
 	"fmt"
 	"os"
 
+	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/sdt"
 )
 
 // Types of a trace, shared with package uprobe's function tracing.
@@ -53,7 +60,7 @@ var ErrNoArg = session.ErrNoArg
 // TraceOptions describes a trace of USDT probes.
 type TraceOptions struct {
 	// Probes are traced at every location; List finds them. At least one.
-	Probes []Probe
+	Probes []sdt.Probe
 	// PID restricts the trace to one process; 0 traces every process that
 	// maps the probes' files. Probes listed from a process need their PID.
 	PID int
@@ -191,7 +198,7 @@ func Trace(opts *TraceOptions) (*Tracer, error) {
 			site := bpfgen.Site{Probe: id, Strings: strs & (1<<len(loc.Args) - 1)}
 			for k := range loc.Args {
 				a := &loc.Args[k]
-				f, err := a.Fetch(loc.Address, resolve)
+				f, err := argfetch.Fetch(*a, loc.Address, resolve)
 				if err != nil {
 					t.Warnings = append(t.Warnings, fmt.Errorf("%s in %s at %#x: arg%d: %w", p, p.Path, loc.Address, k, err))
 					f = bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8}

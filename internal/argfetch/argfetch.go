@@ -1,13 +1,17 @@
-package sdt
+// Package argfetch turns a USDT argument, as package sdt parses it, into
+// what a generated BPF program reads (bpfgen.Fetch). It is apart from sdt
+// so that listing probes links no BPF code generator.
+package argfetch
 
 import (
 	"debug/elf"
 	"fmt"
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/sdt"
 )
 
-// Fetch converts a parsed argument at a probe location into what the BPF
+// Fetch converts a parsed argument a at a probe location into what the BPF
 // program reads. site is the location's virtual address (Location.Address),
 // used for symbol operands; symbol resolves a symbol name to its virtual
 // address in the same object. symbol may be nil: then a symbol operand gives
@@ -28,12 +32,12 @@ import (
 // pt_regs such as %xmm0 or v0, sizes other than 1, 2, 4 and 8, a symbol
 // without a resolver, a numeric %rip displacement), or one wrapping the
 // resolver's error.
-func (a Arg) Fetch(site uint64, symbol func(string) (uint64, error)) (bpfgen.Fetch, error) {
+func Fetch(a sdt.Arg, site uint64, symbol func(string) (uint64, error)) (bpfgen.Fetch, error) {
 	if a.Err != nil {
 		return bpfgen.Fetch{}, a.Err
 	}
 	fail := func(format string, args ...any) (bpfgen.Fetch, error) {
-		return bpfgen.Fetch{}, &ArgError{Index: -1, Spec: a.Spec, Reason: fmt.Sprintf(format, args...), Err: bpfgen.ErrUnsupported}
+		return bpfgen.Fetch{}, &sdt.ArgError{Index: -1, Spec: a.Spec, Reason: fmt.Sprintf(format, args...), Err: bpfgen.ErrUnsupported}
 	}
 	f := bpfgen.Fetch{Signed: a.Signed}
 	switch a.Size {
@@ -43,7 +47,7 @@ func (a Arg) Fetch(site uint64, symbol func(string) (uint64, error)) (bpfgen.Fet
 		return fail("%d-byte value", a.Size)
 	}
 	reg := func(name string) (bpfgen.Reg, bool, error) {
-		r, ok := LookupRegister(a.Machine, name)
+		r, ok := sdt.LookupRegister(a.Machine, name)
 		if !ok {
 			return bpfgen.Reg{}, false, fmt.Errorf("unknown register %q", name)
 		}
@@ -58,9 +62,9 @@ func (a Arg) Fetch(site uint64, symbol func(string) (uint64, error)) (bpfgen.Fet
 	}
 
 	switch a.Kind {
-	case ArgConst:
+	case sdt.ArgConst:
 		f.Kind, f.Value = bpfgen.FetchConst, a.Value
-	case ArgReg:
+	case sdt.ArgReg:
 		r, zero, err := reg(a.Reg)
 		if err != nil {
 			return fail("register %s: %v", a.Reg, err)
@@ -71,7 +75,7 @@ func (a Arg) Fetch(site uint64, symbol func(string) (uint64, error)) (bpfgen.Fet
 			break
 		}
 		f.Kind, f.Reg = bpfgen.FetchReg, r
-	case ArgMem:
+	case sdt.ArgMem:
 		f.Kind, f.Offset = bpfgen.FetchMem, a.Offset
 		if a.Index != "" {
 			r, _, err := reg(a.Index)
@@ -82,7 +86,7 @@ func (a Arg) Fetch(site uint64, symbol func(string) (uint64, error)) (bpfgen.Fet
 		}
 		isIP := false
 		if a.Reg != "" {
-			if r, ok := LookupRegister(a.Machine, a.Reg); ok && r.Name == "rip" {
+			if r, ok := sdt.LookupRegister(a.Machine, a.Reg); ok && r.Name == "rip" {
 				isIP = true
 			}
 		}
@@ -96,7 +100,7 @@ func (a Arg) Fetch(site uint64, symbol func(string) (uint64, error)) (bpfgen.Fet
 			}
 			addr, err := symbol(a.Symbol)
 			if err != nil {
-				return bpfgen.Fetch{}, &ArgError{Index: -1, Spec: a.Spec, Reason: "symbol " + a.Symbol, Err: err}
+				return bpfgen.Fetch{}, &sdt.ArgError{Index: -1, Spec: a.Spec, Reason: "symbol " + a.Symbol, Err: err}
 			}
 			f.IPRel = true
 			f.Offset = int64(addr + uint64(a.Offset) - site)

@@ -1,12 +1,15 @@
-package sdt
+package argfetch
 
 import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/sdt"
 )
 
 // testSymbols resolves "gs" and "garr" like a symbol table would.
@@ -62,11 +65,11 @@ func TestArgFetch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.m.String()+"/"+tc.spec, func(t *testing.T) {
-			arg, err := ParseArg(tc.m, tc.spec)
+			arg, err := sdt.ParseArg(tc.m, tc.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			have, err := arg.Fetch(site, testSymbols)
+			have, err := Fetch(arg, site, testSymbols)
 			if err != nil || have != tc.want {
 				t.Errorf("have %+v, %v\nwant %+v", have, err, tc.want)
 			}
@@ -91,9 +94,9 @@ func TestArgFetchErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec, func(t *testing.T) {
-			arg, _ := ParseArg(tc.m, tc.spec)
-			have, err := arg.Fetch(0x1000, tc.symbols)
-			var ae *ArgError
+			arg, _ := sdt.ParseArg(tc.m, tc.spec)
+			have, err := Fetch(arg, 0x1000, tc.symbols)
+			var ae *sdt.ArgError
 			if !errors.As(err, &ae) || have != (bpfgen.Fetch{}) {
 				t.Fatalf("have %+v, %v; want an *ArgError", have, err)
 			}
@@ -108,13 +111,35 @@ func TestArgFetchErrors(t *testing.T) {
 // *ArgError and a zero Fetch, and that every Fetch it returns is one
 // bpfgen.Generate accepts.
 func FuzzArgFetch(f *testing.F) {
-	addArgSeeds(f, func(m elf.Machine, spec string) { f.Add(uint16(m), spec, uint64(0x1200)) })
+	// The seeds are package sdt's corpora of argument strings.
+	for path, m := range map[string]elf.Machine{
+		"../../sdt/testdata/argspec-x86_64.txt":  elf.EM_X86_64,
+		"../../sdt/testdata/argspec-aarch64.txt": elf.EM_AARCH64,
+	} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		n := 0
+		for _, l := range strings.Split(string(data), "\n") {
+			if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
+				continue
+			}
+			for _, spec := range sdt.SplitArgs(l) {
+				f.Add(uint16(m), spec, uint64(0x1200))
+				n++
+			}
+		}
+		if n == 0 {
+			f.Fatalf("%s holds no argument strings", path)
+		}
+	}
 	f.Fuzz(func(t *testing.T, machine uint16, spec string, site uint64) {
 		m := elf.Machine(machine)
-		a, _ := ParseArg(m, spec)
-		fe, err := a.Fetch(site, testSymbols)
+		a, _ := sdt.ParseArg(m, spec)
+		fe, err := Fetch(a, site, testSymbols)
 		if err != nil {
-			var ae *ArgError
+			var ae *sdt.ArgError
 			if !errors.As(err, &ae) || fe != (bpfgen.Fetch{}) {
 				t.Fatalf("Fetch(%v %q) = %+v, %v", m, spec, fe, err)
 			}

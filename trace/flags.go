@@ -1,0 +1,467 @@
+package trace
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/usdtkit/usdtkit/internal/escape"
+	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/uprobe"
+)
+
+// Flags are the trace command's shorthands for a program: probes as
+// selectors and what to do at each hit. FlagProgram turns them into the
+// program they stand for, FlagEvents (flags that only print hits) into
+// EventProbes, CompileFlags compiles either. The zero value of every
+// field but Probes is the default. Flags is plain data; the functions
+// taking it do not modify it and are safe for concurrent use.
+type Flags struct {
+	// Probes are selectors as the trace command takes them:
+	// usdt:PATH:PROVIDER:NAME, usdt:PATH:NAME, PROVIDER:NAME (U: for
+	// usdt:), uprobe:PATH:FUNC[+OFFSET], uretprobe:PATH:FUNC (u:, ur:).
+	// Parts are globs and may hold package escape's \xNN escapes; a
+	// PATH of "*" or "" means every object of CompileOptions.PID and
+	// PIDs, or CompileOptions.Executable.
+	Probes []string
+	// Count counts hits: @[probe] = count().
+	Count bool
+	// Hist is "argN": @[probe] = hist(argN).
+	Hist string
+	// By adds keys after probe to Count's or Hist's map, in order: pid,
+	// tid, comm, argN or str(argN).
+	By []string
+	// Latency is "START,DONE", each NAME or PROVIDER:NAME of a USDT
+	// probe, or uprobe:FUNC / uretprobe:FUNC: a histogram of the
+	// nanoseconds from START to DONE on one thread, @latency_ns[probe].
+	Latency string
+	// Filters are predicates, ANDed: "argN OP VALUE" (OP one of == != <
+	// <= > >=, VALUE an integer), "str(argN) OP \"TEXT\"" (== or !=), or
+	// "argN OP \"TEXT\"" for an argument Strings reads as a string. With
+	// a "PROVIDER:NAME=" prefix a filter applies to that probe only.
+	Filters []string
+	// Formats are printf formats, printed at each hit with a newline
+	// appended when missing: '"TEXT", argN, str(argN)...' or just
+	// 'TEXT' whose verbs take arg0, arg1... in order (%s as str(argN)).
+	// Verbs: d i u x X o p c s with the flag -, a width and a precision.
+	// With a "PROVIDER:NAME=" prefix a format is that probe's only.
+	Formats []string
+	// Strings are the arguments read as strings: "N" for every probe,
+	// "PROVIDER:NAME=N" for one, N from 0 to 11.
+	Strings []string
+	// StrLen is the bytes read per string, the NUL included; 0 means 64.
+	StrLen int
+}
+
+// FlagError is an error in Flags: which flag, as the trace command names
+// it, and one sentence.
+type FlagError struct {
+	Flag string
+	Msg  string
+}
+
+func (e *FlagError) Error() string { return e.Flag + ": " + e.Msg }
+
+func flagErrorf(flag, format string, args ...any) error {
+	return &FlagError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrAddress is wrapped by FlagProgram's and FlagEvents' error for a
+// function selected by its address (uprobe:PATH:0xADDR), which programs do
+// not name; the trace command's flags trace it without a program.
+var ErrAddress = errors.New("a function at an address is not supported in programs; give its name")
+
+// ErrGoFlags is wrapped by FlagProgram's and FlagEvents' error when a
+// selector names a Go function: the flags read a Go function's values by
+// name (--filter 'n > 3', --hist n, --field), and the trace command traces
+// Go functions without a program for now.
+var ErrGoFlags = errors.New("Go functions are traced by the flags without a program")
+
+// ErrNoProgram is returned by FlagProgram for Flags without Count, Hist,
+// Latency or Formats: printing each event with all its arguments is not
+// a program.
+var ErrNoProgram = errors.New("events without a format have no program")
+
+// CompileFlags compiles what f stands for: FlagProgram's program, or
+// for Flags without Count, Hist, Latency or Formats the events of
+// FlagEvents (start it with Options.OnEvent). The errors are theirs and
+// Compile's, those about the written program without its positions,
+// which the caller never wrote.
+func CompileFlags(f *Flags, opts *CompileOptions) (*Program, error) {
+	if f == nil {
+		return nil, fmt.Errorf("compile flags: no Flags")
+	}
+	var o CompileOptions
+	if opts != nil {
+		o = *opts
+	}
+	quiet := o
+	quiet.Warn = nil // Compile warns
+	var prog *Program
+	if !f.Count && f.Hist == "" && f.Latency == "" && len(f.Formats) == 0 {
+		eps, err := FlagEvents(f, &quiet)
+		if err != nil {
+			return nil, err
+		}
+		prog, err = CompileEvents(eps, &o)
+		if err != nil {
+			return nil, unplaced(err)
+		}
+		return prog, nil
+	}
+	src, err := FlagProgram(f, &quiet)
+	if err != nil {
+		return nil, err
+	}
+	if prog, err = Compile("flags", src, &o); err != nil {
+		return nil, unplaced(err)
+	}
+	return prog, nil
+}
+
+// unplacedErrors are CompileErrors without their positions.
+type unplacedErrors struct{ list CompileErrors }
+
+func (e unplacedErrors) Error() string {
+	msgs := make([]string, len(e.list))
+	for i, c := range e.list {
+		msgs[i] = c.Msg
+	}
+	return strings.Join(msgs, "\n")
+}
+
+func (e unplacedErrors) Unwrap() []error { return e.list.Unwrap() }
+
+// unplaced drops the positions of CompileErrors.
+func unplaced(err error) error {
+	var list CompileErrors
+	if errors.As(err, &list) {
+		return unplacedErrors{list}
+	}
+	return err
+}
+
+// FlagEvents returns what CompileEvents takes for Flags without Count,
+// Hist, Latency or Formats: an EventProbe per group of probes the same
+// flags apply to, with the filters and the string arguments that apply
+// to them. It lists the probes, checks and errs as FlagProgram.
+func FlagEvents(f *Flags, opts *CompileOptions) ([]EventProbe, error) {
+	sp, sels, err := prepareFlags(f, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	return sp.events(sels)
+}
+
+// FlagProgram returns the program in bpftrace's language that f stands
+// for: it lists the probes (as Compile does, with opts) to check every
+// argument the flags read against every probe, to resolve per-probe
+// flags and Latency's names, and writes one block per group of probes
+// the same flags apply to. Probe names are written quoted, and a name no
+// program can hold (with a '"' or a newline) is refused, so that no
+// selector, filter or format can add program text.
+//
+// Errors: *FlagError for a malformed flag; an error wrapping ErrGoFlags
+// when a selector names a Go function, ErrAddress for a
+// function at an address (the trace command's flags trace both without a
+// program); ErrNoProgram; errors listing the objects (os.ErrPermission,
+// sdt.ErrNotFound) wrapped.
+func FlagProgram(f *Flags, opts *CompileOptions) (string, error) {
+	sp, sels, err := prepareFlags(f, opts, false)
+	if err != nil {
+		return "", err
+	}
+	return sp.program(sels)
+}
+
+// prepareFlags parses f, and lists its probes.
+func prepareFlags(f *Flags, opts *CompileOptions, events bool) (*flagSpec, []*flagSelector, error) {
+	if f == nil {
+		return nil, nil, fmt.Errorf("flags: no Flags")
+	}
+	spec, err := parseFlags(f, events)
+	if err != nil {
+		return nil, nil, err
+	}
+	var o CompileOptions
+	if opts != nil {
+		o = *opts
+	}
+	sels, err := parseSelectors(f.Probes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if spec.names != "" && !slices.ContainsFunc(sels, func(s *flagSelector) bool { return s.kind != kindUSDT }) {
+		return nil, nil, flagErrorf(spec.names, "values by name are for Go functions (uprobe:PATH:pkg.Func); USDT probes take argN")
+	}
+	if err := listSelectors(sels, &o); err != nil {
+		return nil, nil, err
+	}
+	if spec.names != "" {
+		return nil, nil, flagErrorf(spec.names, "values by name are for Go functions (uprobe:PATH:pkg.Func); native functions and USDT probes take argN")
+	}
+	return spec, sels, nil
+}
+
+// Probe kinds of selectors.
+const (
+	kindUSDT = iota
+	kindUprobe
+	kindUretprobe
+)
+
+// flagSelector is one of Flags.Probes with what it lists.
+type flagSelector struct {
+	text string
+	kind int
+	// spec is the selector as a program's probe.
+	spec  string
+	sdt   sdt.Selector
+	fn    uprobe.Selector
+	found []flagProbe
+}
+
+// flagProbe is one probe a selector lists: a USDT probe (all its
+// locations in one object) or a function.
+type flagProbe struct {
+	// name is as the trace command shows it: PROVIDER:NAME, uprobe:FUNC.
+	name string
+	// spec names just this probe in a program.
+	spec string
+	// specErr is why no program can name just this probe (a '"' in
+	// its name): an error only when spec is needed.
+	specErr error
+	args    int
+	ret     bool
+}
+
+// IsFunctionSelector reports whether s selects functions (uprobe:,
+// uretprobe:, u:, ur:) rather than USDT probes.
+func IsFunctionSelector(s string) bool {
+	kind, _, _ := strings.Cut(s, ":")
+	return kind == "uprobe" || kind == "u" || kind == "uretprobe" || kind == "ur"
+}
+
+func parseSelectors(probes []string) ([]*flagSelector, error) {
+	if len(probes) == 0 {
+		return nil, flagErrorf("PROBE", "name a probe")
+	}
+	var sels []*flagSelector
+	for _, p := range probes {
+		s := &flagSelector{text: p}
+		if IsFunctionSelector(p) {
+			sel, err := uprobe.ParseSelector(p)
+			if err != nil {
+				return nil, err
+			}
+			if sel.Address != 0 {
+				return nil, fmt.Errorf("%s: %w", p, ErrAddress)
+			}
+			s.kind, s.fn = kindUprobe, sel
+			kind := "uprobe"
+			if sel.Return {
+				s.kind, kind = kindUretprobe, "uretprobe"
+			}
+			path, err := probePart(p, anyPath(sel.Path), false)
+			if err != nil {
+				return nil, err
+			}
+			fn, err := probePart(p, sel.Func, true)
+			if err != nil {
+				return nil, err
+			}
+			s.spec = kind + ":" + path + ":" + fn
+			if sel.Offset != 0 {
+				s.spec += "+" + strconv.FormatUint(sel.Offset, 10)
+			}
+		} else {
+			sel, err := sdt.ParseSelector(p)
+			if err != nil {
+				return nil, err
+			}
+			s.kind, s.sdt = kindUSDT, sel
+			s.spec, err = usdtSpec(p, anyPath(sel.Path), or(sel.Provider, "*"), or(sel.Name, "*"))
+			if err != nil {
+				return nil, err
+			}
+		}
+		sels = append(sels, s)
+	}
+	return sels, nil
+}
+
+// anyPath is "" for "*": every object of the process, or the command's
+// executable.
+func anyPath(p string) string {
+	if p == "*" {
+		return ""
+	}
+	return p
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func usdtSpec(sel, path, provider, name string) (string, error) {
+	parts := []string{path, provider, name}
+	for i, p := range parts {
+		q, err := probePart(sel, p, false)
+		if err != nil {
+			return "", err
+		}
+		parts[i] = q
+	}
+	return "usdt:" + strings.Join(parts, ":"), nil
+}
+
+// probePart writes one part of a probe as a program reads it back: bare
+// when it holds only characters a bare part may, else in double quotes,
+// which take any byte but '"' and a newline (they have no escapes).
+func probePart(sel, s string, isFunc bool) (string, error) {
+	bare := !(isFunc && s != "" && s[0] >= '0' && s[0] <= '9')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\n':
+			return "", flagErrorf(escape.Name(sel), "a probe part with %q cannot be written in a program", c)
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_':
+		case strings.IndexByte("-./*#[]?", c) >= 0:
+		case c == '+' && !isFunc:
+		default:
+			bare = false
+		}
+	}
+	if bare {
+		return s, nil
+	}
+	return `"` + s + `"`, nil
+}
+
+// globQuote quotes path.Match's metacharacters in a literal name.
+func globQuote(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(`*?[]\`, s[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// listSelectors lists each selector's probes as Compile will: a selector
+// that lists nothing is dropped (others may), none listing anything is an
+// error.
+func listSelectors(sels []*flagSelector, o *CompileOptions) error {
+	warn := o.Warn
+	if warn == nil {
+		warn = func(error) {}
+	}
+	pids, err := o.pids()
+	if err != nil {
+		return err
+	}
+	var usdtSels, fnSels []string
+	for _, s := range sels {
+		path := anyPath(s.sdt.Path)
+		if s.kind != kindUSDT {
+			path = anyPath(s.fn.Path)
+		}
+		if path == "" && pids[0] == 0 {
+			if o.Executable == "" {
+				return fmt.Errorf("%s: an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)", escape.Name(s.text))
+			}
+			path = o.Executable
+		}
+		if s.kind == kindUSDT {
+			usdtSels = append(usdtSels, s.text)
+			sel := s.sdt
+			sel.Path = path
+			var probes []sdt.Probe
+			for _, pid := range pids {
+				some, err := sdt.List(&sdt.ListOptions{PID: pid, Warn: warn, Selectors: []sdt.Selector{sel}})
+				if err != nil {
+					return err
+				}
+				probes = append(probes, some...)
+			}
+			for i := range probes {
+				p := &probes[i]
+				n := -1
+				for j := range p.Locations {
+					if k := len(p.Locations[j].Args); n < 0 || k < n {
+						n = k
+					}
+				}
+				spec, err := usdtSpec(p.String(), p.Path, globQuote(p.Provider), globQuote(p.Name))
+				s.found = append(s.found, flagProbe{name: p.String(), spec: spec, specErr: err, args: max(n, 0)})
+			}
+			continue
+		}
+		fnSels = append(fnSels, s.text)
+		sel := s.fn
+		sel.Path = path
+		var fns []uprobe.Function
+		for _, pid := range pids {
+			some, err := uprobe.Functions(&uprobe.ListOptions{PID: pid, Warn: warn, Selectors: []uprobe.Selector{sel}})
+			if err != nil {
+				return err
+			}
+			fns = append(fns, some...)
+		}
+		for i := range fns {
+			fn := &fns[i]
+			if fn.Go {
+				return fmt.Errorf("%s: %w", fn.Name(), ErrGoFlags)
+			}
+			kind := "uprobe"
+			args := 6
+			if fn.Return {
+				kind, args = "uretprobe", 1
+			}
+			path, err := probePart(fn.Name(), fn.Path, false)
+			name, err2 := probePart(fn.Name(), globQuote(fn.Symbol.Name), true)
+			spec := kind + ":" + path + ":" + name
+			if fn.Delta != 0 {
+				spec += "+" + strconv.FormatUint(fn.Delta, 10)
+			}
+			if !slices.ContainsFunc(s.found, func(p flagProbe) bool { return p.spec == spec }) {
+				s.found = append(s.found, flagProbe{name: fn.Name(), spec: spec, specErr: errors.Join(err, err2), args: args, ret: fn.Return})
+			}
+		}
+	}
+	if slices.ContainsFunc(sels, func(s *flagSelector) bool { return len(s.found) > 0 }) {
+		return nil
+	}
+	if len(usdtSels) == 0 {
+		return fmt.Errorf("no function matches %s", strings.Join(fnSels, " "))
+	}
+	return fmt.Errorf("no probe matches %s", strings.Join(append(usdtSels, fnSels...), " "))
+}
+
+// ProbeNames returns the names of the probes the program attaches to, as
+// Event.Name gives them (PROVIDER:NAME for USDT probes, the function for
+// functions), sorted, each once.
+func (p *Program) ProbeNames() []string {
+	var names []string
+	for _, n := range p.names {
+		if !slices.Contains(names, n.name) {
+			names = append(names, n.name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// SendsEvents reports whether the program sends Events (CompileEvents,
+// CompileFlags): Start then needs Options.OnEvent.
+func (p *Program) SendsEvents() bool { return p.gen != nil && len(p.gen.Events) > 0 }

@@ -1,0 +1,264 @@
+package trace
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// TestFlagProgram checks the program each set of flags stands for, on
+// tracee.c's probes (str: a string and an int; consts: four ints).
+func TestFlagProgram(t *testing.T) {
+	bin := testutil.BuildTracee(t, "-O0")
+	str, consts := "usdt:"+bin+":tracee:str", "usdt:"+bin+":tracee:consts"
+	tests := []struct {
+		name  string
+		flags Flags
+		want  string // BIN stands for the tracee
+	}{
+		{"count", Flags{Probes: []string{str, consts}, Count: true},
+			"usdt:BIN:tracee:str,\nusdt:BIN:tracee:consts\n{ @[probe] = count(); }\n"},
+		{"count by", Flags{Probes: []string{"usdt:" + bin + ":tracee:st*"}, Count: true, By: []string{"pid", "comm", "tid", "arg1", "str(arg0)"}},
+			"usdt:BIN:tracee:st*\n{ @[probe, pid, comm, tid, arg1, str(arg0)] = count(); }\n"},
+		{"count by --str", Flags{Probes: []string{str}, Count: true, By: []string{"arg0"}, Strings: []string{"0"}, StrLen: 16},
+			"usdt:BIN:tracee:str\n{ @[probe, str(arg0, 15)] = count(); }\n"},
+		{"hist filters", Flags{Probes: []string{str}, Hist: "arg1", Filters: []string{"arg1 >= 0x10", `str(arg0) != "a\"\\\n"`}},
+			"usdt:BIN:tracee:str\n/arg1 >= 16 && str(arg0) != \"a\\\"\\\\\\n\"/\n{ @[probe] = hist(arg1); }\n"},
+		{"per-probe filter", Flags{Probes: []string{consts, "usdt:" + bin + ":tracee:s*r"}, Count: true, Filters: []string{"tracee:str=arg1 == 1", "arg0 != -1"}},
+			"usdt:BIN:tracee:consts\n/arg0 != -1/\n{ @[probe] = count(); }\n" +
+				"usdt:BIN:tracee:str\n/arg1 == 1 && arg0 != -1/\n{ @[probe] = count(); }\n"},
+		{"formats", Flags{Probes: []string{str, consts}, Formats: []string{"%d, %-5u %x%%", `tracee:str="%s\t%08d\n", str(arg0), arg1`}},
+			"usdt:BIN:tracee:str\n{ printf(\"%s\\t%08lld\\n\", str(arg0), arg1); }\n" +
+				"usdt:BIN:tracee:consts\n{ printf(\"%lld, %-5llu %llx%%\\n\", arg0, arg1, arg2); }\n"},
+		{"latency", Flags{Probes: []string{str, consts}, Latency: "str,tracee:consts", Filters: []string{"arg1 > 0"}},
+			"usdt:BIN:tracee:str\n/arg1 > 0/\n{ @start[tid] = nsecs; }\n" +
+				"usdt:BIN:tracee:consts\n/@start[tid] && arg1 > 0/\n{ @latency_ns[probe] = hist(nsecs - @start[tid]); delete(@start[tid]); }\n"},
+		{"uretprobe", Flags{Probes: []string{"uprobe:" + bin + ":run", "uretprobe:" + bin + ":run"}, Hist: "arg0"},
+			"uprobe:BIN:run\n{ @[probe] = hist(arg0); }\nuretprobe:BIN:run\n{ @[probe] = hist(retval); }\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			have, err := FlagProgram(&tt.flags, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.ReplaceAll(tt.want, "BIN", bin); have != want {
+				t.Errorf("have\n%s\nwant\n%s", have, want)
+			}
+			if _, err := Compile("flags", have, nil); err != nil {
+				t.Errorf("compile: %v", err)
+			}
+		})
+	}
+}
+
+// TestFlagProgramErrors checks that malformed flags are *FlagErrors, and
+// that a flag reading an argument a probe lacks names the probe.
+func TestFlagProgramErrors(t *testing.T) {
+	bin := testutil.BuildTracee(t, "-O2")
+	str := "usdt:" + bin + ":tracee:str"
+	tests := []struct {
+		name  string
+		flags Flags
+		flag  string // the FlagError's Flag; "" for another error
+		want  string
+	}{
+		{"two modes", Flags{Probes: []string{str}, Count: true, Hist: "arg0"}, "--count", "exclude each other"},
+		{"by without mode", Flags{Probes: []string{str}, Formats: []string{"%d"}, By: []string{"pid"}}, "--by", "needs --count or --hist"},
+		{"format and count", Flags{Probes: []string{str}, Formats: []string{"%d"}, Count: true}, "--format", "does not go with"},
+		{"bad by", Flags{Probes: []string{str}, Count: true, By: []string{"cpu"}}, "--by", "want pid"},
+		{"bad hist", Flags{Probes: []string{str}, Hist: "str(arg0)"}, "--hist", "want argN"},
+		{"hist arg12", Flags{Probes: []string{str}, Hist: "arg12"}, "--hist", "want argN"},
+		{"string order", Flags{Probes: []string{str}, Count: true, Filters: []string{`str(arg0) < "a"`}}, `--filter str(arg0) < "a"`, "== or != only"},
+		{"string unclosed", Flags{Probes: []string{str}, Count: true, Filters: []string{`str(arg0) == "a`}}, `--filter str(arg0) == "a`, "a string is written"},
+		{"str int", Flags{Probes: []string{str}, Count: true, Filters: []string{`str(arg0) == 1`}}, "--filter str(arg0) == 1", "compares with a"},
+		{"string of an int", Flags{Probes: []string{str}, Count: true, Filters: []string{`arg1 == "x"`}}, `--filter arg1 == "x"`, "read it as one with --str 1"},
+		{"format flag", Flags{Probes: []string{str}, Formats: []string{"%+d"}}, "--format %+d", "not + #"},
+		{"format mismatch", Flags{Probes: []string{str}, Formats: []string{`"%d", str(arg0)`}}, `--format "%d", str(arg0)`, "%s goes with str(argN)"},
+		{"two formats", Flags{Probes: []string{str}, Formats: []string{"%d", "%u"}}, "--format", "two formats"},
+		{"other probe", Flags{Probes: []string{str}, Count: true, Filters: []string{"tracee:consts=arg0 > 1"}}, "", "tracee:consts is not among the traced probes (tracee:str)"},
+		{"latency other", Flags{Probes: []string{str}, Latency: "str,consts"}, "--latency", "must be among"},
+		{"strlen", Flags{Probes: []string{str}, Count: true, StrLen: 1}, "--strlen", "want 2 to 4096"},
+		{"names", Flags{Probes: []string{str}, Count: true, Filters: []string{"n > 1"}}, "--filter n > 1", "USDT probes take argN"},
+		{"arg count", Flags{Probes: []string{str}, Hist: "arg3"}, "", "tracee:str has 2 arguments (arg0..arg1), no arg3 to make a histogram of"},
+		{"format arg count", Flags{Probes: []string{str}, Formats: []string{"%d %s %d"}}, "", "tracee:str has 2 arguments (arg0..arg1), no arg2 to print"},
+		{"no match", Flags{Probes: []string{"usdt:" + bin + ":tracee:nosuch"}, Count: true}, "", "no probe matches"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := FlagProgram(&tt.flags, nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			var fe *FlagError
+			if isFlag := errors.As(err, &fe); isFlag != (tt.flag != "") || isFlag && fe.Flag != tt.flag {
+				t.Errorf("error %q (%T), want a FlagError of %q", err, err, tt.flag)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q, want %q in it", err, tt.want)
+			}
+		})
+	}
+	if _, err := FlagProgram(&Flags{Probes: []string{str}}, nil); !errors.Is(err, ErrNoProgram) {
+		t.Errorf("events: error %v, want ErrNoProgram", err)
+	}
+}
+
+// TestProbePartRoundTrip checks that a probe part written by probePart
+// reads back as itself, and that the bytes no part can hold are refused.
+func TestProbePartRoundTrip(t *testing.T) {
+	for _, s := range []string{"a", "*", "lib c", "{x}", "a:b", "x/*", "f+1", "1f", `\*`, "é\x00\x1b", "BEGIN", "a,b"} {
+		checkProbePart(t, s)
+	}
+	for _, s := range []string{`a"b`, "a\nb"} {
+		if _, err := usdtSpec("sel", "/bin/x", "p", s); err == nil {
+			t.Errorf("%q: no error", s)
+		}
+	}
+}
+
+func checkProbePart(t *testing.T, s string) {
+	t.Helper()
+	spec, err := usdtSpec("sel", "/x y/"+s, "p", s)
+	if err != nil {
+		if !strings.ContainsAny(s, "\"\n") {
+			t.Errorf("%q: %v", s, err)
+		}
+		return
+	}
+	prog, err := btlang.Parse("f", []byte(spec+" {}"))
+	if err != nil {
+		t.Fatalf("%q: spec %q: %v", s, spec, err)
+	}
+	if len(prog.Blocks) != 1 || len(prog.Blocks[0].Probes) != 1 {
+		t.Fatalf("%q: spec %q parses as %d blocks", s, spec, len(prog.Blocks))
+	}
+	p := prog.Blocks[0].Probes[0]
+	if p.Kind != btlang.ProbeUSDT || p.Path != "/x y/"+s || p.Provider != "p" || p.Name != s {
+		t.Errorf("%q: spec %q parses as %+v", s, spec, p)
+	}
+	fn, err := probePart("sel", s, true)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	prog, err = btlang.Parse("f", []byte("uprobe:/x:"+fn+" {}"))
+	if err != nil {
+		t.Fatalf("%q: function %q: %v", s, fn, err)
+	}
+	if p := prog.Blocks[0].Probes[0]; p.Name != s || p.Offset != 0 {
+		t.Errorf("%q: function %q parses as %+v", s, fn, p)
+	}
+}
+
+// FuzzProbePart: every probe part is written so that it parses back as
+// itself, in one probe of one block, or refused.
+func FuzzProbePart(f *testing.F) {
+	for _, s := range flagSeeds(f, "probe ") {
+		f.Add(s)
+	}
+	f.Add("x\ny")
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" {
+			return
+		}
+		checkProbePart(t, s)
+	})
+}
+
+// flagSeeds returns the values of testdata/flags.txt's lines that start
+// with prefix (filter, format or probe: seeds of the fuzz targets).
+func flagSeeds(tb testing.TB, prefix string) []string {
+	tb.Helper()
+	data, err := os.ReadFile("testdata/flags.txt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var seeds []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, prefix); ok {
+			seeds = append(seeds, v)
+		}
+	}
+	if len(seeds) == 0 {
+		tb.Fatalf("testdata/flags.txt has no %q lines", prefix)
+	}
+	return seeds
+}
+
+// FuzzFlagFilter: a filter that parses becomes exactly one predicate, and
+// a string it compares is the literal's value.
+func FuzzFlagFilter(f *testing.F) {
+	for _, s := range flagSeeds(f, "filter ") {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ff, named, err := parseFlagFilter(s)
+		if err != nil || named {
+			return
+		}
+		ff.probe = ""
+		sp := &flagSpec{filters: []flagFilter{ff}, strs: map[string]uint16{"": 1<<maxFlagArgs - 1}, strLen: 64}
+		var b strings.Builder
+		sp.block(&b, &flagGroup{specs: []string{"usdt:/x:p:n"}}, "", "exit();")
+		prog, err := btlang.Parse("f", []byte(b.String()))
+		if err != nil {
+			t.Fatalf("filter %q: program %q: %v", s, b.String(), err)
+		}
+		if len(prog.Blocks) != 1 || prog.Blocks[0].Pred == nil || len(prog.Blocks[0].Body) != 1 {
+			t.Fatalf("filter %q: program %q is not one block with a predicate and one statement", s, b.String())
+		}
+		if ff.isText {
+			var lit *btlang.StrLit
+			btlang.Inspect(prog.Blocks[0].Pred, func(n btlang.Node) bool {
+				if l, ok := n.(*btlang.StrLit); ok {
+					lit = l
+				}
+				return true
+			})
+			if lit == nil || lit.Val != ff.text {
+				t.Errorf("filter %q: program %q compares with %+v, want %q", s, b.String(), lit, ff.text)
+			}
+		}
+	})
+}
+
+// FuzzFlagFormat: a format that parses becomes exactly one printf, whose
+// format string is the format's text and a newline.
+func FuzzFlagFormat(f *testing.F) {
+	for _, s := range flagSeeds(f, "format ") {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ff, named, err := parseFlagFormat(s)
+		if err != nil || named {
+			return
+		}
+		sp := &flagSpec{mode: modeFormat, formats: map[string]*flagFormat{"": ff}, strs: map[string]uint16{}, strLen: 64}
+		src, err := sp.program([]*flagSelector{{spec: "usdt:/x:p:n", found: []flagProbe{{name: "p:n", spec: "usdt:/x:p:n", args: maxFlagArgs}}}})
+		if err != nil {
+			t.Fatalf("format %q: %v", s, err)
+		}
+		prog, err := btlang.Parse("f", []byte(src))
+		if err != nil {
+			t.Fatalf("format %q: program %q: %v", s, src, err)
+		}
+		if len(prog.Blocks) != 1 || len(prog.Blocks[0].Body) != 1 {
+			t.Fatalf("format %q: program %q is not one block of one statement", s, src)
+		}
+		call, ok := prog.Blocks[0].Body[0].(*btlang.ExprStmt)
+		if !ok || call.X.Name != "printf" || len(call.X.Args) != 1+len(ff.args) {
+			t.Fatalf("format %q: program %q is not one printf of %d arguments", s, src, len(ff.args))
+		}
+		want := ff.text
+		if !strings.HasSuffix(want, "\n") {
+			want += "\n"
+		}
+		if lit, ok := call.X.Args[0].(*btlang.StrLit); !ok || lit.Val != want {
+			t.Errorf("format %q: program %q prints %+v, want %q", s, src, call.X.Args[0], want)
+		}
+	})
+}
