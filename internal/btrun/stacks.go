@@ -11,6 +11,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/stackcap"
 	"github.com/usdtkit/usdtkit/internal/symbolize"
 	"github.com/usdtkit/usdtkit/internal/unwind"
@@ -30,7 +31,7 @@ type stacks struct {
 	// unw and spaces unwind printf'd stack copies; a process's space is
 	// remembered and its objects' CFI read when it is first seen.
 	unw    *unwind.Unwinder
-	spaces unwind.Spaces
+	spaces map[int]*unwind.Space
 	cache  *symbolize.Cache
 	procs  map[int]*symbolize.Symbolizer // nil: could not be read
 	// copies: the program prints stack copies (unwound here).
@@ -64,6 +65,7 @@ const maxStackText = 1 << 16
 func (s *stacks) init() {
 	if s.procs == nil {
 		s.unw, _ = unwind.New(nil)
+		s.spaces = map[int]*unwind.Space{}
 		s.cache = &symbolize.Cache{}
 		s.procs = map[int]*symbolize.Symbolizer{}
 		s.text = map[stackKey]stackText{}
@@ -88,11 +90,22 @@ func (s *stacks) remember(pid int) *symbolize.Symbolizer {
 	}
 	s.procs[pid] = sym
 	if s.copies {
-		if sp, err := s.spaces.Get(pid); err == nil {
+		if sp, ok := readSpace(pid); ok {
+			s.spaces[pid] = sp
 			s.unw.Load(sp) // damage makes an object use frame pointers
 		}
 	}
 	return sym
+}
+
+// readSpace reads the mappings of process pid for unwinding; false when
+// it has none executable: gone, or exiting (its maps then read empty).
+func readSpace(pid int) (*unwind.Space, bool) {
+	maps, err := procfs.ReadMaps(pid)
+	if err != nil || !slices.ContainsFunc(maps, procfs.Mapping.Exec) {
+		return nil, false
+	}
+	return unwind.NewSpace(pid, maps), true
 }
 
 // refresh reads the mappings of process pid again, when it was
@@ -105,18 +118,25 @@ func (s *stacks) refresh(pid int) {
 		s.remember(pid)
 		return
 	}
+	// A process that is gone or exiting (its maps read empty) keeps
+	// what was remembered. Exiting cannot be undone: maps that read
+	// full after New were full when New read them.
 	fresh, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache})
 	if err != nil {
-		return // gone: keep what was remembered
+		return
+	}
+	sp, ok := readSpace(pid)
+	if !ok {
+		fresh.Close()
+		return
 	}
 	if sym != nil {
 		sym.Close()
 	}
 	s.procs[pid] = fresh
 	if s.copies {
-		if sp, err := s.spaces.Refresh(pid); err == nil {
-			s.unw.Load(sp)
-		}
+		s.spaces[pid] = sp
+		s.unw.Load(sp)
 	}
 }
 
@@ -124,8 +144,8 @@ func (s *stacks) refresh(pid int) {
 // process pid, innermost first.
 func (s *stacks) unwind(pid int, info *btgen.StackInfo, c stackcap.Copy, entry bool) []uint64 {
 	s.remember(pid)
-	sp, err := s.spaces.Get(pid)
-	if err != nil {
+	sp := s.spaces[pid]
+	if sp == nil {
 		return []uint64{c.IP}
 	}
 	res, err := s.unw.Unwind(sp, info.Machine, unwind.Regs{PC: c.IP, SP: c.SP, FP: c.FP, LR: c.LR, Entry: entry}, unwind.Stack{Base: c.Base, Data: c.Stack})
