@@ -157,7 +157,7 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	for i, pid := range o.pids {
 		o.pids[i] = processOf(pid, cmd.ErrOrStderr(), "tracing")
 	}
-	o.flameTitle = flameTitle("", args)
+	o.flameTitle = flameTitle("", "", args)
 	if len(o.fields) == 0 {
 		flags := o.flags(args)
 		err := runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {

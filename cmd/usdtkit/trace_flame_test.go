@@ -128,6 +128,9 @@ func TestTraceStacksHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := string(b)
+	if !strings.Contains(page, "<title>usdtkit trace uprobe:"+bin+":leaf</title>") {
+		t.Errorf("%s lacks the title naming the probe", file)
+	}
 	if !strings.HasPrefix(page, "<!DOCTYPE html>") {
 		t.Errorf("%s does not begin as an HTML page: %.100q", file, page)
 	}

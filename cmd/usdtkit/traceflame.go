@@ -131,15 +131,20 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 }
 
 // flameTitle is the flame graph's title: the probes traced, or the
-// program's file.
-func flameTitle(name string, probes []string) string {
+// program (-e's text with its spaces collapsed, cut at 100 bytes, or its
+// file's name).
+func flameTitle(name, src string, probes []string) string {
 	if len(probes) > 0 {
 		return "usdtkit trace " + strings.Join(probes, " ")
 	}
-	if name == "-e" {
-		return "usdtkit trace -e"
+	if name != "-e" {
+		return "usdtkit trace " + name
 	}
-	return "usdtkit trace " + name
+	text := strings.Join(strings.Fields(src), " ")
+	if len(text) > 100 {
+		text = strings.ToValidUTF8(text[:100], "") + "…"
+	}
+	return "usdtkit trace -e '" + text + "'"
 }
 
 // noStacksError is the error for a flame graph output of a program that

@@ -86,7 +86,7 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 	for i, pid := range o.pids {
 		o.pids[i] = processOf(pid, cmd.ErrOrStderr(), "tracing")
 	}
-	o.flameTitle = flameTitle(name, nil)
+	o.flameTitle = flameTitle(name, src, nil)
 	return runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
 		return trace.Compile(name, src, copts)
 	})
