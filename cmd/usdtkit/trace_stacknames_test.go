@@ -177,6 +177,11 @@ func TestTraceStackJava(t *testing.T) {
 	if line, err := lines.ReadString('\n'); err != nil || line != "done\n" {
 		t.Fatalf("java: %q, %v", line, err)
 	}
+	// Methods compiled since are added to the map, which is read again
+	// when the stacks are named at the end and an address is not in it.
+	if out, err := exec.Command(jcmd, pid, "Compiler.perfmap").CombinedOutput(); err != nil {
+		t.Fatalf("jcmd: %v\n%s", err, out)
+	}
 	run.stop()
 	code, out, errs := run.wait(t)
 	if code != 0 {
