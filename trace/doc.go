@@ -142,7 +142,9 @@
 //
 // Tracer.Stacks returns, after Run, every entry of the maps keyed by a
 // stack with its frames symbolized and its value: the input of flame
-// graphs and profiles.
+// graphs and profiles. Program.CountsStacks says before Start whether
+// there will be any; Flags.Stacks is the flags' shorthand for them,
+// @[probe, ustack] = count().
 //
 // # Strings
 //

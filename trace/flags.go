@@ -28,6 +28,10 @@ type Flags struct {
 	Probes []string
 	// Count counts hits: @[probe] = count().
 	Count bool
+	// Stacks counts hits per user stack: @[probe, ustack] = count(), By's
+	// keys between probe and ustack. Tracer.Stacks returns the counts
+	// for flame graphs.
+	Stacks bool
 	// Hist is "argN": @[probe] = hist(argN).
 	Hist string
 	// By adds keys after probe to Count's or Hist's map, in order: pid,
@@ -79,8 +83,8 @@ var ErrAddress = errors.New("a function at an address is not supported in progra
 // Go functions without a program for now.
 var ErrGoFlags = errors.New("Go functions are traced by the flags without a program")
 
-// ErrNoProgram is returned by FlagProgram for Flags without Count, Hist,
-// Latency or Formats: printing each event with all its arguments is not
+// ErrNoProgram is returned by FlagProgram for Flags without Count,
+// Stacks, Hist, Latency or Formats: printing each event with all its arguments is not
 // a program.
 var ErrNoProgram = errors.New("events without a format have no program")
 
@@ -100,7 +104,7 @@ func CompileFlags(f *Flags, opts *CompileOptions) (*Program, error) {
 	quiet := o
 	quiet.Warn = nil // Compile warns
 	var prog *Program
-	if !f.Count && f.Hist == "" && f.Latency == "" && len(f.Formats) == 0 {
+	if !f.Count && !f.Stacks && f.Hist == "" && f.Latency == "" && len(f.Formats) == 0 {
 		eps, err := FlagEvents(f, &quiet)
 		if err != nil {
 			return nil, err

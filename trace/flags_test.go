@@ -24,6 +24,10 @@ func TestFlagProgram(t *testing.T) {
 			"usdt:BIN:tracee:str,\nusdt:BIN:tracee:consts\n{ @[probe] = count(); }\n"},
 		{"count by", Flags{Probes: []string{"usdt:" + bin + ":tracee:st*"}, Count: true, By: []string{"pid", "comm", "tid", "arg1", "str(arg0)"}},
 			"usdt:BIN:tracee:st*\n{ @[probe, pid, comm, tid, arg1, str(arg0)] = count(); }\n"},
+		{"stacks", Flags{Probes: []string{str}, Stacks: true},
+			"usdt:BIN:tracee:str\n{ @[probe, ustack] = count(); }\n"},
+		{"stacks by", Flags{Probes: []string{str}, Stacks: true, By: []string{"comm"}},
+			"usdt:BIN:tracee:str\n{ @[probe, comm, ustack] = count(); }\n"},
 		{"count by --str", Flags{Probes: []string{str}, Count: true, By: []string{"arg0"}, Strings: []string{"0"}, StrLen: 16},
 			"usdt:BIN:tracee:str\n{ @[probe, str(arg0, 15)] = count(); }\n"},
 		{"hist filters", Flags{Probes: []string{str}, Hist: "arg1", Filters: []string{"arg1 >= 0x10", `str(arg0) != "a\"\\\n"`}},
@@ -68,7 +72,8 @@ func TestFlagProgramErrors(t *testing.T) {
 		want  string
 	}{
 		{"two modes", Flags{Probes: []string{str}, Count: true, Hist: "arg0"}, "--count", "exclude each other"},
-		{"by without mode", Flags{Probes: []string{str}, Formats: []string{"%d"}, By: []string{"pid"}}, "--by", "needs --count or --hist"},
+		{"stacks and count", Flags{Probes: []string{str}, Count: true, Stacks: true}, "--count", "exclude each other"},
+		{"by without mode", Flags{Probes: []string{str}, Formats: []string{"%d"}, By: []string{"pid"}}, "--by", "needs --count, --stacks or --hist"},
 		{"format and count", Flags{Probes: []string{str}, Formats: []string{"%d"}, Count: true}, "--format", "does not go with"},
 		{"bad by", Flags{Probes: []string{str}, Count: true, By: []string{"cpu"}}, "--by", "want pid"},
 		{"bad hist", Flags{Probes: []string{str}, Hist: "str(arg0)"}, "--hist", "want argN"},

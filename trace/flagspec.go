@@ -23,7 +23,9 @@ const maxFlagArgs = 12
 
 // flagSpec is Flags parsed.
 type flagSpec struct {
-	mode    int
+	mode int
+	// stacks adds ustack to modeCount's keys (Flags.Stacks).
+	stacks  bool
 	by      []flagValue
 	hist    flagValue
 	start   string
@@ -81,6 +83,10 @@ func parseFlags(f *Flags, events bool) (*flagSpec, error) {
 		modes++
 		sp.mode = modeCount
 	}
+	if f.Stacks {
+		modes++
+		sp.mode, sp.stacks = modeCount, true
+	}
 	if f.Hist != "" {
 		modes++
 		sp.mode = modeHist
@@ -102,16 +108,16 @@ func parseFlags(f *Flags, events bool) (*flagSpec, error) {
 		sp.start, sp.done = escape.Literal(start), escape.Literal(done)
 	}
 	if modes > 1 {
-		return nil, flagErrorf("--count", "--count, --hist and --latency exclude each other")
+		return nil, flagErrorf("--count", "--count, --stacks, --hist and --latency exclude each other")
 	}
 	if len(f.Formats) > 0 {
 		if modes > 0 {
-			return nil, flagErrorf("--format", "--format prints events; it does not go with --count, --hist or --latency")
+			return nil, flagErrorf("--format", "--format prints events; it does not go with --count, --stacks, --hist or --latency")
 		}
 		sp.mode = modeFormat
 	}
 	if len(f.By) > 0 && sp.mode != modeCount && sp.mode != modeHist {
-		return nil, flagErrorf("--by", "--by (--count-by) needs --count or --hist")
+		return nil, flagErrorf("--by", "--by (--count-by) needs --count, --stacks or --hist")
 	}
 	for _, b := range f.By {
 		v, named, err := parseValue(b, true)
@@ -622,6 +628,9 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 			keys := []string{"probe"}
 			for _, v := range sp.by {
 				keys = append(keys, sp.expr(v, g, true))
+			}
+			if sp.stacks {
+				keys = append(keys, "ustack")
 			}
 			agg := "count()"
 			if sp.mode == modeHist {

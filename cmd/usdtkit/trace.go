@@ -35,6 +35,12 @@ type traceOptions struct {
 	classic  bool
 	fields   []string
 	program  string
+	stacks   bool
+
+	// Set by checkRun: -o's flame graph output, nil for text and json;
+	// the flame graph's title.
+	flame      *flameOutput
+	flameTitle string
 
 	// Set by traceOptions: filters and the histogram of Go functions'
 	// values by name.
@@ -81,8 +87,16 @@ interval:s:N, interval:ms:N. Maps keyed by integers, strings and tuples,
 count sum avg min max stats hist lhist, printf print delete clear zero time exit,
 predicates, if/else, $variables, str(), comm pid tid nsecs elapsed probe... What
 usdtkit does not compile yet fails at compile time with file:line:col and a sentence.
-The flags --count, --by, --hist, -F, --filter, --str, --latency and --field are for
-PROBE... and refused with a program.`,
+The flags --count, --stacks, --by, --hist, -F, --filter, --str, --latency and --field
+are for PROBE... and refused with a program.
+
+Stacks: --stacks counts hits per probe and user stack (@[probe, ustack] = count()), and
+programs key maps by ustack. -o folded, -o pprof and -o html write those counts, after
+the trace, to stdout as folded stacks (flamegraph.pl, inferno, speedscope), a gzipped
+pprof profile (go tool pprof -http=: FILE) or a self-contained HTML flame graph; what
+the trace prints then goes to stderr. -o FILE.folded, FILE.pb.gz or FILE.html writes the
+file instead and prints as -o text. Each stack's root frame is its map's other keys (the
+probe with --stacks), after the map's name when it is not @.`,
 		Example: `  usdtkit trace -p 1234 usdt::python:function__entry -F '%s %s:%d'
   usdtkit trace usdt:/usr/bin/python3.11:python:gc__start --count --by comm
   usdtkit trace -p 1234 -p 5678 uprobe:libc:malloc --hist arg0 --by pid
@@ -93,7 +107,9 @@ PROBE... and refused with a program.`,
   usdtkit trace -p 1234 uprobe:libc:malloc --hist arg0
   usdtkit trace -p 1234 -e 'usdt::python:function__entry { @[str(arg1)] = count(); }'
   usdtkit trace -c './server' -e 'uprobe::handle { @start[tid] = nsecs; } uretprobe::handle /@start[tid]/ { @ns = hist(nsecs - @start[tid]); delete(@start[tid]); }'
-  usdtkit trace -p 1234 tools/latency.bt -o json`,
+  usdtkit trace -p 1234 tools/latency.bt -o json
+  usdtkit trace -p 1234 uprobe:libc:malloc --stacks -o flame.html
+  usdtkit trace -c './server' -e 'uprobe::handle { @[ustack] = count(); }' -o pprof > server.pb.gz`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if name, src, ok, err := programOf(cmd, &o, args); err != nil {
 				return err
@@ -109,11 +125,12 @@ PROBE... and refused with a program.`,
 	f := cmd.Flags()
 	f.VarP(&pidsFlag{pids: &o.pids}, "pid", "p", "trace only this process (and the objects it has mapped); a thread's ID means its process; repeatable")
 	f.StringVarP(&o.command, "command", "c", "", "run this command and trace it from its first instruction; when the trace ends first, it gets SIGTERM (SIGKILL 2s later); usdtkit exits with its status when it ends by itself")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event)")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event); or the counts of stacks (--stacks, @[ustack] = count()) as a flame graph: folded, pprof or html on stdout (what the trace prints goes to stderr), or a file FILE.folded, FILE.pb.gz or FILE.html")
 	f.StringArrayVar(&o.strs, "str", nil, "read argument N as a string, of every probe (N) or of one (PROVIDER:NAME=N); repeatable")
 	f.IntVar(&o.strLen, "strlen", 64, "bytes read per string argument, the NUL included")
 	f.StringArrayVarP(&o.formats, "format", "F", nil, "printf at every hit of every probe, or of one (PROVIDER:NAME=FORMAT)")
 	f.StringArrayVar(&o.filters, "filter", nil, "keep hits where argN OP VALUE or str(argN) OP \"TEXT\" holds (==, !=, <, <=, >, >=), of every probe or of one (PROVIDER:NAME=EXPR); repeatable, ANDed")
+	f.BoolVar(&o.stacks, "stacks", false, "count hits per probe and user stack in the kernel: @[probe, ustack] = count(); with -o folded, pprof or FILE.html a flame graph")
 	f.BoolVar(&o.count, "count", false, "count hits per probe in the kernel and print the counts at the end: @[probe] = count()")
 	f.StringSliceVar(&o.by, "by", nil, "with --count or --hist, also key by these: pid, tid, comm, argN, str(argN)")
 	f.StringSliceVar(&o.countBy, "count-by", nil, "the same as --by")
@@ -140,6 +157,7 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	for i, pid := range o.pids {
 		o.pids[i] = processOf(pid, cmd.ErrOrStderr(), "tracing")
 	}
+	o.flameTitle = flameTitle("", "", args)
 	if len(o.fields) == 0 {
 		flags := o.flags(args)
 		err := runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
@@ -149,13 +167,16 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 			return err
 		}
 	}
+	if o.stacks || o.flame != nil {
+		return fmt.Errorf("--stacks and -o %s: Go functions and functions at an address are traced without a program; write one instead: -e 'uprobe:PATH:FUNC { @[ustack] = count(); }'", o.output)
+	}
 	return runGoFuncTrace(cmd, o, args)
 }
 
 // flags returns the flags of a trace of PROBEs for package trace.
 func (o *traceOptions) flags(probes []string) *trace.Flags {
 	return &trace.Flags{
-		Probes: probes, Count: o.count, Hist: o.hist, By: append(append([]string(nil), o.countBy...), o.by...),
+		Probes: probes, Count: o.count, Stacks: o.stacks, Hist: o.hist, By: append(append([]string(nil), o.countBy...), o.by...),
 		Latency: o.latency, Filters: o.filters, Formats: o.formats, Strings: o.strs, StrLen: o.strLen,
 	}
 }

@@ -37,6 +37,7 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 	// write in the program instead.
 	programFlags := []struct{ name, instead string }{
 		{"count", "write @[probe] = count() in the program"},
+		{"stacks", "write @[probe, ustack] = count() in the program"},
 		{"count-by", "write @[probe, pid, comm] = count() in the program"},
 		{"by", "write @[probe, pid, comm] = count() in the program"},
 		{"hist", "write @[probe] = hist(arg0) in the program"},
@@ -58,9 +59,11 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 // checkRun validates the flags every trace takes.
 func checkRun(cmd *cobra.Command, o *traceOptions) error {
 	fl := cmd.Flags()
-	if o.output != "text" && o.output != "json" {
-		return fmt.Errorf("--output %q: want text or json", o.output)
+	fo, err := parseOutput(o.output)
+	if err != nil {
+		return err
 	}
+	o.flame = fo
 	if len(o.pids) > 0 && o.command != "" {
 		return fmt.Errorf("-p and -c exclude each other")
 	}
@@ -83,6 +86,7 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 	for i, pid := range o.pids {
 		o.pids[i] = processOf(pid, cmd.ErrOrStderr(), "tracing")
 	}
+	o.flameTitle = flameTitle(name, src, nil)
 	return runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
 		return trace.Compile(name, src, copts)
 	})
@@ -101,7 +105,15 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	stderr := cmd.ErrOrStderr()
 	copts := &trace.CompileOptions{PIDs: o.pids, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
 	topts := &trace.Options{PIDs: o.pids, Stdout: cmd.OutOrStdout(), Classic: o.classic, CommandGrace: commandGrace}
-	if o.output == "json" {
+	output := o.output
+	if o.flame != nil {
+		// A flame graph on stdout keeps stdout to itself.
+		output = "text"
+		if o.flame.path == "" {
+			topts.Stdout = stderr
+		}
+	}
+	if output == "json" {
 		topts.Output = trace.OutputJSON
 	}
 	if o.command != "" {
@@ -115,9 +127,12 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	if err != nil {
 		return err
 	}
+	if o.flame != nil && !prog.CountsStacks() {
+		return noStacksError(o.output)
+	}
 	var events *eventCounter
 	if prog.SendsEvents() {
-		events = &eventCounter{out: newEventWriter(cmd.OutOrStdout(), nil, o.output, nil), perName: make(map[string]uint64)}
+		events = &eventCounter{out: newEventWriter(topts.Stdout, nil, output, nil), perName: make(map[string]uint64)}
 		topts.OnEvent = events.event
 		stop := make(chan struct{})
 		defer close(stop)
@@ -134,6 +149,11 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	}
 	if events != nil {
 		if err := events.summary(stderr, t, prog); err != nil {
+			return err
+		}
+	}
+	if o.flame != nil {
+		if err := writeFlame(cmd.OutOrStdout(), stderr, t, o.flame, o.flameTitle); err != nil {
 			return err
 		}
 	}

@@ -197,19 +197,20 @@ func (r *Runner) UnwindMethods() []UnwindMethod {
 	return out
 }
 
-// frames symbolizes pcs of process pid, keeping at most n addresses.
+// frames symbolizes the stack pcs of process pid (StackFrames: pcs[1:]
+// are return addresses), keeping at most n addresses.
 func (s *stacks) frames(pid int, pcs []uint64, n int) []symbolize.Frame {
 	if n > 0 && len(pcs) > n {
 		pcs = pcs[:n]
 	}
 	if sym := s.remember(pid); sym != nil {
-		return sym.Frames(pcs)
+		return sym.StackFrames(pcs)
 	}
 	if _, ok := s.procs[pid]; !ok {
 		// Not remembered (maxProcs): symbolize it now if it lives.
 		if sym, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache}); err == nil {
 			defer sym.Close()
-			return sym.Frames(pcs)
+			return sym.StackFrames(pcs)
 		}
 	}
 	out := make([]symbolize.Frame, len(pcs))

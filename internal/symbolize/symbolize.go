@@ -225,11 +225,27 @@ func (s *Symbolizer) Frames(addrs []uint64) []Frame {
 // AppendFrames is Frames appending to dst, for callers that reuse a
 // buffer.
 func (s *Symbolizer) AppendFrames(dst []Frame, addrs []uint64) []Frame {
+	return s.appendAll(dst, addrs, false)
+}
+
+// StackFrames is Frames for a stack: pcs[0] is where the stack is (an
+// instruction pointer), the others are return addresses. The inlined
+// calls, file and line of a return address are those of the call before
+// it (its address minus one, as unwinders look them up), so that a return
+// address just past an inlined call, or past a call that ends inlined
+// code, names the call's function and not the code after it. Symbols and
+// offsets are still those of the addresses given, as bpftrace prints them.
+func (s *Symbolizer) StackFrames(pcs []uint64) []Frame {
+	return s.appendAll(make([]Frame, 0, len(pcs)), pcs, true)
+}
+
+// appendAll symbolizes addrs; stack says addrs[1:] are return addresses.
+func (s *Symbolizer) appendAll(dst []Frame, addrs []uint64, stack bool) []Frame {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := dst
 	reread := false
-	for _, a := range addrs {
+	for i, a := range addrs {
 		m, ok := s.find(a)
 		if !ok && !reread && s.root != nil {
 			reread = true
@@ -241,12 +257,13 @@ func (s *Symbolizer) AppendFrames(dst []Frame, addrs []uint64) []Frame {
 			out = append(out, Frame{Addr: a})
 			continue
 		}
-		out = s.appendFrames(out, a, m)
+		out = s.appendFrames(out, a, m, stack && i > 0)
 	}
 	return out
 }
 
-func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping) []Frame {
+// appendFrames symbolizes a, in m; ret says a is a return address.
+func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) []Frame {
 	if m.obj == nil {
 		fr := Frame{Addr: a, Object: m.name, Offset: a - m.start}
 		if m.name == "" || strings.HasPrefix(m.name, "[anon") {
@@ -269,9 +286,15 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping) []Frame {
 	if !ok {
 		return append(out, fr)
 	}
+	// at is where the code of a is looked up: for a return address, the
+	// call before it.
+	at := vaddr
+	if ret && at > 0 {
+		at--
+	}
 	found := false
 	if syms.go_ != nil {
-		if fn, entry, file, line, ok := syms.go_.PCToLine(vaddr); ok {
+		if fn, entry, file, line, ok := syms.go_.PCToLine(at); ok && entry <= vaddr {
 			fr.Symbol, fr.SymOffset, fr.File, fr.Line = fn, vaddr-entry, file, line
 			found = true
 		}
@@ -284,7 +307,7 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping) []Frame {
 	if syms.dwarf == nil || s.opts.NoDWARF {
 		return append(out, fr)
 	}
-	chain := syms.dwarf.chain(vaddr)
+	chain := syms.dwarf.chain(at)
 	if len(chain) == 0 {
 		return append(out, fr)
 	}

@@ -292,6 +292,23 @@ func TestGo(t *testing.T) {
 					t.Errorf("%#x frame %d: have %+v, want %+v", inlinePC-1, i, h, w)
 				}
 			}
+			// StackFrames looks a return address up at the call before
+			// it, keeping the address and its symbol offset.
+			first := s.Frames([]uint64{inlinePC})
+			stack := s.StackFrames([]uint64{inlinePC, inlinePC})
+			if len(stack) != len(first)+len(have) {
+				t.Fatalf("StackFrames(%#x, %#x): %+v, want %d frames then %+v", inlinePC, inlinePC, stack, len(first), have)
+			}
+			for i, h := range have {
+				r := stack[len(first)+i]
+				wantOff := h.SymOffset
+				if !h.Inlined {
+					wantOff++
+				}
+				if r.Symbol != h.Symbol || r.File != h.File || r.Line != h.Line || r.Inlined != h.Inlined || r.Addr != inlinePC || r.SymOffset != wantOff {
+					t.Errorf("StackFrames return address frame %d: have %+v, want %+v at %#x", i, r, h, inlinePC)
+				}
+			}
 		})
 	}
 }

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bufio"
+	"debug/elf"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/flame"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// stackNames returns the functions of the first stack of a map as
+// `usdtkit trace` prints it in text ("@[\n    sym+off\n ...]: N"),
+// innermost first, each without its "+off", and the entry's value.
+func stackNames(t *testing.T, out string) ([]string, int) {
+	t.Helper()
+	var names []string
+	in := false
+	for l := range strings.Lines(out) {
+		l = strings.TrimSuffix(l, "\n")
+		switch {
+		case strings.HasSuffix(l, "@["):
+			in = true
+		case in && strings.HasPrefix(l, "    "):
+			name := strings.TrimSpace(l)
+			if i := strings.LastIndexByte(name, '+'); i > 0 {
+				name = name[:i]
+			}
+			names = append(names, name)
+		case in && strings.HasPrefix(l, "]: "):
+			n, err := strconv.Atoi(l[3:])
+			if err != nil {
+				t.Fatalf("value %q: %v", l, err)
+			}
+			return names, n
+		}
+	}
+	t.Fatalf("no stack in the output:\n%s", out)
+	return nil, 0
+}
+
+// checkChain checks that the printed stack begins with want (innermost
+// first) and counts n hits.
+func checkChain(t *testing.T, out string, want []string, n int) {
+	t.Helper()
+	have, count := stackNames(t, out)
+	if len(have) < len(want) || !slices.Equal(have[:len(want)], want) || count != n {
+		t.Errorf("stack %q counted %d: want it to begin %q and count %d; output:\n%s", have, count, want, n, out)
+	}
+}
+
+// buildTool runs a build command, failing the test with its output.
+func buildTool(t *testing.T, name string, args ...string) {
+	t.Helper()
+	path := testutil.RequireTool(t, name)
+	if out, err := exec.Command(path, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %q: %v\n%s", name, args, err, out)
+	}
+}
+
+// TestTraceStackCPlusPlus: the frames of a C++ program are demangled:
+// leaf ← shapes::Circle::area(int) const ← shapes::Area<double>::of(…)
+// ← main.
+func TestTraceStackCPlusPlus(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "names")
+	buildTool(t, "g++", "-O0", "-fno-omit-frame-pointer", "-o", bin, "testdata/stacks/names.cc")
+	out, _ := traceLevels(t, bin, 2, "-e", "uprobe:"+bin+":leaf { @[ustack] = count(); }")
+	checkChain(t, out, []string{"leaf", "shapes::Circle::area(int) const", "shapes::Area<double>::of(shapes::Circle const&, double)", "main"}, 2)
+}
+
+// TestTraceStackGoInlined: a Go program built with the default flags, where
+// middle is inlined into outer: the flame graph's stack has middle as a
+// frame of its own between leaf and outer (symbolize reads Go's inline
+// tables). The text map leaves inlined calls out, as bpftrace does.
+func TestTraceStackGoInlined(t *testing.T) {
+	bin := testutil.BuildGo(t, "testdata/stacks/inlinego")
+	out, errs := traceLevels(t, bin, 3, "-e", "uprobe:"+bin+":main.leaf { @[ustack] = count(); }", "-o", "folded")
+	samples, err := flame.ParseFolded(strings.NewReader(out))
+	if err != nil || len(samples) != 1 {
+		t.Fatalf("folded %q: %d stacks, %v; want 1", out, len(samples), err)
+	}
+	var names []string
+	for _, f := range samples[0].Frames {
+		names = append(names, f.Symbol)
+	}
+	want := []string{"main.leaf", "main.middle", "main.outer", "main.main"}
+	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) || samples[0].Count != 3 {
+		t.Errorf("folded %q: want the stack to end %q with count 3", out, want)
+	}
+	checkChain(t, errs, []string{"main.leaf", "main.outer", "main.main"}, 3)
+}
+
+// TestTraceStackDebugFile: a stripped shared library whose static
+// functions are named only in its separate debug file (found by its
+// .gnu_debuglink beside it) has those names in the stack.
+func TestTraceStackDebugFile(t *testing.T) {
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libdbg.so")
+	buildTool(t, "gcc", "-g", "-O0", "-fno-omit-frame-pointer", "-fPIC", "-shared", "-o", lib, "testdata/stacks/dbglib.c")
+	buildTool(t, "objcopy", "--only-keep-debug", lib, lib+".debug")
+	buildTool(t, "strip", "--strip-all", lib)
+	buildTool(t, "objcopy", "--add-gnu-debuglink="+lib+".debug", lib)
+	bin := filepath.Join(dir, "dbgmain")
+	buildTool(t, "gcc", "-O0", "-fno-omit-frame-pointer", "-o", bin, "testdata/stacks/dbgmain.c", "-L"+dir, "-ldbg", "-Wl,-rpath,"+dir)
+	// The stripped library does not name the static functions.
+	f, err := elf.Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	f.Close()
+	for _, s := range append(syms, dyn...) {
+		if strings.HasPrefix(s.Name, "hidden_") {
+			t.Fatalf("the stripped library still has %s", s.Name)
+		}
+	}
+	out, _ := traceLevels(t, bin, 2, "-e", "uprobe:"+lib+":dbg_leaf { @[ustack] = count(); }")
+	checkChain(t, out, []string{"dbg_leaf", "hidden_inner", "hidden_outer", "dbg_entry", "main"}, 2)
+}
+
+// TestTraceStackJava: a JVM whose hot method Hot.work (JIT-compiled, with
+// -XX:+PreserveFramePointer so the compiled code keeps frame pointers)
+// calls Thread.yield, with its perf map written by `jcmd PID
+// Compiler.perfmap`: the stacks at the C library's sched_yield name the
+// JIT-compiled frames by the map's Java method names, the C library's and
+// libjvm's frames by their symbols.
+func TestTraceStackJava(t *testing.T) {
+	testutil.RequireFile(t, testutil.LibJVM)
+	javac := testutil.RequireTool(t, "javac")
+	java := testutil.RequireTool(t, "java")
+	jcmd := testutil.RequireTool(t, "jcmd")
+	dir := t.TempDir()
+	if out, err := exec.Command(javac, "-d", dir, "testdata/stacks/Hot.java").CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	cmd := exec.Command(java, "-XX:+PreserveFramePointer", "-cp", dir, "Hot")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	perfMap := "/tmp/perf-" + pid + ".map"
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+		os.Remove(perfMap)
+	})
+	lines := bufio.NewReader(stdout)
+	// Hot.work is compiled before "ready"; the perf map lists it then.
+	if line, err := lines.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("java: %q, %v", line, err)
+	}
+	if out, err := exec.Command(jcmd, pid, "Compiler.perfmap").CombinedOutput(); err != nil {
+		t.Fatalf("jcmd: %v\n%s", err, out)
+	}
+	run := startTrace(t, "trace", "-p", pid, "-e", "uprobe:libc:sched_yield { @[ustack] = count(); }")
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := lines.ReadString('\n'); err != nil || line != "done\n" {
+		t.Fatalf("java: %q, %v", line, err)
+	}
+	// Methods compiled since are added to the map, which is read again
+	// when the stacks are named at the end and an address is not in it.
+	if out, err := exec.Command(jcmd, pid, "Compiler.perfmap").CombinedOutput(); err != nil {
+		t.Fatalf("jcmd: %v\n%s", err, out)
+	}
+	run.stop()
+	code, out, errs := run.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// The loop yields 100 times per line, from the compiled Hot.work.
+	found := false
+	for _, block := range strings.Split(out, "@[")[1:] {
+		names, n := stackNames(t, "@["+block)
+		i := slices.IndexFunc(names, func(s string) bool { return strings.Contains(s, "Hot.work(int, boolean)") })
+		if i > 0 && strings.Contains(names[i-1], "java.lang.Thread.yield()") && slices.Contains(names[:i], "JVM_Yield") && n >= 1 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no stack names Hot.work under Thread.yield and JVM_Yield:\n%s", out)
+	}
+}
