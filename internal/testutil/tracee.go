@@ -2,8 +2,10 @@ package testutil
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,27 +74,29 @@ func StartTracee(tb testing.TB, path string) *Tracee {
 	return &Tracee{Cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
 }
 
-// WaitExec returns once process pid runs the executable at path. Between
-// fork and exec a child started with os/exec is still this test's
-// binary: listing its probes by PID then finds none, which a loaded
-// machine makes likely.
+// WaitExec returns once process pid has exec'd: it no longer runs this
+// test's binary, as a child started with os/exec does between fork and
+// exec (listing its probes by PID then finds none, which a loaded machine
+// makes likely). path is for the message; a script may exec another
+// program (its interpreter, then what it runs), so it is not compared.
 func WaitExec(tb testing.TB, pid int, path string) {
 	tb.Helper()
-	want, err := filepath.Abs(path)
-	if err == nil {
-		if real, err := filepath.EvalSymlinks(want); err == nil {
-			want = real
-		}
+	self, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		tb.Fatal(err)
 	}
 	link := fmt.Sprintf("/proc/%d/exe", pid)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if exe, err := os.Readlink(link); err == nil && exe == want {
+		exe, err := os.Readlink(link)
+		if err == nil && exe != self {
 			return
 		}
+		if err != nil && errors.Is(err, fs.ErrNotExist) {
+			return // exited (or a zombie): nothing to wait for
+		}
 		if time.Now().After(deadline) {
-			exe, err := os.Readlink(link)
-			tb.Fatalf("process %d runs %q (%v), not %s, after 30s", pid, exe, err, want)
+			tb.Fatalf("process %d (%s) has not exec'd after 30s: it runs %q (%v)", pid, path, exe, err)
 		}
 		// exec has no event to wait on here; it takes microseconds.
 		time.Sleep(200 * time.Microsecond)
