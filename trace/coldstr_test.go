@@ -32,7 +32,6 @@ func TestStringInColdPage(t *testing.T) {
 		// Our CI kernels (6.18) have it; features tests assert that.
 		t.Skipf("no sleepable string reads: %v", err)
 	}
-	bpftrace := testutil.RequireTool(t, "bpftrace")
 	gcc := testutil.RequireTool(t, "gcc")
 	testutil.RequireFile(t, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
 	dir := t.TempDir()
@@ -65,27 +64,8 @@ func TestStringInColdPage(t *testing.T) {
 	action := `{ printf("<%s>\n", str(arg0)); exit(); }`
 
 	// bpftrace, the reference: BEGIN runs once every probe is attached.
-	testutil.DefaultSIGINTForChildren()
-	cmd := exec.Command(bpftrace, "-p", fmt.Sprint(pid), "-e", `BEGIN { printf("ready\n"); } `+probe+" "+action)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && sc.Text() != "ready" {
-	}
-	if sc.Text() != "ready" {
-		t.Fatalf("bpftrace did not start: %s", stderr.String())
-	}
+	bt := testutil.StartBpftrace(t, "-p", fmt.Sprint(pid), "-e", `BEGIN { printf("ready\n"); } `+probe+" "+action)
+	sc, cmd := bt.Out, bt.Cmd
 	tracee.Do(t, "1")
 	var ref strings.Builder
 	for sc.Scan() {
@@ -94,7 +74,7 @@ func TestStringInColdPage(t *testing.T) {
 	cmd.Wait()
 	reference := ref.String()
 	if !strings.HasPrefix(reference, "<>\n") {
-		t.Fatalf("bpftrace printed %q (stderr %s); want <> first: this test's premise is a string bpftrace cannot read", reference, stderr.String())
+		t.Fatalf("bpftrace printed %q (stderr %s); want <> first: this test's premise is a string bpftrace cannot read", reference, bt.Stderr())
 	}
 
 	tests := []struct {

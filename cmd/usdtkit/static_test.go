@@ -277,28 +277,8 @@ func startStaticTracer(t *testing.T, tracer, prog string) (stop func(), lines fu
 			return nil
 		}
 	}
-	testutil.RequireTracefs(t)
-	testutil.DefaultSIGINTForChildren()
-	cmd := exec.Command(testutil.RequireTool(t, "bpftrace"), "-e", `BEGIN { printf("ready\n"); } `+prog)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && sc.Text() != "ready" {
-	}
-	if sc.Text() != "ready" {
-		t.Fatalf("bpftrace did not start: %s", stderr.String())
-	}
+	bt := testutil.StartBpftrace(t, "-e", `BEGIN { printf("ready\n"); } `+prog)
+	sc, cmd := bt.Out, bt.Cmd
 	got := make(chan string, 64)
 	go func() {
 		for sc.Scan() {
@@ -323,11 +303,11 @@ func startStaticTracer(t *testing.T, tracer, prog string) (stop func(), lines fu
 			select {
 			case l, ok := <-got:
 				if !ok {
-					t.Fatalf("bpftrace ended: %s", stderr.String())
+					t.Fatalf("bpftrace ended: %s", bt.Stderr())
 				}
 				have = append(have, l)
 			case <-timeout:
-				t.Fatalf("bpftrace printed %q only: %s", have, stderr.String())
+				t.Fatalf("bpftrace printed %q only: %s", have, bt.Stderr())
 			}
 		}
 		return have

@@ -1,9 +1,7 @@
 package stackcap_test
 
 import (
-	"bufio"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,34 +61,13 @@ func TestFramesGo(t *testing.T) {
 // a function's entry (unless its kernel adds it).
 func TestFramesAgainstBpftrace(t *testing.T) {
 	testutil.RequireBPF(t)
-	testutil.RequireTracefs(t)
-	testutil.DefaultSIGINTForChildren()
-	bt := testutil.RequireTool(t, "bpftrace")
 	exe := stacktest.BuildChain(t, "-O0", "-fno-omit-frame-pointer")
 	tr := testutil.StartTracee(t, exe)
 	p := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Frames, Entry: true, PID: tr.PID()})
 
 	script := fmt.Sprintf(`BEGIN { printf("ready\n"); } uprobe:%s:leaf { @[ustack] = count(); exit(); }`, exe)
-	cmd := exec.Command(bt, "-p", strconv.Itoa(tr.PID()), "-e", script)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && sc.Text() != "ready" {
-	}
-	if sc.Text() != "ready" {
-		t.Fatalf("bpftrace did not start: %v %s", sc.Err(), stderr.String())
-	}
+	btr := testutil.StartBpftrace(t, "-p", strconv.Itoa(tr.PID()), "-e", script)
+	sc := btr.Out
 	done := make(chan []string, 1)
 	go func() {
 		var frames []string
@@ -115,7 +92,7 @@ func TestFramesAgainstBpftrace(t *testing.T) {
 	select {
 	case theirs = <-done:
 	case <-time.After(20 * time.Second):
-		t.Fatalf("bpftrace did not exit: %s", stderr.String())
+		t.Fatalf("bpftrace did not exit: %s", btr.Stderr())
 	}
 	cut := func(s []string) []string {
 		if i := slices.Index(s, "main"); i >= 0 {
