@@ -96,13 +96,6 @@ func runPrograms(b *testing.B, stats bool) (total []time.Duration, runTime []int
 	testutil.RequireBPF(b)
 	testutil.RequireTracefs(b)
 	testutil.DefaultSIGINTForChildren()
-	if stats {
-		st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
-		if err != nil {
-			b.Fatalf("enable BPF statistics: %v", err)
-		}
-		b.Cleanup(func() { st.Close() })
-	}
 	bin := testutil.BuildTracee(b, "-O2", "-DTRACEE_NO_WIDE")
 	tc := testutil.StartTracee(b, bin)
 	pid := strconv.Itoa(tc.PID())
@@ -113,6 +106,24 @@ func runPrograms(b *testing.B, stats bool) (total []time.Duration, runTime []int
 		tools = append(tools,
 			tool{"usdtkit-" + p.name, []string{uk, "trace", "-p", pid, "-e", prog}},
 			tool{"bpftrace-" + p.name, []string{bt, "-p", pid, "-e", prog}})
+	}
+	total, runTime, rounds = rotateTools(b, tc, tools, stats)
+	return total, runTime, tools, rounds
+}
+
+// rotateTools runs each tool of tools in turn, b.N rounds, on tracee tc:
+// the tool attaches (its program prints "ready" from BEGIN), the tracee
+// runs programLoops loops of programHits hits, the tool is stopped. It
+// returns per tool the tracee's total loop time, with stats the run time
+// of the tool's BPF programs during the loops (kernel BPF statistics), and
+// each round's fastest loop.
+func rotateTools(b *testing.B, tc *testutil.Tracee, tools []tool, stats bool) (total []time.Duration, runTime []int64, rounds [][]time.Duration) {
+	if stats {
+		st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			b.Fatalf("enable BPF statistics: %v", err)
+		}
+		b.Cleanup(func() { st.Close() })
 	}
 	total = make([]time.Duration, len(tools))
 	runTime = make([]int64, len(tools))
@@ -128,6 +139,9 @@ func runPrograms(b *testing.B, stats bool) (total []time.Duration, runTime []int
 			best := time.Duration(math.MaxInt64)
 			for range programLoops {
 				m := reLoop.FindStringSubmatch(tc.Do(b, "loop "+strconv.Itoa(programHits))[0])
+				if m == nil {
+					b.Fatal("no loop time")
+				}
 				ns, _ := strconv.ParseInt(m[1], 10, 64)
 				total[i] += time.Duration(ns)
 				best = min(best, time.Duration(ns))
@@ -139,7 +153,7 @@ func runPrograms(b *testing.B, stats bool) (total []time.Duration, runTime []int
 			}
 		}
 	}
-	return total, runTime, tools, rounds
+	return total, runTime, rounds
 }
 
 // progRunTime sums run_time_ns over the BPF programs process pid holds

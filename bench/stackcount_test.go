@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,9 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -126,13 +122,6 @@ func runStackCounts(b *testing.B, stats bool) (total []time.Duration, runTime []
 	testutil.RequireBPF(b)
 	testutil.RequireTracefs(b)
 	testutil.DefaultSIGINTForChildren()
-	if stats {
-		st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
-		if err != nil {
-			b.Fatalf("enable BPF statistics: %v", err)
-		}
-		b.Cleanup(func() { st.Close() })
-	}
 	exe := buildStackChain(b)
 	tc := testutil.StartTracee(b, exe)
 	pid := strconv.Itoa(tc.PID())
@@ -144,34 +133,7 @@ func runStackCounts(b *testing.B, stats bool) (total []time.Duration, runTime []
 			tool{"usdtkit-" + s.name, []string{uk, "trace", "-p", pid, "-e", prog}},
 			tool{"bpftrace-" + s.name, []string{bt, "-p", pid, "-e", prog}})
 	}
-	total = make([]time.Duration, len(tools))
-	runTime = make([]int64, len(tools))
-	rounds = make([][]time.Duration, len(tools))
-	for b.Loop() {
-		for i, tl := range tools {
-			cmd := exec.Command(tl.argv[0], tl.argv[1:]...)
-			lines := startLines(b, cmd)
-			if !waitLine(lines, "ready") {
-				b.Fatalf("%s did not attach", tl.name)
-			}
-			before := progRunTime(b, cmd.Process.Pid, stats)
-			best := time.Duration(math.MaxInt64)
-			for range programLoops {
-				m := reLoop.FindStringSubmatch(tc.Do(b, "loop "+strconv.Itoa(programHits))[0])
-				if m == nil {
-					b.Fatal("no loop time")
-				}
-				ns, _ := strconv.ParseInt(m[1], 10, 64)
-				total[i] += time.Duration(ns)
-				best = min(best, time.Duration(ns))
-			}
-			runTime[i] += progRunTime(b, cmd.Process.Pid, stats) - before
-			rounds[i] = append(rounds[i], best)
-			stop(cmd)
-			for range lines {
-			}
-		}
-	}
+	total, runTime, rounds = rotateTools(b, tc, tools, stats)
 	return total, runTime, tools, rounds
 }
 
