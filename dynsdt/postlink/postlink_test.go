@@ -5,10 +5,12 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
@@ -104,11 +106,13 @@ func TestBytesKeepsOtherNotes(t *testing.T) {
 	data := buildGoStatic(t, nil)
 	other := elfnotes.Stapsdt{PC: 0x401000, Provider: "cgo", Name: "probe", Args: "-4@%edi"}
 	desc := other.AppendDesc(nil, elf.ELFCLASS64, binary.LittleEndian)
-	foreign, err := putSection(data, section{name: ".note.stapsdt", typ: elf.SHT_NOTE, align: 4,
-		content: elfnotes.AppendNote(nil, binary.LittleEndian, elfnotes.OwnerStapsdt, elfnotes.NTStapsdt, desc)})
-	if err != nil {
+	im := &image{r: bytes.NewReader(data), size: uint64(len(data))}
+	copy(im.hdr[:], data)
+	if err := im.putSection(section{name: ".note.stapsdt", typ: elf.SHT_NOTE, align: 4,
+		content: elfnotes.AppendNote(nil, binary.LittleEndian, elfnotes.OwnerStapsdt, elfnotes.NTStapsdt, desc)}); err != nil {
 		t.Fatal(err)
 	}
+	foreign := im.apply(data)
 	out, res, err := Bytes(foreign)
 	if err != nil || !res.Changed {
 		t.Fatalf("%+v, %v", res, err)
@@ -203,10 +207,17 @@ func TestBytesErrors(t *testing.T) {
 	}
 }
 
+// tinyProvider is tinyELF's provider.
+var tinyProvider = &dynsdt.ProviderSpec{Name: "fz", Probes: []dynsdt.ProbeSpec{{Name: "hit", Args: []dynsdt.ArgType{dynsdt.Int64}}}}
+
 // tinyELF is a small ELF64 executable for the fuzz seeds: .text with a
 // stub, .noptrdata with a table of provider p, and a .symtab naming the stub.
-func tinyELF(t testing.TB) []byte {
-	p := &dynsdt.ProviderSpec{Name: "fz", Probes: []dynsdt.ProbeSpec{{Name: "hit", Args: []dynsdt.ArgType{dynsdt.Int64}}}}
+func tinyELF(t testing.TB) []byte { return tinyELFAt(t, 0) }
+
+// tinyELFAt is tinyELF with pad bytes before the table in .noptrdata, which
+// has no symbol: the step finds it by scanning.
+func tinyELFAt(t testing.TB, pad int) []byte {
+	p := tinyProvider
 	tab, _, err := dynsdt.ParseStaticTable(dynsdt.StaticTableData(p))
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +232,7 @@ func tinyELF(t testing.TB) []byte {
 	b := elfnotes.Builder{Class: elf.ELFCLASS64, Data: elf.ELFDATA2LSB, Type: elf.ET_EXEC, Machine: elf.EM_X86_64,
 		Sections: []elfnotes.BuildSection{
 			{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addr: 0x401000, Align: 16, Data: []byte{0x0f, 0x1f, 0x44, 0, 0, 0xc3}},
-			{Name: ".noptrdata", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: 0x402000, Align: 8, Data: dynsdt.StaticTableData(p)},
+			{Name: ".noptrdata", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: 0x402000, Align: 8, Data: append(make([]byte, pad), dynsdt.StaticTableData(p)...)},
 			{Name: ".symtab", Type: elf.SHT_SYMTAB, Link: 4, Info: 1, Entsize: 24, Align: 8, Data: sym},
 			{Name: ".strtab", Type: elf.SHT_STRTAB, Data: strtab},
 		},
@@ -244,6 +255,64 @@ func TestTinyELF(t *testing.T) {
 	}
 	if n := sdtNotes(t, out); len(n) != 1 || n[0].Args != "-8@8(%rsp)" {
 		t.Errorf("notes %+v", n)
+	}
+}
+
+// TestScanChunks: a table found by scanning (no symbol names it) is found
+// wherever it lies in its section, across the scan's chunks too.
+func TestScanChunks(t *testing.T) {
+	for _, pad := range []int{0, scanChunk - len(dynsdt.StaticMagic)/2, scanChunk - len(dynsdt.StaticMagic), scanChunk + 3} {
+		data := tinyELFAt(t, pad)
+		_, res, err := Bytes(data)
+		if err != nil || !res.Changed || len(res.Probes) != 1 {
+			t.Fatalf("table at %d: %+v, %v", pad, res, err)
+		}
+		if have, want := res.Probes[0].Semaphore, uint64(0x402000+pad+len(dynsdt.StaticTableData(tinyProvider))-2); have != want {
+			t.Errorf("table at %d: semaphore at %#x, want %#x", pad, have, want)
+		}
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.ReaderAt
+	n atomic.Int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestPlanReadsLittle: on an executable with .symtab, the step reads its
+// headers, .symtab, its strings, the table and the notes, and not its code,
+// .gopclntab or the rest of its data.
+func TestPlanReadsLittle(t *testing.T) {
+	data := buildGoStatic(t, nil)
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The ELF, program and section headers, 4 KiB for the table and the
+	// notes, and the symbols.
+	budget := uint64(64 + 56*len(f.Progs) + 64*len(f.Sections) + 0x1000)
+	for _, name := range []string{".symtab", ".strtab", ".shstrtab"} {
+		s := f.Section(name)
+		if s == nil {
+			t.Fatalf("no %s", name)
+		}
+		budget += s.Size
+	}
+	cr := &countingReader{r: bytes.NewReader(data)}
+	im, res, err := plan(cr, int64(len(data)))
+	if err != nil || im == nil || len(res.Probes) != 1 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	t.Logf("read %d bytes of %d, budget %d", cr.n.Load(), len(data), budget)
+	if n := uint64(cr.n.Load()); n > budget {
+		t.Errorf("read %d bytes of %d, want at most %d", n, len(data), budget)
 	}
 }
 
