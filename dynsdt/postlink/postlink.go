@@ -92,9 +92,10 @@ var ErrNotSupported = errors.New("not supported")
 // A file that cannot be written in place (an executable that is running:
 // ETXTBSY) is replaced instead: a new file, with its mode, renamed over it.
 //
-// File reads only what the step needs (the headers, the writable data, the
-// symbol table or, without one, .gopclntab, and the notes), never the
-// whole file, and writes only the appended bytes and the header.
+// File reads only what the step needs (the headers, the symbol table and
+// the tables it names or, without a symbol table, the writable data and
+// .gopclntab, and the notes), never the whole file, and writes only the
+// appended bytes and the header.
 func File(path string) (*Result, error) {
 	in, err := os.Open(path)
 	if err != nil {
@@ -197,7 +198,9 @@ func (im *image) replace(path string, in *os.File, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(tmp, io.NewSectionReader(in, 0, int64(im.size)))
+	// in was read with ReadAt only: its offset is 0. A LimitedReader
+	// over an *os.File lets io.Copy use copy_file_range.
+	_, err = io.Copy(tmp, io.LimitReader(in, int64(im.size)))
 	if err == nil {
 		_, err = tmp.Write(im.tail)
 	}

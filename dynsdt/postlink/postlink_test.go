@@ -15,6 +15,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
 // buildGoStatic builds bench/gostatic, whose probe gostatic:bench is
@@ -139,13 +140,15 @@ func TestBytesNoTables(t *testing.T) {
 }
 
 // TestFile runs the step on a file in place, then on a running executable
-// (ETXTBSY), which is replaced instead; the mode is kept.
+// (ETXTBSY), which is replaced instead; the mode is kept, and both files
+// are what Bytes returns.
 func TestFile(t *testing.T) {
 	data := buildGoStatic(t, nil)
 	path := filepath.Join(t.TempDir(), "gostatic")
 	if err := os.WriteFile(path, data, 0o751); err != nil {
 		t.Fatal(err)
 	}
+	before := testutil.StatID(t, path)
 	res, err := File(path)
 	if err != nil || !res.Changed {
 		t.Fatalf("%+v, %v", res, err)
@@ -153,8 +156,15 @@ func TestFile(t *testing.T) {
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o751 {
 		t.Errorf("mode after the step: %v, %v", st.Mode(), err)
 	}
-	if n := len(sdtNotes(t, mustRead(t, path))); n != 1 {
-		t.Errorf("%d notes", n)
+	want, _, err := Bytes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mustRead(t, path), want) {
+		t.Error("in place: the file is not what Bytes returns")
+	}
+	if testutil.StatID(t, path) != before {
+		t.Error("in place: the file was replaced")
 	}
 
 	busy := filepath.Join(t.TempDir(), "busy")
@@ -173,11 +183,15 @@ func TestFile(t *testing.T) {
 		stdin.Close()
 		cmd.Wait()
 	}()
+	before = testutil.StatID(t, busy)
 	if res, err := File(busy); err != nil || !res.Changed {
 		t.Fatalf("running executable: %+v, %v", res, err)
 	}
-	if n := len(sdtNotes(t, mustRead(t, busy))); n != 1 {
-		t.Errorf("running executable: %d notes", n)
+	if !bytes.Equal(mustRead(t, busy), want) {
+		t.Error("running executable: the file is not what Bytes returns")
+	}
+	if testutil.StatID(t, busy) == before {
+		t.Error("running executable: the file was not replaced (no ETXTBSY?)")
 	}
 }
 
