@@ -354,6 +354,9 @@ func findTables(f *elfnotes.File, st *symtab, r io.ReaderAt, size uint64) ([]tab
 		if err := readAt(r, magic, s.Offset+at); err != nil || string(magic) != dynsdt.StaticMagic {
 			return err
 		}
+		if slices.ContainsFunc(tables, func(t table) bool { return t.addr == value }) {
+			return nil // two names of one table
+		}
 		t, _, err := readTable(r, s.Offset+at, s.Size-at)
 		if err != nil {
 			return fmt.Errorf("section %s at %#x (symbol %s): %w", s.Name, s.Offset+at, name, err)

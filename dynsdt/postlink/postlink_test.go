@@ -226,11 +226,12 @@ var tinyProvider = &dynsdt.ProviderSpec{Name: "fz", Probes: []dynsdt.ProbeSpec{{
 
 // tinyELF is a small ELF64 executable for the fuzz seeds: .text with a
 // stub, .noptrdata with a table of provider p, and a .symtab naming the stub.
-func tinyELF(t testing.TB) []byte { return tinyELFAt(t, 0) }
+func tinyELF(t testing.TB) []byte { return tinyELFAt(t, 0, false) }
 
-// tinyELFAt is tinyELF with pad bytes before the table in .noptrdata, which
-// has no symbol: the step finds it by scanning.
-func tinyELFAt(t testing.TB, pad int) []byte {
+// tinyELFAt is tinyELF with pad bytes before the table in .noptrdata. With
+// named, a symbol main.usdtkitSDT names the table, as in a Go executable;
+// without, the step finds it by scanning.
+func tinyELFAt(t testing.TB, pad int, named bool) []byte {
 	p := tinyProvider
 	tab, _, err := dynsdt.ParseStaticTable(dynsdt.StaticTableData(p))
 	if err != nil {
@@ -243,6 +244,16 @@ func tinyELFAt(t testing.TB, pad int) []byte {
 	binary.LittleEndian.PutUint16(sym[24+6:], 1)
 	binary.LittleEndian.PutUint64(sym[24+8:], 0x401000)
 	binary.LittleEndian.PutUint64(sym[24+16:], 6)
+	if named {
+		tsym := make([]byte, 24)
+		binary.LittleEndian.PutUint32(tsym, uint32(len(strtab)))
+		tsym[4] = byte(elf.STB_GLOBAL)<<4 | byte(elf.STT_OBJECT)
+		binary.LittleEndian.PutUint16(tsym[6:], 2)
+		binary.LittleEndian.PutUint64(tsym[8:], uint64(0x402000+pad))
+		binary.LittleEndian.PutUint64(tsym[16:], uint64(len(dynsdt.StaticTableData(p))))
+		sym = append(sym, tsym...)
+		strtab = append(append(strtab, "main."+tableSymbol...), 0)
+	}
 	b := elfnotes.Builder{Class: elf.ELFCLASS64, Data: elf.ELFDATA2LSB, Type: elf.ET_EXEC, Machine: elf.EM_X86_64,
 		Sections: []elfnotes.BuildSection{
 			{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addr: 0x401000, Align: 16, Data: []byte{0x0f, 0x1f, 0x44, 0, 0, 0xc3}},
@@ -276,7 +287,7 @@ func TestTinyELF(t *testing.T) {
 // wherever it lies in its section, across the scan's chunks too.
 func TestScanChunks(t *testing.T) {
 	for _, pad := range []int{0, scanChunk - len(dynsdt.StaticMagic)/2, scanChunk - len(dynsdt.StaticMagic), scanChunk + 3} {
-		data := tinyELFAt(t, pad)
+		data := tinyELFAt(t, pad, false)
 		_, res, err := Bytes(data)
 		if err != nil || !res.Changed || len(res.Probes) != 1 {
 			t.Fatalf("table at %d: %+v, %v", pad, res, err)
@@ -284,6 +295,29 @@ func TestScanChunks(t *testing.T) {
 		if have, want := res.Probes[0].Semaphore, uint64(0x402000+pad+len(dynsdt.StaticTableData(tinyProvider))-2); have != want {
 			t.Errorf("table at %d: semaphore at %#x, want %#x", pad, have, want)
 		}
+	}
+}
+
+// TestTableBySymbol: a table that .symtab names is read where the symbol
+// says, without scanning the data before it; unnamed, it is found by
+// scanning. Both give the same note.
+func TestTableBySymbol(t *testing.T) {
+	const pad = 4 << 20
+	var notes []elfnotes.Stapsdt
+	for _, named := range []bool{true, false} {
+		data := tinyELFAt(t, pad, named)
+		cr := &countingReader{r: bytes.NewReader(data)}
+		im, res, err := plan(cr, int64(len(data)))
+		if err != nil || im == nil || len(res.Probes) != 1 {
+			t.Fatalf("named %v: %+v, %v", named, res, err)
+		}
+		if n := cr.n.Load(); named != (n < pad) {
+			t.Errorf("named %v: read %d bytes of %d", named, n, len(data))
+		}
+		notes = append(notes, res.Probes...)
+	}
+	if notes[0] != notes[1] {
+		t.Errorf("by symbol %+v, by scanning %+v", notes[0], notes[1])
 	}
 }
 
@@ -334,6 +368,7 @@ func TestPlanReadsLittle(t *testing.T) {
 // by the step again.
 func FuzzBytes(f *testing.F) {
 	f.Add(tinyELF(f))
+	f.Add(tinyELFAt(f, 8, true))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, res, err := Bytes(data)
 		if err != nil || !res.Changed {
