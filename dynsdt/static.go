@@ -207,7 +207,10 @@ func StaticArgs(m elf.Machine, args []ArgType) (string, error) {
 // PROVIDER.go (the API), PROVIDER_stubs.go (the stubs' declarations, amd64
 // and arm64), PROVIDER_amd64.s and PROVIDER_arm64.s (the stubs), and
 // PROVIDER_other.go (no-op stubs for other architectures, where the
-// probes never fire). Errors are GenerateGo's.
+// probes never fire). Each probe's Xxx and XxxEnabled are small enough for
+// the compiler to inline, whatever the probe's arguments: an untraced
+// probe costs its caller one load of the semaphore and a branch. Errors
+// are GenerateGo's.
 func GenerateStatic(p *ProviderSpec, pkg string) ([]GeneratedFile, error) {
 	if _, err := GenerateGo(p, pkg); err != nil {
 		return nil, err // the same checks of p, pkg and Go names
