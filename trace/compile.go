@@ -304,7 +304,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 			return nil, 0, err
 		}
 		name := "usdt:" + p.Path + ":" + p.Provider + ":" + p.Name
-		r.names[name] = probeName{p.Provider + ":" + p.Name, p.Path}
+		r.names[name] = probeName{name: p.Provider + ":" + p.Name, path: p.Path}
 		for j := range p.Locations {
 			loc := &p.Locations[j]
 			if loc.OffsetErr != nil {
@@ -392,7 +392,7 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error), p *btlang.
 			short += fmt.Sprintf("+%d", fn.Delta)
 		}
 		name := kind + fn.Path + ":" + short
-		r.names[name] = probeName{short, fn.Path}
+		r.names[name] = probeName{name: short, path: fn.Path}
 		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name, Entry: fn.Delta == 0 && !fn.Return}
 		if fn.Return {
 			if s.Ret, err = regFetch(fn.Machine, ret); err != nil {

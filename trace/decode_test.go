@@ -14,7 +14,7 @@ func testDecoder(fn func(*Event) error) (*eventDecoder, []byte) {
 	info.StrOffs[1] = btgen.EvArgsOff + 3*8
 	p := &Program{
 		gen:   &btgen.Program{Probes: []string{"usdt:/bin/x:p:n"}, Events: []btgen.EventInfo{info}},
-		names: map[string]probeName{"usdt:/bin/x:p:n": {"p:n", "/bin/x"}},
+		names: map[string]probeName{"usdt:/bin/x:p:n": {name: "p:n", path: "/bin/x"}},
 	}
 	rec := make([]byte, info.Size)
 	ne := binary.NativeEndian

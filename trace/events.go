@@ -273,9 +273,11 @@ func eventErrors(err error, probes []EventProbe) error {
 	return err
 }
 
-// probeName is a probe's names as an Event gives them.
+// probeName is a probe's names as an Event gives them; goFn says the
+// probe is a Go function's (at its entry or return).
 type probeName struct {
 	name, path string
+	goFn       bool
 }
 
 // eventDecoder turns event records into Events.
@@ -362,7 +364,8 @@ func (d *eventDecoder) decode(rec []byte, ev *Event) error {
 		v.Raw = ne.Uint64(rec[btgen.EvArgsOff+8*i:])
 		v.Signed = signed&(1<<i) != 0
 		v.Fault = faults&(1<<i) != 0
-		v.IsString = info.Strings&(1<<i) != 0
+		// A slot of Go bytes at other sites is an integer here.
+		v.IsString = (info.Strings&^info.Bytes)&(1<<i) != 0
 		if v.IsString {
 			off := info.StrOffs[i]
 			setString(&v.Str, cBytes(rec[off:off+info.StrLen]))

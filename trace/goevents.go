@@ -415,3 +415,23 @@ func (v Value) goString() string {
 	}
 	return string(b)
 }
+
+// GoFunctions reports whether some probe of the program is a Go
+// function at its entry or return, whose events carry values by name.
+func (p *Program) GoFunctions() bool {
+	for _, n := range p.names {
+		if n.goFn {
+			return true
+		}
+	}
+	return false
+}
+
+// ProbeName returns the names an Event gives the probe that the probe
+// builtin (and a map key of it) names full ("uprobe:/bin/app:main.f"):
+// Event.Name ("main.f", "provider:name") and Event.Path. ok is false for
+// a name that is none of the program's probes.
+func (p *Program) ProbeName(full string) (name, path string, ok bool) {
+	n, ok := p.names[full]
+	return n.name, n.path, ok
+}

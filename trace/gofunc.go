@@ -134,7 +134,7 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error), p *btlang.P
 	if fn.Delta != 0 {
 		short += fmt.Sprintf("+%d", fn.Delta)
 	}
-	r.names[name] = probeName{short, fn.Path}
+	r.names[name] = probeName{short, fn.Path, fn.Delta == 0}
 	for _, pr := range gf.Problems {
 		warn(fmt.Errorf("%s: %s", name, pr))
 	}

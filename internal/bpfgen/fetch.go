@@ -37,5 +37,10 @@ func EmitFetch(m elf.Machine, f *Fetch, slot int16, bit int, prefix string) (asm
 	}
 	g := &gen{s: s, alias: map[string]string{}}
 	g.fetchAt(prefix, slot, bit, f)
+	if f.Kind == FetchMem && f.Derefs > 0 {
+		// A pointer chain ends at its label "done", which needs an
+		// instruction: the caller's code continues after this one.
+		g.emit(asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Ja)})
+	}
 	return g.resolve(g.insns)
 }

@@ -93,6 +93,9 @@ type eventGen struct {
 	info EventInfo
 	id   int
 	want int // Event.Args
+	// strs are Event.Strings, the arguments read as NUL-terminated
+	// strings (info.Strings has the slots of Go bytes too).
+	strs uint16
 	// meta is the scratch slot each site's fetch code writes its nargs
 	// and signed bits to.
 	meta int
@@ -133,6 +136,7 @@ func newEvent(e *Event, i int, sites []Site, pos btlang.Pos) (*eventGen, error) 
 		ev.info.Bytes |= s.Bytes
 	}
 	ev.info.Strings = e.Strings | ev.info.Bytes
+	ev.strs = e.Strings
 	off := EvArgsOff + 8*ev.info.ArgCap
 	for a := range ev.info.ArgCap {
 		if ev.info.Strings&(1<<a) != 0 {
@@ -246,6 +250,9 @@ func (g *gen) emitEvent() {
 			// most StrLen-2 (a length compared unsigned: a negative
 			// one, a damaged value, reads the most).
 			str, short := g.newLabel("evnul"), g.newLabel("evlen")
+			if ev.strs&(1<<a) == 0 {
+				str = skip
+			}
 			g.emit(
 				asm.LoadMem(asm.R0, asm.R7, int16(ev.meta+6), asm.Half),
 				asm.And.Imm(asm.R0, 1<<a),
@@ -266,6 +273,13 @@ func (g *gen) emitEvent() {
 				asm.Or.Imm(asm.R9, 1<<a),
 				asm.Ja.Label(skip),
 			)
+			if ev.strs&(1<<a) == 0 {
+				// Not Go bytes at this site, and no string: the
+				// argument is an integer here.
+				g.label(skip)
+				g.emit(nop())
+				continue
+			}
 			g.label(str)
 		}
 		g.emit(
