@@ -708,7 +708,7 @@ func (sp *flagSpec) events(sels []*flagSelector) ([]EventProbe, error) {
 		if sp.strLen != DefaultStrLen {
 			ep.StrLen = sp.strLen
 		}
-		if g.gos > 0 {
+		if g.gos > 0 && !g.ret {
 			ep.Fields = sp.fields
 		}
 		strs := sp.strs[""] | sp.strs[g.probe]
