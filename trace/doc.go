@@ -104,7 +104,7 @@
 // place: FlagProgram turns Flags into a program's text (--count is
 // @[probe] = count(), --hist argN --by pid is @[probe, pid] =
 // hist(argN), --filter a predicate, -F a printf, --latency the
-// @start[tid] pair, @start[goid] for Go functions) and FlagEvents, for
+// @start[tid] pair, @start[pid, goid] for Go functions) and FlagEvents, for
 // flags that only print hits, into EventProbes; CompileFlags compiles
 // either. Go functions' values are named in the flags ('n > 3',
 // --hist n, --field s.hits) and written args.NAME. They list the probes

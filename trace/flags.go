@@ -172,7 +172,7 @@ func FlagEvents(f *Flags, opts *CompileOptions) ([]EventProbe, error) {
 // A function selected by its address (uprobe:PATH:0xADDR) is written as
 // its symbol and offset (uprobe:PATH:FUNC+OFFSET). Go functions' values
 // named in the flags are written args.NAME; latency pairs of Go
-// functions are by goroutine (goid), not by thread.
+// functions are by goroutine (pid, goid), not by thread.
 //
 // Errors: *FlagError for a malformed flag or a value by name a probe
 // does not have; ErrNoProgram; errors listing the objects

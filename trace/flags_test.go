@@ -289,8 +289,8 @@ func TestFlagGoFunctions(t *testing.T) {
 		{"hist of a result", Flags{Probes: []string{ret}, Hist: "status"},
 			"uretprobe:BIN:main.handle\n{ @[probe] = hist(args.status); }\n"},
 		{"latency by goroutine", Flags{Probes: []string{entry, ret}, Latency: "uprobe:main.handle,uretprobe:main.handle"},
-			"uprobe:BIN:main.handle\n{ @start[goid] = nsecs; }\n" +
-				"uretprobe:BIN:main.handle\n/@start[goid]/\n{ @latency_ns[probe] = hist(nsecs - @start[goid]); delete(@start[goid]); }\n"},
+			"uprobe:BIN:main.handle\n/goid != 0/\n{ @start[pid, goid] = nsecs; }\n" +
+				"uretprobe:BIN:main.handle\n/@start[pid, goid]/\n{ @latency_ns[probe] = hist(nsecs - @start[pid, goid]); delete(@start[pid, goid]); }\n"},
 		{"format by name", Flags{Probes: []string{entry}, Formats: []string{`"%s %d %d", path, n, s.hits`}},
 			"uprobe:BIN:main.handle\n{ printf(\"%s %lld %lld\\n\", args.path, args.n, args.s.hits); }\n"},
 	}

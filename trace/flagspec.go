@@ -633,15 +633,16 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 			return "", flagErrorf("--latency", "%s and %s must be among the traced probes (%s)", escape.Name(sp.start), escape.Name(sp.done), escape.Name(strings.Join(pr.names, ", ")))
 		}
 		// Go functions pair by goroutine, which may change threads
-		// between its start and its done.
-		key := "goid"
+		// between its start and its done; goroutine ids are per
+		// process, and 0 is none read.
+		key, cond := "pid, goid", "goid != 0"
 		for _, g := range append(start, done...) {
 			if g.others > 0 {
-				key = "tid"
+				key, cond = "tid", ""
 			}
 		}
 		for _, g := range start {
-			sp.block(&b, g, "", "@start["+key+"] = nsecs;")
+			sp.block(&b, g, cond, "@start["+key+"] = nsecs;")
 		}
 		for _, g := range done {
 			sp.block(&b, g, "@start["+key+"]", "@latency_ns[probe] = hist(nsecs - @start["+key+"]); delete(@start["+key+"]);")

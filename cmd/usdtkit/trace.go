@@ -130,7 +130,7 @@ probe with --stacks), after the map's name when it is not @.`,
 	f.StringSliceVar(&o.by, "by", nil, "with --count or --hist, also key by these: pid, tid, comm, argN, str(argN)")
 	f.StringSliceVar(&o.countBy, "count-by", nil, "the same as --by")
 	f.StringVar(&o.hist, "hist", "", "log2 histogram of this argument (argN) per probe, in the kernel: @[probe] = hist(argN)")
-	f.StringVar(&o.latency, "latency", "", "log2 histogram of nanoseconds from probe START to probe DONE on one thread: START,DONE as NAME or PROVIDER:NAME")
+	f.StringVar(&o.latency, "latency", "", "log2 histogram of nanoseconds from probe START to probe DONE on one thread (one goroutine for Go functions): START,DONE as NAME, PROVIDER:NAME or uprobe:FUNC")
 	f.DurationVarP(&o.duration, "duration", "d", 0, "stop after this long (e.g. 10s)")
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
 	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
