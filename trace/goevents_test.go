@@ -134,3 +134,47 @@ func TestGoFunctionEvents(t *testing.T) {
 		t.Errorf("entries not seen %v, %d returns: want every call with n > 3 and %d returns", want, returns, len(calls))
 	}
 }
+
+// TestGoFunctionEventAtOffset: an event inside a Go function (FUNC+OFFSET
+// on an instruction) carries its goroutine id and no values, which DWARF
+// does not place there.
+func TestGoFunctionEventAtOffset(t *testing.T) {
+	testutil.RequireBPF(t)
+	exe := buildGoTarget(t)
+	cmd := exec.Command(exe)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// main.many's second instruction: the first is at most 15 bytes, and
+	// Compile refuses an offset that does not start an instruction.
+	var prog *trace.Program
+	for off := 1; off < 16 && prog == nil; off++ {
+		prog, err = trace.CompileEvents([]trace.EventProbe{{Probe: "uprobe:" + exe + ":main.many+" + strconv.Itoa(off)}}, &trace.CompileOptions{PID: cmd.Process.Pid})
+	}
+	if prog == nil {
+		t.Fatalf("no instruction boundary in main.many's first 16 bytes: %v", err)
+	}
+	var events []*trace.Event
+	tr, err := trace.Start(prog, &trace.Options{PID: cmd.Process.Pid, OnEvent: func(ev *trace.Event) error {
+		events = append(events, ev.Clone())
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, err := stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || !events[0].Go || events[0].GoID == 0 || len(events[0].Args) != 0 || !strings.HasPrefix(events[0].Name, "main.many+") {
+		t.Errorf("events %+v, want one of main.many+N with a goroutine id and no values", events)
+	}
+}

@@ -201,11 +201,14 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error), p *btlang.P
 		if ev.strings != 0 {
 			return nil, args, fmt.Errorf("%s is a Go function: its values are read by their types, not as C strings (EventProbe.Strings)", fname)
 		}
+		values, fields := gf, ev.fields
 		if fn.Delta != 0 {
-			return nil, args, fmt.Errorf("%s: events of Go functions are at their entry or return, not at an offset; trace it in a program with printf", name)
+			// Inside the function, where DWARF does not say where the
+			// values are: the hit and its goroutine only.
+			values, fields = &gofunc.Func{}, nil
 		}
 		var layout *goLayout
-		site.Args, site.Bytes, layout, err = goEventLayout(fn, gf, b.GoidOffset, b.GReg, ev.fields, warn)
+		site.Args, site.Bytes, layout, err = goEventLayout(fn, values, b.GoidOffset, b.GReg, fields, warn)
 		if err != nil {
 			return nil, args, fmt.Errorf("%s: %w", fname, err)
 		}
