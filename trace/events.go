@@ -94,7 +94,8 @@ type Value struct {
 	// string's address.
 	Raw uint64
 	// Signed says the probe's argument is signed (its note's spec, as
-	// "-4@%eax"); functions' arguments are unsigned.
+	// "-4@%eax"; a Go value's integer type); native functions'
+	// arguments are unsigned.
 	Signed bool
 	// IsString says the argument was read as a string (EventProbe.Strings):
 	// Str holds it, cut at StrLen-1 bytes.
