@@ -95,6 +95,21 @@ func TestTraceStackGoInlined(t *testing.T) {
 		t.Errorf("folded %q: want the stack to end %q with count 3", out, want)
 	}
 	checkChain(t, errs, []string{"main.leaf", "main.outer", "main.main"}, 3)
+
+	// The flags' --stacks on the Go function: the same stack, under the
+	// probe's frame.
+	out, _ = traceLevels(t, bin, 3, "uprobe:"+bin+":main.leaf", "--stacks", "-o", "folded")
+	samples, err = flame.ParseFolded(strings.NewReader(out))
+	if err != nil || len(samples) != 1 {
+		t.Fatalf("--stacks: folded %q: %d stacks, %v; want 1", out, len(samples), err)
+	}
+	names = names[:0]
+	for _, f := range samples[0].Frames {
+		names = append(names, f.Symbol)
+	}
+	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) || samples[0].Count != 3 || !strings.Contains(out, "main.leaf") {
+		t.Errorf("--stacks: folded %q: want the stack to end %q with count 3", out, want)
+	}
 }
 
 // TestTraceStackDebugFile: a stripped shared library whose static

@@ -61,6 +61,12 @@ type Site struct {
 	PID int
 	// Args says how to read arg0, arg1… at this site.
 	Args []bpfgen.Fetch
+	// Bytes has bit i set when arg i is the address of a Go string's or
+	// slice's bytes and arg i+1 their length: a block's Event reads
+	// min(length, StrLen-2) bytes (compared unsigned, NULs are data)
+	// into arg i's string slot instead of a NUL-terminated string (see
+	// Event). Programs ignore it.
+	Bytes uint16
 	// Ret reads the return value at a return site (Kind 0 for none).
 	Ret bpfgen.Fetch
 	// Named says how to read args.NAME at this site (Go functions'
