@@ -21,6 +21,9 @@ import (
 // DefaultMaxPerfMap is the default of Options.MaxPerfMap.
 const DefaultMaxPerfMap = 64 << 20
 
+// DefaultMaxJitdump is the default of Options.MaxJitdump.
+const DefaultMaxJitdump = 1 << 30
+
 // Options configure a Symbolizer.
 type Options struct {
 	// DebugDirs are the global debug directories in which separate debug
@@ -33,6 +36,11 @@ type Options struct {
 	// MaxPerfMap bounds, in bytes, how much of /tmp/perf-PID.map is
 	// read; the rest is passed over. 0 means DefaultMaxPerfMap.
 	MaxPerfMap int64
+	// MaxJitdump bounds, in bytes, how much of the process's jitdump
+	// file is parsed; records past it are not read. Only record headers
+	// and names are read, not the native code between them. 0 means
+	// DefaultMaxJitdump.
+	MaxJitdump int64
 	// NoDWARF leaves DWARF unused: no inlined frames, and file:line only
 	// for Go code (from .gopclntab). Lookups are then a binary search
 	// or two per address, and the DWARF indexes (line rows, inline
@@ -54,6 +62,7 @@ type Symbolizer struct {
 	maps  []mapping // sorted by start, not overlapping
 	files map[procfs.FileID]*object
 	perf  *perfState
+	jit   jitState
 }
 
 // mapping is one executable mapping of the process.
@@ -92,12 +101,18 @@ func New(pid int, opts *Options) (*Symbolizer, error) {
 	if opts.MaxPerfMap < 0 {
 		return nil, fmt.Errorf("field MaxPerfMap is negative")
 	}
+	if opts.MaxJitdump < 0 {
+		return nil, fmt.Errorf("field MaxJitdump is negative")
+	}
 	s := &Symbolizer{pid: pid, nspid: pid, opts: *opts, files: make(map[procfs.FileID]*object)}
 	if s.opts.Cache == nil {
 		s.opts.Cache = &Cache{}
 	}
 	if s.opts.MaxPerfMap == 0 {
 		s.opts.MaxPerfMap = DefaultMaxPerfMap
+	}
+	if s.opts.MaxJitdump == 0 {
+		s.opts.MaxJitdump = DefaultMaxJitdump
 	}
 	root, err := procfs.OpenRoot(pid)
 	if err != nil {
@@ -141,6 +156,11 @@ func (s *Symbolizer) readMaps() error {
 	}
 	var add []mapping
 	for _, m := range maps {
+		if s.jit.mapped == "" && isJitdump(m.Path) {
+			// JIT runtimes map their jitdump file so that perf record
+			// finds it: this one is the process's, wherever it is.
+			s.jit.mapped = m.Path
+		}
 		if !m.Exec() {
 			continue
 		}
@@ -269,6 +289,12 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 		if m.name == "" || strings.HasPrefix(m.name, "[anon") {
 			if p, ok := s.perfLookup(a); ok {
 				fr.Object = perfObject(s.nspid)
+				fr.Offset = 0
+				fr.Symbol, fr.SymOffset = p.Name, a-p.Start
+				return append(out, fr)
+			}
+			if p, ok := s.jitLookup(a); ok {
+				fr.Object = s.jit.path
 				fr.Offset = 0
 				fr.Symbol, fr.SymOffset = p.Name, a-p.Start
 				return append(out, fr)

@@ -1,0 +1,315 @@
+package symbolize
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/usdtkit/usdtkit/internal/procfs"
+)
+
+// Jitdump format (Linux perf's tools/perf/Documentation/
+// jitdump-specification.txt): a file header, then records, each a
+// 16-byte record header {id u32, total_size u32, timestamp u64} and its
+// payload, in the byte order the header's magic says.
+const (
+	jitMagic        = 0x4A695444 // "JiTD" as the writer's u32
+	jitMagicSwapped = 0x4454694A // the same, written in the other byte order
+	// jitHeaderSize is the version 1 header: magic, version, total_size,
+	// elf_mach, pad1, pid (u32 each), timestamp, flags (u64 each).
+	jitHeaderSize = 40
+	// jitRecordHeader is id, total_size (u32), timestamp (u64).
+	jitRecordHeader = 16
+	// jitLoadFixed is JIT_CODE_LOAD's pid, tid (u32), vma, code_addr,
+	// code_size, code_index (u64), before the name.
+	jitLoadFixed = 40
+	// jitMoveSize is JIT_CODE_MOVE's pid, tid (u32), vma, old_code_addr,
+	// new_code_addr, code_size, code_index (u64).
+	jitMoveSize = 48
+	// maxJitName bounds a function name; a record with a longer one is
+	// skipped.
+	maxJitName = 64 << 10
+	// maxJitHeader bounds the header's total_size.
+	maxJitHeader = 1 << 20
+	// maxJitWarnings bounds the warnings of one parse.
+	maxJitWarnings = 16
+)
+
+// JitRecord is the id of a jitdump record.
+type JitRecord uint32
+
+const (
+	JitCodeLoad          JitRecord = 0
+	JitCodeMove          JitRecord = 1
+	JitCodeDebugInfo     JitRecord = 2
+	JitCodeClose         JitRecord = 3
+	JitCodeUnwindingInfo JitRecord = 4
+)
+
+var jitRecordNames = [...]string{"JIT_CODE_LOAD", "JIT_CODE_MOVE", "JIT_CODE_DEBUG_INFO", "JIT_CODE_CLOSE", "JIT_CODE_UNWINDING_INFO"}
+
+func (r JitRecord) String() string {
+	if int(r) < len(jitRecordNames) {
+		return jitRecordNames[r]
+	}
+	return fmt.Sprintf("JitRecord(%d)", uint32(r))
+}
+
+// ParseJitdump reads the jitdump file r of size bytes: one PerfSymbol
+// per function a JIT_CODE_LOAD record names (at its code_addr, of its
+// code_size), and one more at the new address of each JIT_CODE_MOVE of a
+// function loaded before, in the order of the file. The native code and
+// the other records are passed over, not read.
+//
+// The file is written by the process while it runs, so damage stays
+// local: a record that is malformed (a name without its NUL or longer
+// than 64 KiB, a move of
+// an unknown function, code that wraps around the address space) is
+// skipped with a *FormatError warning (at most 16); a last record that
+// ends past size (being written) ends the symbols, without warning; a
+// record header whose size is smaller than itself ends them with a
+// warning, as the next record cannot be found. err is a *FormatError for
+// a header that is not a jitdump's, or an error of r; syms is then nil.
+func ParseJitdump(r io.ReaderAt, size int64) (syms []PerfSymbol, warnings []error, err error) {
+	var p jitParser
+	warnings, err = p.parse(r, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.syms, warnings, nil
+}
+
+// jitParser reads a jitdump incrementally: parse goes on from where the
+// last call stopped, for a file that grows.
+type jitParser struct {
+	order binary.ByteOrder // nil until the header is read
+	off   int64            // the next record
+	syms  []PerfSymbol
+	// index maps code_index to the function's name, for moves.
+	index map[uint64]string
+	// done: a JIT_CODE_CLOSE or a record that cannot be passed was
+	// read; nothing after it is.
+	done bool
+}
+
+// parse reads the records that are whole below end.
+func (p *jitParser) parse(r io.ReaderAt, end int64) (warnings []error, err error) {
+	warn := func(off int64, msg string, val any) {
+		if len(warnings) < maxJitWarnings {
+			warnings = append(warnings, &FormatError{Off: off, Msg: msg, Val: val})
+		}
+	}
+	if p.syms == nil {
+		p.syms = []PerfSymbol{}
+	}
+	if p.order == nil {
+		if err := p.header(r, end); err != nil {
+			return nil, err
+		}
+	}
+	var hdr [64]byte
+	for !p.done && end-p.off >= jitRecordHeader {
+		if _, err := r.ReadAt(hdr[:jitRecordHeader], p.off); err != nil {
+			return warnings, readErr(err)
+		}
+		id := JitRecord(p.order.Uint32(hdr[0:]))
+		total := int64(p.order.Uint32(hdr[4:]))
+		if total < jitRecordHeader {
+			warn(p.off, "record size smaller than its header", total)
+			p.done = true
+			break
+		}
+		if total > end-p.off {
+			break // being written
+		}
+		body := p.off + jitRecordHeader
+		n := total - jitRecordHeader
+		switch id {
+		case JitCodeLoad:
+			if n < jitLoadFixed {
+				warn(p.off, "JIT_CODE_LOAD record too short", total)
+				break
+			}
+			if _, err := r.ReadAt(hdr[:jitLoadFixed], body); err != nil {
+				return warnings, readErr(err)
+			}
+			addr, size, index := p.order.Uint64(hdr[16:]), p.order.Uint64(hdr[24:]), p.order.Uint64(hdr[32:])
+			name, ok, err := readName(r, body+jitLoadFixed, n-jitLoadFixed)
+			if err != nil {
+				return warnings, err
+			}
+			switch {
+			case !ok:
+				warn(p.off, "JIT_CODE_LOAD name without its NUL", nil)
+			case name == "":
+				warn(p.off, "JIT_CODE_LOAD with an empty name", nil)
+			case addr+size < addr:
+				warn(p.off, "JIT_CODE_LOAD code wraps around the address space", addr)
+			default:
+				p.syms = append(p.syms, PerfSymbol{Start: addr, Size: size, Name: name})
+				if p.index == nil {
+					p.index = make(map[uint64]string)
+				}
+				p.index[index] = name
+			}
+		case JitCodeMove:
+			if n < jitMoveSize {
+				warn(p.off, "JIT_CODE_MOVE record too short", total)
+				break
+			}
+			if _, err := r.ReadAt(hdr[:jitMoveSize], body); err != nil {
+				return warnings, readErr(err)
+			}
+			addr, size, index := p.order.Uint64(hdr[24:]), p.order.Uint64(hdr[32:]), p.order.Uint64(hdr[40:])
+			name, ok := p.index[index]
+			switch {
+			case !ok:
+				warn(p.off, "JIT_CODE_MOVE of a code_index no JIT_CODE_LOAD gave", index)
+			case addr+size < addr:
+				warn(p.off, "JIT_CODE_MOVE code wraps around the address space", addr)
+			default:
+				p.syms = append(p.syms, PerfSymbol{Start: addr, Size: size, Name: name})
+			}
+		case JitCodeClose:
+			p.done = true
+		}
+		p.off += total
+	}
+	return warnings, nil
+}
+
+// header reads and checks the file header.
+func (p *jitParser) header(r io.ReaderAt, end int64) error {
+	if end < jitHeaderSize {
+		return &FormatError{Off: 0, Msg: "shorter than a jitdump header", Val: end}
+	}
+	var h [jitHeaderSize]byte
+	if _, err := r.ReadAt(h[:], 0); err != nil {
+		return readErr(err)
+	}
+	var order binary.ByteOrder
+	switch binary.LittleEndian.Uint32(h[:]) {
+	case jitMagic:
+		order = binary.LittleEndian
+	case jitMagicSwapped:
+		order = binary.BigEndian
+	default:
+		return &FormatError{Off: 0, Msg: "not a jitdump: bad magic", Val: binary.LittleEndian.Uint32(h[:])}
+	}
+	if v := order.Uint32(h[4:]); v != 1 {
+		return &FormatError{Off: 4, Msg: "unknown jitdump version", Val: v}
+	}
+	total := int64(order.Uint32(h[8:]))
+	if total < jitHeaderSize || total > maxJitHeader {
+		return &FormatError{Off: 8, Msg: "bad header size", Val: total}
+	}
+	p.order, p.off = order, total
+	return nil
+}
+
+// readName reads a NUL-terminated name of at most n bytes at off; ok is
+// false without a NUL among them or among the first maxJitName+1.
+func readName(r io.ReaderAt, off, n int64) (name string, ok bool, err error) {
+	var buf [512]byte
+	var b []byte
+	n = min(n, maxJitName+1)
+	for read := int64(0); read < n; {
+		k := min(int64(len(buf)), n-read)
+		if _, err := r.ReadAt(buf[:k], off+read); err != nil {
+			return "", false, readErr(err)
+		}
+		if i := bytes.IndexByte(buf[:k], 0); i >= 0 {
+			return string(append(b, buf[:i]...)), true, nil
+		}
+		b = append(b, buf[:k]...)
+		read += k
+	}
+	return "", false, nil
+}
+
+// readErr turns a short read of a file that was checked to be long
+// enough (it shrank meanwhile) into io.ErrUnexpectedEOF.
+func readErr(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// jitState is the process's jitdump as read so far.
+type jitState struct {
+	// mapped is the path of a jitdump the process maps; "" for none
+	// seen (then /tmp/jit-NSPID.dump is looked for).
+	mapped string
+	// path is the file read, as frames name it; dev, ino identify it.
+	path     string
+	dev, ino uint64
+	size     int64
+	p        jitParser
+	idx      *perfIndex
+	// bad: the file's header is not a jitdump's; it is not read again
+	// until it is another file.
+	bad bool
+}
+
+// isJitdump reports whether path names a jitdump file: jit-PID.dump.
+func isJitdump(path string) bool {
+	base := path[strings.LastIndexByte(path, '/')+1:]
+	pid, ok := strings.CutPrefix(base, "jit-")
+	if !ok {
+		return false
+	}
+	pid, ok = strings.CutSuffix(pid, ".dump")
+	return ok && pid != "" && strings.Trim(pid, "0123456789") == ""
+}
+
+// jitLookup finds addr in the process's jitdump, reading what was added
+// to it since it was last read when addr is not known.
+func (s *Symbolizer) jitLookup(a uint64) (PerfSymbol, bool) {
+	j := &s.jit
+	if j.idx != nil {
+		if sym, ok := j.idx.lookup(a); ok {
+			return sym, true
+		}
+	}
+	if s.root == nil {
+		return PerfSymbol{}, false
+	}
+	path := j.mapped
+	if path == "" {
+		path = fmt.Sprintf("/tmp/jit-%d.dump", s.nspid)
+	}
+	f, err := procfs.OpenInRoot(s.root, path)
+	if err != nil {
+		return PerfSymbol{}, false
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return PerfSymbol{}, false
+	}
+	if st.Dev != j.dev || st.Ino != j.ino || path != j.path || st.Size < j.size {
+		// Another file, or one written again from the start.
+		*j = jitState{mapped: j.mapped, path: path, dev: st.Dev, ino: st.Ino}
+	}
+	if j.bad || st.Size == j.size {
+		return PerfSymbol{}, false
+	}
+	j.size = st.Size
+	n := len(j.p.syms)
+	if _, err := j.p.parse(f, min(st.Size, s.opts.MaxJitdump)); err != nil {
+		var fe *FormatError
+		j.bad = errors.As(err, &fe)
+		return PerfSymbol{}, false
+	}
+	if len(j.p.syms) == n && j.idx != nil {
+		return PerfSymbol{}, false
+	}
+	j.idx = newPerfIndex(j.p.syms)
+	return j.idx.lookup(a)
+}
