@@ -42,7 +42,7 @@
 //
 // JIT code the perf map does not name is looked for in the process's
 // jitdump file ([ParseJitdump]; OpenJDK's and V8's perf agents, Python
-// 3.12's -X perf_jit): the jit-PID.dump the process maps (JIT runtimes map
+// 3.13's -X perf_jit): the jit-PID.dump the process maps (JIT runtimes map
 // it so that perf finds it), else /tmp/jit-NSPID.dump, in its root. Its
 // JIT_CODE_LOAD records name functions and JIT_CODE_MOVE records their new
 // places; the native code in it is passed over, not read. It is read up to
