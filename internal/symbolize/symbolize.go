@@ -63,6 +63,8 @@ type Symbolizer struct {
 	files map[procfs.FileID]*object
 	perf  *perfState
 	jit   jitState
+	// chain is appendFrames' buffer for inline chains.
+	chain []inlFrame
 }
 
 // mapping is one executable mapping of the process.
@@ -333,7 +335,8 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 	if syms.dwarf == nil || s.opts.NoDWARF {
 		return append(out, fr)
 	}
-	chain := syms.dwarf.chain(at)
+	s.chain = syms.dwarf.appendChain(s.chain[:0], at)
+	chain := s.chain
 	if len(chain) == 0 {
 		return append(out, fr)
 	}
