@@ -320,8 +320,20 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 	if ret && at > 0 {
 		at--
 	}
+	var chain []inlFrame
+	if syms.dwarf != nil && !s.opts.NoDWARF {
+		s.chain = syms.dwarf.appendChain(s.chain[:0], at)
+		chain = s.chain
+	}
 	found := false
-	if syms.go_ != nil {
+	switch {
+	case syms.go_ != nil && len(chain) > 0:
+		// DWARF gives the file and line: .gopclntab only the function.
+		if fn, entry, ok := syms.go_.PCToFunc(at); ok && entry <= vaddr {
+			fr.Symbol, fr.SymOffset = fn, vaddr-entry
+			found = true
+		}
+	case syms.go_ != nil:
 		if fn, entry, file, line, ok := syms.go_.PCToLine(at); ok && entry <= vaddr {
 			fr.Symbol, fr.SymOffset, fr.File, fr.Line = fn, vaddr-entry, file, line
 			found = true
@@ -332,11 +344,6 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 			fr.Symbol, fr.SymOffset = fs.name, vaddr-fs.value
 		}
 	}
-	if syms.dwarf == nil || s.opts.NoDWARF {
-		return append(out, fr)
-	}
-	s.chain = syms.dwarf.appendChain(s.chain[:0], at)
-	chain := s.chain
 	if len(chain) == 0 {
 		return append(out, fr)
 	}
