@@ -64,9 +64,14 @@
 // frame per inlined call, innermost first and marked Inlined, each with
 // the file and line of its position (for a caller, its call site), as
 // addr2line -i and runtime.CallersFrames give them; the last frame is the
-// function the code is in, with the symbol table's name and offset. The
-// subprogram tree of the compilation unit is walked per address (scopes
-// not containing it skipped) and the answer remembered per address.
+// function the code is in, with the symbol table's name and offset.
+// DWARF is read once per compilation unit and subprogram, when an address
+// in it is first looked up, never per address: an index of every unit's
+// ranges; per unit, its subprograms' ranges and its line table (one row
+// per change of file or line); per subprogram, its inlined calls as a
+// tree and a sorted index of address segments, each naming the innermost
+// call that contains it. A lookup is a few binary searches and a walk up
+// that tree.
 // Without DWARF, a Go frame names the function the address is in (the
 // outermost of an inlined chain) with the file and line of the innermost
 // body, from .gopclntab; other frames have no file and line.
