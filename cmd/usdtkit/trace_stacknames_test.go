@@ -200,3 +200,49 @@ func TestTraceStackJava(t *testing.T) {
 		t.Errorf("no stack names Hot.work under Thread.yield and JVM_Yield:\n%s", out)
 	}
 }
+
+// TestTraceStackJitdump: code in anonymous executable memory is named by
+// the process's jitdump (/tmp/jit-PID.dump): jitdump.c (internal/
+// symbolize's testdata) writes jit_hot into such memory and calls it,
+// and jit_hot calls back into the program. At the callback, a stack-keyed
+// map (the frame-pointer walk, through jit_hot's frame pointer) and a
+// printf'd ustack(perf) (unwound with CFI, and with frame pointers
+// through the JIT code, which has no CFI) both go callback, jit_hot (from
+// the dump), main. The process removes its dump as it exits, before the
+// map is printed and maybe before the printf records are: the trace
+// holds the dump open from when it first saw the process.
+func TestTraceStackJitdump(t *testing.T) {
+	src := testutil.RequireFile(t, filepath.Join("..", "..", "internal", "symbolize", "testdata", "jitdump.c"))
+	bin := filepath.Join(t.TempDir(), "jitdump")
+	buildTool(t, "gcc", "-O1", "-o", bin, src)
+	tr := testutil.StartTracee(t, bin)
+	pid := strconv.Itoa(tr.PID())
+	dump := "/tmp/jit-" + pid + ".dump"
+	t.Cleanup(func() { os.Remove(dump) })
+	tr.Do(t, "addrs") // the dump is written once it answers
+	run := startTrace(t, "trace", "-p", pid, "-e", "uprobe:"+bin+":callback { @[ustack] = count(); printf(\"%s|\\n\", ustack(perf)); }")
+	tr.Do(t, "addrs")
+	tr.Do(t, "addrs")
+	tr.Quit(t)
+	code, out, errs := run.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	checkChain(t, out, []string{"callback", "jit_hot", "main"}, 2)
+	printed, _, ok := strings.Cut(out, "|\n")
+	if !ok {
+		t.Fatalf("no printf'd stack:\n%s", out)
+	}
+	// "\tADDR FUNC+OFF (OBJECT)" lines.
+	var frames []string
+	for l := range strings.Lines(printed) {
+		if f := strings.Fields(l); len(f) == 3 {
+			fn, _, _ := strings.Cut(f[1], "+")
+			frames = append(frames, fn+" "+f[2])
+		}
+	}
+	want := []string{"callback (" + bin + ")", "jit_hot (" + dump + ")", "main (" + bin + ")"}
+	if len(frames) < len(want) || !slices.Equal(frames[:len(want)], want) {
+		t.Errorf("printf'd stack %q: want it to begin %q; output:\n%s", frames, want, out)
+	}
+}

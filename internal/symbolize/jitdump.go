@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -246,14 +247,17 @@ type jitState struct {
 	// mapped is the path of a jitdump the process maps; "" for none
 	// seen (then /tmp/jit-NSPID.dump is looked for).
 	mapped string
-	// path is the file read, as frames name it; dev, ino identify it.
+	// file is the dump, held open from when it was first found, so that
+	// one removed when its process exits is still read; path is where it
+	// was found, as frames name it, dev and ino its identity.
+	file     *os.File
 	path     string
 	dev, ino uint64
 	size     int64
 	p        jitParser
 	idx      *perfIndex
 	// bad: the file's header is not a jitdump's; it is not read again
-	// until it is another file.
+	// until another file is found.
 	bad bool
 }
 
@@ -268,6 +272,33 @@ func isJitdump(path string) bool {
 	return ok && pid != "" && strings.Trim(pid, "0123456789") == ""
 }
 
+// openJit opens the process's jitdump when it is not the one held open:
+// at New, so that it outlives its process, and when an address is not
+// found (a dump created or replaced since).
+func (s *Symbolizer) openJit() {
+	j := &s.jit
+	if s.root == nil {
+		return
+	}
+	path := j.mapped
+	if path == "" {
+		path = fmt.Sprintf("/tmp/jit-%d.dump", s.nspid)
+	}
+	f, err := procfs.OpenInRoot(s.root, path)
+	if err != nil {
+		return
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Dev == j.dev && st.Ino == j.ino && j.file != nil {
+		f.Close()
+		return
+	}
+	if j.file != nil {
+		j.file.Close()
+	}
+	*j = jitState{mapped: j.mapped, file: f, path: path, dev: st.Dev, ino: st.Ino}
+}
+
 // jitLookup finds addr in the process's jitdump, reading what was added
 // to it since it was last read when addr is not known.
 func (s *Symbolizer) jitLookup(a uint64) (PerfSymbol, bool) {
@@ -277,39 +308,44 @@ func (s *Symbolizer) jitLookup(a uint64) (PerfSymbol, bool) {
 			return sym, true
 		}
 	}
-	if s.root == nil {
-		return PerfSymbol{}, false
+	if !s.readJit() {
+		// Nothing new in the file held: look for a new one.
+		s.openJit()
+		if !s.readJit() {
+			return PerfSymbol{}, false
+		}
 	}
-	path := j.mapped
-	if path == "" {
-		path = fmt.Sprintf("/tmp/jit-%d.dump", s.nspid)
+	return j.idx.lookup(a)
+}
+
+// readJit reads what was added to the held jitdump since it was last
+// read; false when nothing was.
+func (s *Symbolizer) readJit() bool {
+	j := &s.jit
+	if j.file == nil || j.bad {
+		return false
 	}
-	f, err := procfs.OpenInRoot(s.root, path)
-	if err != nil {
-		return PerfSymbol{}, false
-	}
-	defer f.Close()
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return PerfSymbol{}, false
+	if err := unix.Fstat(int(j.file.Fd()), &st); err != nil || st.Size == j.size {
+		return false
 	}
-	if st.Dev != j.dev || st.Ino != j.ino || path != j.path || st.Size < j.size {
-		// Another file, or one written again from the start.
-		*j = jitState{mapped: j.mapped, path: path, dev: st.Dev, ino: st.Ino}
+	if j.p.order == nil && st.Size < jitHeaderSize {
+		return false // its header is being written
 	}
-	if j.bad || st.Size == j.size {
-		return PerfSymbol{}, false
+	if st.Size < j.size {
+		// Written again from the start.
+		j.p, j.idx = jitParser{}, nil
 	}
 	j.size = st.Size
 	n := len(j.p.syms)
-	if _, err := j.p.parse(f, min(st.Size, s.opts.MaxJitdump)); err != nil {
+	if _, err := j.p.parse(j.file, min(st.Size, s.opts.MaxJitdump)); err != nil {
 		var fe *FormatError
 		j.bad = errors.As(err, &fe)
-		return PerfSymbol{}, false
+		return false
 	}
 	if len(j.p.syms) == n && j.idx != nil {
-		return PerfSymbol{}, false
+		return false
 	}
 	j.idx = newPerfIndex(j.p.syms)
-	return j.idx.lookup(a)
+	return true
 }

@@ -248,7 +248,8 @@ func FuzzParseJitdump(f *testing.F) {
 // return address in the JIT code names the JIT function. The dump is
 // found as /tmp/jit-PID.dump, or wherever the process maps it (as perf's
 // JIT agents map it); it is read again when it grows (a later function
-// and a JIT_CODE_MOVE); MaxJitdump bounds what is read.
+// and a JIT_CODE_MOVE); it is still read once the process has removed it
+// and exited; MaxJitdump bounds what is read.
 func TestJitdump(t *testing.T) {
 	testutil.RequireRoot(t)
 	bin := buildC(t, "gcc", "jitdump.c", t.TempDir(), "jitdump", "-O1")
@@ -293,6 +294,20 @@ func TestJitdump(t *testing.T) {
 			if f := s.Frames([]uint64{want["jit_cold_moved"] + 1})[0]; f.Symbol != "jit_cold" || f.SymOffset != 1 {
 				t.Errorf("jit_cold moved: have %+v, want jit_cold+1", f)
 			}
+
+			// A Symbolizer made while the process lives holds its dump
+			// open: once the process has removed it and exited, the
+			// dump still names its code.
+			late := newSymbolizer(t, tr.PID(), nil)
+			defer func() {
+				tr.Quit(t)
+				if _, err := os.Stat(dump); !os.IsNotExist(err) {
+					t.Fatalf("%s still there after its process ended (%v)", dump, err)
+				}
+				if f := late.Frames([]uint64{want["jit_later"] + 2})[0]; f.Symbol != "jit_later" || f.SymOffset != 2 || f.Object != dump {
+					t.Errorf("jit_later+2 after the process removed its dump and exited: have %+v", f)
+				}
+			}()
 
 			// MaxJitdump just past the first record: jit_hot only.
 			first := int64(jitHeaderSize + jitRecordHeader + jitLoadFixed + len("jit_hot") + 1 + 18)

@@ -126,6 +126,7 @@ func New(pid int, opts *Options) (*Symbolizer, error) {
 		s.Close()
 		return nil, err
 	}
+	s.openJit()
 	return s, nil
 }
 
@@ -228,6 +229,10 @@ func (s *Symbolizer) Close() error {
 		}
 	}
 	s.files = nil
+	if s.jit.file != nil {
+		s.jit.file.Close()
+		s.jit.file = nil
+	}
 	if s.root != nil {
 		s.root.Close()
 		s.root = nil
