@@ -92,6 +92,12 @@ func TestStacksAgainstBpftrace(t *testing.T) {
 					t.Errorf("our printf lines have no \"stacks\":\n%s", have)
 				}
 				have = stacksKey.ReplaceAllString(have, "}")
+				// So do its "stack" lines after the maps
+				// (TestTraceStacksJSON).
+				if !stackLines.MatchString(have) {
+					t.Errorf("our output has no \"stack\" lines:\n%s", have)
+				}
+				have = stackLines.ReplaceAllString(have, "")
 			}
 			if tt.prefix {
 				comparePrefixes(t, callerFrame.ReplaceAllString(have, ""), theirs)
@@ -107,6 +113,9 @@ func TestStacksAgainstBpftrace(t *testing.T) {
 // stacksKey is the key usdtkit's JSON printf lines add, up to the line's
 // closing brace.
 var stacksKey = regexp.MustCompile(`(?m), "stacks": \[.*\]\}$`)
+
+// stackLines are the lines of frames usdtkit prints after the maps.
+var stackLines = regexp.MustCompile(`(?m)^\{"type":"stack",.*\n`)
 
 // stackEnd ends a printf'd stack in the prefix rows.
 var stackEnd = regexp.MustCompile(`\|[0-9]+\n`)

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,4 +157,60 @@ func addr2line(t *testing.T, path string, vaddr uint64) (string, int) {
 		t.Fatalf("addr2line printed %q", b)
 	}
 	return file, line
+}
+
+// TestTraceStacksJSON: --stacks -o json prints bpftrace's map, then one
+// "stack" line per entry with the stack's frames as objects, its other
+// keys (the probe) and its count: leaf, level3, level2, level1, main in
+// the executable, counted twice.
+func TestTraceStacksJSON(t *testing.T) {
+	bin := stacktest.BuildChain(t, "-O0", "-fno-omit-frame-pointer")
+	out, _ := traceLevels(t, bin, 2, "uprobe:"+bin+":leaf", "--stacks", "-o", "json")
+	var stacks []stackLineJSON
+	maps := 0
+	for sc := bufio.NewScanner(strings.NewReader(out)); sc.Scan(); {
+		var line struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			continue // the newlines bpftrace prints before the maps
+		}
+		switch line.Type {
+		case "map":
+			maps++
+		case "stack":
+			var s stackLineJSON
+			if err := json.Unmarshal(line.Data, &s); err != nil {
+				t.Fatalf("stack line %s: %v", sc.Text(), err)
+			}
+			stacks = append(stacks, s)
+		}
+	}
+	if maps != 1 || len(stacks) != 1 {
+		t.Fatalf("%d map lines and %d stack lines, want 1 and 1:\n%s", maps, len(stacks), out)
+	}
+	s := stacks[0]
+	if s.Map != "@" || s.Value != 2 || !slices.Equal(s.Keys, []string{"uprobe:" + bin + ":leaf"}) || s.PID == 0 {
+		t.Errorf("stack line %+v: want map @, keys [uprobe:%s:leaf], value 2, a pid", s, bin)
+	}
+	want := []string{"leaf", "level3", "level2", "level1", "main"}
+	if len(s.Frames) < len(want) {
+		t.Fatalf("frames %+v: want at least %d", s.Frames, len(want))
+	}
+	for i, w := range want {
+		f := s.Frames[i]
+		if f.Symbol != w || f.Object != bin || !strings.HasPrefix(f.Address, "0x") {
+			t.Errorf("frame %d: %+v, want %s in %s", i, f, w, bin)
+		}
+	}
+}
+
+// stackLineJSON is the data of a "stack" line.
+type stackLineJSON struct {
+	Map    string           `json:"map"`
+	PID    int              `json:"pid"`
+	Keys   []string         `json:"keys"`
+	Value  uint64           `json:"value"`
+	Frames []stackFrameJSON `json:"frames"`
 }
