@@ -44,8 +44,9 @@
 // jitdump file ([ParseJitdump]; OpenJDK's and V8's perf agents, Python
 // 3.13's -X perf_jit): the jit-PID.dump the process maps (JIT runtimes map
 // it so that perf finds it), else /tmp/jit-NSPID.dump, in its root. Its
-// JIT_CODE_LOAD records name functions and JIT_CODE_MOVE records their new
-// places; the native code in it is passed over, not read. It is opened
+// JIT_CODE_LOAD records name functions, JIT_CODE_MOVE records their new
+// places and JIT_CODE_DEBUG_INFO records give their frames a file and
+// line; the native code in it is passed over, not read. It is opened
 // by New and held open (a runtime that removes it as it exits leaves it
 // readable), read up to [Options.MaxJitdump] bytes when an anonymous
 // executable address is first not found, and read on from where it

@@ -2,11 +2,13 @@ package symbolize
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -35,6 +37,14 @@ const (
 	// maxJitName bounds a function name; a record with a longer one is
 	// skipped.
 	maxJitName = 64 << 10
+	// maxJitDebug bounds a JIT_CODE_DEBUG_INFO record read; larger ones
+	// are skipped.
+	maxJitDebug = 1 << 20
+	// maxJitLines bounds the source positions kept from one dump.
+	maxJitLines = 1 << 22
+	// jitDebugEntry is a debug_entry's code_addr (u64), line, discrim
+	// (u32), before the file name.
+	jitDebugEntry = 16
 	// maxJitHeader bounds the header's total_size.
 	maxJitHeader = 1 << 20
 	// maxJitWarnings bounds the warnings of one parse.
@@ -65,7 +75,8 @@ func (r JitRecord) String() string {
 // per function a JIT_CODE_LOAD record names (at its code_addr, of its
 // code_size), and one more at the new address of each JIT_CODE_MOVE of a
 // function loaded before, in the order of the file. The native code and
-// the other records are passed over, not read.
+// the other records are passed over, not read (a Symbolizer also reads
+// JIT_CODE_DEBUG_INFO records, for the file and line of JIT frames).
 //
 // The file is written by the process while it runs, so damage stays
 // local: a record that is malformed (a name without its NUL or longer
@@ -96,6 +107,18 @@ type jitParser struct {
 	// done: a JIT_CODE_CLOSE or a record that cannot be passed was
 	// read; nothing after it is.
 	done bool
+	// lines are the source positions of JIT_CODE_DEBUG_INFO records, in
+	// file order; files their file names, each once.
+	lines     []jitLine
+	files     []string
+	fileIndex map[string]uint32
+}
+
+// jitLine says that the JIT code from addr on is at line of files[file].
+type jitLine struct {
+	addr uint64
+	line uint32
+	file uint32
 }
 
 // parse reads the records that are whole below end.
@@ -176,12 +199,65 @@ func (p *jitParser) parse(r io.ReaderAt, end int64) (warnings []error, err error
 			default:
 				p.syms = append(p.syms, PerfSymbol{Start: addr, Size: size, Name: name})
 			}
+		case JitCodeDebugInfo:
+			if n > maxJitDebug {
+				warn(p.off, "JIT_CODE_DEBUG_INFO record larger than 1 MiB", total)
+				break
+			}
+			b := make([]byte, n)
+			if n > 0 {
+				// (ReadAt at the end, of nothing, is io.EOF.)
+				if _, err := r.ReadAt(b, body); err != nil {
+					return warnings, readErr(err)
+				}
+			}
+			if msg := p.debugInfo(b); msg != "" {
+				warn(p.off, msg, nil)
+			}
 		case JitCodeClose:
 			p.done = true
 		}
 		p.off += total
 	}
 	return warnings, nil
+}
+
+// debugInfo adds the source positions of a JIT_CODE_DEBUG_INFO record's
+// payload b: code_addr, nr_entry (u64), then nr_entry debug_entry, each
+// code_addr (u64), line, discrim (u32) and a NUL-terminated file name. It
+// returns what is wrong with b, "" if nothing; the entries before the
+// damage are kept.
+func (p *jitParser) debugInfo(b []byte) string {
+	if len(b) < 16 {
+		return "JIT_CODE_DEBUG_INFO record too short"
+	}
+	nr := p.order.Uint64(b[8:])
+	b = b[16:]
+	for k := uint64(0); k < nr; k++ {
+		if len(b) < jitDebugEntry+1 {
+			return "JIT_CODE_DEBUG_INFO entries past the record's end"
+		}
+		addr, line := p.order.Uint64(b), p.order.Uint32(b[8:])
+		name, rest, ok := bytes.Cut(b[jitDebugEntry:], []byte{0})
+		if !ok {
+			return "JIT_CODE_DEBUG_INFO file name without its NUL"
+		}
+		b = rest
+		if len(p.lines) >= maxJitLines {
+			return "more than 4 Mi JIT source positions"
+		}
+		if p.fileIndex == nil {
+			p.fileIndex = make(map[string]uint32)
+		}
+		fi, seen := p.fileIndex[string(name)]
+		if !seen {
+			fi = uint32(len(p.files))
+			p.files = append(p.files, string(name))
+			p.fileIndex[string(name)] = fi
+		}
+		p.lines = append(p.lines, jitLine{addr: addr, line: line, file: fi})
+	}
+	return ""
 }
 
 // header reads and checks the file header.
@@ -256,6 +332,9 @@ type jitState struct {
 	size     int64
 	p        jitParser
 	idx      *perfIndex
+	// lines are p.lines sorted by address (of one address, the last in
+	// the file).
+	lines []jitLine
 	// bad: the file's header is not a jitdump's; it is not read again
 	// until another file is found.
 	bad bool
@@ -334,7 +413,7 @@ func (s *Symbolizer) readJit() bool {
 	}
 	if st.Size < j.size {
 		// Written again from the start.
-		j.p, j.idx = jitParser{}, nil
+		j.p, j.idx, j.lines = jitParser{}, nil, nil
 	}
 	j.size = st.Size
 	n := len(j.p.syms)
@@ -343,9 +422,33 @@ func (s *Symbolizer) readJit() bool {
 		j.bad = errors.As(err, &fe)
 		return false
 	}
+	if len(j.p.lines) != len(j.lines) {
+		j.lines = slices.Clone(j.p.lines)
+		slices.SortStableFunc(j.lines, func(a, b jitLine) int { return cmp.Compare(a.addr, b.addr) })
+	}
 	if len(j.p.syms) == n && j.idx != nil {
 		return false
 	}
 	j.idx = newPerfIndex(j.p.syms)
 	return true
+}
+
+// jitPosition returns the source file and line of pc, in the JIT
+// function sym, from the dump's debug entries; "" and 0 when none of sym
+// is at or below pc.
+func (j *jitState) jitPosition(sym PerfSymbol, pc uint64) (string, int) {
+	i, _ := slices.BinarySearchFunc(j.lines, pc, func(l jitLine, pc uint64) int {
+		if l.addr <= pc {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 {
+		return "", 0
+	}
+	l := j.lines[i-1]
+	if l.addr < sym.Start || int(l.file) >= len(j.p.files) {
+		return "", 0
+	}
+	return j.p.files[l.file], int(l.line)
 }

@@ -74,10 +74,24 @@ func jitdumpBytes(o binary.AppendByteOrder, recs []jitRec) []byte {
 	return b
 }
 
+// debugInfo is the payload of a JIT_CODE_DEBUG_INFO record of the
+// function at addr: its lines, each in file.
+func debugInfo(o binary.AppendByteOrder, addr uint64, lines []jitLine, file string) []byte {
+	b := o.AppendUint64(nil, addr)
+	b = o.AppendUint64(b, uint64(len(lines)))
+	for _, l := range lines {
+		b = o.AppendUint64(b, l.addr)
+		b = o.AppendUint32(b, l.line)
+		b = o.AppendUint32(b, 0)
+		b = append(append(b, file...), 0)
+	}
+	return b
+}
+
 // seedRecords are the records of testdata/jit-1.dump.
 var seedRecords = []jitRec{
 	{id: JitCodeLoad, addr: 0x7f0000001000, size: 0x20, index: 1, name: "jit_hot"},
-	{id: JitCodeDebugInfo, raw: make([]byte, 24)},
+	{id: JitCodeDebugInfo, raw: debugInfo(binary.LittleEndian, 0x7f0000001100, []jitLine{{0x7f0000001100, 7, 0}, {0x7f0000001108, 9, 0}}, "Hot.java")},
 	{id: JitCodeLoad, addr: 0x7f0000001100, size: 0x10, index: 2, name: "LHot;::work(IZ)J"},
 	{id: JitCodeMove, addr: 0x7f0000002000, size: 0x10, index: 2},
 	{id: JitCodeUnwindingInfo, raw: make([]byte, 24)},
@@ -167,6 +181,46 @@ func TestParseJitdump(t *testing.T) {
 	}
 }
 
+// TestJitdumpDebugInfo: JIT_CODE_DEBUG_INFO records give source
+// positions, each file kept once; a damaged record keeps the entries
+// before the damage and warns.
+func TestJitdumpDebugInfo(t *testing.T) {
+	o := binary.LittleEndian
+	two := []jitLine{{0x1000, 7, 0}, {0x1008, 9, 0}}
+	good := debugInfo(o, 0x1000, two, "Hot.java")
+	tests := []struct {
+		name    string
+		payload []byte
+		lines   []jitLine
+		warn    string
+	}{
+		{"two entries", good, two, ""},
+		{"count past the end", append(append(slices.Clone(good[:8]), o.AppendUint64(nil, 3)...), good[16:]...), two, "JIT_CODE_DEBUG_INFO entries past the record's end"},
+		{"name without NUL", good[:len(good)-1], two[:1], "JIT_CODE_DEBUG_INFO file name without its NUL"},
+		{"short", good[:8], nil, "JIT_CODE_DEBUG_INFO record too short"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := jitdumpBytes(o, []jitRec{{id: JitCodeDebugInfo, raw: tt.payload}, {id: JitCodeLoad, addr: 0x1000, size: 0x20, index: 1, name: "hot"}})
+			var p jitParser
+			warnings, err := p.parse(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(p.lines, tt.lines) || len(p.syms) != 1 {
+				t.Errorf("lines %v, symbols %v; want %v and hot", p.lines, p.syms, tt.lines)
+			}
+			if len(tt.lines) > 0 && !slices.Equal(p.files, []string{"Hot.java"}) {
+				t.Errorf("files %q, want [Hot.java]", p.files)
+			}
+			var fe *FormatError
+			if tt.warn == "" && len(warnings) != 0 || tt.warn != "" && (len(warnings) != 1 || !errors.As(warnings[0], &fe) || fe.Msg != tt.warn) {
+				t.Errorf("warnings %v, want %q", warnings, tt.warn)
+			}
+		})
+	}
+}
+
 // TestParseJitdumpHeader: a file that is not a jitdump is an error, a
 // *FormatError at the offending field, and no symbols.
 func TestParseJitdumpHeader(t *testing.T) {
@@ -231,6 +285,14 @@ func FuzzParseJitdump(f *testing.F) {
 			}
 		}
 		var p jitParser
+		if _, err := p.parse(r, int64(len(data))); err == nil {
+			for _, l := range p.lines {
+				if int(l.file) >= len(p.files) {
+					t.Fatalf("line %+v of %d files", l, len(p.files))
+				}
+			}
+		}
+		p = jitParser{}
 		k := min(int64(split), int64(len(data)))
 		if _, err := p.parse(r, k); err != nil {
 			p = jitParser{}
@@ -275,8 +337,16 @@ func TestJitdump(t *testing.T) {
 			if f := fr[1]; f.Symbol != "jit_hot" || f.SymOffset != off || f.Object != dump || f.String() != "jit_hot+"+strconv.FormatUint(off, 10) {
 				t.Errorf("return address %#x: have %+v, want jit_hot+%d from %s", want["ret"], f, off, dump)
 			}
-			if f := s.Frames([]uint64{want["jit_cold"] + 3})[0]; f.Symbol != "jit_cold" || f.SymOffset != 3 {
-				t.Errorf("jit_cold+3: have %+v", f)
+			// jit_hot's call is at hot.js:11 (its debug entries);
+			// jit_cold has none.
+			if f := fr[1]; f.File != "hot.js" || f.Line != 11 {
+				t.Errorf("return address in jit_hot: at %s:%d, want hot.js:11", f.File, f.Line)
+			}
+			if f := s.Frames([]uint64{want["jit_hot"]})[0]; f.File != "hot.js" || f.Line != 10 {
+				t.Errorf("jit_hot+0: at %s:%d, want hot.js:10", f.File, f.Line)
+			}
+			if f := s.Frames([]uint64{want["jit_cold"] + 3})[0]; f.Symbol != "jit_cold" || f.SymOffset != 3 || f.File != "" || f.Line != 0 {
+				t.Errorf("jit_cold+3: have %+v, want no position", f)
 			}
 			// Past every function, in the same page: a bare address.
 			if f := s.Frames([]uint64{want["jit_hot"] + 0x400})[0]; f.Symbol != "" {
@@ -310,7 +380,7 @@ func TestJitdump(t *testing.T) {
 			}()
 
 			// MaxJitdump just past the first record: jit_hot only.
-			first := int64(jitHeaderSize + jitRecordHeader + jitLoadFixed + len("jit_hot") + 1 + 18)
+			first := int64(jitHeaderSize + jitRecordHeader + 16 + 2*(16+7) + jitRecordHeader + jitLoadFixed + len("jit_hot") + 1 + 18)
 			small := newSymbolizer(t, tr.PID(), &Options{MaxJitdump: first})
 			if f := small.Frames([]uint64{want["jit_hot"]})[0]; f.Symbol != "jit_hot" {
 				t.Errorf("MaxJitdump %d, jit_hot: have %+v", first, f)

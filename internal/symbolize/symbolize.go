@@ -304,6 +304,11 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 				fr.Object = s.jit.path
 				fr.Offset = 0
 				fr.Symbol, fr.SymOffset = p.Name, a-p.Start
+				at := a
+				if ret && at > p.Start {
+					at-- // the call before the return address
+				}
+				fr.File, fr.Line = s.jit.jitPosition(p, at)
 				return append(out, fr)
 			}
 		}

@@ -5,7 +5,9 @@
 // path in the environment variable JITDUMP, which it also maps executable
 // as perf's JIT agents do, or else /tmp/jit-PID.dump, not mapped.
 //
-// Records: JIT_CODE_LOAD "jit_hot" at page+0 (the function), then
+// Records: JIT_CODE_DEBUG_INFO for jit_hot (page+0 at hot.js:10, its
+// call at page+0xe at hot.js:11), JIT_CODE_LOAD "jit_hot" at page+0 (the
+// function), then
 // JIT_CODE_LOAD "jit_cold" at page+0x100 (0x40 bytes). On "addrs" it calls
 // jit_hot, whose callback saves its return address, and prints
 // "NAME ADDRESS" lines: jit_hot, jit_cold, "ret" (the return address in
@@ -68,6 +70,12 @@ int main(void) {
 	// The header: magic, version, total_size, elf_mach (x86-64), pad1,
 	// pid, timestamp, flags.
 	u32(f, 0x4A695444), u32(f, 1), u32(f, 40), u32(f, 62), u32(f, 0), u32(f, getpid()), u64(f, now()), u64(f, 0);
+	// JIT_CODE_DEBUG_INFO: code_addr, nr_entry, then per entry
+	// code_addr, line, discrim and the file name.
+	u32(f, 2), u32(f, 16 + 16 + 2 * (16 + 7)), u64(f, now());
+	u64(f, (uint64_t)page), u64(f, 2);
+	u64(f, (uint64_t)page), u32(f, 10), u32(f, 0), fwrite("hot.js", 7, 1, f);
+	u64(f, (uint64_t)page + 0xe), u32(f, 11), u32(f, 0), fwrite("hot.js", 7, 1, f);
 	load(f, "jit_hot", page, sizeof code, 1);
 	load(f, "jit_cold", page + 0x100, 0x40, 2);
 	fflush(f);
