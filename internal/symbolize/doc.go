@@ -68,13 +68,19 @@
 // the file and line of its position (for a caller, its call site), as
 // addr2line -i and runtime.CallersFrames give them; the last frame is the
 // function the code is in, with the symbol table's name and offset.
-// DWARF is read once per compilation unit and subprogram, when an address
-// in it is first looked up, never per address: an index of every unit's
-// ranges; per unit, its subprograms' ranges and its line table (one row
-// per change of file or line); per subprogram, its inlined calls as a
-// tree and a sorted index of address segments, each naming the innermost
-// call that contains it. A lookup is a few binary searches and a walk up
-// that tree.
+//
+// An object's DWARF is read when a Symbolizer that uses it (not
+// Options.NoDWARF) first looks up one of its addresses, and then only the
+// sections lookups need (.debug_info, _abbrev, _line, _str, the ranges
+// and DWARF 5's index sections; not location lists, type units or frame
+// tables). It is decoded once per compilation unit and subprogram, when
+// an address in it is first looked up, never per address: an index of
+// every unit's ranges; per unit, its subprograms' ranges and its line
+// table (one row per change of file or line); per subprogram, its
+// inlined calls as a tree and a sorted index of address segments, each
+// naming the innermost call that contains it. A lookup is a few binary
+// searches and a walk up that tree.
+//
 // Without DWARF, a Go frame names the function the address is in (the
 // outermost of an inlined chain) with the file and line of the innermost
 // body, from .gopclntab; other frames have no file and line.

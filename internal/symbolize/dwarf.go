@@ -51,6 +51,21 @@ type dwarfLines struct {
 	// names holds the names of abstract origins and specifications
 	// already followed, shared by every inlined call of one function.
 	names map[dwarf.Offset]string
+	// files holds each file name of the line tables once: the units of
+	// a library name the same headers.
+	files map[string]string
+}
+
+// intern returns s, or the equal string kept before.
+func (d *dwarfLines) intern(s string) string {
+	if k, ok := d.files[s]; ok {
+		return k
+	}
+	if d.files == nil {
+		d.files = make(map[string]string)
+	}
+	d.files[s] = s
+	return s
 }
 
 // lineTable is a unit's line program decoded into rows sorted by
@@ -93,7 +108,7 @@ func (d *dwarfLines) lineTable(cu *dwarf.Entry) *lineTable {
 			}
 			index[f] = uint32(len(lt.files))
 		}
-		lt.files = append(lt.files, name)
+		lt.files = append(lt.files, d.intern(name))
 	}
 	type row struct {
 		addr uint64
@@ -111,7 +126,7 @@ func (d *dwarfLines) lineTable(cu *dwarf.Entry) *lineTable {
 			// A file defined by the line program itself (DWARF < 5).
 			index[le.File] = uint32(len(lt.files))
 			r.file = uint32(len(lt.files))
-			lt.files = append(lt.files, le.File.Name)
+			lt.files = append(lt.files, d.intern(le.File.Name))
 		}
 		rows = append(rows, r)
 	}
@@ -270,11 +285,62 @@ func loadDWARF(r io.ReaderAt) (d *dwarfLines, err error) {
 	if total > maxDWARF {
 		return nil, fmt.Errorf("DWARF of %d bytes, larger than the limit", total)
 	}
-	data, err := ef.DWARF()
+	data, err := readSections(ef)
 	if err != nil {
 		return nil, err
 	}
 	return &dwarfLines{data: data, names: make(map[dwarf.Offset]string)}, nil
+}
+
+// readSections builds the dwarf.Data of ef from the sections lookups
+// use only: not the location lists, type units, frame tables and
+// indexes, which are often most of a library's DWARF. Files with old
+// .zdebug_ sections or relocations to apply (ET_REL) are read whole by
+// debug/elf.
+func readSections(ef *elf.File) (*dwarf.Data, error) {
+	if ef.Type == elf.ET_REL || slices.ContainsFunc(ef.Sections, func(s *elf.Section) bool { return strings.HasPrefix(s.Name, ".zdebug_") }) {
+		return ef.DWARF()
+	}
+	data := func(name string) ([]byte, error) {
+		s := ef.Section(name)
+		if s == nil || s.Type == elf.SHT_NOBITS {
+			return nil, nil
+		}
+		b, err := s.Data() // decompressed, for SHF_COMPRESSED
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return b, nil
+	}
+	var sec [4][]byte
+	for i, name := range []string{".debug_abbrev", ".debug_info", ".debug_line", ".debug_ranges"} {
+		b, err := data(name)
+		if err != nil {
+			return nil, err
+		}
+		sec[i] = b
+	}
+	str, err := data(".debug_str")
+	if err != nil {
+		return nil, err
+	}
+	d, err := dwarf.New(sec[0], nil, nil, sec[1], sec[2], nil, sec[3], str)
+	if err != nil {
+		return nil, err
+	}
+	// DWARF 5's own sections, as debug/elf adds them.
+	for _, name := range []string{".debug_addr", ".debug_line_str", ".debug_str_offsets", ".debug_rnglists"} {
+		b, err := data(name)
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			if err := d.AddSection(name, b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
 }
 
 // Addresses the DWARF does not describe.

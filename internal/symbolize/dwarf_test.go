@@ -2,6 +2,8 @@ package symbolize
 
 import (
 	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
 // TestInlineIndex checks the segments paint builds and innermost's
@@ -45,5 +47,29 @@ func TestInlineIndex(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDWARFOnDemand: a Symbolizer with NoDWARF does not read the DWARF of
+// the objects it names; one that uses DWARF, sharing its Cache, reads it
+// then and gets the inlined calls.
+func TestDWARFOnDemand(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildC(t, "gcc", "inline.c", t.TempDir(), "inline", "-g", "-O2", "-no-pie")
+	want, tr := addrs(t, bin)
+	pc := want["ret"] - 1
+	cache := &Cache{}
+	nd := newSymbolizer(t, tr.PID(), &Options{NoDWARF: true, Cache: cache})
+	if fr := nd.Frames([]uint64{pc}); len(fr) != 1 || fr[0].Inlined {
+		t.Fatalf("NoDWARF: %+v, want one frame", fr)
+	}
+	for _, e := range cache.objs {
+		if e.dwarf != nil {
+			t.Fatalf("NoDWARF read the DWARF of %v", e.syms)
+		}
+	}
+	s := newSymbolizer(t, tr.PID(), &Options{Cache: cache})
+	if fr := s.Frames([]uint64{pc}); len(fr) != 3 || !fr[0].Inlined || !fr[1].Inlined || fr[2].Inlined {
+		t.Errorf("with DWARF, sharing the cache: %+v, want two inlined calls and their function", fr)
 	}
 }

@@ -76,10 +76,14 @@ type mapping struct {
 
 // object is one file mapped by the process.
 type object struct {
-	name string   // as Frame.Object shows it
-	file *os.File // nil when it could not be opened
-	syms *objectSyms
-	done bool // syms was looked for
+	name  string   // as Frame.Object shows it
+	file  *os.File // nil when it could not be opened
+	entry *cacheEntry
+	syms  *objectSyms
+	done  bool // syms was looked for
+	dwarf *dwarfLines
+	// dwarfDone: dwarf was looked for.
+	dwarfDone bool
 }
 
 // perfState is the perf map as last read.
@@ -331,8 +335,8 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 		at--
 	}
 	var chain []inlFrame
-	if syms.dwarf != nil && !s.opts.NoDWARF {
-		s.chain = syms.dwarf.appendChain(s.chain[:0], at)
+	if d := s.objectDWARF(m.obj); d != nil {
+		s.chain = d.appendChain(s.chain[:0], at)
 		chain = s.chain
 	}
 	found := false
@@ -376,10 +380,22 @@ func (s *Symbolizer) objectSyms(o *object) *objectSyms {
 	if !o.done {
 		o.done = true
 		if o.file != nil {
-			o.syms, _ = s.opts.Cache.get(o.file, o.name, s.root, s.opts.DebugDirs)
+			if e, err := s.opts.Cache.get(o.file, o.name, s.root, s.opts.DebugDirs); err == nil {
+				o.entry, o.syms = e, e.syms
+			}
 		}
 	}
 	return o.syms
+}
+
+// objectDWARF returns the DWARF of o (or of its separate debug file),
+// read on first use; nil without DWARF or with Options.NoDWARF.
+func (s *Symbolizer) objectDWARF(o *object) *dwarfLines {
+	if !o.dwarfDone && !s.opts.NoDWARF && o.entry != nil {
+		o.dwarfDone = true
+		o.dwarf = o.entry.dwarfLines(o.file, o.name, s.root, s.opts.DebugDirs)
+	}
+	return o.dwarf
 }
 
 // perfLookup finds addr in the process's perf map, reading it when it has
