@@ -40,8 +40,10 @@
 // Options.PIDs and when the program announces a process
 // (btgen.RecStackPID), so a process that exits before the end keeps its
 // names; printf'd stack copies are unwound with internal/unwind (CFI per
-// object, frame pointers without). StackCounts gives the stack-keyed maps
-// with their frames. See stacks.go.
+// object, frame pointers without). In JSON, a printf line with stack
+// arguments also has "stacks", their frames as objects
+// (symbolize.AppendJSON), after bpftrace's "data". StackCounts gives the
+// stack-keyed maps with their frames. See stacks.go.
 //
 // # Output
 //
