@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -244,5 +245,59 @@ func TestTraceStackJitdump(t *testing.T) {
 	want := []string{"callback (" + bin + ")", "jit_hot (" + dump + ")", "main (" + bin + ")"}
 	if len(frames) < len(want) || !slices.Equal(frames[:len(want)], want) {
 		t.Errorf("printf'd stack %q: want it to begin %q; output:\n%s", frames, want, out)
+	}
+}
+
+// jsOuter matches a frame of hot.js's outer as V8 names it in its
+// jitdump, whatever tier compiled it: "JS:*outer /DIR/hot.js:12:15".
+var jsOuter = regexp.MustCompile(`^JS:[~^*+]?outer \S*/hot\.js:[0-9]+:[0-9]+$`)
+
+// TestTraceStackNode: Node run with --perf-prof writes a jitdump of the
+// code V8 compiles and maps it (in its working directory, not /tmp): the
+// stacks at the C library's access(2), called from JavaScript through
+// fs.existsSync, name outer's frame from it (V8's code keeps frame
+// pointers, so the kernel's walk goes through it), with the dump as the
+// frame's object.
+func TestTraceStackNode(t *testing.T) {
+	node := testutil.RequireTool(t, "node")
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/stacks/hot.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hot.js"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A script, so that the tracee runs node in dir.
+	script := filepath.Join(dir, "node.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncd "+dir+" && exec "+node+" --perf-prof --interpreted-frames-native-stack hot.js\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tr := testutil.StartTracee(t, script)
+	pid := strconv.Itoa(tr.PID())
+	tr.Do(t, "warm up") // V8 compiles outer and hotStat
+	run := startTrace(t, "trace", "-p", pid, "-e", "uprobe:libc:access { @[ustack(perf)] = count(); }")
+	tr.Do(t, "go")
+	tr.Quit(t)
+	code, out, errs := run.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	dump := filepath.Join(dir, "jit-"+pid+".dump")
+	found := false
+	for l := range strings.Lines(out) {
+		// "\tADDR FUNC+OFF (OBJECT)"; a JS name has spaces.
+		l = strings.TrimSpace(l)
+		obj := "(" + dump + ")"
+		if !strings.HasSuffix(l, obj) {
+			continue
+		}
+		_, fn, _ := strings.Cut(strings.TrimSpace(strings.TrimSuffix(l, obj)), " ")
+		if i := strings.LastIndexByte(fn, '+'); i > 0 && jsOuter.MatchString(fn[:i]) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no stack names outer from %s:\n%s", dump, out)
 	}
 }
