@@ -157,25 +157,40 @@ func (d *dwarfLines) lineTable(cu *dwarf.Entry) *lineTable {
 	return lt
 }
 
-// lookup returns the file and line of pc.
-func (lt *lineTable) lookup(pc uint64) (string, int) {
-	i, found := slices.BinarySearch(lt.addrs, pc)
+// lookup returns the file and line of pc, whose row is among rows
+// [lo, hi).
+func (lt *lineTable) lookup(pc uint64, lo, hi int) (string, int) {
+	i, found := slices.BinarySearch(lt.addrs[lo:hi], pc)
 	if found {
 		i++
 	}
 	if i == 0 {
 		return "", 0
 	}
-	r := lt.rows[i-1]
+	r := lt.rows[lo+i-1]
 	if r.line < 0 || int(r.file) >= len(lt.files) {
 		return "", 0
 	}
 	return lt.files[r.file], int(r.line)
 }
 
+// span returns the rows that give the file and line of [lo, hi): from
+// the last row at or below lo to the first at or above hi.
+func (lt *lineTable) span(lo, hi uint64) (int, int) {
+	i, found := slices.BinarySearch(lt.addrs, lo)
+	if !found && i > 0 {
+		i--
+	}
+	j, _ := slices.BinarySearch(lt.addrs, hi)
+	return i, max(i, j)
+}
+
 // unitInfo is what lookups need of one unit.
 type unitInfo struct {
 	funcs []pcRange // subprograms, sorted
+	// rows holds per range of funcs the rows of the line table that
+	// cover it, [rows[2i], rows[2i+1]): a lookup searches those only.
+	rows []int32
 	// trees holds per subprogram (pcRange.idx of funcs) its inlined
 	// calls, read when first looked into.
 	trees []*inlTree
@@ -189,9 +204,10 @@ type pcRange struct {
 	idx    int32
 }
 
-// findRange returns the range in rs (sorted by lo) that contains pc; rs
-// may overlap (a unit's ranges), so a few before are looked at too.
-func findRange(rs []pcRange, pc uint64) (pcRange, bool) {
+// findRange returns the index of the range in rs (sorted by lo) that
+// contains pc; rs may overlap (a unit's ranges), so a few before are
+// looked at too.
+func findRange(rs []pcRange, pc uint64) (int, bool) {
 	i, _ := slices.BinarySearchFunc(rs, pc, func(r pcRange, pc uint64) int {
 		if r.lo <= pc {
 			return -1
@@ -200,10 +216,10 @@ func findRange(rs []pcRange, pc uint64) (pcRange, bool) {
 	})
 	for j := i - 1; j >= 0 && j >= i-8; j-- {
 		if pc >= rs[j].lo && pc < rs[j].hi {
-			return rs[j], true
+			return j, true
 		}
 	}
-	return pcRange{}, false
+	return 0, false
 }
 
 // index reads the ranges of every entry of the reader's current level that
@@ -383,10 +399,11 @@ func (d *dwarfLines) lookup(dst []inlFrame, pc uint64) (c []inlFrame, err error)
 			return nil, err
 		}
 	}
-	cu, ok := findRange(d.units, pc)
+	ci, ok := findRange(d.units, pc)
 	if !ok {
 		return nil, errNoUnit
 	}
+	cu := d.units[ci]
 	u := d.unitInfos[cu.idx]
 	if u == nil {
 		if r == nil {
@@ -402,9 +419,15 @@ func (d *dwarfLines) lookup(dst []inlFrame, pc uint64) (c []inlFrame, err error)
 		u.funcs, n, _ = d.index(r, dwarf.TagSubprogram)
 		u.trees = make([]*inlTree, n)
 		u.lines = d.lineTable(e)
+		u.rows = make([]int32, 2*len(u.funcs))
+		for i, f := range u.funcs {
+			lo, hi := u.lines.span(f.lo, f.hi)
+			u.rows[2*i], u.rows[2*i+1] = int32(lo), int32(hi)
+		}
 		d.unitInfos[cu.idx] = u
 	}
-	fn, ok := findRange(u.funcs, pc)
+	fi, ok := findRange(u.funcs, pc)
+	fn := u.funcs[fi]
 	if !ok {
 		return nil, errNoFunction
 	}
@@ -419,7 +442,7 @@ func (d *dwarfLines) lookup(dst []inlFrame, pc uint64) (c []inlFrame, err error)
 		u.trees[fn.idx] = tree
 	}
 	files := u.lines.files
-	file, line := u.lines.lookup(pc)
+	file, line := u.lines.lookup(pc, int(u.rows[2*fi]), int(u.rows[2*fi+1]))
 	// Innermost first: each level's position is the call site recorded
 	// on the level inside it.
 	for k := tree.innermost(pc); k >= 0; {
