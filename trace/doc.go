@@ -69,7 +69,9 @@
 // file renamed or replaced meanwhile is never traced by mistake, loads
 // and attaches. Run prints printf and print output as records arrive and
 // the maps at the end, byte for byte as bpftrace 0.17 prints them in text
-// or -f json (see the README for the differences).
+// or -f json (see the README for the differences). In JSON, a printf
+// line with ustack arguments also has "stacks": per stack argument its
+// frames, as Frame's MarshalJSON writes them.
 //
 // # Errors
 //

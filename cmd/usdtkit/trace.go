@@ -86,7 +86,10 @@ The flags --count, --stacks, --by, --hist, -F, --filter, --str, --latency and --
 are for PROBE... and refused with a program.
 
 Stacks: --stacks counts hits per probe and user stack (@[probe, ustack] = count()), and
-programs key maps by ustack. -o folded, -o pprof and -o html write those counts, after
+programs key maps by ustack. With -o json, a printf line with ustack arguments also has
+"stacks": each stack's frames as objects (address, object, object_offset, symbol,
+offset, file, line, inlined); and after the maps, each entry of a map keyed by a
+stack is a "stack" line with its frames, other keys and value. -o folded, -o pprof and -o html write those counts, after
 the trace, to stdout as folded stacks (flamegraph.pl, inferno, speedscope), a gzipped
 pprof profile (go tool pprof -http=: FILE) or a self-contained HTML flame graph; what
 the trace prints then goes to stderr. -o FILE.folded, FILE.pb.gz or FILE.html writes the

@@ -150,6 +150,12 @@ func TestTraceStacksFlagAsProgram(t *testing.T) {
 		t.Run(output, func(t *testing.T) {
 			flags, _ := traceLevels(t, bin, 2, "-o", output, probe, "--stacks", "--by", "comm")
 			prog, _ := traceLevels(t, bin, 2, "-o", output, "-e", probe+" { @[probe, comm, ustack] = count(); }")
+			// The "stack" lines of JSON have the processes' pids and
+			// addresses, which differ: both must have one.
+			if n, m := len(stackLines.FindAllString(flags, -1)), len(stackLines.FindAllString(prog, -1)); n != m || output == "json" && n != 1 {
+				t.Errorf("%d and %d stack lines, want as many, one for JSON:\n%s\n%s", n, m, flags, prog)
+			}
+			flags, prog = stackLines.ReplaceAllString(flags, ""), stackLines.ReplaceAllString(prog, "")
 			if flags != prog || !strings.Contains(flags, "level3+") {
 				t.Errorf("--stacks prints\n%s\nthe program prints\n%s", flags, prog)
 			}

@@ -161,6 +161,11 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 			return err
 		}
 	}
+	if output == "json" && prog.CountsStacks() {
+		if err := writeStacksJSON(topts.Stdout, t); err != nil {
+			return err
+		}
+	}
 	if o.flame != nil {
 		if err := writeFlame(cmd.OutOrStdout(), stderr, t, o.flame, o.flameTitle); err != nil {
 			return err

@@ -40,8 +40,10 @@
 // Options.PIDs and when the program announces a process
 // (btgen.RecStackPID), so a process that exits before the end keeps its
 // names; printf'd stack copies are unwound with internal/unwind (CFI per
-// object, frame pointers without). StackCounts gives the stack-keyed maps
-// with their frames. See stacks.go.
+// object, frame pointers without). In JSON, a printf line with stack
+// arguments also has "stacks", their frames as objects
+// (symbolize.AppendJSON), after bpftrace's "data". StackCounts gives the
+// stack-keyed maps with their frames. See stacks.go.
 //
 // # Output
 //
@@ -72,6 +74,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/symbolize"
 )
 
 // DefaultPollInterval is how often Run looks at the ring buffer and the
@@ -496,6 +499,7 @@ func (r *Runner) handle(rec []byte) error {
 			args = append(args, eventfmt.Arg{})
 		}
 		r.args = args
+		var stacks [][]symbolize.Frame
 		for i, a := range p.Args {
 			switch {
 			case a.String:
@@ -503,12 +507,17 @@ func (r *Runner) handle(rec []byte) error {
 			case a.Probe:
 				args[i].Str = r.probeName(binary.NativeEndian.Uint64(rec[a.Off:]))
 			case a.Stack != nil:
-				args[i].Str = r.printfStack(&a, rec)
+				var frames []symbolize.Frame
+				args[i].Str, frames = r.printfStack(&a, rec)
+				stacks = append(stacks, frames)
 			default:
 				args[i].Int = int64(binary.NativeEndian.Uint64(rec[a.Off:]))
 			}
 		}
 		r.buf = p.Format.AppendOutput(r.buf[:0], args, r.opts.Output)
+		if r.opts.Output == eventfmt.OutputJSON && len(stacks) > 0 {
+			r.buf = appendPrintfStacks(r.buf, stacks)
+		}
 		_, err := r.w.Write(r.buf)
 		return err
 	case btgen.RecEvent:
