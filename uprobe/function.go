@@ -74,6 +74,9 @@ func Functions(opts *ListOptions) ([]Function, error) {
 	}
 	var fns []Function
 	for _, t := range scope.Objects {
+		if !scope.Wanted(t) {
+			continue
+		}
 		obj, ok, err := readObject(t, opts.Warn)
 		if err != nil {
 			return nil, err
