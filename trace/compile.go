@@ -110,7 +110,8 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 	if err != nil {
 		return nil, err
 	}
-	r := &resolver{pids: pids, names: make(map[string]probeName), sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error)}
+	r := &resolver{pids: pids, names: make(map[string]probeName), sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error),
+		usdtLists: make(map[listKey]usdtList)}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -203,6 +204,8 @@ type resolver struct {
 	symbols symtab.Resolvers
 	// gobins are the Go binaries read, by object.
 	gobins map[object]goBinary
+	// usdtLists are the USDT listings done (see listUSDT).
+	usdtLists map[listKey]usdtList
 }
 
 type resolved struct {
@@ -252,8 +255,7 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error)
 		warn = func(error) {}
 	}
 	if p.Kind == btlang.ProbeUSDT {
-		probes, err := r.listUSDT(&sdt.ListOptions{Warn: warn,
-			Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
+		probes, err := r.listUSDT(sdt.Selector{Path: path, Provider: p.Provider, Name: p.Name}, warn)
 		if err != nil {
 			return fail(listError{err})
 		}
