@@ -111,7 +111,7 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 		return nil, err
 	}
 	r := &resolver{pids: pids, names: make(map[string]probeName), sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error),
-		usdtLists: make(map[listKey]usdtList)}
+		usdtLists: make(map[listKey]usdtList), symbolLists: make(map[listKey]symbolList)}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -204,8 +204,10 @@ type resolver struct {
 	symbols symtab.Resolvers
 	// gobins are the Go binaries read, by object.
 	gobins map[object]goBinary
-	// usdtLists are the USDT listings done (see listUSDT).
-	usdtLists map[listKey]usdtList
+	// usdtLists and symbolLists are the listings done (see listUSDT and
+	// listFunctions).
+	usdtLists   map[listKey]usdtList
+	symbolLists map[listKey]symbolList
 }
 
 type resolved struct {
@@ -262,8 +264,7 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error)
 		res, count, err := r.usdt(probes, warn)
 		return res, btlang.ProbeArgs{Count: count}, err
 	}
-	fns, err := r.listFunctions(&uprobe.ListOptions{Warn: warn,
-		Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
+	fns, err := r.listFunctions(uprobe.Selector{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}, warn)
 	if err != nil {
 		return fail(listError{err})
 	}

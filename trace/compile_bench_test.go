@@ -32,3 +32,27 @@ func BenchmarkCompileUSDT(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompileUprobe is BenchmarkCompileUSDT for functions of libc
+// (uprobe::NAME), which the tracee maps.
+func BenchmarkCompileUprobe(b *testing.B) {
+	bin := testutil.BuildTracee(b, "-O2", "-DTRACEE_NO_WIDE")
+	tc := testutil.StartTracee(b, bin)
+	tc.Do(b, "sem") // the tracee runs: libc is mapped
+	names := []string{"malloc", "free", "calloc", "realloc", "strlen"}
+	for _, n := range []int{1, 5} {
+		b.Run(fmt.Sprintf("probes=%d", n), func(b *testing.B) {
+			src := `BEGIN { printf("ready\n"); } `
+			for _, name := range names[:n] {
+				src += "uprobe:libc:" + name + " { @[probe] = count(); } "
+			}
+			opts := &trace.CompileOptions{PID: tc.PID()}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := trace.Compile("b.bt", src, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -66,20 +66,31 @@ type usdtList struct {
 	err    error
 }
 
-// listFunctions lists the functions opts selects in each process
-// (opts.PID is ignored), or in the files.
-func (r *resolver) listFunctions(opts *uprobe.ListOptions) ([]uprobe.Function, error) {
+// listFunctions lists the functions sel selects in each process, or in
+// the files its path names. As with listUSDT, the symbols of one path in
+// one process (or of the files) are read once per Compile: a program may
+// name many functions of one library.
+func (r *resolver) listFunctions(sel uprobe.Selector, warn func(error)) ([]uprobe.Function, error) {
 	var all []uprobe.Function
 	for _, pid := range r.pids {
-		o := *opts
-		o.PID = pid
-		some, err := uprobe.Functions(&o)
-		if err != nil {
-			return nil, err
+		k := listKey{pid, sel.Path}
+		l, ok := r.symbolLists[k]
+		if !ok {
+			l.objs, l.err = uprobe.List(&uprobe.ListOptions{PID: pid, Warn: warn, Selectors: []uprobe.Selector{{Path: sel.Path}}})
+			r.symbolLists[k] = l
 		}
-		all = append(all, some...)
+		if l.err != nil {
+			return nil, l.err
+		}
+		all = append(all, uprobe.FunctionsOf(l.objs, []uprobe.Selector{sel})...)
 	}
 	return all, nil
+}
+
+// symbolList is a listing's outcome.
+type symbolList struct {
+	objs []uprobe.Object
+	err  error
 }
 
 // pidList merges a PID field and a PIDs field.
