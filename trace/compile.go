@@ -114,7 +114,8 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 	if err != nil {
 		return nil, err
 	}
-	r := &resolver{pids: pids, names: make(map[string]probeName), sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error)}
+	r := &resolver{pids: pids, names: make(map[string]probeName), sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error),
+		usdtLists: make(map[listKey]usdtList), symbolLists: make(map[listKey]symbolList)}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -217,6 +218,10 @@ type resolver struct {
 	// events of Go functions carry (see goEventLayout).
 	events    map[*btlang.Probe]*goEventSpec
 	goLayouts map[string]*goLayout
+	// usdtLists and symbolLists are the listings done (see listUSDT and
+	// listFunctions).
+	usdtLists   map[listKey]usdtList
+	symbolLists map[listKey]symbolList
 }
 
 type resolved struct {
@@ -266,16 +271,14 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error)
 		warn = func(error) {}
 	}
 	if p.Kind == btlang.ProbeUSDT {
-		probes, err := r.listUSDT(&sdt.ListOptions{Warn: warn,
-			Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
+		probes, err := r.listUSDT(sdt.Selector{Path: path, Provider: p.Provider, Name: p.Name}, warn)
 		if err != nil {
 			return fail(listError{err})
 		}
 		res, count, err := r.usdt(probes, warn)
 		return res, btlang.ProbeArgs{Count: count}, err
 	}
-	fns, err := r.listFunctions(&uprobe.ListOptions{Warn: warn,
-		Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
+	fns, err := r.listFunctions(uprobe.Selector{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}, warn)
 	if err != nil {
 		return fail(listError{err})
 	}

@@ -67,7 +67,11 @@
 // Start opens each object again, checks its identity (device and inode)
 // against what Compile read, attaches through /proc/self/fd/N so that a
 // file renamed or replaced meanwhile is never traced by mistake, loads
-// and attaches. Run prints printf and print output as records arrive and
+// and attaches. The kernel makes the first uprobe registration wait for an
+// RCU grace period; Warm, called before Compile, starts that wait in the
+// background so that it runs while the program compiles. Compile lists
+// the objects of one path (in one process) once, however many probes of
+// the program name them. Run prints printf and print output as records arrive and
 // the maps at the end, byte for byte as bpftrace 0.17 prints them in text
 // or -f json (see the README for the differences). In JSON, a printf
 // line with ustack arguments also has "stacks": per stack argument its
@@ -175,6 +179,7 @@
 //
 // # Usage
 //
+//	trace.Warm() // first: the kernel's wait at the first uprobe overlaps Compile
 //	prog, err := trace.Compile("-e", `usdt::python:function__entry { @[str(arg1)] = count(); }`, &trace.CompileOptions{PID: pid})
 //	t, err := trace.Start(prog, &trace.Options{PID: pid})
 //	defer t.Close()

@@ -109,6 +109,9 @@ probe with --stacks), after the map's name when it is not @.`,
   usdtkit trace -p 1234 uprobe:libc:malloc --stacks -o flame.html
   usdtkit trace -c './server' -e 'uprobe::handle { @[ustack] = count(); }' -o pprof > server.pb.gz`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The kernel's wait at the first uprobe runs while the
+			// probes are looked up and the program compiled.
+			trace.Warm()
 			if name, src, ok, err := programOf(cmd, &o, args); err != nil {
 				return err
 			} else if ok {

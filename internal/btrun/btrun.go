@@ -122,6 +122,9 @@ type Runner struct {
 	args []eventfmt.Arg
 	// warm is closed when Start's warm-up (Warm) has ended.
 	warm <-chan struct{}
+	// closeWaits counts Run's reads while the links close that returned
+	// no record (one: the Flush after the last link), for tests.
+	closeWaits int
 	// stacks symbolizes ustack keys and arguments (stacks.go).
 	stacks stacks
 }
@@ -353,27 +356,26 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	r.fireAll(btlang.ProbeEnd)
 	// The ring is read while the links close (each waits for an SRCU
 	// grace period): a probe that keeps firing would fill it meanwhile.
+	// The read blocks until Flush, once every link is closed: with a
+	// deadline, cilium's poller rounds the wait down to whole
+	// milliseconds, so short deadlines spin the CPU for the whole detach.
+	// Flush comes before detached closes, so never after Close.
 	detached := make(chan struct{})
 	go func() {
 		r.detach()
+		r.rd.Flush()
 		close(detached)
 	}()
-	for closing := true; closing; {
-		select {
-		case <-detached:
-			closing = false
-			continue
-		default:
-		}
-		r.rd.SetDeadline(time.Now().Add(time.Millisecond))
-		err := r.rd.ReadInto(&r.rec)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			continue
-		}
-		if err != nil {
+	r.rd.SetDeadline(time.Time{})
+	for {
+		// ringbuf.ErrFlushed comes after the records in the ring at
+		// Flush.
+		r.closeWaits++
+		if err := r.rd.ReadInto(&r.rec); err != nil {
 			<-detached
 			break
 		}
+		r.closeWaits--
 		if err := r.handle(r.rec.RawSample); err != nil && !errors.Is(err, errStop) {
 			<-detached
 			return err
