@@ -7,11 +7,13 @@
 //   - arguments 1-6 in DI, SI, DX, CX, R8, R9; 7-12 in 8-byte stack slots,
 //     the 7th at the callee's 8(%rsp), i.e. at 0(SP) just before the CALL;
 //   - SP 16-byte aligned at the CALL;
-//   - 128 bytes of this frame free below SP at the CALL. A stub hit by an
+//   - 192 bytes of this frame free below SP at the CALL. A stub hit by an
 //     optimized uprobe (Linux 6.18+, nop5) calls the kernel's uprobe
 //     trampoline, which pushes 32 bytes below the stub's return address;
-//     the space below SP is part of this frame, so the linker's NOSPLIT
-//     check counts it and no stack guard is needed at run time.
+//     the nop10 form first moves SP down by 128 (the red zone), then
+//     calls it: 168 bytes in all. The space below SP is part of this
+//     frame, so the linker's NOSPLIT check counts it and no stack guard is
+//     needed at run time.
 //
 // Go does not keep SP 16-byte aligned, and a frame's size is fixed at
 // assembly time, so fire picks one of two bodies by the alignment of SP at
@@ -24,9 +26,9 @@
 // address) and F its frame size:
 //
 //	PUSHQ BP, ADJSP $F     (prologue)    SP = E - 8 - F
-//	ADJSP $-128                          SP = E - 8 - F + 128 ≡ 0 mod 16
-//	stack arguments at 0..47(SP), inside the frame (F ≥ 128 + 48)
-//	CALL stub; ADJSP $128; epilogue
+//	ADJSP $-192                          SP = E - 8 - F + 192 ≡ 0 mod 16
+//	stack arguments at 0..47(SP), inside the frame (F ≥ 192 + 48)
+//	CALL stub; ADJSP $192; epilogue
 
 // FIRE_BODY loads min(n, 12) arguments (the compare chains treat any n > 12
 // as 12) from args and calls stub. Missing
@@ -43,7 +45,7 @@
 	XORL	CX, CX; \
 	XORL	R8, R8; \
 	XORL	R9, R9; \
-	ADJSP	$-128; \
+	ADJSP	$-192; \
 	CMPQ	R11, $6; \
 	JLE	regs; \
 	XORL	BX, BX; \
@@ -95,7 +97,7 @@ regs: \
 	MOVQ	40(R10), R9; \
 call: \
 	CALL	AX; \
-	ADJSP	$128; \
+	ADJSP	$192; \
 	RET
 
 // func fire(pr *Probe, args *uint64, n int)
@@ -110,11 +112,11 @@ sp8:
 	JMP	·fire8(SB)
 
 // func fire0(pr *Probe, args *uint64, n int)
-TEXT ·fire0(SB), NOSPLIT, $184-24
+TEXT ·fire0(SB), NOSPLIT, $248-24
 	FIRE_BODY
 
 // func fire8(pr *Probe, args *uint64, n int)
-TEXT ·fire8(SB), NOSPLIT, $176-24
+TEXT ·fire8(SB), NOSPLIT, $240-24
 	FIRE_BODY
 
 // Stubs for tests and benchmarks, in the C calling convention.

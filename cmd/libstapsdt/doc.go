@@ -51,9 +51,10 @@
 // arm64) do the untraced check themselves: probeFire and probeIsEnabled
 // are also function-like macros that load SDTProbe_t's private _fire,
 // which the library sets to the probe site while loaded (NULL
-// otherwise), and compare the word there with LIBSTAPSDT_SITE_WORD, the
-// word dynsdt builds at every site (the first 4 bytes of the 5-byte nop on
-// x86-64, nop on arm64; providerLoad fails if a site ever differs). Two
+// otherwise), then the 8 aligned bytes from 4 before the site: dynsdt
+// writes a copy of each stub's first 4 bytes there, which no uprobe
+// changes, and the check compares it with the site's. So the check holds
+// whatever kind of site the provider was loaded with (see "Sites"). Two
 // dependent loads, no call; only a traced probe calls the exported
 // probeFire, which checks again as above. providerUnload stores NULL in
 // _fire; a check racing with it reads the old site, which stays mapped
@@ -65,6 +66,19 @@
 // the macros off. Programs and bindings built against libstapsdt's header
 // (and ctypes) call the exported functions and see no change: the struct
 // layouts are libstapsdt's (TestABI), and _fire was already private.
+//
+// # Sites
+//
+// providerLoad loads through dynsdt.Load, which chooses the kind of probe
+// site for the running kernel (dynsdt.ChooseSite: on x86-64 the 1-byte
+// nop, whose stub returns without ret, as cheap traced as a sys/sdt.h
+// probe in the caller's body) unless the USDTKIT_SITE environment
+// variable names one: nop, nop5 (what the kernel's 6.18 uprobe
+// optimization turns into a call) or nop10 (the form later kernels
+// optimize; 6.18 cannot probe it). Programs built with an older
+// libstapsdt.h, whose check compared the site with the nop5's first word,
+// see a nop site as traced and call probeFire, which checks again: still
+// correct, one call dearer untraced.
 //
 // # Differences from libstapsdt
 //
