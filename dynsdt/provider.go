@@ -115,7 +115,7 @@ func Load(spec *ProviderSpec, opts *Options) (*Provider, error) {
 	if hostMachine == 0 {
 		return nil, fmt.Errorf("load provider on %s: %w", runtime.GOARCH, errors.ErrUnsupported)
 	}
-	site, err := resolveSite(opts.Site)
+	site, err := ResolveSite(opts.Site)
 	if err != nil {
 		return nil, fmt.Errorf("load provider %s: %w", spec.Name, err)
 	}

@@ -76,9 +76,11 @@ func ChooseSite(release string) Site {
 	return SiteNop
 }
 
-// resolveSite returns the kind Load writes for s: s itself unless it is
-// SiteAuto, then the one SiteEnv names, then ChooseSite's.
-func resolveSite(s Site) (Site, error) {
+// ResolveSite returns the kind that s stands for on this machine: s
+// itself unless it is SiteAuto, then the one the USDTKIT_SITE environment
+// variable names, then ChooseSite's for the running kernel. Load and
+// postlink resolve their SiteAuto with it. Errors wrap ErrSpec.
+func ResolveSite(s Site) (Site, error) {
 	if s != SiteAuto {
 		if s > SiteNop10 {
 			return 0, fmt.Errorf("site %v: %w", s, ErrSpec)

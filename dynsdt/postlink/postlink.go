@@ -31,6 +31,19 @@
 // linker drops it): the step leaves it as it is. A probe whose function is
 // never called has no stub and gets no note.
 //
+// # Sites
+//
+// On x86-64 the step also sets the kind of instruction at the probe sites
+// (Options.Site, usdtkit link --site): gen --static writes each stub as
+// dynsdt.StaticStubAMD64(dynsdt.SiteNop), 16 bytes with room for every
+// kind's stub, and the step writes the kind asked for over them (see
+// dynsdt.Site for what each costs on which kernel). The default, SiteAuto,
+// is dynsdt.ResolveSite's choice where the step runs (USDTKIT_SITE, else
+// the kind for its kernel): a binary is built for the kernels it will run
+// on, so set the kind where the build host's kernel is not theirs. Only
+// the stubs' bytes change, so the file is then replaced (see File) rather
+// than appended to.
+//
 // # Errors
 //
 // Only 64-bit little-endian executables for x86-64 and arm64 are
@@ -59,8 +72,25 @@ import (
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 
+// Options are the step's choices; nil means the zero value.
+type Options struct {
+	// Site is the kind of probe site the amd64 stubs get (see "Sites").
+	// SiteAuto, the default, is dynsdt.ResolveSite's choice on the machine
+	// that runs the step (the USDTKIT_SITE environment variable, else the
+	// kind that suits its kernel).
+	Site dynsdt.Site
+}
+
 // Result says what the step found and did.
 type Result struct {
+	// Site is the kind of site the amd64 stubs have after the step; the
+	// zero SiteAuto for arm64, for a file without probes, and when
+	// Options.Site was SiteAuto and some stub was not one the step can
+	// rewrite (from another usdtkit's gen --static), which it then leaves
+	// as it is. With another Options.Site such a stub is an error.
+	Site dynsdt.Site
+	// Rewritten counts the stubs whose site the step changed.
+	Rewritten int
 	// Probes are the notes of static probes, in table order.
 	Probes []elfnotes.Stapsdt
 	// Missing names the probes whose stubs the linker left out (their
@@ -83,12 +113,15 @@ var ErrNotSupported = errors.New("not supported")
 // (short of a machine crash that writes the header but not the rest).
 // A file that cannot be written in place (an executable that is running:
 // ETXTBSY) is replaced instead: a new file, with its mode, renamed over it.
-func File(path string) (*Result, error) {
+func File(path string) (*Result, error) { return FileWith(path, nil) }
+
+// FileWith is File with options.
+func FileWith(path string, opts *Options) (*Result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	out, res, err := Bytes(data)
+	out, res, err := BytesWith(data, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -153,7 +186,15 @@ func replace(path string, out []byte) error {
 
 // Bytes runs the step on an executable's contents and returns the new
 // contents (data itself when nothing changes).
-func Bytes(data []byte) ([]byte, *Result, error) {
+func Bytes(data []byte) ([]byte, *Result, error) { return BytesWith(data, nil) }
+
+// BytesWith is Bytes with options. It never modifies data: a changed file
+// is a new slice.
+func BytesWith(data []byte, opts *Options) ([]byte, *Result, error) {
+	var want dynsdt.Site
+	if opts != nil {
+		want = opts.Site
+	}
 	f, err := elfnotes.NewFile(bytes.NewReader(data))
 	if err != nil {
 		return nil, nil, err
@@ -193,6 +234,20 @@ func Bytes(data []byte) ([]byte, *Result, error) {
 			ours[pc] = true
 		}
 	}
+	out := data
+	if f.Machine == elf.EM_X86_64 && len(ours) > 0 {
+		site, err := dynsdt.ResolveSite(want)
+		if err != nil {
+			return nil, nil, err
+		}
+		var skipped int
+		if out, res.Rewritten, skipped, err = rewriteSites(f, data, res.Probes, site, want != dynsdt.SiteAuto); err != nil {
+			return nil, nil, err
+		}
+		if skipped == 0 {
+			res.Site = site
+		}
+	}
 	// The notes already there: others' are kept; if ours are there as
 	// they would be written, there is nothing to do.
 	old, err := f.SDTProbes()
@@ -208,7 +263,8 @@ func Bytes(data []byte) ([]byte, *Result, error) {
 		}
 	}
 	if slices.Equal(had, res.Probes) && f.Section(elfnotes.StapsdtBaseSection) == nil {
-		return data, res, nil
+		res.Changed = res.Rewritten > 0
+		return out, res, nil
 	}
 	var notes []byte
 	for _, s := range append(keep, res.Probes...) {
@@ -217,7 +273,6 @@ func Bytes(data []byte) ([]byte, *Result, error) {
 	}
 	// .probes first: bcc finds .note.stapsdt only among the sections
 	// after .probes.
-	out := data
 	if probes, ok := probesSection(f, tables); ok {
 		if out, err = putSection(out, probes); err != nil {
 			return nil, nil, err
@@ -428,4 +483,58 @@ func putSection(data []byte, sec section) ([]byte, error) {
 	le.PutUint64(out[ehShoff:], newShoff)
 	le.PutUint16(out[ehShnum:], uint16(shnum))
 	return out, nil
+}
+
+// rewriteSites gives the amd64 stubs of probes a site of kind site: each
+// stub's dynsdt.StaticStubLen bytes must be some kind's stub as
+// dynsdt.StaticStubAMD64 writes it (the linker keeps them as assembled).
+// A stub that is not (another usdtkit's gen --static wrote it) is an
+// error if strict, else left as it is and counted as skipped. It returns
+// data itself when no stub changes, else a copy, and the number of stubs
+// changed.
+func rewriteSites(f *elfnotes.File, data []byte, probes []elfnotes.Stapsdt, site dynsdt.Site, strict bool) (out []byte, n, skipped int, err error) {
+	want := dynsdt.StaticStubAMD64(site)
+	kinds := []dynsdt.Site{dynsdt.SiteNop, dynsdt.SiteNop5, dynsdt.SiteNop10}
+	out = data
+	for _, p := range probes {
+		off, ok := textOffset(f, uint64(len(data)), p.PC, dynsdt.StaticStubLen)
+		var cur []byte
+		if ok {
+			cur = data[off : off+dynsdt.StaticStubLen]
+			if bytes.Equal(cur, want) {
+				continue
+			}
+			ok = slices.ContainsFunc(kinds, func(k dynsdt.Site) bool { return bytes.Equal(cur, dynsdt.StaticStubAMD64(k)) })
+		}
+		if !ok && strict {
+			return nil, 0, 0, fmt.Errorf("probe %s:%s: stub at %#x holds % x, no site kind's stub of %d bytes (from another usdtkit gen --static?): %w",
+				p.Provider, p.Name, p.PC, cur, dynsdt.StaticStubLen, ErrNotSupported)
+		}
+		if !ok {
+			skipped++
+			continue
+		}
+		if n == 0 {
+			out = slices.Clone(data)
+		}
+		copy(out[off:], want)
+		n++
+	}
+	return out, n, skipped, nil
+}
+
+// textOffset returns the file offset of the n bytes at vaddr if they lie
+// in one executable section with contents in the file of size size.
+func textOffset(f *elfnotes.File, size, vaddr, n uint64) (uint64, bool) {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_EXECINSTR == 0 || vaddr < s.Addr || vaddr-s.Addr > s.Size || n > s.Size-(vaddr-s.Addr) {
+			continue
+		}
+		off := s.Offset + (vaddr - s.Addr)
+		if off < s.Offset || off+n < off || off+n > size {
+			return 0, false
+		}
+		return off, true
+	}
+	return 0, false
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
@@ -58,6 +59,7 @@ func TestBytes(t *testing.T) {
 		{"amd64 stripped", nil, []string{"-ldflags=-s -w"}, "-4@8(%rsp) -4@16(%rsp)"},
 		{"arm64 pie", []string{"GOARCH=arm64"}, []string{"-buildmode=pie"}, "-4@[sp, 8] -4@[sp, 16]"},
 	}
+	t.Setenv(dynsdt.SiteEnv, "") // auto: the generated nop stays
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := buildGoStatic(t, tt.env, tt.flags...)
@@ -96,6 +98,78 @@ func TestBytes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBytesSites: Options.Site writes each kind's stub over the one gen
+// --static wrote, and only those bytes change; the step again with the
+// same kind changes nothing, and back to nop gives the original bytes.
+// USDTKIT_SITE stands for SiteAuto. Bytes that are no kind's stub are an
+// error.
+func TestBytesSites(t *testing.T) {
+	t.Setenv(dynsdt.SiteEnv, "")
+	data := buildGoStatic(t, nil)
+	base, res, err := Bytes(data)
+	if err != nil || res.Site != dynsdt.SiteNop || res.Rewritten != 0 {
+		t.Fatalf("auto: %+v, %v", res, err)
+	}
+	pc := sdtNotes(t, base)[0].PC
+	f, err := elfnotes.NewFile(bytes.NewReader(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, ok := textOffset(f, uint64(len(base)), pc, dynsdt.StaticStubLen)
+	f.Close()
+	if !ok {
+		t.Fatalf("stub at %#x not in .text", pc)
+	}
+	if have, want := base[off:off+dynsdt.StaticStubLen], dynsdt.StaticStubAMD64(dynsdt.SiteNop); !bytes.Equal(have, want) {
+		t.Fatalf("generated stub % x, want % x", have, want)
+	}
+	for _, c := range []struct {
+		site dynsdt.Site
+		env  string
+	}{{dynsdt.SiteNop5, ""}, {dynsdt.SiteNop10, ""}, {dynsdt.SiteAuto, "nop5"}} {
+		t.Run(c.site.String()+c.env, func(t *testing.T) {
+			t.Setenv(dynsdt.SiteEnv, c.env)
+			want := c.site
+			if c.env != "" {
+				want, _ = dynsdt.ParseSite(c.env)
+			}
+			out, res, err := BytesWith(base, &Options{Site: c.site})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Changed || res.Rewritten != 1 || res.Site != want {
+				t.Fatalf("result %+v", res)
+			}
+			if have := out[off : off+dynsdt.StaticStubLen]; !bytes.Equal(have, dynsdt.StaticStubAMD64(want)) {
+				t.Errorf("stub % x, want % x", have, dynsdt.StaticStubAMD64(want))
+			}
+			if !bytes.Equal(out[:off], base[:off]) || !bytes.Equal(out[off+dynsdt.StaticStubLen:], base[off+dynsdt.StaticStubLen:]) {
+				t.Error("bytes other than the stub changed")
+			}
+			if _, res, err := BytesWith(out, &Options{Site: want}); err != nil || res.Changed {
+				t.Errorf("again: %+v, %v", res, err)
+			}
+			back, _, err := BytesWith(out, &Options{Site: dynsdt.SiteNop})
+			if err != nil || !bytes.Equal(back, base) {
+				t.Errorf("back to nop: %v, same bytes %v", err, bytes.Equal(back, base))
+			}
+		})
+	}
+	t.Run("foreign", func(t *testing.T) {
+		bad := slices.Clone(base)
+		bad[off+1] = 0x90
+		if _, _, err := BytesWith(bad, &Options{Site: dynsdt.SiteNop5}); err == nil {
+			t.Error("no error for a stub of no kind")
+		}
+	})
+	t.Run("bad env", func(t *testing.T) {
+		t.Setenv(dynsdt.SiteEnv, "int3")
+		if _, _, err := Bytes(base); !errors.Is(err, dynsdt.ErrSpec) {
+			t.Errorf("USDTKIT_SITE=int3: %v, want ErrSpec", err)
+		}
+	})
 }
 
 // TestBytesKeepsOtherNotes: notes of other probes in the file (C code
@@ -244,6 +318,14 @@ func TestTinyELF(t *testing.T) {
 	}
 	if n := sdtNotes(t, out); len(n) != 1 || n[0].Args != "-8@8(%rsp)" {
 		t.Errorf("notes %+v", n)
+	}
+	// Its stub is an older gen --static's 6 bytes: auto leaves it, a
+	// kind asked for is an error.
+	if res.Site != dynsdt.SiteAuto || res.Rewritten != 0 {
+		t.Errorf("site %v, rewritten %d; want auto, 0", res.Site, res.Rewritten)
+	}
+	if _, _, err := BytesWith(tinyELF(t), &Options{Site: dynsdt.SiteNop}); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("site nop over a 6-byte stub: %v, want ErrNotSupported", err)
 	}
 }
 
