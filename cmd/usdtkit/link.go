@@ -65,7 +65,7 @@ func reportLink(w io.Writer, path string, res *postlink.Result) {
 	case len(res.Probes) == 0 && len(res.Missing) == 0:
 		fmt.Fprintf(w, "%s: no static probes\n", path)
 	case res.Changed && res.Rewritten > 0:
-		fmt.Fprintf(w, "%s: %d probes added, %d sites made %v\n", path, len(res.Probes), res.Rewritten, res.Site)
+		fmt.Fprintf(w, "%s: %d probes, %d sites made %v\n", path, len(res.Probes), res.Rewritten, res.Site)
 	case res.Changed:
 		fmt.Fprintf(w, "%s: %d probes added\n", path, len(res.Probes))
 	default:

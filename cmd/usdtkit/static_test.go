@@ -215,6 +215,37 @@ func TestStaticProbes(t *testing.T) {
 		t.Error("usdtkit link again changed the file")
 	}
 
+	checkStaticTraced(t, bin, notes)
+}
+
+// TestStaticProbesSites: usdtkit link --site=nop5 writes the 5-byte nop
+// over the generated 1-byte nop's stub, and both tracers still count the
+// semaphores and read every argument there; --site=nop restores the file.
+// (nop10: Linux 6.18 cannot probe it; postlink's tests check its bytes.)
+func TestStaticProbesSites(t *testing.T) {
+	testutil.RequireBPF(t)
+	dir := staticModule(t)
+	bin := buildStatic(t, dir, nil, "-toolexec", usdtkitBin(t)+" toolexec")
+	notes := staticNotes(t, bin)
+	orig := readFile(t, bin)
+	if have := usdtkit(t, "link", "--site=nop5", bin); !strings.Contains(have, "2 sites made nop5") {
+		t.Fatalf("usdtkit link --site=nop5: %q", have)
+	}
+	if bytes.Equal(orig, readFile(t, bin)) {
+		t.Fatal("usdtkit link --site=nop5 left the file as it was")
+	}
+	checkStaticTraced(t, bin, notes)
+	usdtkit(t, "link", "--site=nop", bin)
+	if !bytes.Equal(orig, readFile(t, bin)) {
+		t.Error("usdtkit link --site=nop did not give back the generated file")
+	}
+}
+
+// checkStaticTraced checks, for usdtkit and for bpftrace, that one trace
+// by path sees two processes of bin, one started before it and one after:
+// exact argument values, and semaphores 0 before, non-zero while attached
+// and 0 after.
+func checkStaticTraced(t *testing.T, bin string, notes []staticNote) {
 	prog := fmt.Sprintf(`usdt:%[1]s:myapp:req__start { printf("start %%d %%s %%d %%d\n", pid, str(arg0), arg1, arg2); }
 usdt:%[1]s:myapp:req__done { printf("done %%d %%d\n", pid, arg0); }`, bin)
 	for _, tracer := range []string{"usdtkit", "bpftrace"} {
