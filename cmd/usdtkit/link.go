@@ -78,8 +78,9 @@ func reportLink(w io.Writer, path string, res *postlink.Result) {
 
 // toolexecVersion marks the linker's version line under usdtkit toolexec,
 // so that the go command's build cache keeps binaries linked with the step
-// (by this build of usdtkit: a hash of its executable) apart from those
-// linked without it or by another usdtkit.
+// (by this build of usdtkit: a hash of its executable, and the site kind
+// it writes, which USDTKIT_SITE may change) apart from those linked
+// without it, by another usdtkit or with another kind.
 func toolexecVersion() string {
 	id := "unknown"
 	if exe, err := os.Executable(); err == nil {
@@ -91,7 +92,11 @@ func toolexecVersion() string {
 			f.Close()
 		}
 	}
-	return "usdtkit-postlink/" + id
+	site := "invalid"
+	if k, err := dynsdt.ResolveSite(dynsdt.SiteAuto); err == nil {
+		site = k.String()
+	}
+	return "usdtkit-postlink/" + id + "/site=" + site
 }
 
 func newToolexecCmd() *cobra.Command {
