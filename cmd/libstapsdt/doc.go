@@ -87,8 +87,9 @@
 // argument, or a value that is not an ArgType_t, makes providerAddProbe
 // return NULL with provider->error set (probeArgumentError), instead of
 // writing past argFmt. Each probe has a semaphore counted by the kernel.
-// The site is the 5-byte nop that Linux 6.18 turns into a call instead of
-// a trap. Nothing is left in /tmp after a crash. probeFire after
+// The site's kind suits the kernel (see "Sites"): traced, a probeFire
+// costs what a sys/sdt.h probe in the caller's body costs, where
+// libstapsdt's trap in a called function costs ~1.3x that. Nothing is left in /tmp after a crash. probeFire after
 // providerUnload does nothing; probes added while loaded fire after the
 // next unload and load. The probe list, as libstapsdt's, has the last
 // added probe first; the object declares the probes in the order added.
@@ -131,7 +132,7 @@
 // BenchmarkC: the exported functions and the macros against an empty C
 // call, providerLoad, and the traced fire against sys/sdt.h probes, with
 // the BPF programs' run time per hit from the kernel's BPF stats and the
-// site forms (1-byte nop, 5-byte nop) alone.
+// site forms (1-byte nop with ret or pop/jmp, 5-byte nop) alone.
 // examples/python-stapsdt drives the library from Python.
 //
 // # Symbols
