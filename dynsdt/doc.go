@@ -204,7 +204,9 @@
 // (ADJSP, recorded by the assembler, so tracebacks stay exact): the
 // kernel's optimized uprobe path pushes 32 bytes plus the stub's return
 // address (168 bytes in all for the nop10 form, which first moves SP past
-// a red zone). Fire is inlinable, allocation-free (the variadic slice stays on
+// a red zone). It returns by an indirect JMP to the popped return address,
+// not RET, for the reason the 1-byte nop's stub does (see "Probe sites").
+// Fire is inlinable, allocation-free (the variadic slice stays on
 // the caller's stack: fire is go:noescape) and makes no call that could
 // grow the goroutine stack between BytesPtr and the stub, so a pointer to
 // stack memory passed through BytesPtr stays valid. Strings go through

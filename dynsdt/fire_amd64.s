@@ -30,11 +30,23 @@
 //	stack arguments at 0..47(SP), inside the frame (F ≥ 192 + 48)
 //	CALL stub; ADJSP $192; epilogue
 
+// FIRE_RET returns from a body of frame size F without RET: it restores
+// BP and jumps to the return address, popped. After an int3 trap on the
+// stub's 1-byte nop site (dynsdt.SiteNop), the first RET to a call made
+// before the trap costs ~230 ns more than an indirect JMP (see "Probe
+// sites" in doc.go). ADJSP records the moves, so tracebacks taken up to
+// the JMP stay exact.
+#define FIRE_RET(F) \
+	MOVQ	F(SP), BP; \
+	MOVQ	(F+8)(SP), R11; \
+	ADJSP	$-(F+16); \
+	JMP	R11
+
 // FIRE_BODY loads min(n, 12) arguments (the compare chains treat any n > 12
 // as 12) from args and calls stub. Missing
 // register arguments are zero; when there are stack arguments, missing
 // stack slots are zero too.
-#define FIRE_BODY \
+#define FIRE_BODY(F) \
 	MOVQ	pr+0(FP), AX; \
 	MOVQ	Probe_stub(AX), AX; \
 	MOVQ	args+8(FP), R10; \
@@ -98,7 +110,7 @@ regs: \
 call: \
 	CALL	AX; \
 	ADJSP	$192; \
-	RET
+	FIRE_RET(F)
 
 // func fire(pr *Probe, args *uint64, n int)
 TEXT ·fire(SB), NOSPLIT|NOFRAME, $0-24
@@ -113,11 +125,11 @@ sp8:
 
 // func fire0(pr *Probe, args *uint64, n int)
 TEXT ·fire0(SB), NOSPLIT, $248-24
-	FIRE_BODY
+	FIRE_BODY(248)
 
 // func fire8(pr *Probe, args *uint64, n int)
 TEXT ·fire8(SB), NOSPLIT, $240-24
-	FIRE_BODY
+	FIRE_BODY(240)
 
 // Stubs for tests and benchmarks, in the C calling convention.
 
