@@ -293,7 +293,7 @@ func Path() string { return "" }
 		// nop (see stubX86Nop), as bytes: the assembler does not track the
 		// pop, so the slot can take another kind's stub (postlink's Site).
 		// arm64: nop, then ret.
-		fmt.Fprintf(&amd, "\n// func %s(%s)\nTEXT ·%s(SB), NOSPLIT|NOFRAME, %s", stub, sig, stub, frame)
+		fmt.Fprintf(&amd, "\n// func %s(%s)\n// nop (the probe site); pop %%r11; jmp *%%r11; int3 up to 16 bytes (usdtkit link --site)\nTEXT ·%s(SB), NOSPLIT|NOFRAME, %s", stub, sig, stub, frame)
 		for j, b := range StaticStubAMD64(SiteNop) {
 			sep := "; "
 			if j%8 == 0 {
