@@ -28,8 +28,9 @@ const (
 	// SiteNop10 is the 10-byte nop 66 2e 0f 1f 84 00 00 00 00 00, the
 	// form that replaces the nop5 in the kernel's uprobe optimization
 	// after 6.18 ("lea -0x80(%rsp),%rsp; call" keeps the red zone). Linux
-	// 6.18 and older reject a uprobe on it (its cs prefix): the probe
-	// never fires there.
+	// 6.18 and older refuse a uprobe on it (its cs prefix): attaching to a
+	// process that has it mapped fails (EOPNOTSUPP), and processes that
+	// map it later never fire.
 	SiteNop10
 )
 
