@@ -143,15 +143,15 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	return BuildWith(p, m, nil)
 }
 
-// BuildWith is Build with options; see BuildOptions. It also fails (ErrSpec)
-// for an unknown opts.Site.
+// BuildWith is Build with options; see BuildOptions. It also fails
+// (ErrSite) for an unknown opts.Site.
 func BuildWith(p *ProviderSpec, m elf.Machine, opts *BuildOptions) (*Object, error) {
 	site := SiteNop5
 	if opts != nil && opts.Site != SiteAuto {
 		site = opts.Site
 	}
 	if site > SiteNop10 {
-		return nil, fmt.Errorf("site %v: %w", site, ErrSpec)
+		return nil, fmt.Errorf("%v: %w", site, ErrSite)
 	}
 	if m == elf.EM_AARCH64 {
 		site = SiteNop

@@ -583,8 +583,8 @@ func TestBuildSites(t *testing.T) {
 			}
 		})
 	}
-	if _, err := dynsdt.BuildWith(spec, elf.EM_X86_64, &dynsdt.BuildOptions{Site: dynsdt.SiteNop10 + 1}); !errors.Is(err, dynsdt.ErrSpec) {
-		t.Errorf("unknown site: %v, want ErrSpec", err)
+	if _, err := dynsdt.BuildWith(spec, elf.EM_X86_64, &dynsdt.BuildOptions{Site: dynsdt.SiteNop10 + 1}); !errors.Is(err, dynsdt.ErrSite) {
+		t.Errorf("unknown site: %v, want ErrSite", err)
 	}
 }
 
@@ -595,8 +595,8 @@ func TestParseSite(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "NOP", "nop1", "int3"} {
-		if _, err := dynsdt.ParseSite(bad); !errors.Is(err, dynsdt.ErrSpec) {
-			t.Errorf("ParseSite(%q): %v, want ErrSpec", bad, err)
+		if _, err := dynsdt.ParseSite(bad); !errors.Is(err, dynsdt.ErrSite) {
+			t.Errorf("ParseSite(%q): %v, want ErrSite", bad, err)
 		}
 	}
 }

@@ -104,10 +104,10 @@ type Probe struct {
 // process and returns its probes, ready to fire. Before writing a file it
 // removes the object files that ended processes left in the directory.
 //
-// Errors wrap ErrSpec for an invalid spec, ErrUnsafeDir for a directory
-// others could tamper with, and errors.ErrUnsupported on architectures
-// other than amd64 and arm64. Close the Provider to unmap it and remove its
-// file.
+// Errors wrap ErrSpec for an invalid spec, ErrSite for an unknown Site or
+// USDTKIT_SITE value, ErrUnsafeDir for a directory others could tamper
+// with, and errors.ErrUnsupported on architectures other than amd64 and
+// arm64. Close the Provider to unmap it and remove its file.
 func Load(spec *ProviderSpec, opts *Options) (*Provider, error) {
 	if opts == nil {
 		opts = &Options{}

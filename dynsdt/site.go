@@ -1,6 +1,7 @@
 package dynsdt
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -34,6 +35,10 @@ const (
 	SiteNop10
 )
 
+// ErrSite is wrapped by the errors for a Site that is none of the kinds,
+// or a name (ParseSite, USDTKIT_SITE) that names none.
+var ErrSite = errors.New("not a site kind (auto, nop, nop5, nop10)")
+
 // SiteEnv is the environment variable that overrides Load's SiteAuto:
 // auto, nop, nop5 or nop10.
 const SiteEnv = "USDTKIT_SITE"
@@ -49,14 +54,14 @@ func (s Site) String() string {
 }
 
 // ParseSite returns the Site named s (as String spells it). Errors wrap
-// ErrSpec.
+// ErrSite.
 func ParseSite(s string) (Site, error) {
 	for i, n := range siteNames {
 		if s == n {
 			return Site(i), nil
 		}
 	}
-	return 0, fmt.Errorf("site %q: not auto, nop, nop5 or nop10: %w", s, ErrSpec)
+	return 0, fmt.Errorf("site %q: %w", s, ErrSite)
 }
 
 // ChooseSite returns the site kind that suits a kernel of release (as
@@ -80,11 +85,11 @@ func ChooseSite(release string) Site {
 // ResolveSite returns the kind that s stands for on this machine: s
 // itself unless it is SiteAuto, then the one the USDTKIT_SITE environment
 // variable names, then ChooseSite's for the running kernel. Load and
-// postlink resolve their SiteAuto with it. Errors wrap ErrSpec.
+// postlink resolve their SiteAuto with it. Errors wrap ErrSite.
 func ResolveSite(s Site) (Site, error) {
 	if s != SiteAuto {
 		if s > SiteNop10 {
-			return 0, fmt.Errorf("site %v: %w", s, ErrSpec)
+			return 0, fmt.Errorf("%v: %w", s, ErrSite)
 		}
 		return s, nil
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // TestResolveSite: a kind asked for wins over USDTKIT_SITE, which wins
-// over ChooseSite's; a bad value is ErrSpec.
+// over ChooseSite's; a bad value is ErrSite.
 func TestResolveSite(t *testing.T) {
 	for _, c := range []struct {
 		site Site
@@ -27,8 +27,8 @@ func TestResolveSite(t *testing.T) {
 		t.Setenv(SiteEnv, c.env)
 		have, err := ResolveSite(c.site)
 		if c.err {
-			if !errors.Is(err, ErrSpec) {
-				t.Errorf("%v with %s=%q: %v, %v; want ErrSpec", c.site, SiteEnv, c.env, have, err)
+			if !errors.Is(err, ErrSite) {
+				t.Errorf("%v with %s=%q: %v, %v; want ErrSite", c.site, SiteEnv, c.env, have, err)
 			}
 			continue
 		}
@@ -55,7 +55,7 @@ func TestLoadSiteEnv(t *testing.T) {
 		t.Errorf("site %v, want %v", p.Site(), want)
 	}
 	t.Setenv(SiteEnv, "nop7")
-	if _, err := Load(spec, &Options{Memfd: true}); !errors.Is(err, ErrSpec) {
-		t.Errorf("%s=nop7: %v, want ErrSpec", SiteEnv, err)
+	if _, err := Load(spec, &Options{Memfd: true}); !errors.Is(err, ErrSite) {
+		t.Errorf("%s=nop7: %v, want ErrSite", SiteEnv, err)
 	}
 }

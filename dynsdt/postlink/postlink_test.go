@@ -166,8 +166,8 @@ func TestBytesSites(t *testing.T) {
 	})
 	t.Run("bad env", func(t *testing.T) {
 		t.Setenv(dynsdt.SiteEnv, "int3")
-		if _, _, err := Bytes(base); !errors.Is(err, dynsdt.ErrSpec) {
-			t.Errorf("USDTKIT_SITE=int3: %v, want ErrSpec", err)
+		if _, _, err := Bytes(base); !errors.Is(err, dynsdt.ErrSite) {
+			t.Errorf("USDTKIT_SITE=int3: %v, want ErrSite", err)
 		}
 	})
 }
