@@ -26,8 +26,11 @@ func newLinkCmd() *cobra.Command {
 		Long: `Find the static probes that usdtkit gen --static compiled into each Go
 executable and add their .note.stapsdt notes, so that readelf -n, tplist,
 bpftrace and usdtkit find them by path and attach to every process of it.
-Each file is replaced atomically; a file without static probes, or that
-already has their notes, is left as it is. go build -toolexec 'usdtkit
+Each file is changed in place: the notes are appended, the stubs whose
+site kind changes (--site) are rewritten, 16 bytes each, and the ELF
+header, written last, points at the notes; a running executable is
+replaced by a new file instead. A file without static probes, or that
+already has their notes and sites, is left as it is. go build -toolexec 'usdtkit
 toolexec' runs this step as part of the build.
 
 --site sets the kind of instruction at the probe sites of x86-64 stubs:
