@@ -405,7 +405,7 @@ func plan(r io.ReaderAt, size int64, opts *Options) (*image, *Result, error) {
 	}
 	// .probes first: bcc finds .note.stapsdt only among the sections
 	// after .probes.
-	if probes, ok := probesSection(f, tables); ok {
+	if probes, ok := probesSection(f, tables, uint64(size)); ok {
 		if err := im.putSection(probes); err != nil {
 			return nil, nil, err
 		}
@@ -673,8 +673,9 @@ type section struct {
 // ref_ctr from the .probes section, where sys/sdt.h puts semaphores; without
 // one it enables no semaphore. It is only a header: the bytes are
 // .noptrdata's. ok is false when the file already has a .probes section
-// or the semaphores are not in one segment.
-func probesSection(f *elfnotes.File, tables []table) (section, bool) {
+// or the semaphores are not in one segment that lies in the file, of size
+// bytes.
+func probesSection(f *elfnotes.File, tables []table, size uint64) (section, bool) {
 	if f.Section(".probes") != nil {
 		return section{}, false
 	}
@@ -685,7 +686,9 @@ func probesSection(f *elfnotes.File, tables []table) (section, bool) {
 		hi = max(hi, start+2*uint64(len(t.Probes)))
 	}
 	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && lo >= p.Vaddr && hi <= p.Vaddr+p.Filesz {
+		// The segment must lie in the file (a crafted one may not), so
+		// that the header does not point outside it.
+		if p.Type == elf.PT_LOAD && lo >= p.Vaddr && hi <= p.Vaddr+p.Filesz && p.Off <= size && p.Filesz <= size-p.Off {
 			return section{name: ".probes", typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC | elf.SHF_WRITE, align: 2,
 				addr: lo, offset: p.Off + (lo - p.Vaddr), size: hi - lo}, true
 		}
