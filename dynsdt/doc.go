@@ -26,6 +26,13 @@
 // and the semaphores live in its data, in a table (StaticTable) that the
 // post-link step of package dynsdt/postlink reads to add the notes to the
 // linked executable. Tracers then attach by path to every process of it.
+// On amd64 a static stub is StaticStubAMD64(SiteNop): the 1-byte nop stub
+// below, as bytes (the assembler tracks no SP change in it, so profiling
+// tracebacks taken on its last two instructions may stop there), padded
+// with int3 to StaticStubLen bytes, room for every kind's stub, which the
+// post-link step can write instead (see "Probe sites"). Only the site at
+// entry matters to tracers: the arguments are the caller's ABI0 stack
+// slots, at 8(%rsp) on.
 //
 // # The shared object
 //
@@ -43,13 +50,44 @@
 // and, outside any segment, .note.stapsdt (not allocated, as sys/sdt.h
 // makes it) and the section headers.
 //
-// A stub is the 5-byte nop "0f 1f 44 00 00" then ret (c3) on x86-64, and
-// nop (d503201f) then ret (d65f03c0) on arm64. The probe site is the nop at
-// the stub's entry. Linux 6.18 turns a uprobe on such a nop5 into a call to
-// its uprobe trampoline instead of an int3 trap; that path pushes below the
-// stack pointer, which is safe only where no red zone is live, as at a
-// function's entry. A stub has no relocations and does not touch memory: it
-// is position independent and callable from any thread.
+// A stub is the probe site, a nop, then a return; it sits 4 bytes into a
+// 16-byte slot whose first 4 bytes are a copy of the stub's first 4 bytes,
+// which no uprobe changes (libstapsdt.h's inline check compares the two
+// in one 8-byte load). On arm64 the stub is nop (d503201f) then ret
+// (d65f03c0). On x86-64 it depends on the site's kind (Site, see "Probe
+// sites"): "90 41 5b 41 ff e3" (nop; pop %r11; jmp *%r11), "0f 1f 44 00
+// 00 c3" (nop5; ret) or "66 2e 0f 1f 84 00 00 00 00 00 c3" (nop10; ret).
+// The probe site is the nop at the stub's entry, where no red zone is
+// live, so the kernel may turn it into a call that pushes below the stack
+// pointer. A stub has no relocations and does not touch memory beyond its
+// own stack slot: it is position independent and callable from any
+// thread.
+//
+// # Probe sites
+//
+// What a traced hit costs depends on the site's kind and the kernel.
+// Measured on Linux 6.18 (AMD EPYC, a VM; traced with @ = count(), per
+// hit, the loop included):
+//
+//	1-byte nop in the caller's body (sys/sdt.h)       435 ns   int3, emulated
+//	5-byte nop in the caller's body                   497 ns   6.18's trampoline
+//	stub "nop; ret"                                   667 ns   int3, then ret
+//	stub "nop; pop %r11; jmp *%r11"                   433 ns   int3, no ret
+//	stub "nop5; ret", "nop5; pop; jmp"                497 ns   trampoline
+//	stub "nop10; ret"                                 never fires: 6.18 refuses the cs prefix
+//
+// After an int3 trap, the first ret that returns to a call made before
+// the trap costs ~230 ns more (the return through the exception exit
+// leaves the return stack predictor unusable); the same ret after the
+// trampoline's syscall exit costs nothing more, nor does any ret after a
+// call made after the trap. So the 1-byte nop's stub leaves by an indirect
+// jmp, and then costs what sys/sdt.h's nop in the caller costs. Load takes
+// the kind from Options.Site, else the USDTKIT_SITE environment variable,
+// else ChooseSite for the running kernel: SiteNop on every kernel so far,
+// since the 6.18 trampoline costs ~14% more than the trap on the hosts
+// measured (set USDTKIT_SITE=nop5 where it is cheaper), and no released
+// kernel optimizes the 10-byte form. Build, which runs for any kernel
+// (usdtkit gen), writes SiteNop5 unless told.
 //
 // Each note records provider, probe name, the stub's address as the pc, the
 // address of .stapsdt.base as base (so tracers' prelink adjustment is 0),
@@ -103,7 +141,9 @@
 // naming, .probes); the System V gABI (dynamic section, hash table);
 // System V AMD64 psABI §3.2.3 and Arm AAPCS64 §6.8.2 (argument passing);
 // libbpf src/usdt.c parse_usdt_arg (accepted operands); Linux 6.18
-// arch/x86/kernel/uprobes.c (nop5 optimization).
+// arch/x86/kernel/uprobes.c (nop5 optimization: can_optimize; the
+// prefixes a uprobe refuses), and the later patches that move the
+// optimization to the 10-byte nop.
 //
 // # Loading
 //
@@ -144,8 +184,8 @@
 //
 // Probe.Enabled is one atomic 4-byte load of the probe site, compared with
 // the bytes Build wrote there. Every uprobe on the site changes them (int3,
-// or on Linux 6.18+ the call to the uprobe trampoline that the nop5 becomes
-// after its first hit; BRK on arm64) and the kernel restores them on
+// or on Linux 6.18+ the call to the uprobe trampoline that a nop5 site
+// becomes after its first hit; BRK on arm64) and the kernel restores them on
 // detach, so Enabled sees every tracer of this process, whether or not it
 // counts the semaphore (bcc with tracefs, perf, gdb breakpoints), at the
 // cost of the one load a semaphore check costs. Reading the semaphore as
@@ -160,10 +200,13 @@
 // MaxArgs) into the C argument registers and stack slots the notes' specs
 // name, and calls the stub. Registers it does not fill are zero. On amd64 it
 // aligns SP to 16 at the call by choosing one of two bodies whose frame
-// sizes differ by 8, and keeps 128 bytes of its own frame free below SP
+// sizes differ by 8, and keeps 192 bytes of its own frame free below SP
 // (ADJSP, recorded by the assembler, so tracebacks stay exact): the
 // kernel's optimized uprobe path pushes 32 bytes plus the stub's return
-// address. Fire is inlinable, allocation-free (the variadic slice stays on
+// address (168 bytes in all for the nop10 form, which first moves SP past
+// a red zone). It returns by an indirect JMP to the popped return address,
+// not RET, for the reason the 1-byte nop's stub does (see "Probe sites").
+// Fire is inlinable, allocation-free (the variadic slice stays on
 // the caller's stack: fire is go:noescape) and makes no call that could
 // grow the goroutine stack between BytesPtr and the stub, so a pointer to
 // stack memory passed through BytesPtr stays valid. Strings go through

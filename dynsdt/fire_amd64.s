@@ -7,11 +7,13 @@
 //   - arguments 1-6 in DI, SI, DX, CX, R8, R9; 7-12 in 8-byte stack slots,
 //     the 7th at the callee's 8(%rsp), i.e. at 0(SP) just before the CALL;
 //   - SP 16-byte aligned at the CALL;
-//   - 128 bytes of this frame free below SP at the CALL. A stub hit by an
+//   - 192 bytes of this frame free below SP at the CALL. A stub hit by an
 //     optimized uprobe (Linux 6.18+, nop5) calls the kernel's uprobe
 //     trampoline, which pushes 32 bytes below the stub's return address;
-//     the space below SP is part of this frame, so the linker's NOSPLIT
-//     check counts it and no stack guard is needed at run time.
+//     the nop10 form first moves SP down by 128 (the red zone), then
+//     calls it: 168 bytes in all. The space below SP is part of this
+//     frame, so the linker's NOSPLIT check counts it and no stack guard is
+//     needed at run time.
 //
 // Go does not keep SP 16-byte aligned, and a frame's size is fixed at
 // assembly time, so fire picks one of two bodies by the alignment of SP at
@@ -24,15 +26,27 @@
 // address) and F its frame size:
 //
 //	PUSHQ BP, ADJSP $F     (prologue)    SP = E - 8 - F
-//	ADJSP $-128                          SP = E - 8 - F + 128 ≡ 0 mod 16
-//	stack arguments at 0..47(SP), inside the frame (F ≥ 128 + 48)
-//	CALL stub; ADJSP $128; epilogue
+//	ADJSP $-192                          SP = E - 8 - F + 192 ≡ 0 mod 16
+//	stack arguments at 0..47(SP), inside the frame (F ≥ 192 + 48)
+//	CALL stub; ADJSP $192; epilogue
+
+// FIRE_RET returns from a body of frame size F without RET: it restores
+// BP and jumps to the return address, popped. After an int3 trap on the
+// stub's 1-byte nop site (dynsdt.SiteNop), the first RET to a call made
+// before the trap costs ~230 ns more than an indirect JMP (see "Probe
+// sites" in doc.go). ADJSP records the moves, so tracebacks taken up to
+// the JMP stay exact.
+#define FIRE_RET(F) \
+	MOVQ	F(SP), BP; \
+	MOVQ	(F+8)(SP), R11; \
+	ADJSP	$-(F+16); \
+	JMP	R11
 
 // FIRE_BODY loads min(n, 12) arguments (the compare chains treat any n > 12
 // as 12) from args and calls stub. Missing
 // register arguments are zero; when there are stack arguments, missing
 // stack slots are zero too.
-#define FIRE_BODY \
+#define FIRE_BODY(F) \
 	MOVQ	pr+0(FP), AX; \
 	MOVQ	Probe_stub(AX), AX; \
 	MOVQ	args+8(FP), R10; \
@@ -43,7 +57,7 @@
 	XORL	CX, CX; \
 	XORL	R8, R8; \
 	XORL	R9, R9; \
-	ADJSP	$-128; \
+	ADJSP	$-192; \
 	CMPQ	R11, $6; \
 	JLE	regs; \
 	XORL	BX, BX; \
@@ -95,8 +109,8 @@ regs: \
 	MOVQ	40(R10), R9; \
 call: \
 	CALL	AX; \
-	ADJSP	$128; \
-	RET
+	ADJSP	$192; \
+	FIRE_RET(F)
 
 // func fire(pr *Probe, args *uint64, n int)
 TEXT ·fire(SB), NOSPLIT|NOFRAME, $0-24
@@ -110,12 +124,12 @@ sp8:
 	JMP	·fire8(SB)
 
 // func fire0(pr *Probe, args *uint64, n int)
-TEXT ·fire0(SB), NOSPLIT, $184-24
-	FIRE_BODY
+TEXT ·fire0(SB), NOSPLIT, $248-24
+	FIRE_BODY(248)
 
 // func fire8(pr *Probe, args *uint64, n int)
-TEXT ·fire8(SB), NOSPLIT, $176-24
-	FIRE_BODY
+TEXT ·fire8(SB), NOSPLIT, $240-24
+	FIRE_BODY(240)
 
 // Stubs for tests and benchmarks, in the C calling convention.
 

@@ -69,9 +69,10 @@ func layout(obj *Object, pg uintptr) ([]pageRange, uintptr, error) {
 		return nil, 0, fmt.Errorf("%d stubs but %d semaphores", len(obj.Stubs), len(obj.Semaphores))
 	}
 	for i := range obj.Stubs {
-		// Enabled loads the 4-byte word at the stub.
-		if obj.Stubs[i]%4 != 0 || !inSegment(obj, obj.Stubs[i], 4, unix.PROT_EXEC, true) {
-			return nil, 0, fmt.Errorf("probe %d: stub at %#x is not 4 aligned bytes of code", i, obj.Stubs[i])
+		// Enabled loads the 4-byte word at the stub, libstapsdt.h's check
+		// the 8 bytes from the copy of that word before it.
+		if obj.Stubs[i]%8 != 4 || !inSegment(obj, obj.Stubs[i]-4, 8, unix.PROT_EXEC, true) {
+			return nil, 0, fmt.Errorf("probe %d: stub at %#x is not 4 bytes into 8 aligned bytes of code", i, obj.Stubs[i])
 		}
 		if obj.Semaphores[i]%2 != 0 || !inSegment(obj, obj.Semaphores[i], 2, unix.PROT_WRITE, false) {
 			return nil, 0, fmt.Errorf("probe %d: semaphore at %#x is not 2 aligned bytes of writable data", i, obj.Semaphores[i])

@@ -21,9 +21,15 @@ type Object struct {
 	Machine elf.Machine
 	// Bytes is the whole file.
 	Bytes []byte
+	// Site is the kind of probe site the stubs have (never SiteAuto); on
+	// arm64 always SiteNop.
+	Site Site
 	// Stubs holds, per probe in spec order, the address of its stub. In
 	// this object an address equals its file offset. The probe site is the
-	// stub's first byte, which is also the function's entry.
+	// stub's first byte, which is also the function's entry. The 4 bytes
+	// before each stub hold a copy of its first 4 bytes, which no uprobe
+	// changes: one 8-byte load from Stubs[i]-4 tells whether the site is
+	// traced (libstapsdt.h's inline check).
 	Stubs []uint64
 	// Semaphores holds, per probe in spec order, the address of its 2-byte
 	// semaphore, inside the writable segment.
@@ -71,8 +77,9 @@ type machine struct {
 	// page is the PT_LOAD alignment and the boundary each PT_LOAD starts
 	// on, so that each can be mapped on its own.
 	page uint64
-	// stub is the code of one stub: the probe site, then a return.
-	stub []byte
+	// stub returns the code of one stub with a site of kind s (not
+	// SiteAuto): the probe site, then a return. At most stubAlign-4 bytes.
+	stub func(s Site) []byte
 	// fill pads the stub to stubAlign.
 	fill byte
 	// appendArg appends the spec of argument i (from 0) of type t.
@@ -89,8 +96,19 @@ func lookupMachine(m elf.Machine) (*machine, bool) {
 	return nil, false
 }
 
-// stubAlign is the distance between stubs, the usual function alignment.
+// stubAlign is the distance between stubs' slots, the usual function
+// alignment. A slot is the 4-byte copy of the stub's first word, then the
+// stub at slot+4.
 const stubAlign = 16
+
+// BuildOptions are Build's choices. The zero value (or nil) builds what
+// Build does.
+type BuildOptions struct {
+	// Site is the kind of probe site on x86-64; SiteAuto means SiteNop5
+	// here (Load resolves SiteAuto for the running kernel before it
+	// builds). Ignored on arm64, which has one kind.
+	Site Site
+}
 
 // Section indexes in the file: elfnotes.Builder gives Sections[i] index
 // i+1. The order is that of the sections slice in Build.
@@ -122,6 +140,22 @@ const (
 // provider without probes, or a probe named like another probe's semaphore
 // or fire symbol; and ErrUnsupportedMachine for another m.
 func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
+	return BuildWith(p, m, nil)
+}
+
+// BuildWith is Build with options; see BuildOptions. It also fails
+// (ErrSite) for an unknown opts.Site.
+func BuildWith(p *ProviderSpec, m elf.Machine, opts *BuildOptions) (*Object, error) {
+	site := SiteNop5
+	if opts != nil && opts.Site != SiteAuto {
+		site = opts.Site
+	}
+	if site > SiteNop10 {
+		return nil, fmt.Errorf("%v: %w", site, ErrSite)
+	}
+	if m == elf.EM_AARCH64 {
+		site = SiteNop
+	}
 	if p == nil {
 		return nil, fmt.Errorf("nil provider spec: %w", ErrSpec)
 	}
@@ -196,6 +230,7 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 
 	obj := &Object{
 		Machine:    m,
+		Site:       site,
 		Stubs:      make([]uint64, n),
 		Semaphores: make([]uint64, n),
 		Segments: []Segment{
@@ -207,12 +242,14 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	}
 
 	text := make([]byte, textSize)
+	stub := mach.stub(site)
 	for i := range p.Probes {
 		s := text[i*stubAlign : (i+1)*stubAlign]
-		for j := copy(s, mach.stub); j < len(s); j++ {
+		copy(s, stub[:4])
+		for j := 4 + copy(s[4:], stub); j < len(s); j++ {
 			s[j] = mach.fill
 		}
-		obj.Stubs[i] = textAddr + uint64(i*stubAlign)
+		obj.Stubs[i] = textAddr + uint64(i*stubAlign) + 4
 		obj.Semaphores[i] = probesAddr + uint64(2*i)
 	}
 
@@ -222,9 +259,9 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 	dynsym := make([]byte, nsym*symSize)
 	for i := range p.Probes {
 		k := symsPerProbe * i
-		putSym(dynsym[(1+k)*symSize:], nameOff[k], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(mach.stub)))
+		putSym(dynsym[(1+k)*symSize:], nameOff[k], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(stub)))
 		putSym(dynsym[(2+k)*symSize:], nameOff[k+1], elf.STT_OBJECT, secProbes, obj.Semaphores[i], 2)
-		putSym(dynsym[(3+k)*symSize:], nameOff[k+2], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(mach.stub)))
+		putSym(dynsym[(3+k)*symSize:], nameOff[k+2], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(stub)))
 	}
 
 	hash := make([]byte, hashSize)

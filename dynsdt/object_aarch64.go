@@ -6,12 +6,14 @@ import "strconv"
 // Linux supports there, so the object maps on 4, 16 and 64 KiB kernels),
 // the stub "nop; ret", arguments in AAPCS64's x0..x7, then on the stack.
 var machineAArch64 = machine{
-	page: 0x10000,
-	// d503201f is nop and d65f03c0 is ret, little-endian.
-	stub:      []byte{0x1f, 0x20, 0x03, 0xd5, 0xc0, 0x03, 0x5f, 0xd6},
+	page:      0x10000,
+	stub:      func(Site) []byte { return stubAArch64 },
 	fill:      0, // 00000000 is udf #0, permanently undefined
 	appendArg: appendArgAArch64,
 }
+
+// stubAArch64 is nop (d503201f) then ret (d65f03c0), little-endian.
+var stubAArch64 = []byte{0x1f, 0x20, 0x03, 0xd5, 0xc0, 0x03, 0x5f, 0xd6}
 
 // numRegsAArch64 is the number of integer argument registers, x0..x7.
 const numRegsAArch64 = 8

@@ -277,12 +277,16 @@ func TestBuildLayout(t *testing.T) {
 			}
 			text, probes := f.Section(".text"), f.Section(".probes")
 			for i, stub := range obj.Stubs {
-				if stub%16 != 0 || stub < text.Addr || stub+16 > text.Addr+text.Size {
-					t.Errorf("stub %d at %#x: not 16-aligned in .text", i, stub)
+				// A 16-byte slot: the copy of the stub's first word, then the stub.
+				if stub%16 != 4 || stub < text.Addr+4 || stub+12 > text.Addr+text.Size {
+					t.Errorf("stub %d at %#x: not at 4 in a 16-byte slot of .text", i, stub)
 					continue
 				}
 				if have := obj.Bytes[stub : stub+uint64(len(stubs[m]))]; !bytes.Equal(have, stubs[m]) {
 					t.Errorf("stub %d: have % x, want % x", i, have, stubs[m])
+				}
+				if have := obj.Bytes[stub-4 : stub]; !bytes.Equal(have, stubs[m][:4]) {
+					t.Errorf("stub %d: copy before it % x, want % x", i, have, stubs[m][:4])
 				}
 				sem := obj.Semaphores[i]
 				if sem < probes.Addr || sem+2 > probes.Addr+probes.Size || sem%2 != 0 {
@@ -528,5 +532,71 @@ print(ctypes.c_uint16.in_dll(l, "myapp_all_semaphore").value, "ok")
 	out, err := exec.Command(python, "-c", script, path).CombinedOutput()
 	if err != nil || string(out) != "0 ok\n" {
 		t.Fatalf("python: %v\n%s", err, out)
+	}
+}
+
+// TestBuildSites checks the stub BuildWith writes for each site kind: on
+// x86-64 the kind's bytes at the site, the copy of its first word before
+// it, and the symbol's size; on arm64 the one nop stub whatever the kind.
+func TestBuildSites(t *testing.T) {
+	spec := &dynsdt.ProviderSpec{Name: "sites", Probes: []dynsdt.ProbeSpec{{Name: "a"}, {Name: "b", Args: []dynsdt.ArgType{dynsdt.Int32}}}}
+	arm := []byte{0x1f, 0x20, 0x03, 0xd5, 0xc0, 0x03, 0x5f, 0xd6}
+	for _, c := range []struct {
+		m    elf.Machine
+		site dynsdt.Site
+		want []byte
+		kind dynsdt.Site
+	}{
+		{elf.EM_X86_64, dynsdt.SiteAuto, []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3}, dynsdt.SiteNop5},
+		{elf.EM_X86_64, dynsdt.SiteNop, []byte{0x90, 0x41, 0x5b, 0x41, 0xff, 0xe3}, dynsdt.SiteNop},
+		{elf.EM_X86_64, dynsdt.SiteNop5, []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3}, dynsdt.SiteNop5},
+		{elf.EM_X86_64, dynsdt.SiteNop10, []byte{0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc3}, dynsdt.SiteNop10},
+		{elf.EM_AARCH64, dynsdt.SiteNop5, arm, dynsdt.SiteNop},
+		{elf.EM_AARCH64, dynsdt.SiteNop10, arm, dynsdt.SiteNop},
+	} {
+		t.Run(fmt.Sprintf("%v/%v", c.m, c.site), func(t *testing.T) {
+			obj, err := dynsdt.BuildWith(spec, c.m, &dynsdt.BuildOptions{Site: c.site})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if obj.Site != c.kind {
+				t.Errorf("Site %v, want %v", obj.Site, c.kind)
+			}
+			f, err := elf.NewFile(bytes.NewReader(obj.Bytes))
+			if err != nil {
+				t.Fatal(err)
+			}
+			syms, err := f.DynamicSymbols()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, stub := range obj.Stubs {
+				if have := obj.Bytes[stub : stub+uint64(len(c.want))]; !bytes.Equal(have, c.want) {
+					t.Errorf("stub %d: % x, want % x", i, have, c.want)
+				}
+				if have := obj.Bytes[stub-4 : stub]; !bytes.Equal(have, c.want[:4]) {
+					t.Errorf("stub %d: copy before it % x, want % x", i, have, c.want[:4])
+				}
+				if s := syms[3*i]; s.Value != stub || s.Size != uint64(len(c.want)) {
+					t.Errorf("stub %d: symbol %s at %#x size %d, want %#x size %d", i, s.Name, s.Value, s.Size, stub, len(c.want))
+				}
+			}
+		})
+	}
+	if _, err := dynsdt.BuildWith(spec, elf.EM_X86_64, &dynsdt.BuildOptions{Site: dynsdt.SiteNop10 + 1}); !errors.Is(err, dynsdt.ErrSite) {
+		t.Errorf("unknown site: %v, want ErrSite", err)
+	}
+}
+
+func TestParseSite(t *testing.T) {
+	for _, s := range []dynsdt.Site{dynsdt.SiteAuto, dynsdt.SiteNop, dynsdt.SiteNop5, dynsdt.SiteNop10} {
+		if p, err := dynsdt.ParseSite(s.String()); err != nil || p != s {
+			t.Errorf("ParseSite(%q) = %v, %v; want %v", s.String(), p, err, s)
+		}
+	}
+	for _, bad := range []string{"", "NOP", "nop1", "int3"} {
+		if _, err := dynsdt.ParseSite(bad); !errors.Is(err, dynsdt.ErrSite) {
+			t.Errorf("ParseSite(%q): %v, want ErrSite", bad, err)
+		}
 	}
 }

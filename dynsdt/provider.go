@@ -29,6 +29,11 @@ type Options struct {
 	// usdtkit-<euid> in os.TempDir(), created with mode 0700 (and then
 	// required to be 0700).
 	Dir string
+	// Site is the kind of probe site the stubs get on x86-64 (see
+	// "Probe sites" in the package documentation). SiteAuto, the default,
+	// takes the one the USDTKIT_SITE environment variable names (auto,
+	// nop, nop5, nop10), else ChooseSite's for the running kernel.
+	Site Site
 }
 
 // Provider is a provider's shared object mapped into this process, with
@@ -38,6 +43,7 @@ type Options struct {
 type Provider struct {
 	name string
 	path string // as /proc/self/maps shows it
+	site Site
 	res  *resources
 
 	probes []Probe
@@ -98,10 +104,10 @@ type Probe struct {
 // process and returns its probes, ready to fire. Before writing a file it
 // removes the object files that ended processes left in the directory.
 //
-// Errors wrap ErrSpec for an invalid spec, ErrUnsafeDir for a directory
-// others could tamper with, and errors.ErrUnsupported on architectures
-// other than amd64 and arm64. Close the Provider to unmap it and remove its
-// file.
+// Errors wrap ErrSpec for an invalid spec, ErrSite for an unknown Site or
+// USDTKIT_SITE value, ErrUnsafeDir for a directory others could tamper
+// with, and errors.ErrUnsupported on architectures other than amd64 and
+// arm64. Close the Provider to unmap it and remove its file.
 func Load(spec *ProviderSpec, opts *Options) (*Provider, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -109,11 +115,15 @@ func Load(spec *ProviderSpec, opts *Options) (*Provider, error) {
 	if hostMachine == 0 {
 		return nil, fmt.Errorf("load provider on %s: %w", runtime.GOARCH, errors.ErrUnsupported)
 	}
-	obj, err := Build(spec, hostMachine)
+	site, err := ResolveSite(opts.Site)
+	if err != nil {
+		return nil, fmt.Errorf("load provider %s: %w", spec.Name, err)
+	}
+	obj, err := BuildWith(spec, hostMachine, &BuildOptions{Site: site})
 	if err != nil {
 		return nil, err
 	}
-	l := loader{p: &Provider{name: spec.Name, res: &resources{fd: -1, dirfd: -1}}, fd: -1}
+	l := loader{p: &Provider{name: spec.Name, site: obj.Site, res: &resources{fd: -1, dirfd: -1}}, fd: -1}
 	defer l.close()
 	if err := l.create(obj, opts); err != nil {
 		return nil, fmt.Errorf("load provider %s: %w", spec.Name, err)
@@ -288,6 +298,9 @@ func (p *Provider) Close() error {
 
 // Name returns the provider's name.
 func (p *Provider) Name() string { return p.name }
+
+// Site returns the kind of probe site its stubs have (never SiteAuto).
+func (p *Provider) Site() Site { return p.site }
 
 // Path returns the mapped object's path as /proc/PID/maps shows it: the
 // file's absolute path, or "/memfd:PROVIDER.so (deleted)". It stays the

@@ -4,6 +4,7 @@ package dynsdt
 
 import (
 	"bufio"
+	"debug/elf"
 	"encoding/binary"
 	"io"
 	"io/fs"
@@ -222,23 +223,36 @@ func TestLoadedStubs(t *testing.T) {
 			Int64, Int64, Int64, Int64, Int64, Int32}},
 		{Name: "none"},
 	}}
-	obj, err := Build(&spec, hostMachine)
+	mach, _ := lookupMachine(hostMachine)
+	sites := []Site{SiteNop, SiteNop5, SiteNop10}
+	if hostMachine != elf.EM_X86_64 {
+		sites = []Site{SiteAuto}
+	}
+	for _, site := range sites {
+		t.Run(site.String(), func(t *testing.T) { testLoadedStubs(t, &spec, mach, site) })
+	}
+}
+
+func testLoadedStubs(t *testing.T, spec *ProviderSpec, mach *machine, site Site) {
+	obj, err := BuildWith(spec, hostMachine, &BuildOptions{Site: site})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mach, _ := lookupMachine(hostMachine)
-	orig := binary.LittleEndian.Uint32(mach.stub)
+	orig := binary.LittleEndian.Uint32(mach.stub(obj.Site))
 	// What a uprobe writes over the site: int3 over the first byte, or
 	// BRK #0x5 (arm64's UPROBE_BRK_IMM, arch/arm64/include/asm/brk-imm.h).
 	breakpoint := map[string]uint32{"amd64": orig&^0xff | 0xcc, "arm64": 0xd42000a0}[runtime.GOARCH]
 
 	for _, memfd := range []bool{false, true} {
 		t.Run("memfd="+strconv.FormatBool(memfd), func(t *testing.T) {
-			p, err := Load(&spec, &Options{Memfd: memfd, Dir: t.TempDir()})
+			p, err := Load(spec, &Options{Memfd: memfd, Dir: t.TempDir(), Site: site})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { p.Close() })
+			if have, want := p.Site(), obj.Site; have != want && site != SiteAuto {
+				t.Errorf("site %v, want %v", have, want)
+			}
 			args := [MaxArgs]uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 			for i := range p.probes {
 				pr := &p.probes[i]
@@ -250,6 +264,11 @@ func TestLoadedStubs(t *testing.T) {
 				}
 				if pr.orig != orig || atomic.LoadUint32(pr.site) != orig {
 					t.Errorf("%s: site %#x, orig %#x, want %#x", pr.name, atomic.LoadUint32(pr.site), pr.orig, orig)
+				}
+				// The copy before the stub, which libstapsdt.h's check
+				// compares the site with.
+				if have := *(*uint32)(unsafe.Add(unsafe.Pointer(pr.site), -4)); have != orig {
+					t.Errorf("%s: word before the site %#x, want %#x", pr.name, have, orig)
 				}
 				if n := pr.semaphore(); n != 0 {
 					t.Errorf("%s: semaphore %d, want 0", pr.name, n)

@@ -292,10 +292,19 @@ func Path() string { return "" }
 		fmt.Fprintf(&decl, "// %s is the site of probe %s:%s.\n//\n//go:noescape\nfunc %s(%s)\n\n", stub, p.Name, pr.Name, stub, sig)
 		fmt.Fprintf(&other, "func %s(%s) {}\n\n", stub, sig)
 		frame := fmt.Sprintf("$0-%d", 8*len(pr.Args))
-		// x86-64: the 5-byte nop "nopl 0x0(%rax,%rax,1)", which Linux 6.18
-		// turns into a call to its uprobe trampoline (safe at a function's
-		// entry), then ret. arm64: nop, then ret.
-		fmt.Fprintf(&amd, "\n// func %s(%s)\nTEXT ·%s(SB), NOSPLIT|NOFRAME, %s\n\tBYTE $0x0f; BYTE $0x1f; BYTE $0x44; BYTE $0x00; BYTE $0x00\n\tRET\n", stub, sig, stub, frame)
+		// x86-64: StaticStubAMD64(SiteNop), dynsdt's stub for the 1-byte
+		// nop (see stubX86Nop), as bytes: the assembler does not track the
+		// pop, so the slot can take another kind's stub (postlink's Site).
+		// arm64: nop, then ret.
+		fmt.Fprintf(&amd, "\n// func %s(%s)\n// nop (the probe site); pop %%r11; jmp *%%r11; int3 up to 16 bytes (usdtkit link --site)\nTEXT ·%s(SB), NOSPLIT|NOFRAME, %s", stub, sig, stub, frame)
+		for j, b := range StaticStubAMD64(SiteNop) {
+			sep := "; "
+			if j%8 == 0 {
+				sep = "\n\t"
+			}
+			fmt.Fprintf(&amd, "%sBYTE $0x%02x", sep, b)
+		}
+		amd.WriteString("\n")
 		fmt.Fprintf(&arm, "\n// func %s(%s)\nTEXT ·%s(SB), NOSPLIT|NOFRAME, %s\n\tWORD $0xd503201f\n\tRET\n", stub, sig, stub, frame)
 	}
 	declSrc, err := format.Source(decl.Bytes())
@@ -372,4 +381,21 @@ func writeStaticProbe(b *bytes.Buffer, provider, tok string, index int, pr Probe
 	w("// %sEnabled reports whether a tracer has enabled probe %s:%s;\n", g, provider, pr.Name)
 	w("// use it to skip work that only computes the probe's arguments.\n")
 	w("func %sEnabled() bool {\nreturn usdtkitSDT.sems[%d] != 0\n}\n", g, index)
+}
+
+// StaticStubLen is the length of a static probe's stub on amd64, its
+// site's kind's stub (dynsdt's, as Build writes) padded with int3 (cc):
+// room for every kind's.
+const StaticStubLen = 16
+
+// StaticStubAMD64 returns the StaticStubLen bytes of a static probe's stub
+// with a site of kind s on amd64 (SiteAuto: SiteNop5, as Build). usdtkit
+// gen --static writes SiteNop's; postlink may write another kind's over
+// it.
+func StaticStubAMD64(s Site) []byte {
+	b := make([]byte, StaticStubLen)
+	for i := copy(b, stubX86(s)); i < len(b); i++ {
+		b[i] = 0xcc
+	}
+	return b
 }

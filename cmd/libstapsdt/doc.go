@@ -51,9 +51,10 @@
 // arm64) do the untraced check themselves: probeFire and probeIsEnabled
 // are also function-like macros that load SDTProbe_t's private _fire,
 // which the library sets to the probe site while loaded (NULL
-// otherwise), and compare the word there with LIBSTAPSDT_SITE_WORD, the
-// word dynsdt builds at every site (the first 4 bytes of the 5-byte nop on
-// x86-64, nop on arm64; providerLoad fails if a site ever differs). Two
+// otherwise), then the 8 aligned bytes from 4 before the site: dynsdt
+// writes a copy of each stub's first 4 bytes there, which no uprobe
+// changes, and the check compares it with the site's. So the check holds
+// whatever kind of site the provider was loaded with (see "Sites"). Two
 // dependent loads, no call; only a traced probe calls the exported
 // probeFire, which checks again as above. providerUnload stores NULL in
 // _fire; a check racing with it reads the old site, which stays mapped
@@ -66,6 +67,19 @@
 // (and ctypes) call the exported functions and see no change: the struct
 // layouts are libstapsdt's (TestABI), and _fire was already private.
 //
+// # Sites
+//
+// providerLoad loads through dynsdt.Load, which chooses the kind of probe
+// site for the running kernel (dynsdt.ChooseSite: on x86-64 the 1-byte
+// nop, whose stub returns without ret, as cheap traced as a sys/sdt.h
+// probe in the caller's body) unless the USDTKIT_SITE environment
+// variable names one: nop, nop5 (what the kernel's 6.18 uprobe
+// optimization turns into a call) or nop10 (the form later kernels
+// optimize; 6.18 cannot probe it). Programs built with an older
+// libstapsdt.h, whose check compared the site with the nop5's first word,
+// see a nop site as traced and call probeFire, which checks again: still
+// correct, one call dearer untraced.
+//
 // # Differences from libstapsdt
 //
 // Up to 12 arguments (MAX_ARGUMENTS_EXTENDED); argFmt keeps libstapsdt's 6
@@ -73,8 +87,9 @@
 // argument, or a value that is not an ArgType_t, makes providerAddProbe
 // return NULL with provider->error set (probeArgumentError), instead of
 // writing past argFmt. Each probe has a semaphore counted by the kernel.
-// The site is the 5-byte nop that Linux 6.18 turns into a call instead of
-// a trap. Nothing is left in /tmp after a crash. probeFire after
+// The site's kind suits the kernel (see "Sites"): traced, a probeFire
+// costs what a sys/sdt.h probe in the caller's body costs, where
+// libstapsdt's trap in a called function costs ~1.3x that. Nothing is left in /tmp after a crash. probeFire after
 // providerUnload does nothing; probes added while loaded fire after the
 // next unload and load. The probe list, as libstapsdt's, has the last
 // added probe first; the object declares the probes in the order added.
@@ -117,7 +132,7 @@
 // BenchmarkC: the exported functions and the macros against an empty C
 // call, providerLoad, and the traced fire against sys/sdt.h probes, with
 // the BPF programs' run time per hit from the kernel's BPF stats and the
-// site forms (1-byte nop, 5-byte nop) alone.
+// site forms (1-byte nop with ret or pop/jmp, 5-byte nop) alone.
 // examples/python-stapsdt drives the library from Python.
 //
 // # Symbols

@@ -598,6 +598,8 @@ fire:
 //     the site forms alone: "ns:nop1func3" and "ns:nop5func3", calls to a
 //     function whose first instruction is a 1-byte or 5-byte nop site,
 //     and "ns:nop1midfunc3", the 1-byte nop after the first instruction;
+//     "ns:nop1jmpfunc3", the 1-byte nop in a function that returns by
+//     pop/jmp (dynsdt's nop stub), with its and nop5func3's ratio to sdt3;
 //     "ns:nop1loop0" and "ns:nop5loop0", either nop in the loop's body,
 //     without arguments;
 //     per variant, the BPF program's run time per hit by the kernel's
@@ -654,7 +656,7 @@ func BenchmarkC(b *testing.B) {
 		var probes []sdt.Probe
 		for _, sel := range []sdt.Selector{{Provider: "bench", Name: "three"}, {Provider: "benchsdt", Name: "three"}, {Provider: "benchsdt", Name: "func"},
 			{Provider: "benchsdt", Name: "nop1"}, {Provider: "benchsdt", Name: "nop1m"}, {Provider: "benchsdt", Name: "nop5"},
-			{Provider: "benchsdt", Name: "nop1l"}, {Provider: "benchsdt", Name: "nop5l"}} {
+			{Provider: "benchsdt", Name: "nop1l"}, {Provider: "benchsdt", Name: "nop5l"}, {Provider: "benchsdt", Name: "nop1j"}} {
 			found, err := sdt.List(&sdt.ListOptions{PID: t.PID(), Selectors: []sdt.Selector{sel}})
 			if err != nil || len(found) != 1 {
 				b.Fatalf("list %s:%s: %v, %d probes", sel.Provider, sel.Name, err, len(found))
@@ -683,7 +685,7 @@ func BenchmarkC(b *testing.B) {
 		}
 		b.Cleanup(func() { tr.Close() })
 		const n = 10_000
-		ops := []string{"fire3", "ifire3", "sdt3", "sdtf3", "nop1f3", "nop1m3", "nop5f3", "nop1l", "nop5l"}
+		ops := []string{"fire3", "ifire3", "sdt3", "sdtf3", "nop1f3", "nop1m3", "nop5f3", "nop1l", "nop5l", "nop1jf3"}
 		total, bpf := map[string][]float64{}, map[string][]float64{}
 		first := 0
 		for b.Loop() {
@@ -747,7 +749,10 @@ func BenchmarkC(b *testing.B) {
 		b.ReportMetric(m["nop5f3"], "ns:nop5func3")
 		b.ReportMetric(m["nop1l"], "ns:nop1loop0")
 		b.ReportMetric(m["nop5l"], "ns:nop5loop0")
+		b.ReportMetric(m["nop1jf3"], "ns:nop1jmpfunc3")
 		b.ReportMetric(m["nop5f3"]/m["nop1f3"], "ratio:nop5func3/nop1func3")
+		b.ReportMetric(m["nop1jf3"]/m["sdt3"], "ratio:nop1jmpfunc3/sdt3")
+		b.ReportMetric(m["nop5f3"]/m["sdt3"], "ratio:nop5func3/sdt3")
 		b.ReportMetric(m["fire3"]/m["sdt3"], "ratio:probeFire3/sdt3")
 		b.ReportMetric(m["fire3"]/m["sdtf3"], "ratio:probeFire3/sdtfunc3")
 		b.ReportMetric(m["ifire3"]/m["sdt3"], "ratio:inline-probeFire3/sdt3")

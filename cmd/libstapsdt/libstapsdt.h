@@ -58,9 +58,10 @@ typedef struct SDTProbe {
   char *name;
   /* The first MAX_ARGUMENTS argument types, noarg past argCount. */
   ArgType_t argFmt[MAX_ARGUMENTS];
-  /* The probe's site while loaded (a word holding LIBSTAPSDT_SITE_WORD
-   * while untraced), NULL otherwise; the inline probeFire and
-   * probeIsEnabled below read it. Do not call it or write it. */
+  /* The probe's site while loaded, NULL otherwise: the 4 bytes before it
+   * hold a copy of the site's first 4 bytes as loaded, which no tracer
+   * changes; the inline probeFire and probeIsEnabled below compare the
+   * two. Do not call it or write it. */
   void *_fire;
   struct SDTProvider *provider;
   int argCount;
@@ -134,12 +135,16 @@ int probeIsEnabled(SDTProbe_t *probe);
 /*
  * Fast paths (usdtkit). With GCC or Clang on x86-64 and arm64, probeFire
  * and probeIsEnabled are also macros that make the untraced check in the
- * caller, two dependent loads and no call: probe->_fire, then the word at
- * the probe's site, which every uprobe changes (int3 or a call to the
- * kernel's trampoline on x86-64, BRK on arm64). Only a traced probe calls
- * the library's probeFire, which checks again. A probe that is not
- * loaded has _fire NULL; after providerUnload the site stays mapped until
- * providerDestroy, so a check racing with an unload reads it safely.
+ * caller, two dependent loads and no call: probe->_fire, then the 8 bytes
+ * from 4 before the probe's site: the copy of the site's first 4 bytes
+ * that the library wrote there, then the site itself, which every uprobe
+ * changes (int3 or a call to the kernel's trampoline on x86-64, BRK on
+ * arm64). Only a traced probe calls the library's probeFire, which checks
+ * again. A probe that is not loaded has _fire NULL; after providerUnload
+ * the site stays mapped until providerDestroy, so a check racing with an
+ * unload reads it safely. The site's kind (1-, 5- or 10-byte nop on
+ * x86-64, chosen when the provider loads; see USDTKIT_SITE in the README)
+ * does not matter to the check.
  *
  * The macro probeFire evaluates its probe argument once and its other
  * arguments only when the probe is traced, as a sys/sdt.h probe guarded
@@ -147,26 +152,21 @@ int probeIsEnabled(SDTProbe_t *probe);
  * (probeFire)(probe, ...) or (probeIsEnabled)(probe) to call the
  * functions themselves, or define LIBSTAPSDT_NO_INLINE before including
  * this header to turn the macros off. Programs built with the macros need
- * this library (the site word is this library's); programs built against
- * libstapsdt's own header call the functions and need nothing more.
+ * this library; programs built against libstapsdt's own header call the
+ * functions and need nothing more.
  */
-#if defined(__x86_64__)
-/* The first 4 bytes of the 5-byte nop 0f 1f 44 00 00 at the site. */
-#define LIBSTAPSDT_SITE_WORD 0x00441f0fu
-#elif defined(__aarch64__)
-/* nop. */
-#define LIBSTAPSDT_SITE_WORD 0xd503201fu
-#endif
-
-#if defined(LIBSTAPSDT_SITE_WORD) && defined(__GNUC__) && !defined(LIBSTAPSDT_NO_INLINE)
+#if (defined(__x86_64__) || defined(__aarch64__)) && defined(__GNUC__) && !defined(LIBSTAPSDT_NO_INLINE)
+#define LIBSTAPSDT_INLINE_CHECK 1
 /* libstapsdt_traced_ reports whether probe, not NULL, is loaded and traced.
- * The load of the site depends on the load of its address, which orders
- * the two on every architecture this header names. */
+ * The load of the site's bytes depends on the load of its address, which
+ * orders the two on every architecture this header names; the 8 bytes are
+ * aligned, so they are read in one access. */
 static __inline__ int libstapsdt_traced_(const SDTProbe_t *probe) {
-  const unsigned int *site = (const unsigned int *)__atomic_load_n(&probe->_fire, __ATOMIC_RELAXED);
+  const unsigned char *site = (const unsigned char *)__atomic_load_n(&probe->_fire, __ATOMIC_RELAXED);
   if (__builtin_expect(site == 0, 0))
     return 0;
-  return __atomic_load_n(site, __ATOMIC_RELAXED) != LIBSTAPSDT_SITE_WORD;
+  unsigned long long w = __atomic_load_n((const unsigned long long *)(const void *)(site - 4), __ATOMIC_RELAXED);
+  return (unsigned int)w != (unsigned int)(w >> 32);
 }
 
 static __inline__ int libstapsdt_is_enabled_(const SDTProbe_t *probe) {

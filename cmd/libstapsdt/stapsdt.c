@@ -221,26 +221,14 @@ static int load_locked(struct provider_node *pn) {
     set_error(p, (SDTError_t)code, msg);
     goto out;
   }
-#ifdef LIBSTAPSDT_SITE_WORD
-  // The header's inline check compares the site with this word: a build
-  // of the site that differs would read as traced there.
-  for (i = 0; i < count; i++) {
-    if (origs[i] != LIBSTAPSDT_SITE_WORD) {
-      set_errorf(p, elfCreationError, "provider %s: probe %s: site word %#x, the header expects %#x", p->name,
-                 names[i], origs[i], LIBSTAPSDT_SITE_WORD);
-      usdtkit_stapsdt_unload(pn->session, &msg);
-      free(msg);
-      goto out;
-    }
-  }
-#endif
   for (i = 0; i < count; i++) {
     struct probe_node *n = nodes[i];
     __atomic_store_n(&n->orig, origs[i], __ATOMIC_RELAXED);
     __atomic_store_n(&n->idle, origs[i], __ATOMIC_RELAXED);
     __atomic_store_n(&n->stub, stubs[i], __ATOMIC_RELAXED);
     __atomic_store_n(&n->site, (const uint32_t *)stubs[i], __ATOMIC_RELEASE);
-    // What the header's inline check loads: the site, now mapped.
+    // What the header's inline check loads: the site, now mapped, with
+    // the copy of its first word before it (dynsdt.Object.Stubs).
     __atomic_store_n(&n->pub.probe._fire, (void *)stubs[i], __ATOMIC_RELEASE);
   }
   free(p->_filename);

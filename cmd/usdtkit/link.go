@@ -13,26 +13,43 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/dynsdt/postlink"
 	"github.com/usdtkit/usdtkit/internal/escape"
 )
 
 func newLinkCmd() *cobra.Command {
-	return &cobra.Command{
+	var site string
+	cmd := &cobra.Command{
 		Use:   "link BIN...",
 		Short: "Add the notes of static Go probes (usdtkit gen --static) to linked executables",
 		Long: `Find the static probes that usdtkit gen --static compiled into each Go
 executable and add their .note.stapsdt notes, so that readelf -n, tplist,
 bpftrace and usdtkit find them by path and attach to every process of it.
-Each file is replaced atomically; a file without static probes, or that
-already has their notes, is left as it is. go build -toolexec 'usdtkit
-toolexec' runs this step as part of the build.`,
+Each file is changed in place: the notes are appended, the stubs whose
+site kind changes (--site) are rewritten, 16 bytes each, and the ELF
+header, written last, points at the notes; a running executable is
+replaced by a new file instead. A file without static probes, or that
+already has their notes and sites, is left as it is. go build -toolexec 'usdtkit
+toolexec' runs this step as part of the build.
+
+--site sets the kind of instruction at the probe sites of x86-64 stubs:
+nop (a 1-byte nop, trapped at every hit: as cheap as a sys/sdt.h probe),
+nop5 (the 5-byte nop Linux 6.18 optimizes into a call to its uprobe
+trampoline) or nop10 (the form later kernels optimize; 6.18 and older
+cannot probe it). auto, the default, takes the USDTKIT_SITE environment
+variable, else the kind that suits the running kernel (nop on every
+kernel so far); usdtkit toolexec uses auto.`,
 		Example: `  go build -o server . && usdtkit link server
   go build -toolexec 'usdtkit toolexec' -o server .`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, err := dynsdt.ParseSite(site)
+			if err != nil {
+				return fmt.Errorf("--site: %w", err)
+			}
 			for _, path := range args {
-				res, err := postlink.File(path)
+				res, err := postlink.FileWith(path, &postlink.Options{Site: kind})
 				if err != nil {
 					return err
 				}
@@ -41,6 +58,8 @@ toolexec' runs this step as part of the build.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&site, "site", "auto", "kind of x86-64 probe site: auto, nop, nop5 or nop10")
+	return cmd
 }
 
 // reportLink prints what the step did to one file.
@@ -48,6 +67,8 @@ func reportLink(w io.Writer, path string, res *postlink.Result) {
 	switch {
 	case len(res.Probes) == 0 && len(res.Missing) == 0:
 		fmt.Fprintf(w, "%s: no static probes\n", path)
+	case res.Changed && res.Rewritten > 0:
+		fmt.Fprintf(w, "%s: %d probes, %d sites made %v\n", path, len(res.Probes), res.Rewritten, res.Site)
 	case res.Changed:
 		fmt.Fprintf(w, "%s: %d probes added\n", path, len(res.Probes))
 	default:
@@ -60,8 +81,9 @@ func reportLink(w io.Writer, path string, res *postlink.Result) {
 
 // toolexecVersion marks the linker's version line under usdtkit toolexec,
 // so that the go command's build cache keeps binaries linked with the step
-// (by this build of usdtkit: a hash of its executable) apart from those
-// linked without it or by another usdtkit.
+// (by this build of usdtkit: a hash of its executable, and the site kind
+// it writes, which USDTKIT_SITE may change) apart from those linked
+// without it, by another usdtkit or with another kind.
 func toolexecVersion() string {
 	id := "unknown"
 	if exe, err := os.Executable(); err == nil {
@@ -73,7 +95,11 @@ func toolexecVersion() string {
 			f.Close()
 		}
 	}
-	return "usdtkit-postlink/" + id
+	site := "invalid"
+	if k, err := dynsdt.ResolveSite(dynsdt.SiteAuto); err == nil {
+		site = k.String()
+	}
+	return "usdtkit-postlink/" + id + "/site=" + site
 }
 
 func newToolexecCmd() *cobra.Command {

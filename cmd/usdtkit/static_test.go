@@ -80,6 +80,13 @@ func staticModule(t *testing.T) string {
 func buildStatic(t *testing.T, dir string, env []string, extra ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "staticapp")
+	buildStaticTo(t, dir, bin, env, extra...)
+	return bin
+}
+
+// buildStaticTo is buildStatic writing to bin.
+func buildStaticTo(t *testing.T, dir, bin string, env []string, extra ...string) {
+	t.Helper()
 	args := append(append([]string{"build", "-o", bin}, extra...), ".")
 	cmd := exec.Command(goTool(), args...)
 	cmd.Dir = dir
@@ -88,7 +95,6 @@ func buildStatic(t *testing.T, dir string, env []string, extra ...string) string
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return bin
 }
 
 // staticNote is one probe as readelf -n shows it.
@@ -215,6 +221,52 @@ func TestStaticProbes(t *testing.T) {
 		t.Error("usdtkit link again changed the file")
 	}
 
+	checkStaticTraced(t, bin, notes)
+}
+
+// TestStaticProbesSites: usdtkit link --site=nop5 writes the 5-byte nop
+// over the generated 1-byte nop's stub, and both tracers still count the
+// semaphores and read every argument there; --site=nop restores the file.
+// (nop10: Linux 6.18 cannot probe it; postlink's tests check its bytes.)
+// usdtkit toolexec writes the kind USDTKIT_SITE names, and the build cache
+// keeps binaries linked with different kinds apart.
+func TestStaticProbesSites(t *testing.T) {
+	testutil.RequireBPF(t)
+	t.Setenv("USDTKIT_SITE", "")
+	dir := staticModule(t)
+	toolexec := usdtkitBin(t) + " toolexec"
+	bin := buildStatic(t, dir, nil, "-toolexec", toolexec)
+	if have := usdtkit(t, "link", "--site=nop", bin); !strings.Contains(have, "already added") {
+		t.Errorf("usdtkit link --site=nop after toolexec: %q", have)
+	}
+	// The same output again: the go command relinks only if the
+	// linker's version line (which names the kind) changed.
+	bin5 := filepath.Join(t.TempDir(), "staticapp")
+	buildStaticTo(t, dir, bin5, nil, "-toolexec", toolexec)
+	buildStaticTo(t, dir, bin5, []string{"USDTKIT_SITE=nop5"}, "-toolexec", toolexec)
+	if have := usdtkit(t, "link", "--site=nop5", bin5); !strings.Contains(have, "already added") {
+		t.Errorf("usdtkit link --site=nop5 after USDTKIT_SITE=nop5 toolexec: %q", have)
+	}
+	notes := staticNotes(t, bin)
+	orig := readFile(t, bin)
+	if have := usdtkit(t, "link", "--site=nop5", bin); !strings.Contains(have, "2 sites made nop5") {
+		t.Fatalf("usdtkit link --site=nop5: %q", have)
+	}
+	if bytes.Equal(orig, readFile(t, bin)) {
+		t.Fatal("usdtkit link --site=nop5 left the file as it was")
+	}
+	checkStaticTraced(t, bin, notes)
+	usdtkit(t, "link", "--site=nop", bin)
+	if !bytes.Equal(orig, readFile(t, bin)) {
+		t.Error("usdtkit link --site=nop did not give back the generated file")
+	}
+}
+
+// checkStaticTraced checks, for usdtkit and for bpftrace, that one trace
+// by path sees two processes of bin, one started before it and one after:
+// exact argument values, and semaphores 0 before, non-zero while attached
+// and 0 after.
+func checkStaticTraced(t *testing.T, bin string, notes []staticNote) {
 	prog := fmt.Sprintf(`usdt:%[1]s:myapp:req__start { printf("start %%d %%s %%d %%d\n", pid, str(arg0), arg1, arg2); }
 usdt:%[1]s:myapp:req__done { printf("done %%d %%d\n", pid, arg0); }`, bin)
 	for _, tracer := range []string{"usdtkit", "bpftrace"} {

@@ -14,8 +14,8 @@
 //	                  ──► .note.stapsdt appended, section headers rewritten
 //
 // The step reads only what it needs: the headers, .symtab and its strings
-// (raw, without building every symbol), the tables, and the notes already
-// there. Only a file without .symtab (-ldflags=-s) costs more: its writable
+// (raw, without building every symbol), the tables, the notes already
+// there and, on x86-64, each stub's bytes (see "Sites"). Only a file without .symtab (-ldflags=-s) costs more: its writable
 // data is scanned for tables and its .gopclntab read for the stubs.
 //
 // A note's PC is the stub's first instruction (the probe site), its
@@ -37,15 +37,30 @@
 // linker drops it): the step leaves it as it is. A probe whose function is
 // never called has no stub and gets no note.
 //
+// # Sites
+//
+// On x86-64 the step also sets the kind of instruction at the probe sites
+// (Options.Site, usdtkit link --site): gen --static writes each stub as
+// dynsdt.StaticStubAMD64(dynsdt.SiteNop), 16 bytes with room for every
+// kind's stub, and the step writes the kind asked for over them (see
+// dynsdt.Site for what each costs on which kernel). The default, SiteAuto,
+// is dynsdt.ResolveSite's choice where the step runs (USDTKIT_SITE, else
+// the kind for its kernel): a binary is built for the kernels it will run
+// on, so set the kind where the build host's kernel is not theirs. Every
+// kind's stub has its site at its first byte, so the notes are the same
+// whatever the kind; only the 16 bytes of each stub that changes are
+// written, in place, at their offsets in the file. A stub already of the
+// kind asked for is left as it is.
+//
 // # Errors
 //
 // Only 64-bit little-endian executables for x86-64 and arm64 are
 // processed; a file with a table but another machine, a malformed table
 // (wrapping dynsdt.ErrStaticTable), a table whose stubs are missing while
 // others are present, or a malformed ELF file is an error, and the file
-// is left unchanged. File appends to the file and then rewrites its ELF
-// header, so an error or a crash never leaves a file that reads as half
-// done (see File).
+// is left unchanged. File appends to the file, rewrites the stubs whose
+// kind changes and then rewrites its ELF header, so an error or a crash
+// never leaves a file that reads as half done (see File).
 package postlink
 
 import (
@@ -67,15 +82,32 @@ import (
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 
+// Options are the step's choices; nil means the zero value.
+type Options struct {
+	// Site is the kind of probe site the amd64 stubs get (see "Sites").
+	// SiteAuto, the default, is dynsdt.ResolveSite's choice on the machine
+	// that runs the step (the USDTKIT_SITE environment variable, else the
+	// kind that suits its kernel).
+	Site dynsdt.Site
+}
+
 // Result says what the step found and did.
 type Result struct {
+	// Site is the kind of site the amd64 stubs have after the step; the
+	// zero SiteAuto for arm64, for a file without probes, and when
+	// Options.Site was SiteAuto and some stub was not one the step can
+	// rewrite (from another usdtkit's gen --static), which it then leaves
+	// as it is. With another Options.Site such a stub is an error.
+	Site dynsdt.Site
+	// Rewritten counts the stubs whose site the step changed.
+	Rewritten int
 	// Probes are the notes of static probes, in table order.
 	Probes []elfnotes.Stapsdt
 	// Missing names the probes whose stubs the linker left out (their
 	// functions are never called), "provider:name".
 	Missing []string
 	// Changed reports that the file was rewritten; false when it had no
-	// tables or already had exactly these notes.
+	// tables or already had exactly these notes and stubs.
 	Changed bool
 }
 
@@ -84,19 +116,28 @@ type Result struct {
 // other than x86-64 and arm64, too many sections).
 var ErrNotSupported = errors.New("not supported")
 
-// File runs the step on the executable at path. The step only appends to
-// the file and then rewrites its ELF header to point at what it appended,
-// so it changes the file in place: a reader sees the old file or the new
-// one, and an interrupted step leaves a longer file that reads as before
-// (short of a machine crash that writes the header but not the rest).
+// File runs the step on the executable at path with the default Options.
+// The step appends to the file, writes the stubs whose site kind changes
+// (16 bytes each, x86-64 only) and then rewrites its ELF header to point
+// at what it appended, so it changes the file in place: a reader sees the
+// old file or the new one, and an interrupted step leaves a longer file
+// that reads as before (short of a machine crash that writes the header
+// but not the rest); its stubs may then be of two kinds, each a whole
+// stub with the site where the notes say, so the program runs as before.
+// No process can start the file while the step has it open for writing
+// (the kernel refuses with ETXTBSY), so none runs a stub half written.
 // A file that cannot be written in place (an executable that is running:
-// ETXTBSY) is replaced instead: a new file, with its mode, renamed over it.
+// ETXTBSY) is replaced instead: a new file, with its mode, with the same
+// changes, renamed over it.
 //
 // File reads only what the step needs (the headers, the symbol table and
 // the tables it names or, without a symbol table, the writable data and
-// .gopclntab, and the notes), never the whole file, and writes only the
-// appended bytes and the header.
-func File(path string) (*Result, error) {
+// .gopclntab, the notes and the stubs), never the whole file, and writes
+// only the appended bytes, the changed stubs and the header.
+func File(path string) (*Result, error) { return FileWith(path, nil) }
+
+// FileWith is File with options.
+func FileWith(path string, opts *Options) (*Result, error) {
 	in, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -106,7 +147,7 @@ func File(path string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	im, res, err := plan(in, st.Size())
+	im, res, err := plan(in, st.Size(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -124,12 +165,22 @@ func File(path string) (*Result, error) {
 const ehSize = 0x40
 
 // image is a file as the step changes it: its first size bytes are read
-// through r, except for the ELF header, which is hdr; tail follows them.
+// through r, except for the ELF header, which is hdr, and the patches;
+// tail follows them.
 type image struct {
-	r    io.ReaderAt
-	size uint64
-	hdr  [ehSize]byte
-	tail []byte
+	r       io.ReaderAt
+	size    uint64
+	hdr     [ehSize]byte
+	patches []patch
+	tail    []byte
+}
+
+// patch is bytes b written over the file at off, past the ELF header and
+// before the file's end. Patches are applied in order (they overlap only
+// in a crafted file, where the last one wins, on disk as in Bytes).
+type patch struct {
+	off uint64
+	b   []byte
 }
 
 // read returns n bytes at off of the image, which must lie either in the
@@ -154,6 +205,12 @@ func (im *image) read(off, n uint64) ([]byte, error) {
 	if err := readAt(im.r, b, off); err != nil {
 		return nil, err
 	}
+	for _, p := range im.patches {
+		if p.off < off+n && off < p.off+uint64(len(p.b)) {
+			lo, hi := max(p.off, off), min(p.off+uint64(len(p.b)), off+n)
+			copy(b[lo-off:hi-off], p.b[lo-p.off:])
+		}
+	}
 	return b, nil
 }
 
@@ -173,22 +230,41 @@ func readAt(r io.ReaderAt, b []byte, off uint64) error {
 }
 
 // writeInPlace appends the tail to the file at path, then writes the
-// header.
+// patches and the header.
 func (im *image) writeInPlace(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	// No fsync between the two writes, as the go command does not sync
-	// what it links either.
-	_, err = f.WriteAt(im.tail, int64(im.size))
-	if err == nil {
-		_, err = f.WriteAt(im.hdr[:], 0)
-	}
+	// No fsync between the writes, as the go command does not sync what
+	// it links either.
+	err = im.writeChanges(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
+}
+
+// writeChanges writes the tail at the file's old end, then the patches,
+// then the header (when there is a tail for it to point at) to w, which
+// holds the file as it was.
+func (im *image) writeChanges(w io.WriterAt) error {
+	if len(im.tail) > 0 {
+		if _, err := w.WriteAt(im.tail, int64(im.size)); err != nil {
+			return err
+		}
+	}
+	for _, p := range im.patches {
+		if _, err := w.WriteAt(p.b, int64(p.off)); err != nil {
+			return err
+		}
+	}
+	if len(im.tail) > 0 {
+		if _, err := w.WriteAt(im.hdr[:], 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // replace writes the image to a new file beside path, with mode perm, and
@@ -202,10 +278,7 @@ func (im *image) replace(path string, in *os.File, perm os.FileMode) error {
 	// over an *os.File lets io.Copy use copy_file_range.
 	_, err = io.Copy(tmp, io.LimitReader(in, int64(im.size)))
 	if err == nil {
-		_, err = tmp.Write(im.tail)
-	}
-	if err == nil {
-		_, err = tmp.WriteAt(im.hdr[:], 0)
+		err = im.writeChanges(tmp)
 	}
 	if err == nil {
 		err = tmp.Chmod(perm)
@@ -222,10 +295,14 @@ func (im *image) replace(path string, in *os.File, perm os.FileMode) error {
 	return err
 }
 
-// Bytes runs the step on an executable's contents and returns the new
-// contents (data itself when nothing changes).
-func Bytes(data []byte) ([]byte, *Result, error) {
-	im, res, err := plan(bytes.NewReader(data), int64(len(data)))
+// Bytes runs the step on an executable's contents with the default
+// Options and returns the new contents (data itself when nothing changes).
+func Bytes(data []byte) ([]byte, *Result, error) { return BytesWith(data, nil) }
+
+// BytesWith is Bytes with options. It never modifies data: a changed file
+// is a new slice.
+func BytesWith(data []byte, opts *Options) ([]byte, *Result, error) {
+	im, res, err := plan(bytes.NewReader(data), int64(len(data)), opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -237,7 +314,11 @@ func Bytes(data []byte) ([]byte, *Result, error) {
 
 // plan runs the step on the file of size bytes that r reads and returns
 // what to write, or nil when nothing changes.
-func plan(r io.ReaderAt, size int64) (*image, *Result, error) {
+func plan(r io.ReaderAt, size int64, opts *Options) (*image, *Result, error) {
+	var want dynsdt.Site
+	if opts != nil {
+		want = opts.Site
+	}
 	f, err := elfnotes.NewFile(r)
 	if err != nil {
 		return nil, nil, err
@@ -278,6 +359,24 @@ func plan(r io.ReaderAt, size int64) (*image, *Result, error) {
 			ours[pc] = true
 		}
 	}
+	im := &image{r: r, size: uint64(size)}
+	if err := readAt(r, im.hdr[:], 0); err != nil {
+		return nil, nil, err
+	}
+	if f.Machine == elf.EM_X86_64 && len(ours) > 0 {
+		site, err := dynsdt.ResolveSite(want)
+		if err != nil {
+			return nil, nil, err
+		}
+		skipped, err := im.rewriteSites(f, res.Probes, site, want != dynsdt.SiteAuto)
+		if err != nil {
+			return nil, nil, err
+		}
+		res.Rewritten = len(im.patches)
+		if skipped == 0 {
+			res.Site = site
+		}
+	}
 	// The notes already there: others' are kept; if ours are there as
 	// they would be written, there is nothing to do.
 	old, err := f.SDTProbes()
@@ -293,20 +392,20 @@ func plan(r io.ReaderAt, size int64) (*image, *Result, error) {
 		}
 	}
 	if slices.Equal(had, res.Probes) && f.Section(elfnotes.StapsdtBaseSection) == nil {
-		return nil, res, nil
+		if len(im.patches) == 0 {
+			return nil, res, nil
+		}
+		res.Changed = true
+		return im, res, nil
 	}
 	var notes []byte
 	for _, s := range append(keep, res.Probes...) {
 		desc := s.AppendDesc(nil, f.Class, f.ByteOrder)
 		notes = elfnotes.AppendNote(notes, f.ByteOrder, elfnotes.OwnerStapsdt, elfnotes.NTStapsdt, desc)
 	}
-	im := &image{r: r, size: uint64(size)}
-	if err := readAt(r, im.hdr[:], 0); err != nil {
-		return nil, nil, err
-	}
 	// .probes first: bcc finds .note.stapsdt only among the sections
 	// after .probes.
-	if probes, ok := probesSection(f, tables); ok {
+	if probes, ok := probesSection(f, tables, uint64(size)); ok {
 		if err := im.putSection(probes); err != nil {
 			return nil, nil, err
 		}
@@ -574,8 +673,9 @@ type section struct {
 // ref_ctr from the .probes section, where sys/sdt.h puts semaphores; without
 // one it enables no semaphore. It is only a header: the bytes are
 // .noptrdata's. ok is false when the file already has a .probes section
-// or the semaphores are not in one segment.
-func probesSection(f *elfnotes.File, tables []table) (section, bool) {
+// or the semaphores are not in one segment that lies in the file, of size
+// bytes.
+func probesSection(f *elfnotes.File, tables []table, size uint64) (section, bool) {
 	if f.Section(".probes") != nil {
 		return section{}, false
 	}
@@ -586,7 +686,9 @@ func probesSection(f *elfnotes.File, tables []table) (section, bool) {
 		hi = max(hi, start+2*uint64(len(t.Probes)))
 	}
 	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && lo >= p.Vaddr && hi <= p.Vaddr+p.Filesz {
+		// The segment must lie in the file (a crafted one may not), so
+		// that the header does not point outside it.
+		if p.Type == elf.PT_LOAD && lo >= p.Vaddr && hi <= p.Vaddr+p.Filesz && p.Off <= size && p.Filesz <= size-p.Off {
 			return section{name: ".probes", typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC | elf.SHF_WRITE, align: 2,
 				addr: lo, offset: p.Off + (lo - p.Vaddr), size: hi - lo}, true
 		}
@@ -685,6 +787,62 @@ func (im *image) apply(data []byte) []byte {
 	out := make([]byte, len(data)+len(im.tail))
 	copy(out, data)
 	copy(out, im.hdr[:])
+	for _, p := range im.patches {
+		copy(out[p.off:], p.b)
+	}
 	copy(out[len(data):], im.tail)
 	return out
+}
+
+// rewriteSites adds to the image a patch for each of probes' amd64 stubs
+// that is not of kind site: each stub's dynsdt.StaticStubLen bytes must be
+// some kind's stub as dynsdt.StaticStubAMD64 writes it (the linker keeps
+// them as assembled). A stub that is not (another usdtkit's gen --static
+// wrote it) is an error if strict, else left as it is and counted as
+// skipped. It reads only the stubs' bytes.
+func (im *image) rewriteSites(f *elfnotes.File, probes []elfnotes.Stapsdt, site dynsdt.Site, strict bool) (skipped int, err error) {
+	want := dynsdt.StaticStubAMD64(site)
+	kinds := []dynsdt.Site{dynsdt.SiteNop, dynsdt.SiteNop5, dynsdt.SiteNop10}
+	cur := make([]byte, dynsdt.StaticStubLen)
+	for _, p := range probes {
+		off, ok := textOffset(f, im.size, p.PC, dynsdt.StaticStubLen)
+		cur = cur[:0]
+		if ok {
+			cur = cur[:dynsdt.StaticStubLen]
+			if err := readAt(im.r, cur, off); err != nil {
+				return 0, fmt.Errorf("probe %s:%s: stub: %w", p.Provider, p.Name, err)
+			}
+			if bytes.Equal(cur, want) {
+				continue
+			}
+			ok = slices.ContainsFunc(kinds, func(k dynsdt.Site) bool { return bytes.Equal(cur, dynsdt.StaticStubAMD64(k)) })
+		}
+		if !ok && strict {
+			return 0, fmt.Errorf("probe %s:%s: stub at %#x holds % x, no site kind's stub of %d bytes (from another usdtkit gen --static?): %w",
+				p.Provider, p.Name, p.PC, cur, dynsdt.StaticStubLen, ErrNotSupported)
+		}
+		if !ok {
+			skipped++
+			continue
+		}
+		im.patches = append(im.patches, patch{off, want})
+	}
+	return skipped, nil
+}
+
+// textOffset returns the file offset of the n bytes at vaddr if they lie
+// in one executable section with contents in the file of size size, past
+// the ELF header.
+func textOffset(f *elfnotes.File, size, vaddr, n uint64) (uint64, bool) {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_EXECINSTR == 0 || vaddr < s.Addr || vaddr-s.Addr > s.Size || n > s.Size-(vaddr-s.Addr) {
+			continue
+		}
+		off := s.Offset + (vaddr - s.Addr)
+		if off < s.Offset || off < ehSize || off+n < off || off+n > size {
+			return 0, false
+		}
+		return off, true
+	}
+	return 0, false
 }

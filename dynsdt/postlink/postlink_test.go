@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -61,6 +62,7 @@ func TestBytes(t *testing.T) {
 		{"amd64 stripped", nil, []string{"-ldflags=-s -w"}, "-4@8(%rsp) -4@16(%rsp)"},
 		{"arm64 pie", []string{"GOARCH=arm64"}, []string{"-buildmode=pie"}, "-4@[sp, 8] -4@[sp, 16]"},
 	}
+	t.Setenv(dynsdt.SiteEnv, "") // auto: the generated nop stays
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := buildGoStatic(t, tt.env, tt.flags...)
@@ -101,6 +103,78 @@ func TestBytes(t *testing.T) {
 	}
 }
 
+// TestBytesSites: Options.Site writes each kind's stub over the one gen
+// --static wrote, and only those bytes change; the step again with the
+// same kind changes nothing, and back to nop gives the original bytes.
+// USDTKIT_SITE stands for SiteAuto. Bytes that are no kind's stub are an
+// error.
+func TestBytesSites(t *testing.T) {
+	t.Setenv(dynsdt.SiteEnv, "")
+	data := buildGoStatic(t, nil)
+	base, res, err := Bytes(data)
+	if err != nil || res.Site != dynsdt.SiteNop || res.Rewritten != 0 {
+		t.Fatalf("auto: %+v, %v", res, err)
+	}
+	pc := sdtNotes(t, base)[0].PC
+	f, err := elfnotes.NewFile(bytes.NewReader(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, ok := textOffset(f, uint64(len(base)), pc, dynsdt.StaticStubLen)
+	f.Close()
+	if !ok {
+		t.Fatalf("stub at %#x not in .text", pc)
+	}
+	if have, want := base[off:off+dynsdt.StaticStubLen], dynsdt.StaticStubAMD64(dynsdt.SiteNop); !bytes.Equal(have, want) {
+		t.Fatalf("generated stub % x, want % x", have, want)
+	}
+	for _, c := range []struct {
+		site dynsdt.Site
+		env  string
+	}{{dynsdt.SiteNop5, ""}, {dynsdt.SiteNop10, ""}, {dynsdt.SiteAuto, "nop5"}} {
+		t.Run(c.site.String()+c.env, func(t *testing.T) {
+			t.Setenv(dynsdt.SiteEnv, c.env)
+			want := c.site
+			if c.env != "" {
+				want, _ = dynsdt.ParseSite(c.env)
+			}
+			out, res, err := BytesWith(base, &Options{Site: c.site})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Changed || res.Rewritten != 1 || res.Site != want {
+				t.Fatalf("result %+v", res)
+			}
+			if have := out[off : off+dynsdt.StaticStubLen]; !bytes.Equal(have, dynsdt.StaticStubAMD64(want)) {
+				t.Errorf("stub % x, want % x", have, dynsdt.StaticStubAMD64(want))
+			}
+			if !bytes.Equal(out[:off], base[:off]) || !bytes.Equal(out[off+dynsdt.StaticStubLen:], base[off+dynsdt.StaticStubLen:]) {
+				t.Error("bytes other than the stub changed")
+			}
+			if _, res, err := BytesWith(out, &Options{Site: want}); err != nil || res.Changed {
+				t.Errorf("again: %+v, %v", res, err)
+			}
+			back, _, err := BytesWith(out, &Options{Site: dynsdt.SiteNop})
+			if err != nil || !bytes.Equal(back, base) {
+				t.Errorf("back to nop: %v, same bytes %v", err, bytes.Equal(back, base))
+			}
+		})
+	}
+	t.Run("foreign", func(t *testing.T) {
+		bad := slices.Clone(base)
+		bad[off+1] = 0x90
+		if _, _, err := BytesWith(bad, &Options{Site: dynsdt.SiteNop5}); err == nil {
+			t.Error("no error for a stub of no kind")
+		}
+	})
+	t.Run("bad env", func(t *testing.T) {
+		t.Setenv(dynsdt.SiteEnv, "int3")
+		if _, _, err := Bytes(base); !errors.Is(err, dynsdt.ErrSite) {
+			t.Errorf("USDTKIT_SITE=int3: %v, want ErrSite", err)
+		}
+	})
+}
+
 // TestBytesKeepsOtherNotes: notes of other probes in the file (C code
 // linked with cgo) stay, and the step adds its own beside them once.
 func TestBytesKeepsOtherNotes(t *testing.T) {
@@ -139,59 +213,93 @@ func TestBytesNoTables(t *testing.T) {
 	}
 }
 
-// TestFile runs the step on a file in place, then on a running executable
-// (ETXTBSY), which is replaced instead; the mode is kept, and both files
-// are what Bytes returns.
+// TestFile: the step on a file writes what Bytes returns, in place (the
+// same inode) when it can and by replacing the file when it is a running
+// executable (ETXTBSY), site patches included: with the generated nop
+// stubs kept (only appended bytes and the header change), with nop5 stubs
+// asked for (the stub's 16 bytes written too), and with only the stub
+// changing on a file that already has its notes. The step again changes
+// nothing.
 func TestFile(t *testing.T) {
+	t.Setenv(dynsdt.SiteEnv, "")
 	data := buildGoStatic(t, nil)
-	path := filepath.Join(t.TempDir(), "gostatic")
-	if err := os.WriteFile(path, data, 0o751); err != nil {
-		t.Fatal(err)
+	noted, res, err := BytesWith(data, &Options{Site: dynsdt.SiteNop})
+	if err != nil || !res.Changed || res.Rewritten != 0 {
+		t.Fatalf("notes: %+v, %v", res, err)
 	}
-	before := testutil.StatID(t, path)
-	res, err := File(path)
-	if err != nil || !res.Changed {
-		t.Fatalf("%+v, %v", res, err)
+	tests := []struct {
+		name      string
+		in        []byte
+		site      dynsdt.Site
+		rewritten int
+	}{
+		{"nop", data, dynsdt.SiteNop, 0},
+		{"nop5", data, dynsdt.SiteNop5, 1},
+		{"nop5 stubs only", noted, dynsdt.SiteNop5, 1},
 	}
-	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o751 {
-		t.Errorf("mode after the step: %v, %v", st.Mode(), err)
-	}
-	want, _, err := Bytes(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(mustRead(t, path), want) {
-		t.Error("in place: the file is not what Bytes returns")
-	}
-	if testutil.StatID(t, path) != before {
-		t.Error("in place: the file was replaced")
-	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := &Options{Site: tt.site}
+			want, wres, err := BytesWith(tt.in, opts)
+			if err != nil || !wres.Changed || wres.Rewritten != tt.rewritten {
+				t.Fatalf("bytes: %+v, %v", wres, err)
+			}
+			if tt.rewritten == 0 && !bytes.Equal(want[0x40:len(tt.in)], tt.in[0x40:]) {
+				t.Fatal("bytes: the file changed before its end past its ELF header")
+			}
+			if len(want) == len(tt.in) && tt.rewritten == 0 {
+				t.Fatal("bytes: nothing appended and no stub rewritten")
+			}
 
-	busy := filepath.Join(t.TempDir(), "busy")
-	if err := os.WriteFile(busy, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(busy)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		cmd.Wait()
-	}()
-	before = testutil.StatID(t, busy)
-	if res, err := File(busy); err != nil || !res.Changed {
-		t.Fatalf("running executable: %+v, %v", res, err)
-	}
-	if !bytes.Equal(mustRead(t, busy), want) {
-		t.Error("running executable: the file is not what Bytes returns")
-	}
-	if testutil.StatID(t, busy) == before {
-		t.Error("running executable: the file was not replaced (no ETXTBSY?)")
+			path := filepath.Join(t.TempDir(), "gostatic")
+			if err := os.WriteFile(path, tt.in, 0o751); err != nil {
+				t.Fatal(err)
+			}
+			before := testutil.StatID(t, path)
+			res, err := FileWith(path, opts)
+			if err != nil || !res.Changed || res.Rewritten != tt.rewritten || res.Site != tt.site {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o751 {
+				t.Errorf("mode after the step: %v, %v", st.Mode(), err)
+			}
+			if !bytes.Equal(mustRead(t, path), want) {
+				t.Error("in place: the file is not what Bytes returns")
+			}
+			if testutil.StatID(t, path) != before {
+				t.Error("in place: the file was replaced")
+			}
+			if res, err := FileWith(path, opts); err != nil || res.Changed {
+				t.Errorf("again: %+v, %v", res, err)
+			}
+
+			busy := filepath.Join(t.TempDir(), "busy")
+			if err := os.WriteFile(busy, tt.in, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(busy)
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				stdin.Close()
+				cmd.Wait()
+			}()
+			before = testutil.StatID(t, busy)
+			if res, err := FileWith(busy, opts); err != nil || !res.Changed || res.Rewritten != tt.rewritten {
+				t.Fatalf("running executable: %+v, %v", res, err)
+			}
+			if !bytes.Equal(mustRead(t, busy), want) {
+				t.Error("running executable: the file is not what Bytes returns")
+			}
+			if testutil.StatID(t, busy) == before {
+				t.Error("running executable: the file was not replaced (no ETXTBSY?)")
+			}
+		})
 	}
 }
 
@@ -281,6 +389,14 @@ func TestTinyELF(t *testing.T) {
 	if n := sdtNotes(t, out); len(n) != 1 || n[0].Args != "-8@8(%rsp)" {
 		t.Errorf("notes %+v", n)
 	}
+	// Its stub is an older gen --static's 6 bytes: auto leaves it, a
+	// kind asked for is an error.
+	if res.Site != dynsdt.SiteAuto || res.Rewritten != 0 {
+		t.Errorf("site %v, rewritten %d; want auto, 0", res.Site, res.Rewritten)
+	}
+	if _, _, err := BytesWith(tinyELF(t), &Options{Site: dynsdt.SiteNop}); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("site nop over a 6-byte stub: %v, want ErrNotSupported", err)
+	}
 }
 
 // TestScanChunks: a table found by scanning (no symbol names it) is found
@@ -307,7 +423,7 @@ func TestTableBySymbol(t *testing.T) {
 	for _, named := range []bool{true, false} {
 		data := tinyELFAt(t, pad, named)
 		cr := &countingReader{r: bytes.NewReader(data)}
-		im, res, err := plan(cr, int64(len(data)))
+		im, res, err := plan(cr, int64(len(data)), nil)
 		if err != nil || im == nil || len(res.Probes) != 1 {
 			t.Fatalf("named %v: %+v, %v", named, res, err)
 		}
@@ -334,8 +450,9 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // TestPlanReadsLittle: on an executable with .symtab, the step reads its
-// headers, .symtab, its strings, the table and the notes, and not its code,
-// .gopclntab or the rest of its data.
+// headers, .symtab, its strings, the table, the notes and, to set the site
+// kind, each stub's 16 bytes, and not the rest of its code, .gopclntab or
+// the rest of its data.
 func TestPlanReadsLittle(t *testing.T) {
 	data := buildGoStatic(t, nil)
 	f, err := elf.NewFile(bytes.NewReader(data))
@@ -353,14 +470,20 @@ func TestPlanReadsLittle(t *testing.T) {
 		}
 		budget += s.Size
 	}
-	cr := &countingReader{r: bytes.NewReader(data)}
-	im, res, err := plan(cr, int64(len(data)))
-	if err != nil || im == nil || len(res.Probes) != 1 {
-		t.Fatalf("%+v, %v", res, err)
-	}
-	t.Logf("read %d bytes of %d, budget %d", cr.n.Load(), len(data), budget)
-	if n := uint64(cr.n.Load()); n > budget {
-		t.Errorf("read %d bytes of %d, want at most %d", n, len(data), budget)
+	for _, site := range []dynsdt.Site{dynsdt.SiteNop, dynsdt.SiteNop5} {
+		cr := &countingReader{r: bytes.NewReader(data)}
+		im, res, err := plan(cr, int64(len(data)), &Options{Site: site})
+		if err != nil || im == nil || len(res.Probes) != 1 || res.Site != site {
+			t.Fatalf("%v: %+v, %v", site, res, err)
+		}
+		if want := min(int(site-dynsdt.SiteNop), 1); len(im.patches) != want {
+			t.Errorf("%v: %d patches, want %d", site, len(im.patches), want)
+		}
+		limit := budget + uint64(len(res.Probes)*dynsdt.StaticStubLen)
+		t.Logf("%v: read %d bytes of %d, budget %d", site, cr.n.Load(), len(data), limit)
+		if n := uint64(cr.n.Load()); n > limit {
+			t.Errorf("%v: read %d bytes of %d, want at most %d", site, n, len(data), limit)
+		}
 	}
 }
 

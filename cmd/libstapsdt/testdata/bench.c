@@ -23,6 +23,8 @@
  *           and emulates the nop) or the 5-byte nop this library's stubs
  *           have (which Linux 6.18 turns into a call to its trampoline),
  *           then ret: the site forms side by side, alike in all else
+ *   nop1jf3 as nop1f3, but the function returns by "pop %r11; jmp *%r11",
+ *           not ret, as dynsdt's 1-byte nop stub (benchsdt:nop1j)
  *   nop1m3  as nop1f3 with the 1-byte nop after a first instruction (mov):
  *           a site inside a function, not at its entry (benchsdt:nop1m)
  *   nop1l, nop5l: the 1-byte and the 5-byte nop site in the loop's body
@@ -111,6 +113,9 @@ __attribute__((noinline)) void sdt_func(uint64_t a, uint32_t b, uint64_t c) {
 site_stub(nop1, "", "nop");
 site_stub(nop1m, "mov %rdi, %rax", "nop");
 site_stub(nop5, "", ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00"); /* nopl 0x0(%rax,%rax,1) */
+/* The 1-byte nop leaving by pop/jmp, as dynsdt's nop stub (the ret the
+ * macro appends is never reached). */
+site_stub(nop1j, "", "nop\n  pop %r11\n  jmp *%r11");
 
 int main(void) {
   SDTProvider_t *prov = providerInit("bench");
@@ -173,6 +178,9 @@ int main(void) {
     } else if (strcmp(op, "nop5f3") == 0) {
       for (long i = 0; i < n; i++)
         nop5_stub((uint64_t)i, 2, 3);
+    } else if (strcmp(op, "nop1jf3") == 0) {
+      for (long i = 0; i < n; i++)
+        nop1j_stub((uint64_t)i, 2, 3);
     } else if (strcmp(op, "load") == 0) {
       for (long r = 0; r < n; r++) {
         SDTProvider_t *big = providerInit("big");

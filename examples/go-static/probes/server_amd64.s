@@ -3,11 +3,13 @@
 #include "textflag.h"
 
 // func usdtkit_681a22d5473598db_0(a0, a1 uint64)
+// nop (the probe site); pop %r11; jmp *%r11; int3 up to 16 bytes (usdtkit link --site)
 TEXT ·usdtkit_681a22d5473598db_0(SB), NOSPLIT|NOFRAME, $0-16
-	BYTE $0x0f; BYTE $0x1f; BYTE $0x44; BYTE $0x00; BYTE $0x00
-	RET
+	BYTE $0x90; BYTE $0x41; BYTE $0x5b; BYTE $0x41; BYTE $0xff; BYTE $0xe3; BYTE $0xcc; BYTE $0xcc
+	BYTE $0xcc; BYTE $0xcc; BYTE $0xcc; BYTE $0xcc; BYTE $0xcc; BYTE $0xcc; BYTE $0xcc; BYTE $0xcc
 
 // func usdtkit_681a22d5473598db_1(a0, a1, a2, a3 uint64)
+// nop (the probe site); pop %r11; jmp *%r11; int3 up to 16 bytes (usdtkit link --site)
 TEXT ·usdtkit_681a22d5473598db_1(SB), NOSPLIT|NOFRAME, $0-32
-	BYTE $0x0f; BYTE $0x1f; BYTE $0x44; BYTE $0x00; BYTE $0x00
-	RET
+	BYTE $0x90; BYTE $0x41; BYTE $0x5b; BYTE $0x41; BYTE $0xff; BYTE $0xe3; BYTE $0xcc; BYTE $0xcc
+	BYTE $0xcc; BYTE $0xcc; BYTE $0xcc; BYTE $0xcc; BYTE $0xcc; BYTE $0xcc; BYTE $0xcc; BYTE $0xcc
