@@ -29,7 +29,12 @@ func TestGoFunctionEvents(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
 	prog, err := trace.CompileEvents([]trace.EventProbe{
 		{Probe: "uprobe:" + exe + ":main.handle", Filter: "args.n > 3 && args.s.hits >= 0", Fields: []string{"s.hits"}},
 		{Probe: "uretprobe:" + exe + ":main.handle"},
@@ -51,6 +56,11 @@ func TestGoFunctionEvents(t *testing.T) {
 	}
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// Run ends when the target exits; its output is whole once Wait has
+	// seen the copying goroutine end.
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("target: %v", err)
 	}
 	type call struct {
 		path string
