@@ -244,7 +244,8 @@ const (
 	retOff        = 8 * bpfgen.MaxArgs
 	probeOff      = retOff + 8
 	busyOff       = probeOff + 8 // non-zero while a program uses the scratch value
-	zeroOff       = busyOff + 8
+	lastPIDOff    = busyOff + 8  // the process whose stack this CPU last checked (stack.go)
+	zeroOff       = lastPIDOff + 8
 )
 
 func round8(n int) int { return (n + 7) &^ 7 }

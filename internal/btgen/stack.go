@@ -47,9 +47,9 @@ import (
 // that exits before the maps are printed still symbolizes. A BPF hash
 // "stackpids" remembers which processes were announced; when it is full,
 // processes are no longer announced (user space still symbolizes them
-// while they live). A per-CPU "stacklastpid" word holds the last process
-// each CPU checked, so that the hits of one process after its first, the
-// common case, skip the hash lookup. Where every site of a block agrees
+// while they live). A word of the per-CPU scratch value holds the last
+// process each CPU checked, so that the hits of one process after its
+// first, the common case, skip the hash lookup. Where every site of a block agrees
 // on the entry flag, the capture has only that path.
 
 // A count() keyed by one stack alone (@[ustack] = count(), the profile
@@ -178,11 +178,6 @@ const RecStackPID = 8
 // MapStackPIDs is the hash of processes already announced by RecStackPID.
 const MapStackPIDs = "stackpids"
 
-// mapStackLastPID is a per-CPU array of one u64: the last process whose
-// stack this CPU captured and checked against MapStackPIDs. A hit of the
-// same process again, the common case, skips the hash lookup.
-const mapStackLastPID = "stacklastpid"
-
 // StackKeySize is the size of a stack field in a map key: s64 stack id
 // (negative: bpf_get_stackid's error), u64 caller word (0: none), u64 pid.
 const StackKeySize = stackcap.StackIDSize + 8
@@ -256,7 +251,6 @@ func (out *Program) addStackMaps(entries int) {
 	}
 	if any {
 		out.Spec.Maps[MapStackPIDs] = &ebpf.MapSpec{Name: MapStackPIDs, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxStackPIDs}
-		out.Spec.Maps[mapStackLastPID] = &ebpf.MapSpec{Name: mapStackLastPID, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 		out.Spec.Maps[MapStackConf] = StackConfSpec(0)
 	}
 }
@@ -483,7 +477,7 @@ func (g *gen) stackFrames(off int, s *StackInfo) {
 // stackPID stores the pid at scratch off and announces a process not seen
 // before (RecStackPID).
 func (g *gen) stackPID(off int) {
-	seen, check, have := g.newLabel("pid_seen"), g.newLabel("pid_check"), g.newLabel("pid_have")
+	seen, have := g.newLabel("pid_seen"), g.newLabel("pid_have")
 	g.emit(
 		// The traced process, a constant to the verifier (MapStackConf),
 		// or the current one.
@@ -499,18 +493,10 @@ func (g *gen) stackPID(off int) {
 		// The process this CPU saw last was checked already: the same
 		// again skips the hash. Another is checked below and becomes
 		// the last seen (stackpids has it afterwards, or is full).
-		asm.StoreImm(asm.R10, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(mapStackLastPID),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, check),
-		asm.LoadMem(asm.R1, asm.R7, int16(off), asm.DWord),
-		asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
-		asm.JEq.Reg(asm.R1, asm.R2, seen),
-		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R7, lastPIDOff, asm.DWord),
+		asm.JEq.Reg(asm.R1, asm.R0, seen),
+		asm.StoreMem(asm.R7, lastPIDOff, asm.R0, asm.DWord),
 	)
-	g.label(check)
 	g.emit(
 		asm.LoadMem(asm.R0, asm.R7, int16(off), asm.DWord),
 		// stackpids[pid] = pid, only if absent: the first hit of a
