@@ -1,6 +1,8 @@
 # usdtkit — build, test, fuzz and benchmark.
 GO      ?= go
 BIN     ?= bin/usdtkit
+# usdtkit agent runs usdtkit-agent from beside usdtkit.
+AGENT_BIN ?= $(dir $(BIN))usdtkit-agent
 PKGS    ?= ./...
 FUZZTIME ?= 10s
 
@@ -16,6 +18,7 @@ all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN) ./cmd/usdtkit
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(AGENT_BIN) ./cmd/usdtkit-agent
 
 # Every test, the fuzz seed corpora included. BPF/root tests skip when not
 # root unless USDTKIT_REQUIRE_BPF=1, which makes such a skip a failure.

@@ -82,7 +82,8 @@ func TestDaemonSet(t *testing.T) {
 }
 
 // TestSystemdUnit checks deploy/usdtkit-agent.service's syntax (sections,
-// KEY=VALUE lines) and that it runs the agent and reloads with SIGHUP.
+// KEY=VALUE lines) and that it runs the agent (usdtkit-agent, the
+// program usdtkit agent runs) and reloads with SIGHUP.
 func TestSystemdUnit(t *testing.T) {
 	f, err := os.Open("../deploy/usdtkit-agent.service")
 	if err != nil {
@@ -113,7 +114,7 @@ func TestSystemdUnit(t *testing.T) {
 	if !slices.Equal(sections, []string{"[Unit]", "[Service]", "[Install]"}) {
 		t.Errorf("sections %q", sections)
 	}
-	if !strings.Contains(keys["[Service]ExecStart"], " agent --config ") || !strings.Contains(keys["[Service]ExecReload"], "-HUP") {
+	if !strings.Contains(keys["[Service]ExecStart"], "/usdtkit-agent --config ") || !strings.Contains(keys["[Service]ExecReload"], "-HUP") {
 		t.Errorf("ExecStart %q, ExecReload %q", keys["[Service]ExecStart"], keys["[Service]ExecReload"])
 	}
 }

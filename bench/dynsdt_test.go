@@ -226,9 +226,8 @@ func (ft *flagTrace) finish(tb testing.TB) (hits, lost uint64) {
 }
 
 // bareRing is the floor of an event: a program that writes 16 bytes to a
-// ring buffer without wakeup (as internal/bpfgen's BenchmarkHit
-// ringbuf-bare), attached to one site of process pid, and a goroutine of
-// this process draining the ring by polling.
+// ring buffer without wakeup, attached to one site of process pid, and a
+// goroutine of this process draining the ring by polling.
 type bareRing struct {
 	coll *ebpf.Collection
 	l    link.Link

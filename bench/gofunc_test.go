@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -13,9 +14,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	"github.com/usdtkit/usdtkit/internal/functrace"
 	"github.com/usdtkit/usdtkit/internal/gofunc"
 	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/trace"
 	"github.com/usdtkit/usdtkit/uprobe"
 	"golang.org/x/arch/x86/x86asm"
 	"golang.org/x/sys/unix"
@@ -85,17 +86,17 @@ func paramNames(ps []gofunc.Param) []string {
 // resolving resolveFunc. Sub-benchmarks, siblings in one run:
 //
 //	open+func   gofunc.Open, the first Func and Close, per op: what
-//	            functrace.Trace does per Go binary. "open-ms" and "func-ms"
+//	            trace.Compile does per Go binary. "open-ms" and "func-ms"
 //	            split it; the first Func of a Binary builds delve's
 //	            function lookup table.
 //	func        Func again on an open Binary (its type cache warm): the
 //	            cost of each further function of one binary.
 //	functions   uprobe.Functions for the function's selector: reading the
 //	            symbol table, which comes before Open in a trace.
-//	trace       functrace.Trace of the function's entry and returns in
-//	            ModeCount, and Close, by the file (all processes): open+func
-//	            plus generating, loading and attaching the program; needs
-//	            root.
+//	trace       trace.CompileFlags of --count on the function's entry and
+//	            returns, Start and Close, by the file (all processes):
+//	            listing, open+func, generating, loading and attaching
+//	            the program; needs root.
 //
 // Allocations are reported for each.
 func BenchmarkGoResolve(b *testing.B) {
@@ -179,18 +180,19 @@ func BenchmarkGoResolve(b *testing.B) {
 	})
 	b.Run("trace", func(b *testing.B) {
 		testutil.RequireBPF(b)
-		opts := &functrace.TraceOptions{
-			Functions: goFunctions(b, sel, "uretprobe:"+bin+":"+globQuote(resolveFunc)),
-			Mode:      functrace.ModeCount,
-		}
+		flags := &trace.Flags{Probes: []string{sel, "uretprobe:" + bin + ":" + globQuote(resolveFunc)}, Count: true}
 		b.ReportAllocs()
 		for b.Loop() {
-			tr, err := functrace.Trace(opts)
+			prog, err := trace.CompileFlags(flags, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if have, want := tr.Sites(), 1+len(fn.Returns); have != want {
+			if have, want := prog.Sites(), 1+len(fn.Returns); have != want {
 				b.Fatalf("%d sites attached, want %d", have, want)
+			}
+			tr, err := trace.Start(prog, &trace.Options{Stdout: io.Discard})
+			if err != nil {
+				b.Fatal(err)
 			}
 			if err := tr.Close(); err != nil {
 				b.Fatal(err)
@@ -295,58 +297,59 @@ func callSite(tb testing.TB, path string, caller, callee uprobe.Function) uint64
 	return 0
 }
 
-// goEventReader reads a ModeEvents trace of gotarget's Hit in a goroutine,
-// as the CLI's reader does, counting the events and keeping the first
-// entry and return events decoded by name.
+// goEventReader runs a trace of gotarget's Hit that sends events in a
+// goroutine, as the CLI does, counting the events and keeping the first
+// entry and return events.
 type goEventReader struct {
-	tr            *functrace.Tracer
+	tr            *trace.Tracer
 	n             atomic.Uint64
-	entry, result functrace.GoEvent
+	entry, result *trace.Event
 	cancel        context.CancelFunc
 	done          chan struct{}
+	err           error
 }
 
-func newGoEventReader(tb testing.TB, tr *functrace.Tracer) *goEventReader {
+// newGoEventReader starts prog in process pid, and Run in a goroutine.
+func newGoEventReader(tb testing.TB, prog *trace.Program, pid int) *goEventReader {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &goEventReader{tr: tr, cancel: cancel, done: make(chan struct{})}
+	r := &goEventReader{cancel: cancel, done: make(chan struct{})}
+	var err error
+	r.tr, err = trace.Start(prog, &trace.Options{PID: pid, Stdout: io.Discard, OnEvent: func(ev *trace.Event) error {
+		r.n.Add(1)
+		keep := &r.entry
+		if ev.Results {
+			keep = &r.result
+		}
+		if *keep == nil {
+			*keep = ev.Clone()
+		}
+		return nil
+	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.stop(); r.tr.Close() })
 	go func() {
 		defer close(r.done)
-		var ev functrace.Event
-		var ge functrace.GoEvent
-		for tr.Read(ctx, &ev) == nil {
-			r.n.Add(1)
-			if !tr.DecodeGo(&ev, &ge) {
-				continue
-			}
-			keep := &r.entry
-			if ge.Results {
-				keep = &r.result
-			}
-			if keep.Values == nil {
-				*keep = functrace.GoEvent{GoID: ge.GoID, Results: ge.Results, Values: slices.Clone(ge.Values)}
-			}
-		}
+		r.err = r.tr.Run(ctx)
 	}()
-	tb.Cleanup(r.stop)
 	return r
 }
 
-// stop ends the reader and waits for it; it may be called again.
+// stop ends Run, which detaches and reads what is left, and waits for
+// it; it may be called again.
 func (r *goEventReader) stop() {
 	r.cancel()
 	<-r.done
 }
 
-// finish stops the reader, detaches and returns every event delivered
-// (read and drained) and the events the ring buffer refused.
+// finish stops the reader and returns every event delivered and the
+// events the ring buffer refused.
 func (r *goEventReader) finish(tb testing.TB) (read, lost uint64) {
 	tb.Helper()
 	r.stop()
-	if err := r.tr.Detach(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := r.tr.Drain(func(*functrace.Event) error { r.n.Add(1); return nil }); err != nil {
-		tb.Fatal(err)
+	if r.err != nil {
+		tb.Fatal(r.err)
 	}
 	lost, _, err := r.tr.Lost()
 	if err != nil {
@@ -355,11 +358,14 @@ func (r *goEventReader) finish(tb testing.TB) (read, lost uint64) {
 	return r.n.Load(), lost
 }
 
-// goValues maps a decoded event's values by name.
-func goValues(ge *functrace.GoEvent) map[string]any {
+// goValues maps an event's values by name.
+func goValues(ev *trace.Event) map[string]any {
 	m := make(map[string]any)
-	for _, v := range ge.Values {
-		m[v.Name] = v.Value
+	if ev == nil {
+		return m
+	}
+	for _, v := range ev.Args {
+		m[v.Name] = v.Go
 	}
 	return m
 }
@@ -376,13 +382,13 @@ func goValues(ge *functrace.GoEvent) map[string]any {
 //	empty-call            an empty program on the CALL of Hit in
 //	                      gotarget's loop, an instruction the x86 kernel
 //	                      emulates: the floor of a uprobe hit, one trap
-//	usdtkit-events        functrace.Trace of uprobe:main.Hit, ModeEvents: the
+//	usdtkit-events        trace.CompileEvents of uprobe:main.Hit: the
 //	                      goroutine id, s (bytes and length), n and p in
 //	                      each event, read and decoded by a goroutine of
 //	                      this process
 //	usdtkit-events+ret    the same with uretprobe:main.Hit (the result at
 //	                      every RET)
-//	usdtkit-count         uprobe:main.Hit in ModeCount
+//	usdtkit-count         uprobe:main.Hit with --count (trace.CompileFlags)
 //	usdtkit-count+ret     the same with uretprobe:main.Hit
 //
 // Each variant has its own gotarget process, traced by PID, so every tracer
@@ -428,8 +434,8 @@ func BenchmarkGoFuncTraced(b *testing.B) {
 	if len(gf.Returns) == 0 {
 		b.Fatal("main.Hit: no RET found")
 	}
-	fns := goFunctions(b, "uprobe:"+bin+":main.Hit", "uretprobe:"+bin+":main.Hit")
-	entry, ret := fns[0], fns[1]
+	fns := goFunctions(b, "uprobe:"+bin+":main.Hit")
+	entry := fns[0]
 	if entry.Symbol.Value != gf.Entry {
 		b.Fatalf("main.Hit: symbol at %#x, gofunc's entry at %#x", entry.Symbol.Value, gf.Entry)
 	}
@@ -448,37 +454,51 @@ func BenchmarkGoFuncTraced(b *testing.B) {
 		}
 		return &goVariant{name: name, tc: tc, sites: uint64(sites)}
 	}
-	trace := func(v *goVariant, mode functrace.Mode, fns ...uprobe.Function) *functrace.Tracer {
-		tr, err := functrace.Trace(&functrace.TraceOptions{Functions: fns, PID: v.tc.PID(), Mode: mode})
+	// compile compiles the events (count false) or the count of probes
+	// for variant v; uprobe_multi links, like the floor's.
+	compile := func(v *goVariant, count bool, probes ...string) *trace.Program {
+		copts := &trace.CompileOptions{PID: v.tc.PID(), Warn: func(err error) { b.Fatalf("%s: %v", v.name, err) }}
+		var prog *trace.Program
+		var err error
+		if count {
+			prog, err = trace.CompileFlags(&trace.Flags{Probes: probes, Count: true}, copts)
+		} else {
+			var eps []trace.EventProbe
+			for _, p := range probes {
+				eps = append(eps, trace.EventProbe{Probe: p})
+			}
+			prog, err = trace.CompileEvents(eps, copts)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if have := uint64(prog.Sites()); have != v.sites {
+			b.Fatalf("%s: %d sites, want %d", v.name, have, v.sites)
+		}
+		return prog
+	}
+	startCount := func(v *goVariant, probes ...string) *trace.Tracer {
+		tr, err := trace.Start(compile(v, true, probes...), &trace.Options{PID: v.tc.PID(), Stdout: io.Discard})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { tr.Close() })
-		if len(tr.Warnings) > 0 {
-			b.Fatalf("%s: %v", v.name, tr.Warnings)
-		}
-		// Like for like: the floor is one uprobe_multi link too.
-		if !tr.Multi() {
-			b.Fatalf("%s: usdtkit attached classic links, the floor one uprobe_multi link", v.name)
-		}
-		if have := uint64(tr.Sites()); have != v.sites {
-			b.Fatalf("%s: %d sites attached, want %d", v.name, have, v.sites)
-		}
 		return tr
 	}
+	entrySel, retSel := "uprobe:"+bin+":main.Hit", "uretprobe:"+bin+":main.Hit"
 	untraced := start("untraced", 0)
 	empty := start("empty", len(entryOffs))
 	attachEmpty(b, bin, entryOffs, empty.tc.PID())
 	emptyRet := start("empty+ret", len(allOffs))
 	attachEmpty(b, bin, allOffs, emptyRet.tc.PID())
 	events := start("usdtkit-events", len(entryOffs))
-	eventsRd := newGoEventReader(b, trace(events, functrace.ModeEvents, entry))
+	eventsRd := newGoEventReader(b, compile(events, false, entrySel), events.tc.PID())
 	eventsRet := start("usdtkit-events+ret", len(allOffs))
-	eventsRetRd := newGoEventReader(b, trace(eventsRet, functrace.ModeEvents, entry, ret))
+	eventsRetRd := newGoEventReader(b, compile(eventsRet, false, entrySel, retSel), eventsRet.tc.PID())
 	count := start("usdtkit-count", len(entryOffs))
-	countTr := trace(count, functrace.ModeCount, entry)
+	countTr := startCount(count, entrySel)
 	countRet := start("usdtkit-count+ret", len(allOffs))
-	countRetTr := trace(countRet, functrace.ModeCount, entry, ret)
+	countRetTr := startCount(countRet, entrySel, retSel)
 	emptyCall := start("empty-call", 1)
 	loopFn := goFunctions(b, "uprobe:"+bin+":main.loop")[0]
 	attachEmpty(b, bin, []uint64{callSite(b, bin, loopFn, entry)}, emptyCall.tc.PID())
@@ -564,15 +584,17 @@ func BenchmarkGoFuncTraced(b *testing.B) {
 	// event delivered, and the values right.
 	for _, c := range []struct {
 		v  *goVariant
-		tr *functrace.Tracer
+		tr *trace.Tracer
 	}{{count, countTr}, {countRet, countRetTr}} {
-		counts, err := c.tr.Counts()
+		maps, err := c.tr.Maps()
 		if err != nil {
 			b.Fatal(err)
 		}
 		var total uint64
-		for _, e := range counts {
-			total += e.Count
+		for _, m := range maps {
+			for _, e := range m.Entries {
+				total += e.Value
+			}
 		}
 		if want := c.v.calls * c.v.sites; total != want {
 			b.Errorf("%s: counted %d hits, want %d", c.v.name, total, want)
@@ -589,12 +611,12 @@ func BenchmarkGoFuncTraced(b *testing.B) {
 		}
 		lost += l
 		// The first call of the warm-up loop: Hit("gotarget", 0, t) = 8.
-		args := goValues(&c.r.entry)
-		if args["s"] != "gotarget" || args["n"] != int64(0) || args["p"] == functrace.Pointer(0) || args["p"] == nil || c.r.entry.GoID == 0 {
-			b.Errorf("%s: first entry event goid %d, values %v; want goid > 0, s=gotarget n=0 p!=0", c.v.name, c.r.entry.GoID, args)
+		args := goValues(c.r.entry)
+		if args["s"] != "gotarget" || args["n"] != int64(0) || args["p"] == trace.GoPointer(0) || args["p"] == nil || c.r.entry.GoID == 0 {
+			b.Errorf("%s: first entry event %+v, values %v; want goid > 0, s=gotarget n=0 p!=0", c.v.name, c.r.entry, args)
 		}
 		if c.v.sites > 1 {
-			if res := goValues(&c.r.result); res["r0"] != int64(8) {
+			if res := goValues(c.r.result); res["r0"] != int64(8) {
 				b.Errorf("%s: first return event values %v, want r0=8", c.v.name, res)
 			}
 		}

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -76,13 +75,13 @@ var stackSites = []struct{ name, probe string }{
 // fastest loop). Whole hits: the uprobe's own cost, the same for both,
 // is in them.
 func BenchmarkStackCountHit(b *testing.B) {
-	total, _, tools, rounds := runStackCounts(b, false)
+	r, tools := runStackCounts(b, false)
 	for i, tl := range tools {
-		b.ReportMetric(float64(total[i].Nanoseconds())/float64(b.N*programHits*programLoops), tl.name+"-ns/hit")
+		b.ReportMetric(float64(r.total[i].Nanoseconds())/float64(b.N*programHits*programLoops), tl.name+"-ns/hit")
 	}
 	for i, s := range stackSites {
-		b.ReportMetric(float64(total[2*i])/float64(total[2*i+1]), s.name+"-usdtkit/bpftrace")
-		b.ReportMetric(medianRatio(rounds[2*i], rounds[2*i+1]), s.name+"-median-usdtkit/bpftrace")
+		b.ReportMetric(float64(r.total[2*i])/float64(r.total[2*i+1]), s.name+"-usdtkit/bpftrace")
+		b.ReportMetric(medianRatio(r.best[2*i], r.best[2*i+1]), s.name+"-median-usdtkit/bpftrace")
 	}
 }
 
@@ -91,7 +90,8 @@ func BenchmarkStackCountHit(b *testing.B) {
 // BPF program run time per hit and the ratio usdtkit/bpftrace: the part
 // of a hit each tool's generated code costs.
 func BenchmarkStackCountBPF(b *testing.B) {
-	_, runTime, tools, _ := runStackCounts(b, true)
+	r, tools := runStackCounts(b, true)
+	runTime := r.runTime
 	for i, tl := range tools {
 		b.ReportMetric(float64(runTime[i])/float64(b.N*programHits*programLoops), tl.name+"-bpf-ns/hit")
 	}
@@ -118,7 +118,7 @@ func buildStackChain(b *testing.B) string {
 
 // runStackCounts runs `@[ustack] = count()` at each of stackSites under
 // both tools in rotation, b.N times, as runPrograms does.
-func runStackCounts(b *testing.B, stats bool) (total []time.Duration, runTime []int64, tools []tool, rounds [][]time.Duration) {
+func runStackCounts(b *testing.B, stats bool) (rotation, []tool) {
 	testutil.RequireBPF(b)
 	testutil.RequireTracefs(b)
 	testutil.DefaultSIGINTForChildren()
@@ -127,14 +127,14 @@ func runStackCounts(b *testing.B, stats bool) (total []time.Duration, runTime []
 	pid := strconv.Itoa(tc.PID())
 	bt := testutil.RequireTool(b, "bpftrace")
 	uk := usdtkitBinary(b)
+	var tools []tool
 	for _, s := range stackSites {
 		prog := `BEGIN { printf("ready\n"); } ` + fmtProbe(s.probe, exe) + ` { @[ustack] = count(); }`
 		tools = append(tools,
 			tool{"usdtkit-" + s.name, []string{uk, "trace", "-p", pid, "-e", prog}},
 			tool{"bpftrace-" + s.name, []string{bt, "-p", pid, "-e", prog}})
 	}
-	total, runTime, rounds = rotateTools(b, tc, tools, stats)
-	return total, runTime, tools, rounds
+	return rotateTools(b, tc, tools, stats), tools
 }
 
 // fmtProbe puts exe into a stackSites probe.

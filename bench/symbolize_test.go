@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/usdtkit/usdtkit/internal/symbolize"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -33,8 +35,10 @@ const (
 //     frames, no C file:line);
 //   - hex: the floor, formatting the same addresses as bare hex.
 //
-// Metrics: ns/stack, and retained-MiB, the heap a Symbolizer and its
-// Cache keep after symbolizing (measured once, after a GC).
+// Metrics: ns/stack; cpu-ns/stack, the process's CPU time (user and
+// system, GC included) per stack, which other processes competing for the
+// CPUs move less than wall time; and retained-MiB, the heap a Symbolizer
+// and its Cache keep after symbolizing (measured once, after a GC).
 func BenchmarkSymbolize(b *testing.B) {
 	testutil.RequireRoot(b)
 	py := testutil.RequireTool(b, "python3.11")
@@ -81,6 +85,7 @@ func benchSymbolize(b *testing.B, cmd *exec.Cmd, hello string) {
 
 	b.Run("cold", func(b *testing.B) {
 		b.ReportAllocs()
+		cpu := cpuTime(b)
 		for b.Loop() {
 			s, err := symbolize.New(pid, nil)
 			if err != nil {
@@ -90,6 +95,7 @@ func benchSymbolize(b *testing.B, cmd *exec.Cmd, hello string) {
 			s.Close()
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*symStacks), "ns/stack")
+		b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N*symStacks), "cpu-ns/stack")
 	})
 	for _, mode := range []struct {
 		name string
@@ -190,10 +196,22 @@ func benchWarm(b *testing.B, pid int, opts *symbolize.Options, stacks [][]uint64
 	runtime.ReadMemStats(&after)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime(b)
 	for b.Loop() {
 		symbolizeAll(b, s, stacks)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*symStacks), "ns/stack")
+	b.ReportMetric(float64(cpuTime(b)-cpu)/float64(b.N*symStacks), "cpu-ns/stack")
 	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/(1<<20), "retained-MiB")
 	runtime.KeepAlive(s)
+}
+
+// cpuTime returns the CPU time (user and system) this process has used,
+// in nanoseconds.
+func cpuTime(b *testing.B) int64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // argC is the C parameter type of each ArgType in a generated header.
@@ -26,29 +27,32 @@ func macroName(provider, probe string) string {
 // C (up to C23) and C++ (up to C++20), names <stdbool.h>, <stdint.h> and
 // <stddef.h> define, macros GCC predefines in its GNU modes, and names of
 // the C library and runtime that a program including the header is likely
-// to use too.
-var cUnsafe = wordSet(
-	// C
-	`auto break case char const continue default do double else enum extern float for goto if inline int long
+// to use too. Built on first use: usdtkit links dynsdt, and every command
+// would otherwise build it at start.
+var cUnsafe = sync.OnceValue(func() map[string]bool {
+	return wordSet(
+		// C
+		`auto break case char const continue default do double else enum extern float for goto if inline int long
 	register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
 	_Alignas _Alignof _Atomic _BitInt _Bool _Complex _Decimal128 _Decimal32 _Decimal64 _Generic _Imaginary
 	_Noreturn _Static_assert _Thread_local alignas alignof bool constexpr false nullptr static_assert
 	thread_local true typeof typeof_unqual`,
-	// C++ (besides C's)
-	`and and_eq asm bitand bitor catch char8_t char16_t char32_t class co_await co_return co_yield compl concept
+		// C++ (besides C's)
+		`and and_eq asm bitand bitor catch char8_t char16_t char32_t class co_await co_return co_yield compl concept
 	consteval constinit const_cast decltype delete dynamic_cast explicit export friend mutable namespace new
 	noexcept not not_eq operator or or_eq private protected public reinterpret_cast requires static_cast
 	template this throw try typeid typename using virtual wchar_t xor xor_eq`,
-	// <stdbool.h>, <stdint.h>, <stddef.h>
-	`int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t intmax_t uintmax_t
+		// <stdbool.h>, <stdint.h>, <stddef.h>
+		`int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t intmax_t uintmax_t
 	int_least8_t int_least16_t int_least32_t int_least64_t uint_least8_t uint_least16_t uint_least32_t
 	uint_least64_t int_fast8_t int_fast16_t int_fast32_t int_fast64_t uint_fast8_t uint_fast16_t uint_fast32_t
 	uint_fast64_t size_t ptrdiff_t max_align_t offsetof NULL`,
-	// GCC's predefined macros in -std=gnu* modes
-	`linux unix i386`,
-	// the C runtime and library
-	`main stdin stdout stderr errno environ assert EOF FILE`,
-)
+		// GCC's predefined macros in -std=gnu* modes
+		`linux unix i386`,
+		// the C runtime and library
+		`main stdin stdout stderr errno environ assert EOF FILE`,
+	)
+})
 
 func wordSet(lists ...string) map[string]bool {
 	m := make(map[string]bool)
@@ -62,8 +66,11 @@ func wordSet(lists ...string) map[string]bool {
 
 // stdintMacro matches the object-like and function-like macros of
 // <stdint.h> (limits, widths and constant macros): a probe's macro must
-// not redefine them (provider int8, probe max → INT8_MAX).
-var stdintMacro = regexp.MustCompile(`^(U?INT(_LEAST|_FAST)?(8|16|32|64)|U?INTPTR|U?INTMAX|PTRDIFF|SIG_ATOMIC|SIZE|WCHAR|WINT)_(MIN|MAX|WIDTH|C)$`)
+// not redefine them (provider int8, probe max → INT8_MAX). Compiled on
+// first use, as cUnsafe is built.
+var stdintMacro = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(U?INT(_LEAST|_FAST)?(8|16|32|64)|U?INTPTR|U?INTMAX|PTRDIFF|SIG_ATOMIC|SIZE|WCHAR|WINT)_(MIN|MAX|WIDTH|C)$`)
+})
 
 // reservedName reports whether a C program may not declare name itself:
 // the C standard reserves names that begin with two underscores or an
@@ -99,7 +106,7 @@ func headerProbes(p *ProviderSpec) []headerProbe {
 		switch {
 		case dup:
 			hs[i].noMacro = "probe " + other + " has macros of these names"
-		case own[m] || own[m+"_ENABLED"] || stdintMacro.MatchString(m) || cUnsafe[m]:
+		case own[m] || own[m+"_ENABLED"] || stdintMacro().MatchString(m) || cUnsafe()[m]:
 			hs[i].noMacro = "the name is taken by a standard header or this header"
 		default:
 			hs[i].macro = m
@@ -109,7 +116,7 @@ func headerProbes(p *ProviderSpec) []headerProbe {
 	}
 	for i, pr := range p.Probes {
 		_, isMacro := macros[pr.Name]
-		hs[i].plain = !cUnsafe[pr.Name] && !reservedName(pr.Name) && !isMacro && !own[pr.Name] && !stdintMacro.MatchString(pr.Name)
+		hs[i].plain = !cUnsafe()[pr.Name] && !reservedName(pr.Name) && !isMacro && !own[pr.Name] && !stdintMacro().MatchString(pr.Name)
 	}
 	return hs
 }

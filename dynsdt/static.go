@@ -6,7 +6,7 @@ package dynsdt
 // XxxEnabled(), Load, Close, Path), but its probes are compiled into the
 // program: per probe an assembly stub whose first instruction is the probe
 // site, and a 2-byte semaphore in the program's initialised data. A post-link
-// step (package dynsdt/static, usdtkit link, or go build -toolexec 'usdtkit
+// step (package dynsdt/postlink, usdtkit link, or go build -toolexec 'usdtkit
 // toolexec') finds both in the linked executable and adds the
 // .note.stapsdt notes that tracers read. See StaticTable for what the
 // program carries for that step.
@@ -207,7 +207,10 @@ func StaticArgs(m elf.Machine, args []ArgType) (string, error) {
 // PROVIDER.go (the API), PROVIDER_stubs.go (the stubs' declarations, amd64
 // and arm64), PROVIDER_amd64.s and PROVIDER_arm64.s (the stubs), and
 // PROVIDER_other.go (no-op stubs for other architectures, where the
-// probes never fire). Errors are GenerateGo's.
+// probes never fire). Each probe's Xxx and XxxEnabled are small enough for
+// the compiler to inline, whatever the probe's arguments: an untraced
+// probe costs its caller one load of the semaphore and a branch. Errors
+// are GenerateGo's.
 func GenerateStatic(p *ProviderSpec, pkg string) ([]GeneratedFile, error) {
 	if _, err := GenerateGo(p, pkg); err != nil {
 		return nil, err // the same checks of p, pkg and Go names
@@ -320,18 +323,29 @@ func byteList(b []byte) string {
 	return strings.Join(parts, ", ")
 }
 
+// writeStaticProbe writes probe pr's functions: Xxx, only the semaphore
+// check and a call, so that the compiler inlines it into every caller (an
+// untraced probe costs its caller one load and a branch, whatever its
+// arguments); usdtkitFireXxx, out of line, which converts the arguments
+// and calls the stub; and XxxEnabled.
 func writeStaticProbe(b *bytes.Buffer, provider, tok string, index int, pr ProbeSpec) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	g := goName(pr.Name)
-	var params, sig, call, alive []string
+	var params, names, sig, call, alive []string
 	for i, a := range pr.Args {
 		params = append(params, fmt.Sprintf("arg%d %s", i, argGo[a].param))
+		names = append(names, fmt.Sprintf("arg%d", i))
 		sig = append(sig, a.String())
 	}
 	w("\n// %s fires probe %s:%s(%s)\n", g, provider, pr.Name, strings.Join(sig, ", "))
 	w("// if a tracer has enabled it, and otherwise returns at once.\n")
 	w("func %s(%s) {\n", g, strings.Join(params, ", "))
 	w("if usdtkitSDT.sems[%d] != 0 {\n", index)
+	w("usdtkitFire%s(%s)\n", g, strings.Join(names, ", "))
+	w("}\n}\n\n")
+	w("// usdtkitFire%s calls probe %s:%s's stub. It is not inlined, so that\n", g, provider, pr.Name)
+	w("// %s is.\n//\n//go:noinline\n", g)
+	w("func usdtkitFire%s(%s) {\n", g, strings.Join(params, ", "))
 	for i, a := range pr.Args {
 		switch a {
 		case String:
@@ -354,7 +368,7 @@ func writeStaticProbe(b *bytes.Buffer, provider, tok string, index int, pr Probe
 	for _, v := range alive {
 		w("runtime.KeepAlive(%s)\n", v)
 	}
-	w("}\n}\n\n")
+	w("}\n\n")
 	w("// %sEnabled reports whether a tracer has enabled probe %s:%s;\n", g, provider, pr.Name)
 	w("// use it to skip work that only computes the probe's arguments.\n")
 	w("func %sEnabled() bool {\nreturn usdtkitSDT.sems[%d] != 0\n}\n", g, index)

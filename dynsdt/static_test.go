@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -130,6 +133,62 @@ func TestGenerateStatic(t *testing.T) {
 	}
 	if _, err := GenerateStatic(&ProviderSpec{Name: "x", Probes: []ProbeSpec{{Name: "a"}, {Name: "A"}}}, "p"); !errors.Is(err, ErrSpec) {
 		t.Errorf("clashing Go names: %v", err)
+	}
+}
+
+// TestGenerateStaticInlines: the compiler inlines every probe's Xxx and
+// XxxEnabled, whatever its arguments (a string, bytes, MaxArgs of them),
+// so that an untraced probe costs its caller a load and a branch, not a
+// call. It builds the generated package with go build -gcflags=-m.
+func TestGenerateStaticInlines(t *testing.T) {
+	var many []ArgType
+	for range MaxArgs {
+		many = append(many, Int64)
+	}
+	spec := &ProviderSpec{Name: "inl", Probes: []ProbeSpec{
+		{Name: "none"},
+		{Name: "one", Args: []ArgType{Int64}},
+		{Name: "str", Args: []ArgType{String, Int32, Bool}},
+		{Name: "buf", Args: []ArgType{Bytes, Uint64}},
+		{Name: "mixed", Args: []ArgType{Int8, Uint16, Int32, Pointer, Bool, Int64}},
+		{Name: "many", Args: many},
+	}}
+	files, err := GenerateStatic(spec, "inl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", []byte("module example.com/inl\n\ngo 1.26\n\nrequire github.com/usdtkit/usdtkit v0.0.0\n\nreplace github.com/usdtkit/usdtkit => "+root+"\n"))
+	write("go.sum", sum)
+	for _, f := range files {
+		write(f.Name, f.Data)
+	}
+	build := exec.Command("go", "build", "-mod=mod", "-gcflags=-m", ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOPROXY=off", "GOARCH=amd64", "GOFLAGS=")
+	out, err := build.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, pr := range spec.Probes {
+		for _, fn := range []string{goName(pr.Name), goName(pr.Name) + "Enabled"} {
+			if !regexp.MustCompile(fmt.Sprintf(`(?m): can inline %s( |$)`, fn)).Match(out) {
+				t.Errorf("%s does not inline:\n%s", fn, out)
+			}
+		}
 	}
 }
 

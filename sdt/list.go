@@ -47,7 +47,8 @@ type ListOptions struct {
 // List returns the probes of the objects named by opts, in the order of the
 // objects and, within one, of their notes.
 //
-// Each object is opened once (see package doc) and read through that file.
+// Each object is opened once (see package doc) and read through that file;
+// with selectors, only the objects their PATH parts name are read.
 // Objects of a process that are not ELF files (JIT code in a memfd, for
 // example) are passed over; objects of a process that cannot be opened or
 // read are skipped and reported to opts.Warn; a named file that is not
@@ -62,6 +63,9 @@ func List(opts *ListOptions) ([]Probe, error) {
 	}
 	var probes []Probe
 	for _, obj := range scope.Objects {
+		if !scope.Wanted(obj) {
+			continue
+		}
 		ps, warnings, err := readObject(obj)
 		if err != nil && target.Skip(obj, err) {
 			if opts.Warn != nil {

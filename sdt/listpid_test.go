@@ -161,4 +161,13 @@ func TestListPIDMalformed(t *testing.T) {
 			t.Errorf("probe %s: have it in %q, want in %s (all: %v)", probe, have[probe], path, have)
 		}
 	}
+
+	// A selector naming one object reads that one only: the malformed
+	// ones are not read, so not warned about.
+	warnings = nil
+	probes, err = sdt.List(&sdt.ListOptions{PID: cmd.Process.Pid, Selectors: []sdt.Selector{{Path: "libgood"}},
+		Warn: func(err error) { warnings = append(warnings, err) }})
+	if err != nil || len(probes) != 1 || probes[0].String() != "good:lib" || len(warnings) != 0 {
+		t.Errorf("usdt:libgood:*:*: %v, probes %v, warnings %v; want good:lib alone, no warning", err, probes, warnings)
+	}
 }

@@ -62,6 +62,9 @@ type Program struct {
 	// names are the short names and paths of the probes, by full name
 	// (btgen.Site.Probe).
 	names map[string]probeName
+	// goLayouts are where the values of Go functions' events are, by
+	// full name.
+	goLayouts map[string]*goLayout
 }
 
 // siteKey is a place a program attaches to.
@@ -100,22 +103,28 @@ func (p *Program) Sites() int {
 // that is not ELF, permissions) are returned wrapped behind the probe's
 // position, for errors.Is.
 func Compile(name, src string, opts *CompileOptions) (*Program, error) {
-	return compile(name, src, opts, nil, nil)
+	return compile(name, src, opts, nil, nil, nil)
 }
 
 // compile is Compile with, per block, the events it sends (see
-// btgen.Options.Events), and a check of the checked program.
-func compile(name, src string, opts *CompileOptions, events []*btgen.Event, check func(*btlang.Program) error) (*Program, error) {
+// btgen.Options.Events) and the field paths of Go functions they carry
+// (EventProbe.Fields), and a check of the checked program.
+func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fields [][]string, check func(*btlang.Program) error) (*Program, error) {
 	pids, err := compilePIDs(opts)
 	if err != nil {
 		return nil, err
 	}
-	r := &resolver{pids: pids, names: make(map[string]probeName), sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error)}
+	r := &resolver{pids: pids, names: make(map[string]probeName), sites: make(map[*btlang.Probe]*resolved), causes: make(map[btlang.Pos]error),
+		usdtLists: make(map[listKey]usdtList), symbolLists: make(map[listKey]symbolList)}
 	if opts != nil {
 		r.opts = *opts
 	}
 	defer r.closeGo()
-	prog, err := btlang.Compile(name, []byte(src), &btlang.CheckOptions{Probes: r})
+	prog, err := btlang.Parse(name, []byte(src))
+	if err == nil {
+		r.prescan(prog, events, fields)
+		err = btlang.Check(prog, &btlang.CheckOptions{Probes: r})
+	}
 	if r.fatal != nil {
 		return nil, r.fatal
 	}
@@ -132,7 +141,7 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, chec
 		}
 		return nil, err
 	}
-	out := &Program{names: r.names}
+	out := &Program{names: r.names, goLayouts: r.goLayouts}
 	var all [][]btgen.Site
 	names := make(map[string]bool)
 	for _, b := range prog.Blocks {
@@ -203,6 +212,16 @@ type resolver struct {
 	symbols symtab.Resolvers
 	// gobins are the Go binaries read, by object.
 	gobins map[object]goBinary
+	// fieldPaths are the args.NAME.FIELD paths the program reads.
+	fieldPaths []string
+	// events are, for the probes of blocks that send events, what the
+	// events of Go functions carry (see goEventLayout).
+	events    map[*btlang.Probe]*goEventSpec
+	goLayouts map[string]*goLayout
+	// usdtLists and symbolLists are the listings done (see listUSDT and
+	// listFunctions).
+	usdtLists   map[listKey]usdtList
+	symbolLists map[listKey]symbolList
 }
 
 type resolved struct {
@@ -252,20 +271,18 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error)
 		warn = func(error) {}
 	}
 	if p.Kind == btlang.ProbeUSDT {
-		probes, err := r.listUSDT(&sdt.ListOptions{Warn: warn,
-			Selectors: []sdt.Selector{{Path: path, Provider: p.Provider, Name: p.Name}}})
+		probes, err := r.listUSDT(sdt.Selector{Path: path, Provider: p.Provider, Name: p.Name}, warn)
 		if err != nil {
 			return fail(listError{err})
 		}
 		res, count, err := r.usdt(probes, warn)
 		return res, btlang.ProbeArgs{Count: count}, err
 	}
-	fns, err := r.listFunctions(&uprobe.ListOptions{Warn: warn,
-		Selectors: []uprobe.Selector{{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}}})
+	fns, err := r.listFunctions(uprobe.Selector{Path: path, Func: p.Name, Offset: p.Offset, Return: p.Kind == btlang.ProbeUretprobe}, warn)
 	if err != nil {
 		return fail(listError{err})
 	}
-	return r.functions(fns, warn)
+	return r.functions(fns, warn, p)
 }
 
 // setMachine checks that every object is of one machine.
@@ -290,7 +307,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 			return nil, 0, err
 		}
 		name := "usdt:" + p.Path + ":" + p.Provider + ":" + p.Name
-		r.names[name] = probeName{p.Provider + ":" + p.Name, p.Path}
+		r.names[name] = probeName{name: p.Provider + ":" + p.Name, path: p.Path}
 		for j := range p.Locations {
 			loc := &p.Locations[j]
 			if loc.OffsetErr != nil {
@@ -324,7 +341,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 // functions turns native functions into sites that read the C ABI's
 // argument registers at entry, the return register at return, and Go
 // functions into sites that read their values by name (see goFunction).
-func (r *resolver) functions(fns []uprobe.Function, warn func(error)) (*resolved, btlang.ProbeArgs, error) {
+func (r *resolver) functions(fns []uprobe.Function, warn func(error), p *btlang.Probe) (*resolved, btlang.ProbeArgs, error) {
 	res := &resolved{}
 	count := 0
 	var goArgs *btlang.ProbeArgs
@@ -336,7 +353,7 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error)) (*resolved
 			return fail(err)
 		}
 		if fn.Go {
-			sites, args, err := r.goFunction(fn, warn)
+			sites, args, err := r.goFunction(fn, warn, p)
 			if err != nil {
 				return fail(err)
 			}
@@ -378,7 +395,7 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error)) (*resolved
 			short += fmt.Sprintf("+%d", fn.Delta)
 		}
 		name := kind + fn.Path + ":" + short
-		r.names[name] = probeName{short, fn.Path}
+		r.names[name] = probeName{name: short, path: fn.Path}
 		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name, Entry: fn.Delta == 0 && !fn.Return}
 		if fn.Return {
 			if s.Ret, err = regFetch(fn.Machine, ret); err != nil {

@@ -27,7 +27,10 @@
 //     check. Integers, bools and pointers are integers (signed as their
 //     type); a Go string is a string of its first 63 bytes (read by its
 //     length, not up to a NUL), usable in printf %s, keys, == and str().
-//     Structs passed by value, slices, interfaces and floats fail to
+//     args.s.hits (or args.s->next->hits) is an integer, bool or pointer
+//     field reached through a pointer parameter in a register, through
+//     at most five pointers. Structs passed by value, slices, interfaces
+//     and floats fail to
 //     compile with a sentence naming the parameter and its type; arg0…
 //     are refused (they are C ABI registers). A uretprobe on a Go
 //     function is never a uretprobe, which would write a return address
@@ -53,14 +56,26 @@
 // probe, process, thread, CPU, comm, time and arguments, each Value
 // saying whether it is signed, a string, or could not be read — built in
 // place in the ring buffer and handed to Options.OnEvent. This is what
-// usdtkit trace PROBE prints one line per hit for.
+// usdtkit trace PROBE prints one line per hit for. An event of a Go
+// function carries its values whole and by name instead of arg0…: the
+// parameters at the entry (and the EventProbe.Fields paths), the results
+// at a RET, each Value with its Name, Go type and decoded Go value
+// (integers, bools, pointers, strings by their length, a slice's length
+// and first bytes or elements, an interface's dynamic type and data
+// word), and the goroutine id (see goevents.go for the layout).
 //
 // Start opens each object again, checks its identity (device and inode)
 // against what Compile read, attaches through /proc/self/fd/N so that a
 // file renamed or replaced meanwhile is never traced by mistake, loads
-// and attaches. Run prints printf and print output as records arrive and
+// and attaches. The kernel makes the first uprobe registration wait for an
+// RCU grace period; Warm, called before Compile, starts that wait in the
+// background so that it runs while the program compiles. Compile lists
+// the objects of one path (in one process) once, however many probes of
+// the program name them. Run prints printf and print output as records arrive and
 // the maps at the end, byte for byte as bpftrace 0.17 prints them in text
-// or -f json (see the README for the differences).
+// or -f json (see the README for the differences). In JSON, a printf
+// line with ustack arguments also has "stacks": per stack argument its
+// frames, as Frame's MarshalJSON writes them.
 //
 // # Errors
 //
@@ -95,8 +110,10 @@
 // place: FlagProgram turns Flags into a program's text (--count is
 // @[probe] = count(), --hist argN --by pid is @[probe, pid] =
 // hist(argN), --filter a predicate, -F a printf, --latency the
-// @start[tid] pair) and FlagEvents, for flags that only print hits,
-// into EventProbes; CompileFlags compiles either. They list the probes
+// @start[tid] pair, @start[pid, goid] for Go functions) and FlagEvents, for
+// flags that only print hits, into EventProbes; CompileFlags compiles
+// either. Go functions' values are named in the flags ('n > 3',
+// --hist n, --field s.hits) and written args.NAME. They list the probes
 // first, to check each argument a flag reads and to write per-probe flags
 // (PROVIDER:NAME=…) as blocks of their own. Selectors, filters and formats
 // become program text only through quoting that cannot end a string or a
@@ -162,6 +179,7 @@
 //
 // # Usage
 //
+//	trace.Warm() // first: the kernel's wait at the first uprobe overlaps Compile
 //	prog, err := trace.Compile("-e", `usdt::python:function__entry { @[str(arg1)] = count(); }`, &trace.CompileOptions{PID: pid})
 //	t, err := trace.Start(prog, &trace.Options{PID: pid})
 //	defer t.Close()

@@ -46,6 +46,13 @@ type EventProbe struct {
 	Strings []int
 	// StrLen is 0 for DefaultStrLen, else from 2 to MaxStrLen.
 	StrLen int
+	// Fields are paths through pointer parameters of Go functions
+	// ("s.hits", "s.next.hits": PARAM.FIELD[.FIELD...]) that events
+	// carry after the parameters, read at the entry of the functions
+	// whose parameter PARAM points to a struct. Integer, bool and
+	// pointer fields, through at most 5 pointers; a parameter passed on
+	// the stack has none. Filter reads them as args.s.hits.
+	Fields []string
 }
 
 // Event is one hit of a probe of an EventProbe, as Options.OnEvent
@@ -66,8 +73,18 @@ type Event struct {
 	PID, TID, CPU int
 	// Comm is the thread's name (at most 15 bytes).
 	Comm string
-	// Args are the arguments the site has, at most EventProbe.Args.
+	// Args are the arguments the site has, at most EventProbe.Args. For
+	// a Go function (Go), they are its values by name instead: its
+	// parameters at its entry, or its results at a RET (Results), in
+	// order, then the paths of EventProbe.Fields it has.
 	Args []Value
+	// Go says the probe is a Go function's, whose Args have Name, Type
+	// and Go set; GoID is then the goroutine's id (runtime.g's goid; 0
+	// when the binary does not say where it is), and Results says the
+	// event is a return's.
+	Go      bool
+	Results bool
+	GoID    uint64
 }
 
 // Value is one argument of an Event.
@@ -77,7 +94,8 @@ type Value struct {
 	// string's address.
 	Raw uint64
 	// Signed says the probe's argument is signed (its note's spec, as
-	// "-4@%eax"); functions' arguments are unsigned.
+	// "-4@%eax"; a Go value's integer type); native functions'
+	// arguments are unsigned.
 	Signed bool
 	// IsString says the argument was read as a string (EventProbe.Strings):
 	// Str holds it, cut at StrLen-1 bytes.
@@ -86,6 +104,22 @@ type Value struct {
 	// Fault says the argument could not be read (Raw is 0) or, for a
 	// string argument, the string could not be (Str is "").
 	Fault bool
+
+	// Name and Type are, in an event of a Go function (Event.Go), the
+	// parameter's, result's or field path's name ("n", "s.hits") and
+	// its Go type as DWARF names it ("int", "*main.Server").
+	Name, Type string
+	// Go is a Go function's value decoded: int64 (signed integers),
+	// uint64 (unsigned ones), bool, string (a Go string's bytes, NULs
+	// included, at most StrLen-2 of them; IsString and Str say it
+	// too), GoPointer, GoSlice, GoInterface; nil for a nil interface
+	// or a value not read (Unread says why). Raw is its first word.
+	Go any
+	// Truncated says a Go string or slice is longer than what was read.
+	Truncated bool
+	// Unread says why a Go value is not read, or not whole: a fault
+	// reading user memory, or a value a uprobe cannot read.
+	Unread string
 }
 
 // Int returns the value as a signed integer.
@@ -96,7 +130,15 @@ func (v Value) Uint() uint64 { return v.Raw }
 
 // String returns the value as usdtkit prints it: "<fault>", the string
 // quoted as Go quotes it, or the integer in decimal, signed when Signed.
+//
+// A Go function's value (Name set) prints as Go would, with "..." after
+// a truncated string or slice, "<unread: why>" when not read: 42, true,
+// "text", [3][5 -6 7] (a slice's length and first elements),
+// (*errors.errorString)0xc000010250 (an interface), 0xc000012345.
 func (v Value) String() string {
+	if v.Name != "" {
+		return v.goString()
+	}
 	switch {
 	case v.Fault:
 		return "<fault>"
@@ -129,6 +171,7 @@ func CompileEvents(probes []EventProbe, opts *CompileOptions) (*Program, error) 
 	}
 	var src strings.Builder
 	events := make([]*btgen.Event, len(probes))
+	fields := make([][]string, len(probes))
 	for i, p := range probes {
 		if strings.TrimSpace(p.Probe) == "" {
 			return nil, fmt.Errorf("compile events: probes[%d].Probe is empty", i)
@@ -145,6 +188,12 @@ func CompileEvents(probes []EventProbe, opts *CompileOptions) (*Program, error) 
 		if p.StrLen != 0 && (p.StrLen < 2 || p.StrLen > MaxStrLen) {
 			return nil, fmt.Errorf("compile events: probes[%d].StrLen is %d, want 0 or 2 to %d", i, p.StrLen, MaxStrLen)
 		}
+		for _, f := range p.Fields {
+			if !isName(f) || !strings.Contains(f, ".") {
+				return nil, fmt.Errorf("compile events: probes[%d].Fields has %q, not PARAM.FIELD[.FIELD...]", i, f)
+			}
+		}
+		fields[i] = p.Fields
 		e := &btgen.Event{Args: p.Args, StrLen: p.StrLen}
 		for _, a := range p.Strings {
 			if a < 0 || a >= MaxArgs || p.Args > 0 && a >= p.Args {
@@ -160,7 +209,7 @@ func CompileEvents(probes []EventProbe, opts *CompileOptions) (*Program, error) 
 		}
 		src.WriteString(" {}\n")
 	}
-	prog, err := compile(eventsFile, src.String(), opts, events, func(p *btlang.Program) error {
+	prog, err := compile(eventsFile, src.String(), opts, events, fields, func(p *btlang.Program) error {
 		return checkEvents(p, probes)
 	})
 	if err != nil {
@@ -225,9 +274,11 @@ func eventErrors(err error, probes []EventProbe) error {
 	return err
 }
 
-// probeName is a probe's names as an Event gives them.
+// probeName is a probe's names as an Event gives them; goFn says the
+// probe is a Go function's (at its entry or return).
 type probeName struct {
 	name, path string
+	goFn       bool
 }
 
 // eventDecoder turns event records into Events.
@@ -238,14 +289,21 @@ type eventDecoder struct {
 	full  []string
 	// block is the EventProbe index of each event id.
 	block []int
-	ev    Event
-	fn    func(*Event) error
+	// layouts are the layouts of Go functions' events, by index in
+	// btgen.Program.Probes (nil for others).
+	layouts []*goLayout
+	ev      Event
+	fn      func(*Event) error
+	// raw and strs are a Go function's event's slots.
+	raw  []uint64
+	strs []string
 }
 
 func newEventDecoder(p *Program, fn func(*Event) error) *eventDecoder {
 	d := &eventDecoder{prog: p, fn: fn, full: p.gen.Probes}
 	for _, full := range p.gen.Probes {
 		d.names = append(d.names, p.names[full])
+		d.layouts = append(d.layouts, p.goLayouts[full])
 	}
 	for _, e := range p.gen.Events {
 		d.block = append(d.block, e.Block)
@@ -291,6 +349,13 @@ func (d *eventDecoder) decode(rec []byte, ev *Event) error {
 	ev.PID = int(ne.Uint32(rec[btgen.EvPIDOff:]))
 	ev.CPU = int(ne.Uint32(rec[btgen.EvCPUOff:]))
 	setString(&ev.Comm, cBytes(rec[btgen.EvCommOff:btgen.EvCommOff+btgen.EvCommLen]))
+	bytes := ne.Uint16(rec[btgen.EvBytesOff:])
+	if gl := d.layouts[probe]; gl != nil {
+		d.decodeGo(rec, info, nargs, faults, bytes)
+		gl.decode(ev, d.raw, d.strs, faults)
+		return nil
+	}
+	ev.Go, ev.Results, ev.GoID = false, false, 0
 	if cap(ev.Args) < nargs {
 		ev.Args = make([]Value, nargs)
 	}
@@ -300,15 +365,45 @@ func (d *eventDecoder) decode(rec []byte, ev *Event) error {
 		v.Raw = ne.Uint64(rec[btgen.EvArgsOff+8*i:])
 		v.Signed = signed&(1<<i) != 0
 		v.Fault = faults&(1<<i) != 0
-		v.IsString = info.Strings&(1<<i) != 0
+		// A slot of Go bytes at other sites is an integer here.
+		v.IsString = (info.Strings&^info.Bytes)&(1<<i) != 0
 		if v.IsString {
 			off := info.StrOffs[i]
 			setString(&v.Str, cBytes(rec[off:off+info.StrLen]))
 		} else {
 			v.Str = ""
 		}
+		v.Name, v.Type, v.Go, v.Truncated, v.Unread = "", "", nil, false, ""
 	}
 	return nil
+}
+
+// decodeGo reads the slots of a Go function's event into d.raw and
+// d.strs: the bytes of a slot of bytes as many as the next slot says, at
+// most StrLen-2.
+func (d *eventDecoder) decodeGo(rec []byte, info *btgen.EventInfo, nargs int, faults, bytes uint16) {
+	ne := binary.NativeEndian
+	d.raw = d.raw[:0]
+	for i := range nargs {
+		d.raw = append(d.raw, ne.Uint64(rec[btgen.EvArgsOff+8*i:]))
+	}
+	if cap(d.strs) < nargs {
+		d.strs = make([]string, nargs)
+	}
+	d.strs = d.strs[:nargs]
+	for i := range nargs {
+		var b []byte
+		if info.Strings&(1<<i) != 0 && faults&(1<<i) == 0 {
+			off := info.StrOffs[i]
+			if bytes&(1<<i) != 0 && i+1 < nargs {
+				n := min(d.raw[i+1], uint64(info.StrLen-2))
+				b = rec[off : off+int(n)]
+			} else {
+				b = cBytes(rec[off : off+info.StrLen])
+			}
+		}
+		setString(&d.strs[i], b)
+	}
 }
 
 // cBytes returns b up to its first NUL.

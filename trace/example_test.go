@@ -96,3 +96,35 @@ func ExampleOptions_pids() {
 		fmt.Fprintln(os.Stderr, err)
 	}
 }
+
+// Receive the calls and returns of a Go method with its values by name:
+// the parameters (and the field hits behind the receiver) at the entry,
+// only for calls with n > 3, the results at every RET, each event with
+// its goroutine id.
+func ExampleCompileEvents_goFunction() {
+	pid := 1234 // a Go program with DWARF
+	prog, err := trace.CompileEvents([]trace.EventProbe{
+		{Probe: `uprobe::"main.(*Server).handle"`, Filter: "args.n > 3", Fields: []string{"s.hits"}},
+		{Probe: `uretprobe::"main.(*Server).handle"`},
+	}, &trace.CompileOptions{PID: pid})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	t, err := trace.Start(prog, &trace.Options{PID: pid, OnEvent: func(ev *trace.Event) error {
+		fmt.Print(ev.Name, " goroutine ", ev.GoID)
+		for _, v := range ev.Args {
+			fmt.Printf(" %s (%s) = %s", v.Name, v.Type, v)
+		}
+		fmt.Println()
+		return nil
+	}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer t.Close()
+	if err := t.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+}

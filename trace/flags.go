@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/escape"
+	"github.com/usdtkit/usdtkit/internal/gofunc"
+	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/target"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
@@ -45,6 +48,12 @@ type Flags struct {
 	// <= > >=, VALUE an integer), "str(argN) OP \"TEXT\"" (== or !=), or
 	// "argN OP \"TEXT\"" for an argument Strings reads as a string. With
 	// a "PROVIDER:NAME=" prefix a filter applies to that probe only.
+	//
+	// Go functions' values are named instead of argN, in filters, Hist
+	// and Formats: a parameter (at the entry), a result (at a RET) or a
+	// field through a pointer parameter ("n > 3", "s.hits >= 40",
+	// "path == \"/x\"", --hist n, '"%s %d", path, n'); they compare
+	// integers, bools and pointers with integers, strings with TEXT.
 	Filters []string
 	// Formats are printf formats, printed at each hit with a newline
 	// appended when missing: '"TEXT", argN, str(argN)...' or just
@@ -57,6 +66,10 @@ type Flags struct {
 	Strings []string
 	// StrLen is the bytes read per string, the NUL included; 0 means 64.
 	StrLen int
+	// Fields are paths through pointer parameters of Go functions
+	// ("s.hits", "s.next.hits") that events carry after the parameters
+	// (EventProbe.Fields).
+	Fields []string
 }
 
 // FlagError is an error in Flags: which flag, as the trace command names
@@ -71,17 +84,6 @@ func (e *FlagError) Error() string { return e.Flag + ": " + e.Msg }
 func flagErrorf(flag, format string, args ...any) error {
 	return &FlagError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
 }
-
-// ErrAddress is wrapped by FlagProgram's and FlagEvents' error for a
-// function selected by its address (uprobe:PATH:0xADDR), which programs do
-// not name; the trace command's flags trace it without a program.
-var ErrAddress = errors.New("a function at an address is not supported in programs; give its name")
-
-// ErrGoFlags is wrapped by FlagProgram's and FlagEvents' error when a
-// selector names a Go function: the flags read a Go function's values by
-// name (--filter 'n > 3', --hist n, --field), and the trace command traces
-// Go functions without a program for now.
-var ErrGoFlags = errors.New("Go functions are traced by the flags without a program")
 
 // ErrNoProgram is returned by FlagProgram for Flags without Count,
 // Stacks, Hist, Latency or Formats: printing each event with all its arguments is not
@@ -167,11 +169,14 @@ func FlagEvents(f *Flags, opts *CompileOptions) ([]EventProbe, error) {
 // program can hold (with a '"' or a newline) is refused, so that no
 // selector, filter or format can add program text.
 //
-// Errors: *FlagError for a malformed flag; an error wrapping ErrGoFlags
-// when a selector names a Go function, ErrAddress for a
-// function at an address (the trace command's flags trace both without a
-// program); ErrNoProgram; errors listing the objects (os.ErrPermission,
-// sdt.ErrNotFound) wrapped.
+// A function selected by its address (uprobe:PATH:0xADDR) is written as
+// its symbol and offset (uprobe:PATH:FUNC+OFFSET). Go functions' values
+// named in the flags are written args.NAME; latency pairs of Go
+// functions are by goroutine (pid, goid), not by thread.
+//
+// Errors: *FlagError for a malformed flag or a value by name a probe
+// does not have; ErrNoProgram; errors listing the objects
+// (os.ErrPermission, sdt.ErrNotFound) wrapped.
 func FlagProgram(f *Flags, opts *CompileOptions) (string, error) {
 	sp, sels, err := prepareFlags(f, opts, false)
 	if err != nil {
@@ -200,11 +205,13 @@ func prepareFlags(f *Flags, opts *CompileOptions, events bool) (*flagSpec, []*fl
 	if spec.names != "" && !slices.ContainsFunc(sels, func(s *flagSelector) bool { return s.kind != kindUSDT }) {
 		return nil, nil, flagErrorf(spec.names, "values by name are for Go functions (uprobe:PATH:pkg.Func); USDT probes take argN")
 	}
-	if err := listSelectors(sels, &o); err != nil {
+	if err := listSelectors(sels, &o, spec.names != ""); err != nil {
 		return nil, nil, err
 	}
-	if spec.names != "" {
-		return nil, nil, flagErrorf(spec.names, "values by name are for Go functions (uprobe:PATH:pkg.Func); native functions and USDT probes take argN")
+	if len(spec.fields) > 0 && !slices.ContainsFunc(sels, func(s *flagSelector) bool {
+		return slices.ContainsFunc(s.found, func(p flagProbe) bool { return p.goVals != nil })
+	}) {
+		return nil, nil, flagErrorf("--field", "fields are read through pointer parameters of Go functions, and no Go function is traced")
 	}
 	return spec, sels, nil
 }
@@ -239,6 +246,16 @@ type flagProbe struct {
 	specErr error
 	args    int
 	ret     bool
+	// goVals are, for a Go function at its entry or return, the names
+	// and kinds of its parameters (entry) or results (return) when
+	// flags name values (else empty, not nil); nil for other probes.
+	goVals []goVal
+}
+
+// goVal is a Go function's parameter or result, for the flags' checks.
+type goVal struct {
+	name, typ string
+	kind      gofunc.Kind
 }
 
 // IsFunctionSelector reports whether s selects functions (uprobe:,
@@ -260,9 +277,6 @@ func parseSelectors(probes []string) ([]*flagSelector, error) {
 			if err != nil {
 				return nil, err
 			}
-			if sel.Address != 0 {
-				return nil, fmt.Errorf("%s: %w", p, ErrAddress)
-			}
 			s.kind, s.fn = kindUprobe, sel
 			kind := "uprobe"
 			if sel.Return {
@@ -279,6 +293,10 @@ func parseSelectors(probes []string) ([]*flagSelector, error) {
 			s.spec = kind + ":" + path + ":" + fn
 			if sel.Offset != 0 {
 				s.spec += "+" + strconv.FormatUint(sel.Offset, 10)
+			}
+			if sel.Address != 0 {
+				// Named by the functions it lists: FUNC+OFFSET.
+				s.spec = ""
 			}
 		} else {
 			sel, err := sdt.ParseSelector(p)
@@ -364,8 +382,9 @@ func globQuote(s string) string {
 
 // listSelectors lists each selector's probes as Compile will: a selector
 // that lists nothing is dropped (others may), none listing anything is an
-// error.
-func listSelectors(sels []*flagSelector, o *CompileOptions) error {
+// error. With goNames, the values of Go functions are read from their
+// DWARF, for the flags that name them.
+func listSelectors(sels []*flagSelector, o *CompileOptions, goNames bool) error {
 	warn := o.Warn
 	if warn == nil {
 		warn = func(error) {}
@@ -375,6 +394,12 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 		return err
 	}
 	var usdtSels, fnSels []string
+	gobins := make(map[object]*gofunc.Binary)
+	defer func() {
+		for _, b := range gobins {
+			b.Close()
+		}
+	}()
 	for _, s := range sels {
 		path := anyPath(s.sdt.Path)
 		if s.kind != kindUSDT {
@@ -424,13 +449,19 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 		}
 		for i := range fns {
 			fn := &fns[i]
-			if fn.Go {
-				return fmt.Errorf("%s: %w", fn.Name(), ErrGoFlags)
-			}
 			kind := "uprobe"
 			args := 6
 			if fn.Return {
 				kind, args = "uretprobe", 1
+			}
+			var vals []goVal
+			if fn.Go && fn.Delta == 0 {
+				args, vals = 0, []goVal{}
+				if goNames {
+					if vals, err = goValsOf(fn, gobins); err != nil {
+						return err
+					}
+				}
 			}
 			path, err := probePart(fn.Name(), fn.Path, false)
 			name, err2 := probePart(fn.Name(), globQuote(fn.Symbol.Name), true)
@@ -439,7 +470,7 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 				spec += "+" + strconv.FormatUint(fn.Delta, 10)
 			}
 			if !slices.ContainsFunc(s.found, func(p flagProbe) bool { return p.spec == spec }) {
-				s.found = append(s.found, flagProbe{name: fn.Name(), spec: spec, specErr: errors.Join(err, err2), args: args, ret: fn.Return})
+				s.found = append(s.found, flagProbe{name: fn.Name(), spec: spec, specErr: errors.Join(err, err2), args: args, ret: fn.Return, goVals: vals})
 			}
 		}
 	}
@@ -450,6 +481,39 @@ func listSelectors(sels []*flagSelector, o *CompileOptions) error {
 		return fmt.Errorf("no function matches %s", strings.Join(fnSels, " "))
 	}
 	return fmt.Errorf("no probe matches %s", strings.Join(append(usdtSels, fnSels...), " "))
+}
+
+// goValsOf returns the parameters (entry) or results (return) of Go
+// function fn, opening its binary once per listing.
+func goValsOf(fn *uprobe.Function, gobins map[object]*gofunc.Binary) ([]goVal, error) {
+	k := object{fn.Path, fn.PID, fn.Dev, fn.Inode}
+	b := gobins[k]
+	if b == nil {
+		f, err := target.Reopen(fn.Path, fn.PID, procfs.FileID{Dev: fn.Dev, Inode: fn.Inode})
+		if err != nil {
+			return nil, err
+		}
+		// gofunc reads through its own descriptor of the file.
+		b, err = gofunc.Open(procfs.FDPath(f))
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", fn.Name(), err)
+		}
+		gobins[k] = b
+	}
+	gf, err := b.Func(fn.Symbol.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fn.Name(), err)
+	}
+	ps := gf.Params
+	if fn.Return {
+		ps = gf.Results
+	}
+	vals := []goVal{}
+	for _, p := range ps {
+		vals = append(vals, goVal{p.Name, p.Type, p.Kind})
+	}
+	return vals, nil
 }
 
 // ProbeNames returns the names of the probes the program attaches to, as

@@ -1,8 +1,10 @@
 package trace
 
 import (
+	"debug/elf"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -201,8 +203,10 @@ func FuzzFlagFilter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ff, named, err := parseFlagFilter(s)
-		if err != nil || named {
+		// Filters by name (a Go function's value) are program text too:
+		// args.NAME.
+		ff, _, err := parseFlagFilter(s)
+		if err != nil {
 			return
 		}
 		ff.probe = ""
@@ -266,4 +270,146 @@ func FuzzFlagFormat(f *testing.F) {
 			t.Errorf("format %q: program %q prints %+v, want %q", s, src, call.X.Args[0], want)
 		}
 	})
+}
+
+// TestFlagGoFunctions checks what the flags stand for on a Go function
+// (testdata/gofn's main.handle): values by name in filters, --hist and
+// formats, latency pairs by goroutine, events with --field; and that each
+// program compiles.
+func TestFlagGoFunctions(t *testing.T) {
+	bin := testutil.BuildGo(t, "testdata/gofn")
+	entry, ret := "uprobe:"+bin+":main.handle", "uretprobe:"+bin+":main.handle"
+	tests := []struct {
+		name  string
+		flags Flags
+		want  string // BIN stands for the target
+	}{
+		{"count by name", Flags{Probes: []string{entry}, Count: true, By: []string{"pid"}, Filters: []string{"n > 3", "s.hits >= 0", `path == "/a"`, "ok != 0"}},
+			"uprobe:BIN:main.handle\n/args.n > 3 && args.s.hits >= 0 && args.path == \"/a\" && args.ok != 0/\n{ @[probe, pid] = count(); }\n"},
+		{"per-probe filter by name", Flags{Probes: []string{entry, ret}, Count: true, Filters: []string{"uretprobe:main.handle=status < 0"}},
+			"uprobe:BIN:main.handle\n{ @[probe] = count(); }\nuretprobe:BIN:main.handle\n/args.status < 0/\n{ @[probe] = count(); }\n"},
+		{"hist of a result", Flags{Probes: []string{ret}, Hist: "status"},
+			"uretprobe:BIN:main.handle\n{ @[probe] = hist(args.status); }\n"},
+		{"latency by goroutine", Flags{Probes: []string{entry, ret}, Latency: "uprobe:main.handle,uretprobe:main.handle"},
+			"uprobe:BIN:main.handle\n/goid != 0/\n{ @start[pid, goid] = nsecs; }\n" +
+				"uretprobe:BIN:main.handle\n/@start[pid, goid]/\n{ @latency_ns[probe] = hist(nsecs - @start[pid, goid]); delete(@start[pid, goid]); }\n"},
+		{"format by name", Flags{Probes: []string{entry}, Formats: []string{`"%s %d %d", path, n, s.hits`}},
+			"uprobe:BIN:main.handle\n{ printf(\"%s %lld %lld\\n\", args.path, args.n, args.s.hits); }\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			have, err := FlagProgram(&tt.flags, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.ReplaceAll(tt.want, "BIN", bin); have != want {
+				t.Errorf("have\n%s\nwant\n%s", have, want)
+			}
+			if _, err := Compile("flags", have, nil); err != nil {
+				t.Errorf("compile: %v", err)
+			}
+		})
+	}
+	// Events: --field for the entry, --str ignored for Go's own strings.
+	eps, err := FlagEvents(&Flags{Probes: []string{entry, ret}, Fields: []string{"s.hits"}, Strings: []string{"0"}, Filters: []string{"uprobe:main.handle=n > 3"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []EventProbe{{Probe: entry, Filter: "args.n > 3", Fields: []string{"s.hits"}}, {Probe: ret}}
+	if len(eps) != len(want) {
+		t.Fatalf("events %+v, want %+v", eps, want)
+	}
+	for i := range want {
+		if eps[i].Probe != want[i].Probe || eps[i].Filter != want[i].Filter || strings.Join(eps[i].Fields, ",") != strings.Join(want[i].Fields, ",") || len(eps[i].Strings) != 0 {
+			t.Errorf("events[%d] = %+v, want %+v", i, eps[i], want[i])
+		}
+	}
+	if _, err := CompileEvents(eps, nil); err != nil {
+		t.Errorf("compile events: %v", err)
+	}
+}
+
+// TestFlagGoFunctionErrors: a value by name that a probe does not have,
+// of a kind the flag cannot use, or on a probe that is no Go function's
+// is a *FlagError naming the flag and the probe.
+func TestFlagGoFunctionErrors(t *testing.T) {
+	bin := testutil.BuildGo(t, "testdata/gofn")
+	tracee := testutil.BuildTracee(t, "-O0")
+	entry, ret := "uprobe:"+bin+":main.handle", "uretprobe:"+bin+":main.handle"
+	tests := []struct {
+		name  string
+		flags Flags
+		flag  string
+		want  string
+	}{
+		{"no such parameter", Flags{Probes: []string{entry}, Count: true, Filters: []string{"nope > 1"}}, "--filter nope > 1", `uprobe:main.handle has no parameter "nope" (it has path, n, code, ok, s)`},
+		{"a string with a number", Flags{Probes: []string{entry}, Count: true, Filters: []string{"path > 1"}}, "--filter path > 1", "path is a string; filters and histograms take integers"},
+		{"a number with a string", Flags{Probes: []string{entry}, Count: true, Filters: []string{`n == "x"`}}, `--filter n == "x"`, "n is a int; it compares with an integer, not a string"},
+		{"no such result", Flags{Probes: []string{ret}, Hist: "s"}, "--hist s", `uretprobe:main.handle has no result "s" (it has status, msg)`},
+		{"a parameter at a return", Flags{Probes: []string{entry, ret}, Count: true, Filters: []string{"n > 1"}}, "--filter n > 1", `has no result "n"`},
+		{"a field at a return", Flags{Probes: []string{ret}, Count: true, Filters: []string{"s.hits > 1"}}, "--filter s.hits > 1", `has no result "s.hits"`},
+		{"at an offset", Flags{Probes: []string{entry + "+4"}, Count: true, Filters: []string{"n > 1"}}, "--filter n > 1", "Go functions only"},
+		{"a C function", Flags{Probes: []string{entry, "uprobe:" + tracee + ":run"}, Count: true, Filters: []string{"n > 1"}}, "--filter n > 1", "uprobe:run is not one"},
+		{"a field without a Go function", Flags{Probes: []string{"uprobe:" + tracee + ":run"}, Fields: []string{"s.hits"}}, "--field", "no Go function is traced"},
+		{"a field without a field", Flags{Probes: []string{entry}, Fields: []string{"s"}}, "--field s", "want PARAM.FIELD"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			if tt.flags.Count || tt.flags.Hist != "" {
+				_, err = FlagProgram(&tt.flags, nil)
+			} else {
+				_, err = FlagEvents(&tt.flags, nil)
+			}
+			var fe *FlagError
+			if !errors.As(err, &fe) || fe.Flag != tt.flag || !strings.Contains(fe.Msg, tt.want) {
+				t.Errorf("have %v, want a FlagError of %s with %q", err, tt.flag, tt.want)
+			}
+		})
+	}
+	// A field that the struct lacks: Compile says so.
+	_, err := CompileFlags(&Flags{Probes: []string{entry}, Fields: []string{"s.nope"}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "main.server has no field nope") {
+		t.Errorf("--field s.nope: %v, want main.server has no field nope", err)
+	}
+}
+
+// TestFlagAddress: a function selected by its address is written as its
+// symbol and the offset into it.
+func TestFlagAddress(t *testing.T) {
+	bin := testutil.BuildTracee(t, "-O0")
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run uint64
+	for _, s := range syms {
+		if s.Name == "run" && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			run = s.Value
+		}
+	}
+	if run == 0 {
+		t.Fatal("no function run in the tracee")
+	}
+	for _, tt := range []struct {
+		addr uint64
+		want string
+	}{
+		{run, "uprobe:BIN:run\n{ @[probe] = count(); }\n"},
+		{run + 4, "uprobe:BIN:run+4\n{ @[probe] = count(); }\n"},
+	} {
+		sel := "uprobe:" + bin + ":0x" + strconv.FormatUint(tt.addr, 16)
+		have, err := FlagProgram(&Flags{Probes: []string{sel}, Count: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.ReplaceAll(tt.want, "BIN", bin); have != want {
+			t.Errorf("%s: have\n%s\nwant\n%s", sel, have, want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/escape"
+	"github.com/usdtkit/usdtkit/internal/gofunc"
 )
 
 // Modes of Flags.
@@ -36,16 +37,20 @@ type flagSpec struct {
 	strs    map[string]uint16
 	strLen  int
 	// names is the first flag that names a value (a Go function's), for
-	// the error when no Go function is traced.
+	// the error when a probe it applies to is no Go function.
 	names string
+	// fields are Flags.Fields: Go fields events carry.
+	fields []string
 }
 
 // flagValue is what a key, a histogram or a format reads: pid, tid,
-// comm, or argument arg (as a string when str).
+// comm, argument arg (as a string when str), or a Go function's value
+// by name (args.NAME).
 type flagValue struct {
 	builtin string
 	arg     int
 	str     bool
+	name    string
 }
 
 // flagFilter is one Flags.Filters entry.
@@ -142,11 +147,8 @@ func parseFlags(f *Flags, events bool) (*flagSpec, error) {
 		if err != nil {
 			return nil, err
 		}
-		if named {
-			if sp.names == "" {
-				sp.names = "--filter " + s
-			}
-			continue
+		if named && sp.names == "" {
+			sp.names = "--filter " + s
 		}
 		sp.filters = append(sp.filters, ff)
 	}
@@ -159,21 +161,24 @@ func parseFlags(f *Flags, events bool) (*flagSpec, error) {
 		if err != nil {
 			return nil, err
 		}
-		if named {
-			if sp.names == "" {
-				sp.names = "--format " + s
-			}
-			continue
+		if named && sp.names == "" {
+			sp.names = "--format " + s
 		}
 		if _, dup := sp.formats[probe]; dup {
 			return nil, flagErrorf("--format", "two formats for %s", or(escape.Name(probe), "every probe"))
 		}
 		sp.formats[probe] = ff
 	}
+	for _, fl := range f.Fields {
+		if !isName(fl) || !strings.Contains(fl, ".") {
+			return nil, flagErrorf("--field "+fl, "want PARAM.FIELD[.FIELD...], a field through a pointer parameter of a Go function")
+		}
+		sp.fields = append(sp.fields, fl)
+	}
 	if events && sp.mode != modeEvents {
 		return nil, flagErrorf("--count", "events are printed without --count, --hist, --latency or --format: use FlagProgram")
 	}
-	if !events && sp.mode == modeEvents && sp.names == "" {
+	if !events && sp.mode == modeEvents {
 		return nil, ErrNoProgram
 	}
 	return sp, nil
@@ -209,7 +214,7 @@ func parseValue(s string, builtins bool) (v flagValue, named bool, err error) {
 		return flagValue{arg: n}, false, nil
 	}
 	if isName(s) {
-		return v, true, nil
+		return flagValue{name: s}, true, nil
 	}
 	return v, false, fmt.Errorf("%q: want argN", s)
 }
@@ -267,9 +272,6 @@ func parseFlagFilter(s string) (ff flagFilter, named bool, err error) {
 	}
 	lhs, rhs := strings.TrimSpace(expr[:at]), strings.TrimSpace(expr[at+len(op):])
 	v, named, err := parseValue(lhs, false)
-	if named {
-		return ff, true, nil
-	}
 	if err != nil {
 		return ff, false, bad(err.Error())
 	}
@@ -286,7 +288,7 @@ func parseFlagFilter(s string) (ff flagFilter, named bool, err error) {
 			return ff, false, bad("a string to compare is at most 63 bytes")
 		}
 		ff.text, ff.isText = text, true
-		return ff, false, nil
+		return ff, named, nil
 	}
 	if v.str {
 		return ff, false, bad("str(argN) compares with a \"string\"")
@@ -298,7 +300,7 @@ func parseFlagFilter(s string) (ff flagFilter, named bool, err error) {
 	} else {
 		return ff, false, bad(fmt.Sprintf("value %q is not an integer", rhs))
 	}
-	return ff, false, nil
+	return ff, named, nil
 }
 
 // unquoteFlag reads a double-quoted string with the escapes \n \t \\ \"
@@ -366,12 +368,10 @@ func parseFlagFormat(s string) (ff *flagFormat, named bool, err error) {
 			}
 			for _, a := range strings.Split(r, ",") {
 				v, isName, err := parseValue(a, false)
-				if isName {
-					return nil, true, nil
-				}
 				if err != nil {
 					return nil, false, bad(err.Error())
 				}
+				named = named || isName
 				refs = append(refs, v)
 			}
 		}
@@ -418,7 +418,7 @@ func parseFlagFormat(s string) (ff *flagFormat, named bool, err error) {
 				return nil, false, bad("more verbs than arguments")
 			}
 			v = refs[next]
-			if v.str != (verb == 's') {
+			if v.name == "" && v.str != (verb == 's') {
 				return nil, false, bad(fmt.Sprintf("%%%c prints arg%d: %%s goes with str(argN) and only with it", verb, v.arg))
 			}
 		} else {
@@ -436,7 +436,7 @@ func parseFlagFormat(s string) (ff *flagFormat, named bool, err error) {
 		return nil, false, bad(fmt.Sprintf("%d arguments for %d verbs", len(refs), next))
 	}
 	ff.text = b.String()
-	return ff, false, nil
+	return ff, named, nil
 }
 
 // strLit writes s as a string literal of the language: printable ASCII
@@ -473,12 +473,24 @@ type flagGroup struct {
 	names []string
 	// args is the least count of arguments of the probes.
 	args int
+	// gos and others count the Go functions and the other probes.
+	gos, others int
+}
+
+// count counts p among the Go functions or the others.
+func (g *flagGroup) count(p flagProbe) {
+	if p.goVals != nil {
+		g.gos++
+	} else {
+		g.others++
+	}
 }
 
 func (g *flagGroup) add(p flagProbe) error {
 	if p.specErr != nil {
 		return p.specErr
 	}
+	g.count(p)
 	if len(g.specs) == 0 || p.args < g.args {
 		g.args = p.args
 	}
@@ -565,16 +577,27 @@ func (sp *flagSpec) groups(sels []*flagSelector, pr *prepared) ([]*flagGroup, er
 	if len(pr.perProbe) == 0 {
 		// The selectors as written: Compile lists each once.
 		for _, s := range sels {
-			if len(s.found) > 0 {
-				g := group("", s.kind == kindUretprobe)
+			if len(s.found) == 0 {
+				continue
+			}
+			g := group("", s.kind == kindUretprobe)
+			if s.spec == "" {
+				// A function at an address: named by what it lists.
 				for _, p := range s.found {
-					if len(g.specs) == 0 || p.args < g.args {
-						g.args = p.args
+					if err := g.add(p); err != nil {
+						return nil, err
 					}
 				}
-				g.specs = append(g.specs, s.spec)
-				g.names = append(g.names, s.found[0].name)
+				continue
 			}
+			for _, p := range s.found {
+				g.count(p)
+				if len(g.specs) == 0 || p.args < g.args {
+					g.args = p.args
+				}
+			}
+			g.specs = append(g.specs, s.spec)
+			g.names = append(g.names, s.found[0].name)
 		}
 		return groups, nil
 	}
@@ -609,11 +632,20 @@ func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
 		if start == nil || done == nil {
 			return "", flagErrorf("--latency", "%s and %s must be among the traced probes (%s)", escape.Name(sp.start), escape.Name(sp.done), escape.Name(strings.Join(pr.names, ", ")))
 		}
+		// Go functions pair by goroutine, which may change threads
+		// between its start and its done; goroutine ids are per
+		// process, and 0 is none read.
+		key, cond := "pid, goid", "goid != 0"
+		for _, g := range append(start, done...) {
+			if g.others > 0 {
+				key, cond = "tid", ""
+			}
+		}
 		for _, g := range start {
-			sp.block(&b, g, "", "@start[tid] = nsecs;")
+			sp.block(&b, g, cond, "@start["+key+"] = nsecs;")
 		}
 		for _, g := range done {
-			sp.block(&b, g, "@start[tid]", "@latency_ns[probe] = hist(nsecs - @start[tid]); delete(@start[tid]);")
+			sp.block(&b, g, "@start["+key+"]", "@latency_ns[probe] = hist(nsecs - @start["+key+"]); delete(@start["+key+"]);")
 		}
 		return b.String(), nil
 	}
@@ -677,7 +709,14 @@ func (sp *flagSpec) events(sels []*flagSelector) ([]EventProbe, error) {
 		if sp.strLen != DefaultStrLen {
 			ep.StrLen = sp.strLen
 		}
+		if g.gos > 0 && !g.ret {
+			ep.Fields = sp.fields
+		}
 		strs := sp.strs[""] | sp.strs[g.probe]
+		if g.others == 0 {
+			// Go functions' strings are read by their types.
+			strs = 0
+		}
 		for i := range maxFlagArgs {
 			// An argument a probe lacks is not read: events carry
 			// the arguments each site has.
@@ -774,6 +813,9 @@ func (sp *flagSpec) expr(v flagValue, g *flagGroup, auto bool) string {
 	if v.builtin != "" {
 		return v.builtin
 	}
+	if v.name != "" {
+		return "args." + v.name
+	}
 	a := "arg" + strconv.Itoa(v.arg)
 	if g.ret {
 		a = "retval"
@@ -806,6 +848,10 @@ func (sp *flagSpec) checkArgs(p flagProbe) error {
 		return fmt.Errorf("%s has %s, no arg%d to %s", escape.Name(p.name), list, arg, what)
 	}
 	strs := sp.strs[""] | sp.strs[p.name]
+	if p.goVals != nil {
+		// Go functions' strings are read by their types.
+		strs = 0
+	}
 	for i := range maxFlagArgs {
 		if strs&(1<<i) != 0 {
 			if err := has(i, "read as a string"); err != nil {
@@ -817,6 +863,16 @@ func (sp *flagSpec) checkArgs(p flagProbe) error {
 		if f.probe != "" && f.probe != p.name {
 			continue
 		}
+		if f.lhs.name != "" {
+			use := useNumber
+			if f.isText {
+				use = useText
+			}
+			if err := sp.checkName(p, f.lhs.name, "--filter "+f.src, use); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := has(f.lhs.arg, "filter on"); err != nil {
 			return err
 		}
@@ -824,7 +880,11 @@ func (sp *flagSpec) checkArgs(p flagProbe) error {
 			return flagErrorf("--filter "+f.src, "arg%d of %s compares with a string: read it as one with --str %d, or write str(arg%d)", f.lhs.arg, escape.Name(p.name), f.lhs.arg, f.lhs.arg)
 		}
 	}
-	if sp.mode == modeHist {
+	if sp.mode == modeHist && sp.hist.name != "" {
+		if err := sp.checkName(p, sp.hist.name, "--hist "+sp.hist.name, useNumber); err != nil {
+			return err
+		}
+	} else if sp.mode == modeHist {
 		if err := has(sp.hist.arg, "make a histogram of"); err != nil {
 			return err
 		}
@@ -843,6 +903,12 @@ func (sp *flagSpec) checkArgs(p flagProbe) error {
 		}
 		if f != nil {
 			for _, v := range f.args {
+				if v.name != "" {
+					if err := sp.checkName(p, v.name, "--format "+f.src, usePrint); err != nil {
+						return err
+					}
+					continue
+				}
 				what := "print"
 				if v.str || strs&(1<<v.arg) != 0 {
 					what = "read as a string"
@@ -854,4 +920,53 @@ func (sp *flagSpec) checkArgs(p flagProbe) error {
 		}
 	}
 	return nil
+}
+
+// Uses of a Go value by name, for checkName.
+const (
+	useNumber = iota // compared with an integer, or a histogram's
+	useText          // compared with a string
+	usePrint         // printed
+)
+
+// checkName checks that p is a Go function (at its entry or return)
+// with the value name a flag reads: a parameter or result of a kind the
+// use takes, or at the entry a field path through a parameter (whose
+// fields Compile checks).
+func (sp *flagSpec) checkName(p flagProbe, name, flag string, use int) error {
+	if p.goVals == nil {
+		return flagErrorf(flag, "values by name are for Go functions only (uprobe:PATH:pkg.Func, at its entry or return); %s is not one", escape.Name(p.name))
+	}
+	what := "parameter"
+	if p.ret {
+		what = "result"
+	}
+	root, _, isField := strings.Cut(name, ".")
+	var names []string
+	for _, v := range p.goVals {
+		names = append(names, v.name)
+		if v.name != name {
+			continue
+		}
+		switch {
+		case v.kind == gofunc.Unreadable:
+			return flagErrorf(flag, "%s: %s has type %s, which a uprobe cannot read", escape.Name(p.name), name, v.typ)
+		case use == useText && v.kind != gofunc.String:
+			return flagErrorf(flag, "%s: %s is a %s; it compares with an integer, not a string", escape.Name(p.name), name, v.typ)
+		case use == useNumber && v.kind != gofunc.Int && v.kind != gofunc.Uint && v.kind != gofunc.Bool && v.kind != gofunc.Pointer:
+			return flagErrorf(flag, "%s: %s is a %s; filters and histograms take integers, bools and pointers (and strings compared with \"TEXT\")", escape.Name(p.name), name, v.typ)
+		}
+		return nil
+	}
+	if isField && !p.ret && slices.ContainsFunc(p.goVals, func(v goVal) bool { return v.name == root }) {
+		if use == useText {
+			return flagErrorf(flag, "%s: field %s compares with an integer, not a string", escape.Name(p.name), name)
+		}
+		return nil
+	}
+	list := "none"
+	if len(names) > 0 {
+		list = strings.Join(names, ", ")
+	}
+	return flagErrorf(flag, "%s has no %s %q (it has %s)", escape.Name(p.name), what, name, list)
 }

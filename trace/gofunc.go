@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
@@ -65,9 +66,45 @@ func (r *resolver) closeGo() {
 	r.gobins = nil
 }
 
+// goEventSpec is what the events of a block carry of Go functions.
+type goEventSpec struct {
+	fields  []string
+	strings uint16
+}
+
+// prescan notes, before the program is checked, the field paths it reads
+// (args.s.hits), which Go functions then provide as args.NAME, and what
+// the events of blocks carry of Go functions.
+func (r *resolver) prescan(prog *btlang.Program, events []*btgen.Event, fields [][]string) {
+	for _, b := range prog.Blocks {
+		btlang.Inspect(b, func(n btlang.Node) bool {
+			if f, ok := n.(*btlang.ArgField); ok && strings.Contains(f.Name, ".") && !slices.Contains(r.fieldPaths, f.Name) {
+				r.fieldPaths = append(r.fieldPaths, f.Name)
+			}
+			return true
+		})
+	}
+	for i, b := range prog.Blocks {
+		if i >= len(events) || events[i] == nil {
+			continue
+		}
+		spec := &goEventSpec{strings: events[i].Strings}
+		if i < len(fields) {
+			spec.fields = fields[i]
+		}
+		if r.events == nil {
+			r.events = make(map[*btlang.Probe]*goEventSpec)
+		}
+		for _, p := range b.Probes {
+			r.events[p] = spec
+		}
+	}
+}
+
 // goFunction returns the sites of Go function fn and what a program can
-// read there.
-func (r *resolver) goFunction(fn *uprobe.Function, warn func(error)) ([]btgen.Site, btlang.ProbeArgs, error) {
+// read there; when probe p's block sends events, each site's event
+// arguments are the function's values (goEventLayout).
+func (r *resolver) goFunction(fn *uprobe.Function, warn func(error), p *btlang.Probe) ([]btgen.Site, btlang.ProbeArgs, error) {
 	var args btlang.ProbeArgs
 	if strings.HasSuffix(fn.Symbol.Name, ".abi0") {
 		// Assembly with the stack-based ABI0: no register holds g, and
@@ -93,8 +130,13 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error)) ([]btgen.Si
 	if fn.Delta != 0 {
 		name += fmt.Sprintf("+%d", fn.Delta)
 	}
-	for _, p := range gf.Problems {
-		warn(fmt.Errorf("%s: %s", name, p))
+	short := fname
+	if fn.Delta != 0 {
+		short += fmt.Sprintf("+%d", fn.Delta)
+	}
+	r.names[name] = probeName{short, fn.Path, fn.Delta == 0}
+	for _, pr := range gf.Problems {
+		warn(fmt.Errorf("%s: %s", name, pr))
 	}
 	var offs []uint64
 	switch {
@@ -138,6 +180,9 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error)) ([]btgen.Si
 		if err := goValues(fn, fname, values, &args, &site); err != nil {
 			return nil, args, err
 		}
+		if !fn.Return {
+			goFields(fn, fname, gf.Params, r.fieldPaths, &args, &site)
+		}
 	}
 	if fn.Return && args.Refuse["retval"] == "" {
 		if err := goRetval(fn, fname, gf.Results, &args, &site); err != nil {
@@ -151,6 +196,27 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error)) ([]btgen.Si
 		args.GoID = true
 	} else {
 		args.Refuse["goid"] = fmt.Sprintf("%s does not say where runtime.g keeps the goroutine id (no DWARF)", fn.Path)
+	}
+	if ev := r.events[p]; ev != nil {
+		if ev.strings != 0 {
+			return nil, args, fmt.Errorf("%s is a Go function: its values are read by their types, not as C strings (EventProbe.Strings)", fname)
+		}
+		values, fields := gf, ev.fields
+		if fn.Delta != 0 {
+			// Inside the function, where DWARF does not say where the
+			// values are: the hit and its goroutine only.
+			values, fields = &gofunc.Func{}, nil
+		}
+		var layout *goLayout
+		site.Args, site.Bytes, layout, err = goEventLayout(fn, values, b.GoidOffset, b.GReg, fields, warn)
+		if err != nil {
+			return nil, args, fmt.Errorf("%s: %w", fname, err)
+		}
+		layout.types = b.TypeNames()
+		if r.goLayouts == nil {
+			r.goLayouts = make(map[string]*goLayout)
+		}
+		r.goLayouts[name] = layout
 	}
 	var sites []btgen.Site
 	for _, off := range offs {
@@ -202,6 +268,25 @@ func goValues(fn *uprobe.Function, fname string, values []gofunc.Param, args *bt
 		}
 	}
 	return nil
+}
+
+// goFields makes the field paths through pointer parameters a program
+// reads args.NAME at the entry of fn: each path whose first name is a
+// parameter of fn (others are not fn's to provide).
+func goFields(fn *uprobe.Function, fname string, params []gofunc.Param, paths []string, args *btlang.ProbeArgs, site *btgen.Site) {
+	for _, path := range paths {
+		root, _, _ := strings.Cut(path, ".")
+		if !slices.ContainsFunc(params, func(p gofunc.Param) bool { return p.Name == root }) {
+			continue
+		}
+		f, v, err := goField(fn, params, path)
+		if err != nil {
+			args.Named = append(args.Named, btlang.NamedArg{Name: path, Err: fmt.Sprintf("args.%s of %s: %v", path, fname, err)})
+			continue
+		}
+		args.Named = append(args.Named, btlang.NamedArg{Name: path, Type: btlang.Type{Kind: btlang.KindInt, Size: 8, Signed: v.kind == gofunc.Int}})
+		site.Named = append(site.Named, btgen.NamedFetch{Name: path, Value: f})
+	}
 }
 
 // goRetval makes the first result of a Go function retval when it is an

@@ -149,6 +149,7 @@ uprobe:%[1]s:main.handle { @code[args.code, args.ok] = count(); @min = min(args.
 uprobe:%[1]s:main.handle /args.path == "/b"/ { printf("%%s %%d %%d %%d|\n", args.path, args.n, args.code, args.ok); }
 uprobe:%[1]s:main.handle /str(args.path) != "/a" && args.ok/ { @even[str(args.path)] = count(); }
 uretprobe:%[1]s:main.handle { @st[args.msg] = sum(args.status); @rv = sum(retval); @rets = count(); }
+uprobe:%[1]s:main.handle /args.s->hits >= 0/ { @hits = count(); @maxhits = max(args.s.hits); }
 uprobe:%[1]s:main.many { @many = sum(args.a + args.b + args.c + args.d + args.e + args.f + args.g + args.h + args.i + args.j + args.k); @k[args.s] = max(args.k); }
 `, exe)
 	records, calls, srv, many := runGoTarget(t, exe, src)
@@ -189,6 +190,11 @@ uprobe:%[1]s:main.many { @many = sum(args.a + args.b + args.c + args.d + args.e 
 	jsonEqual(t, "@rets", ms["@rets"], len(calls))
 	jsonEqual(t, "@many", ms["@many"], many-int64(len("on the stack")))
 	jsonEqual(t, "@k", ms["@k"], map[string]int{"on the stack": 11})
+	// Field s.hits through the pointer: what the calls before counted.
+	jsonEqual(t, "@hits", ms["@hits"], len(calls))
+	if h, _ := ms["@maxhits"].(float64); h < 0 || h >= float64(len(calls)) {
+		t.Errorf("@maxhits = %v, want 0 to %d", ms["@maxhits"], len(calls)-1)
+	}
 	slices.Sort(lines)
 	slices.Sort(want)
 	if !slices.Equal(lines, want) {
@@ -244,6 +250,9 @@ func TestGoFunctionErrors(t *testing.T) {
 		{"slice", "uprobe:" + exe + ":main.unreadable { @ = sum(args.items); }", 1, "args.items", "args.items of main.unreadable has type []string, a slice, which programs cannot read; they read integers, bools, pointers and strings"},
 		{"interface", "BEGIN { }\nuprobe:" + exe + ":main.unreadable { @[args.err] = count(); }", 2, "args.err", "args.err of main.unreadable has type error, an interface, which programs cannot read; they read integers, bools, pointers and strings"},
 		{"retval of a string", "uretprobe:" + exe + ":main.unreadable { @ = sum(retval); }", 1, "retval", "retval: retval is a Go function's first result when it is an integer; that of main.unreadable has type string: read it as args.r0"},
+		{"field of a string", "uprobe:" + exe + ":main.handle { @ = sum(args.path.len); }", 1, "args.path", `args.path.len of main.handle: field "path.len": path is a string, not a pointer to a struct`},
+		{"no such field", "uprobe:" + exe + ":main.handle { @ = sum(args.s->nope); }", 1, "args.s", `args.s.nope of main.handle: field "s.nope": main.server has no field nope`},
+		{"field of no parameter", "uprobe:" + exe + ":main.handle { @ = sum(args.x.y); }", 1, "args.x", "has no argument x.y; it has path, n, code, ok, s"},
 		{"parameter at a return", "uretprobe:" + exe + ":main.handle { @ = sum(args.n); }", 1, "args.n", "has no argument n; it has status, msg"},
 		{"goid of C", "uprobe:libc:malloc { @[goid] = count(); }", 1, "goid", "goid is the goroutine id of a Go function's probe; uprobe:libc:malloc is not one"},
 		{"goid in BEGIN", "BEGIN { @ = goid; }", 1, "goid", "goid is the goroutine id of a Go function's probe; BEGIN is not one"},

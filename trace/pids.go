@@ -27,36 +27,70 @@ func (r *resolver) noProcess() bool {
 	return len(r.pids) == 1 && r.pids[0] == 0
 }
 
-// listUSDT lists the probes opts selects in each process (opts.PID is
-// ignored), or in the files.
-func (r *resolver) listUSDT(opts *sdt.ListOptions) ([]sdt.Probe, error) {
+// listUSDT lists the probes sel selects in each process, or in the files
+// its path names. The probes of one path in one process (or of the files)
+// are listed once per Compile, as a program names several probes of the
+// same objects: the process's maps are read, the objects opened and their
+// notes parsed, and what is skipped warned about, once.
+func (r *resolver) listUSDT(sel sdt.Selector, warn func(error)) ([]sdt.Probe, error) {
 	var all []sdt.Probe
 	for _, pid := range r.pids {
-		o := *opts
-		o.PID = pid
-		some, err := sdt.List(&o)
-		if err != nil {
-			return nil, err
+		k := listKey{pid, sel.Path}
+		l, ok := r.usdtLists[k]
+		if !ok {
+			l.probes, l.err = sdt.List(&sdt.ListOptions{PID: pid, Warn: warn, Selectors: []sdt.Selector{{Path: sel.Path}}})
+			r.usdtLists[k] = l
 		}
-		all = append(all, some...)
+		if l.err != nil {
+			return nil, l.err
+		}
+		for _, p := range l.probes {
+			if sel.MatchProbe(p.Provider, p.Name) {
+				all = append(all, p)
+			}
+		}
 	}
 	return all, nil
 }
 
-// listFunctions lists the functions opts selects in each process
-// (opts.PID is ignored), or in the files.
-func (r *resolver) listFunctions(opts *uprobe.ListOptions) ([]uprobe.Function, error) {
+// listKey is what a listing of a compile reads: the objects a path names
+// in a process, or the files it names (pid 0).
+type listKey struct {
+	pid  int
+	path string
+}
+
+// usdtList is a listing's outcome.
+type usdtList struct {
+	probes []sdt.Probe
+	err    error
+}
+
+// listFunctions lists the functions sel selects in each process, or in
+// the files its path names. As with listUSDT, the symbols of one path in
+// one process (or of the files) are read once per Compile: a program may
+// name many functions of one library.
+func (r *resolver) listFunctions(sel uprobe.Selector, warn func(error)) ([]uprobe.Function, error) {
 	var all []uprobe.Function
 	for _, pid := range r.pids {
-		o := *opts
-		o.PID = pid
-		some, err := uprobe.Functions(&o)
-		if err != nil {
-			return nil, err
+		k := listKey{pid, sel.Path}
+		l, ok := r.symbolLists[k]
+		if !ok {
+			l.objs, l.err = uprobe.List(&uprobe.ListOptions{PID: pid, Warn: warn, Selectors: []uprobe.Selector{{Path: sel.Path}}})
+			r.symbolLists[k] = l
 		}
-		all = append(all, some...)
+		if l.err != nil {
+			return nil, l.err
+		}
+		all = append(all, uprobe.FunctionsOf(l.objs, []uprobe.Selector{sel})...)
 	}
 	return all, nil
+}
+
+// symbolList is a listing's outcome.
+type symbolList struct {
+	objs []uprobe.Object
+	err  error
 }
 
 // pidList merges a PID field and a PIDs field.

@@ -1,10 +1,12 @@
 package trace
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/symbolize"
 )
 
 // Frame is one symbolized frame of a user stack.
@@ -24,6 +26,14 @@ type Frame struct {
 	Line int
 	// Inlined marks a function inlined into the next frame's.
 	Inlined bool
+}
+
+// MarshalJSON writes f as an object with stable keys, as usdtkit's JSON
+// output gives frames: "address" ("0x" and hex), "object",
+// "object_offset", "symbol", "offset" (SymOffset), "file", "line" and
+// "inlined"; "" and 0 where unknown.
+func (f Frame) MarshalJSON() ([]byte, error) {
+	return json.Marshal(symbolize.Frame(f).JSON())
 }
 
 // StackCount is one entry of a map keyed by a stack (@[ustack] =
@@ -59,7 +69,7 @@ func (t *Tracer) Stacks() ([]StackCount, error) {
 	for _, c := range counts {
 		sc := StackCount{Map: c.Map, PID: c.PID, Value: c.Value, Frames: make([]Frame, len(c.Frames))}
 		for i, f := range c.Frames {
-			sc.Frames[i] = Frame{Addr: f.Addr, Object: f.Object, Offset: f.Offset, Symbol: f.Symbol, SymOffset: f.SymOffset, File: f.File, Line: f.Line, Inlined: f.Inlined}
+			sc.Frames[i] = Frame(f)
 		}
 		first := true
 		for i, k := range c.Keys {

@@ -3,6 +3,7 @@ package trace_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os/exec"
 	"slices"
@@ -227,6 +228,36 @@ func TestStacksCallerAtPushRBP(t *testing.T) {
 				}
 			}
 			t.Errorf("no stack %q with 2 hits in %+v", want, stacks)
+		})
+	}
+}
+
+// TestFrameJSON: a Frame marshals with every key, "" and 0 where unknown,
+// the address in hex.
+func TestFrameJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		f    trace.Frame
+		want string
+	}{
+		{"named", trace.Frame{Addr: 0x55d0c0de1234, Object: "/usr/bin/app", Offset: 0x1234, Symbol: "main", SymOffset: 18, File: "/src/app.c", Line: 7},
+			`{"address":"0x55d0c0de1234","object":"/usr/bin/app","object_offset":4660,"symbol":"main","offset":18,"file":"/src/app.c","line":7,"inlined":false}`},
+		{"inlined", trace.Frame{Addr: 0x401000, Object: "/bin/x", Offset: 0x1000, Symbol: "main.middle", File: "/x.go", Line: 3, Inlined: true},
+			`{"address":"0x401000","object":"/bin/x","object_offset":4096,"symbol":"main.middle","offset":0,"file":"/x.go","line":3,"inlined":true}`},
+		{"unknown", trace.Frame{Addr: 0x7f0000001000},
+			`{"address":"0x7f0000001000","object":"","object_offset":0,"symbol":"","offset":0,"file":"","line":0,"inlined":false}`},
+		{"bad utf-8", trace.Frame{Addr: 1, Symbol: "f\xff"},
+			`{"address":"0x1","object":"","object_offset":0,"symbol":"f\ufffd","offset":0,"file":"","line":0,"inlined":false}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.want {
+				t.Errorf("have %s\nwant %s", b, tt.want)
+			}
 		})
 	}
 }

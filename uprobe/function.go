@@ -74,6 +74,9 @@ func Functions(opts *ListOptions) ([]Function, error) {
 	}
 	var fns []Function
 	for _, t := range scope.Objects {
+		if !scope.Wanted(t) {
+			continue
+		}
 		obj, ok, err := readObject(t, opts.Warn)
 		if err != nil {
 			return nil, err
@@ -82,23 +85,43 @@ func Functions(opts *ListOptions) ([]Function, error) {
 			continue
 		}
 		for i, sel := range opts.Selectors {
-			if !scope.Applies(i, t) {
-				continue
-			}
-			for _, sym := range obj.Symbols {
-				if !sel.MatchSymbol(&sym) {
-					continue
-				}
-				fn := Function{Path: obj.Path, OpenPath: obj.OpenPath, Dev: obj.Dev, Inode: obj.Inode, PID: obj.PID, Machine: obj.Machine,
-					Go: obj.Go, Symbol: sym, Delta: sel.Offset, Return: sel.Return}
-				if sel.Address != 0 {
-					fn.Delta = sel.Address - sym.Value
-				}
-				fns = append(fns, fn)
+			if scope.Applies(i, t) {
+				fns = appendFunctions(fns, &obj, sel)
 			}
 		}
 	}
 	return dedupeSites(fns), nil
+}
+
+// FunctionsOf returns the sites sels name in objs, objects that List
+// returned, as Functions does; the selectors' Path parts are not looked
+// at: objs are where to look. A caller that looks up several selectors in
+// the same objects lists them once (List with a selector of a Path only
+// keeps every symbol) and calls FunctionsOf for each.
+func FunctionsOf(objs []Object, sels []Selector) []Function {
+	var fns []Function
+	for i := range objs {
+		for _, sel := range sels {
+			fns = appendFunctions(fns, &objs[i], sel)
+		}
+	}
+	return dedupeSites(fns)
+}
+
+// appendFunctions appends the sites of obj that sel names.
+func appendFunctions(fns []Function, obj *Object, sel Selector) []Function {
+	for _, sym := range obj.Symbols {
+		if !sel.MatchSymbol(&sym) {
+			continue
+		}
+		fn := Function{Path: obj.Path, OpenPath: obj.OpenPath, Dev: obj.Dev, Inode: obj.Inode, PID: obj.PID, Machine: obj.Machine,
+			Go: obj.Go, Symbol: sym, Delta: sel.Offset, Return: sel.Return}
+		if sel.Address != 0 {
+			fn.Delta = sel.Address - sym.Value
+		}
+		fns = append(fns, fn)
+	}
+	return fns
 }
 
 // CRegisters returns the names (as pt_regs names them) of the

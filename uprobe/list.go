@@ -173,7 +173,8 @@ var (
 
 // List returns the function symbols of the objects named by opts that match
 // a selector (all, without selectors), object by object. Each object is
-// opened once and read through that file. Objects of a process that are
+// opened once and read through that file; with selectors, only the objects
+// their PATH parts name are read. Objects of a process that are
 // not ELF files are passed over, and so are, in a process, objects without
 // a symbol table; objects of a process that cannot be opened or read are
 // skipped and reported to opts.Warn. A named file without a symbol table
@@ -188,6 +189,9 @@ func List(opts *ListOptions) ([]Object, error) {
 	}
 	var objs []Object
 	for _, t := range scope.Objects {
+		if !scope.Wanted(t) {
+			continue
+		}
 		obj, ok, err := readObject(t, opts.Warn)
 		if err != nil {
 			return nil, err

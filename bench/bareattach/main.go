@@ -1,9 +1,10 @@
 // Command bareattach is the floor of bench's start-to-attached comparison:
 // the least a Go program with cilium/ebpf does to raise one USDT semaphore —
 // load an empty program and attach it with one uprobe_multi link — and then
-// waits for SIGINT.
+// waits for SIGINT. Once attached it prints "attached", or READY when
+// given (the floor of BenchmarkProgramHit, whose tools say "ready").
 //
-//	bareattach PATH OFFSET REFCTR PID
+//	bareattach PATH OFFSET REFCTR PID [READY]
 package main
 
 import (
@@ -25,8 +26,12 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) != 4 {
-		return fmt.Errorf("usage: bareattach PATH OFFSET REFCTR PID")
+	if len(args) != 4 && len(args) != 5 {
+		return fmt.Errorf("usage: bareattach PATH OFFSET REFCTR PID [READY]")
+	}
+	ready := "attached"
+	if len(args) == 5 {
+		ready, args = args[4], args[:4]
 	}
 	var nums [3]uint64
 	for i, a := range args[1:] {
@@ -64,7 +69,7 @@ func run(args []string) error {
 		return err
 	}
 	defer l.Close()
-	fmt.Println("attached")
+	fmt.Println(ready)
 	<-sig
 	return nil
 }

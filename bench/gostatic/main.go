@@ -6,12 +6,15 @@
 //
 // It reads commands from stdin and answers as bench/gofire does:
 //
-//	pid        print "pid PID"
-//	loop N     fire the probe N times (arguments k and the PID) and print
-//	           "loop NS", the loop's time on this process's clock
-//	enabled N  check N times whether the probe is enabled, firing it when
-//	           it is, and print "loop NS"
-//	quit       exit
+//	pid          print "pid PID"
+//	loop N       fire the probe N times (arguments k and the PID) and
+//	             print "loop NS", the loop's time on this process's clock
+//	enabled N    check N times whether the probe is enabled, firing it
+//	             when it is, and print "loop NS"
+//	enabled@V N  the same with checkLoopV (V 0 to 3; enabled is enabled@0)
+//	enabled16 N  the same, 16 checks per loop iteration (N a multiple of
+//	             16), with checkRounds
+//	quit         exit
 //
 // Each answer ends with "done".
 package main
@@ -44,16 +47,21 @@ func run(in io.Reader, out io.Writer) (err error) {
 		switch cmd {
 		case "pid":
 			_, err = fmt.Fprintf(out, "pid %d\n", os.Getpid())
-		case "loop", "enabled":
+		case "loop", "enabled", "enabled@0", "enabled@1", "enabled@2", "enabled@3", "enabled16":
 			n, perr := strconv.Atoi(arg)
-			if perr != nil || n < 0 {
+			if perr != nil || n < 0 || (cmd == "enabled16" && n%16 != 0) {
 				return fmt.Errorf("%s %q: want a count", cmd, arg)
 			}
 			start := time.Now()
-			if cmd == "loop" {
+			switch cmd {
+			case "loop":
 				fireLoop(n, seed)
-			} else {
-				checkLoop(n, seed)
+			case "enabled16":
+				checkRounds(n/16, seed)
+			default:
+				_, v, _ := strings.Cut(cmd, "@")
+				k, _ := strconv.Atoi(v) // "" (enabled) is 0
+				checkLoops[k](n, seed)
 			}
 			_, err = fmt.Fprintf(out, "loop %d\n", time.Since(start).Nanoseconds())
 		case "quit":
@@ -81,14 +89,113 @@ func fireLoop(n int, seed int32) {
 	}
 }
 
-// checkLoop guards each fire with BenchEnabled, as code that computes a
-// probe's arguments does.
-//
+// checkLoops are four copies of one loop that guards each fire with
+// BenchEnabled, as code that computes a probe's arguments does. Their
+// prologues differ in length (stores to loopPad), so that their loops lie
+// at different offsets from a 64-byte line: BenchmarkStaticEnabled times
+// one whose loop lies within one line, as C's does, so that it times the
+// check and not the fetch of a loop split across two lines.
+var checkLoops = [...]func(n int, seed int32){checkLoop0, checkLoop1, checkLoop2, checkLoop3}
+
+var loopPad [3]int
+
 //go:noinline
-func checkLoop(n int, seed int32) {
+func checkLoop0(n int, seed int32) {
 	for k := range n {
 		if BenchEnabled() {
 			Bench(int32(k), seed)
+		}
+	}
+}
+
+//go:noinline
+func checkLoop1(n int, seed int32) {
+	loopPad[0] = n
+	for k := range n {
+		if BenchEnabled() {
+			Bench(int32(k), seed)
+		}
+	}
+}
+
+//go:noinline
+func checkLoop2(n int, seed int32) {
+	loopPad[0] = n
+	loopPad[1] = n
+	for k := range n {
+		if BenchEnabled() {
+			Bench(int32(k), seed)
+		}
+	}
+}
+
+//go:noinline
+func checkLoop3(n int, seed int32) {
+	loopPad[0] = n
+	loopPad[1] = n
+	loopPad[2] = n
+	for k := range n {
+		if BenchEnabled() {
+			Bench(int32(k), seed)
+		}
+	}
+}
+
+// checkRounds checks 16 times per loop iteration, for rounds iterations,
+// whether the probe is enabled, firing it when it is: the loop's own
+// instructions and branch are shared by 16 checks. BenchmarkStaticEnabled's
+// C side has the same shape.
+//
+//go:noinline
+func checkRounds(rounds int, seed int32) {
+	for k := range int32(rounds) {
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
+		}
+		if BenchEnabled() {
+			Bench(k, seed)
 		}
 	}
 }

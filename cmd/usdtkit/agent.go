@@ -1,96 +1,62 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/signal"
+	"os/exec"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
-
-	"github.com/usdtkit/usdtkit/agent"
 )
 
-type agentOptions struct {
-	config string
-	listen string
-}
+// agentProgram is the agent's own executable: usdtkit does not link the
+// agent (see cmd/usdtkit-agent).
+const agentProgram = "usdtkit-agent"
 
+// newAgentCmd runs usdtkit-agent in usdtkit's place with the arguments
+// after agent, flags and --help included.
 func newAgentCmd() *cobra.Command {
-	var o agentOptions
-	cmd := &cobra.Command{
+	return &cobra.Command{
 		Use:   "agent --config FILE",
 		Short: "Run programs in every matching process and export their maps to Prometheus",
 		Long: `Run the programs of a config file for a long time in every process their
-targets select (an executable, a comm, a mapped library, a dynsdt provider),
-attaching to processes that start or load objects later and detaching from
-those that exit, and serve the programs' maps as Prometheus metrics on
-http://LISTEN/metrics. SIGHUP reloads the config (the metrics start over).
+targets select, and serve their maps as Prometheus metrics: usdtkit agent --help
+says more.
 
-The config is JSON; see the README or "go doc github.com/usdtkit/usdtkit/agent.Config".
-Warnings (a process the program could not attach to) go to stderr.`,
+The agent is a program of its own, usdtkit-agent, which usdtkit agent runs with
+the same arguments; it is looked for beside usdtkit, then on PATH (make build
+builds both).`,
 		Example: `  sudo usdtkit agent --config /etc/usdtkit/agent.json
   sudo usdtkit agent --config agent.json --listen :9435`,
-		Args: cobra.NoArgs,
+		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAgent(cmd, &o)
+			exe, _ := os.Executable()
+			path, err := agentPath(exe, exec.LookPath)
+			if err != nil {
+				return err
+			}
+			if err := syscall.Exec(path, append([]string{path}, args...), os.Environ()); err != nil {
+				return fmt.Errorf("run %s: %w", path, err)
+			}
+			return nil
 		},
 	}
-	cmd.Flags().StringVar(&o.config, "config", "", "the config file (JSON); required")
-	cmd.Flags().StringVar(&o.listen, "listen", "", "address of /metrics; default: the config's listen, else "+agent.DefaultListen)
-	return cmd
 }
 
-func runAgent(cmd *cobra.Command, o *agentOptions) error {
-	if o.config == "" {
-		return fmt.Errorf("--config is required")
-	}
-	cfg, err := agent.LoadConfig(o.config)
-	if err != nil {
-		return err
-	}
-	stderr := cmd.ErrOrStderr()
-	warn := func(err error) { fmt.Fprintf(stderr, "usdtkit agent: %v\n", err) }
-	a, err := agent.New(cfg, &agent.Options{Warn: warn})
-	if err != nil {
-		return err
-	}
-	addr := o.listen
-	if addr == "" {
-		addr = cfg.Listen
-	}
-	if addr == "" {
-		addr = agent.DefaultListen
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(cmd.Context())
-	defer cancel()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	fmt.Fprintf(stderr, "usdtkit agent: serving http://%s/metrics\n", ln.Addr())
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				cfg, err := agent.LoadConfig(o.config)
-				if err == nil {
-					err = a.Reload(cfg)
-				}
-				if err != nil {
-					warn(fmt.Errorf("reload: %w (keeping the running config)", err))
-				} else {
-					fmt.Fprintf(stderr, "usdtkit agent: reloaded %s\n", o.config)
-				}
-			}
+// agentPath returns the agent program beside exe (usdtkit's own path),
+// else the one lookPath finds on PATH; the error wraps lookPath's
+// (exec.ErrNotFound when there is none).
+func agentPath(exe string, lookPath func(string) (string, error)) (string, error) {
+	if exe != "" {
+		p := filepath.Join(filepath.Dir(exe), agentProgram)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
 		}
-	}()
-	return a.Serve(ctx, ln)
+	}
+	p, err := lookPath(agentProgram)
+	if err != nil {
+		return "", fmt.Errorf("usdtkit agent runs %s, which is neither beside %s nor on PATH (make build builds both): %w", agentProgram, exe, err)
+	}
+	return p, nil
 }

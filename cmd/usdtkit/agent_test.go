@@ -1,111 +1,98 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"errors"
-	"io"
-	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-
-	"github.com/usdtkit/usdtkit/agent"
 )
 
-// TestAgentCommand runs usdtkit agent in-process: it serves /metrics on
-// the address it prints, reloads its config on SIGHUP, and ends without
-// error when its context ends.
-func TestAgentCommand(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "agent.json")
-	conf := `{"programs": [{"name": "none", "source": "usdt::x:y { @ = count(); }", "targets": [{"comm": "no-such-comm-7"}]}]}`
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+func TestAgentPath(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "usdtkit")
+	beside := filepath.Join(dir, agentProgram)
+	plain := filepath.Join(t.TempDir(), "usdtkit")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(plain), agentProgram), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root := newRootCmd()
-	root.SetArgs([]string{"agent", "--config", cfg, "--listen", "127.0.0.1:0"})
-	pr, pw := io.Pipe()
-	root.SetErr(pw)
-	root.SetOut(io.Discard)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	finished := false
-	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
-	t.Cleanup(func() {
-		cancel()
-		if !finished {
-			<-done
-		}
-	})
-	lines := bufio.NewScanner(pr)
-	next := func() string {
-		if !lines.Scan() {
-			t.Fatalf("stderr ended: %v", lines.Err())
-		}
-		return lines.Text()
-	}
-	l := next()
-	url, ok := strings.CutPrefix(l, "usdtkit agent: serving ")
-	if !ok {
-		t.Fatalf("first line %q", l)
-	}
-	resp, err := http.Get(url)
-	if err != nil {
+	if err := os.WriteFile(beside, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || !strings.Contains(string(body), `usdtkit_agent_processes{program="none"} 0`) {
-		t.Fatalf("GET %s: %v\n%s", url, err, body)
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	if l := next(); l != "usdtkit agent: reloaded "+cfg {
-		t.Errorf("after SIGHUP: %q", l)
-	}
-	cancel()
-	select {
-	case err := <-done:
-		finished = true
-		if err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("agent did not end with its context")
-	}
-	go io.Copy(io.Discard, pr)
-}
-
-func TestAgentCommandErrors(t *testing.T) {
-	bad := filepath.Join(t.TempDir(), "bad.json")
-	if err := os.WriteFile(bad, []byte(`{"programs": []}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	onPath := func(string) (string, error) { return "/opt/bin/" + agentProgram, nil }
+	nowhere := func(name string) (string, error) { return "", &exec.Error{Name: name, Err: exec.ErrNotFound} }
 	tests := []struct {
-		name string
-		args []string
-		is   func(error) bool
+		name     string
+		exe      string
+		lookPath func(string) (string, error)
+		want     string
+		err      error
 	}{
-		{"no config", []string{"agent"}, func(err error) bool { return err != nil }},
-		{"missing", []string{"agent", "--config", bad + ".none"}, func(err error) bool { return errors.Is(err, os.ErrNotExist) }},
-		{"invalid", []string{"agent", "--config", bad}, func(err error) bool {
-			var ce *agent.ConfigError
-			return errors.As(err, &ce) && ce.Field == "programs"
-		}},
+		{"beside", exe, nowhere, beside, nil},
+		{"beside first", exe, onPath, beside, nil},
+		{"not executable beside", plain, onPath, "/opt/bin/" + agentProgram, nil},
+		{"on PATH", "", onPath, "/opt/bin/" + agentProgram, nil},
+		{"nowhere", plain, nowhere, "", exec.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := newRootCmd()
-			root.SetArgs(tt.args)
-			root.SetOut(io.Discard)
-			root.SetErr(io.Discard)
-			if err := root.Execute(); !tt.is(err) {
-				t.Errorf("have %v", err)
+			have, err := agentPath(tt.exe, tt.lookPath)
+			if have != tt.want || !errors.Is(err, tt.err) || (err == nil) != (tt.err == nil) {
+				t.Errorf("have %q, %v; want %q, %v", have, err, tt.want, tt.err)
 			}
 		})
+	}
+}
+
+// TestAgentRunsAgentProgram builds usdtkit and usdtkit-agent side by side,
+// as make build does: usdtkit agent is usdtkit-agent, given the same
+// arguments (its help, its error for a missing config file).
+func TestAgentRunsAgentProgram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds both commands")
+	}
+	dir := t.TempDir()
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	for _, pkg := range []string{".", "../usdtkit-agent"} {
+		out, err := exec.Command(goTool, "build", "-o", dir, pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	usdtkit := filepath.Join(dir, "usdtkit")
+	help, err := exec.Command(usdtkit, "agent", "--help").Output()
+	if err != nil || !strings.Contains(string(help), "--listen") {
+		t.Errorf("usdtkit agent --help: %v\n%s", err, help)
+	}
+	missing := filepath.Join(dir, "none.json")
+	cmd := exec.Command(usdtkit, "agent", "--config", missing)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasPrefix(stderr.String(), "usdtkit agent: ") || !strings.Contains(stderr.String(), missing) {
+		t.Errorf("usdtkit agent --config %s: %v, stderr %q; want exit status 1 and usdtkit-agent's sentence", missing, err, stderr.String())
+	}
+}
+
+// TestLinksNoAgent checks that usdtkit links none of what only the agent
+// needs: every process usdtkit starts would initialise it.
+func TestLinksNoAgent(t *testing.T) {
+	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps", "github.com/usdtkit/usdtkit/cmd/usdtkit").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) == 0 {
+		t.Fatal("go list -deps listed nothing")
+	}
+	for _, dep := range deps {
+		for _, heavy := range []string{"github.com/usdtkit/usdtkit/agent", "github.com/prometheus/", "go.opentelemetry.io/", "google.golang.org/grpc", "google.golang.org/protobuf"} {
+			if dep == heavy || strings.HasPrefix(dep, heavy) {
+				t.Errorf("usdtkit links %s", dep)
+			}
+		}
 	}
 }

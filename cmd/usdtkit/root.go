@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
-	"github.com/usdtkit/usdtkit/internal/functrace"
 	"github.com/usdtkit/usdtkit/sdt"
 )
 
@@ -70,10 +69,6 @@ func userMessage(err error) string {
 		return "name a file, a library or a process (-p PID) to look in"
 	case errors.Is(err, sdt.ErrNotFound):
 		return err.Error()
-	case errors.Is(err, functrace.ErrNoArg):
-		// The sentence names the probe, its arguments and the one asked
-		// for; the sentinel's text would only repeat it.
-		return strings.TrimSuffix(err.Error(), ": "+functrace.ErrNoArg.Error())
 	case errors.As(err, &argErr):
 		return argErr.Error()
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/escape"
-	"github.com/usdtkit/usdtkit/internal/functrace"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/trace"
 )
@@ -41,13 +39,10 @@ type traceOptions struct {
 	// the flame graph's title.
 	flame      *flameOutput
 	flameTitle string
-
-	// Set by traceOptions: filters and the histogram of Go functions'
-	// values by name.
-	goFilters []functrace.GoFilter
-	goHist    string
-	// Set by runTrace: --field's paths and the ones formats print.
-	goFields []string
+	// goMaps, set by runTrace for --count, --hist and --latency, prints
+	// the maps of a trace of Go functions as the flags always printed
+	// them (writeGoMaps), not as bpftrace does.
+	goMaps bool
 }
 
 func newTraceCmd() *cobra.Command {
@@ -91,7 +86,10 @@ The flags --count, --stacks, --by, --hist, -F, --filter, --str, --latency and --
 are for PROBE... and refused with a program.
 
 Stacks: --stacks counts hits per probe and user stack (@[probe, ustack] = count()), and
-programs key maps by ustack. -o folded, -o pprof and -o html write those counts, after
+programs key maps by ustack. With -o json, a printf line with ustack arguments also has
+"stacks": each stack's frames as objects (address, object, object_offset, symbol,
+offset, file, line, inlined); and after the maps, each entry of a map keyed by a
+stack is a "stack" line with its frames, other keys and value. -o folded, -o pprof and -o html write those counts, after
 the trace, to stdout as folded stacks (flamegraph.pl, inferno, speedscope), a gzipped
 pprof profile (go tool pprof -http=: FILE) or a self-contained HTML flame graph; what
 the trace prints then goes to stderr. -o FILE.folded, FILE.pb.gz or FILE.html writes the
@@ -111,6 +109,9 @@ probe with --stacks), after the map's name when it is not @.`,
   usdtkit trace -p 1234 uprobe:libc:malloc --stacks -o flame.html
   usdtkit trace -c './server' -e 'uprobe::handle { @[ustack] = count(); }' -o pprof > server.pb.gz`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The kernel's wait at the first uprobe runs while the
+			// probes are looked up and the program compiled.
+			trace.Warm()
 			if name, src, ok, err := programOf(cmd, &o, args); err != nil {
 				return err
 			} else if ok {
@@ -135,7 +136,7 @@ probe with --stacks), after the map's name when it is not @.`,
 	f.StringSliceVar(&o.by, "by", nil, "with --count or --hist, also key by these: pid, tid, comm, argN, str(argN)")
 	f.StringSliceVar(&o.countBy, "count-by", nil, "the same as --by")
 	f.StringVar(&o.hist, "hist", "", "log2 histogram of this argument (argN) per probe, in the kernel: @[probe] = hist(argN)")
-	f.StringVar(&o.latency, "latency", "", "log2 histogram of nanoseconds from probe START to probe DONE on one thread: START,DONE as NAME or PROVIDER:NAME")
+	f.StringVar(&o.latency, "latency", "", "log2 histogram of nanoseconds from probe START to probe DONE on one thread (one goroutine for Go functions): START,DONE as NAME, PROVIDER:NAME or uprobe:FUNC")
 	f.DurationVarP(&o.duration, "duration", "d", 0, "stop after this long (e.g. 10s)")
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
 	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
@@ -147,9 +148,7 @@ probe with --stacks), after the map's name when it is not @.`,
 const commandGrace = 2 * time.Second
 
 // runTrace traces PROBEs: the flags become a program or events
-// (trace.CompileFlags); Go functions and functions at an address, which
-// programs do not name yet, are traced by the flags alone
-// (runGoFuncTrace).
+// (trace.CompileFlags).
 func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 	if err := checkRun(cmd, o); err != nil {
 		return err
@@ -158,26 +157,18 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		o.pids[i] = processOf(pid, cmd.ErrOrStderr(), "tracing")
 	}
 	o.flameTitle = flameTitle("", "", args)
-	if len(o.fields) == 0 {
-		flags := o.flags(args)
-		err := runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
-			return trace.CompileFlags(flags, copts)
-		})
-		if !errors.Is(err, trace.ErrGoFlags) && !errors.Is(err, trace.ErrAddress) {
-			return err
-		}
-	}
-	if o.stacks || o.flame != nil {
-		return fmt.Errorf("--stacks and -o %s: Go functions and functions at an address are traced without a program; write one instead: -e 'uprobe:PATH:FUNC { @[ustack] = count(); }'", o.output)
-	}
-	return runGoFuncTrace(cmd, o, args)
+	o.goMaps = o.count || o.hist != "" || o.latency != ""
+	flags := o.flags(args)
+	return runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
+		return trace.CompileFlags(flags, copts)
+	})
 }
 
 // flags returns the flags of a trace of PROBEs for package trace.
 func (o *traceOptions) flags(probes []string) *trace.Flags {
 	return &trace.Flags{
 		Probes: probes, Count: o.count, Stacks: o.stacks, Hist: o.hist, By: append(append([]string(nil), o.countBy...), o.by...),
-		Latency: o.latency, Filters: o.filters, Formats: o.formats, Strings: o.strs, StrLen: o.strLen,
+		Latency: o.latency, Filters: o.filters, Formats: o.formats, Strings: o.strs, StrLen: o.strLen, Fields: o.fields,
 	}
 }
 

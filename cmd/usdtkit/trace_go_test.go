@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os/exec"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -278,4 +280,58 @@ func TestTraceGoStripped(t *testing.T) {
 	if !strings.Contains(stderr, "has no DWARF") || strings.Contains(stderr, "Warning: no debug info") {
 		t.Errorf("stderr: %s", stderr)
 	}
+}
+
+// TestTraceGoTextAndKeys prints Go functions' events as text lines (the
+// goroutine id, then each value by name as Go writes it), counts by PID
+// as the flags always printed them, and selects a Go function by its
+// address.
+func TestTraceGoTextAndKeys(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := testutil.BuildGo(t, "testdata/gofuncs")
+	t.Run("text", func(t *testing.T) {
+		stdout, _ := runGoTrace(t, bin, "uprobe::main.(*Server).Handle", "uprobe::main.Sum", "uprobe::main.Str", "--field", "s.hits")
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`(?m) uprobe:main\.\(\*Server\)\.Handle goid=[1-9][0-9]* s=0x[0-9a-f]+ path="/index" n=2 s\.hits=40$`),
+			regexp.MustCompile(`(?m) uprobe:main\.Sum goid=[1-9][0-9]* xs=\[3\]\[5 -6 7\]$`),
+			regexp.MustCompile(`(?m) uprobe:main\.Str goid=[1-9][0-9]* s="héllo, world" b=\[8\]"bytes\\x00in" ok=true$`),
+			regexp.MustCompile(`(?m) uprobe:main\.Str goid=[1-9][0-9]* s="" b=\[0\]"" ok=false$`),
+		} {
+			if !want.MatchString(stdout) {
+				t.Errorf("stdout has no line matching %s:\n%s", want, stdout)
+			}
+		}
+	})
+	t.Run("count by pid", func(t *testing.T) {
+		g := startGoTarget(t, bin)
+		pid := strconv.Itoa(g.cmd.Process.Pid)
+		tr := startTrace(t, "trace", "-p", pid, "uprobe::main.Str", "--count", "--by", "pid", "-o", "json")
+		g.calls(t)
+		g.stdin.Close()
+		code, stdout, stderr := tr.wait(t)
+		if want := `{"probe":"uprobe:main.Str","pid":` + pid + `,"count":2}` + "\n"; code != 0 || stdout != want {
+			t.Errorf("exit %d, stdout %q, want %q\n%s", code, stdout, want, stderr)
+		}
+	})
+	t.Run("address", func(t *testing.T) {
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, err := f.Symbols()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var addr uint64
+		for _, s := range syms {
+			if s.Name == "main.Str" {
+				addr = s.Value
+			}
+		}
+		stdout, _ := runGoTrace(t, bin, "uprobe:"+bin+":0x"+strconv.FormatUint(addr, 16), "--count")
+		if stdout != "@[uprobe:main.Str]: 2\n" {
+			t.Errorf("stdout %q, want the 2 calls of main.Str", stdout)
+		}
+	})
 }

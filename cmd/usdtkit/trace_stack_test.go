@@ -85,6 +85,20 @@ func TestStacksAgainstBpftrace(t *testing.T) {
 			if !callerFrame.MatchString(have) || !strings.Contains(have, "level3+") {
 				t.Errorf("our output lacks leaf's caller (level3, cmp):\n%s", have)
 			}
+			if tt.json {
+				// usdtkit's printf lines add the frames as objects
+				// (TestTraceStackJSON); bpftrace's have the text only.
+				if !stacksKey.MatchString(have) {
+					t.Errorf("our printf lines have no \"stacks\":\n%s", have)
+				}
+				have = stacksKey.ReplaceAllString(have, "}")
+				// So do its "stack" lines after the maps
+				// (TestTraceStacksJSON).
+				if !stackLines.MatchString(have) {
+					t.Errorf("our output has no \"stack\" lines:\n%s", have)
+				}
+				have = stackLines.ReplaceAllString(have, "")
+			}
 			if tt.prefix {
 				comparePrefixes(t, callerFrame.ReplaceAllString(have, ""), theirs)
 				return
@@ -95,6 +109,13 @@ func TestStacksAgainstBpftrace(t *testing.T) {
 		})
 	}
 }
+
+// stacksKey is the key usdtkit's JSON printf lines add, up to the line's
+// closing brace.
+var stacksKey = regexp.MustCompile(`(?m), "stacks": \[.*\]\}$`)
+
+// stackLines are the lines of frames usdtkit prints after the maps.
+var stackLines = regexp.MustCompile(`(?m)^\{"type":"stack",.*\n`)
 
 // stackEnd ends a printf'd stack in the prefix rows.
 var stackEnd = regexp.MustCompile(`\|[0-9]+\n`)

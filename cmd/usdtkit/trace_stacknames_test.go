@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,6 +96,21 @@ func TestTraceStackGoInlined(t *testing.T) {
 		t.Errorf("folded %q: want the stack to end %q with count 3", out, want)
 	}
 	checkChain(t, errs, []string{"main.leaf", "main.outer", "main.main"}, 3)
+
+	// The flags' --stacks on the Go function: the same stack, under the
+	// probe's frame.
+	out, _ = traceLevels(t, bin, 3, "uprobe:"+bin+":main.leaf", "--stacks", "-o", "folded")
+	samples, err = flame.ParseFolded(strings.NewReader(out))
+	if err != nil || len(samples) != 1 {
+		t.Fatalf("--stacks: folded %q: %d stacks, %v; want 1", out, len(samples), err)
+	}
+	names = names[:0]
+	for _, f := range samples[0].Frames {
+		names = append(names, f.Symbol)
+	}
+	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) || samples[0].Count != 3 || !strings.Contains(out, "main.leaf") {
+		t.Errorf("--stacks: folded %q: want the stack to end %q with count 3", out, want)
+	}
 }
 
 // TestTraceStackDebugFile: a stripped shared library whose static
@@ -198,5 +214,105 @@ func TestTraceStackJava(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no stack names Hot.work under Thread.yield and JVM_Yield:\n%s", out)
+	}
+}
+
+// TestTraceStackJitdump: code in anonymous executable memory is named by
+// the process's jitdump (/tmp/jit-PID.dump): jitdump.c (internal/
+// symbolize's testdata) writes jit_hot into such memory and calls it,
+// and jit_hot calls back into the program. At the callback, a stack-keyed
+// map (the frame-pointer walk, through jit_hot's frame pointer) and a
+// printf'd ustack(perf) (unwound with CFI, and with frame pointers
+// through the JIT code, which has no CFI) both go callback, jit_hot (from
+// the dump), main. The process removes its dump as it exits, before the
+// map is printed and maybe before the printf records are: the trace
+// holds the dump open from when it first saw the process.
+func TestTraceStackJitdump(t *testing.T) {
+	src := testutil.RequireFile(t, filepath.Join("..", "..", "internal", "symbolize", "testdata", "jitdump.c"))
+	bin := filepath.Join(t.TempDir(), "jitdump")
+	buildTool(t, "gcc", "-O1", "-o", bin, src)
+	tr := testutil.StartTracee(t, bin)
+	pid := strconv.Itoa(tr.PID())
+	dump := "/tmp/jit-" + pid + ".dump"
+	t.Cleanup(func() { os.Remove(dump) })
+	tr.Do(t, "addrs") // the dump is written once it answers
+	run := startTrace(t, "trace", "-p", pid, "-e", "uprobe:"+bin+":callback { @[ustack] = count(); printf(\"%s|\\n\", ustack(perf)); }")
+	tr.Do(t, "addrs")
+	tr.Do(t, "addrs")
+	tr.Quit(t)
+	code, out, errs := run.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	checkChain(t, out, []string{"callback", "jit_hot", "main"}, 2)
+	printed, _, ok := strings.Cut(out, "|\n")
+	if !ok {
+		t.Fatalf("no printf'd stack:\n%s", out)
+	}
+	// "\tADDR FUNC+OFF (OBJECT)" lines.
+	var frames []string
+	for l := range strings.Lines(printed) {
+		if f := strings.Fields(l); len(f) == 3 {
+			fn, _, _ := strings.Cut(f[1], "+")
+			frames = append(frames, fn+" "+f[2])
+		}
+	}
+	want := []string{"callback (" + bin + ")", "jit_hot (" + dump + ")", "main (" + bin + ")"}
+	if len(frames) < len(want) || !slices.Equal(frames[:len(want)], want) {
+		t.Errorf("printf'd stack %q: want it to begin %q; output:\n%s", frames, want, out)
+	}
+}
+
+// jsOuter matches a frame of hot.js's outer as V8 names it in its
+// jitdump, whatever tier compiled it: "JS:*outer /DIR/hot.js:12:15".
+var jsOuter = regexp.MustCompile(`^JS:[~^*+]?outer \S*/hot\.js:[0-9]+:[0-9]+$`)
+
+// TestTraceStackNode: Node run with --perf-prof writes a jitdump of the
+// code V8 compiles and maps it (in its working directory, not /tmp): the
+// stacks at the C library's access(2), called from JavaScript through
+// fs.existsSync, name outer's frame from it (V8's code keeps frame
+// pointers, so the kernel's walk goes through it), with the dump as the
+// frame's object.
+func TestTraceStackNode(t *testing.T) {
+	node := testutil.RequireTool(t, "node")
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/stacks/hot.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "hot.js"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A script, so that the tracee runs node in dir.
+	script := filepath.Join(dir, "node.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncd "+dir+" && exec "+node+" --perf-prof --interpreted-frames-native-stack hot.js\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tr := testutil.StartTracee(t, script)
+	pid := strconv.Itoa(tr.PID())
+	tr.Do(t, "warm up") // V8 compiles outer and hotStat
+	run := startTrace(t, "trace", "-p", pid, "-e", "uprobe:libc:access { @[ustack(perf)] = count(); }")
+	tr.Do(t, "go")
+	tr.Quit(t)
+	code, out, errs := run.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	dump := filepath.Join(dir, "jit-"+pid+".dump")
+	found := false
+	for l := range strings.Lines(out) {
+		// "\tADDR FUNC+OFF (OBJECT)"; a JS name has spaces.
+		l = strings.TrimSpace(l)
+		obj := "(" + dump + ")"
+		if !strings.HasSuffix(l, obj) {
+			continue
+		}
+		_, fn, _ := strings.Cut(strings.TrimSpace(strings.TrimSuffix(l, obj)), " ")
+		if i := strings.LastIndexByte(fn, '+'); i > 0 && jsOuter.MatchString(fn[:i]) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no stack names outer from %s:\n%s", dump, out)
 	}
 }

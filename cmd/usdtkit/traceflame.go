@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -151,4 +152,42 @@ func flameTitle(name, src string, probes []string) string {
 // counts no stacks.
 func noStacksError(output string) error {
 	return fmt.Errorf("-o %s writes the counts of stacks, and this trace counts none: add --stacks, or key a map by ustack in the program (@[ustack] = count())", output)
+}
+
+// stackJSON is one line of writeStacksJSON.
+type stackJSON struct {
+	Type string `json:"type"`
+	Data struct {
+		Map    string        `json:"map"`
+		PID    int           `json:"pid"`
+		Keys   []string      `json:"keys"`
+		Value  uint64        `json:"value"`
+		Frames []trace.Frame `json:"frames"`
+	} `json:"data"`
+}
+
+// writeStacksJSON writes, after the maps a -o json trace prints as
+// bpftrace does (stacks as text in their keys), one line per entry of the
+// maps keyed by a stack with that stack's frames as objects:
+// {"type": "stack", "data": {"map", "pid", "keys" (the other keys),
+// "value", "frames" (innermost first, trace.Frame's JSON)}}.
+func writeStacksJSON(w io.Writer, t *trace.Tracer) error {
+	counts, err := t.Stacks()
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	for _, c := range counts {
+		var line stackJSON
+		line.Type = "stack"
+		line.Data.Map, line.Data.PID, line.Data.Value = c.Map, c.PID, c.Value
+		line.Data.Keys = append([]string{}, c.Keys...)
+		line.Data.Frames = append([]trace.Frame{}, c.Frames...)
+		b, err := json.Marshal(&line)
+		if err != nil {
+			return err
+		}
+		bw.Write(append(b, '\n'))
+	}
+	return bw.Flush()
 }

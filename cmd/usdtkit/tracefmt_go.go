@@ -1,57 +1,58 @@
 package main
 
 import (
+	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
-	"github.com/usdtkit/usdtkit/internal/functrace"
+	"github.com/usdtkit/usdtkit/internal/escape"
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
-// appendGo appends a Go function's event (decoded in ew.ge) as a text line
-// or a JSON object:
+// appendGo appends a Go function's event as a text line or a JSON
+// object:
 //
 //	{"ts":…,"pid":…,"tid":…,"cpu":…,"comm":"…","probe":"uprobe:main.F","goid":7,
 //	 "args":{"path":"/x","n":3}}
 //
 // with "results" instead of "args" for a return; values that could not be
 // read are null, with the reason under "unread"; strings and slices longer
-// than what was read are listed under "truncated".
-// name selects the format; shown and comm are the escaped probe name and
-// comm that are printed.
-func (ew *eventWriter) appendGo(b []byte, ev *functrace.Event, name, shown, comm string) []byte {
-	ge := &ew.ge
+// than what was read are listed under "truncated". shown and comm are the
+// escaped probe name and comm that are printed.
+func (ew *eventWriter) appendGo(b []byte, ev *trace.Event, shown, comm string) []byte {
 	if !ew.json {
 		b = time.Unix(0, int64(ev.Time)+ew.wallOffset).AppendFormat(b, "15:04:05.000000")
-		b = fmt.Appendf(b, " %-7d %-7d %-16s %s goid=%d", ev.PID, ev.TID, comm, shown, ge.GoID)
-		if f := ew.format(name); f != nil {
-			b = f.AppendNamed(append(b, ' '), ev, ew.lookupGo)
-			return append(b, '\n')
-		}
-		for _, v := range ge.Values {
+		b = fmt.Appendf(b, " %-7d %-7d %-16s %s goid=%d", ev.PID, ev.TID, comm, shown, ev.GoID)
+		for _, v := range ev.Args {
 			b = append(append(append(b, ' '), v.Name...), '=')
-			b = appendGoText(b, &v)
+			b = append(b, v.String()...)
 		}
 		return append(b, '\n')
 	}
 	b = fmt.Appendf(b, `{"ts":%d,"pid":%d,"tid":%d,"cpu":%d,"comm":`, ev.Time, ev.PID, ev.TID, ev.CPU)
 	b = appendJSON(b, comm)
 	b = appendJSON(append(b, `,"probe":`...), shown)
-	b = strconv.AppendUint(append(b, `,"goid":`...), ge.GoID, 10)
-	if ge.Results {
+	b = strconv.AppendUint(append(b, `,"goid":`...), ev.GoID, 10)
+	if ev.Results {
 		b = append(b, `,"results":{`...)
 	} else {
 		b = append(b, `,"args":{`...)
 	}
 	var unread, truncated []int
-	for i, v := range ge.Values {
+	for i, v := range ev.Args {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(appendJSON(b, v.Name), ':')
 		b = appendGoJSON(b, &v)
-		if v.Err != "" {
+		if v.Unread != "" {
 			unread = append(unread, i)
 		}
 		if v.Truncated {
@@ -65,8 +66,8 @@ func (ew *eventWriter) appendGo(b []byte, ev *functrace.Event, name, shown, comm
 			if k > 0 {
 				b = append(b, ',')
 			}
-			b = append(appendJSON(b, ge.Values[i].Name), ':')
-			b = appendJSON(b, ge.Values[i].Err)
+			b = append(appendJSON(b, ev.Args[i].Name), ':')
+			b = appendJSON(b, ev.Args[i].Unread)
 		}
 		b = append(b, '}')
 	}
@@ -76,27 +77,11 @@ func (ew *eventWriter) appendGo(b []byte, ev *functrace.Event, name, shown, comm
 			if k > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSON(b, ge.Values[i].Name)
+			b = appendJSON(b, ev.Args[i].Name)
 		}
 		b = append(b, ']')
 	}
 	return append(b, "}\n"...)
-}
-
-// lookupGo finds a value of the current Go event by name, for formats.
-func (ew *eventWriter) lookupGo(name string) (any, bool) {
-	if name == "goid" {
-		return ew.ge.GoID, true
-	}
-	for _, v := range ew.ge.Values {
-		if v.Name == name {
-			if sl, ok := v.Value.(functrace.Slice); ok && sl.Elems == nil {
-				return sl.Data, true
-			}
-			return v.Value, v.Err == ""
-		}
-	}
-	return nil, false
 }
 
 func appendJSON(b []byte, v any) []byte {
@@ -107,13 +92,13 @@ func appendJSON(b []byte, v any) []byte {
 	return append(b, j...)
 }
 
-func appendGoJSON(b []byte, v *functrace.GoValue) []byte {
-	switch x := v.Value.(type) {
+func appendGoJSON(b []byte, v *trace.Value) []byte {
+	switch x := v.Go.(type) {
 	case nil:
 		return append(b, "null"...)
-	case functrace.Pointer:
+	case trace.GoPointer:
 		return appendJSON(b, x.String())
-	case functrace.Interface:
+	case trace.GoInterface:
 		typ := x.Type.String()
 		if x.TypeName != "" {
 			typ = x.TypeName
@@ -121,7 +106,7 @@ func appendGoJSON(b []byte, v *functrace.GoValue) []byte {
 		b = appendJSON(append(b, `{"type":`...), typ)
 		b = appendJSON(append(b, `,"data":`...), x.Data.String())
 		return append(b, '}')
-	case functrace.Slice:
+	case trace.GoSlice:
 		b = strconv.AppendUint(append(b, `{"len":`...), x.Len, 10)
 		if x.Elems != nil {
 			b = append(b, `,"elems":[`...)
@@ -129,7 +114,7 @@ func appendGoJSON(b []byte, v *functrace.GoValue) []byte {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				if p, ok := e.(functrace.Pointer); ok {
+				if p, ok := e.(trace.GoPointer); ok {
 					e = p.String()
 				}
 				b = appendJSON(b, e)
@@ -140,36 +125,119 @@ func appendGoJSON(b []byte, v *functrace.GoValue) []byte {
 		}
 		return append(b, '}')
 	}
-	return appendJSON(b, v.Value)
+	return appendJSON(b, v.Go)
 }
 
-func appendGoText(b []byte, v *functrace.GoValue) []byte {
-	if v.Err != "" && v.Value == nil {
-		return append(append(append(b, "<unread: "...), v.Err...), '>')
+// goHistBuckets is the number of log2 buckets -o json has always listed
+// for --hist and --latency of Go functions (the 65 of hist() and one
+// for unsigned values of 2^63 and more).
+const goHistBuckets = 66
+
+// writeGoMaps prints the maps of --count, --hist or --latency of a trace
+// of Go functions as the flags have always printed them: a count per
+// line, "@[uprobe:main.F, KEY...]: N" or {"probe":…,"pid":…,"count":N},
+// most first; a histogram per probe as bpftrace draws one, or
+// {"probe":…,"log2_buckets":[…]} ("latency_ns":true for --latency). On
+// stderr, how many map updates failed. by are the keys after the probe
+// (--by).
+func writeGoMaps(w, stderr io.Writer, t *trace.Tracer, prog *trace.Program, output string, by []string) error {
+	maps, err := t.Maps()
+	if err != nil {
+		return err
 	}
-	switch x := v.Value.(type) {
-	case nil:
-		b = append(b, "nil"...)
-	case string:
-		b = strconv.AppendQuote(b, x)
-	case functrace.Slice:
-		b = append(strconv.AppendUint(append(b, '['), x.Len, 10), ']')
-		if x.Elems != nil {
-			b = fmt.Appendf(b, "%v", x.Elems)
-		} else {
-			b = strconv.AppendQuote(b, x.Data)
+	bw := bufio.NewWriter(w)
+	for _, m := range maps {
+		if m.Name != "@" && m.Name != "@latency_ns" {
+			continue
 		}
-	case functrace.Interface:
-		if x.TypeName != "" {
-			b = fmt.Appendf(b, "(%s)%s", x.TypeName, x.Data)
-		} else {
-			b = fmt.Appendf(b, "(%s,%s)", x.Type, x.Data)
+		type line struct {
+			key   string
+			entry *trace.MapEntry
 		}
-	default:
-		b = fmt.Appendf(b, "%v", x)
+		var lines []line
+		for i := range m.Entries {
+			e := &m.Entries[i]
+			if len(e.Key) == 0 {
+				continue
+			}
+			keys := []string{escape.Name(goProbeName(prog, e.Key[0].Str))}
+			for j, k := range e.Key[1:] {
+				if j+1 < len(m.KeyStrings) && m.KeyStrings[j+1] {
+					keys = append(keys, escape.Name(k.Str))
+				} else {
+					keys = append(keys, strconv.FormatInt(k.Int, 10))
+				}
+			}
+			lines = append(lines, line{strings.Join(keys, ", "), e})
+		}
+		slices.SortStableFunc(lines, func(a, b line) int { return cmp.Compare(a.key, b.key) })
+		switch m.Kind {
+		case trace.MapCount:
+			slices.SortStableFunc(lines, func(a, b line) int { return cmp.Compare(b.entry.Value, a.entry.Value) })
+			for _, l := range lines {
+				if output != "json" {
+					fmt.Fprintf(bw, "@[%s]: %d\n", l.key, l.entry.Value)
+					continue
+				}
+				b := appendJSON(append([]byte(nil), `{"probe":`...), goProbeName(prog, l.entry.Key[0].Str))
+				for j, k := range l.entry.Key[1:] {
+					name := "key" + strconv.Itoa(j+1)
+					if j < len(by) {
+						name = by[j]
+					}
+					b = append(appendJSON(append(b, ','), name), ':')
+					if j+1 < len(m.KeyStrings) && m.KeyStrings[j+1] {
+						b = appendJSON(b, escape.Name(k.Str))
+					} else {
+						b = strconv.AppendInt(b, k.Int, 10)
+					}
+				}
+				b = strconv.AppendUint(append(b, `,"count":`...), l.entry.Value, 10)
+				bw.Write(append(b, "}\n"...))
+			}
+		case trace.MapHist:
+			latency := m.Name == "@latency_ns"
+			for _, l := range lines {
+				buckets := l.entry.Buckets
+				if len(buckets) < goHistBuckets {
+					buckets = append(buckets, make([]uint64, goHistBuckets-len(buckets))...)
+				}
+				if output == "json" {
+					b, err := json.Marshal(struct {
+						Probe   string   `json:"probe"`
+						Latency bool     `json:"latency_ns,omitempty"`
+						Buckets []uint64 `json:"log2_buckets"`
+					}{l.key, latency, buckets})
+					if err != nil {
+						return err
+					}
+					bw.Write(append(b, '\n'))
+					continue
+				}
+				bw.Write(eventfmt.AppendHist(nil, m.Name+"["+l.key+"]", buckets))
+			}
+		}
 	}
-	if v.Truncated {
-		b = append(b, "..."...)
+	if err := bw.Flush(); err != nil {
+		return err
 	}
-	return b
+	_, failed, err := t.Lost()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%d aggregation updates failed (map full).\n", failed)
+	return nil
+}
+
+// goProbeName is a probe as the flags print it: uprobe:FUNC for a
+// function, PROVIDER:NAME for a USDT probe.
+func goProbeName(prog *trace.Program, full string) string {
+	name, _, ok := prog.ProbeName(full)
+	if !ok {
+		return full
+	}
+	if kind, _, _ := strings.Cut(full, ":"); kind != "usdt" {
+		return kind + ":" + name
+	}
+	return name
 }

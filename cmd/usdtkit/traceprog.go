@@ -46,7 +46,7 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 		{"str", "write str(arg0) in the program"},
 		{"strlen", "write str(arg0, 32) in the program"},
 		{"latency", "write @start[tid] = nsecs at the start and hist(nsecs - @start[tid]) at the end in the program"},
-		{"field", "programs read Go parameters as args.NAME; fields through pointers are not supported in programs yet"},
+		{"field", "programs read Go parameters as args.NAME and fields through pointers as args.s.hits"},
 	}
 	for _, f := range programFlags {
 		if fl.Changed(f.name) {
@@ -130,9 +130,13 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	if o.flame != nil && !prog.CountsStacks() {
 		return noStacksError(o.output)
 	}
+	goMaps := o.goMaps && prog.GoFunctions() && o.flame == nil
+	if goMaps {
+		topts.Stdout = io.Discard
+	}
 	var events *eventCounter
 	if prog.SendsEvents() {
-		events = &eventCounter{out: newEventWriter(topts.Stdout, nil, output, nil), perName: make(map[string]uint64)}
+		events = &eventCounter{out: newEventWriter(topts.Stdout, output), perName: make(map[string]uint64)}
 		topts.OnEvent = events.event
 		stop := make(chan struct{})
 		defer close(stop)
@@ -149,6 +153,16 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	}
 	if events != nil {
 		if err := events.summary(stderr, t, prog); err != nil {
+			return err
+		}
+	}
+	if goMaps {
+		if err := writeGoMaps(cmd.OutOrStdout(), stderr, t, prog, output, append(append([]string(nil), o.countBy...), o.by...)); err != nil {
+			return err
+		}
+	}
+	if output == "json" && prog.CountsStacks() {
+		if err := writeStacksJSON(topts.Stdout, t); err != nil {
 			return err
 		}
 	}

@@ -7,10 +7,16 @@
 //
 // # Model
 //
-//	linked executable ──scan writable data for dynsdt.StaticMagic──► tables
+//	linked executable ──.symtab's PKG.usdtkitSDT, else a scan of the
+//	                    writable data for dynsdt.StaticMagic──────────► tables
 //	                  ──symbols (.symtab, else .gopclntab)──────────► stubs
 //	                  ──► one note per probe whose stub was linked
 //	                  ──► .note.stapsdt appended, section headers rewritten
+//
+// The step reads only what it needs: the headers, .symtab and its strings
+// (raw, without building every symbol), the tables, and the notes already
+// there. Only a file without .symtab (-ldflags=-s) costs more: its writable
+// data is scanned for tables and its .gopclntab read for the stubs.
 //
 // A note's PC is the stub's first instruction (the probe site), its
 // semaphore the probe's 2-byte counter in the table, its arguments the
@@ -48,6 +54,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,41 +91,99 @@ var ErrNotSupported = errors.New("not supported")
 // (short of a machine crash that writes the header but not the rest).
 // A file that cannot be written in place (an executable that is running:
 // ETXTBSY) is replaced instead: a new file, with its mode, renamed over it.
+//
+// File reads only what the step needs (the headers, the symbol table and
+// the tables it names or, without a symbol table, the writable data and
+// .gopclntab, and the notes), never the whole file, and writes only the
+// appended bytes and the header.
 func File(path string) (*Result, error) {
-	data, err := os.ReadFile(path)
+	in, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	out, res, err := Bytes(data)
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return nil, err
+	}
+	im, res, err := plan(in, st.Size())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if !res.Changed {
+	if im == nil {
 		return res, nil
 	}
-	if len(out) > len(data) && bytes.Equal(out[ehSize:len(data)], data[ehSize:]) {
-		err := appendInPlace(path, out, len(data))
-		if err == nil || !errors.Is(err, syscall.ETXTBSY) {
-			return res, err
-		}
+	err = im.writeInPlace(path)
+	if errors.Is(err, syscall.ETXTBSY) {
+		err = im.replace(path, in, st.Mode().Perm())
 	}
-	return res, replace(path, out)
+	return res, err
 }
 
 // ehSize is the size of an ELF64 header.
 const ehSize = 0x40
 
-// appendInPlace writes out's bytes past old to the file, then its header.
-func appendInPlace(path string, out []byte, old int) error {
+// image is a file as the step changes it: its first size bytes are read
+// through r, except for the ELF header, which is hdr; tail follows them.
+type image struct {
+	r    io.ReaderAt
+	size uint64
+	hdr  [ehSize]byte
+	tail []byte
+}
+
+// read returns n bytes at off of the image, which must lie either in the
+// file as it was or in the tail. The bytes are the caller's.
+func (im *image) read(off, n uint64) ([]byte, error) {
+	end := im.size + uint64(len(im.tail))
+	if off > end || n > end-off {
+		return nil, fmt.Errorf("%d bytes at %#x beyond the file's %d", n, off, end)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if off >= im.size {
+		return slices.Clone(im.tail[off-im.size : off-im.size+n]), nil
+	}
+	if n > im.size-off || off < ehSize {
+		// Only the step's own headers and tables are read back; none
+		// spans the old end or the ELF header.
+		return nil, fmt.Errorf("%d bytes at %#x across the file's end or its ELF header", n, off)
+	}
+	b := make([]byte, n)
+	if err := readAt(im.r, b, off); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// readAt fills b from r at off.
+func readAt(r io.ReaderAt, b []byte, off uint64) error {
+	if off > math.MaxInt64 {
+		return fmt.Errorf("offset %#x", off)
+	}
+	n, err := r.ReadAt(b, int64(off))
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("read %d bytes at %#x: %w", len(b), off, err)
+}
+
+// writeInPlace appends the tail to the file at path, then writes the
+// header.
+func (im *image) writeInPlace(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
 	// No fsync between the two writes, as the go command does not sync
 	// what it links either.
-	_, err = f.WriteAt(out[old:], int64(old))
+	_, err = f.WriteAt(im.tail, int64(im.size))
 	if err == nil {
-		_, err = f.WriteAt(out[:ehSize], 0)
+		_, err = f.WriteAt(im.hdr[:], 0)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -125,19 +191,24 @@ func appendInPlace(path string, out []byte, old int) error {
 	return err
 }
 
-// replace writes out to a new file beside path and renames it over path.
-func replace(path string, out []byte) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
+// replace writes the image to a new file beside path, with mode perm, and
+// renames it over path; in is the file as it was.
+func (im *image) replace(path string, in *os.File, perm os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".usdtkit-*")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(out)
+	// in was read with ReadAt only: its offset is 0. A LimitedReader
+	// over an *os.File lets io.Copy use copy_file_range.
+	_, err = io.Copy(tmp, io.LimitReader(in, int64(im.size)))
 	if err == nil {
-		err = tmp.Chmod(st.Mode().Perm())
+		_, err = tmp.Write(im.tail)
+	}
+	if err == nil {
+		_, err = tmp.WriteAt(im.hdr[:], 0)
+	}
+	if err == nil {
+		err = tmp.Chmod(perm)
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -154,23 +225,37 @@ func replace(path string, out []byte) error {
 // Bytes runs the step on an executable's contents and returns the new
 // contents (data itself when nothing changes).
 func Bytes(data []byte) ([]byte, *Result, error) {
-	f, err := elfnotes.NewFile(bytes.NewReader(data))
+	im, res, err := plan(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, nil, err
+	}
+	if im == nil {
+		return data, res, nil
+	}
+	return im.apply(data), res, nil
+}
+
+// plan runs the step on the file of size bytes that r reads and returns
+// what to write, or nil when nothing changes.
+func plan(r io.ReaderAt, size int64) (*image, *Result, error) {
+	f, err := elfnotes.NewFile(r)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
 	res := &Result{}
-	tables, err := findTables(f, data)
+	st := readSymtab(f)
+	tables, err := findTables(f, st, r, uint64(size))
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(tables) == 0 {
-		return data, res, nil
+		return nil, res, nil
 	}
 	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || (f.Machine != elf.EM_X86_64 && f.Machine != elf.EM_AARCH64) {
 		return nil, nil, fmt.Errorf("%v %v %v: %w", f.Class, f.ByteOrder, f.Machine, ErrNotSupported)
 	}
-	stubs, err := stubAddrs(f, tables)
+	stubs, err := stubAddrs(f, st, tables)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -208,27 +293,29 @@ func Bytes(data []byte) ([]byte, *Result, error) {
 		}
 	}
 	if slices.Equal(had, res.Probes) && f.Section(elfnotes.StapsdtBaseSection) == nil {
-		return data, res, nil
+		return nil, res, nil
 	}
 	var notes []byte
 	for _, s := range append(keep, res.Probes...) {
 		desc := s.AppendDesc(nil, f.Class, f.ByteOrder)
 		notes = elfnotes.AppendNote(notes, f.ByteOrder, elfnotes.OwnerStapsdt, elfnotes.NTStapsdt, desc)
 	}
+	im := &image{r: r, size: uint64(size)}
+	if err := readAt(r, im.hdr[:], 0); err != nil {
+		return nil, nil, err
+	}
 	// .probes first: bcc finds .note.stapsdt only among the sections
 	// after .probes.
-	out := data
 	if probes, ok := probesSection(f, tables); ok {
-		if out, err = putSection(out, probes); err != nil {
+		if err := im.putSection(probes); err != nil {
 			return nil, nil, err
 		}
 	}
-	out, err = putSection(out, section{name: ".note.stapsdt", typ: elf.SHT_NOTE, align: 4, content: notes})
-	if err != nil {
+	if err := im.putSection(section{name: ".note.stapsdt", typ: elf.SHT_NOTE, align: 4, content: notes}); err != nil {
 		return nil, nil, err
 	}
 	res.Changed = true
-	return out, res, nil
+	return im, res, nil
 }
 
 // table is a static probe table found in the file, at virtual address
@@ -238,64 +325,226 @@ type table struct {
 	addr uint64
 }
 
-// findTables scans the allocated, writable sections with file contents for
-// static probe tables.
-func findTables(f *elfnotes.File, data []byte) ([]table, error) {
+// scanChunk is how much of a section findTables reads at a time.
+const scanChunk = 1 << 20
+
+// tableSymbol is the name, without package, of the variable that holds a
+// static probe table in the generated code (see dynsdt.GenerateStatic).
+const tableSymbol = "usdtkitSDT"
+
+// findTables returns the static probe tables of the file (size bytes of
+// r): the variables its .symtab names PKG.usdtkitSDT that start with
+// dynsdt.StaticMagic or, when there is no such symbol (a file without
+// .symtab), what scanTables finds.
+func findTables(f *elfnotes.File, st *symtab, r io.ReaderAt, size uint64) ([]table, error) {
 	var tables []table
-	for i := range f.Sections {
-		s := f.Sections[i]
-		if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_ALLOC == 0 || s.Flags&elf.SHF_WRITE == 0 {
+	err := st.each(func(name []byte, typ elf.SymType, shndx elf.SectionIndex, value, symSize uint64) error {
+		if typ != elf.STT_OBJECT || !bytes.HasSuffix(name, []byte("."+tableSymbol)) || int(shndx) >= len(f.Sections) {
+			return nil
+		}
+		s := f.Sections[shndx]
+		if !isData(s) || value < s.Addr || value-s.Addr >= s.Size || symSize < uint64(tableHeader) {
+			return nil
+		}
+		at := value - s.Addr
+		if s.Offset > size || s.Size > size-s.Offset {
+			return fmt.Errorf("section %s: %d bytes at %#x beyond the file's %d", s.Name, s.Size, s.Offset, size)
+		}
+		magic := make([]byte, len(dynsdt.StaticMagic))
+		if err := readAt(r, magic, s.Offset+at); err != nil || string(magic) != dynsdt.StaticMagic {
+			return err
+		}
+		if slices.ContainsFunc(tables, func(t table) bool { return t.addr == value }) {
+			return nil // two names of one table
+		}
+		t, _, err := readTable(r, s.Offset+at, s.Size-at)
+		if err != nil {
+			return fmt.Errorf("section %s at %#x (symbol %s): %w", s.Name, s.Offset+at, name, err)
+		}
+		tables = append(tables, table{t, value})
+		return nil
+	})
+	if err != nil || len(tables) > 0 {
+		return tables, err
+	}
+	return scanTables(f, r, size)
+}
+
+// isData reports whether s is allocated, writable and has file contents,
+// as the data where static probe tables are.
+func isData(s *elfnotes.Section) bool {
+	return s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_ALLOC != 0 && s.Flags&elf.SHF_WRITE != 0
+}
+
+// scanTables scans the allocated, writable sections with file contents
+// (size bytes of r) for static probe tables, a chunk at a time.
+func scanTables(f *elfnotes.File, r io.ReaderAt, size uint64) ([]table, error) {
+	magic := []byte(dynsdt.StaticMagic)
+	var tables []table
+	var buf []byte
+	for _, s := range f.Sections {
+		if !isData(s) {
 			continue
 		}
-		if s.Offset > uint64(len(data)) || s.Size > uint64(len(data))-s.Offset {
-			return nil, fmt.Errorf("section %s: %d bytes at %#x beyond the file's %d", s.Name, s.Size, s.Offset, len(data))
+		if s.Offset > size || s.Size > size-s.Offset {
+			return nil, fmt.Errorf("section %s: %d bytes at %#x beyond the file's %d", s.Name, s.Size, s.Offset, size)
 		}
-		sec := data[s.Offset : s.Offset+s.Size]
-		for at := 0; ; {
-			k := bytes.Index(sec[at:], []byte(dynsdt.StaticMagic))
+		if buf == nil {
+			buf = make([]byte, min(scanChunk, size))
+		}
+		for pos := uint64(0); pos < s.Size; {
+			chunk := buf[:min(uint64(len(buf)), s.Size-pos)]
+			if err := readAt(r, chunk, s.Offset+pos); err != nil {
+				return nil, fmt.Errorf("section %s: %w", s.Name, err)
+			}
+			k := bytes.Index(chunk, magic)
 			if k < 0 {
-				break
+				if pos+uint64(len(chunk)) == s.Size {
+					break
+				}
+				// The next chunk starts early enough to find a magic
+				// that straddles the two.
+				pos += uint64(len(chunk) - len(magic) + 1)
+				continue
 			}
-			at += k
-			t, n, err := dynsdt.ParseStaticTable(sec[at:])
+			at := pos + uint64(k)
+			t, n, err := readTable(r, s.Offset+at, s.Size-at)
 			if err != nil {
-				return nil, fmt.Errorf("section %s at %#x: %w", s.Name, s.Offset+uint64(at), err)
+				return nil, fmt.Errorf("section %s at %#x: %w", s.Name, s.Offset+at, err)
 			}
-			tables = append(tables, table{t, s.Addr + uint64(at)})
-			at += n
+			tables = append(tables, table{t, s.Addr + at})
+			pos = at + uint64(n)
 		}
 	}
 	return tables, nil
 }
 
+// tableHeader is the size of a static probe table's header: the magic,
+// then the description's length and the probe count, uint32 each.
+const tableHeader = len(dynsdt.StaticMagic) + 8
+
+// readTable reads and parses the static probe table at off, of at most
+// limit bytes (the rest of its section).
+func readTable(r io.ReaderAt, off, limit uint64) (*dynsdt.StaticTable, int, error) {
+	hdr := make([]byte, min(uint64(tableHeader), limit))
+	if err := readAt(r, hdr, off); err != nil {
+		return nil, 0, err
+	}
+	n := uint64(tableHeader)
+	if len(hdr) == tableHeader {
+		desc := binary.LittleEndian.Uint32(hdr[len(dynsdt.StaticMagic):])
+		count := binary.LittleEndian.Uint32(hdr[len(dynsdt.StaticMagic)+4:])
+		n += uint64(desc) + 2*uint64(count)
+	}
+	// ParseStaticTable reports a table longer than its section.
+	b := make([]byte, min(n, limit))
+	if err := readAt(r, b, off); err != nil {
+		return nil, 0, err
+	}
+	return dynsdt.ParseStaticTable(b)
+}
+
 // stubAddrs returns the addresses of the tables' stubs that the file has,
 // by name without package. A stub name found twice (one provider linked
-// from two packages) is an error.
-func stubAddrs(f *elfnotes.File, tables []table) (map[string]uint64, error) {
+// from two packages) is an error. It looks in .symtab first, without
+// building every symbol; a file whose .symtab has none of the stubs (a Go
+// executable built with -ldflags=-s has no .symtab) is read with all its
+// symbols, .gopclntab's included.
+func stubAddrs(f *elfnotes.File, st *symtab, tables []table) (map[string]uint64, error) {
 	want := make(map[string]bool)
 	for _, t := range tables {
 		for i := range t.Probes {
 			want[t.Stub(i)] = true
 		}
 	}
+	addrs := make(map[string]uint64)
+	add := func(name string, value uint64) error {
+		name = strings.TrimSuffix(name, ".abi0")
+		dot := strings.LastIndexByte(name, '.')
+		if dot < 0 || !want[name[dot+1:]] {
+			return nil
+		}
+		stub := name[dot+1:]
+		if a, dup := addrs[stub]; dup && a != value {
+			return fmt.Errorf("stub %s at %#x and %#x: a provider's probes are generated into one package only", stub, a, value)
+		}
+		addrs[stub] = value
+		return nil
+	}
+	err := st.each(func(name []byte, typ elf.SymType, shndx elf.SectionIndex, value, _ uint64) error {
+		if typ != elf.STT_FUNC || shndx == elf.SHN_UNDEF || !bytes.Contains(name, []byte(stubPrefix)) {
+			return nil
+		}
+		return add(string(name), value)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the stubs' symbols: %w", err)
+	}
+	if len(addrs) > 0 {
+		return addrs, nil
+	}
 	syms, err := uprobe.Symbols(f)
 	if err != nil {
 		return nil, fmt.Errorf("the stubs' symbols: %w", err)
 	}
-	addrs := make(map[string]uint64)
 	for _, s := range syms {
-		name := strings.TrimSuffix(s.Name, ".abi0")
-		dot := strings.LastIndexByte(name, '.')
-		if dot < 0 || !want[name[dot+1:]] {
-			continue
+		if err := add(s.Name, s.Value); err != nil {
+			return nil, err
 		}
-		stub := name[dot+1:]
-		if a, dup := addrs[stub]; dup && a != s.Value {
-			return nil, fmt.Errorf("stub %s at %#x and %#x: a provider's probes are generated into one package only", stub, a, s.Value)
-		}
-		addrs[stub] = s.Value
 	}
 	return addrs, nil
+}
+
+// stubPrefix starts the name of every stub (see dynsdt.StaticTable.Stub).
+const stubPrefix = "usdtkit_"
+
+// symtab is an ELF64 little-endian file's .symtab with its string table,
+// read as they are, without building every symbol.
+type symtab struct {
+	syms, strs []byte
+}
+
+// symSize is the size of an Elf64_Sym.
+const symSize = 24
+
+// readSymtab reads f's .symtab. A file without one, or with one that is
+// not ELF64's or cannot be read, gives an empty symtab: tables are then
+// found by scanning, and stubs by uprobe.Symbols, which reports damage.
+func readSymtab(f *elfnotes.File) *symtab {
+	sec := f.Section(".symtab")
+	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || sec == nil || sec.Type != elf.SHT_SYMTAB || sec.Entsize != symSize || int(sec.Link) >= len(f.Sections) {
+		return &symtab{}
+	}
+	syms, err := sec.Data()
+	if err != nil {
+		return &symtab{}
+	}
+	strs, err := f.Sections[sec.Link].Data()
+	if err != nil {
+		return &symtab{}
+	}
+	return &symtab{syms, strs}
+}
+
+// each calls fn with each symbol's name (valid during the call), type,
+// section index, value and size, until fn returns an error. Symbols whose
+// name lies outside the string table are skipped.
+func (st *symtab) each(fn func(name []byte, typ elf.SymType, shndx elf.SectionIndex, value, size uint64) error) error {
+	le := binary.LittleEndian
+	for e := st.syms; len(e) >= symSize; e = e[symSize:] {
+		off := uint64(le.Uint32(e))
+		if off >= uint64(len(st.strs)) {
+			continue
+		}
+		name := st.strs[off:]
+		if k := bytes.IndexByte(name, 0); k >= 0 {
+			name = name[:k]
+		}
+		if err := fn(name, elf.ST_TYPE(e[4]), elf.SectionIndex(le.Uint16(e[6:])), le.Uint64(e[8:]), le.Uint64(e[16:])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ELF64 header fields.
@@ -345,32 +594,29 @@ func probesSection(f *elfnotes.File, tables []table) (section, bool) {
 	return section{}, false
 }
 
-// putSection returns data with section sec: the header of a section of
+// putSection adds section sec to the image: the header of a section of
 // that name updated if there is one, else a new header; the contents (if
 // any), a new .shstrtab when the name is new, and the new section header
-// table are appended.
-func putSection(data []byte, sec section) ([]byte, error) {
+// table are appended to the tail, and the ELF header points at them.
+func (im *image) putSection(sec section) error {
 	name, content := sec.name, sec.content
 	le := binary.LittleEndian
-	if len(data) < 0x40 {
-		return nil, fmt.Errorf("ELF header: %d bytes", len(data))
+	shoff := le.Uint64(im.hdr[ehShoff:])
+	shnum := uint64(le.Uint16(im.hdr[ehShnum:]))
+	shstrndx := uint64(le.Uint16(im.hdr[ehShstrndx:]))
+	if le.Uint16(im.hdr[ehShentsize:]) != shdrSize || shnum == 0 || shnum >= uint64(elf.SHN_LORESERVE)-1 || shstrndx >= shnum {
+		return fmt.Errorf("section headers: %d of %d bytes, names in %d: %w", shnum, le.Uint16(im.hdr[ehShentsize:]), shstrndx, ErrNotSupported)
 	}
-	shoff := le.Uint64(data[ehShoff:])
-	shnum := uint64(le.Uint16(data[ehShnum:]))
-	shstrndx := uint64(le.Uint16(data[ehShstrndx:]))
-	if le.Uint16(data[ehShentsize:]) != shdrSize || shnum == 0 || shnum >= uint64(elf.SHN_LORESERVE)-1 || shstrndx >= shnum {
-		return nil, fmt.Errorf("section headers: %d of %d bytes, names in %d: %w", shnum, le.Uint16(data[ehShentsize:]), shstrndx, ErrNotSupported)
+	shdrs, err := im.read(shoff, shnum*shdrSize)
+	if err != nil {
+		return fmt.Errorf("section headers: %w", err)
 	}
-	if shoff > uint64(len(data)) || shnum*shdrSize > uint64(len(data))-shoff {
-		return nil, fmt.Errorf("section headers at %#x beyond the file's %d bytes", shoff, len(data))
-	}
-	shdrs := slices.Clone(data[shoff : shoff+shnum*shdrSize])
 	hdr := func(i uint64) []byte { return shdrs[i*shdrSize : (i+1)*shdrSize] }
 	strOff, strSize := le.Uint64(hdr(shstrndx)[0x18:]), le.Uint64(hdr(shstrndx)[0x20:])
-	if strOff > uint64(len(data)) || strSize > uint64(len(data))-strOff {
-		return nil, fmt.Errorf(".shstrtab at %#x beyond the file's %d bytes", strOff, len(data))
+	strtab, err := im.read(strOff, strSize)
+	if err != nil {
+		return fmt.Errorf(".shstrtab: %w", err)
 	}
-	strtab := data[strOff : strOff+strSize]
 	nameOf := func(h []byte) string {
 		o := uint64(le.Uint32(h))
 		if o >= uint64(len(strtab)) {
@@ -388,19 +634,21 @@ func putSection(data []byte, sec section) ([]byte, error) {
 			target = int(i)
 		}
 	}
-	out := slices.Grow(slices.Clone(data), len(content)+len(strtab)+len(name)+int(shnum+1)*shdrSize+32)
-	pad := func(a int) {
-		for len(out)%a != 0 {
+	out := slices.Grow(im.tail, len(content)+len(strtab)+len(name)+int(shnum+1)*shdrSize+32)
+	at := func() uint64 { return im.size + uint64(len(out)) }
+	pad := func(a uint64) {
+		for at()%a != 0 {
 			out = append(out, 0)
 		}
 	}
 	pad(8)
-	contentOff := uint64(len(out))
+	contentOff := at()
 	out = append(out, content...)
 	if target < 0 {
-		newStr := append(append(slices.Clone(strtab), name...), 0)
+		newStr := append(strtab, name...)
+		newStr = append(newStr, 0)
 		nameIdx := uint32(len(strtab))
-		strAt := uint64(len(out))
+		strAt := at()
 		out = append(out, newStr...)
 		le.PutUint64(hdr(shstrndx)[0x18:], strAt)
 		le.PutUint64(hdr(shstrndx)[0x20:], uint64(len(newStr)))
@@ -423,9 +671,20 @@ func putSection(data []byte, sec section) ([]byte, error) {
 		le.PutUint64(h[0x20:], uint64(len(content)))
 	}
 	pad(8)
-	newShoff := uint64(len(out))
+	newShoff := at()
 	out = append(out, shdrs...)
-	le.PutUint64(out[ehShoff:], newShoff)
-	le.PutUint16(out[ehShnum:], uint16(shnum))
-	return out, nil
+	im.tail = out
+	le.PutUint64(im.hdr[ehShoff:], newShoff)
+	le.PutUint16(im.hdr[ehShnum:], uint16(shnum))
+	return nil
+}
+
+// apply returns data, the file the image was made from, as the image
+// changes it.
+func (im *image) apply(data []byte) []byte {
+	out := make([]byte, len(data)+len(im.tail))
+	copy(out, data)
+	copy(out, im.hdr[:])
+	copy(out[len(data):], im.tail)
+	return out
 }

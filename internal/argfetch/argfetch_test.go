@@ -109,7 +109,7 @@ func TestArgFetchErrors(t *testing.T) {
 
 // FuzzArgFetch checks that Fetch never panics, fails exactly with an
 // *ArgError and a zero Fetch, and that every Fetch it returns is one
-// bpfgen.Generate accepts.
+// bpfgen.EmitFetch accepts.
 func FuzzArgFetch(f *testing.F) {
 	// The seeds are package sdt's corpora of argument strings.
 	for path, m := range map[string]elf.Machine{
@@ -145,9 +145,8 @@ func FuzzArgFetch(f *testing.F) {
 			}
 			return
 		}
-		cfg := &bpfgen.Config{Machine: m, Sites: []bpfgen.Site{{Args: []bpfgen.Fetch{fe}}}}
-		if _, err := bpfgen.Generate(cfg); err != nil {
-			t.Fatalf("Fetch(%v %q) = %+v, which Generate refuses: %v", m, spec, fe, err)
+		if _, err := bpfgen.EmitFetch(m, &fe, 0, 0, "arg"); err != nil {
+			t.Fatalf("Fetch(%v %q) = %+v, which EmitFetch refuses: %v", m, spec, fe, err)
 		}
 	})
 }

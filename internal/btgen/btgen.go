@@ -61,6 +61,12 @@ type Site struct {
 	PID int
 	// Args says how to read arg0, arg1… at this site.
 	Args []bpfgen.Fetch
+	// Bytes has bit i set when arg i is the address of a Go string's or
+	// slice's bytes and arg i+1 their length: a block's Event reads
+	// min(length, StrLen-2) bytes (compared unsigned, NULs are data)
+	// into arg i's string slot instead of a NUL-terminated string (see
+	// Event). Programs ignore it.
+	Bytes uint16
 	// Ret reads the return value at a return site (Kind 0 for none).
 	Ret bpfgen.Fetch
 	// Named says how to read args.NAME at this site (Go functions'
@@ -306,6 +312,18 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	}
 	scratch := zeroOff + zeroSize
 	token := rand.Uint64() &^ 0xffff
+	// Counting blocks (count.go), and the maps they count into, which
+	// every block then adds to atomically.
+	counts := make([][]*btlang.MapRef, len(prog.Blocks))
+	isCount := make([]bool, len(prog.Blocks))
+	atomic := map[*btlang.Map]bool{}
+	for i, b := range prog.Blocks {
+		hasEvent := i < len(o.Events) && o.Events[i] != nil
+		counts[i], isCount[i] = countBlock(b, out.Maps, mapIdx, hasEvent)
+		for _, r := range counts[i] {
+			atomic[r.Map] = true
+		}
+	}
 	for i, b := range prog.Blocks {
 		kind, period, err := special(b)
 		if err != nil {
@@ -318,11 +336,16 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			}
 			o.Sites[i] = []Site{{Args: []bpfgen.Fetch{stub}}}
 		}
-		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, stack: stackReserved}
+		g := &gen{special: kind, token: token + uint64(i), opts: &o, out: out, mapIdx: mapIdx, block: b, sites: o.Sites[i], next: zeroOff + zeroSize, stack: stackReserved, atomic: atomic}
 		if err := g.setEvent(i); err != nil {
 			return nil, err
 		}
-		insns, err := g.program()
+		var insns asm.Instructions
+		if isCount[i] {
+			insns, err = g.countProgram(counts[i])
+		} else {
+			insns, err = g.program()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -489,6 +512,9 @@ type gen struct {
 	// copied: they were, the program is sleepable; couldSleep: they
 	// would have been with Options.CopyStr (strread.go).
 	sleepable, copied, couldSleep bool
+	// atomic are the maps counting blocks count into: every block adds
+	// to them atomically (count.go).
+	atomic map[*btlang.Map]bool
 }
 
 type varLoc struct {
@@ -544,15 +570,23 @@ func (g *gen) push() int16 {
 
 func (g *gen) pop() { g.stack -= 8 }
 
+// checkSites checks that the block has sites, and not too many.
+func (g *gen) checkSites() error {
+	if len(g.sites) == 0 {
+		return &btlang.Error{Pos: g.block.At, Msg: "the probes of this block match no site"}
+	}
+	if len(g.sites) > bpfgen.MaxSites {
+		return &btlang.Error{Pos: g.block.At, Msg: fmt.Sprintf("%d sites exceed %d", len(g.sites), bpfgen.MaxSites)}
+	}
+	return nil
+}
+
 // program emits the block's program: prologue, argument fetch per site,
 // predicate and body.
 func (g *gen) program() (asm.Instructions, error) {
 	b := g.block
-	if len(g.sites) == 0 {
-		return nil, &btlang.Error{Pos: b.At, Msg: "the probes of this block match no site"}
-	}
-	if len(g.sites) > bpfgen.MaxSites {
-		return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("%d sites exceed %d", len(g.sites), bpfgen.MaxSites)}
+	if err := g.checkSites(); err != nil {
+		return nil, err
 	}
 	// Which arguments the block reads.
 	var used uint16

@@ -15,6 +15,9 @@
 // sites all fetch alike never reads the cookie), which stores
 // the arguments the block reads (and retval) in scratch with bpfgen's own
 // fetch code (bpfgen.EmitFetch); then the predicate and the body run.
+// A counting block (only @ = count() or @[probe] = count() into array
+// maps, or an empty action) has none of that: per statement one inlined
+// array lookup and an atomic add (count.go).
 //
 // Values: integers are 64-bit, computed in R0 with operands spilled to
 // the stack; strings live in zero-padded scratch buffers whose offsets are
@@ -115,7 +118,9 @@
 // and counted in lost[LostNested], so it can never see another hit's
 // strings or keys. A sleepable block (Options.CopyStr) keeps its CPU
 // while it sleeps on a page fault (migration stays disabled), and hits on
-// that CPU meanwhile are skipped likewise.
+// that CPU meanwhile are skipped likewise. Counting blocks use no scratch
+// and count such hits too: they add atomically, as does every block to a
+// map a counting block counts into (count.go).
 //
 // Generate keeps no state and is safe for concurrent use; a Program is
 // plain data.

@@ -44,10 +44,13 @@ type Event struct {
 //	 32     1  nargs    arguments of the site hit (at most ArgCap)
 //	 34     2  signed   bit i: argument i is signed (its value is sign-extended)
 //	 36     2  faults   bit i: argument i (or its string) could not be read
+//	 38     2  bytes    bit i: argument i's string slot holds Go bytes (Site.Bytes)
 //	 40    16  comm     bpf_get_current_comm, NUL-padded
 //	 56     …  args     ArgCap × u64, the values extended to 64 bits
 //	  …     …  strings  per bit of Strings below ArgCap, in argument order,
-//	                    StrLen bytes rounded up to 8: the string up to its NUL
+//	                    StrLen bytes rounded up to 8: the string up to its NUL,
+//	                    or for a bit of bytes the first min(arg i+1, StrLen-2)
+//	                    bytes, NULs included
 //
 // Only args[0:nargs] and the string slots of arguments below nargs are
 // meaningful; the others hold older records' bytes.
@@ -60,6 +63,7 @@ const (
 	EvNArgsOff  = 32
 	EvSignedOff = 34
 	EvFaultsOff = 36
+	EvBytesOff  = 38
 	EvCommOff   = 40
 	EvCommLen   = 16
 	EvArgsOff   = 56
@@ -73,8 +77,11 @@ type EventInfo struct {
 	// any site of the block sends.
 	ArgCap int
 	// Strings has bit i set when argument i has a string slot, at
-	// StrOffs[i], of StrLen bytes.
+	// StrOffs[i], of StrLen bytes: Event.Strings and every site's Bytes.
 	Strings uint16
+	// Bytes has bit i set when some site reads Go bytes into argument i's
+	// slot (Site.Bytes); a record's bytes field says which it holds.
+	Bytes   uint16
 	StrLen  int
 	StrOffs [bpfgen.MaxArgs]int
 	// Size is the record's size in bytes.
@@ -86,6 +93,9 @@ type eventGen struct {
 	info EventInfo
 	id   int
 	want int // Event.Args
+	// strs are Event.Strings, the arguments read as NUL-terminated
+	// strings (info.Strings has the slots of Go bytes too).
+	strs uint16
 	// meta is the scratch slot each site's fetch code writes its nargs
 	// and signed bits to.
 	meta int
@@ -110,7 +120,23 @@ func newEvent(e *Event, i int, sites []Site, pos btlang.Pos) (*eventGen, error) 
 	if extra := e.Strings >> ev.info.ArgCap; extra != 0 {
 		return nil, &btlang.Error{Pos: pos, Msg: fmt.Sprintf("arg%d is read as a string but the probe's sites have at most %d arguments", ev.info.ArgCap+bits.TrailingZeros16(extra), ev.info.ArgCap)}
 	}
-	ev.info.Strings = e.Strings
+	for k := range sites {
+		s := &sites[k]
+		n := siteArgs(e.Args, s)
+		if s.Return || s.Bytes == 0 {
+			continue
+		}
+		// The length is the next argument, which the event carries too.
+		if extra := s.Bytes >> max(n-1, 0); extra != 0 {
+			return nil, &btlang.Error{Pos: pos, Msg: fmt.Sprintf("site %d reads bytes at arg%d, whose length is past the %d arguments its events carry", k, max(n-1, 0)+bits.TrailingZeros16(extra), n)}
+		}
+		if both := s.Bytes & e.Strings; both != 0 {
+			return nil, &btlang.Error{Pos: pos, Msg: fmt.Sprintf("site %d reads arg%d as bytes and as a string", k, bits.TrailingZeros16(both))}
+		}
+		ev.info.Bytes |= s.Bytes
+	}
+	ev.info.Strings = e.Strings | ev.info.Bytes
+	ev.strs = e.Strings
 	off := EvArgsOff + 8*ev.info.ArgCap
 	for a := range ev.info.ArgCap {
 		if ev.info.Strings&(1<<a) != 0 {
@@ -162,7 +188,11 @@ func (g *gen) eventFetch(s *Site, items []fetchItem, used uint16) []fetchItem {
 		}
 		items = append(items, fetchItem{f: fetch, slot: argsOff + 8*a, bit: a})
 	}
-	meta := int64(n) | int64(signed)<<16
+	var bytes uint16
+	if !s.Return {
+		bytes = s.Bytes & (1<<max(n-1, 0) - 1)
+	}
+	meta := int64(n) | int64(signed)<<16 | int64(bytes)<<48
 	return append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: meta}, slot: ev.meta, bit: bpfgen.MaxArgs + 2})
 }
 
@@ -214,6 +244,45 @@ func (g *gen) emitEvent() {
 			// Arguments the site does not have are not read.
 			asm.LoadMem(asm.R0, asm.R7, int16(ev.meta), asm.Byte),
 			asm.JLE.Imm(asm.R0, int32(a), skip),
+		)
+		if info.Bytes&(1<<a) != 0 {
+			// Go bytes at this site: as many as arg a+1 says, at
+			// most StrLen-2 (a length compared unsigned: a negative
+			// one, a damaged value, reads the most).
+			str, short := g.newLabel("evnul"), g.newLabel("evlen")
+			if ev.strs&(1<<a) == 0 {
+				str = skip
+			}
+			g.emit(
+				asm.LoadMem(asm.R0, asm.R7, int16(ev.meta+6), asm.Half),
+				asm.And.Imm(asm.R0, 1<<a),
+				asm.JEq.Imm(asm.R0, 0, str),
+				asm.LoadMem(asm.R2, asm.R7, int16(argsOff+8*(a+1)), asm.DWord),
+				asm.JLE.Imm(asm.R2, int32(info.StrLen-2), short),
+				asm.Mov.Imm(asm.R2, int32(info.StrLen-2)),
+			)
+			g.label(short)
+			g.emit(
+				asm.Mov.Reg(asm.R1, rec),
+				asm.Add.Imm(asm.R1, int32(info.StrOffs[a])),
+				asm.LoadMem(asm.R3, asm.R7, int16(argsOff+8*a), asm.DWord),
+			)
+			g.readUser()
+			g.emit(
+				asm.JSGE.Imm(asm.R0, 0, skip),
+				asm.Or.Imm(asm.R9, 1<<a),
+				asm.Ja.Label(skip),
+			)
+			if ev.strs&(1<<a) == 0 {
+				// Not Go bytes at this site, and no string: the
+				// argument is an integer here.
+				g.label(skip)
+				g.emit(nop())
+				continue
+			}
+			g.label(str)
+		}
+		g.emit(
 			asm.Mov.Reg(asm.R1, rec),
 			asm.Add.Imm(asm.R1, int32(info.StrOffs[a])),
 			asm.Mov.Imm(asm.R2, int32(info.StrLen)),
@@ -230,6 +299,8 @@ func (g *gen) emitEvent() {
 	}
 	g.emit(
 		asm.StoreMem(rec, EvFaultsOff, asm.R9, asm.Half),
+		asm.LoadMem(asm.R0, asm.R7, int16(ev.meta+6), asm.Half),
+		asm.StoreMem(rec, EvBytesOff, asm.R0, asm.Half),
 		asm.StoreImm(rec, 0, RecEvent, asm.Word),
 		asm.StoreImm(rec, 4, int64(ev.id), asm.Word),
 		// As output: wake the reader only when the ring is a quarter full.

@@ -321,6 +321,11 @@ func (g *gen) aggregate(r *btlang.MapRef, call *btlang.Call) {
 	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
 	switch m.Agg {
 	case btlang.AggCount:
+		if g.atomic[m] {
+			// A counting block adds to it without the busy flag.
+			g.emit(asm.Mov.Imm(asm.R1, 1), asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0))
+			break
+		}
 		g.addAt(0, 1)
 	case btlang.AggSum:
 		g.emit(asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord), asm.Add.Reg(asm.R2, asm.R1), asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord))

@@ -59,7 +59,9 @@ type Builtin struct {
 	Arg  int
 }
 
-// ArgField is a named probe argument, args.NAME (Arrow: written args->NAME).
+// ArgField is a named probe argument, args.NAME (Arrow: written args->NAME),
+// or a field reached from one, args.NAME.FIELD or args.NAME->FIELD..., whose
+// Name is then the dotted path "NAME.FIELD".
 type ArgField struct {
 	ExprBase
 	Name  string

@@ -475,6 +475,17 @@ func (p *parser) ident() Expr {
 		}
 		f := &ArgField{ExprBase: ExprBase{At: t.pos}, Name: p.tok.text, Arrow: arrow}
 		p.next(false)
+		// A field through a pointer (or of a struct): args.s.hits,
+		// args.s->next->hits; the name is the dotted path.
+		for p.tok.is(".") || p.tok.is("->") {
+			sep := p.tok.text
+			p.next(false)
+			if p.tok.kind != tIdent {
+				p.failf(p.tok.pos, "expected a field name after args.%s%s, found %s", f.Name, sep, p.tok.describe())
+			}
+			f.Name += "." + p.tok.text
+			p.next(false)
+		}
 		return f
 	}
 	if builtins[t.text] {

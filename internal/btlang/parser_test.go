@@ -82,6 +82,8 @@ func TestLiterals(t *testing.T) {
 		{"(1, \"a\").1", &TupleIndex{X: &Tuple{Elems: []Expr{&IntLit{Val: 1}, &StrLit{Val: "a"}}}, Index: 1}},
 		{"args.n", &ArgField{Name: "n"}},
 		{"args->n", &ArgField{Name: "n", Arrow: true}},
+		{"args.s.hits", &ArgField{Name: "s.hits"}},
+		{"args.s->next->hits + 1", &Binary{Op: "+", X: &ArgField{Name: "s.next.hits"}, Y: &IntLit{Val: 1}}},
 		{"arg11", &Builtin{Name: "arg11", Arg: 11}},
 		{"ustack", &Builtin{Name: "ustack", Arg: -1}},
 		{"@m[1, $x]", &MapRef{Name: "@m", Keys: []Expr{&IntLit{Val: 1}, &Var{Name: "$x"}}}},

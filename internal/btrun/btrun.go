@@ -40,11 +40,13 @@
 // Options.PIDs and when the program announces a process
 // (btgen.RecStackPID), so a process that exits before the end keeps its
 // names; printf'd stack copies are unwound with internal/unwind (CFI per
-// object, frame pointers without). StackCounts gives the stack-keyed maps
-// with their frames; a map's counts in stack slots (btgen.MapInfo.Slots)
-// are added to its hash's wherever it is read or cleared. Start fills
-// btgen.MapStackConf (the one traced process, or 0) and freezes it before
-// loading. See stacks.go.
+// object, frame pointers without). In JSON, a printf line with stack
+// arguments also has "stacks", their frames as objects
+// (symbolize.AppendJSON), after bpftrace's "data". StackCounts gives the
+// stack-keyed maps with their frames; a map's counts in stack slots
+// (btgen.MapInfo.Slots) are added to its hash's wherever it is read or
+// cleared. Start fills btgen.MapStackConf (the one traced process, or 0)
+// and freezes it before loading. See stacks.go.
 //
 // # Output
 //
@@ -75,6 +77,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/symbolize"
 )
 
 // DefaultPollInterval is how often Run looks at the ring buffer and the
@@ -122,6 +125,9 @@ type Runner struct {
 	args []eventfmt.Arg
 	// warm is closed when Start's warm-up (Warm) has ended.
 	warm <-chan struct{}
+	// closeWaits counts Run's reads while the links close that returned
+	// no record (one: the Flush after the last link), for tests.
+	closeWaits int
 	// stacks symbolizes ustack keys and arguments (stacks.go).
 	stacks stacks
 }
@@ -353,27 +359,26 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	r.fireAll(btlang.ProbeEnd)
 	// The ring is read while the links close (each waits for an SRCU
 	// grace period): a probe that keeps firing would fill it meanwhile.
+	// The read blocks until Flush, once every link is closed: with a
+	// deadline, cilium's poller rounds the wait down to whole
+	// milliseconds, so short deadlines spin the CPU for the whole detach.
+	// Flush comes before detached closes, so never after Close.
 	detached := make(chan struct{})
 	go func() {
 		r.detach()
+		r.rd.Flush()
 		close(detached)
 	}()
-	for closing := true; closing; {
-		select {
-		case <-detached:
-			closing = false
-			continue
-		default:
-		}
-		r.rd.SetDeadline(time.Now().Add(time.Millisecond))
-		err := r.rd.ReadInto(&r.rec)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			continue
-		}
-		if err != nil {
+	r.rd.SetDeadline(time.Time{})
+	for {
+		// ringbuf.ErrFlushed comes after the records in the ring at
+		// Flush.
+		r.closeWaits++
+		if err := r.rd.ReadInto(&r.rec); err != nil {
 			<-detached
 			break
 		}
+		r.closeWaits--
 		if err := r.handle(r.rec.RawSample); err != nil && !errors.Is(err, errStop) {
 			<-detached
 			return err
@@ -499,6 +504,7 @@ func (r *Runner) handle(rec []byte) error {
 			args = append(args, eventfmt.Arg{})
 		}
 		r.args = args
+		var stacks [][]symbolize.Frame
 		for i, a := range p.Args {
 			switch {
 			case a.String:
@@ -506,12 +512,17 @@ func (r *Runner) handle(rec []byte) error {
 			case a.Probe:
 				args[i].Str = r.probeName(binary.NativeEndian.Uint64(rec[a.Off:]))
 			case a.Stack != nil:
-				args[i].Str = r.printfStack(&a, rec)
+				var frames []symbolize.Frame
+				args[i].Str, frames = r.printfStack(&a, rec)
+				stacks = append(stacks, frames)
 			default:
 				args[i].Int = int64(binary.NativeEndian.Uint64(rec[a.Off:]))
 			}
 		}
 		r.buf = p.Format.AppendOutput(r.buf[:0], args, r.opts.Output)
+		if r.opts.Output == eventfmt.OutputJSON && len(stacks) > 0 {
+			r.buf = appendPrintfStacks(r.buf, stacks)
+		}
 		_, err := r.w.Write(r.buf)
 		return err
 	case btgen.RecEvent:

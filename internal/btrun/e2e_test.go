@@ -546,6 +546,11 @@ uretprobe:BIN:work { @r = sum(retval); }`, "BIN", bin)
 	if buf.String() != want {
 		t.Errorf("have\n%s\nwant\n%s", buf.String(), want)
 	}
+	// While the links closed, one grace period each, Run waited for
+	// records once, not in a loop of short deadlines that spins the CPU.
+	if n := r.CloseWaits(); n != 1 {
+		t.Errorf("Run waited %d times for records while the links closed, want 1", n)
+	}
 }
 
 // TestArrayMaps: maps stored as arrays (no keys, or keyed by probe) print

@@ -6,3 +6,7 @@ func WarmErr() error {
 	defer warmMu.Unlock()
 	return warmErr
 }
+
+// CloseWaits returns how many of Run's reads while the links closed
+// returned no record.
+func (r *Runner) CloseWaits() int { return r.closeWaits }

@@ -1,6 +1,7 @@
 package btrun
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -265,31 +266,54 @@ func (r *Runner) rememberTargets() {
 }
 
 // printfStack returns a printf stack argument (the frames layout, then
-// the pid) as bpftrace prints it.
-func (r *Runner) printfStack(a *btgen.RecordArg, rec []byte) string {
+// the pid) as bpftrace prints it, and its frames (inlined calls
+// included).
+func (r *Runner) printfStack(a *btgen.RecordArg, rec []byte) (string, []symbolize.Frame) {
 	b := rec[a.Off : a.Off+a.Size]
 	ne := binary.NativeEndian
+	var frames []symbolize.Frame
 	if a.Stack.Copy > 0 {
 		if len(b) < 16 {
-			return "\n"
+			return "\n", nil
 		}
 		c, err := stackcap.DecodeCopy(b[:len(b)-16])
 		if err != nil {
-			return "\n"
+			return "\n", nil
 		}
 		pid := int(ne.Uint64(b[len(b)-16:]))
 		pcs := r.stacks.unwind(pid, a.Stack, c, ne.Uint64(b[len(b)-8:]) != 0)
-		return formatStack(r.stacks.frames(pid, pcs, a.Stack.Frames), a.Stack, 8)
+		frames = r.stacks.frames(pid, pcs, a.Stack.Frames)
+	} else {
+		if len(b) < 8 {
+			return "\n", nil
+		}
+		pcs, err := stackcap.DecodeFrames(b[:len(b)-8])
+		if err != nil {
+			return "\n", nil
+		}
+		pid := int(ne.Uint64(b[len(b)-8:]))
+		frames = r.stacks.frames(pid, pcs, a.Stack.Frames)
 	}
-	if len(b) < 8 {
-		return "\n"
+	return formatStack(frames, a.Stack, 8), frames
+}
+
+// appendPrintfStacks adds the frames of a printf's stack arguments to its
+// JSON line ({"type": "printf", "data": "…"}\n, as AppendOutput wrote it)
+// as a key of usdtkit's own, after bpftrace's: "stacks", one array of
+// frame objects (symbolize.FrameJSON) per stack argument, in argument
+// order.
+func appendPrintfStacks(line []byte, stacks [][]symbolize.Frame) []byte {
+	if !bytes.HasSuffix(line, []byte("}\n")) {
+		return line // not a JSON line: leave it as it is
 	}
-	pcs, err := stackcap.DecodeFrames(b[:len(b)-8])
-	if err != nil {
-		return "\n"
+	line = append(line[:len(line)-2], `, "stacks": [`...)
+	for i, f := range stacks {
+		if i > 0 {
+			line = append(line, ", "...)
+		}
+		line = symbolize.AppendJSON(line, f)
 	}
-	pid := int(ne.Uint64(b[len(b)-8:]))
-	return formatStack(r.stacks.frames(pid, pcs, a.Stack.Frames), a.Stack, 8)
+	return append(line, "]}\n"...)
 }
 
 // keyStack decodes a stack key field (btgen.StackKeySize bytes) and

@@ -2,6 +2,7 @@ package btrun
 
 import (
 	"os"
+	"runtime"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -51,6 +52,10 @@ func Warm() <-chan struct{} {
 		warmMu.Unlock()
 		close(ch)
 	}()
+	// The grace period is what a Start soon after waits for: let the
+	// registration begin before the caller's own work, which takes a CPU
+	// the registration would otherwise wait for on a busy machine.
+	runtime.Gosched()
 	return ch
 }
 

@@ -9,7 +9,7 @@
 //	                     │                                                   ├─ DWARF: inlined calls, file:line
 //	                     │                                                   └─ .symtab/.dynsym, or the .symtab of the
 //	                     │                                                      separate debug file; C++/Rust demangled
-//	                     └─ anonymous executable memory ─► /tmp/perf-PID.map (JIT code)
+//	                     └─ anonymous executable memory ─► /tmp/perf-PID.map, then the jitdump (JIT code)
 //
 // [New] reads the process's maps once and opens every file it maps
 // executable, inside the process's root or through map_files (package
@@ -40,6 +40,20 @@
 // looked up, at most [Options.MaxPerfMap] bytes, and read again when it has
 // changed and an address is not found; later lines win over earlier ones.
 //
+// JIT code the perf map does not name is looked for in the process's
+// jitdump file ([ParseJitdump]; OpenJDK's and V8's perf agents, Python
+// 3.13's -X perf_jit): the jit-PID.dump the process maps (JIT runtimes map
+// it so that perf finds it), else /tmp/jit-NSPID.dump, in its root. Its
+// JIT_CODE_LOAD records name functions, JIT_CODE_MOVE records their new
+// places and JIT_CODE_DEBUG_INFO records give their frames a file and
+// line; the native code in it is passed over, not read. It is opened
+// by New and held open (a runtime that removes it as it exits leaves it
+// readable), read up to [Options.MaxJitdump] bytes when an anonymous
+// executable address is first not found, and read on from where it
+// stopped when it has grown since and an address is not found; a file
+// replaced or shortened is read anew. Frames it names have the dump's
+// path as their Object.
+//
 // # Frames
 //
 // A [Frame] always says what is known: the function and its offset; or,
@@ -53,9 +67,20 @@
 // frame per inlined call, innermost first and marked Inlined, each with
 // the file and line of its position (for a caller, its call site), as
 // addr2line -i and runtime.CallersFrames give them; the last frame is the
-// function the code is in, with the symbol table's name and offset. The
-// subprogram tree of the compilation unit is walked per address (scopes
-// not containing it skipped) and the answer remembered per address.
+// function the code is in, with the symbol table's name and offset.
+//
+// An object's DWARF is read when a Symbolizer that uses it (not
+// Options.NoDWARF) first looks up one of its addresses, and then only the
+// sections lookups need (.debug_info, _abbrev, _line, _str, the ranges
+// and DWARF 5's index sections; not location lists, type units or frame
+// tables). It is decoded once per compilation unit and subprogram, when
+// an address in it is first looked up, never per address: an index of
+// every unit's ranges; per unit, its subprograms' ranges and its line
+// table (one row per change of file or line); per subprogram, its
+// inlined calls as a tree and a sorted index of address segments, each
+// naming the innermost call that contains it. A lookup is a few binary
+// searches and a walk up that tree.
+//
 // Without DWARF, a Go frame names the function the address is in (the
 // outermost of an inlined chain) with the file and line of the innermost
 // body, from .gopclntab; other frames have no file and line.
@@ -65,7 +90,9 @@
 // Everything read is untrusted: ELF files through elfnotes and symtab
 // (bounded, damage kept local), the perf map through [ParsePerfMap]
 // (lines of at most 64 KiB, malformed lines skipped with a *FormatError
-// warning), debug/gosym only through symtab's panic-safe wrapper, and
+// warning), the jitdump through [ParseJitdump] (a bad header leaves it
+// unused, a malformed record is skipped with a *FormatError warning with
+// its byte offset, names are at most 64 KiB), debug/gosym only through symtab's panic-safe wrapper, and
 // debug/elf and debug/dwarf (not hardened either) only in dwarf.go, after
 // checking that the .debug_* sections total at most 256 MiB, with any
 // panic turned into an error that leaves the object without DWARF. A file
@@ -81,7 +108,8 @@
 //
 // proc(5) for maps and map_files; GDB's "Debugging Information in Separate
 // Files" for build-id and debuglink lookup; Linux perf's
-// tools/perf/Documentation/jit-interface.txt for the perf map format;
+// tools/perf/Documentation/jit-interface.txt for the perf map format and
+// jitdump-specification.txt for the jitdump;
 // golang.org/s/go12symtab and debug/gosym for .gopclntab; bpftrace's
 // ustack output for the printed form.
 package symbolize

@@ -32,29 +32,54 @@ type inlFrame struct {
 
 // dwarfLines expands addresses into their chains of inlined calls with
 // file and line, from an object's DWARF. Safe for concurrent use.
+//
+// Everything is built on first use and kept: the ranges of every unit
+// (one sorted index), and per unit looked into, its subprograms' ranges
+// and its line table; per subprogram looked into, its inlined calls as a
+// tree of nodes and a sorted index of address segments, each naming the
+// innermost node that contains it. A lookup is then three binary
+// searches and a walk up the tree; DWARF is read once per unit and
+// subprogram, never per address.
 type dwarfLines struct {
 	data *dwarf.Data
 
 	mu    sync.Mutex
-	cache map[uint64][]inlFrame
 	units []pcRange // every unit's ranges, sorted; nil until first used
-	// unitsByOff holds the subprograms and line table of each unit,
-	// read when the unit is first looked into.
-	unitsByOff map[dwarf.Offset]*unitInfo
-	// trees holds the inlined calls of each subprogram looked into.
-	trees map[dwarf.Offset]*inlTree
+	// unitInfos holds, per unit (pcRange.idx of units), its subprograms
+	// and line table, read when the unit is first looked into.
+	unitInfos []*unitInfo
+	// names holds the names of abstract origins and specifications
+	// already followed, shared by every inlined call of one function.
+	names map[dwarf.Offset]string
+	// files holds each file name of the line tables once: the units of
+	// a library name the same headers.
+	files map[string]string
+}
+
+// intern returns s, or the equal string kept before.
+func (d *dwarfLines) intern(s string) string {
+	if k, ok := d.files[s]; ok {
+		return k
+	}
+	if d.files == nil {
+		d.files = make(map[string]string)
+	}
+	d.files[s] = s
+	return s
 }
 
 // lineTable is a unit's line program decoded into rows sorted by
-// address, and its file names, made absolute.
+// address, one per change of file or line, and its file names, made
+// absolute.
 type lineTable struct {
-	rows  []lineRow
+	addrs []uint64  // where each row starts
+	rows  []lineRow // parallel to addrs
 	files []string
 }
 
-// lineRow is the start of the rows of one line; line < 0 ends a sequence.
+// lineRow is the file and line from its address on; line < 0 ends a
+// sequence.
 type lineRow struct {
-	addr uint64
 	line int32
 	file uint32
 }
@@ -83,66 +108,106 @@ func (d *dwarfLines) lineTable(cu *dwarf.Entry) *lineTable {
 			}
 			index[f] = uint32(len(lt.files))
 		}
-		lt.files = append(lt.files, name)
+		lt.files = append(lt.files, d.intern(name))
 	}
+	type row struct {
+		addr uint64
+		lineRow
+	}
+	var rows []row
 	var le dwarf.LineEntry
-	for len(lt.rows) < maxLineRows && lr.Next(&le) == nil {
-		row := lineRow{addr: le.Address, line: int32(min(le.Line, 1<<30))}
+	for len(rows) < maxLineRows && lr.Next(&le) == nil {
+		r := row{addr: le.Address, lineRow: lineRow{line: int32(min(le.Line, 1<<30))}}
 		if le.EndSequence {
-			row.line = -1
+			r.line = -1
 		} else if fi, ok := index[le.File]; ok {
-			row.file = fi
+			r.file = fi
 		} else if le.File != nil {
 			// A file defined by the line program itself (DWARF < 5).
 			index[le.File] = uint32(len(lt.files))
-			row.file = uint32(len(lt.files))
-			lt.files = append(lt.files, le.File.Name)
+			r.file = uint32(len(lt.files))
+			lt.files = append(lt.files, d.intern(le.File.Name))
 		}
-		lt.rows = append(lt.rows, row)
+		rows = append(rows, r)
 	}
 	// Sequences may come in any order; within one, rows ascend. Where a
 	// sequence ends at the address the next one starts, the end comes
 	// first; a lookup takes the last row at or below pc.
-	slices.SortStableFunc(lt.rows, func(a, b lineRow) int {
+	slices.SortStableFunc(rows, func(a, b row) int {
 		return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(min(a.line, 0), min(b.line, 0)))
 	})
+	// Rows that change neither file nor line (a new column, statement
+	// or view) change no lookup: they are not kept.
+	n := 0
+	for i, r := range rows {
+		if n > 0 && rows[n-1].lineRow == r.lineRow {
+			continue
+		}
+		if i+1 < len(rows) && rows[i+1].addr == r.addr {
+			continue // the last row at an address wins
+		}
+		rows[n] = r
+		n++
+	}
+	lt.addrs = make([]uint64, n)
+	lt.rows = make([]lineRow, n)
+	for i, r := range rows[:n] {
+		lt.addrs[i], lt.rows[i] = r.addr, r.lineRow
+	}
 	return lt
 }
 
-// lookup returns the file and line of pc.
-func (lt *lineTable) lookup(pc uint64) (string, int) {
-	i, _ := slices.BinarySearchFunc(lt.rows, pc, func(r lineRow, pc uint64) int {
-		if r.addr <= pc {
-			return -1
-		}
-		return 1
-	})
+// lookup returns the file and line of pc, whose row is among rows
+// [lo, hi).
+func (lt *lineTable) lookup(pc uint64, lo, hi int) (string, int) {
+	i, found := slices.BinarySearch(lt.addrs[lo:hi], pc)
+	if found {
+		i++
+	}
 	if i == 0 {
 		return "", 0
 	}
-	r := lt.rows[i-1]
+	r := lt.rows[lo+i-1]
 	if r.line < 0 || int(r.file) >= len(lt.files) {
 		return "", 0
 	}
 	return lt.files[r.file], int(r.line)
 }
 
+// span returns the rows that give the file and line of [lo, hi): from
+// the last row at or below lo to the first at or above hi.
+func (lt *lineTable) span(lo, hi uint64) (int, int) {
+	i, found := slices.BinarySearch(lt.addrs, lo)
+	if !found && i > 0 {
+		i--
+	}
+	j, _ := slices.BinarySearch(lt.addrs, hi)
+	return i, max(i, j)
+}
+
 // unitInfo is what lookups need of one unit.
 type unitInfo struct {
 	funcs []pcRange // subprograms, sorted
+	// rows holds per range of funcs the rows of the line table that
+	// cover it, [rows[2i], rows[2i+1]): a lookup searches those only.
+	rows []int32
+	// trees holds per subprogram (pcRange.idx of funcs) its inlined
+	// calls, read when first looked into.
+	trees []*inlTree
 	lines *lineTable
 }
 
-// pcRange is [lo, hi) of an entry at off.
+// pcRange is [lo, hi) of an entry at off, the idx-th entry indexed.
 type pcRange struct {
 	lo, hi uint64
 	off    dwarf.Offset
+	idx    int32
 }
 
-// findRange returns the entry of the range in rs (sorted by lo) that
+// findRange returns the index of the range in rs (sorted by lo) that
 // contains pc; rs may overlap (a unit's ranges), so a few before are
 // looked at too.
-func findRange(rs []pcRange, pc uint64) (dwarf.Offset, bool) {
+func findRange(rs []pcRange, pc uint64) (int, bool) {
 	i, _ := slices.BinarySearchFunc(rs, pc, func(r pcRange, pc uint64) int {
 		if r.lo <= pc {
 			return -1
@@ -151,7 +216,7 @@ func findRange(rs []pcRange, pc uint64) (dwarf.Offset, bool) {
 	})
 	for j := i - 1; j >= 0 && j >= i-8; j-- {
 		if pc >= rs[j].lo && pc < rs[j].hi {
-			return rs[j].off, true
+			return j, true
 		}
 	}
 	return 0, false
@@ -159,14 +224,14 @@ func findRange(rs []pcRange, pc uint64) (dwarf.Offset, bool) {
 
 // index reads the ranges of every entry of the reader's current level that
 // the tags name, descending into entries of other tags (namespaces,
-// classes), until the level ends; sorted by lo.
-func (d *dwarfLines) index(r *dwarf.Reader, tag dwarf.Tag) ([]pcRange, error) {
-	var out []pcRange
+// classes), until the level ends; sorted by lo. n is the number of
+// entries: each range's idx is its entry's, in reading order.
+func (d *dwarfLines) index(r *dwarf.Reader, tag dwarf.Tag) (out []pcRange, n int, err error) {
 	depth := 0
 	for {
 		e, err := r.Next()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if e == nil {
 			break
@@ -180,10 +245,15 @@ func (d *dwarfLines) index(r *dwarf.Reader, tag dwarf.Tag) ([]pcRange, error) {
 		if e.Tag == tag {
 			rs, err := d.data.Ranges(e)
 			if err == nil {
+				added := false
 				for _, x := range rs {
 					if x[1] > x[0] {
-						out = append(out, pcRange{x[0], x[1], e.Offset})
+						out = append(out, pcRange{x[0], x[1], e.Offset, int32(n)})
+						added = true
 					}
+				}
+				if added {
+					n++
 				}
 			}
 			r.SkipChildren()
@@ -198,7 +268,7 @@ func (d *dwarfLines) index(r *dwarf.Reader, tag dwarf.Tag) ([]pcRange, error) {
 		}
 	}
 	slices.SortFunc(out, func(a, b pcRange) int { return cmp.Compare(a.lo, b.lo) })
-	return out, nil
+	return out, n, nil
 }
 
 // loadDWARF reads the DWARF of the ELF file r, through debug/elf and
@@ -231,166 +301,228 @@ func loadDWARF(r io.ReaderAt) (d *dwarfLines, err error) {
 	if total > maxDWARF {
 		return nil, fmt.Errorf("DWARF of %d bytes, larger than the limit", total)
 	}
-	data, err := ef.DWARF()
+	data, err := readSections(ef)
 	if err != nil {
 		return nil, err
 	}
-	return &dwarfLines{data: data, cache: make(map[uint64][]inlFrame)}, nil
+	return &dwarfLines{data: data, names: make(map[dwarf.Offset]string)}, nil
 }
 
-// chain returns the frames of pc from the innermost inlined function out
-// to the function that contains it; nil when the DWARF does not describe
-// pc.
-func (d *dwarfLines) chain(pc uint64) []inlFrame {
+// readSections builds the dwarf.Data of ef from the sections lookups
+// use only: not the location lists, type units, frame tables and
+// indexes, which are often most of a library's DWARF. Files with old
+// .zdebug_ sections or relocations to apply (ET_REL) are read whole by
+// debug/elf.
+func readSections(ef *elf.File) (*dwarf.Data, error) {
+	if ef.Type == elf.ET_REL || slices.ContainsFunc(ef.Sections, func(s *elf.Section) bool { return strings.HasPrefix(s.Name, ".zdebug_") }) {
+		return ef.DWARF()
+	}
+	data := func(name string) ([]byte, error) {
+		s := ef.Section(name)
+		if s == nil || s.Type == elf.SHT_NOBITS {
+			return nil, nil
+		}
+		b, err := s.Data() // decompressed, for SHF_COMPRESSED
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return b, nil
+	}
+	var sec [4][]byte
+	for i, name := range []string{".debug_abbrev", ".debug_info", ".debug_line", ".debug_ranges"} {
+		b, err := data(name)
+		if err != nil {
+			return nil, err
+		}
+		sec[i] = b
+	}
+	str, err := data(".debug_str")
+	if err != nil {
+		return nil, err
+	}
+	d, err := dwarf.New(sec[0], nil, nil, sec[1], sec[2], nil, sec[3], str)
+	if err != nil {
+		return nil, err
+	}
+	// DWARF 5's own sections, as debug/elf adds them.
+	for _, name := range []string{".debug_addr", ".debug_line_str", ".debug_str_offsets", ".debug_rnglists"} {
+		b, err := data(name)
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			if err := d.AddSection(name, b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
+}
+
+// Addresses the DWARF does not describe.
+var (
+	errNoUnit     = errors.New("no unit")
+	errNoFunction = errors.New("no function")
+)
+
+// appendChain appends the frames of pc from the innermost inlined
+// function out to the function that contains it; nothing when the DWARF
+// does not describe pc.
+func (d *dwarfLines) appendChain(dst []inlFrame, pc uint64) []inlFrame {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if c, ok := d.cache[pc]; ok {
-		return c
+	out, err := d.lookup(dst, pc)
+	if err != nil {
+		return dst
 	}
-	c, _ := d.lookup(pc)
-	if len(d.cache) >= maxInlineCache {
-		clear(d.cache)
-	}
-	d.cache[pc] = c
-	return c
+	return out
 }
 
 // lookup finds pc's compilation unit, the subprogram containing it and
 // the inlined subroutines, nested in each other, that contain it.
-func (d *dwarfLines) lookup(pc uint64) (c []inlFrame, err error) {
+func (d *dwarfLines) lookup(dst []inlFrame, pc uint64) (c []inlFrame, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c, err = nil, fmt.Errorf("debug/dwarf panicked: %v", p)
 		}
 	}()
-	r := d.data.Reader()
+	var r *dwarf.Reader
 	if d.units == nil {
-		if d.units, err = d.index(r, dwarf.TagCompileUnit); err != nil {
-			d.units = []pcRange{}
+		r = d.data.Reader()
+		units, n, err := d.index(r, dwarf.TagCompileUnit)
+		if err != nil {
+			units, n = nil, 0
+		}
+		d.units = append(make([]pcRange, 0, len(units)), units...)
+		d.unitInfos = make([]*unitInfo, n)
+		if err != nil {
 			return nil, err
 		}
-		if d.units == nil {
-			d.units = []pcRange{}
-		}
 	}
-	cuOff, ok := findRange(d.units, pc)
+	ci, ok := findRange(d.units, pc)
 	if !ok {
-		return nil, errors.New("no unit")
+		return nil, errNoUnit
 	}
-	u := d.unitsByOff[cuOff]
+	cu := d.units[ci]
+	u := d.unitInfos[cu.idx]
 	if u == nil {
-		r.Seek(cuOff)
-		cu, err := r.Next()
-		if err != nil || cu == nil {
-			return nil, fmt.Errorf("unit at %#x: %v", cuOff, err)
+		if r == nil {
+			r = d.data.Reader()
+		}
+		r.Seek(cu.off)
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return nil, fmt.Errorf("unit at %#x: %v", cu.off, err)
 		}
 		u = &unitInfo{}
-		u.funcs, _ = d.index(r, dwarf.TagSubprogram)
-		u.lines = d.lineTable(cu)
-		if d.unitsByOff == nil {
-			d.unitsByOff = make(map[dwarf.Offset]*unitInfo)
+		var n int
+		u.funcs, n, _ = d.index(r, dwarf.TagSubprogram)
+		u.trees = make([]*inlTree, n)
+		u.lines = d.lineTable(e)
+		u.rows = make([]int32, 2*len(u.funcs))
+		for i, f := range u.funcs {
+			lo, hi := u.lines.span(f.lo, f.hi)
+			u.rows[2*i], u.rows[2*i+1] = int32(lo), int32(hi)
 		}
-		d.unitsByOff[cuOff] = u
+		d.unitInfos[cu.idx] = u
 	}
-	funcs := u.funcs
-	fnOff, ok := findRange(funcs, pc)
+	fi, ok := findRange(u.funcs, pc)
+	fn := u.funcs[fi]
 	if !ok {
-		return nil, errors.New("no function")
+		return nil, errNoFunction
 	}
-	tree := d.trees[fnOff]
+	tree := u.trees[fn.idx]
 	if tree == nil {
-		if tree, err = d.inlineTree(r, fnOff); err != nil {
+		if r == nil {
+			r = d.data.Reader()
+		}
+		if tree, err = d.inlineTree(r, fn.off); err != nil {
 			return nil, err
 		}
-		if d.trees == nil {
-			d.trees = make(map[dwarf.Offset]*inlTree)
-		}
-		d.trees[fnOff] = tree
+		u.trees[fn.idx] = tree
 	}
-	// The inlined calls containing pc nest: one per depth, outermost
-	// (depth 1) first; the subprogram is depth 0.
-	var buf [8]*inlNode
-	scopes := append(buf[:0], &tree.fn)
-	for k := 0; k < len(tree.nodes); {
-		n := &tree.nodes[k]
-		if n.depth < len(scopes) {
-			break // left the innermost call containing pc
-		}
-		if n.contains(pc) {
-			scopes = append(scopes, n)
-			k++
-			continue
-		}
-		k = max(n.end, k+1) // skip the calls inlined into n
-	}
-	lt := u.lines
-	files := lt.files
-	file, line := lt.lookup(pc)
+	files := u.lines.files
+	file, line := u.lines.lookup(pc, int(u.rows[2*fi]), int(u.rows[2*fi+1]))
 	// Innermost first: each level's position is the call site recorded
 	// on the level inside it.
-	out := make([]inlFrame, 0, len(scopes))
-	for i := len(scopes) - 1; i >= 0; i-- {
-		n := scopes[i]
-		out = append(out, inlFrame{name: n.name, file: file, line: line})
-		file, line = "", n.callLine
-		if n.callFile >= 0 && n.callFile < len(files) {
+	for k := tree.innermost(pc); k >= 0; {
+		n := &tree.nodes[k]
+		dst = append(dst, inlFrame{name: n.name, file: file, line: line})
+		file, line = "", int(n.callLine)
+		if n.callFile >= 0 && int(n.callFile) < len(files) {
 			file = files[n.callFile]
 		}
+		if k == 0 {
+			break
+		}
+		k = int(n.parent)
 	}
-	return out, nil
+	return dst, nil
 }
 
-// inlTree is a subprogram and the inlined calls in it, flattened in the
-// order of the DWARF tree (a parent before its children).
+// inlTree is a subprogram (nodes[0]) and the inlined calls in it, and an
+// index of its code: segments sorted by address, each with the innermost
+// node that contains it.
 type inlTree struct {
-	fn    inlNode
 	nodes []inlNode
+	segs  []inlSeg
 }
 
 // inlNode is a subprogram or an inlined call.
 type inlNode struct {
 	name     string
-	ranges   [][2]uint64
-	depth    int // inlined calls around it, itself included; 0 for the subprogram
-	end      int // index in inlTree.nodes after the calls inlined into it
-	callFile int // index in the unit's files, -1 if none
-	callLine int
+	parent   int32 // the node it is inlined into; -1 for the subprogram
+	callFile int32 // index in the unit's files, -1 if none
+	callLine int32
 }
 
-func (n *inlNode) contains(pc uint64) bool {
-	for _, r := range n.ranges {
-		if pc >= r[0] && pc < r[1] {
-			return true
-		}
+// inlSeg says that node is the innermost node from lo up to the next
+// segment's lo (the subprogram, 0, where no inlined call is).
+type inlSeg struct {
+	lo   uint64
+	node int32
+}
+
+// innermost returns the innermost node containing pc, 0 (the subprogram)
+// where no inlined call does.
+func (t *inlTree) innermost(pc uint64) int {
+	i, found := slices.BinarySearchFunc(t.segs, pc, func(s inlSeg, pc uint64) int { return cmp.Compare(s.lo, pc) })
+	if found {
+		i++
 	}
-	return false
+	if i == 0 {
+		return 0
+	}
+	return int(t.segs[i-1].node)
 }
 
 // maxInlNodes bounds the inlined calls kept for one subprogram.
 const maxInlNodes = 1 << 16
 
+// maxInlPaint bounds the work of building one subprogram's segments
+// (segments times the nodes containing each); the nodes past it are
+// left out of the index, as if not inlined.
+const maxInlPaint = 1 << 24
+
 // inlineTree reads the subprogram at off and every inlined call in it,
-// through lexical blocks.
+// through lexical blocks, and builds its segments.
 func (d *dwarfLines) inlineTree(r *dwarf.Reader, off dwarf.Offset) (*inlTree, error) {
 	r.Seek(off)
 	fn, err := r.Next()
 	if err != nil || fn == nil {
 		return nil, fmt.Errorf("function at %#x: %v", off, err)
 	}
-	t := &inlTree{fn: inlNode{name: d.name(fn), callFile: -1}}
+	t := &inlTree{nodes: []inlNode{{name: d.name(fn), parent: -1, callFile: -1}}}
 	if !fn.Children {
 		return t, nil
 	}
+	// ranges and depth of each node, for the index only.
+	ranges := [][][2]uint64{nil}
+	depth := []int{0}
 	// inl[i] says whether level i+1 below the subprogram is an inlined call.
 	var inl []bool
-	depth := 0     // inlined calls around the next entry
-	var open []int // indexes of the inlined calls being read
-	defer func() {
-		for _, i := range open {
-			t.nodes[i].end = len(t.nodes)
-		}
-	}()
-	for len(t.nodes) < maxInlNodes {
+	open := []int32{0} // the inlined calls being read, innermost last
+	for len(t.nodes) <= maxInlNodes {
 		e, err := r.Next()
 		if err != nil {
 			return nil, err
@@ -403,8 +535,6 @@ func (d *dwarfLines) inlineTree(r *dwarf.Reader, off dwarf.Offset) (*inlTree, er
 				break // end of the subprogram
 			}
 			if inl[len(inl)-1] {
-				depth--
-				t.nodes[open[len(open)-1]].end = len(t.nodes)
 				open = open[:len(open)-1]
 			}
 			inl = inl[:len(inl)-1]
@@ -413,19 +543,20 @@ func (d *dwarfLines) inlineTree(r *dwarf.Reader, off dwarf.Offset) (*inlTree, er
 		switch e.Tag {
 		case dwarf.TagInlinedSubroutine:
 			rs, _ := d.data.Ranges(e)
-			n := inlNode{name: d.name(e), ranges: rs, depth: depth + 1, callFile: -1}
+			parent := open[len(open)-1]
+			n := inlNode{name: d.name(e), parent: parent, callFile: -1}
 			if cf, ok := e.Val(dwarf.AttrCallFile).(int64); ok && cf >= 0 && cf < 1<<30 {
-				n.callFile = int(cf)
+				n.callFile = int32(cf)
 			}
 			if cl, ok := e.Val(dwarf.AttrCallLine).(int64); ok && cl >= 0 && cl < 1<<30 {
-				n.callLine = int(cl)
+				n.callLine = int32(cl)
 			}
-			n.end = len(t.nodes) + 1
 			t.nodes = append(t.nodes, n)
+			ranges = append(ranges, rs)
+			depth = append(depth, depth[parent]+1)
 			if e.Children {
 				inl = append(inl, true)
-				open = append(open, len(t.nodes)-1)
-				depth++
+				open = append(open, int32(len(t.nodes)-1))
 			}
 		case dwarf.TagLexDwarfBlock:
 			if e.Children {
@@ -435,32 +566,69 @@ func (d *dwarfLines) inlineTree(r *dwarf.Reader, off dwarf.Offset) (*inlTree, er
 			r.SkipChildren() // variables, call sites, nested functions, types
 		}
 	}
+	t.segs = paint(ranges, depth)
 	return t, nil
 }
 
-// contains reports whether e's ranges contain pc.
-func (d *dwarfLines) contains(e *dwarf.Entry, pc uint64) bool {
-	rs, err := d.data.Ranges(e)
-	if err != nil {
-		return false
-	}
-	for _, r := range rs {
-		if pc >= r[0] && pc < r[1] {
-			return true
+// paint returns the segments of nodes 1.. (their ranges and depths; a
+// parent before its children): each elementary interval between range
+// bounds gets the deepest node containing it (of equal depths, the later
+// node), adjacent ones with the same node merged.
+func paint(ranges [][][2]uint64, depth []int) []inlSeg {
+	var bounds []uint64
+	for _, rs := range ranges[1:] {
+		for _, r := range rs {
+			if r[1] > r[0] {
+				bounds = append(bounds, r[0], r[1])
+			}
 		}
 	}
-	return false
+	if len(bounds) == 0 {
+		return nil
+	}
+	slices.Sort(bounds)
+	bounds = slices.Compact(bounds)
+	owner := make([]int32, len(bounds)) // of [bounds[j], bounds[j+1])
+	work := 0
+	for i := 1; i < len(ranges) && work < maxInlPaint; i++ {
+		for _, r := range ranges[i] {
+			if r[1] <= r[0] {
+				continue
+			}
+			j, _ := slices.BinarySearch(bounds, r[0])
+			for ; j < len(bounds) && bounds[j] < r[1] && work < maxInlPaint; j++ {
+				if depth[i] >= depth[owner[j]] {
+					owner[j] = int32(i)
+				}
+				work++
+			}
+		}
+	}
+	segs := make([]inlSeg, 0, len(bounds))
+	for j, b := range bounds {
+		if n := len(segs); n > 0 && segs[n-1].node == owner[j] {
+			continue
+		}
+		segs = append(segs, inlSeg{lo: b, node: owner[j]})
+	}
+	return slices.Clip(segs)
 }
 
 // name returns the name of a subprogram or inlined subroutine, following
 // DW_AT_abstract_origin and DW_AT_specification (a few levels at most);
-// C++ linkage names are demangled.
+// C++ linkage names are demangled. The name found through a reference is
+// remembered per reference: every call inlined from one function shares
+// it.
 func (d *dwarfLines) name(e *dwarf.Entry) string {
-	for range 4 {
+	var first dwarf.Offset
+	for i := range 4 {
 		for _, a := range []dwarf.Attr{dwarf.AttrLinkageName, dwarf.AttrName} {
 			if n, ok := e.Val(a).(string); ok && n != "" {
 				if a == dwarf.AttrLinkageName {
-					return demangleName(n)
+					n = demangleName(n)
+				}
+				if i > 0 {
+					d.names[first] = n
 				}
 				return n
 			}
@@ -471,6 +639,12 @@ func (d *dwarfLines) name(e *dwarf.Entry) string {
 			if ref, ok = e.Val(dwarf.AttrSpecification).(dwarf.Offset); !ok {
 				return ""
 			}
+		}
+		if i == 0 {
+			if n, ok := d.names[ref]; ok {
+				return n
+			}
+			first = ref
 		}
 		r := d.data.Reader()
 		r.Seek(ref)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"debug/elf"
 	"errors"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -34,7 +33,6 @@ type objectSyms struct {
 	funcs []funcSym // sorted by value; one per value
 	loads []load
 	go_   *symtab.GoLines
-	dwarf *dwarfLines // nil without DWARF
 	// debug says where a separate debug file came from, "" without one.
 	debug string
 }
@@ -119,25 +117,13 @@ func readObject(f *os.File, path string, root *os.File, dirs []string) (*objectS
 		}
 	}
 	var debug *elfnotes.File
-	var dwarfFrom io.ReaderAt
-	if hasDWARF(ef) {
-		dwarfFrom = f
-	}
-	if !hasSymtab(ef) || dwarfFrom == nil {
+	if !hasSymtab(ef) {
 		d, err := symtab.OpenDebugFile(ef, path, &symtab.DebugOptions{Root: root, Dirs: dirs})
 		if err == nil {
 			defer d.Close()
 			debug = d.File
 			o.debug = d.Path
-			if dwarfFrom == nil && hasDWARF(d.File) {
-				dwarfFrom = d.ReaderAt()
-			}
 		}
-	}
-	if dwarfFrom != nil {
-		// Without usable DWARF, frames have no inlined calls and C
-		// frames no file:line; nothing else changes.
-		o.dwarf, _ = loadDWARF(dwarfFrom)
 	}
 	syms, _, err := symtab.ReadPartialDebug(ef, debug)
 	if err != nil && !errors.Is(err, symtab.ErrNoSymbols) {
@@ -168,6 +154,31 @@ func readObject(f *os.File, path string, root *os.File, dirs []string) (*objectS
 		o.funcs = append(o.funcs, c.funcSym)
 	}
 	return o, nil
+}
+
+// readDWARF reads the DWARF of the object open as f, named path inside
+// root, or of its separate debug file, looked for in dirs; nil when
+// neither has any, or it cannot be read (frames then have no inlined
+// calls and C frames no file:line; nothing else changes).
+func readDWARF(f *os.File, path string, root *os.File, dirs []string) *dwarfLines {
+	ef, err := elfnotes.NewFile(f)
+	if err != nil {
+		return nil
+	}
+	if hasDWARF(ef) {
+		d, _ := loadDWARF(f)
+		return d
+	}
+	dbg, err := symtab.OpenDebugFile(ef, path, &symtab.DebugOptions{Root: root, Dirs: dirs})
+	if err != nil {
+		return nil
+	}
+	defer dbg.Close()
+	if !hasDWARF(dbg.File) {
+		return nil
+	}
+	d, _ := loadDWARF(dbg.ReaderAt())
+	return d
 }
 
 // hasSection reports whether f has a section of that name with contents.
@@ -211,10 +222,21 @@ type cacheEntry struct {
 	once sync.Once
 	syms *objectSyms
 	err  error
+	// dwarf is read on first use, by the first Symbolizer that uses
+	// DWARF: one that does not (Options.NoDWARF) never reads it.
+	dwarfOnce sync.Once
+	dwarf     *dwarfLines
 }
 
-// get returns the table of f, read once per identity.
-func (c *Cache) get(f *os.File, path string, root *os.File, dirs []string) (*objectSyms, error) {
+// dwarfLines returns the DWARF of the entry's object, open as f, read on
+// first use (see readDWARF); nil without.
+func (e *cacheEntry) dwarfLines(f *os.File, path string, root *os.File, dirs []string) *dwarfLines {
+	e.dwarfOnce.Do(func() { e.dwarf = readDWARF(f, path, root, dirs) })
+	return e.dwarf
+}
+
+// get returns the entry of f, its table read once per identity.
+func (c *Cache) get(f *os.File, path string, root *os.File, dirs []string) (*cacheEntry, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil, err
@@ -231,5 +253,5 @@ func (c *Cache) get(f *os.File, path string, root *os.File, dirs []string) (*obj
 	}
 	c.mu.Unlock()
 	e.once.Do(func() { e.syms, e.err = readObject(f, path, root, dirs) })
-	return e.syms, e.err
+	return e, e.err
 }

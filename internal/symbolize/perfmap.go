@@ -17,15 +17,20 @@ type PerfSymbol struct {
 	Name        string
 }
 
-// FormatError is a malformed line of a text file (a perf map).
+// FormatError is a malformed line of a text file (a perf map) or a
+// malformed record of a binary one (a jitdump).
 type FormatError struct {
-	Line int    // 1-based line number
+	Line int    // 1-based line number; 0 in a binary file
+	Off  int64  // byte offset in a binary file (Line 0)
 	Msg  string // what is wrong
-	Val  any    // the offending text, if any
+	Val  any    // the offending text or value, if any
 }
 
 func (e *FormatError) Error() string {
 	msg := fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	if e.Line == 0 {
+		msg = fmt.Sprintf("byte %#x: %s", e.Off, e.Msg)
+	}
 	if e.Val != nil {
 		msg += fmt.Sprintf(" %q", e.Val)
 	}

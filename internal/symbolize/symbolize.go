@@ -21,6 +21,9 @@ import (
 // DefaultMaxPerfMap is the default of Options.MaxPerfMap.
 const DefaultMaxPerfMap = 64 << 20
 
+// DefaultMaxJitdump is the default of Options.MaxJitdump.
+const DefaultMaxJitdump = 1 << 30
+
 // Options configure a Symbolizer.
 type Options struct {
 	// DebugDirs are the global debug directories in which separate debug
@@ -33,6 +36,11 @@ type Options struct {
 	// MaxPerfMap bounds, in bytes, how much of /tmp/perf-PID.map is
 	// read; the rest is passed over. 0 means DefaultMaxPerfMap.
 	MaxPerfMap int64
+	// MaxJitdump bounds, in bytes, how much of the process's jitdump
+	// file is parsed; records past it are not read. Only record headers
+	// and names are read, not the native code between them. 0 means
+	// DefaultMaxJitdump.
+	MaxJitdump int64
 	// NoDWARF leaves DWARF unused: no inlined frames, and file:line only
 	// for Go code (from .gopclntab). Lookups are then a binary search
 	// or two per address, and the DWARF indexes (line rows, inline
@@ -54,6 +62,9 @@ type Symbolizer struct {
 	maps  []mapping // sorted by start, not overlapping
 	files map[procfs.FileID]*object
 	perf  *perfState
+	jit   jitState
+	// chain is appendFrames' buffer for inline chains.
+	chain []inlFrame
 }
 
 // mapping is one executable mapping of the process.
@@ -65,10 +76,14 @@ type mapping struct {
 
 // object is one file mapped by the process.
 type object struct {
-	name string   // as Frame.Object shows it
-	file *os.File // nil when it could not be opened
-	syms *objectSyms
-	done bool // syms was looked for
+	name  string   // as Frame.Object shows it
+	file  *os.File // nil when it could not be opened
+	entry *cacheEntry
+	syms  *objectSyms
+	done  bool // syms was looked for
+	dwarf *dwarfLines
+	// dwarfDone: dwarf was looked for.
+	dwarfDone bool
 }
 
 // perfState is the perf map as last read.
@@ -92,12 +107,18 @@ func New(pid int, opts *Options) (*Symbolizer, error) {
 	if opts.MaxPerfMap < 0 {
 		return nil, fmt.Errorf("field MaxPerfMap is negative")
 	}
+	if opts.MaxJitdump < 0 {
+		return nil, fmt.Errorf("field MaxJitdump is negative")
+	}
 	s := &Symbolizer{pid: pid, nspid: pid, opts: *opts, files: make(map[procfs.FileID]*object)}
 	if s.opts.Cache == nil {
 		s.opts.Cache = &Cache{}
 	}
 	if s.opts.MaxPerfMap == 0 {
 		s.opts.MaxPerfMap = DefaultMaxPerfMap
+	}
+	if s.opts.MaxJitdump == 0 {
+		s.opts.MaxJitdump = DefaultMaxJitdump
 	}
 	root, err := procfs.OpenRoot(pid)
 	if err != nil {
@@ -109,6 +130,7 @@ func New(pid int, opts *Options) (*Symbolizer, error) {
 		s.Close()
 		return nil, err
 	}
+	s.openJit()
 	return s, nil
 }
 
@@ -141,6 +163,11 @@ func (s *Symbolizer) readMaps() error {
 	}
 	var add []mapping
 	for _, m := range maps {
+		if s.jit.mapped == "" && isJitdump(m.Path) {
+			// JIT runtimes map their jitdump file so that perf record
+			// finds it: this one is the process's, wherever it is.
+			s.jit.mapped = m.Path
+		}
 		if !m.Exec() {
 			continue
 		}
@@ -206,6 +233,10 @@ func (s *Symbolizer) Close() error {
 		}
 	}
 	s.files = nil
+	if s.jit.file != nil {
+		s.jit.file.Close()
+		s.jit.file = nil
+	}
 	if s.root != nil {
 		s.root.Close()
 		s.root = nil
@@ -273,6 +304,17 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 				fr.Symbol, fr.SymOffset = p.Name, a-p.Start
 				return append(out, fr)
 			}
+			if p, ok := s.jitLookup(a); ok {
+				fr.Object = s.jit.path
+				fr.Offset = 0
+				fr.Symbol, fr.SymOffset = p.Name, a-p.Start
+				at := a
+				if ret && at > p.Start {
+					at-- // the call before the return address
+				}
+				fr.File, fr.Line = s.jit.jitPosition(p, at)
+				return append(out, fr)
+			}
 		}
 		return append(out, fr)
 	}
@@ -292,8 +334,20 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 	if ret && at > 0 {
 		at--
 	}
+	var chain []inlFrame
+	if d := s.objectDWARF(m.obj); d != nil {
+		s.chain = d.appendChain(s.chain[:0], at)
+		chain = s.chain
+	}
 	found := false
-	if syms.go_ != nil {
+	switch {
+	case syms.go_ != nil && len(chain) > 0:
+		// DWARF gives the file and line: .gopclntab only the function.
+		if fn, entry, ok := syms.go_.PCToFunc(at); ok && entry <= vaddr {
+			fr.Symbol, fr.SymOffset = fn, vaddr-entry
+			found = true
+		}
+	case syms.go_ != nil:
 		if fn, entry, file, line, ok := syms.go_.PCToLine(at); ok && entry <= vaddr {
 			fr.Symbol, fr.SymOffset, fr.File, fr.Line = fn, vaddr-entry, file, line
 			found = true
@@ -304,10 +358,6 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 			fr.Symbol, fr.SymOffset = fs.name, vaddr-fs.value
 		}
 	}
-	if syms.dwarf == nil || s.opts.NoDWARF {
-		return append(out, fr)
-	}
-	chain := syms.dwarf.chain(at)
 	if len(chain) == 0 {
 		return append(out, fr)
 	}
@@ -330,10 +380,22 @@ func (s *Symbolizer) objectSyms(o *object) *objectSyms {
 	if !o.done {
 		o.done = true
 		if o.file != nil {
-			o.syms, _ = s.opts.Cache.get(o.file, o.name, s.root, s.opts.DebugDirs)
+			if e, err := s.opts.Cache.get(o.file, o.name, s.root, s.opts.DebugDirs); err == nil {
+				o.entry, o.syms = e, e.syms
+			}
 		}
 	}
 	return o.syms
+}
+
+// objectDWARF returns the DWARF of o (or of its separate debug file),
+// read on first use; nil without DWARF or with Options.NoDWARF.
+func (s *Symbolizer) objectDWARF(o *object) *dwarfLines {
+	if !o.dwarfDone && !s.opts.NoDWARF && o.entry != nil {
+		o.dwarfDone = true
+		o.dwarf = o.entry.dwarfLines(o.file, o.name, s.root, s.opts.DebugDirs)
+	}
+	return o.dwarf
 }
 
 // perfLookup finds addr in the process's perf map, reading it when it has

@@ -281,6 +281,22 @@ func ReadGoLines(f *elfnotes.File) (*GoLines, error) {
 	return &GoLines{tab: tab}, nil
 }
 
+// PCToFunc returns the function containing the virtual address pc: its
+// name with "·" as ".", and its entry; ok is false when no function
+// contains pc. It is PCToLine without decoding the line table.
+func (g *GoLines) PCToFunc(pc uint64) (fn string, entry uint64, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			fn, entry, ok = "", 0, false
+		}
+	}()
+	f := g.tab.PCToFunc(pc)
+	if f == nil {
+		return "", 0, false
+	}
+	return strings.ReplaceAll(f.Name, "·", "."), f.Entry, true
+}
+
 // PCToLine returns the function containing the virtual address pc (its
 // name with "·" as ".", and its entry) and the file and line of pc; ok is
 // false when no function contains pc. Inlined calls are not expanded: the

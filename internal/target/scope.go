@@ -57,6 +57,21 @@ func (s *Scope) Applies(i int, obj Object) bool {
 	return s.in[i] == nil || s.in[i][obj.Path]
 }
 
+// Wanted reports whether a listing reads obj: some selector applies to
+// it, or there are none. A process's objects that no selector's PATH part
+// names are passed over unread (their notes, their symbol tables).
+func (s *Scope) Wanted(obj Object) bool {
+	if len(s.in) == 0 {
+		return true
+	}
+	for i := range s.in {
+		if s.Applies(i, obj) {
+			return true
+		}
+	}
+	return false
+}
+
 // NewScopeOf is NewScope for a listing's selectors of any kind: path gives
 // a selector's PATH part.
 func NewScopeOf[S any](paths []string, pid int, sels []S, path func(S) string) (*Scope, error) {

@@ -42,10 +42,18 @@ func Path() string { return "" }
 // if a tracer has enabled it, and otherwise returns at once.
 func RequestStart(arg0 string, arg1 int64) {
 	if usdtkitSDT.sems[0] != 0 {
-		s0 := dynsdt.CString(arg0)
-		usdtkit_681a22d5473598db_0(usdtkitPtr(unsafe.Pointer(unsafe.SliceData(s0))), uint64(arg1))
-		runtime.KeepAlive(s0)
+		usdtkitFireRequestStart(arg0, arg1)
 	}
+}
+
+// usdtkitFireRequestStart calls probe server:request__start's stub. It is not inlined, so that
+// RequestStart is.
+//
+//go:noinline
+func usdtkitFireRequestStart(arg0 string, arg1 int64) {
+	s0 := dynsdt.CString(arg0)
+	usdtkit_681a22d5473598db_0(usdtkitPtr(unsafe.Pointer(unsafe.SliceData(s0))), uint64(arg1))
+	runtime.KeepAlive(s0)
 }
 
 // RequestStartEnabled reports whether a tracer has enabled probe server:request__start;
@@ -58,10 +66,18 @@ func RequestStartEnabled() bool {
 // if a tracer has enabled it, and otherwise returns at once.
 func RequestDone(arg0 string, arg1 int64, arg2 int32, arg3 int64) {
 	if usdtkitSDT.sems[1] != 0 {
-		s0 := dynsdt.CString(arg0)
-		usdtkit_681a22d5473598db_1(usdtkitPtr(unsafe.Pointer(unsafe.SliceData(s0))), uint64(arg1), uint64(arg2), uint64(arg3))
-		runtime.KeepAlive(s0)
+		usdtkitFireRequestDone(arg0, arg1, arg2, arg3)
 	}
+}
+
+// usdtkitFireRequestDone calls probe server:request__done's stub. It is not inlined, so that
+// RequestDone is.
+//
+//go:noinline
+func usdtkitFireRequestDone(arg0 string, arg1 int64, arg2 int32, arg3 int64) {
+	s0 := dynsdt.CString(arg0)
+	usdtkit_681a22d5473598db_1(usdtkitPtr(unsafe.Pointer(unsafe.SliceData(s0))), uint64(arg1), uint64(arg2), uint64(arg3))
+	runtime.KeepAlive(s0)
 }
 
 // RequestDoneEnabled reports whether a tracer has enabled probe server:request__done;

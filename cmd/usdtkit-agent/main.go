@@ -1,0 +1,49 @@
+// Command usdtkit-agent runs programs in bpftrace's language in every
+// process their targets select, for as long as it runs, and exports their
+// maps as Prometheus metrics (and over OTLP). usdtkit agent runs it.
+//
+// It is a program of its own, installed beside usdtkit, so that usdtkit,
+// which a user starts for every trace, neither links nor initialises at
+// each start what only the agent needs: the Prometheus client, the
+// OpenTelemetry SDK, gRPC and protobuf. main builds the command, runs it
+// with a context that SIGINT and SIGTERM cancel, prints a failure as one
+// sentence on stderr and sets the exit code; package agent does the rest.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := newAgentCmd()
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "usdtkit agent:", userMessage(err))
+		return 1
+	}
+	return 0
+}
+
+// userMessage turns an error into the one sentence a user acts on.
+func userMessage(err error) string {
+	if errors.Is(err, os.ErrPermission) && os.Geteuid() != 0 {
+		return "permission denied: tracing needs root, or CAP_BPF and CAP_PERFMON"
+	}
+	return err.Error()
+}

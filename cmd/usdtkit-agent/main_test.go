@@ -1,0 +1,9 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.MainCheckingFDs(m) }
