@@ -203,6 +203,11 @@ type MapInfo struct {
 	// is not printed, as a hash map's absent key.
 	Array  bool
 	SetOff int
+	// Slots, for a count() keyed by one stack alone, is the per-CPU
+	// array of stack slots in Spec.Maps that takes most of its counts
+	// (see stack.go); "" for other maps. The map's entries are the BPF
+	// hash's plus the slots' (DecodeSlot).
+	Slots string
 }
 
 // PrintInfo is one print(@m[, top[, div]]) call: the map's index in
@@ -245,7 +250,8 @@ const (
 	retOff        = 8 * bpfgen.MaxArgs
 	probeOff      = retOff + 8
 	busyOff       = probeOff + 8 // non-zero while a program uses the scratch value
-	zeroOff       = busyOff + 8
+	lastPIDOff    = busyOff + 8  // the process whose stack this CPU last checked (stack.go)
+	zeroOff       = lastPIDOff + 8
 )
 
 func round8(n int) int { return (n + 7) &^ 7 }
@@ -462,6 +468,9 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 		mi.ValueSize = 8 * mi.Buckets
 	default:
 		return mi, unsupported(m.Pos, "%s()", m.Agg)
+	}
+	if array && hasSlots(m) {
+		mi.Slots = mi.BPF + "slots"
 	}
 	if array && (len(m.Keys) == 0 || len(m.Keys) == 1 && m.Keys[0].Kind == btlang.KindProbe) && mi.ValueSize < maxArrayValue {
 		mi.Array, mi.KeySize, mi.SetOff = true, 4, mi.ValueSize

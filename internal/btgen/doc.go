@@ -56,8 +56,19 @@
 // copy of the stack with the registers (stackcap.EmitCopy, unwound in user
 // space), or with a negative Options.StackCopy the frames
 // (stackcap.EmitFrames). A process's first captured stack is announced
-// with a RecStackPID record so user space remembers its mappings. See
+// with a RecStackPID record so user space remembers its mappings. A
+// count() keyed by one stack alone counts most hits in stack slots, a
+// per-CPU array indexed by the stack id (MapInfo.Slots), and the rest in
+// its hash; user space adds both. The pid is a constant the loader puts
+// in MapStackConf when every site is attached for one process. See
 // stack.go.
+//
+// Each hit of `@[ustack] = count()` costs, beyond the stack walk
+// (bpf_get_stackid), one read of the caller word at an entry whose walk
+// misses it, the pid helper call only when the program traces more than
+// one process, and one inlined array lookup (a hash lookup for the keys
+// slots do not hold): bpftrace 0.17 calls the pid helper, looks the key
+// up and updates it on every hit.
 //
 // # Semantics
 //

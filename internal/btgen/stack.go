@@ -2,6 +2,7 @@ package btgen
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"sync"
@@ -46,10 +47,129 @@ import (
 // that exits before the maps are printed still symbolizes. A BPF hash
 // "stackpids" remembers which processes were announced; when it is full,
 // processes are no longer announced (user space still symbolizes them
-// while they live). A per-CPU "stacklastpid" word holds the last process
-// each CPU checked, so that the hits of one process after its first, the
-// common case, skip the hash lookup. Where every site of a block agrees
+// while they live). A word of the per-CPU scratch value holds the last
+// process each CPU checked, so that the hits of one process after its
+// first, the common case, skip the hash lookup. Where every site of a block agrees
 // on the entry flag, the capture has only that path.
+
+// A count() keyed by one stack alone (@[ustack] = count(), the profile
+// of a flame graph) counts most hits in stack slots (MapInfo.Slots), a
+// per-CPU array indexed by the stack id's low bits, whose lookup the
+// verifier inlines, rather than in its BPF hash, whose lookup is a
+// kernel call that hashes and compares the key: a slot holds one key
+// (its tag, the stack id + 1, 0 for an empty slot; the caller word; the
+// pid) and its count on that CPU. A hit whose key is the slot's adds one
+// there; one whose slot is empty takes it; one whose slot holds another
+// key (another stack of the same low bits, another caller at a function's
+// entry, another process) counts in the hash as before. User space adds
+// the slots' counts to the hash's (DecodeSlot). The block's busy flag
+// keeps a slot to one program at a time, as it does the scratch value.
+// Maps a delete() names have no slots.
+
+// Stack slots: StackSlots per CPU of SlotSize bytes (tag, caller word,
+// pid, count; u64 each).
+const (
+	StackSlots = 2048
+	SlotSize   = 32
+)
+
+// Offsets in a stack slot.
+const (
+	slotTag    = 0
+	slotCaller = 8
+	slotPID    = 16
+	slotCount  = 24
+)
+
+// hasSlots reports whether map m, if no delete() names it, counts in
+// stack slots.
+func hasSlots(m *btlang.Map) bool {
+	return m.Agg == btlang.AggCount && len(m.Keys) == 1 && m.Keys[0].Kind == btlang.KindStack
+}
+
+// DecodeSlot returns the key (in the map's key layout, MapInfo.KeySize
+// bytes) and count that one CPU's stack slot holds; ok is false for an
+// empty slot. A slot's count may be 0 (after zero()): the key then
+// prints with 0, as a zeroed hash entry does.
+func DecodeSlot(mi *MapInfo, v []byte) (key []byte, count uint64, ok bool) {
+	if len(v) < SlotSize || len(mi.KeyOffs) != 1 || mi.KeyOffs[0]+StackKeySize > mi.KeySize {
+		return nil, 0, false
+	}
+	ne := binary.NativeEndian
+	tag := ne.Uint64(v[slotTag:])
+	if tag == 0 {
+		return nil, 0, false
+	}
+	key = make([]byte, mi.KeySize)
+	f := key[mi.KeyOffs[0]:]
+	ne.PutUint64(f, tag-1)
+	ne.PutUint64(f[8:], ne.Uint64(v[slotCaller:]))
+	ne.PutUint64(f[stackcap.StackIDSize:], ne.Uint64(v[slotPID:]))
+	return key, ne.Uint64(v[slotCount:]), true
+}
+
+// ClearSlot empties one CPU's stack slot v or, with zero, zeros its count
+// and keeps its key.
+func ClearSlot(v []byte, zero bool) {
+	if len(v) < SlotSize {
+		return
+	}
+	if !zero {
+		clear(v[:SlotSize])
+		return
+	}
+	clear(v[slotCount:SlotSize])
+}
+
+// slotCount adds one to the count of the key at scratch offset key in
+// map mi's stack slot and jumps to done, when mi has slots and the slot
+// is the key's or empty; else it falls through to the hash.
+func (g *gen) slotCount(mi *MapInfo, key int, done string) {
+	if mi.Slots == "" {
+		return
+	}
+	f := int16(key + mi.KeyOffs[0])
+	miss, claim := g.newLabel("slot_miss"), g.newLabel("slot_claim")
+	g.emit(
+		asm.LoadMem(asm.R1, asm.R7, f, asm.DWord),
+		// A negative id is bpf_get_stackid's error: the hash keeps it.
+		asm.JSLT.Imm(asm.R1, 0, miss),
+		asm.And.Imm(asm.R1, StackSlots-1),
+		asm.StoreMem(asm.R10, -4, asm.R1, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(mi.Slots),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, miss),
+		asm.LoadMem(asm.R2, asm.R7, f, asm.DWord),
+		asm.Add.Imm(asm.R2, 1),
+		asm.LoadMem(asm.R1, asm.R0, slotTag, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, claim),
+		asm.JNE.Reg(asm.R1, asm.R2, miss),
+		asm.LoadMem(asm.R1, asm.R0, slotCaller, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R7, f+8, asm.DWord),
+		asm.JNE.Reg(asm.R1, asm.R2, miss),
+		asm.LoadMem(asm.R1, asm.R0, slotPID, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R7, f+stackcap.StackIDSize, asm.DWord),
+		asm.JNE.Reg(asm.R1, asm.R2, miss),
+		asm.LoadMem(asm.R1, asm.R0, slotCount, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, slotCount, asm.R1, asm.DWord),
+		asm.Ja.Label(done),
+	)
+	g.label(claim)
+	g.emit(
+		asm.StoreMem(asm.R0, slotTag, asm.R2, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R7, f+8, asm.DWord),
+		asm.StoreMem(asm.R0, slotCaller, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R7, f+stackcap.StackIDSize, asm.DWord),
+		asm.StoreMem(asm.R0, slotPID, asm.R1, asm.DWord),
+		storeImm64(asm.R0, slotCount, 1),
+		asm.Ja.Label(done),
+	)
+	g.label(miss)
+	g.emit(nop())
+}
 
 // RecStackPID is the kind of a record announcing a process whose stacks
 // were captured: u32 kind, u32 0, u64 pid.
@@ -58,14 +178,19 @@ const RecStackPID = 8
 // MapStackPIDs is the hash of processes already announced by RecStackPID.
 const MapStackPIDs = "stackpids"
 
-// mapStackLastPID is a per-CPU array of one u64: the last process whose
-// stack this CPU captured and checked against MapStackPIDs. A hit of the
-// same process again, the common case, skips the hash lookup.
-const mapStackLastPID = "stacklastpid"
-
 // StackKeySize is the size of a stack field in a map key: s64 stack id
 // (negative: bpf_get_stackid's error), u64 caller word (0: none), u64 pid.
 const StackKeySize = stackcap.StackIDSize + 8
+
+// MapStackConf is a frozen, read-only one-u64 array that user space fills
+// before loading: the process every stack of the program is of, when
+// every site is attached for that process alone, else 0. The verifier
+// reads a constant there, so that with a process the pid costs no helper
+// call (bpf_get_current_pid_tgid) and without one the test is gone. A
+// thread of another process sharing the traced one's memory (a vfork
+// child) then keys its stacks with the traced pid, whose mappings are
+// the ones it runs in.
+const MapStackConf = "stackconf"
 
 // maxStackPIDs bounds MapStackPIDs.
 const maxStackPIDs = 4096
@@ -106,6 +231,9 @@ func stackInfo(t btlang.Type) *StackInfo {
 func (out *Program) addStackMaps(entries int) {
 	any := false
 	for _, mi := range out.Maps {
+		if mi.Slots != "" {
+			out.Spec.Maps[mi.Slots] = &ebpf.MapSpec{Name: mi.Slots, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: SlotSize, MaxEntries: StackSlots}
+		}
 		for _, s := range mi.KeyStacks {
 			if s == nil {
 				continue
@@ -123,7 +251,18 @@ func (out *Program) addStackMaps(entries int) {
 	}
 	if any {
 		out.Spec.Maps[MapStackPIDs] = &ebpf.MapSpec{Name: MapStackPIDs, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxStackPIDs}
-		out.Spec.Maps[mapStackLastPID] = &ebpf.MapSpec{Name: mapStackLastPID, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+		out.Spec.Maps[MapStackConf] = StackConfSpec(0)
+	}
+}
+
+// StackConfSpec returns the spec of MapStackConf holding pid (0: none).
+// The caller freezes the map it makes (ebpf.Map.Freeze) before loading the
+// program: only then does the verifier read a constant there.
+func StackConfSpec(pid int) *ebpf.MapSpec {
+	return &ebpf.MapSpec{
+		Name: MapStackConf, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1,
+		Flags:    unix.BPF_F_RDONLY_PROG,
+		Contents: []ebpf.MapKV{{Key: uint32(0), Value: uint64(pid)}},
 	}
 }
 
@@ -338,26 +477,26 @@ func (g *gen) stackFrames(off int, s *StackInfo) {
 // stackPID stores the pid at scratch off and announces a process not seen
 // before (RecStackPID).
 func (g *gen) stackPID(off int) {
-	seen, check := g.newLabel("pid_seen"), g.newLabel("pid_check")
+	seen, have := g.newLabel("pid_seen"), g.newLabel("pid_have")
 	g.emit(
+		// The traced process, a constant to the verifier (MapStackConf),
+		// or the current one.
+		asm.LoadMapValue(asm.R0, 0, 0).WithReference(MapStackConf),
+		asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord),
+		asm.JNE.Imm(asm.R0, 0, have),
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.RSh.Imm(asm.R0, 32),
+	)
+	g.label(have)
+	g.emit(
 		asm.StoreMem(asm.R7, int16(off), asm.R0, asm.DWord),
 		// The process this CPU saw last was checked already: the same
 		// again skips the hash. Another is checked below and becomes
 		// the last seen (stackpids has it afterwards, or is full).
-		asm.StoreImm(asm.R10, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(mapStackLastPID),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, check),
-		asm.LoadMem(asm.R1, asm.R7, int16(off), asm.DWord),
-		asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
-		asm.JEq.Reg(asm.R1, asm.R2, seen),
-		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R7, lastPIDOff, asm.DWord),
+		asm.JEq.Reg(asm.R1, asm.R0, seen),
+		asm.StoreMem(asm.R7, lastPIDOff, asm.R0, asm.DWord),
 	)
-	g.label(check)
 	g.emit(
 		asm.LoadMem(asm.R0, asm.R7, int16(off), asm.DWord),
 		// stackpids[pid] = pid, only if absent: the first hit of a

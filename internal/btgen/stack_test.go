@@ -1,6 +1,7 @@
 package btgen_test
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -122,5 +123,125 @@ func TestStackCallerRead(t *testing.T) {
 				t.Errorf("%d bpf_get_stackid calls, want %d", stackids, want)
 			}
 		})
+	}
+}
+
+// TestStackSlots: a count() keyed by one stack alone counts in stack
+// slots (a per-CPU array the verifier looks up inline); other maps of
+// stacks, and a map a delete() names, count in their hash only. Every
+// program that captures stacks reads its pid from MapStackConf.
+func TestStackSlots(t *testing.T) {
+	tests := []struct {
+		name  string
+		src   string
+		slots bool
+	}{
+		{"ustack count", `uprobe:/x:f { @[ustack] = count(); }`, true},
+		{"ustack(5) count", `uprobe:/x:f { @[ustack(5)] = count(); }`, true},
+		{"ustack perf count", `uprobe:/x:f { @[ustack(perf)] = count(); }`, true},
+		{"tuple", `uprobe:/x:f { @[ustack, comm] = count(); }`, false},
+		{"sum", `uprobe:/x:f { @[ustack] = sum(arg0); }`, false},
+		{"deleted", `uprobe:/x:f { @[ustack] = count(); delete(@[ustack]); }`, false},
+		{"int key", `uprobe:/x:f { @[pid] = count(); }`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, opts := compile(t, tt.src)
+			out, err := btgen.Generate(prog, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mi := out.Maps[0]
+			if got := mi.Slots != ""; got != tt.slots {
+				t.Fatalf("slots %q, want slots: %v", mi.Slots, tt.slots)
+			}
+			lookups := 0
+			for _, ins := range out.Spec.Programs["block0"].Instructions {
+				if ins.IsLoadFromMap() && ins.Reference() == mi.Slots {
+					lookups++
+				}
+			}
+			if !tt.slots {
+				if lookups != 0 {
+					t.Errorf("%d references to slots %q", lookups, mi.Slots)
+				}
+				return
+			}
+			spec := out.Spec.Maps[mi.Slots]
+			if spec == nil || spec.Type != ebpf.PerCPUArray || spec.KeySize != 4 || spec.ValueSize != btgen.SlotSize || spec.MaxEntries != btgen.StackSlots {
+				t.Errorf("slots map %+v", spec)
+			}
+			if lookups != 1 {
+				t.Errorf("%d loads of the slots map, want 1", lookups)
+			}
+			if conf := out.Spec.Maps[btgen.MapStackConf]; conf == nil || conf.Type != ebpf.Array || conf.ValueSize != 8 {
+				t.Errorf("stack conf map %+v", conf)
+			}
+		})
+	}
+}
+
+// TestDecodeSlot: a slot decodes to the key layout of its map (stack id,
+// caller word, pid) and its count; an empty slot (tag 0) or a short one
+// decodes to nothing; ClearSlot empties a slot or zeros its count only.
+func TestDecodeSlot(t *testing.T) {
+	prog, opts := compile(t, `uprobe:/x:f { @[ustack] = count(); }`)
+	out, err := btgen.Generate(prog, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mi := &out.Maps[0]
+	slot := func(tag, caller, pid, count uint64) []byte {
+		var b []byte
+		for _, v := range []uint64{tag, caller, pid, count} {
+			b = binary.NativeEndian.AppendUint64(b, v)
+		}
+		return b
+	}
+	tests := []struct {
+		name   string
+		v      []byte
+		ok     bool
+		id     int64
+		caller uint64
+		pid    uint64
+		count  uint64
+	}{
+		{"id 0", slot(1, 0, 42, 7), true, 0, 0, 42, 7},
+		{"caller", slot(2048, 0x401234, 42, 1), true, 2047, 0x401234, 42, 1},
+		{"zeroed", slot(5, 0, 42, 0), true, 4, 0, 42, 0},
+		{"empty", slot(0, 0x401234, 42, 3), false, 0, 0, 0, 0},
+		{"short", slot(1, 0, 42, 7)[:btgen.SlotSize-1], false, 0, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key, n, ok := btgen.DecodeSlot(mi, tt.v)
+			if ok != tt.ok {
+				t.Fatalf("ok %v, want %v", ok, tt.ok)
+			}
+			if !ok {
+				return
+			}
+			if len(key) != mi.KeySize {
+				t.Fatalf("key of %d bytes, want %d", len(key), mi.KeySize)
+			}
+			id, err := stackcap.DecodeStackID(key[mi.KeyOffs[0]:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := binary.NativeEndian.Uint64(key[mi.KeyOffs[0]+stackcap.StackIDSize:])
+			if id.ID != tt.id || id.Caller != tt.caller || pid != tt.pid || n != tt.count {
+				t.Errorf("have id %d caller %#x pid %d count %d, want %d %#x %d %d", id.ID, id.Caller, pid, n, tt.id, tt.caller, tt.pid, tt.count)
+			}
+		})
+	}
+	v := slot(3, 0x401234, 42, 9)
+	btgen.ClearSlot(v, true)
+	if _, n, ok := btgen.DecodeSlot(mi, v); !ok || n != 0 {
+		t.Errorf("zeroed slot: ok %v count %d, want ok and 0", ok, n)
+	}
+	btgen.ClearSlot(v, false)
+	if _, _, ok := btgen.DecodeSlot(mi, v); ok {
+		t.Error("cleared slot still holds a key")
 	}
 }

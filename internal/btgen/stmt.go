@@ -295,6 +295,7 @@ func (g *gen) aggregate(r *btlang.MapRef, call *btlang.Call) {
 	// Per-CPU value: look up, insert zeros if absent, look up again. An
 	// array's slot always exists (the verifier inlines its lookup).
 	found, done := g.newLabel("found"), g.newLabel("aggdone")
+	g.slotCount(mi, key, done)
 	g.lookup(mi, key)
 	g.emit(asm.JNE.Imm(asm.R0, 0, found))
 	if !mi.Array {

@@ -43,7 +43,10 @@
 // object, frame pointers without). In JSON, a printf line with stack
 // arguments also has "stacks", their frames as objects
 // (symbolize.AppendJSON), after bpftrace's "data". StackCounts gives the
-// stack-keyed maps with their frames. See stacks.go.
+// stack-keyed maps with their frames; a map's counts in stack slots
+// (btgen.MapInfo.Slots) are added to its hash's wherever it is read or
+// cleared. Start fills btgen.MapStackConf (the one traced process, or 0)
+// and freezes it before loading. See stacks.go.
 //
 // # Output
 //
@@ -159,7 +162,7 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 			p.AttachType = ebpf.AttachNone
 		}
 	}
-	r.coll, err = ebpf.NewCollection(spec)
+	r.coll, err = loadCollection(spec, onlyPID(prog, r.opts.PIDs))
 	if err != nil {
 		return nil, fmt.Errorf("load program: %w", err)
 	}
@@ -571,6 +574,9 @@ func cString(b []byte) string {
 
 // clearMap deletes every key of mi, or with zero sets every value to zeros.
 func (r *Runner) clearMap(mi *btgen.MapInfo, zero bool) error {
+	if err := r.clearSlots(mi, zero); err != nil {
+		return err
+	}
 	m := r.coll.Maps[mi.BPF]
 	var keys [][]byte
 	var k []byte
@@ -773,6 +779,9 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", bm.Name, err)
+	}
+	if err := r.slotEntries(mi, m); err != nil {
+		return nil, err
 	}
 	mergeStackKeys(mi, m)
 	if len(mi.Keys) == 0 && m.Agg == eventfmt.AggCount && len(m.Entries) == 0 {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
@@ -345,6 +347,111 @@ func (r *Runner) keyStack(info *btgen.StackInfo, k []byte) (int64, stackText) {
 	return id.ID, t
 }
 
+// loadCollection loads spec with its btgen.MapStackConf, if it has one,
+// holding pid and frozen.
+func loadCollection(spec *ebpf.CollectionSpec, pid int) (*ebpf.Collection, error) {
+	if _, ok := spec.Maps[btgen.MapStackConf]; !ok {
+		return ebpf.NewCollection(spec)
+	}
+	ms := btgen.StackConfSpec(pid)
+	spec.Maps[btgen.MapStackConf] = ms
+	conf, err := ebpf.NewMap(ms)
+	if err != nil {
+		return nil, fmt.Errorf("stack map %s: %w", ms.Name, err)
+	}
+	defer conf.Close()
+	if err := conf.Freeze(); err != nil {
+		return nil, fmt.Errorf("stack map %s: %w", ms.Name, err)
+	}
+	return ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{ms.Name: conf}})
+}
+
+// onlyPID returns the process every probe site of prog is attached for
+// (sitePIDs), when there is one, else 0.
+func onlyPID(prog *btgen.Program, pids []int) int {
+	only := 0
+	for _, b := range prog.Blocks {
+		if b.Kind != 0 {
+			continue // run by the runner itself
+		}
+		for i := range b.Sites {
+			for _, pid := range sitePIDs(&b.Sites[i], pids) {
+				if pid == 0 || only != 0 && pid != only {
+					return 0
+				}
+				only = pid
+			}
+		}
+	}
+	return only
+}
+
+// readSlots calls f with the key and count of every CPU's non-empty stack
+// slot of map mi (btgen.MapInfo.Slots), if it has slots.
+func (r *Runner) readSlots(mi *btgen.MapInfo, f func(key []byte, count uint64)) error {
+	if mi.Slots == "" {
+		return nil
+	}
+	var k uint32
+	var pv [][]byte
+	it := r.coll.Maps[mi.Slots].Iterate()
+	for it.Next(&k, &pv) {
+		for _, v := range pv {
+			if key, n, ok := btgen.DecodeSlot(mi, v); ok {
+				f(key, n)
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", mi.Map.Name, err)
+	}
+	return nil
+}
+
+// slotEntries adds the counts in map mi's stack slots to m, as entries of
+// their own (mergeStackKeys sums them with the hash's).
+func (r *Runner) slotEntries(mi *btgen.MapInfo, m *eventfmt.Map) error {
+	return r.readSlots(mi, func(key []byte, n uint64) {
+		m.Entries = append(m.Entries, eventfmt.MapEntry{Key: r.decodeKey(mi, key), Value: n})
+	})
+}
+
+// clearSlots empties map mi's stack slots or, with zero, zeros their
+// counts.
+func (r *Runner) clearSlots(mi *btgen.MapInfo, zero bool) error {
+	if mi.Slots == "" {
+		return nil
+	}
+	slots := r.coll.Maps[mi.Slots]
+	var k uint32
+	var pv [][]byte
+	var used []uint32
+	it := slots.Iterate()
+	for it.Next(&k, &pv) {
+		for _, v := range pv {
+			if _, _, ok := btgen.DecodeSlot(mi, v); ok {
+				used = append(used, k)
+				break
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", mi.Map.Name, err)
+	}
+	for _, k := range used {
+		if err := slots.Lookup(k, &pv); err != nil {
+			return fmt.Errorf("clear %s: %w", mi.Map.Name, err)
+		}
+		for _, v := range pv {
+			btgen.ClearSlot(v, zero)
+		}
+		if err := slots.Put(k, pv); err != nil {
+			return fmt.Errorf("clear %s: %w", mi.Map.Name, err)
+		}
+	}
+	return nil
+}
+
 // StackCount is one entry of a map keyed by a stack: the stack's frames,
 // symbolized, and the entry's value.
 type StackCount struct {
@@ -386,6 +493,30 @@ func (r *Runner) StackCounts() ([]StackCount, error) {
 		for _, kf := range mi.Keys {
 			kinds = append(kinds, kf.Kind)
 		}
+		// One entry per key: a key counted both in the hash and in
+		// stack slots (btgen.MapInfo.Slots) is summed.
+		seen := map[string]int{}
+		add := func(k []byte, val uint64) error {
+			if i, ok := seen[string(k)]; ok {
+				out[i].Value += val
+				return nil
+			}
+			off := mi.KeyOffs[f]
+			if off+btgen.StackKeySize > len(k) {
+				return fmt.Errorf("read %s: key of %d bytes", mi.Map.Name, len(k))
+			}
+			_, t := r.keyStack(mi.KeyStacks[f], k[off:])
+			seen[string(k)] = len(out)
+			out = append(out, StackCount{
+				Map:      mi.Map.Name,
+				PID:      int(binary.NativeEndian.Uint64(k[off+stackcap.StackIDSize:])),
+				Frames:   t.frames,
+				Keys:     r.decodeKey(mi, k),
+				KeyKinds: kinds,
+				Value:    val,
+			})
+			return nil
+		}
 		m := r.coll.Maps[mi.BPF]
 		it := m.Iterate()
 		var k []byte
@@ -411,22 +542,23 @@ func (r *Runner) StackCounts() ([]StackCount, error) {
 			} else if len(v) >= 8 {
 				val = binary.NativeEndian.Uint64(v)
 			}
-			off := mi.KeyOffs[f]
-			if off+btgen.StackKeySize > len(k) {
-				return nil, fmt.Errorf("read %s: key of %d bytes", mi.Map.Name, len(k))
+			if err := add(k, val); err != nil {
+				return nil, err
 			}
-			_, t := r.keyStack(mi.KeyStacks[f], k[off:])
-			out = append(out, StackCount{
-				Map:      mi.Map.Name,
-				PID:      int(binary.NativeEndian.Uint64(k[off+stackcap.StackIDSize:])),
-				Frames:   t.frames,
-				Keys:     r.decodeKey(mi, k),
-				KeyKinds: kinds,
-				Value:    val,
-			})
 		}
 		if err := it.Err(); err != nil {
 			return nil, fmt.Errorf("read %s: %w", mi.Map.Name, err)
+		}
+		var err error
+		if e := r.readSlots(mi, func(k []byte, n uint64) {
+			if err == nil {
+				err = add(k, n)
+			}
+		}); e != nil {
+			return nil, e
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 )
 
@@ -44,5 +45,42 @@ func TestMergeStackKeys(t *testing.T) {
 		if !slices.Equal(got, tt.want) || !slices.Equal(ids, tt.ids) {
 			t.Errorf("%v: values %v ids %v, want %v %v", tt.agg, got, ids, tt.want, tt.ids)
 		}
+	}
+}
+
+// TestOnlyPID: the pid the loader makes a constant (btgen.MapStackConf) is
+// the one process every probe site is attached for, whether by its own
+// Site.PID or by Options.PIDs; none when a site traces every process or
+// sites trace different ones. BEGIN, END and interval blocks, run by the
+// runner itself, do not count.
+func TestOnlyPID(t *testing.T) {
+	block := func(kind btlang.ProbeKind, pids ...int) btgen.Block {
+		b := btgen.Block{Kind: kind}
+		for _, p := range pids {
+			b.Sites = append(b.Sites, btgen.Site{PID: p})
+		}
+		return b
+	}
+	tests := []struct {
+		name   string
+		blocks []btgen.Block
+		pids   []int
+		want   int
+	}{
+		{"site pids", []btgen.Block{block(0, 7, 7), block(0, 7)}, nil, 7},
+		{"options pid", []btgen.Block{block(0, 0, 0)}, []int{7}, 7},
+		{"site pid and options", []btgen.Block{block(0, 7, 0)}, []int{7}, 7},
+		{"two processes", []btgen.Block{block(0, 0)}, []int{7, 8}, 0},
+		{"two site pids", []btgen.Block{block(0, 7), block(0, 8)}, nil, 0},
+		{"every process", []btgen.Block{block(0, 0)}, nil, 0},
+		{"special block", []btgen.Block{block(btlang.ProbeBegin, 0), block(0, 7)}, nil, 7},
+		{"no sites", nil, []int{7}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := onlyPID(&btgen.Program{Blocks: tt.blocks}, tt.pids); got != tt.want {
+				t.Errorf("have %d, want %d", got, tt.want)
+			}
+		})
 	}
 }
