@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,10 +75,11 @@ func StartTracee(tb testing.TB, path string) *Tracee {
 	return &Tracee{Cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
 }
 
-// WaitExec returns once process pid has exec'd: it no longer runs this
-// test's binary, as a child started with os/exec does between fork and
-// exec (listing its probes by PID then finds none, which a loaded machine
-// makes likely). path is for the message; a script may exec another
+// WaitExec returns once process pid has exec'd and maps what it runs: it
+// no longer runs this test's binary, as a child started with os/exec does
+// between fork and exec, nor is it between exec's switch of /proc/PID/exe
+// and its mapping of the new executable (listing its probes by PID then
+// finds none, which a loaded machine makes likely). path is for the message; a script may exec another
 // program (its interpreter, then what it runs), so it is not compared.
 func WaitExec(tb testing.TB, pid int, path string) {
 	tb.Helper()
@@ -89,7 +91,7 @@ func WaitExec(tb testing.TB, pid int, path string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		exe, err := os.Readlink(link)
-		if err == nil && exe != self {
+		if err == nil && exe != self && mapsFile(pid, exe) {
 			return
 		}
 		if err != nil && errors.Is(err, fs.ErrNotExist) {
@@ -101,6 +103,22 @@ func WaitExec(tb testing.TB, pid int, path string) {
 		// exec has no event to wait on here; it takes microseconds.
 		time.Sleep(200 * time.Microsecond)
 	}
+}
+
+// mapsFile reports whether process pid maps the file at path: exec sets
+// /proc/PID/exe before it maps the new executable, so a listing by PID
+// in between finds no probes.
+func mapsFile(pid int, path string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) // exited: nothing to wait for
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasSuffix(l, " "+path) {
+			return true
+		}
+	}
+	return false
 }
 
 // Do sends one command ("run 3", "sem", "loop 1000") and returns the lines
