@@ -1,9 +1,6 @@
 package trace_test
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -16,27 +13,8 @@ import (
 // library is warned about once, not once per probe, and every probe
 // resolves.
 func TestCompileListsOnce(t *testing.T) {
-	gcc := testutil.RequireTool(t, "gcc")
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "swapper")
-	testutil.BuildSwapper(t, exe, false)
-	src := filepath.Join(dir, "good.c")
-	if err := os.WriteFile(src, []byte("#include <sys/sdt.h>\nvoid good(void) { DTRACE_PROBE(good, lib); }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	good := filepath.Join(dir, "libgood.so")
-	if b, err := exec.Command(gcc, "-shared", "-fPIC", "-o", good, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, b)
-	}
-	img, err := os.ReadFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truncated := filepath.Join(dir, "libtruncated.so")
-	if err := os.WriteFile(truncated, img[:256], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pid := testutil.StartMapper(t, exe, good, truncated).Process.Pid
+	mapper, _, _ := testutil.StartGoodAndTruncated(t, "#include <sys/sdt.h>\nvoid good(void) { DTRACE_PROBE(good, lib); }\n")
+	pid := mapper.Process.Pid
 
 	var warnings []error
 	prog, err := trace.Compile("t.bt", `usdt::good:lib { @a = count(); } usdt::good:lib { @b = count(); } usdt::own:only { @c = count(); }`,

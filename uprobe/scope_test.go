@@ -1,9 +1,6 @@
 package uprobe
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -15,27 +12,8 @@ import (
 // library read that library only, so the truncated one, which a listing
 // of every object skips with a warning, gives none.
 func TestFunctionsReadsNamedObjectsOnly(t *testing.T) {
-	gcc := testutil.RequireTool(t, "gcc")
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "swapper")
-	testutil.BuildSwapper(t, exe, false)
-	src := filepath.Join(dir, "good.c")
-	if err := os.WriteFile(src, []byte("int good(int x) { return x + 1; }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	good := filepath.Join(dir, "libgood.so")
-	if b, err := exec.Command(gcc, "-shared", "-fPIC", "-o", good, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, b)
-	}
-	img, err := os.ReadFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truncated := filepath.Join(dir, "libtruncated.so")
-	if err := os.WriteFile(truncated, img[:256], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pid := testutil.StartMapper(t, exe, good, truncated).Process.Pid
+	mapper, good, _ := testutil.StartGoodAndTruncated(t, "int good(int x) { return x + 1; }\n")
+	pid := mapper.Process.Pid
 
 	var warnings []error
 	warn := func(err error) { warnings = append(warnings, err) }

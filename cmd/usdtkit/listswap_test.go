@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -97,28 +96,8 @@ func TestListFIFOPath(t *testing.T) {
 // process: list -p prints one warning naming the malformed file and lists
 // the rest.
 func TestListPIDMalformedCLI(t *testing.T) {
-	gcc := testutil.RequireTool(t, "gcc")
 	testutil.RequireRoot(t)
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "swapper")
-	testutil.BuildSwapper(t, exe, false)
-	src := filepath.Join(dir, "good.c")
-	if err := os.WriteFile(src, []byte("#include <sys/sdt.h>\nvoid good(void) { DTRACE_PROBE(good, lib); }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	good := filepath.Join(dir, "libgood.so")
-	if b, err := exec.Command(gcc, "-shared", "-fPIC", "-o", good, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, b)
-	}
-	img, err := os.ReadFile(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := filepath.Join(dir, "libtruncated.so")
-	if err := os.WriteFile(bad, img[:256], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := testutil.StartMapper(t, exe, good, bad)
+	cmd, good, bad := testutil.StartGoodAndTruncated(t, "#include <sys/sdt.h>\nvoid good(void) { DTRACE_PROBE(good, lib); }\n")
 
 	for _, args := range [][]string{{"list", "-p", strconv.Itoa(cmd.Process.Pid)}, {"list", "--symbols", "-p", strconv.Itoa(cmd.Process.Pid)}} {
 		code, out, errs := runGuarded(t, args...)

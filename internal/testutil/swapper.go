@@ -153,3 +153,33 @@ func StartMapper(tb testing.TB, exe string, files ...string) *exec.Cmd {
 	}
 	return cmd
 }
+
+// StartGoodAndTruncated builds swapper and, from the C source csrc, a
+// shared library libgood.so, writes libtruncated.so (its first 256 bytes:
+// an ELF header whose sections lie past the end of the file), and runs
+// swapper mapping both (StartMapper). It returns the process and the two
+// libraries' paths.
+func StartGoodAndTruncated(tb testing.TB, csrc string) (cmd *exec.Cmd, good, truncated string) {
+	tb.Helper()
+	gcc := RequireTool(tb, "gcc")
+	dir := tb.TempDir()
+	exe := filepath.Join(dir, "swapper")
+	BuildSwapper(tb, exe, false)
+	src := filepath.Join(dir, "good.c")
+	if err := os.WriteFile(src, []byte(csrc), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	good = filepath.Join(dir, "libgood.so")
+	if b, err := exec.Command(gcc, "-shared", "-fPIC", "-o", good, src).CombinedOutput(); err != nil {
+		tb.Fatalf("gcc: %v\n%s", err, b)
+	}
+	img, err := os.ReadFile(good)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	truncated = filepath.Join(dir, "libtruncated.so")
+	if err := os.WriteFile(truncated, img[:256], 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return StartMapper(tb, exe, good, truncated), good, truncated
+}
