@@ -636,14 +636,10 @@ func (g *gen) program() (asm.Instructions, error) {
 		}
 		items = append(items, more...)
 		if usesProbe {
-			name := g.sites[i].Probe
-			if name == "" {
-				if len(b.Probes) > 1 {
-					return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("probe is read but site %d does not say which probe it is", i)}
-				}
-				name = b.Probes[0].String()
+			id, err := g.siteProbeID(b, i)
+			if err != nil {
+				return nil, err
 			}
-			id := g.probeID(name)
 			items = append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: int64(id)}, slot: probeOff, bit: bpfgen.MaxArgs + 1})
 		}
 		if g.event != nil {
@@ -775,6 +771,20 @@ func (g *gen) program() (asm.Instructions, error) {
 	g.label("return")
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	return g.insns, nil
+}
+
+// siteProbeID returns the probe id (probeID) of block b's site i: the
+// probe the site names, or the block's one probe; a site that names none
+// in a block of several probes is an error at b.
+func (g *gen) siteProbeID(b *btlang.ProbeBlock, i int) (int, error) {
+	name := g.sites[i].Probe
+	if name == "" {
+		if len(b.Probes) > 1 {
+			return 0, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("probe is read but site %d does not say which probe it is", i)}
+		}
+		name = b.Probes[0].String()
+	}
+	return g.probeID(name), nil
 }
 
 // probeID returns the index of a probe name in Program.Probes, adding it.

@@ -1,8 +1,6 @@
 package btgen
 
 import (
-	"fmt"
-
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -88,14 +86,10 @@ func (g *gen) countProgram(refs []*btlang.MapRef) (asm.Instructions, error) {
 		type run struct{ lo, id int }
 		var runs []run
 		for i := range g.sites {
-			name := g.sites[i].Probe
-			if name == "" {
-				if len(b.Probes) > 1 {
-					return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("probe is read but site %d does not say which probe it is", i)}
-				}
-				name = b.Probes[0].String()
+			id, err := g.siteProbeID(b, i)
+			if err != nil {
+				return nil, err
 			}
-			id := g.probeID(name)
 			if n := len(runs); n == 0 || runs[n-1].id != id {
 				runs = append(runs, run{lo: i, id: id})
 			}
