@@ -2,6 +2,7 @@ package trace_test
 
 import (
 	"context"
+	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -42,21 +43,7 @@ func TestGoFunctionEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var events []*trace.Event
-	tr, err := trace.Start(prog, &trace.Options{PID: cmd.Process.Pid, OnEvent: func(ev *trace.Event) error {
-		events = append(events, ev.Clone())
-		return nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	if _, err := stdin.Write([]byte("go\n")); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	events := runGoEvents(t, prog, cmd.Process.Pid, stdin)
 	// Run ends when the target exits; its output is whole once Wait has
 	// seen the copying goroutine end.
 	if err := cmd.Wait(); err != nil {
@@ -169,8 +156,18 @@ func TestGoFunctionEventAtOffset(t *testing.T) {
 	if prog == nil {
 		t.Fatalf("no instruction boundary in main.many's first 16 bytes: %v", err)
 	}
+	events := runGoEvents(t, prog, cmd.Process.Pid, stdin)
+	if len(events) != 1 || !events[0].Go || events[0].GoID == 0 || len(events[0].Args) != 0 || !strings.HasPrefix(events[0].Name, "main.many+") {
+		t.Errorf("events %+v, want one of main.many+N with a goroutine id and no values", events)
+	}
+}
+
+// runGoEvents traces prog's events in process pid, tells the target to go
+// (a line on stdin) and returns the events once the target has exited.
+func runGoEvents(t *testing.T, prog *trace.Program, pid int, stdin io.Writer) []*trace.Event {
+	t.Helper()
 	var events []*trace.Event
-	tr, err := trace.Start(prog, &trace.Options{PID: cmd.Process.Pid, OnEvent: func(ev *trace.Event) error {
+	tr, err := trace.Start(prog, &trace.Options{PID: pid, OnEvent: func(ev *trace.Event) error {
 		events = append(events, ev.Clone())
 		return nil
 	}})
@@ -184,7 +181,5 @@ func TestGoFunctionEventAtOffset(t *testing.T) {
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 1 || !events[0].Go || events[0].GoID == 0 || len(events[0].Args) != 0 || !strings.HasPrefix(events[0].Name, "main.many+") {
-		t.Errorf("events %+v, want one of main.many+N with a goroutine id and no values", events)
-	}
+	return events
 }
