@@ -117,6 +117,11 @@ func ParseStaticTable(b []byte) (*StaticTable, int, error) {
 	if t.Token != staticToken(&p) {
 		return fail("token %s does not match the probes", t.Token)
 	}
+	// The description holds nothing but its strings and zero padding:
+	// bytes the generator did not write mean the table is not one of ours.
+	if !bytes.Equal(staticTableBytes(&p), b[:t.Sems]) {
+		return fail("description has bytes after its strings or more padding than its strings need")
+	}
 	return t, int(size), nil
 }
 

@@ -50,6 +50,12 @@ func TestParseStaticTable(t *testing.T) {
 		{"more probes than names", func(b []byte) []byte { b[20] = 9; return append(b, make([]byte, 12)...) }},
 		{"odd description", func(b []byte) []byte { b[16]++; return b }},
 		{"bad type", func(b []byte) []byte { return bytes.Replace(b, []byte("int32"), []byte("int33"), 1) }},
+		{"bytes in the padding", func(b []byte) []byte { b[staticHeaderSize+int(b[16])-1] = '0'; return b }},
+		{"extra padding", func(b []byte) []byte {
+			n := int(b[16])
+			b[16] += 8
+			return append(b[:staticHeaderSize+n], append(make([]byte, 8), b[staticHeaderSize+n:]...)...)
+		}},
 		{"token of other probes", func(b []byte) []byte { return bytes.Replace(b, []byte("req__done"), []byte("req__dune"), 1) }},
 	}
 	for _, tt := range tests {
