@@ -17,6 +17,14 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal asks for an orderly end (a trace detaches, drains
+	// its ring into stdout and prints its maps, which waits on a slow
+	// reader of stdout); a second one ends the process at once, as the
+	// default disposition does, and the kernel detaches with the fds.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

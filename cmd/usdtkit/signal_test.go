@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -85,5 +86,73 @@ func TestTraceNotRoot(t *testing.T) {
 	lines := nonEmptyLines(string(out))
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 || len(lines) != 1 || !strings.Contains(lines[0], "tracing needs root, or CAP_BPF and CAP_PERFMON") {
 		t.Errorf("as nobody: %v, output %q; want exit 1 and one line saying tracing needs root", err, out)
+	}
+}
+
+// TestTraceSecondSignal ends a trace whose stdout nobody reads while a
+// probe keeps firing: the first SIGINT starts the orderly end, which waits
+// to write the ring's records; a second SIGINT ends usdtkit at once.
+func TestTraceSecondSignal(t *testing.T) {
+	testutil.RequireBPF(t)
+	testutil.DefaultSIGINTForChildren()
+	bin := usdtkitBin(t)
+	tracee := testutil.BuildTracee(t, "-O2")
+	tc := testutil.StartTracee(t, tracee)
+	tc.Send(t, "loop 2000000000")
+	cmd := exec.Command(bin, "trace", "-p", strconv.Itoa(tc.PID()),
+		"-e", "usdt:"+tracee+":tracee:bench { printf(\"%d %d\\n\", arg0, arg1); }")
+	// A pipe read by no one: once its buffer is full, usdtkit's writes block.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd.Stdout = w
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	exited := make(chan error, 1)
+	sc := bufio.NewScanner(stderr)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "Tracing ") {
+		t.Fatalf("first line %q, want Tracing ...", sc.Text())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+		exited <- cmd.Wait()
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("usdtkit exited (%v) with its output unread", err)
+	case <-time.After(time.Second):
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("exit: %v, want an end by SIGINT", err)
+		}
+		if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+			t.Errorf("exit %v, want an end by SIGINT", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("usdtkit still runs 30 s after a second SIGINT")
+	}
+	// The kernel detached with usdtkit's fds; the tracee runs on.
+	if err := tc.Cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("tracee: %v", err)
 	}
 }

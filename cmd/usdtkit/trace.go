@@ -55,7 +55,8 @@ func newTraceCmd() *cobra.Command {
 PROBE is usdt:PATH:PROVIDER:NAME (or usdt:PATH:NAME, or PROVIDER:NAME), each part a
 glob; PATH is a file or a library short name, and may be left empty with -p or -c.
 Every location of every matching probe is traced. Ctrl-C, SIGTERM or -d ends the
-trace: aggregates and the number of lost events are printed then.
+trace: aggregates and the number of lost events are printed then. A second Ctrl-C
+or SIGTERM ends usdtkit at once, without them.
 
 The flags are shorthands for programs (below): --count is @[probe] = count(), --hist
 arg1 --by pid is @[probe, pid] = hist(arg1), --filter 'arg0 > 3' or 'str(arg1) == "GET"'

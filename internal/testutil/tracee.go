@@ -139,6 +139,15 @@ func (t *Tracee) Do(tb testing.TB, command string) []string {
 	return nil
 }
 
+// Send sends one command without waiting for its answer ("loop N" with a
+// large N keeps a probe firing while the test does something else).
+func (t *Tracee) Send(tb testing.TB, command string) {
+	tb.Helper()
+	if _, err := fmt.Fprintln(t.stdin, command); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // WaitSem sends "sem" until the tracee reports the sem probe's semaphore
 // raised — a tracer that attaches sem last is then fully attached — and
 // fails the test if that takes over 10 s or alive reports the tracer gone.
