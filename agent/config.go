@@ -144,8 +144,12 @@ type MapConfig struct {
 	// key1…
 	Labels []string `json:"labels,omitempty"`
 	// SeriesLimit is the most series (keys) the map exports; the keys
-	// seen first are kept and later ones dropped, counted in
-	// usdtkit_agent_dropped_series_total. 0: the program's limit.
+	// seen first are kept (until Reload) and later ones dropped.
+	// usdtkit_agent_dropped_series{program,map} is the number of
+	// distinct keys the live processes' maps hold at a collection that
+	// are not exported; usdtkit_agent_dropped_exited_keys_total counts
+	// the keys whose final values were discarded when their process
+	// exited, once per process and key. 0: the program's limit.
 	SeriesLimit int `json:"series_limit,omitempty"`
 	// Skip leaves the map out of the export.
 	Skip bool `json:"skip,omitempty"`

@@ -30,7 +30,7 @@
 // are added, min and max combined; an assigned value (@x = v) leaves with
 // its process. Memory is bounded by the series limits: a map keeps at most
 // its limit of keys, admitted in the order they are first seen; later
-// keys are dropped and counted.
+// keys are dropped, and reported without being remembered (see Metrics).
 //
 // # Metrics
 //
@@ -61,8 +61,21 @@
 // _detaches_total, _attach_errors_total, _processes{program},
 // _attached_sites{program} (uprobes held: drops when processes exit),
 // _probes{program}, _lost_events_total, _map_update_failures_total,
-// _dropped_series_total{program,map}, _scans_total,
-// _scan_duration_seconds and _collect_duration_seconds.
+// _dropped_series{program,map}, _dropped_exited_keys_total{program,map},
+// _scans_total, _scan_duration_seconds and _collect_duration_seconds.
+//
+// The two dropped metrics say exactly what a series limit costs, and
+// the agent remembers no refused key for them:
+//
+//   - _dropped_series (a gauge) is the number of distinct keys that the
+//     map holds in the live processes, read at this collection, and that
+//     are not exported; a key held by several processes counts once, a
+//     key no live process holds any more not at all.
+//   - _dropped_exited_keys_total (a counter) counts, when a process
+//     exits, the keys of its final map that are not exported: their
+//     values are discarded. A key counts once per process that held it.
+//     Maps of assigned integers count nothing (their values leave with
+//     the process anyway).
 //
 // With Config.OTLP, Serve also pushes the same metrics to an
 // OpenTelemetry collector over OTLP/HTTP (PushOTLP), translated by

@@ -33,10 +33,11 @@ type mapState struct {
 	// for kinds whose values outlive a process: not int and string).
 	admitted map[string]bool
 	base     map[string]*entry
-	// dropped counts keys refused by the limit; droppedSeen remembers up
-	// to limit of them so that each is counted once.
-	dropped     uint64
-	droppedSeen map[string]bool
+	// droppedAtExit counts the keys refused by the limit in the final
+	// maps of exited processes, once per process and key: values
+	// discarded for good. The keys refused in live maps are counted
+	// afresh at each collection and not kept.
+	droppedAtExit uint64
 }
 
 // entry is one key's merged value.
@@ -65,7 +66,7 @@ func (p *program) state(m *trace.Map) *mapState {
 	s = &mapState{kind: m.Kind, signed: m.Signed, keyStrings: m.KeyStrings, lhist: m.Lhist,
 		limit: limit, skip: mc.Skip || m.Kind == trace.MapString,
 		native: m.Kind == trace.MapHist && (mc.NativeHistograms || p.cfg.NativeHistograms), created: time.Now(),
-		admitted: map[string]bool{}, base: map[string]*entry{}, droppedSeen: map[string]bool{}}
+		admitted: map[string]bool{}, base: map[string]*entry{}}
 	s.valueType = prometheus.GaugeValue
 	if m.Kind == trace.MapCount || m.Kind == trace.MapSum && !m.Signed {
 		s.valueType = prometheus.CounterValue
@@ -123,7 +124,9 @@ func (s *mapState) keyOf(e *trace.MapEntry) ([]string, string) {
 }
 
 // admit reports whether key k is exported, admitting it if the limit
-// allows, else counting it dropped.
+// allows. A key once admitted stays admitted until Reload; a refused key
+// leaves no trace, so it is admitted later if room is left then (never
+// while the limit's keys are admitted: admitted keys are not evicted).
 func (s *mapState) admit(k string) bool {
 	if s.admitted[k] {
 		return true
@@ -132,13 +135,27 @@ func (s *mapState) admit(k string) bool {
 		s.admitted[k] = true
 		return true
 	}
-	if !s.droppedSeen[k] {
-		if len(s.droppedSeen) < s.limit {
-			s.droppedSeen[k] = true
-		}
-		s.dropped++
-	}
 	return false
+}
+
+// add merges the entries of m, one process's map, into mm by key, for
+// the keys admit admits, and puts the others into refused (a set, so a
+// key refused in several maps is there once).
+func (s *mapState) add(mm map[string]*entry, refused map[string]struct{}, m *trace.Map) {
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		vals, k := s.keyOf(e)
+		if !s.admit(k) {
+			refused[k] = struct{}{}
+			continue
+		}
+		d := mm[k]
+		if d == nil {
+			d = &entry{key: vals}
+			mm[k] = d
+		}
+		s.merge(d, e)
+	}
 }
 
 // merge adds e's value into dst, as the map's kind combines values.
@@ -175,25 +192,17 @@ func (s *mapState) lasting() bool {
 	return s.kind != trace.MapInt && s.kind != trace.MapString
 }
 
-// fold adds the final values of an exited process's map into p's.
+// fold adds the final values of an exited process's map into p's, and
+// counts in droppedAtExit the keys the limit refuses: their values are
+// gone with the process.
 func (p *program) fold(m *trace.Map) {
 	s := p.state(m)
 	if s.skip || !s.lasting() {
 		return
 	}
-	for i := range m.Entries {
-		e := &m.Entries[i]
-		vals, k := s.keyOf(e)
-		if !s.admit(k) {
-			continue
-		}
-		d := s.base[k]
-		if d == nil {
-			d = &entry{key: vals}
-			s.base[k] = d
-		}
-		s.merge(d, e)
-	}
+	refused := map[string]struct{}{}
+	s.add(s.base, refused, m)
+	s.droppedAtExit += uint64(len(refused))
 }
 
 // Describe sends nothing: the agent's metrics depend on the maps of the
@@ -219,8 +228,12 @@ var (
 		"Records (events, printf lines) the ring buffer refused because it was full.", nil, nil)
 	descUpdateFails = prometheus.NewDesc("usdtkit_agent_map_update_failures_total",
 		"Map updates that failed because a map was full.", nil, nil)
-	descDropped = prometheus.NewDesc("usdtkit_agent_dropped_series_total",
-		"Keys of a map not exported because of its series limit.", []string{"program", "map"}, nil)
+	descDropped = prometheus.NewDesc("usdtkit_agent_dropped_series",
+		"Distinct keys the map held in the live processes at this collection that are not exported because of its series limit.",
+		[]string{"program", "map"}, nil)
+	descDroppedAtExit = prometheus.NewDesc("usdtkit_agent_dropped_exited_keys_total",
+		"Keys of the final maps of exited processes whose values were discarded because of the map's series limit, counted once per process and key.",
+		[]string{"program", "map"}, nil)
 	descScans = prometheus.NewDesc("usdtkit_agent_scans_total",
 		"Scans of /proc.", nil, nil)
 	descScanSeconds = prometheus.NewDesc("usdtkit_agent_scan_duration_seconds",
@@ -231,7 +244,10 @@ var (
 
 // Collect reads every map of every program in every process, merges them
 // with the values of the processes that exited, and sends one series per
-// key, then the agent's own metrics.
+// admitted key, then the agent's own metrics. usdtkit_agent_dropped_series
+// is computed from the maps read here alone: it needs no memory across
+// collections, and a refused key that no live process holds any more is
+// no longer counted.
 func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 	start := time.Now()
 	a.mu.Lock()
@@ -239,6 +255,7 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 	var lost, updates uint64
 	for _, p := range a.progs {
 		merged := map[*mapState]map[string]*entry{}
+		refused := map[*mapState]map[string]struct{}{}
 		for _, s := range p.maps {
 			mm := make(map[string]*entry, len(s.base))
 			for k, e := range s.base {
@@ -275,19 +292,12 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 					mm = map[string]*entry{}
 					merged[s] = mm
 				}
-				for j := range m.Entries {
-					e := &m.Entries[j]
-					vals, k := s.keyOf(e)
-					if !s.admit(k) {
-						continue
-					}
-					d := mm[k]
-					if d == nil {
-						d = &entry{key: vals}
-						mm[k] = d
-					}
-					s.merge(d, e)
+				r := refused[s]
+				if r == nil {
+					r = map[string]struct{}{}
+					refused[s] = r
 				}
+				s.add(mm, r, m)
 			}
 		}
 		for name, s := range p.maps {
@@ -296,7 +306,8 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 					ch <- s.metric(e)
 				}
 			}
-			ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(s.dropped), p.cfg.Name, name)
+			ch <- prometheus.MustNewConstMetric(descDropped, prometheus.GaugeValue, float64(len(refused[s])), p.cfg.Name, name)
+			ch <- prometheus.MustNewConstMetric(descDroppedAtExit, prometheus.CounterValue, float64(s.droppedAtExit), p.cfg.Name, name)
 		}
 		ch <- prometheus.MustNewConstMetric(descProcesses, prometheus.GaugeValue, float64(len(p.live)), p.cfg.Name)
 		ch <- prometheus.MustNewConstMetric(descSites, prometheus.GaugeValue, float64(sites), p.cfg.Name)

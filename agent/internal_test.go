@@ -178,3 +178,75 @@ func TestNativeBuckets(t *testing.T) {
 			h.GetZeroCount(), h.GetSchema(), h.GetSampleCount(), len(h.GetBucket()), wantZero, len(values))
 	}
 }
+
+// TestDroppedSeries follows one count() map under a limit of 3 through
+// collections and process exits, with more distinct refused keys than
+// the limit and keys that stop appearing: the refused keys of a
+// collection are exactly the distinct keys of the live maps not
+// admitted, however often they are read, and droppedAtExit counts each
+// exited process's refused keys once.
+func TestDroppedSeries(t *testing.T) {
+	keys := func(lo, hi int64) *trace.Map {
+		m := &trace.Map{Name: "@k", Kind: trace.MapCount, KeyStrings: []bool{false}}
+		for k := lo; k < hi; k++ {
+			m.Entries = append(m.Entries, trace.MapEntry{Key: []trace.MapKey{{Int: k}}, Value: 1})
+		}
+		return m
+	}
+	a, b, c := keys(0, 10), keys(5, 20), keys(100, 102)
+	type step struct {
+		name    string
+		exit    *trace.Map   // folded first, when not nil
+		live    []*trace.Map // then collected
+		refused int
+		atExit  uint64
+	}
+	steps := []step{
+		{name: "A: 3 of 10 admitted", live: []*trace.Map{a}, refused: 7},
+		{name: "A read again", live: []*trace.Map{a}, refused: 7},
+		{name: "A and B: 17 refused", live: []*trace.Map{a, b}, refused: 17},
+		{name: "A and B read again", live: []*trace.Map{a, b}, refused: 17},
+		{name: "A and B once more", live: []*trace.Map{a, b}, refused: 17},
+		{name: "A exits", exit: a, live: []*trace.Map{b}, refused: 15, atExit: 7},
+		{name: "B read again", live: []*trace.Map{b}, refused: 15, atExit: 7},
+		{name: "B exits", exit: b, refused: 0, atExit: 22},
+		{name: "C: new keys, no room", live: []*trace.Map{c}, refused: 2, atExit: 22},
+		{name: "C gone", refused: 0, atExit: 22},
+	}
+	p := &program{cfg: ProgramConfig{Name: "p", SeriesLimit: 3}, maps: map[string]*mapState{}}
+	s := p.state(a)
+	for _, st := range steps {
+		if st.exit != nil {
+			p.fold(st.exit)
+		}
+		mm := map[string]*entry{}
+		for k, e := range s.base {
+			c := *e
+			mm[k] = &c
+		}
+		refused := map[string]struct{}{}
+		for _, m := range st.live {
+			s.add(mm, refused, m)
+		}
+		if len(refused) != st.refused || s.droppedAtExit != st.atExit {
+			t.Errorf("%s: have %d refused, %d dropped at exit; want %d, %d",
+				st.name, len(refused), s.droppedAtExit, st.refused, st.atExit)
+		}
+		for k := range refused {
+			if _, ok := mm[k]; ok || s.admitted[k] {
+				t.Errorf("%s: key %q both refused and exported", st.name, k)
+			}
+		}
+		// A's first keys were admitted at the first collection and are
+		// the only ones exported throughout: read live while A runs,
+		// then folded.
+		want := map[string]uint64{"0": 1, "1": 1, "2": 1}
+		have := map[string]uint64{}
+		for k, e := range mm {
+			have[k] = e.value
+		}
+		if !maps.Equal(have, want) {
+			t.Errorf("%s: exported %v, want %v", st.name, have, want)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 )
 
 // TestAgentSeriesLimitAndReload: a map of 20 keys under a limit of 5
-// exports 5 series and counts 15 dropped; Reload with another program
+// exports 5 series and reports 15 dropped; Reload with another program
 // drops the old series and attaches the new program to the running
 // process.
 func TestAgentSeriesLimitAndReload(t *testing.T) {
@@ -44,7 +44,7 @@ func TestAgentSeriesLimitAndReload(t *testing.T) {
 				}
 			}
 		}
-		d := s[`usdtkit_agent_dropped_series_total{map="@k",program="lim"}`]
+		d := s[`usdtkit_agent_dropped_series{map="@k",program="lim"}`]
 		return n == 5 && d == 15, fmt.Sprintf("%d series, %v dropped; want 5, 15", n, d)
 	})
 
@@ -65,4 +65,74 @@ func TestAgentSeriesLimitAndReload(t *testing.T) {
 	if err := a.Reload(nil); err == nil {
 		t.Error("Reload(nil): no error")
 	}
+}
+
+// TestAgentDroppedSeries: under a limit of 5, a map keyed by PID and
+// argument holds 20 keys of a first process, then 30 more of a second
+// (45 refused: more than the limit, over many collections), then the
+// processes exit one after the other and their keys stop appearing.
+// usdtkit_agent_dropped_series is at each collection exactly the number
+// of live keys not exported, and usdtkit_agent_dropped_exited_keys_total
+// the refused keys of the processes gone.
+func TestAgentDroppedSeries(t *testing.T) {
+	testutil.RequireBPF(t)
+	target := buildTarget(t)
+	cfg, err := agent.ParseConfig(fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
+		{"name": "drop", "source": %q, "targets": [{"binary": %q}],
+		 "maps": {"@k": {"series_limit": 5, "labels": ["pid", "value"]}}}]}`,
+		`usdt::agentt:hit { @k[pid, arg0] = count(); }`, target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startAgent(t, a)
+	const (
+		dropped = `usdtkit_agent_dropped_series{map="@k",program="drop"}`
+		atExit  = `usdtkit_agent_dropped_exited_keys_total{map="@k",program="drop"}`
+		procs   = `usdtkit_agent_processes{program="drop"}`
+	)
+	// state checks one collection: the exported series are 5, each 1,
+	// all of process first; the agent's figures are want's.
+	var first int
+	state := func(want map[string]float64) (bool, string) {
+		s := series(t, a)
+		n := 0
+		for k, v := range s {
+			if !strings.HasPrefix(k, "usdtkit_drop_k_total{") {
+				continue
+			}
+			n++
+			if v != 1 || !strings.Contains(k, fmt.Sprintf(`pid="%d"`, first)) {
+				return false, fmt.Sprintf("%s = %v, want 1 and pid %d", k, v, first)
+			}
+		}
+		ok, msg := check(s, want)
+		return ok && n == 5, fmt.Sprintf("%d series (want 5); %s", n, msg)
+	}
+	// steady checks that further collections give the same figures: a
+	// collection does not count again what the previous ones counted.
+	steady := func(what string, want map[string]float64) {
+		t.Helper()
+		waitFor(t, what, 10*time.Second, func() (bool, string) { return state(want) })
+		for i := range 3 {
+			if ok, msg := state(want); !ok {
+				t.Fatalf("%s, collection %d after: %s", what, i+1, msg)
+			}
+		}
+	}
+
+	c1 := startChild(t, target, "20", "wait")
+	first = c1.cmd.Process.Pid
+	fireWhenAttached(t, a, 1, c1)
+	steady("first process", map[string]float64{dropped: 15, atExit: 0, procs: 1})
+	c2 := startChild(t, target, "30", "wait")
+	fireWhenAttached(t, a, 2, c2)
+	steady("second process", map[string]float64{dropped: 45, atExit: 0, procs: 2})
+	c1.quit(t)
+	steady("first process gone", map[string]float64{dropped: 30, atExit: 15, procs: 1})
+	c2.quit(t)
+	steady("both gone", map[string]float64{dropped: 0, atExit: 45, procs: 0})
 }

@@ -73,12 +73,13 @@ func TestAgentSoak(t *testing.T) {
 	}
 	prev.quit(t)
 	want := map[string]float64{
-		`usdtkit_soak_hits_total{key0="agtarget"}`:                      float64(fired),
-		`usdtkit_soak_vals_count{}`:                                     float64(fired),
-		`usdtkit_agent_attached_sites{program="soak"}`:                  0,
-		`usdtkit_agent_processes{program="soak"}`:                       0,
-		`usdtkit_agent_dropped_series_total{map="@pid",program="soak"}`: 0,
-		`usdtkit_agent_exited_while_attaching_total{}`:                  0,
+		`usdtkit_soak_hits_total{key0="agtarget"}`:                           float64(fired),
+		`usdtkit_soak_vals_count{}`:                                          float64(fired),
+		`usdtkit_agent_attached_sites{program="soak"}`:                       0,
+		`usdtkit_agent_processes{program="soak"}`:                            0,
+		`usdtkit_agent_dropped_series{map="@pid",program="soak"}`:            0,
+		`usdtkit_agent_dropped_exited_keys_total{map="@pid",program="soak"}`: 0,
+		`usdtkit_agent_exited_while_attaching_total{}`:                       0,
 	}
 	waitFor(t, "every process counted and released", 10*time.Second, func() (bool, string) {
 		return check(series(t, a), want)
