@@ -124,9 +124,9 @@ func (s *mapState) keyOf(e *trace.MapEntry) ([]string, string) {
 }
 
 // admit reports whether key k is exported, admitting it if the limit
-// allows. A key once admitted stays admitted until Reload; a refused key
-// leaves no trace, so it is admitted later if room is left then (never
-// while the limit's keys are admitted: admitted keys are not evicted).
+// allows. A key once admitted stays admitted until Reload (none is
+// evicted), so once limit keys are admitted every new key is refused; a
+// refused key is not remembered.
 func (s *mapState) admit(k string) bool {
 	if s.admitted[k] {
 		return true
