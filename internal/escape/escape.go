@@ -7,7 +7,10 @@
 // # Format
 //
 // Name keeps printable UTF-8 as it is and writes every other byte as \xNN
-// (two lower-case hex digits), and a backslash as \\. Literal is its
+// (two lower-case hex digits), and a backslash as \\. U+FFFD, the
+// replacement character, is written as its bytes too (\xef\xbf\xbd): a
+// reader can then tell a name that holds it from one whose invalid bytes
+// something else replaced. Literal is its
 // inverse. Glob reads the same escapes in a selector part, which is also a
 // path.Match pattern: \xNN becomes the byte (a glob metacharacter quoted,
 // so \x2a is a literal '*'), while the glob's own escapes (\*, \\) are
@@ -39,7 +42,7 @@ func Name(s string) string {
 		switch {
 		case r == '\\':
 			b.WriteString(`\\`)
-		case r == utf8.RuneError && n == 1, !unicode.IsPrint(r):
+		case r == utf8.RuneError, !unicode.IsPrint(r):
 			for _, c := range []byte(s[i : i+n]) {
 				b.WriteString(`\x`)
 				b.WriteByte(hexDigits[c>>4])

@@ -18,6 +18,7 @@ func TestName(t *testing.T) {
 		{"del\x7f", `del\x7f`},
 		{`back\slash`, `back\\slash`},
 		{"c1\u0085", `c1\xc2\x85`},
+		{"repl\uFFFD", `repl\xef\xbf\xbd`},
 		{"", ""},
 	}
 	for _, tt := range tests {
