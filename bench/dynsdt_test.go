@@ -88,8 +88,8 @@ var stubSpec = dynsdt.ProviderSpec{Name: "kstub", Probes: []dynsdt.ProbeSpec{
 }}
 
 // stubCallerSource answers "loop N" like tracee.c, but fires by calling
-// the stub of kstub.so that usdtkit gen writes (dynsdt's nop5 site) instead
-// of a sys/sdt.h probe. "enabled N" checks N times whether the probe is
+// the stub of kstub.so that usdtkit gen writes (its default site, the
+// 1-byte nop Load also chooses) instead of a sys/sdt.h probe. "enabled N" checks N times whether the probe is
 // enabled, with the header's KSTUB_HIT_ENABLED() (a load of its semaphore,
 // as a sys/sdt.h semaphore check), firing it when it is, and prints
 // "loop NS" as well: the C side of bench/gofire's "enabled N".
@@ -424,8 +424,8 @@ func BenchmarkEnabled(b *testing.B) {
 //	c-count       the same, --count
 //	c-events      the same, events, read by a goroutine of this process
 //	c-stub-count  a C program calling the stub of the .so usdtkit gen writes
-//	              for a probe with the same arguments (dynsdt's nop5 site
-//	              without Go), --count
+//	              for a probe with the same arguments (gen's default
+//	              site, dynsdt's nop stub without Go), --count
 //	c-nop5-events tracee.c built with sys/sdt.h's site instruction made the
 //	              5-byte nop dynsdt writes (buildNop5Tracee), events:
 //	              the C probe on the kernel's optimized path
@@ -446,8 +446,8 @@ func BenchmarkEnabled(b *testing.B) {
 // go-events/c-events (issue 4's goal: at most 1.1), go-untraced/c-untraced,
 // go-events/go-ringbuf-bare, and go-count/c-stub-count and
 // c-stub-count/c-count, which split the first ratio into what the Go caller
-// costs over a C caller of the same site and what the nop5 site saves over
-// sys/sdt.h's, and go-events/c-nop5-events and c-nop5-events/c-events,
+// costs over a C caller of the same site and what the stub's site costs
+// over sys/sdt.h's in the loop's body, and go-events/c-nop5-events and c-nop5-events/c-events,
 // which split the second the same way; go-count/c-func-count and
 // go-events/c-func-events compare with the probe in a called function.
 //
@@ -471,7 +471,7 @@ func BenchmarkEnabled(b *testing.B) {
 // nop, which always traps (int3). Every traced
 // site is hit once before the rounds, so that no timed loop pays for the
 // rewrite. "nop5-call" is 1 when every traced nop5 site (the Go ones when
-// loaded with USDTKIT_SITE=nop5, and c-stub-count's) was a call into
+// loaded with USDTKIT_SITE=nop5, and c-nop5-events') was a call into
 // [uprobes-trampoline] after that hit, and
 // "kernel-nop5" is features.Nop5Optimized; the benchmark fails if the kernel
 // optimizes but a traced dynsdt site was not optimized. It also fails unless the counters

@@ -56,7 +56,8 @@
 // in one 8-byte load). On arm64 the stub is nop (d503201f) then ret
 // (d65f03c0). On x86-64 it depends on the site's kind (Site, see "Probe
 // sites"): "90 41 5b 41 ff e3" (nop; pop %r11; jmp *%r11), "0f 1f 44 00
-// 00 c3" (nop5; ret) or "66 2e 0f 1f 84 00 00 00 00 00 c3" (nop10; ret).
+// 00 41 5b 41 ff e3" (nop5; pop %r11; jmp *%r11) or "66 2e 0f 1f 84 00 00
+// 00 00 00 c3" (nop10; ret, as pop/jmp would not fit the slot).
 // The probe site is the nop at the stub's entry, where no red zone is
 // live, so the kernel may turn it into a call that pushes below the stack
 // pointer. A stub has no relocations and does not touch memory beyond its
@@ -81,13 +82,18 @@
 // leaves the return stack predictor unusable); the same ret after the
 // trampoline's syscall exit costs nothing more, nor does any ret after a
 // call made after the trap. So the 1-byte nop's stub leaves by an indirect
-// jmp, and then costs what sys/sdt.h's nop in the caller costs. Load takes
+// jmp, and then costs what sys/sdt.h's nop in the caller costs; the 5-byte
+// nop's stub does too, for the kernels (before 6.18) and hits (the first)
+// where its nop is trapped rather than optimized. Load takes
 // the kind from Options.Site, else the USDTKIT_SITE environment variable,
 // else ChooseSite for the running kernel: SiteNop on every kernel so far,
 // since the 6.18 trampoline costs ~14% more than the trap on the hosts
 // measured (set USDTKIT_SITE=nop5 where it is cheaper), and no released
-// kernel optimizes the 10-byte form. Build, which runs for any kernel
-// (usdtkit gen), writes SiteNop5 unless told.
+// kernel optimizes the 10-byte form. Build, whose object may run on any
+// kernel (usdtkit gen writes it ahead of time), writes the kind ChooseSite
+// picks for every kernel, SiteNop, unless BuildOptions.Site (usdtkit gen
+// --site) says otherwise; it reads neither the running kernel nor
+// USDTKIT_SITE.
 //
 // Each note records provider, probe name, the stub's address as the pc, the
 // address of .stapsdt.base as base (so tracers' prelink adjustment is 0),

@@ -22,6 +22,12 @@ type GenerateOptions struct {
 	// Static asks for static probes instead (GenerateStatic): Go files
 	// and assembly stubs for amd64 and arm64, no shared object or header.
 	Static bool
+	// Site is the kind of the shared object's x86-64 probe sites, as
+	// BuildOptions.Site: SiteAuto, the default, is the kind that suits
+	// every kernel (SiteNop). No effect with Static (static stubs are
+	// SiteNop's; postlink sets their kind) or for elf.EM_AARCH64 (one
+	// kind).
+	Site Site
 }
 
 // GeneratedFile is a file's base name and contents.
@@ -31,11 +37,12 @@ type GeneratedFile struct {
 }
 
 // GenerateFiles returns what usdtkit gen writes for p: the shared object
-// (Build; named SOName(p.Name), "myapp.so"), its C header ("myapp.h",
-// GenerateHeader) and the Go file ("myapp.go", GenerateGo), in that order.
-// With opts.Static, it returns GenerateStatic's files instead. Errors wrap
-// ErrSpec for a spec Build or GenerateGo rejects and ErrUnsupportedMachine
-// for another machine.
+// (BuildWith with opts.Site; named SOName(p.Name), "myapp.so"), its C
+// header ("myapp.h", GenerateHeader) and the Go file ("myapp.go",
+// GenerateGo), in that order. With opts.Static, it returns GenerateStatic's
+// files instead. Errors wrap ErrSpec for a spec Build or GenerateGo
+// rejects, ErrUnsupportedMachine for another machine and ErrSite for an
+// opts.Site that is no kind (also with Static).
 func GenerateFiles(p *ProviderSpec, opts *GenerateOptions) ([]GeneratedFile, error) {
 	var o GenerateOptions
 	if opts != nil {
@@ -44,13 +51,16 @@ func GenerateFiles(p *ProviderSpec, opts *GenerateOptions) ([]GeneratedFile, err
 	if o.Package == "" {
 		o.Package = p.Name
 	}
+	if o.Site > SiteNop10 {
+		return nil, fmt.Errorf("field Site: %v: %w", o.Site, ErrSite)
+	}
 	if o.Static {
 		return GenerateStatic(p, o.Package)
 	}
 	if o.Machine == elf.EM_NONE {
 		o.Machine = hostMachine
 	}
-	obj, err := Build(p, o.Machine)
+	obj, err := BuildWith(p, o.Machine, &BuildOptions{Site: o.Site})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package dynsdt
 
 import (
+	"bytes"
+	"debug/elf"
 	"errors"
 	"os"
 	"path/filepath"
@@ -110,6 +112,33 @@ func TestWriteFilesBadName(t *testing.T) {
 	for _, name := range []string{"", ".", "..", "../x", "a/b"} {
 		if _, err := WriteFiles(dir, []GeneratedFile{{name, nil}}); err == nil {
 			t.Errorf("%q: no error", name)
+		}
+	}
+}
+
+// TestGenerateFilesSite: the shared object GenerateFiles returns is
+// BuildWith's for GenerateOptions.Site, also for an arm64 object (one
+// kind); a Site that is no kind is ErrSite, also with Static.
+func TestGenerateFilesSite(t *testing.T) {
+	spec := &ProviderSpec{Name: "ksite", Probes: []ProbeSpec{{Name: "a", Args: []ArgType{Int32}}}}
+	for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64} {
+		for _, site := range []Site{SiteAuto, SiteNop, SiteNop5, SiteNop10} {
+			files, err := GenerateFiles(spec, &GenerateOptions{Machine: m, Site: site})
+			if err != nil {
+				t.Fatalf("%v %v: %v", m, site, err)
+			}
+			obj, err := BuildWith(spec, m, &BuildOptions{Site: site})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if files[0].Name != SOName(spec.Name) || !bytes.Equal(files[0].Data, obj.Bytes) {
+				t.Errorf("%v %v: %s is not BuildWith's object (site %v)", m, site, files[0].Name, obj.Site)
+			}
+		}
+	}
+	for _, static := range []bool{false, true} {
+		if _, err := GenerateFiles(spec, &GenerateOptions{Static: static, Site: SiteNop10 + 1}); !errors.Is(err, ErrSite) {
+			t.Errorf("static %v, site %v: %v, want ErrSite", static, SiteNop10+1, err)
 		}
 	}
 }

@@ -104,9 +104,12 @@ const stubAlign = 16
 // BuildOptions are Build's choices. The zero value (or nil) builds what
 // Build does.
 type BuildOptions struct {
-	// Site is the kind of probe site on x86-64; SiteAuto means SiteNop5
-	// here (Load resolves SiteAuto for the running kernel before it
-	// builds). Ignored on arm64, which has one kind.
+	// Site is the kind of probe site on x86-64. SiteAuto, the default,
+	// means the kind ChooseSite picks for every kernel (SiteNop): the
+	// object may run on another machine than the one that builds it, so
+	// neither the running kernel nor USDTKIT_SITE is consulted (Load
+	// resolves its SiteAuto with ResolveSite before it builds). Ignored
+	// on arm64, which has one kind.
 	Site Site
 }
 
@@ -134,7 +137,8 @@ const (
 
 // Build validates p and writes its shared object for machine m (EM_X86_64
 // or EM_AARCH64), in time linear in the number of probes and the length of
-// their names.
+// their names. Its x86-64 stubs have the site kind BuildOptions.Site's
+// default stands for (SiteNop), whatever kernel Build runs on.
 //
 // Errors wrap ErrSpec for an invalid spec (see ProviderSpec.Validate), a
 // provider without probes, or a probe named like another probe's semaphore
@@ -146,7 +150,7 @@ func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
 // BuildWith is Build with options; see BuildOptions. It also fails
 // (ErrSite) for an unknown opts.Site.
 func BuildWith(p *ProviderSpec, m elf.Machine, opts *BuildOptions) (*Object, error) {
-	site := SiteNop5
+	site := siteAnyKernel
 	if opts != nil && opts.Site != SiteAuto {
 		site = opts.Site
 	}

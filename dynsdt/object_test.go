@@ -226,7 +226,7 @@ func readNotes(tb testing.TB, obj *dynsdt.Object) []elfnotes.SDTProbe {
 // symbol as the dynamic loader looks it up.
 func TestBuildLayout(t *testing.T) {
 	stubs := map[elf.Machine][]byte{
-		elf.EM_X86_64:  {0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3},             // nopl 0x0(%rax,%rax,1); ret
+		elf.EM_X86_64:  {0x90, 0x41, 0x5b, 0x41, 0xff, 0xe3},             // nop; pop %r11; jmp *%r11
 		elf.EM_AARCH64: {0x1f, 0x20, 0x03, 0xd5, 0xc0, 0x03, 0x5f, 0xd6}, // nop; ret
 	}
 	pages := map[elf.Machine]uint64{elf.EM_X86_64: 0x1000, elf.EM_AARCH64: 0x10000}
@@ -547,9 +547,9 @@ func TestBuildSites(t *testing.T) {
 		want []byte
 		kind dynsdt.Site
 	}{
-		{elf.EM_X86_64, dynsdt.SiteAuto, []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3}, dynsdt.SiteNop5},
+		{elf.EM_X86_64, dynsdt.SiteAuto, []byte{0x90, 0x41, 0x5b, 0x41, 0xff, 0xe3}, dynsdt.SiteNop},
 		{elf.EM_X86_64, dynsdt.SiteNop, []byte{0x90, 0x41, 0x5b, 0x41, 0xff, 0xe3}, dynsdt.SiteNop},
-		{elf.EM_X86_64, dynsdt.SiteNop5, []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3}, dynsdt.SiteNop5},
+		{elf.EM_X86_64, dynsdt.SiteNop5, []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0x41, 0x5b, 0x41, 0xff, 0xe3}, dynsdt.SiteNop5},
 		{elf.EM_X86_64, dynsdt.SiteNop10, []byte{0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc3}, dynsdt.SiteNop10},
 		{elf.EM_AARCH64, dynsdt.SiteNop5, arm, dynsdt.SiteNop},
 		{elf.EM_AARCH64, dynsdt.SiteNop10, arm, dynsdt.SiteNop},
@@ -576,6 +576,14 @@ func TestBuildSites(t *testing.T) {
 				}
 				if have := obj.Bytes[stub-4 : stub]; !bytes.Equal(have, c.want[:4]) {
 					t.Errorf("stub %d: copy before it % x, want % x", i, have, c.want[:4])
+				}
+				// On x86-64 the rest of the 16-byte slot is int3 padding.
+				if end := stub - 4 + 16; c.m == elf.EM_X86_64 && stub+uint64(len(c.want)) <= end {
+					if pad := obj.Bytes[stub+uint64(len(c.want)) : end]; !bytes.Equal(pad, bytes.Repeat([]byte{0xcc}, len(pad))) {
+						t.Errorf("stub %d: padding % x, want int3s", i, pad)
+					}
+				} else if c.m == elf.EM_X86_64 {
+					t.Errorf("stub %d: %d bytes do not fit a 16-byte slot after the 4-byte copy", i, len(c.want))
 				}
 				if s := syms[3*i]; s.Value != stub || s.Size != uint64(len(c.want)) {
 					t.Errorf("stub %d: symbol %s at %#x size %d, want %#x size %d", i, s.Name, s.Value, s.Size, stub, len(c.want))

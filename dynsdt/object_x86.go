@@ -24,24 +24,31 @@ var (
 	// 0f 1f 44 00 00 is "nopl 0x0(%rax,%rax,1)", the 5-byte nop that Linux
 	// 6.18 (uprobe optimization, arch/x86/kernel/uprobes.c) rewrites into a
 	// call to its uprobe trampoline instead of trapping on int3 at every
-	// hit; c3 is ret (the trampoline returns through a syscall's exit,
-	// after which ret costs nothing more).
-	stubX86Nop5 = []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3}
+	// hit; then "pop %r11; jmp *%r11" as in stubX86Nop. After the
+	// trampoline's syscall exit a ret would cost nothing more, but where
+	// the nop5 is trapped instead (kernels before 6.18, a shadow stack, the
+	// first hit) it would pay the ret penalty. 4 + 10 bytes fit a slot.
+	stubX86Nop5 = []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0x41, 0x5b, 0x41, 0xff, 0xe3}
 	// 66 2e 0f 1f 84 00 00 00 00 00 is "nopw %cs:0x0(%rax,%rax,1)", the
 	// 10-byte nop that the kernel's uprobe optimization after 6.18 turns
-	// into "lea -0x80(%rsp),%rsp; call trampoline"; c3 is ret.
+	// into "lea -0x80(%rsp),%rsp; call trampoline"; c3 is ret (with
+	// pop/jmp, 4 + 15 bytes would not fit a stubAlign slot).
 	stubX86Nop10 = []byte{0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc3}
 )
 
-// stubX86 returns the stub for site kind s (SiteNop5 for SiteAuto).
+// stubX86 returns the stub for site kind s (for SiteAuto, Build's
+// choice, siteAnyKernel).
 func stubX86(s Site) []byte {
+	if s == SiteAuto {
+		s = siteAnyKernel
+	}
 	switch s {
-	case SiteNop:
-		return stubX86Nop
+	case SiteNop5:
+		return stubX86Nop5
 	case SiteNop10:
 		return stubX86Nop10
 	}
-	return stubX86Nop5
+	return stubX86Nop
 }
 
 // regsX86 are the integer argument registers by size: 8, 4, 2 and 1

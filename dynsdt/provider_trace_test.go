@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usdtkit/usdtkit/internal/features"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/internal/tracetest"
 	"github.com/usdtkit/usdtkit/sdt"
@@ -39,8 +40,10 @@ func listSelf(t *testing.T, provider string) []sdt.Probe {
 
 // TestTraceSelf loads a provider (file and memfd, with a 1-byte and a
 // 5-byte nop site), lists its probes in this process, traces them by PID
-// and fires them: the events hold the fired values; semaphores and Enabled
-// follow the tracer. (Linux 6.18 cannot probe a 10-byte nop site.)
+// and fires each twice: the events hold the fired values, the stubs
+// (pop/jmp for both kinds) return to their callers after a trap and after
+// 6.18's trampoline; semaphores and Enabled follow the tracer. (Linux 6.18
+// cannot probe a 10-byte nop site.)
 func TestTraceSelf(t *testing.T) {
 	testutil.RequireBPF(t)
 	for _, c := range []struct {
@@ -76,24 +79,45 @@ func TestTraceSelf(t *testing.T) {
 			}, os.Getpid(), nil)
 			checkState(t, p, "while attached", true)
 
+			// Each probe fires twice: a nop5 site is trapped on its first
+			// hit and, on kernels that optimize it, called through the
+			// trampoline on the second; the stub must return either way.
 			i8, i16, i32, i64 := int8(-5), int16(-300), int32(-70000), int64(-1<<40)
-			p.Probe("ints").Fire(uint64(i8), uint64(i16), uint64(i32), uint64(i64), 200, 60000, 4000000000, 1<<64-1, 1)
-			s := CString("hello, world")
-			minus7 := int64(-7)
-			p.Probe("str").Fire(BytesPtr(s), uint64(minus7))
-			runtime.KeepAlive(s)
 			var args [MaxArgs]uint64
 			for i := range args {
 				args[i] = uint64(int64(-1 - i))
 			}
-			p.Probe("twelve").Fire(args[:]...)
+			minus7 := int64(-7)
+			for range 2 {
+				p.Probe("ints").Fire(uint64(i8), uint64(i16), uint64(i32), uint64(i64), 200, 60000, 4000000000, 1<<64-1, 1)
+				s := CString("hello, world")
+				p.Probe("str").Fire(BytesPtr(s), uint64(minus7))
+				runtime.KeepAlive(s)
+				p.Probe("twelve").Fire(args[:]...)
+			}
+
+			if c.site == SiteNop5 && hostMachine == elf.EM_X86_64 {
+				// Which path the second hits took: int3 still there, or
+				// the call to the trampoline the kernel made of the nop5.
+				opt, err := features.Nop5Optimized()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[bool]byte{false: 0xcc, true: 0xe8}[opt]
+				for i := range p.probes {
+					if have := byte(atomic.LoadUint32(p.probes[i].site)); have != want {
+						t.Errorf("%s: site starts with %#x after two hits, want %#x (nop5 optimized: %v)", p.probes[i].name, have, want, opt)
+					}
+				}
+			}
 
 			neg := func(v int64) uint64 { return uint64(v) }
-			want := []string{
+			once := []string{
 				fmt.Sprint("ktrace:ints ", []uint64{neg(-5), neg(-300), neg(-70000), neg(-1 << 40), 200, 60000, 4000000000, 1<<64 - 1, 1}),
 				fmt.Sprint("ktrace:str hello, world ", neg(-7)),
 				fmt.Sprint("ktrace:twelve ", args[:]),
 			}
+			want := append(slices.Clone(once), once...)
 			var have []string
 			for range want {
 				ev := tr.Next(t)

@@ -18,13 +18,17 @@ type Site uint8
 
 const (
 	// SiteAuto lets Load choose for the running kernel (ChooseSite), after
-	// the USDTKIT_SITE environment variable; Build writes SiteNop5 for it.
+	// the USDTKIT_SITE environment variable. Build, whose object may run
+	// on any kernel, writes the kind ChooseSite picks for every kernel
+	// (SiteNop), without looking at the running one.
 	SiteAuto Site = iota
 	// SiteNop is the 1-byte nop 90, trapped (int3) at every hit; the
 	// stub returns with "pop %r11; jmp *%r11", not ret.
 	SiteNop
 	// SiteNop5 is the 5-byte nop 0f 1f 44 00 00, which Linux 6.18
-	// optimizes into a call to its uprobe trampoline after the first hit.
+	// optimizes into a call to its uprobe trampoline after the first hit;
+	// older kernels trap it as they trap SiteNop. Its stub returns by
+	// "pop %r11; jmp *%r11" too, for those traps.
 	SiteNop5
 	// SiteNop10 is the 10-byte nop 66 2e 0f 1f 84 00 00 00 00 00, the
 	// form that replaces the nop5 in the kernel's uprobe optimization
@@ -81,6 +85,12 @@ func ChooseSite(release string) Site {
 	_ = release // every release gets SiteNop today; see the doc above.
 	return SiteNop
 }
+
+// siteAnyKernel is the kind Build writes for SiteAuto: what ChooseSite
+// returns for every kernel release so far (TestSiteAnyKernel holds the two
+// together). Build does not look at the running kernel: its object runs
+// wherever it is copied to.
+const siteAnyKernel = SiteNop
 
 // ResolveSite returns the kind that s stands for on this machine: s
 // itself unless it is SiteAuto, then the one the USDTKIT_SITE environment

@@ -1,6 +1,7 @@
 package dynsdt
 
 import (
+	"bytes"
 	"debug/elf"
 	"errors"
 	"testing"
@@ -57,5 +58,39 @@ func TestLoadSiteEnv(t *testing.T) {
 	t.Setenv(SiteEnv, "nop7")
 	if _, err := Load(spec, &Options{Memfd: true}); !errors.Is(err, ErrSite) {
 		t.Errorf("%s=nop7: %v, want ErrSite", SiteEnv, err)
+	}
+}
+
+// TestSiteAnyKernel: the kind Build writes for SiteAuto is the one
+// ChooseSite picks for every kernel release, old and new; if ChooseSite
+// starts to depend on the release, Build's default needs a new rule.
+func TestSiteAnyKernel(t *testing.T) {
+	for _, release := range []string{"", "3.10.0-1160.el7.x86_64", "4.19.0", "5.15.0-91-generic", "6.1.0-37-amd64", "6.17.9", "6.18.0", "6.19.0-rc1", "7.0.0", kernelRelease()} {
+		if have := ChooseSite(release); have != siteAnyKernel {
+			t.Errorf("ChooseSite(%q) = %v, Build's SiteAuto is %v", release, have, siteAnyKernel)
+		}
+	}
+}
+
+// TestBuildSiteAutoIgnoresEnv: Build's SiteAuto does not take
+// USDTKIT_SITE (its object runs elsewhere); an explicit Site still wins.
+func TestBuildSiteAutoIgnoresEnv(t *testing.T) {
+	spec := &ProviderSpec{Name: "kenv", Probes: []ProbeSpec{{Name: "a"}}}
+	t.Setenv(SiteEnv, "nop10")
+	for _, c := range []struct {
+		opts *BuildOptions
+		want Site
+	}{
+		{nil, SiteNop},
+		{&BuildOptions{}, SiteNop},
+		{&BuildOptions{Site: SiteNop5}, SiteNop5},
+	} {
+		obj, err := BuildWith(spec, elf.EM_X86_64, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obj.Site != c.want || !bytes.Equal(obj.Bytes[obj.Stubs[0]:obj.Stubs[0]+uint64(len(stubX86(c.want)))], stubX86(c.want)) {
+			t.Errorf("%+v with %s=nop10: site %v, want %v", c.opts, SiteEnv, obj.Site, c.want)
+		}
 	}
 }

@@ -394,7 +394,7 @@ func writeStaticProbe(b *bytes.Buffer, provider, tok string, index int, pr Probe
 const StaticStubLen = 16
 
 // StaticStubAMD64 returns the StaticStubLen bytes of a static probe's stub
-// with a site of kind s on amd64 (SiteAuto: SiteNop5, as Build). usdtkit
+// with a site of kind s on amd64 (SiteAuto: SiteNop, as Build). usdtkit
 // gen --static writes SiteNop's; postlink may write another kind's over
 // it.
 func StaticStubAMD64(s Site) []byte {

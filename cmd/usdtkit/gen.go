@@ -16,6 +16,7 @@ type genOptions struct {
 	provider string
 	probes   []string
 	arch     string
+	site     string
 	static   bool
 }
 
@@ -40,12 +41,23 @@ PROVIDER_stubs.go, PROVIDER_other.go and assembly stubs for amd64 and arm64.
 Build with go build -toolexec 'usdtkit toolexec' (or run usdtkit link on the
 executable) to add the notes tracers read.
 
+--site sets the kind of instruction at the probe sites of the x86-64 shared
+object: nop (a 1-byte nop, trapped at every hit: as cheap as a sys/sdt.h
+probe), nop5 (the 5-byte nop Linux 6.18 optimizes into a call to its
+uprobe trampoline; older kernels trap it as a nop) or nop10 (the form
+later kernels optimize; 6.18 and older cannot probe it). auto, the
+default, is the kind that suits every kernel so far (nop): the file may run
+on any machine, so neither this kernel nor USDTKIT_SITE is consulted.
+--site has no effect with --arch arm64 (one kind) or --static (stubs are
+nop; usdtkit link --site sets their kind).
+
 FILE.d declares probes by C types: provider myapp { probe request__start(char *, int); };
 --probe takes NAME:TYPE,TYPE with types int8..int64, uint8..uint64, bool,
 pointer, string and bytes.`,
 		Example: `  usdtkit gen -o probes myapp.d
   usdtkit gen -o . --provider myapp --probe 'request__start:string,int64' --probe 'request__done:int64'
   //go:generate usdtkit gen -o . --package probes myapp.d
+  usdtkit gen -o . --site nop5 myapp.d
   usdtkit gen --static -o probes --package probes myapp.d && go build -toolexec 'usdtkit toolexec' .`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -58,6 +70,7 @@ pointer, string and bytes.`,
 	f.StringVar(&o.provider, "provider", "", "name of the provider declared with --probe")
 	f.StringArrayVar(&o.probes, "probe", nil, "declare a probe, NAME:TYPE,TYPE,...; repeatable")
 	f.StringVar(&o.arch, "arch", "", "architecture of the shared object: amd64 or arm64 (default: this machine's)")
+	f.StringVar(&o.site, "site", "auto", "kind of x86-64 probe site in the shared object: auto (nop), nop, nop5 or nop10; no effect with --static or --arch arm64")
 	f.BoolVar(&o.static, "static", false, "generate static probes compiled into the Go program (the same Go API; build with go build -toolexec 'usdtkit toolexec', or run usdtkit link on the binary) instead of the shared object, header and run-time Go file")
 	return cmd
 }
@@ -68,6 +81,10 @@ func runGen(cmd *cobra.Command, o *genOptions, args []string) error {
 	machine, ok := genArchs[o.arch]
 	if !ok {
 		return fmt.Errorf("--arch %q: want amd64 or arm64", o.arch)
+	}
+	site, err := dynsdt.ParseSite(o.site)
+	if err != nil {
+		return fmt.Errorf("--site: %w", err)
 	}
 	provs, err := genProviders(o, args)
 	if err != nil {
@@ -81,7 +98,7 @@ func runGen(cmd *cobra.Command, o *genOptions, args []string) error {
 	}
 	var files []dynsdt.GeneratedFile
 	for i := range provs {
-		fs, err := dynsdt.GenerateFiles(&provs[i], &dynsdt.GenerateOptions{Package: o.pkg, Machine: machine, Static: o.static})
+		fs, err := dynsdt.GenerateFiles(&provs[i], &dynsdt.GenerateOptions{Package: o.pkg, Machine: machine, Static: o.static, Site: site})
 		if err != nil {
 			return fmt.Errorf("provider %s: %w", provs[i].Name, err)
 		}

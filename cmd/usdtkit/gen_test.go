@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"errors"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -138,21 +140,26 @@ int main(void) {
 
 // TestGenC compiles a C program with the generated header, links it with
 // the generated shared object and runs it: the header's declarations and
-// the object's dynamic symbols must agree, and the stubs must return.
+// the object's dynamic symbols must agree, and the stubs (of each site
+// kind a kernel can probe) must return.
 func TestGenC(t *testing.T) {
 	gcc := testutil.RequireTool(t, "gcc")
-	dir := gen(t, writeGenD(t))
-	if err := os.WriteFile(filepath.Join(dir, "use.c"), []byte(genUseC), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	build := exec.Command(gcc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", "use", "use.c", "myapp.so", "-Wl,-rpath,"+dir)
-	build.Dir = dir
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	out, err := exec.Command(filepath.Join(dir, "use")).CombinedOutput()
-	if err != nil || string(out) != "ok\n" {
-		t.Fatalf("use: %v\n%s", err, out)
+	for _, site := range []string{"auto", "nop5"} {
+		t.Run(site, func(t *testing.T) {
+			dir := gen(t, "--site="+site, writeGenD(t))
+			if err := os.WriteFile(filepath.Join(dir, "use.c"), []byte(genUseC), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			build := exec.Command(gcc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", "use", "use.c", "myapp.so", "-Wl,-rpath,"+dir)
+			build.Dir = dir
+			if out, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("gcc: %v\n%s", err, out)
+			}
+			out, err := exec.Command(filepath.Join(dir, "use")).CombinedOutput()
+			if err != nil || string(out) != "ok\n" {
+				t.Fatalf("use: %v\n%s", err, out)
+			}
+		})
 	}
 }
 
@@ -203,6 +210,7 @@ func TestGenErrors(t *testing.T) {
 		{"bad provider", []string{"gen", "-o", out, "--provider", "my-app", "--probe", "x"}, "not a C identifier"},
 		{"duplicate probe", []string{"gen", "-o", out, "--provider", "p", "--probe", "x", "--probe", "x:int8"}, "declared twice"},
 		{"bad arch", []string{"gen", "-o", out, "--arch", "ppc64", d}, `--arch "ppc64"`},
+		{"bad site", []string{"gen", "-o", out, "--site", "nop7", d}, `--site: site "nop7": not a site kind (auto, nop, nop5, nop10)`},
 		{"package for two", []string{"gen", "-o", out, "--package", "x", two}, "declares 2 providers"},
 		{"bad package", []string{"gen", "-o", out, "--package", "my-pkg", d}, `package name "my-pkg"`},
 		{"Go name clash", []string{"gen", "-o", out, "--provider", "p", "--probe", "a__b", "--probe", "a_b"}, "Go function AB"},
@@ -262,5 +270,94 @@ func TestGenSymlink(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, "myapp.h")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("myapp.h: %v, %v; want the symbolic link left alone", fi, err)
+	}
+}
+
+// genSites returns, per probe of the shared object in dir, the first 5
+// bytes at the address its note gives (elfnotes), found in the file
+// through its PT_LOAD segments (debug/elf).
+func genSites(t *testing.T, dir string) [][]byte {
+	t.Helper()
+	so := filepath.Join(dir, "myapp.so")
+	nf, err := elfnotes.Open(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nf.Close()
+	probes, err := nf.SDTProbes()
+	if err != nil || len(probes) != len(genSpec.Probes) {
+		t.Fatalf("%s: %d notes (%v), want %d", so, len(probes), err, len(genSpec.Probes))
+	}
+	ef, err := elf.Open(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	var sites [][]byte
+	for _, p := range probes {
+		var site []byte
+		for _, prog := range ef.Progs {
+			if prog.Type == elf.PT_LOAD && prog.Flags&elf.PF_X != 0 && p.Addr >= prog.Vaddr && p.Addr+5 <= prog.Vaddr+prog.Filesz {
+				site = make([]byte, 5)
+				if _, err := prog.ReadAt(site, int64(p.Addr-prog.Vaddr)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if site == nil {
+			t.Fatalf("%s:%s at %#x: in no executable PT_LOAD", p.Provider, p.Name, p.Addr)
+		}
+		sites = append(sites, site)
+	}
+	return sites
+}
+
+// TestGenSite: --site picks the kind of the x86-64 probe sites at the
+// notes' addresses: the default and auto write the 1-byte nop (whatever
+// USDTKIT_SITE says: the file runs elsewhere), --site=nop5 the 5-byte
+// nop; --site changes nothing for --arch arm64 or --static.
+func TestGenSite(t *testing.T) {
+	t.Setenv(dynsdt.SiteEnv, "nop10")
+	amd := []string{"--arch", "amd64"}
+	def := gen(t, append(amd, genFlags...)...)
+	nop5 := gen(t, append(append(amd, "--site=nop5"), genFlags...)...)
+	nop5Insn := []byte{0x0f, 0x1f, 0x44, 0x00, 0x00}
+	defSites, nop5Sites := genSites(t, def), genSites(t, nop5)
+	for i := range defSites {
+		if defSites[i][0] != 0x90 {
+			t.Errorf("default: probe %d's site % x, want the 1-byte nop 90", i, defSites[i])
+		}
+		if !bytes.Equal(nop5Sites[i], nop5Insn) {
+			t.Errorf("--site=nop5: probe %d's site % x, want % x", i, nop5Sites[i], nop5Insn)
+		}
+	}
+	for _, args := range [][]string{{"--site=auto"}, {"--site", "nop"}} {
+		dir := gen(t, append(append(amd, args...), genFlags...)...)
+		if !bytes.Equal(readFile(t, filepath.Join(dir, "myapp.so")), readFile(t, filepath.Join(def, "myapp.so"))) {
+			t.Errorf("%v: myapp.so differs from the default's", args)
+		}
+	}
+
+	arm := []string{"--arch", "arm64"}
+	armDef := gen(t, append(arm, genFlags...)...)
+	armNop5 := gen(t, append(append(arm, "--site=nop5"), genFlags...)...)
+	if !bytes.Equal(readFile(t, filepath.Join(armDef, "myapp.so")), readFile(t, filepath.Join(armNop5, "myapp.so"))) {
+		t.Error("--arch arm64 --site=nop5: myapp.so differs from --arch arm64's")
+	}
+
+	static := func(args ...string) string {
+		dir := filepath.Join(t.TempDir(), "static")
+		usdtkit(t, append(append([]string{"gen", "--static", "-o", dir}, args...), genFlags...)...)
+		return dir
+	}
+	staticDef, staticNop5 := static(), static("--site=nop5")
+	entries, err := os.ReadDir(staticDef)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("--static wrote %v (%v)", entries, err)
+	}
+	for _, e := range entries {
+		if !bytes.Equal(readFile(t, filepath.Join(staticDef, e.Name())), readFile(t, filepath.Join(staticNop5, e.Name()))) {
+			t.Errorf("--static --site=nop5: %s differs from --static's", e.Name())
+		}
 	}
 }

@@ -815,7 +815,8 @@ func (im *image) rewriteSites(f *elfnotes.File, probes []elfnotes.Stapsdt, site 
 			if bytes.Equal(cur, want) {
 				continue
 			}
-			ok = slices.ContainsFunc(kinds, func(k dynsdt.Site) bool { return bytes.Equal(cur, dynsdt.StaticStubAMD64(k)) })
+			ok = slices.ContainsFunc(kinds, func(k dynsdt.Site) bool { return bytes.Equal(cur, dynsdt.StaticStubAMD64(k)) }) ||
+				bytes.Equal(cur, nop5RetStub)
 		}
 		if !ok && strict {
 			return 0, fmt.Errorf("probe %s:%s: stub at %#x holds % x, no site kind's stub of %d bytes (from another usdtkit gen --static?): %w",
@@ -829,6 +830,12 @@ func (im *image) rewriteSites(f *elfnotes.File, probes []elfnotes.Stapsdt, site 
 	}
 	return skipped, nil
 }
+
+// nop5RetStub is the nop5 stub that usdtkit link wrote before it left by
+// "pop %r11; jmp *%r11" as the nop stub does: "nopl 0x0(%rax,%rax,1);
+// ret", int3 up to StaticStubLen. Binaries linked then are rewritten as
+// any kind's stub is.
+var nop5RetStub = append([]byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3}, bytes.Repeat([]byte{0xcc}, dynsdt.StaticStubLen-6)...)
 
 // textOffset returns the file offset of the n bytes at vaddr if they lie
 // in one executable section with contents in the file of size size, past

@@ -160,6 +160,21 @@ func TestBytesSites(t *testing.T) {
 			}
 		})
 	}
+	t.Run("earlier nop5 stub", func(t *testing.T) {
+		// What usdtkit link --site=nop5 wrote when the nop5 stub ended in
+		// ret: still a stub the step rewrites, to any kind.
+		old := slices.Clone(base)
+		copy(old[off:], []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3})
+		for _, site := range []dynsdt.Site{dynsdt.SiteNop, dynsdt.SiteNop5} {
+			out, res, err := BytesWith(old, &Options{Site: site})
+			if err != nil || res.Rewritten != 1 || res.Site != site {
+				t.Fatalf("%v: %+v, %v", site, res, err)
+			}
+			if have, want := out[off:off+dynsdt.StaticStubLen], dynsdt.StaticStubAMD64(site); !bytes.Equal(have, want) {
+				t.Errorf("%v: stub % x, want % x", site, have, want)
+			}
+		}
+	})
 	t.Run("foreign", func(t *testing.T) {
 		bad := slices.Clone(base)
 		bad[off+1] = 0x90
