@@ -239,6 +239,9 @@ func (out *Program) addStackMaps(entries int) {
 				continue
 			}
 			any = true
+			if s.Map == "" {
+				continue // a copy in a RecKey record (MapInfo.User)
+			}
 			if _, ok := out.Spec.Maps[s.Map]; !ok {
 				out.Spec.Maps[s.Map] = stackcap.StackMapSpec(s.Map, entries, s.Frames)
 			}

@@ -130,6 +130,12 @@ type Runner struct {
 	closeWaits int
 	// stacks symbolizes ustack keys and arguments (stacks.go).
 	stacks stacks
+	// user are the maps counted in user space by index in prog.Maps
+	// (nil: not one, or empty), userDropped the hits of new keys they
+	// had no room for, keyBuf a key being built (keymaps.go).
+	user        []*userMap
+	userDropped uint64
+	keyBuf      []byte
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
@@ -527,6 +533,8 @@ func (r *Runner) handle(rec []byte) error {
 		return err
 	case btgen.RecEvent:
 		return r.opts.OnEvent(rec)
+	case btgen.RecKey:
+		return r.keyHit(id, rec)
 	case btgen.RecStackPID:
 		if len(rec) >= 16 {
 			r.stacks.refresh(int(binary.NativeEndian.Uint64(rec[8:])))
@@ -546,7 +554,10 @@ func (r *Runner) handle(rec []byte) error {
 			return fmt.Errorf("print record %d of %d", id, len(r.prog.Prints))
 		}
 		p := r.prog.Prints[id]
-		m, err := r.readMap(&r.prog.Maps[p.Map])
+		if p.Map >= len(r.prog.Maps) {
+			return fmt.Errorf("print record of map %d of %d", p.Map, len(r.prog.Maps))
+		}
+		m, err := r.readMapAt(p.Map)
 		if err != nil {
 			return err
 		}
@@ -558,6 +569,10 @@ func (r *Runner) handle(rec []byte) error {
 			return fmt.Errorf("map record %d of %d", id, len(r.prog.Maps))
 		}
 		mi := &r.prog.Maps[id]
+		if mi.User {
+			r.clearUserMap(id, kind == btgen.RecZero)
+			return nil
+		}
 		return r.clearMap(mi, kind == btgen.RecZero)
 	}
 	return fmt.Errorf("record of unknown kind %d", kind)
@@ -674,7 +689,7 @@ func isSet(mi *btgen.MapInfo, v []byte) bool {
 func (r *Runner) Maps() ([]*eventfmt.Map, error) {
 	var maps []*eventfmt.Map
 	for i := range r.prog.Maps {
-		m, err := r.readMap(&r.prog.Maps[i])
+		m, err := r.readMapAt(i)
 		if err != nil {
 			return nil, err
 		}
@@ -690,7 +705,12 @@ var aggs = map[btlang.AggKind]eventfmt.Agg{
 	btlang.AggHist: eventfmt.AggHist, btlang.AggLhist: eventfmt.AggLhist,
 }
 
-func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
+// readMapAt reads map i of the program.
+func (r *Runner) readMapAt(i int) (*eventfmt.Map, error) {
+	return r.readMap(&r.prog.Maps[i], i)
+}
+
+func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 	bm := mi.Map
 	m := &eventfmt.Map{Name: bm.Name, Keys: mi.Keys}
 	switch {
@@ -702,6 +722,11 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 		m.Agg = aggs[bm.Agg]
 		m.Signed = bm.AggArg.Signed
 		m.Lhist = eventfmt.LinearRange{Min: bm.LhistMin, Max: bm.LhistMax, Step: bm.LhistStep}
+	}
+	if mi.User {
+		r.readUserMap(idx, m)
+		mergeStackKeys(mi, m)
+		return m, nil
 	}
 	bpf := r.coll.Maps[mi.BPF]
 	it := bpf.Iterate()
@@ -851,6 +876,8 @@ func (r *Runner) lost() (events, updates, nested uint64, err error) {
 			*dst += v
 		}
 	}
+	// Hits of maps counted in user space that had no room.
+	updates += r.userDropped
 	return events, updates, nested, nil
 }
 
