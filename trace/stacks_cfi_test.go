@@ -147,3 +147,61 @@ func TestStacksUnwindCFIRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestStacksUnwindCFIPrintClear: print(), clear() and zero() of a map
+// counted in user space act in the order of the hits: at the second
+// sort's call of a, print shows the first sort's counts, which clear or
+// zero then drop, so that the maps printed at exit hold the second's.
+func TestStacksUnwindCFIPrintClear(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := buildCFIKeys(t)
+	for _, op := range []string{"clear", "zero"} {
+		t.Run(op, func(t *testing.T) {
+			src := `uprobe:BIN:cmp { @[ustack] = count(); } uprobe:BIN:a { print(@); ` + op + `(@); printf("---\n"); }`
+			tr := testutil.StartTracee(t, bin)
+			prog, err := trace.Compile("t.bt", strings.ReplaceAll(src, "BIN", bin), &trace.CompileOptions{PID: tr.PID(), Unwind: trace.UnwindCFI})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			tracer, err := trace.Start(prog, &trace.Options{PID: tr.PID(), Stdout: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tracer.Close() })
+			var calls []uint64
+			for range 2 {
+				lines := tr.Do(t, "sort")
+				n, err := strconv.ParseUint(strings.TrimPrefix(lines[0], "calls "), 10, 64)
+				if err != nil {
+					t.Fatalf("sort printed %q", lines)
+				}
+				calls = append(calls, n)
+			}
+			tr.Quit(t)
+			if err := tracer.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			parts := strings.Split(out.String(), "---\n")
+			if len(parts) != 3 {
+				t.Fatalf("%d parts:\n%s", len(parts), out.String())
+			}
+			want := []uint64{0, calls[0], calls[1]}
+			for i, p := range parts {
+				var sum uint64
+				for _, l := range strings.Split(p, "\n") {
+					if n, ok := strings.CutPrefix(l, "]: "); ok {
+						v, err := strconv.ParseUint(n, 10, 64)
+						if err != nil {
+							t.Fatalf("line %q", l)
+						}
+						sum += v
+					}
+				}
+				if sum != want[i] {
+					t.Errorf("part %d counts %d, want %d:\n%s", i, sum, want[i], p)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/flame"
+	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// TestTraceStacksUnwindCFI: --stacks -o folded with --unwind cfi on
+// chain.c built -O2 -fomit-frame-pointer has the full chains: main →
+// level1 → level2 → level3 → leaf three times, and main → sort_them →
+// qsort's C library frames → cmp → leaf for every hit under qsort; with
+// --unwind fp (the default) the kernel's walk loses the frames the
+// missing frame pointers hide, and no stack reaches sort_them.
+func TestTraceStacksUnwindCFI(t *testing.T) {
+	bin := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
+	probe := "uprobe:" + bin + ":leaf"
+	for _, unwind := range []string{"fp", "cfi"} {
+		t.Run(unwind, func(t *testing.T) {
+			tc := testutil.StartTracee(t, bin)
+			tc.Do(t, "loop 0") // the C library is mapped once it answers
+			run := startTrace(t, "trace", "-p", strconv.Itoa(tc.PID()), probe, "--stacks", "--unwind", unwind, "-o", "folded")
+			for range 3 {
+				tc.Do(t, "levels")
+			}
+			tc.Do(t, "sort")
+			tc.Quit(t)
+			code, out, errs := run.wait(t)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			samples, err := flame.ParseFolded(strings.NewReader(out))
+			if err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			if len(samples) == 0 {
+				t.Fatalf("no stacks:\n%s", errs)
+			}
+			levels, sorts := uint64(0), uint64(0)
+			for _, s := range samples {
+				var names []string // outermost first, the root (probe) first
+				for i := len(s.Frames) - 1; i >= 0; i-- {
+					names = append(names, s.Frames[i].Symbol)
+				}
+				outer := outerFrames(names)
+				switch {
+				case slices.Equal(outer, levelsChain):
+					levels += s.Count
+				case len(outer) > 4 && slices.Equal(outer[:2], []string{"main", "sort_them"}) && slices.Equal(outer[len(outer)-2:], []string{"cmp", "leaf"}) && slices.ContainsFunc(outer, func(n string) bool { return strings.Contains(n, "qsort") }):
+					sorts += s.Count
+				case unwind == "cfi":
+					t.Errorf("stack %q: neither chain", names)
+				}
+			}
+			if unwind == "cfi" && (levels != 3 || sorts == 0) {
+				t.Errorf("levels stacks %d, sort stacks %d: want 3 and some:\n%s", levels, sorts, out)
+			}
+			if unwind == "fp" && (levels != 0 || sorts != 0) {
+				t.Errorf("with frame pointers: %d full levels stacks, %d full sort stacks; want none (the walk stops early):\n%s", levels, sorts, out)
+			}
+			if strings.Contains(errs, "Lost") {
+				t.Errorf("losses:\n%s", errs)
+			}
+		})
+	}
+}
+
+// TestTraceUnwindFlag: --unwind takes fp or cfi.
+func TestTraceUnwindFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"trace", "--unwind", "dwarf", "-e", "BEGIN { exit(); }"}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), `--unwind "dwarf": want fp or cfi`) {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+}
