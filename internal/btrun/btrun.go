@@ -45,7 +45,10 @@
 // (symbolize.AppendJSON), after bpftrace's "data". StackCounts gives the
 // stack-keyed maps with their frames; a map's counts in stack slots
 // (btgen.MapInfo.Slots) are added to its hash's wherever it is read or
-// cleared. Start fills btgen.MapStackConf (the one traced process, or 0)
+// cleared. A map counted in user space (btgen.MapInfo.User) has no BPF
+// map: its btgen.RecKey records are unwound as printf'd stacks and
+// counted here, and read, printed, cleared and returned by StackCounts
+// like the others (keymaps.go). Start fills btgen.MapStackConf (the one traced process, or 0)
 // and freezes it before loading. See stacks.go.
 //
 // # Output
