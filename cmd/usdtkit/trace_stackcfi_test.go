@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,5 +84,54 @@ func TestTraceUnwindFlag(t *testing.T) {
 	<-trace.Warm()
 	if code != 1 || !strings.Contains(errb.String(), `--unwind "dwarf": want fp or cfi`) {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestTraceStacksJSONUnwindCFI: with --unwind cfi, --stacks -o json's map
+// and "stack" lines have the stacks unwound in usdtkit: leaf, level3,
+// level2, level1, main in chain.c built -O2 -fomit-frame-pointer, whose
+// frame-pointer walk loses them, counted twice.
+func TestTraceStacksJSONUnwindCFI(t *testing.T) {
+	bin := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
+	out, _ := traceLevels(t, bin, 2, "uprobe:"+bin+":leaf", "--stacks", "--unwind", "cfi", "-o", "json")
+	var stacks []stackLineJSON
+	var maps []string
+	for sc := bufio.NewScanner(strings.NewReader(out)); sc.Scan(); {
+		var line struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			continue // the newlines bpftrace prints before the maps
+		}
+		switch line.Type {
+		case "map":
+			maps = append(maps, string(line.Data))
+		case "stack":
+			var s stackLineJSON
+			if err := json.Unmarshal(line.Data, &s); err != nil {
+				t.Fatalf("stack line %s: %v", sc.Text(), err)
+			}
+			stacks = append(stacks, s)
+		}
+	}
+	if len(maps) != 1 || len(stacks) != 1 {
+		t.Fatalf("%d map lines and %d stack lines, want 1 and 1:\n%s", len(maps), len(stacks), out)
+	}
+	if !strings.Contains(maps[0], `level1+`) || !strings.Contains(maps[0], `main+`) {
+		t.Errorf("map line lacks level1 and main: %s", maps[0])
+	}
+	s := stacks[0]
+	if s.Map != "@" || s.Value != 2 || !slices.Equal(s.Keys, []string{"uprobe:" + bin + ":leaf"}) || s.PID == 0 {
+		t.Errorf("stack line %+v: want map @, keys [uprobe:%s:leaf], value 2, a pid", s, bin)
+	}
+	want := []string{"leaf", "level3", "level2", "level1", "main"}
+	if len(s.Frames) < len(want) {
+		t.Fatalf("frames %+v: want at least %d", s.Frames, len(want))
+	}
+	for i, w := range want {
+		if f := s.Frames[i]; f.Symbol != w || f.Object != bin {
+			t.Errorf("frame %d: %+v, want %s in %s", i, f, w, bin)
+		}
 	}
 }
