@@ -88,6 +88,7 @@ func TestCopyKeyStacksRefused(t *testing.T) {
 		{"int", "uprobe:/x:f {\n  @i[ustack] = 1; }", 2, 3},
 		{"two stacks", "uprobe:/x:f {\n  @[ustack, ustack(2)] = count(); }", 2, 3},
 		{"delete", "uprobe:/x:f { @[ustack] = count();\n  delete(@[ustack]); }", 2, 3},
+		{"scratch", "uprobe:/x:f { @a[ustack] = count(); @b[ustack] = count(); @c[ustack] = count();\n  @d[ustack] = count(); }", 2, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prog, opts := compile(t, tc.src)
