@@ -48,6 +48,43 @@ type CompileOptions struct {
 	// By default such strings are read, faulting the page in (see the
 	// package documentation, Strings).
 	FaultingStrings bool
+	// Unwind is how ustack map keys are captured: UnwindFP (the zero
+	// value) or UnwindCFI. printf'd stacks are captured as
+	// FramePointerStacks says, whatever Unwind is.
+	Unwind Unwind
+}
+
+// Unwind is how the stacks of map keys (@[ustack] = count()) are
+// captured.
+type Unwind int
+
+const (
+	// UnwindFP keys a map by the kernel's frame-pointer walk
+	// (bpf_get_stackid), as bpftrace: equal stacks are counted in the
+	// kernel, and a stack ends at the first function built without
+	// frame pointers (Debian's C library, most -O2 C code).
+	UnwindFP Unwind = iota
+	// UnwindCFI captures each hit's stack as a printf'd stack is, a
+	// copy of the top of the user stack with the registers, sent in a
+	// ring buffer record and unwound in user space with each object's
+	// CFI, where it is counted: stacks keep their frames through code
+	// without frame pointers. Each hit costs a copy of 8 KiB of stack
+	// into the ring and an unwinding in user space; a hit the full ring
+	// refuses is counted as a lost event. Only count() and sum() maps
+	// with one ustack in their key are supported, and not delete() of
+	// them: Compile refuses the rest (CompileError).
+	UnwindCFI
+)
+
+// String returns "fp" or "cfi", the names of usdtkit trace --unwind.
+func (u Unwind) String() string {
+	switch u {
+	case UnwindFP:
+		return "fp"
+	case UnwindCFI:
+		return "cfi"
+	}
+	return fmt.Sprintf("Unwind(%d)", int(u))
 }
 
 // Program is a compiled program: the generated BPF and, per probe block,
@@ -173,6 +210,15 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 	gopts := &btgen.Options{Machine: r.machine, Sites: all, Events: events}
 	if opts != nil && opts.FramePointerStacks {
 		gopts.StackCopy = -1
+	}
+	if opts != nil {
+		switch opts.Unwind {
+		case UnwindFP:
+		case UnwindCFI:
+			gopts.CopyKeyStacks = true
+		default:
+			return nil, fmt.Errorf("compile: field Unwind is %v, want UnwindFP or UnwindCFI", opts.Unwind)
+		}
 	}
 	if events != nil {
 		// Room for bursts of events between reads.

@@ -147,6 +147,11 @@
 //     leaf, level2, level1 for leaf called by level3); usdtkit reads the
 //     return address at the stack pointer there and puts the caller back.
 //     Code without frame pointers ends the walk early, as in bpftrace.
+//     With CompileOptions.Unwind UnwindCFI, a count() or sum() map key
+//     is captured as a printf argument is (below) and sent in a ring
+//     buffer record, unwound and counted in user space: it keeps every
+//     frame, costs a stack copy into the ring and an unwinding per hit,
+//     and a hit the full ring refuses is a lost event.
 //   - A printf argument is a copy of the top of the stack (8 KiB) with
 //     the registers, unwound in user space (internal/unwind) with each
 //     object's CFI (.eh_frame, .debug_frame), and its frame pointers where

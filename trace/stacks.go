@@ -97,9 +97,10 @@ type UnwindMethod struct {
 	Frames int
 }
 
-// UnwindMethods returns how printf'd stacks were unwound so far, per
-// object and method (for a verbose report), sorted by object and method.
-// Map keys use the kernel's frame-pointer walk and are not counted.
+// UnwindMethods returns how printf'd stacks, and map keys with
+// CompileOptions.Unwind UnwindCFI, were unwound so far, per object and
+// method (for a verbose report), sorted by object and method. Map keys
+// of the kernel's frame-pointer walk (UnwindFP) are not counted.
 func (t *Tracer) UnwindMethods() []UnwindMethod {
 	if t.r == nil {
 		return nil

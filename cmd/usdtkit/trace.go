@@ -34,6 +34,7 @@ type traceOptions struct {
 	fields   []string
 	program  string
 	stacks   bool
+	unwind   string
 
 	// Set by checkRun: -o's flame graph output, nil for text and json;
 	// the flame graph's title.
@@ -95,7 +96,13 @@ the trace, to stdout as folded stacks (flamegraph.pl, inferno, speedscope), a gz
 pprof profile (go tool pprof -http=: FILE) or a self-contained HTML flame graph; what
 the trace prints then goes to stderr. -o FILE.folded, FILE.pb.gz or FILE.html writes the
 file instead and prints as -o text. Each stack's root frame is its map's other keys (the
-probe with --stacks), after the map's name when it is not @.`,
+probe with --stacks), after the map's name when it is not @. Map keys are captured with the
+kernel's frame-pointer walk (--unwind fp, as bpftrace), so a stack ends at the first function
+built without frame pointers (Debian's libc, most -O2 C code); --unwind cfi copies 8 KiB of
+stack per hit into the ring buffer and unwinds it with each object's CFI in usdtkit, as
+printf'd stacks always are: every frame is kept, each hit costs more, and hits are lost
+(and counted) when the ring is full; it supports count() and sum() maps keyed by one ustack,
+not delete() of them.`,
 		Example: `  usdtkit trace -p 1234 usdt::python:function__entry -F '%s %s:%d'
   usdtkit trace usdt:/usr/bin/python3.11:python:gc__start --count --by comm
   usdtkit trace -p 1234 -p 5678 uprobe:libc:malloc --hist arg0 --by pid
@@ -133,6 +140,7 @@ probe with --stacks), after the map's name when it is not @.`,
 	f.StringArrayVarP(&o.formats, "format", "F", nil, "printf at every hit of every probe, or of one (PROVIDER:NAME=FORMAT)")
 	f.StringArrayVar(&o.filters, "filter", nil, "keep hits where argN OP VALUE or str(argN) OP \"TEXT\" holds (==, !=, <, <=, >, >=), of every probe or of one (PROVIDER:NAME=EXPR); repeatable, ANDed")
 	f.BoolVar(&o.stacks, "stacks", false, "count hits per probe and user stack in the kernel: @[probe, ustack] = count(); with -o folded, pprof or FILE.html a flame graph")
+	f.StringVar(&o.unwind, "unwind", "fp", "how ustack map keys (--stacks, @[ustack] = count()) are captured: fp, the kernel's frame-pointer walk, counted in the kernel (stacks end in code without frame pointers, such as libc); or cfi, a copy of 8 KiB of stack per hit sent through the ring buffer and unwound with each object's CFI in usdtkit, which keeps every frame but costs more per hit and loses hits when the ring is full (counted as lost events); cfi counts only count() and sum() maps")
 	f.BoolVar(&o.count, "count", false, "count hits per probe in the kernel and print the counts at the end: @[probe] = count()")
 	f.StringSliceVar(&o.by, "by", nil, "with --count or --hist, also key by these: pid, tid, comm, argN, str(argN)")
 	f.StringSliceVar(&o.countBy, "count-by", nil, "the same as --by")

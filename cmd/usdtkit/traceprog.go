@@ -70,6 +70,11 @@ func checkRun(cmd *cobra.Command, o *traceOptions) error {
 	if fl.Changed("command") && strings.TrimSpace(o.command) == "" {
 		return fmt.Errorf("-c: an empty command (leave -c out to trace every process that maps the file)")
 	}
+	switch o.unwind {
+	case "", "fp", "cfi":
+	default:
+		return fmt.Errorf("--unwind %q: want fp or cfi", o.unwind)
+	}
 	if fl.Changed("duration") && o.duration <= 0 {
 		return fmt.Errorf("-d %v: want a positive duration, such as 10s", o.duration)
 	}
@@ -104,6 +109,9 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	}
 	stderr := cmd.ErrOrStderr()
 	copts := &trace.CompileOptions{PIDs: o.pids, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
+	if o.unwind == "cfi" {
+		copts.Unwind = trace.UnwindCFI
+	}
 	topts := &trace.Options{PIDs: o.pids, Stdout: cmd.OutOrStdout(), Classic: o.classic, CommandGrace: commandGrace}
 	output := o.output
 	if o.flame != nil {

@@ -97,7 +97,8 @@ type Options struct {
 	// MaxEntries bounds every map; 0 means 10240.
 	MaxEntries int
 	// RingSize is the ring buffer's size in bytes (a power of two
-	// multiple of the page size); 0 means 1 MiB.
+	// multiple of the page size); 0 means 1 MiB, or KeyRingSize for a
+	// program with maps counted in user space (CopyKeyStacks).
 	RingSize int
 	// Events has, per probe block (nil or shorter: none), the events the
 	// block sends after its body (see Event).
@@ -113,6 +114,16 @@ type Options struct {
 	// user strings are sleepable and read them faulting pages in (see
 	// strread.go and Block.Sleepable).
 	CopyStr uint32
+	// CopyKeyStacks captures the ustack key fields of count() and sum()
+	// maps as printf'd stacks are by default: each hit sends a RecKey
+	// record holding the registers and a copy of the top of the user
+	// stack (StackCopy bytes, DefaultStackCopy when StackCopy is not
+	// positive), which user space unwinds with each object's CFI and
+	// counts (see keyrec.go). Such maps have no BPF map (MapInfo.User).
+	// Other maps with a ustack key, a key of two stacks and delete() of
+	// such a map are then refused. False: keys are the kernel's
+	// frame-pointer walk (bpf_get_stackid), as bpftrace.
+	CopyKeyStacks bool
 }
 
 // Program is a generated program: plain data, safe for concurrent reads.
@@ -208,6 +219,10 @@ type MapInfo struct {
 	// (see stack.go); "" for other maps. The map's entries are the BPF
 	// hash's plus the slots' (DecodeSlot).
 	Slots string
+	// User: the map has no BPF map (BPF names none in Spec.Maps); each
+	// hit sends a RecKey record (KeyRecord) whose stack user space
+	// unwinds, and user space keeps the counts (Options.CopyKeyStacks).
+	User bool
 }
 
 // PrintInfo is one print(@m[, top[, div]]) call: the map's index in
@@ -272,7 +287,8 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	if o.MaxEntries == 0 {
 		o.MaxEntries = bpfgen.DefaultMaxEntries
 	}
-	if o.RingSize == 0 {
+	defaultRing := o.RingSize == 0
+	if defaultRing {
 		o.RingSize = 1 << 20
 	}
 	if o.RingSize < 4096 || o.RingSize > bpfgen.MaxRingSize || o.RingSize&(o.RingSize-1) != 0 {
@@ -296,8 +312,16 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
+		if o.CopyKeyStacks {
+			if err := userMap(&mi, &o); err != nil {
+				return nil, err
+			}
+		}
 		mapIdx[m] = i
 		out.Maps = append(out.Maps, mi)
+		if mi.User {
+			continue
+		}
 		zeroSize = max(zeroSize, mi.ValueSize)
 		typ := ebpf.Hash
 		switch {
@@ -309,6 +333,9 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			typ = ebpf.PerCPUHash
 		}
 		out.Spec.Maps[mi.BPF] = &ebpf.MapSpec{Name: mi.BPF, Type: typ, KeySize: uint32(mi.KeySize), ValueSize: uint32(mi.ValueSize), MaxEntries: uint32(o.MaxEntries)}
+	}
+	if defaultRing && slices.ContainsFunc(out.Maps, func(mi MapInfo) bool { return mi.User }) {
+		o.RingSize = KeyRingSize
 	}
 	scratch := zeroOff + zeroSize
 	token := rand.Uint64() &^ 0xffff

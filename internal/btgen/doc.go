@@ -41,7 +41,8 @@
 // full map) adds one to lost[LostUpdates]; a record the ring buffer
 // refuses adds one to lost[LostEvents]: nothing is lost silently.
 //
-// Records (ring buffer "events"): u32 kind, u32 id, then the payload:
+// Records (ring buffer "events"): u32 kind, u32 id, then the payload
+// (RecEvent, RecStackPID and RecKey are described where they are sent):
 // printf (RecPrintf, id = index in Program.Printfs, arguments as
 // PrintfInfo.Args lays them out), exit (RecExit), print (RecPrint, id =
 // index in Program.Prints), clear/zero (RecClear, RecZero; id = map
@@ -61,7 +62,9 @@
 // per-CPU array indexed by the stack id (MapInfo.Slots), and the rest in
 // its hash; user space adds both. The pid is a constant the loader puts
 // in MapStackConf when every site is attached for one process. See
-// stack.go.
+// stack.go. With Options.CopyKeyStacks, a count() or sum() map keyed by a
+// stack has no BPF map: each hit sends a RecKey record with its key and
+// a stack copy, which user space unwinds and counts (keyrec.go).
 //
 // Each hit of `@[ustack] = count()` costs, beyond the stack walk
 // (bpf_get_stackid), one read of the caller word at an entry whose walk

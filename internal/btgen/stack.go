@@ -239,6 +239,9 @@ func (out *Program) addStackMaps(entries int) {
 				continue
 			}
 			any = true
+			if s.Map == "" {
+				continue // a copy in a RecKey record (MapInfo.User)
+			}
 			if _, ok := out.Spec.Maps[s.Map]; !ok {
 				out.Spec.Maps[s.Map] = stackcap.StackMapSpec(s.Map, entries, s.Frames)
 			}
@@ -446,7 +449,7 @@ func (g *gen) stackArg(pos btlang.Pos, off int, s *StackInfo) {
 	}
 	opts := &stackcap.CopyOptions{Size: s.Copy}
 	if off+stackArgSize(s) > maxScratch {
-		g.fail(&btlang.Error{Pos: pos, Msg: fmt.Sprintf("this block's printf'd stacks need more than the %d bytes of scratch space (each copies %d bytes of stack to unwind); print fewer stacks per block, or use frame-pointer stacks", maxScratch, s.Copy)})
+		g.fail(&btlang.Error{Pos: pos, Msg: fmt.Sprintf("this block's stacks unwound in user space (printf'd, or map keys with --unwind cfi) need more than the %d bytes of scratch space (each copies %d bytes of stack); capture fewer stacks per block, or use frame-pointer stacks", maxScratch, s.Copy)})
 		return
 	}
 	insns, err := stackcap.EmitCopy(g.opts.Machine, asm.R6, asm.R7, int16(off), opts, g.newLabel("copy"))

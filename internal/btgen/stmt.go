@@ -1,6 +1,8 @@
 package btgen
 
 import (
+	"fmt"
+
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -152,6 +154,14 @@ func (g *gen) assign(s *btlang.Assign) {
 // key builds r's key for map mi in scratch and returns its offset.
 func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 	off := g.alloc(mi.KeySize)
+	g.keyAt(r, mi, off)
+	return off
+}
+
+// keyAt builds r's key for map mi in scratch at off. A stack field of a
+// map counted in user space (MapInfo.User) is zeros: its record carries
+// the stack (keyrec.go).
+func (g *gen) keyAt(r *btlang.MapRef, mi *MapInfo, off int) {
 	if mi.Array {
 		// A u32 index: 0, or the probe's id.
 		if len(mi.Keys) == 0 {
@@ -159,15 +169,15 @@ func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 		} else {
 			g.emit(asm.LoadMem(asm.R0, asm.R7, probeOff, asm.DWord), asm.StoreMem(asm.R7, int16(off), asm.R0, asm.Word))
 		}
-		return off
+		return
 	}
 	if len(r.Keys) == 0 {
 		g.emit(storeImm64(asm.R7, int16(off), 0))
-		return off
+		return
 	}
 	if len(r.Keys) != len(mi.Keys) {
 		g.fail(unsupported(r.At, "a key of %d fields for %s", len(r.Keys), r.Name))
-		return off
+		return
 	}
 	for i, k := range r.Keys {
 		f := off + mi.KeyOffs[i]
@@ -180,11 +190,12 @@ func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 		case mi.Keys[i].Kind == eventfmt.KeyString:
 			src := g.strExpr(k)
 			g.copyStr(strBuf{off: f, size: mi.Keys[i].Size}, src)
+		case mi.KeyStacks[i] != nil && mi.User:
+			g.zero(f, StackKeySize)
 		case mi.KeyStacks[i] != nil:
 			g.stackKey(f, mi.KeyStacks[i])
 		}
 	}
-	return off
 }
 
 // lookup leaves in R0 the value of key (scratch offset) in mi, or 0.
@@ -281,6 +292,10 @@ func (g *gen) mapReadStr(r *btlang.MapRef) strBuf {
 func (g *gen) aggregate(r *btlang.MapRef, call *btlang.Call) {
 	m := r.Map
 	mi := &g.out.Maps[g.mapIdx[m]]
+	if mi.User {
+		g.keyRecord(r, call, mi)
+		return
+	}
 	slot := g.push()
 	defer g.pop()
 	if m.Agg != btlang.AggCount {
@@ -483,6 +498,10 @@ func (g *gen) call(c *btlang.Call) {
 			return
 		}
 		mi := &g.out.Maps[g.mapIdx[r.Map]]
+		if mi.User {
+			g.fail(&btlang.Error{Pos: c.At, Msg: fmt.Sprintf("with stacks unwound with CFI (--unwind cfi), delete() of %s, a map keyed by ustack, is not supported: clear() it, or use --unwind fp", r.Name)})
+			return
+		}
 		key := g.key(r, mi)
 		g.emit(
 			asm.LoadMapPtr(asm.R1, 0).WithReference(mi.BPF),

@@ -45,7 +45,10 @@
 // (symbolize.AppendJSON), after bpftrace's "data". StackCounts gives the
 // stack-keyed maps with their frames; a map's counts in stack slots
 // (btgen.MapInfo.Slots) are added to its hash's wherever it is read or
-// cleared. Start fills btgen.MapStackConf (the one traced process, or 0)
+// cleared. A map counted in user space (btgen.MapInfo.User) has no BPF
+// map: its btgen.RecKey records are unwound as printf'd stacks and
+// counted here, and read, printed, cleared and returned by StackCounts
+// like the others (keymaps.go). Start fills btgen.MapStackConf (the one traced process, or 0)
 // and freezes it before loading. See stacks.go.
 //
 // # Output
@@ -130,6 +133,12 @@ type Runner struct {
 	closeWaits int
 	// stacks symbolizes ustack keys and arguments (stacks.go).
 	stacks stacks
+	// user are the maps counted in user space by index in prog.Maps
+	// (nil: not one, or empty), userDropped the hits of new keys they
+	// had no room for, keyBuf a key being built (keymaps.go).
+	user        []*userMap
+	userDropped uint64
+	keyBuf      []byte
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
@@ -527,6 +536,8 @@ func (r *Runner) handle(rec []byte) error {
 		return err
 	case btgen.RecEvent:
 		return r.opts.OnEvent(rec)
+	case btgen.RecKey:
+		return r.keyHit(id, rec)
 	case btgen.RecStackPID:
 		if len(rec) >= 16 {
 			r.stacks.refresh(int(binary.NativeEndian.Uint64(rec[8:])))
@@ -546,7 +557,10 @@ func (r *Runner) handle(rec []byte) error {
 			return fmt.Errorf("print record %d of %d", id, len(r.prog.Prints))
 		}
 		p := r.prog.Prints[id]
-		m, err := r.readMap(&r.prog.Maps[p.Map])
+		if p.Map >= len(r.prog.Maps) {
+			return fmt.Errorf("print record of map %d of %d", p.Map, len(r.prog.Maps))
+		}
+		m, err := r.readMapAt(p.Map)
 		if err != nil {
 			return err
 		}
@@ -558,6 +572,10 @@ func (r *Runner) handle(rec []byte) error {
 			return fmt.Errorf("map record %d of %d", id, len(r.prog.Maps))
 		}
 		mi := &r.prog.Maps[id]
+		if mi.User {
+			r.clearUserMap(id, kind == btgen.RecZero)
+			return nil
+		}
 		return r.clearMap(mi, kind == btgen.RecZero)
 	}
 	return fmt.Errorf("record of unknown kind %d", kind)
@@ -674,7 +692,7 @@ func isSet(mi *btgen.MapInfo, v []byte) bool {
 func (r *Runner) Maps() ([]*eventfmt.Map, error) {
 	var maps []*eventfmt.Map
 	for i := range r.prog.Maps {
-		m, err := r.readMap(&r.prog.Maps[i])
+		m, err := r.readMapAt(i)
 		if err != nil {
 			return nil, err
 		}
@@ -690,7 +708,12 @@ var aggs = map[btlang.AggKind]eventfmt.Agg{
 	btlang.AggHist: eventfmt.AggHist, btlang.AggLhist: eventfmt.AggLhist,
 }
 
-func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
+// readMapAt reads map i of the program.
+func (r *Runner) readMapAt(i int) (*eventfmt.Map, error) {
+	return r.readMap(&r.prog.Maps[i], i)
+}
+
+func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 	bm := mi.Map
 	m := &eventfmt.Map{Name: bm.Name, Keys: mi.Keys}
 	switch {
@@ -702,6 +725,11 @@ func (r *Runner) readMap(mi *btgen.MapInfo) (*eventfmt.Map, error) {
 		m.Agg = aggs[bm.Agg]
 		m.Signed = bm.AggArg.Signed
 		m.Lhist = eventfmt.LinearRange{Min: bm.LhistMin, Max: bm.LhistMax, Step: bm.LhistStep}
+	}
+	if mi.User {
+		r.readUserMap(idx, m)
+		mergeStackKeys(mi, m)
+		return m, nil
 	}
 	bpf := r.coll.Maps[mi.BPF]
 	it := bpf.Iterate()
@@ -851,6 +879,8 @@ func (r *Runner) lost() (events, updates, nested uint64, err error) {
 			*dst += v
 		}
 	}
+	// Hits of maps counted in user space that had no room.
+	updates += r.userDropped
 	return events, updates, nested, nil
 }
 

@@ -648,3 +648,52 @@ func TestOutputFlushedWhenIdle(t *testing.T) {
 		t.Errorf("have %q (%v) before Run returned, want %q", line, err, "ready 7\n")
 	}
 }
+
+// TestLostKeyRecords: hits of a map counted in user space
+// (btgen.Options.CopyKeyStacks) whose records a full ring refuses are
+// counted and reported as lost events; counted and lost add up to the
+// hits.
+func TestLostKeyRecords(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := buildTarget(t)
+	src := strings.ReplaceAll(`usdt:BIN:demo:req { @[ustack] = count(); }`, "BIN", bin)
+	prog, err := btlang.Compile("lost.bt", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Room for one or two records of an 8 KiB stack copy.
+	gp, err := btgen.Generate(prog, &btgen.Options{Sites: sites(t, prog, bin), CopyKeyStacks: true, RingSize: 1 << 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := testutil.StartTracee(t, bin)
+	var buf bytes.Buffer
+	r, err := btrun.Start(gp, &btrun.Options{PIDs: []int{tr.PID()}, Out: &buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	// The target runs before anything reads the ring.
+	tr.Do(t, "go")
+	tr.Quit(t)
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	events, _, err := r.Lost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted uint64
+	for l := range strings.Lines(buf.String()) {
+		var n uint64
+		if _, err := fmt.Sscanf(l, "]: %d", &n); err == nil {
+			counted += n
+		}
+	}
+	if events == 0 || counted == 0 || counted+events != 100 {
+		t.Errorf("%d hits counted, %d lost; want some of each and 100 in all:\n%s", counted, events, buf.String())
+	}
+	if want := fmt.Sprintf("Lost %d events\n", events); !strings.Contains(buf.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, buf.String())
+	}
+}

@@ -44,6 +44,12 @@ type stacks struct {
 	// text caches printed map key stacks (print() in an interval reads
 	// the same keys again).
 	text map[stackKey]stackText
+	// copied are the unwound stacks of map keys counted in user space,
+	// indexed by the id their key field holds; copiedIDs finds one by
+	// pid and addresses (keymaps.go).
+	copied    [][]uint64
+	copiedIDs map[string]int64
+	internBuf []byte
 }
 
 type stackKey struct {
@@ -72,6 +78,7 @@ func (s *stacks) init() {
 		s.cache = &symbolize.Cache{}
 		s.procs = map[int]*symbolize.Symbolizer{}
 		s.text = map[stackKey]stackText{}
+		s.copiedIDs = map[string]int64{}
 	}
 }
 
@@ -260,6 +267,9 @@ func (r *Runner) rememberTargets() {
 			r.stacks.copies = r.stacks.copies || a.Stack != nil && a.Stack.Copy > 0
 		}
 	}
+	for _, mi := range r.prog.Maps {
+		r.stacks.copies = r.stacks.copies || mi.User
+	}
 	for _, pid := range r.opts.PIDs {
 		r.stacks.remember(pid)
 	}
@@ -329,7 +339,13 @@ func (r *Runner) keyStack(info *btgen.StackInfo, k []byte) (int64, stackText) {
 		return id.ID, t
 	}
 	var t stackText
-	if m := r.coll.Maps[info.Map]; m != nil && id.ID >= 0 {
+	if info.Copy > 0 {
+		// Unwound in user space (keymaps.go): the id is the interned
+		// stack's.
+		if pcs := r.stacks.copiedStack(id.ID); pcs != nil {
+			t.frames = r.stacks.frames(key.pid, pcs, info.Frames)
+		}
+	} else if m := r.coll.Maps[info.Map]; m != nil && id.ID >= 0 {
 		if pcs, err := stackcap.LookupStack(m, id); err == nil {
 			t.frames = r.stacks.frames(key.pid, pcs, info.Frames)
 		}
@@ -516,6 +532,18 @@ func (r *Runner) StackCounts() ([]StackCount, error) {
 				Value:    val,
 			})
 			return nil
+		}
+		if mi.User {
+			var err error
+			r.userEach(i, func(k []byte, v uint64) {
+				if err == nil {
+					err = add(k, v)
+				}
+			})
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
 		m := r.coll.Maps[mi.BPF]
 		it := m.Iterate()

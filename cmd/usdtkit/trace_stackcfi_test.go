@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/flame"
+	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"github.com/usdtkit/usdtkit/trace"
+)
+
+// TestTraceStacksUnwindCFI: --stacks -o folded with --unwind cfi on
+// chain.c built -O2 -fomit-frame-pointer has the full chains: main →
+// level1 → level2 → level3 → leaf three times, and main → sort_them →
+// qsort's C library frames → cmp → leaf for every hit under qsort; with
+// --unwind fp (the default) the kernel's walk loses the frames the
+// missing frame pointers hide, and no stack reaches sort_them.
+func TestTraceStacksUnwindCFI(t *testing.T) {
+	bin := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
+	probe := "uprobe:" + bin + ":leaf"
+	for _, unwind := range []string{"fp", "cfi"} {
+		t.Run(unwind, func(t *testing.T) {
+			tc := testutil.StartTracee(t, bin)
+			tc.Do(t, "loop 0") // the C library is mapped once it answers
+			run := startTrace(t, "trace", "-p", strconv.Itoa(tc.PID()), probe, "--stacks", "--unwind", unwind, "-o", "folded")
+			for range 3 {
+				tc.Do(t, "levels")
+			}
+			tc.Do(t, "sort")
+			tc.Quit(t)
+			code, out, errs := run.wait(t)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			samples, err := flame.ParseFolded(strings.NewReader(out))
+			if err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			if len(samples) == 0 {
+				t.Fatalf("no stacks:\n%s", errs)
+			}
+			levels, sorts := uint64(0), uint64(0)
+			for _, s := range samples {
+				var names []string // outermost first, the root (probe) first
+				for i := len(s.Frames) - 1; i >= 0; i-- {
+					names = append(names, s.Frames[i].Symbol)
+				}
+				outer := outerFrames(names)
+				switch {
+				case slices.Equal(outer, levelsChain):
+					levels += s.Count
+				case len(outer) > 4 && slices.Equal(outer[:2], []string{"main", "sort_them"}) && slices.Equal(outer[len(outer)-2:], []string{"cmp", "leaf"}) && slices.ContainsFunc(outer, func(n string) bool { return strings.Contains(n, "qsort") }):
+					sorts += s.Count
+				case unwind == "cfi":
+					t.Errorf("stack %q: neither chain", names)
+				}
+			}
+			if unwind == "cfi" && (levels != 3 || sorts == 0) {
+				t.Errorf("levels stacks %d, sort stacks %d: want 3 and some:\n%s", levels, sorts, out)
+			}
+			if unwind == "fp" && (levels != 0 || sorts != 0) {
+				t.Errorf("with frame pointers: %d full levels stacks, %d full sort stacks; want none (the walk stops early):\n%s", levels, sorts, out)
+			}
+			if strings.Contains(errs, "Lost") {
+				t.Errorf("losses:\n%s", errs)
+			}
+		})
+	}
+}
+
+// TestTraceUnwindFlag: --unwind takes fp or cfi.
+func TestTraceUnwindFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"trace", "--unwind", "dwarf", "-e", "BEGIN { exit(); }"}, &out, &errb)
+	// The refusal comes after trace's warm-up started: let it close its
+	// files before the package's descriptor check.
+	<-trace.Warm()
+	if code != 1 || !strings.Contains(errb.String(), `--unwind "dwarf": want fp or cfi`) {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestTraceStacksJSONUnwindCFI: with --unwind cfi, --stacks -o json's map
+// and "stack" lines have the stacks unwound in usdtkit: leaf, level3,
+// level2, level1, main in chain.c built -O2 -fomit-frame-pointer, whose
+// frame-pointer walk loses them, counted twice.
+func TestTraceStacksJSONUnwindCFI(t *testing.T) {
+	bin := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
+	out, _ := traceLevels(t, bin, 2, "uprobe:"+bin+":leaf", "--stacks", "--unwind", "cfi", "-o", "json")
+	var stacks []stackLineJSON
+	var maps []string
+	for sc := bufio.NewScanner(strings.NewReader(out)); sc.Scan(); {
+		var line struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			continue // the newlines bpftrace prints before the maps
+		}
+		switch line.Type {
+		case "map":
+			maps = append(maps, string(line.Data))
+		case "stack":
+			var s stackLineJSON
+			if err := json.Unmarshal(line.Data, &s); err != nil {
+				t.Fatalf("stack line %s: %v", sc.Text(), err)
+			}
+			stacks = append(stacks, s)
+		}
+	}
+	if len(maps) != 1 || len(stacks) != 1 {
+		t.Fatalf("%d map lines and %d stack lines, want 1 and 1:\n%s", len(maps), len(stacks), out)
+	}
+	if !strings.Contains(maps[0], `level1+`) || !strings.Contains(maps[0], `main+`) {
+		t.Errorf("map line lacks level1 and main: %s", maps[0])
+	}
+	s := stacks[0]
+	if s.Map != "@" || s.Value != 2 || !slices.Equal(s.Keys, []string{"uprobe:" + bin + ":leaf"}) || s.PID == 0 {
+		t.Errorf("stack line %+v: want map @, keys [uprobe:%s:leaf], value 2, a pid", s, bin)
+	}
+	want := []string{"leaf", "level3", "level2", "level1", "main"}
+	if len(s.Frames) < len(want) {
+		t.Fatalf("frames %+v: want at least %d", s.Frames, len(want))
+	}
+	for i, w := range want {
+		if f := s.Frames[i]; f.Symbol != w || f.Object != bin {
+			t.Errorf("frame %d: %+v, want %s in %s", i, f, w, bin)
+		}
+	}
+}
