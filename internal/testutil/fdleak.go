@@ -15,9 +15,16 @@ import (
 // a Close forgotten in library code or in a test. Use it as
 //
 //	func TestMain(m *testing.M) { testutil.MainCheckingFDs(m) }
-func MainCheckingFDs(m *testing.M) {
+//
+// settle runs after the tests, before the check: it waits for background
+// work that holds files for a while by design and then closes them (say
+// trace.Warm's, which a command that fails early leaves running).
+func MainCheckingFDs(m *testing.M, settle ...func()) {
 	before := openFDs()
 	code := m.Run()
+	for _, f := range settle {
+		f()
+	}
 	if code == 0 {
 		leaked := leakedFDs(before, openFDs())
 		if len(leaked) > 0 {
