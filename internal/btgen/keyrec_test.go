@@ -112,7 +112,7 @@ func FuzzDecodeKeyRecord(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	out, err := btgen.Generate(prog, &btgen.Options{Sites: [][]btgen.Site{{{Path: "/bin/true", Offset: 0x1000}}}, CopyKeyStacks: true, StackCopy: 4096})
+	out, err := btgen.Generate(prog, &btgen.Options{Sites: [][]btgen.Site{{{Path: "/bin/true", Offset: 0x1000}}}, CopyKeyStacks: true, StackCopy: 512})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func FuzzDecodeKeyRecord(f *testing.F) {
 	good := make([]byte, size)
 	binary.NativeEndian.PutUint64(good[8:], 1)
 	binary.NativeEndian.PutUint32(good[stackOff+40:], 16)
-	binary.NativeEndian.PutUint32(good[stackOff+44:], 4096)
+	binary.NativeEndian.PutUint32(good[stackOff+44:], 512)
 	f.Add(good)
 	f.Add(good[:size-1])
 	f.Add([]byte{})
@@ -130,7 +130,7 @@ func FuzzDecodeKeyRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(key) != mi.KeySize || len(c.Stack) > 4096 || len(rec) < size {
+		if len(key) != mi.KeySize || len(c.Stack) > 512 || len(rec) < size {
 			t.Errorf("value %d, key of %d bytes, stack of %d from a record of %d", val, len(key), len(c.Stack), len(rec))
 		}
 	})
