@@ -298,6 +298,14 @@ func (f *File) readTable(off, n, entsize, size uint64, what string) ([]byte, err
 	if err := f.checkRange(off, n*entsize, what); err != nil {
 		return nil, err
 	}
+	if f.size < 0 && n > 0 {
+		// Without the file's size, the table's last byte says whether it
+		// fits, as checkRange says with the size: entries past the part
+		// read must be in the file too.
+		if _, err := f.read(off+n*entsize-1, 1, what); err != nil {
+			return nil, err
+		}
+	}
 	var tab []byte
 	for i := range n {
 		e, err := f.read(off+i*entsize, size, what)
