@@ -465,15 +465,28 @@ func mapFromBytes(agg Agg, nkeys uint8, b []byte) *Map {
 		}
 		return v
 	}
-	m := &Map{Name: "@" + string(b[:min(len(b), 3)]), Agg: agg, Signed: next()&1 == 1, Bits: 8 << (next() % 5)}
+	m := &Map{Name: "@" + string(b[:min(len(b), 3)]), Agg: agg}
+	m.Signed = next()&1 == 1
+	m.Bits = 8 << (next() % 5)
 	m.Lhist = LinearRange{Min: num() % 2000, Max: num() % 5000, Step: num() % 300}
 	for range nkeys % 4 {
 		m.Keys = append(m.Keys, KeyField{Kind: KeyKind(next() % 4), Size: int(next() % 70)})
 	}
+	// str takes its length from b, then up to that many bytes that follow
+	// (in one expression, b[:min(len(b), int(next()))], Go may take len(b)
+	// before next() shortens b, and slice past the end).
+	str := func(mod byte) string {
+		c := next()
+		n := min(len(b), int(c%mod))
+		return string(b[:n])
+	}
 	for len(b) > 0 {
-		e := MapEntry{Value: uint64(num()), Count: num(), Total: num(), Str: string(b[:min(len(b), int(next()%8))])}
+		e := MapEntry{Value: uint64(num()), Count: num(), Total: num()}
+		e.Str = str(8)
 		for range len(m.Keys) {
-			e.Key = append(e.Key, Key{Int: num(), Str: string(b[:min(len(b), int(next()%10))])})
+			k := Key{Int: num()}
+			k.Str = str(10)
+			e.Key = append(e.Key, k)
 		}
 		for range next() % 80 {
 			e.Buckets = append(e.Buckets, uint64(num()))
