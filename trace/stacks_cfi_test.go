@@ -28,8 +28,8 @@ func buildCFIKeys(t *testing.T) string {
 
 // runCFIKeys traces src on a fresh cfikeys with unwind, makes it sort
 // twice, lets it exit, and returns the ended Tracer (closed with the
-// test), what it printed and how often cmp ran.
-func runCFIKeys(t *testing.T, bin, src string, unwind trace.Unwind) (*trace.Tracer, string, uint64) {
+// test), what it printed and how often cmp ran in each sort.
+func runCFIKeys(t *testing.T, bin, src string, unwind trace.Unwind) (*trace.Tracer, string, []uint64) {
 	t.Helper()
 	tr := testutil.StartTracee(t, bin)
 	prog, err := trace.Compile("t.bt", strings.ReplaceAll(src, "BIN", bin), &trace.CompileOptions{PID: tr.PID(), Unwind: unwind})
@@ -42,14 +42,14 @@ func runCFIKeys(t *testing.T, bin, src string, unwind trace.Unwind) (*trace.Trac
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tracer.Close() })
-	var calls uint64
+	var calls []uint64
 	for range 2 {
 		lines := tr.Do(t, "sort")
 		n, err := strconv.ParseUint(strings.TrimPrefix(lines[0], "calls "), 10, 64)
 		if len(lines) != 1 || err != nil {
 			t.Fatalf("sort printed %q", lines)
 		}
-		calls += n
+		calls = append(calls, n)
 	}
 	tr.Quit(t)
 	if err := tracer.Run(context.Background()); err != nil {
@@ -81,7 +81,8 @@ func TestStacksUnwindCFI(t *testing.T) {
 	const src = `uprobe:BIN:cmp { @[ustack] = count(); @s[ustack, comm, pid] = sum(2); }`
 	for _, unwind := range []trace.Unwind{trace.UnwindFP, trace.UnwindCFI} {
 		t.Run(unwind.String(), func(t *testing.T) {
-			tracer, out, calls := runCFIKeys(t, bin, src, unwind)
+			tracer, out, sorts := runCFIKeys(t, bin, src, unwind)
+			calls := sorts[0] + sorts[1]
 			stacks, err := tracer.Stacks()
 			if err != nil {
 				t.Fatal(err)
@@ -158,33 +159,10 @@ func TestStacksUnwindCFIPrintClear(t *testing.T) {
 	for _, op := range []string{"clear", "zero"} {
 		t.Run(op, func(t *testing.T) {
 			src := `uprobe:BIN:cmp { @[ustack] = count(); } uprobe:BIN:a { print(@); ` + op + `(@); printf("---\n"); }`
-			tr := testutil.StartTracee(t, bin)
-			prog, err := trace.Compile("t.bt", strings.ReplaceAll(src, "BIN", bin), &trace.CompileOptions{PID: tr.PID(), Unwind: trace.UnwindCFI})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			tracer, err := trace.Start(prog, &trace.Options{PID: tr.PID(), Stdout: &out})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { tracer.Close() })
-			var calls []uint64
-			for range 2 {
-				lines := tr.Do(t, "sort")
-				n, err := strconv.ParseUint(strings.TrimPrefix(lines[0], "calls "), 10, 64)
-				if err != nil {
-					t.Fatalf("sort printed %q", lines)
-				}
-				calls = append(calls, n)
-			}
-			tr.Quit(t)
-			if err := tracer.Run(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			parts := strings.Split(out.String(), "---\n")
+			_, out, calls := runCFIKeys(t, bin, src, trace.UnwindCFI)
+			parts := strings.Split(out, "---\n")
 			if len(parts) != 3 {
-				t.Fatalf("%d parts:\n%s", len(parts), out.String())
+				t.Fatalf("%d parts:\n%s", len(parts), out)
 			}
 			want := []uint64{0, calls[0], calls[1]}
 			for i, p := range parts {
