@@ -416,30 +416,40 @@ func runSitelessBoth(t *testing.T, bpftrace, src string, prog *btlang.Program) s
 	return theirs
 }
 
+// runUnread starts src (BIN is bin) on a fresh target generated with
+// opts (its Sites filled in), runs the target to its end before anything
+// reads the ring, and returns the Runner, not yet Run, and its output.
+func runUnread(t *testing.T, bin, src string, opts *btgen.Options) (*btrun.Runner, *bytes.Buffer) {
+	t.Helper()
+	prog, err := btlang.Compile("lost.bt", []byte(strings.ReplaceAll(src, "BIN", bin)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := *opts
+	o.Sites = sites(t, prog, bin)
+	gp, err := btgen.Generate(prog, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := testutil.StartTracee(t, bin)
+	buf := new(bytes.Buffer)
+	r, err := btrun.Start(gp, &btrun.Options{PIDs: []int{tr.PID()}, Out: buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	tr.Do(t, "go")
+	tr.Quit(t)
+	return r, buf
+}
+
 // TestLost: updates of a full map and records a full ring refuses are
 // counted and reported, never dropped silently.
 func TestLost(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := buildTarget(t)
-	src := strings.ReplaceAll(`usdt:BIN:demo:req { $x = arg0 + 1000; @[arg0] = count(); @last[arg0] = arg0; printf("req %d %s %lld\n", arg0, str(arg1), $x); } usdt:BIN:demo:sem { @sem = count(); }`, "BIN", bin)
-	prog, err := btlang.Compile("lost.bt", []byte(src), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gp, err := btgen.Generate(prog, &btgen.Options{Sites: sites(t, prog, bin), MaxEntries: 8, RingSize: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := testutil.StartTracee(t, bin)
-	var buf bytes.Buffer
-	r, err := btrun.Start(gp, &btrun.Options{PIDs: []int{tr.PID()}, Out: &buf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	// The target runs before anything reads the ring.
-	tr.Do(t, "go")
-	tr.Quit(t)
+	src := `usdt:BIN:demo:req { $x = arg0 + 1000; @[arg0] = count(); @last[arg0] = arg0; printf("req %d %s %lld\n", arg0, str(arg1), $x); } usdt:BIN:demo:sem { @sem = count(); }`
+	r, buf := runUnread(t, bin, src, &btgen.Options{MaxEntries: 8, RingSize: 4096})
 	events, updates, err := r.Lost()
 	if err != nil {
 		t.Fatal(err)
@@ -656,26 +666,8 @@ func TestOutputFlushedWhenIdle(t *testing.T) {
 func TestLostKeyRecords(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := buildTarget(t)
-	src := strings.ReplaceAll(`usdt:BIN:demo:req { @[ustack] = count(); }`, "BIN", bin)
-	prog, err := btlang.Compile("lost.bt", []byte(src), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Room for one or two records of an 8 KiB stack copy.
-	gp, err := btgen.Generate(prog, &btgen.Options{Sites: sites(t, prog, bin), CopyKeyStacks: true, RingSize: 1 << 15})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := testutil.StartTracee(t, bin)
-	var buf bytes.Buffer
-	r, err := btrun.Start(gp, &btrun.Options{PIDs: []int{tr.PID()}, Out: &buf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	// The target runs before anything reads the ring.
-	tr.Do(t, "go")
-	tr.Quit(t)
+	r, buf := runUnread(t, bin, `usdt:BIN:demo:req { @[ustack] = count(); }`, &btgen.Options{CopyKeyStacks: true, RingSize: 1 << 15})
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
