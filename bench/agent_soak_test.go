@@ -118,8 +118,9 @@ func slopeMBPerMin(ss []soakSample) float64 {
 // (least squares over a sample every 5 s), and fails if a hit is not
 // counted, the sites, processes or open files do not return to their
 // baseline, or the live heap grows by more than 4 MiB. The per-PID map
-// is limited to 200 series: its further keys are dropped and counted,
-// so it cannot grow with the churn.
+// is limited to 200 series: the keys of later processes are dropped, and
+// counted as they exit (usdtkit_agent_dropped_exited_keys_total), so it
+// cannot grow with the churn.
 func BenchmarkAgentSoak(b *testing.B) {
 	testutil.RequireBPF(b)
 	gcc := testutil.RequireTool(b, "gcc")
@@ -248,7 +249,7 @@ func soak(b *testing.B, target string, dur time.Duration) {
 	}
 	m := scrape(b, a)
 	sites := metricValue(b, m, `usdtkit_agent_attached_sites{program="soak"}`)
-	dropped := metricValue(b, m, `usdtkit_agent_dropped_series_total{map="@pid",program="soak"}`)
+	dropped := metricValue(b, m, `usdtkit_agent_dropped_exited_keys_total{map="@pid",program="soak"}`)
 	const mb = 1 << 20
 	b.ReportMetric(float64(n), "processes")
 	b.ReportMetric(float64(fired), "hits")
@@ -262,8 +263,8 @@ func soak(b *testing.B, target string, dur time.Duration) {
 	b.ReportMetric(float64(base.fds), "fds-start")
 	b.ReportMetric(float64(last.fds), "fds-end")
 	b.ReportMetric(sites, "sites-end")
-	b.ReportMetric(dropped, "dropped-pid-series")
-	b.Logf("%v: %d processes, %d hits; heap %.1f → %.1f → %.1f MB, rss %.1f → %.1f → %.1f MB (%.3f MB/min over %d samples), fds %d → %d, sites %v, dropped @pid series %v",
+	b.ReportMetric(dropped, "dropped-pid-keys")
+	b.Logf("%v: %d processes, %d hits; heap %.1f → %.1f → %.1f MB, rss %.1f → %.1f → %.1f MB (%.3f MB/min over %d samples), fds %d → %d, sites %v, dropped @pid keys of exited processes %v",
 		time.Since(start).Round(time.Second), n, fired, float64(base.heap)/mb, float64(mid.heap)/mb, float64(last.heap)/mb,
 		float64(base.rss)/mb, float64(mid.rss)/mb, float64(last.rss)/mb, slopeMBPerMin(samples), len(samples), base.fds, last.fds, sites, dropped)
 	if last.fds > base.fds+2 {
