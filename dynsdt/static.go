@@ -337,29 +337,43 @@ func byteList(b []byte) string {
 	return strings.Join(parts, ", ")
 }
 
-// writeStaticProbe writes probe pr's functions: Xxx, only the semaphore
-// check and a call, so that the compiler inlines it into every caller (an
-// untraced probe costs its caller one load and a branch, whatever its
-// arguments); usdtkitFireXxx, out of line, which converts the arguments
-// and calls the stub; and XxxEnabled.
+// writeStaticProbe writes probe pr's functions: Xxx, which the compiler
+// inlines into every caller, so that an untraced probe costs its caller
+// one load and a branch; and XxxEnabled.
+//
+// A probe of at most staticDirectArgs arguments, none a string or bytes
+// and at most one a bool, calls its stub from Xxx itself: the site is then in the caller's body,
+// as a sys/sdt.h probe is in C. Any other probe's Xxx calls
+// usdtkitFireXxx, out of line, which converts the arguments (a string is
+// copied with a NUL) and calls the stub; Xxx would not inline otherwise.
+// Traced, that costs one more call and return per hit, and the return
+// after the site's int3 trap is the costly one (see "Probe sites" in the
+// package documentation: ~230 ns on the hosts measured).
 func writeStaticProbe(b *bytes.Buffer, provider, tok string, index int, pr ProbeSpec) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	g := goName(pr.Name)
 	var params, names, sig, call, alive []string
+	direct, bools := len(pr.Args) <= staticDirectArgs, 0
 	for i, a := range pr.Args {
+		if a == Bool {
+			bools++
+		}
 		params = append(params, fmt.Sprintf("arg%d %s", i, argGo[a].param))
 		names = append(names, fmt.Sprintf("arg%d", i))
 		sig = append(sig, a.String())
+		direct = direct && a != String && a != Bytes && bools <= 1
 	}
 	w("\n// %s fires probe %s:%s(%s)\n", g, provider, pr.Name, strings.Join(sig, ", "))
 	w("// if a tracer has enabled it, and otherwise returns at once.\n")
 	w("func %s(%s) {\n", g, strings.Join(params, ", "))
 	w("if usdtkitSDT.sems[%d] != 0 {\n", index)
-	w("usdtkitFire%s(%s)\n", g, strings.Join(names, ", "))
-	w("}\n}\n\n")
-	w("// usdtkitFire%s calls probe %s:%s's stub. It is not inlined, so that\n", g, provider, pr.Name)
-	w("// %s is.\n//\n//go:noinline\n", g)
-	w("func usdtkitFire%s(%s) {\n", g, strings.Join(params, ", "))
+	if !direct {
+		w("usdtkitFire%s(%s)\n", g, strings.Join(names, ", "))
+		w("}\n}\n\n")
+		w("// usdtkitFire%s calls probe %s:%s's stub. It is not inlined, so that\n", g, provider, pr.Name)
+		w("// %s is.\n//\n//go:noinline\n", g)
+		w("func usdtkitFire%s(%s) {\n", g, strings.Join(params, ", "))
+	}
 	for i, a := range pr.Args {
 		switch a {
 		case String:
@@ -382,11 +396,20 @@ func writeStaticProbe(b *bytes.Buffer, provider, tok string, index int, pr Probe
 	for _, v := range alive {
 		w("runtime.KeepAlive(%s)\n", v)
 	}
+	if direct {
+		w("}\n")
+	}
 	w("}\n\n")
 	w("// %sEnabled reports whether a tracer has enabled probe %s:%s;\n", g, provider, pr.Name)
 	w("// use it to skip work that only computes the probe's arguments.\n")
 	w("func %sEnabled() bool {\nreturn usdtkitSDT.sems[%d] != 0\n}\n", g, index)
 }
+
+// staticDirectArgs is the most arguments (none a string or bytes, one
+// bool at most) with which Xxx calls its stub itself and still inlines:
+// the compiler's inlining budget (80) takes the call (57) and the
+// conversions of two (TestGenerateStaticInlines checks every kind).
+const staticDirectArgs = 2
 
 // StaticStubLen is the length of a static probe's stub on amd64, its
 // site's kind's stub (dynsdt's, as Build writes) padded with int3 (cc):

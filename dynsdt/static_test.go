@@ -155,6 +155,10 @@ func TestGenerateStaticInlines(t *testing.T) {
 	spec := &ProviderSpec{Name: "inl", Probes: []ProbeSpec{
 		{Name: "none"},
 		{Name: "one", Args: []ArgType{Int64}},
+		{Name: "two", Args: []ArgType{Int32, Int32}},
+		{Name: "flag", Args: []ArgType{Bool, Int64}},
+		{Name: "flags", Args: []ArgType{Bool, Bool}},
+		{Name: "ptr", Args: []ArgType{Pointer, Uint8}},
 		{Name: "str", Args: []ArgType{String, Int32, Bool}},
 		{Name: "buf", Args: []ArgType{Bytes, Uint64}},
 		{Name: "mixed", Args: []ArgType{Int8, Uint16, Int32, Pointer, Bool, Int64}},
@@ -190,11 +194,21 @@ func TestGenerateStaticInlines(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	var src []byte
+	for _, f := range files {
+		src = append(src, f.Data...)
+	}
 	for _, pr := range spec.Probes {
 		for _, fn := range []string{goName(pr.Name), goName(pr.Name) + "Enabled"} {
 			if !regexp.MustCompile(fmt.Sprintf(`(?m): can inline %s( |$)`, fn)).Match(out) {
 				t.Errorf("%s does not inline:\n%s", fn, out)
 			}
+		}
+		// Small probes call their stub from Xxx, so that the site is in
+		// the caller's body; the others out of line.
+		direct := pr.Name == "none" || pr.Name == "one" || pr.Name == "two" || pr.Name == "flag" || pr.Name == "ptr"
+		if outOfLine := bytes.Contains(src, []byte("func usdtkitFire"+goName(pr.Name)+"(")); outOfLine == direct {
+			t.Errorf("%s: usdtkitFire%s written: %v, want %v", pr.Name, goName(pr.Name), outOfLine, !direct)
 		}
 	}
 }

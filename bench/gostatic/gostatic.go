@@ -39,16 +39,8 @@ func Path() string { return "" }
 // if a tracer has enabled it, and otherwise returns at once.
 func Bench(arg0 int32, arg1 int32) {
 	if usdtkitSDT.sems[0] != 0 {
-		usdtkitFireBench(arg0, arg1)
+		usdtkit_d366b9787d1a7739_0(uint64(arg0), uint64(arg1))
 	}
-}
-
-// usdtkitFireBench calls probe gostatic:bench's stub. It is not inlined, so that
-// Bench is.
-//
-//go:noinline
-func usdtkitFireBench(arg0 int32, arg1 int32) {
-	usdtkit_d366b9787d1a7739_0(uint64(arg0), uint64(arg1))
 }
 
 // BenchEnabled reports whether a tracer has enabled probe gostatic:bench;
