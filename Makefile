@@ -38,18 +38,19 @@ bench:
 # Every fuzz target of every package, each for FUZZTIME. Go's fuzzer
 # sometimes ends a time-bounded run with its own "context deadline exceeded"
 # on a loaded machine, without a failing input; such a run (and only such a
-# run: no new file in testdata/fuzz) is tried once more.
+# run: no new file in testdata/fuzz) is tried again, twice at most (a CI run
+# saw it on two targets of 46).
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 		for name in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz $$pkg $$name"; \
-			for try in 1 2; do \
+			for try in 1 2 3; do \
 				if $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) $$pkg > .fuzz.log 2>&1; then \
 					tail -n 3 .fuzz.log; break; \
 				fi; \
 				cat .fuzz.log; \
-				if [ $$try = 1 ] && grep -q 'context deadline exceeded' .fuzz.log && \
+				if [ $$try != 3 ] && grep -q 'context deadline exceeded' .fuzz.log && \
 					[ -z "$$(git status --porcelain -- "$$dir/testdata/fuzz")" ]; then \
 					echo "fuzz $$name: the fuzzer's own deadline, no failing input: once more"; continue; \
 				fi; \
