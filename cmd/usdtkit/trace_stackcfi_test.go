@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,27 +88,7 @@ func TestTraceUnwindFlag(t *testing.T) {
 func TestTraceStacksJSONUnwindCFI(t *testing.T) {
 	bin := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
 	out, _ := traceLevels(t, bin, 2, "uprobe:"+bin+":leaf", "--stacks", "--unwind", "cfi", "-o", "json")
-	var stacks []stackLineJSON
-	var maps []string
-	for sc := bufio.NewScanner(strings.NewReader(out)); sc.Scan(); {
-		var line struct {
-			Type string          `json:"type"`
-			Data json.RawMessage `json:"data"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			continue // the newlines bpftrace prints before the maps
-		}
-		switch line.Type {
-		case "map":
-			maps = append(maps, string(line.Data))
-		case "stack":
-			var s stackLineJSON
-			if err := json.Unmarshal(line.Data, &s); err != nil {
-				t.Fatalf("stack line %s: %v", sc.Text(), err)
-			}
-			stacks = append(stacks, s)
-		}
-	}
+	maps, stacks := splitStacksJSON(t, out)
 	if len(maps) != 1 || len(stacks) != 1 {
 		t.Fatalf("%d map lines and %d stack lines, want 1 and 1:\n%s", len(maps), len(stacks), out)
 	}

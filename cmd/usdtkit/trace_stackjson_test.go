@@ -166,29 +166,9 @@ func addr2line(t *testing.T, path string, vaddr uint64) (string, int) {
 func TestTraceStacksJSON(t *testing.T) {
 	bin := stacktest.BuildChain(t, "-O0", "-fno-omit-frame-pointer")
 	out, _ := traceLevels(t, bin, 2, "uprobe:"+bin+":leaf", "--stacks", "-o", "json")
-	var stacks []stackLineJSON
-	maps := 0
-	for sc := bufio.NewScanner(strings.NewReader(out)); sc.Scan(); {
-		var line struct {
-			Type string          `json:"type"`
-			Data json.RawMessage `json:"data"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			continue // the newlines bpftrace prints before the maps
-		}
-		switch line.Type {
-		case "map":
-			maps++
-		case "stack":
-			var s stackLineJSON
-			if err := json.Unmarshal(line.Data, &s); err != nil {
-				t.Fatalf("stack line %s: %v", sc.Text(), err)
-			}
-			stacks = append(stacks, s)
-		}
-	}
-	if maps != 1 || len(stacks) != 1 {
-		t.Fatalf("%d map lines and %d stack lines, want 1 and 1:\n%s", maps, len(stacks), out)
+	maps, stacks := splitStacksJSON(t, out)
+	if len(maps) != 1 || len(stacks) != 1 {
+		t.Fatalf("%d map lines and %d stack lines, want 1 and 1:\n%s", len(maps), len(stacks), out)
 	}
 	s := stacks[0]
 	if s.Map != "@" || s.Value != 2 || !slices.Equal(s.Keys, []string{"uprobe:" + bin + ":leaf"}) || s.PID == 0 {
@@ -204,6 +184,32 @@ func TestTraceStacksJSON(t *testing.T) {
 			t.Errorf("frame %d: %+v, want %s in %s", i, f, w, bin)
 		}
 	}
+}
+
+// splitStacksJSON returns the data of the "map" lines and the "stack"
+// lines of -o json output.
+func splitStacksJSON(t *testing.T, out string) (maps []string, stacks []stackLineJSON) {
+	t.Helper()
+	for sc := bufio.NewScanner(strings.NewReader(out)); sc.Scan(); {
+		var line struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			continue // the newlines bpftrace prints before the maps
+		}
+		switch line.Type {
+		case "map":
+			maps = append(maps, string(line.Data))
+		case "stack":
+			var s stackLineJSON
+			if err := json.Unmarshal(line.Data, &s); err != nil {
+				t.Fatalf("stack line %s: %v", sc.Text(), err)
+			}
+			stacks = append(stacks, s)
+		}
+	}
+	return maps, stacks
 }
 
 // stackLineJSON is the data of a "stack" line.
