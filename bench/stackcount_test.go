@@ -58,9 +58,10 @@ int main(void) {
 // stackSites are the probes of the stack-keyed count benchmarks, in
 // stackChainC's executable (%s): leaf's first instruction, push %rbp,
 // where the kernel's walk keeps the caller (Linux 6.10 on); nofp's,
-// where the walk misses the caller and usdtkit reads the return address
-// (bpftrace prints one frame fewer there); the USDT probe in leaf's
-// body.
+// where the kernel's walk misses the caller (bpftrace prints one frame
+// fewer there) and usdtkit's has it; the USDT probe in leaf's body. On
+// x86-64 usdtkit's program walks the frames itself (stackcap.EmitWalkID),
+// bpftrace's calls bpf_get_stackid.
 var stackSites = []struct{ name, probe string }{
 	{"entry", "uprobe:%s:leaf"},
 	{"entry-nofp", "uprobe:%s:nofp"},

@@ -16,14 +16,16 @@ import (
 // BenchmarkCapture.
 const stackHits = 1000
 
-// BenchmarkCapture attaches three capture programs to the same uprobe (the
+// BenchmarkCapture attaches four capture programs to the same uprobe (the
 // entry of chain.c's leaf, 5 frames deep, built with frame pointers and
 // run `loop 1000` per iteration): one submitting an empty record (the
-// floor), one with the frame-pointer capture (bpf_get_stack plus the
-// caller word) and one with the 16 KiB stack copy, so every hit runs all
-// three. It reports each program's BPF run time per hit (kernel run-time
-// statistics) and the ratios fp/none, copy/none and copy/fp; the uprobe's
-// own cost, the same for all, is in ns/hit of the loop.
+// floor), one with the kernel's frame-pointer capture (bpf_get_stack plus
+// the caller word), one with the program's own walk that stack keys use
+// on x86-64 (stackcap.EmitWalkID, with its frames-map lookup) and one with
+// the 16 KiB stack copy, so every hit runs all four. It reports each
+// program's BPF run time per hit (kernel run-time statistics) and the
+// ratios fp/none, walk/none, walk/fp, copy/none, copy/fp and copy/walk;
+// the uprobe's own cost, the same for all, is in ns/hit of the loop.
 func BenchmarkCapture(b *testing.B) {
 	testutil.RequireBPF(b)
 	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
@@ -36,7 +38,7 @@ func BenchmarkCapture(b *testing.B) {
 	modes := []struct {
 		name string
 		mode stacktest.Mode
-	}{{"none", stacktest.None}, {"fp", stacktest.Frames}, {"copy", stacktest.Copy}}
+	}{{"none", stacktest.None}, {"fp", stacktest.Frames}, {"walk", stacktest.Walk}, {"copy", stacktest.Copy}}
 	var probes []*stacktest.Probe
 	for _, m := range modes {
 		p := stacktest.Attach(b, exe, "leaf", &stacktest.Options{Mode: m.mode, Entry: true, PID: tr.PID(), NoWakeup: true})
@@ -65,8 +67,11 @@ func BenchmarkCapture(b *testing.B) {
 		b.ReportMetric(ns[i], m.name+"-bpf-ns/hit")
 	}
 	b.ReportMetric(ns[1]/ns[0], "fp/none")
-	b.ReportMetric(ns[2]/ns[0], "copy/none")
-	b.ReportMetric(ns[2]/ns[1], "copy/fp")
+	b.ReportMetric(ns[2]/ns[0], "walk/none")
+	b.ReportMetric(ns[2]/ns[1], "walk/fp")
+	b.ReportMetric(ns[3]/ns[0], "copy/none")
+	b.ReportMetric(ns[3]/ns[1], "copy/fp")
+	b.ReportMetric(ns[3]/ns[2], "copy/walk")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*stackHits), "ns/hit")
 }
 

@@ -400,7 +400,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			out.Spec.Maps[mi.BPF].MaxEntries = uint32(n)
 		}
 	}
-	out.addStackMaps(o.MaxEntries)
+	out.addStackMaps(o.MaxEntries, o.Machine)
 	if scratch > maxScratch {
 		return nil, fmt.Errorf("btgen: the program needs %d bytes of scratch space, more than %d", scratch, maxScratch)
 	}
@@ -535,6 +535,12 @@ type gen struct {
 	// entryOff is the scratch offset of the site's entry flag for
 	// ustack (-1: the block reads no stack); see stack.go.
 	entryOff int
+	// walkStack is the BPF stack offset of the walk's slots
+	// (stackcap.WalkStackSlots, reserved with the entry flag when the
+	// machine walks in the program); walkScratch, the scratch offset of
+	// the walk's area per frame count, allocated at its first stack key.
+	walkStack   int16
+	walkScratch map[int]int
 	// sleepable: user strings may be read with bpf_copy_from_user_str;
 	// copied: they were, the program is sleepable; couldSleep: they
 	// would have been with Options.CopyStr (strread.go).

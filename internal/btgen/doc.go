@@ -51,9 +51,12 @@
 //
 // # Stacks
 //
-// A ustack map key is a stack map id (stackcap.EmitStackID, one
+// A ustack map key is, on x86-64, the hash of the frames the program's
+// own frame-pointer walk found (stackcap.EmitWalkID, the frames kept in
+// one BPF hash per frame count, the caller at a function's entry among
+// them), elsewhere a stack map id (stackcap.EmitStackID, one
 // BPF_MAP_TYPE_STACK_TRACE map per frame count) with the caller word read
-// at a function's entry (Site.Entry) and the pid; a printf'd ustack is a
+// at a function's entry (Site.Entry); then the pid; a printf'd ustack is a
 // copy of the stack with the registers (stackcap.EmitCopy, unwound in user
 // space), or with a negative Options.StackCopy the frames
 // (stackcap.EmitFrames). A process's first captured stack is announced
@@ -66,12 +69,15 @@
 // stack has no BPF map: each hit sends a RecKey record with its key and
 // a stack copy, which user space unwinds and counts (keyrec.go).
 //
-// Each hit of `@[ustack] = count()` costs, beyond the stack walk
-// (bpf_get_stackid), one read of the caller word at an entry whose walk
-// misses it, the pid helper call only when the program traces more than
-// one process, and one inlined array lookup (a hash lookup for the keys
-// slots do not hold): bpftrace 0.17 calls the pid helper, looks the key
-// up and updates it on every hit.
+// Each hit of `@[ustack] = count()` costs the stack walk (on x86-64 one
+// read of a page of stack, more for a stack spanning pages, and one
+// lookup of the frames' hash; elsewhere bpf_get_stackid and one read of
+// the caller word at an entry whose walk misses it), the pid helper call
+// only when the program traces more than one process, and one inlined
+// array lookup (a hash lookup for the keys slots do not hold): bpftrace
+// 0.17 calls bpf_get_stackid, whose walk takes a fault at the end of
+// every stack, then the pid helper, and looks the key up and updates it
+// on every hit.
 //
 // # Semantics
 //

@@ -18,12 +18,15 @@ import (
 
 // Stacks (ustack, ustack(N), ustack(perf[, N])).
 //
-// A stack in a map key is captured as bpftrace captures it: the id of the
-// user stack in a BPF_MAP_TYPE_STACK_TRACE map (stackcap.EmitStackID),
-// one map per frame count (StackInfo.Map), so that equal stacks share a
-// key; user space looks the frames up when it prints the map. The key
-// field is StackKeySize bytes: the stack id, the caller word read at a
-// function's entry (see below) and the process id (tgid), which says
+// A stack in a map key is an id that equal stacks share, whose frames
+// user space looks up when it prints the map in a map per frame count
+// (StackInfo.Map). On x86-64 the program walks the frame pointers itself
+// (stackcap.EmitWalkID): the id is a 64-bit hash of the frames, kept in
+// a BPF hash. Elsewhere it is captured as bpftrace captures it: the id of
+// the user stack in a BPF_MAP_TYPE_STACK_TRACE map (stackcap.EmitStackID).
+// The key field is StackKeySize bytes: the stack id, the caller word read
+// at a function's entry (see below; 0 with the walk, whose frames hold
+// the caller) and the process id (tgid), which says
 // whose mappings symbolize the frames (bpftrace keys stacks by id and pid
 // too). A printf argument carries the stack itself, so a record needs no
 // map: by default the registers and a copy of the top of the user stack
@@ -35,7 +38,9 @@ import (
 // (stackcap.EmitFrames) followed by the pid, as bpftrace.
 //
 // At a function's first instruction (Site.Entry) the frame-pointer walk
-// misses the immediate caller unless the kernel adds it (see stackcap):
+// misses the immediate caller unless the kernel adds it (see stackcap);
+// the program's own walk takes it from the stack at every entry. For the
+// kernel's walk:
 // each site stores whether it is an entry in the block's scratch, and the
 // capture reads the return address at the stack pointer only there, and
 // not where the kernel adds the caller itself (kernelKeepsCaller: push
@@ -228,7 +233,7 @@ func stackInfo(t btlang.Type) *StackInfo {
 
 // addStackMaps adds the stack maps the program's stack keys use, and the
 // announced processes' map when the program captures stacks at all.
-func (out *Program) addStackMaps(entries int) {
+func (out *Program) addStackMaps(entries int, m elf.Machine) {
 	any := false
 	for _, mi := range out.Maps {
 		if mi.Slots != "" {
@@ -243,7 +248,11 @@ func (out *Program) addStackMaps(entries int) {
 				continue // a copy in a RecKey record (MapInfo.User)
 			}
 			if _, ok := out.Spec.Maps[s.Map]; !ok {
-				out.Spec.Maps[s.Map] = stackcap.StackMapSpec(s.Map, entries, s.Frames)
+				if walks(m) {
+					out.Spec.Maps[s.Map] = stackcap.FramesMapSpec(s.Map, entries, s.Frames)
+				} else {
+					out.Spec.Maps[s.Map] = stackcap.StackMapSpec(s.Map, entries, s.Frames)
+				}
 			}
 		}
 	}
@@ -292,7 +301,32 @@ func (g *gen) layoutStack() {
 	g.entryOff = -1
 	if g.special == 0 && usesStack(g.block) {
 		g.entryOff = g.alloc(8)
+		if g.walks() {
+			for range stackcap.WalkStackSlots {
+				g.walkStack = g.push()
+			}
+		}
 	}
+}
+
+// walks reports whether stack keys are walked in the program
+// (stackcap.EmitWalkID, x86-64) rather than by bpf_get_stackid.
+func (g *gen) walks() bool { return walks(g.opts.Machine) }
+
+func walks(m elf.Machine) bool { return m == 0 || m == elf.EM_X86_64 }
+
+// walkArea returns the scratch offset of the walk's area for stacks of
+// frames frames.
+func (g *gen) walkArea(frames int) int {
+	if off, ok := g.walkScratch[frames]; ok {
+		return off
+	}
+	if g.walkScratch == nil {
+		g.walkScratch = map[int]int{}
+	}
+	off := g.alloc(stackcap.WalkScratchSize(&stackcap.WalkOptions{MaxFrames: frames}))
+	g.walkScratch[frames] = off
+	return off
 }
 
 // stackItems returns the fetch of site s's entry flag.
@@ -365,14 +399,21 @@ var callerKernel = sync.OnceValue(func() bool {
 })
 
 // sitesEntry returns whether the block's sites need the caller word
-// (entry flag siteEntry) and whether every site agrees.
-func (g *gen) sitesEntry() (entry, same bool) {
+// (entry flag siteEntry; with walk, any entry, since the walk in the
+// program has no caller from the kernel) and whether every site agrees.
+func (g *gen) sitesEntry(walk bool) (entry, same bool) {
 	if len(g.sites) == 0 {
 		return false, false
 	}
-	first := g.entryFlag(&g.sites[0]) == siteEntry
+	isEntry := func(s *Site) bool {
+		if walk {
+			return g.entryFlag(s) != siteBody
+		}
+		return g.entryFlag(s) == siteEntry
+	}
+	first := isEntry(&g.sites[0])
 	for i := range g.sites[1:] {
-		if (g.entryFlag(&g.sites[i+1]) == siteEntry) != first {
+		if isEntry(&g.sites[i+1]) != first {
 			return false, false
 		}
 	}
@@ -381,14 +422,14 @@ func (g *gen) sitesEntry() (entry, same bool) {
 
 // stackCapture emits capture twice, with and without the caller word,
 // chosen by the site's entry flag.
-func (g *gen) stackCapture(capture func(entry bool, prefix string) (asm.Instructions, error)) {
+func (g *gen) stackCapture(walk bool, capture func(entry bool, prefix string) (asm.Instructions, error)) {
 	noEntry, done := g.newLabel("stack_noentry"), g.newLabel("stack_done")
 	if g.entryOff < 0 {
 		g.fail(&btlang.Error{Pos: g.block.At, Msg: "ustack is not available in this block"})
 		return
 	}
 	paths := []bool{true, false}
-	if e, same := g.sitesEntry(); same {
+	if e, same := g.sitesEntry(walk); same {
 		// Every site agrees: only its path, no test of the flag.
 		insns, err := capture(e, g.newLabel("stack"))
 		if err != nil {
@@ -398,7 +439,12 @@ func (g *gen) stackCapture(capture func(entry bool, prefix string) (asm.Instruct
 		g.emit(insns...)
 		return
 	}
-	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.entryOff), asm.DWord), asm.JNE.Imm(asm.R0, siteEntry, noEntry))
+	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.entryOff), asm.DWord))
+	if walk {
+		g.emit(asm.JEq.Imm(asm.R0, siteBody, noEntry))
+	} else {
+		g.emit(asm.JNE.Imm(asm.R0, siteEntry, noEntry))
+	}
 	for _, entry := range paths {
 		if !entry {
 			g.label(noEntry)
@@ -419,7 +465,15 @@ func (g *gen) stackCapture(capture func(entry bool, prefix string) (asm.Instruct
 
 // stackKey stores a stack key field (StackKeySize bytes) at scratch off.
 func (g *gen) stackKey(off int, s *StackInfo) {
-	g.stackCapture(func(entry bool, prefix string) (asm.Instructions, error) {
+	if g.walks() {
+		scratch := g.walkArea(s.Frames)
+		g.stackCapture(true, func(entry bool, prefix string) (asm.Instructions, error) {
+			return stackcap.EmitWalkID(elf.EM_X86_64, asm.R6, asm.R7, int16(off), s.Map, &stackcap.WalkOptions{MaxFrames: s.Frames, Entry: entry, Scratch: int16(scratch), Stack: g.walkStack}, prefix)
+		})
+		g.stackPID(off + stackcap.StackIDSize)
+		return
+	}
+	g.stackCapture(false, func(entry bool, prefix string) (asm.Instructions, error) {
 		return stackcap.EmitStackID(g.opts.Machine, asm.R6, asm.R7, int16(off), s.Map, &stackcap.FramesOptions{MaxFrames: s.Frames, Entry: entry}, prefix)
 	})
 	g.stackPID(off + stackcap.StackIDSize)
@@ -470,7 +524,7 @@ func (g *gen) stackArg(pos btlang.Pos, off int, s *StackInfo) {
 // at scratch off.
 func (g *gen) stackFrames(off int, s *StackInfo) {
 	opts := &stackcap.FramesOptions{MaxFrames: s.Frames}
-	g.stackCapture(func(entry bool, prefix string) (asm.Instructions, error) {
+	g.stackCapture(false, func(entry bool, prefix string) (asm.Instructions, error) {
 		opts.Entry = entry
 		return stackcap.EmitFrames(g.opts.Machine, asm.R6, asm.R7, int16(off), opts, prefix)
 	})

@@ -9,13 +9,14 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/internal/stackcap"
 )
 
-// TestStackLayout: stack keys are StackKeySize bytes referring to a stack
-// map per frame count; printf'd stacks carry a copy (or, with a negative
+// TestStackLayout: stack keys are StackKeySize bytes referring to a
+// frames map per frame count; printf'd stacks carry a copy (or, with a negative
 // StackCopy, frames) and their sizes add up.
 func TestStackLayout(t *testing.T) {
 	src := `uprobe:/x:f { @[ustack, comm] = count(); @p[ustack(perf, 5)] = count(); printf("%s|%d\n", ustack(perf, 7), pid); }`
@@ -49,7 +50,9 @@ func TestStackLayout(t *testing.T) {
 			}
 			for _, s := range []*btgen.StackInfo{m.KeyStacks[0], p} {
 				spec := out.Spec.Maps[s.Map]
-				if spec == nil || spec.Type != ebpf.StackTrace || int(spec.ValueSize) != 8*s.Frames {
+				// x86-64: walked in the program into a frames hash
+				// (stackcap.EmitWalkID).
+				if spec == nil || spec.Type != ebpf.Hash || spec.KeySize != 8 || int(spec.ValueSize) != 8*s.Frames {
 					t.Errorf("stack map %s: %+v", s.Map, spec)
 				}
 			}
@@ -67,22 +70,14 @@ func TestStackLayout(t *testing.T) {
 	}
 }
 
-// TestStackCallerRead: a stack key at a function's entry reads the caller
-// word only where the kernel's walk does not keep the caller itself (a
-// first instruction other than push %rbp, such as endbr64, or a kernel before
-// 6.10); a block whose sites agree has one capture path, one whose sites
-// differ tests the entry flag.
+// TestStackCallerRead: a printf'd frame-pointer stack (StackCopy < 0) at
+// a function's entry reads the caller word only where the kernel's walk
+// does not keep the caller itself (a first instruction other than push
+// %rbp, such as endbr64, or a kernel before 6.10); a block whose sites
+// agree has one capture path, one whose sites differ tests the entry
+// flag.
 func TestStackCallerRead(t *testing.T) {
-	obj := filepath.Join(t.TempDir(), "obj")
-	// 0: push %rbp; 8: endbr64; 16: mov %edi,-0x4(%rsp); 24: nop.
-	code := make([]byte, 32)
-	copy(code[0:], []byte{0x55, 0x48, 0x89, 0xe5})
-	copy(code[8:], []byte{0xf3, 0x0f, 0x1e, 0xfa})
-	copy(code[16:], []byte{0x89, 0x7c, 0x24, 0xfc})
-	code[24] = 0x90
-	if err := os.WriteFile(obj, code, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	obj := stackSitesObject(t)
 	kernel := btgen.CallerKernel()
 	tests := []struct {
 		name     string
@@ -99,31 +94,99 @@ func TestStackCallerRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			prog, opts := compile(t, `uprobe:/x:f { printf("%s\n", ustack); }`)
+			opts.StackCopy = -1
+			opts.Sites[0] = stackSites(obj, tt.offs, tt.entry, opts.Sites[0][0].Args)
+			out, err := btgen.Generate(prog, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads := countCalls(out, asm.FnProbeReadUser) > 0
+			if reads != tt.reads {
+				t.Errorf("reads the caller: %v, want %v (kernel keeps it: %v)", reads, tt.reads, kernel)
+			}
+			if want := map[bool]int{false: 1, true: 2}[tt.branches]; countCalls(out, asm.FnGetStack) != want {
+				t.Errorf("%d bpf_get_stack calls, want %d", countCalls(out, asm.FnGetStack), want)
+			}
+		})
+	}
+}
+
+// TestStackKeyWalk: on x86-64 a stack key is walked in the program
+// (stackcap.EmitWalkID: two bpf_probe_read_user calls per capture path,
+// no bpf_get_stackid), which takes the caller word from the stack it
+// reads at every entry: sites that are all entries, or all not, have one
+// capture path, whatever their first instruction; entries mixed with a
+// body test the entry flag.
+func TestStackKeyWalk(t *testing.T) {
+	obj := stackSitesObject(t)
+	tests := []struct {
+		name  string
+		offs  []uint64
+		entry []bool
+		paths int
+	}{
+		{"push rbp", []uint64{0}, []bool{true}, 1},
+		{"no frame", []uint64{16}, []bool{true}, 1},
+		{"push rbp and no frame", []uint64{0, 16}, []bool{true, true}, 1},
+		{"body", []uint64{24}, []bool{false}, 1},
+		{"entry and body", []uint64{0, 24}, []bool{true, false}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			prog, opts := compile(t, `uprobe:/x:f { @[ustack] = count(); }`)
 			var sites []btgen.Site
-			for _, off := range tt.offs {
-				sites = append(sites, btgen.Site{Path: obj, Offset: off, Entry: tt.entry, Args: opts.Sites[0][0].Args})
+			for i, off := range tt.offs {
+				sites = append(sites, stackSites(obj, []uint64{off}, tt.entry[i], opts.Sites[0][0].Args)...)
 			}
 			opts.Sites[0] = sites
 			out, err := btgen.Generate(prog, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			reads, stackids := false, 0
-			for _, ins := range out.Spec.Programs["block0"].Instructions {
-				reads = reads || ins.IsBuiltinCall() && ins.Constant == int64(asm.FnProbeReadUser)
-				if ins.IsBuiltinCall() && ins.Constant == int64(asm.FnGetStackid) {
-					stackids++
-				}
+			if n := countCalls(out, asm.FnGetStackid); n != 0 {
+				t.Errorf("%d bpf_get_stackid calls, want 0", n)
 			}
-			if reads != tt.reads {
-				t.Errorf("reads the caller: %v, want %v (kernel keeps it: %v)", reads, tt.reads, kernel)
-			}
-			if want := map[bool]int{false: 1, true: 2}[tt.branches]; stackids != want {
-				t.Errorf("%d bpf_get_stackid calls, want %d", stackids, want)
+			if n := countCalls(out, asm.FnProbeReadUser); n != 2*tt.paths {
+				t.Errorf("%d bpf_probe_read_user calls, want %d (%d capture paths)", n, 2*tt.paths, tt.paths)
 			}
 		})
 	}
+}
+
+// stackSitesObject writes an object whose code is, at 0, push %rbp; at 8,
+// endbr64; at 16, mov %edi,-0x4(%rsp); at 24, nop.
+func stackSitesObject(t *testing.T) string {
+	obj := filepath.Join(t.TempDir(), "obj")
+	code := make([]byte, 32)
+	copy(code[0:], []byte{0x55, 0x48, 0x89, 0xe5})
+	copy(code[8:], []byte{0xf3, 0x0f, 0x1e, 0xfa})
+	copy(code[16:], []byte{0x89, 0x7c, 0x24, 0xfc})
+	code[24] = 0x90
+	if err := os.WriteFile(obj, code, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+// stackSites returns sites in obj at offs.
+func stackSites(obj string, offs []uint64, entry bool, args []bpfgen.Fetch) []btgen.Site {
+	var sites []btgen.Site
+	for _, off := range offs {
+		sites = append(sites, btgen.Site{Path: obj, Offset: off, Entry: entry, Args: args})
+	}
+	return sites
+}
+
+// countCalls counts the calls of helper fn in block0.
+func countCalls(out *btgen.Program, fn asm.BuiltinFunc) int {
+	n := 0
+	for _, ins := range out.Spec.Programs["block0"].Instructions {
+		if ins.IsBuiltinCall() && ins.Constant == int64(fn) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestStackSlots: a count() keyed by one stack alone counts in stack

@@ -273,14 +273,19 @@ func DecodeStackID(b []byte) (StackID, error) {
 }
 
 // LookupStack returns the frames of stack id in a stack map made from
-// StackMapSpec, innermost first, with the caller merged (MergeCaller).
+// StackMapSpec (EmitStackID's) or a frames map made from FramesMapSpec
+// (EmitWalkID's), innermost first, with the caller merged (MergeCaller).
 // The map is not modified.
 func LookupStack(stacks *ebpf.Map, id StackID) ([]uint64, error) {
-	if id.ID < 0 || id.ID > 1<<32-1 {
+	if id.ID < 0 || id.ID > 1<<32-1 && stacks.Type() != ebpf.Hash {
 		return nil, fmt.Errorf("stackcap: stack id %d is an error", id.ID)
 	}
 	b := make([]byte, stacks.ValueSize())
-	if err := stacks.Lookup(uint32(id.ID), &b); err != nil {
+	var key any = uint32(id.ID)
+	if stacks.Type() == ebpf.Hash {
+		key = uint64(id.ID) // a frames map (FramesMapSpec)
+	}
+	if err := stacks.Lookup(key, &b); err != nil {
 		return nil, fmt.Errorf("stackcap: stack %d: %w", id.ID, err)
 	}
 	ne := binary.NativeEndian

@@ -57,6 +57,7 @@ const (
 	Copy                // stackcap.EmitCopy
 	Both                // frames, then the copy
 	StackID             // stackcap.EmitStackID into map "stacks"
+	Walk                // stackcap.EmitWalkID into map "frames", its scratch a per-CPU array value, as btgen's
 )
 
 // Probe is a loaded and attached capture program.
@@ -70,7 +71,8 @@ type Probe struct {
 
 // Record is one captured hit.
 type Record struct {
-	Frames []uint64      // decoded frames (Frames, Both)
+	ID     int64         // the stack id (StackID, Walk)
+	Frames []uint64      // decoded frames (Frames, Both, StackID, Walk)
 	Copy   stackcap.Copy // decoded copy (Copy, Both)
 }
 
@@ -78,7 +80,9 @@ type Record struct {
 type Options struct {
 	Mode  Mode
 	Entry bool // stackcap.FramesOptions.Entry
-	PID   int  // the process traced; 0: every process
+	// MaxFrames is the frame count of Walk (0: stackcap.DefaultMaxFrames).
+	MaxFrames int
+	PID       int // the process traced; 0: every process
 	// NoWakeup submits records without waking the reader (as bpfgen
 	// does): in a VM the wakeup's self-IPI costs microseconds per hit.
 	// For benchmarks, with DiscardAll.
@@ -102,6 +106,10 @@ func Program(tb testing.TB, o *Options) (asm.Instructions, int) {
 	if mode == StackID {
 		fsize = stackcap.StackIDSize
 	}
+	wo := &stackcap.WalkOptions{MaxFrames: o.MaxFrames, Entry: o.Entry, Scratch: stackcap.StackIDSize, Stack: -64}
+	if mode == Walk {
+		fsize = stackcap.StackIDSize
+	}
 	size := max(8, fsize+csize)
 	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
@@ -118,6 +126,33 @@ func Program(tb testing.TB, o *Options) (asm.Instructions, int) {
 			tb.Fatal(err)
 		}
 		insns = append(insns, f...)
+	} else if mode == Walk {
+		// The walk in the per-CPU scratch value (R8), its id copied to
+		// the record.
+		f, err := stackcap.EmitWalkID(elf.EM_X86_64, asm.R6, asm.R8, 0, "frames", wo, "w")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		insns = append(insns,
+			asm.StoreImm(asm.R10, -4, 0, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference("scratch"),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.JNE.Imm(asm.R0, 0, "scratch_ok"),
+			asm.Mov.Reg(asm.R1, asm.R7),
+			asm.Mov.Imm(asm.R2, 0),
+			asm.FnRingbufDiscard.Call(),
+			asm.Ja.Label("exit"),
+			asm.Mov.Reg(asm.R8, asm.R0).WithSymbol("scratch_ok"),
+		)
+		insns = append(insns, f...)
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.R8, 0, asm.DWord),
+			asm.StoreMem(asm.R7, 0, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, asm.R8, 8, asm.DWord),
+			asm.StoreMem(asm.R7, 8, asm.R1, asm.DWord),
+		)
 	} else if fsize > 0 {
 		f, err := stackcap.EmitFrames(elf.EM_X86_64, asm.R6, asm.R7, 0, fo, "f")
 		if err != nil {
@@ -155,8 +190,10 @@ func Attach(tb testing.TB, path, symbol string, o *Options) *Probe {
 	insns, fsize := Program(tb, o)
 	spec := &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{
-			"events": {Name: "events", Type: ebpf.RingBuf, MaxEntries: 4 << 20},
-			"stacks": stackcap.StackMapSpec("stacks", 1024, 0),
+			"events":  {Name: "events", Type: ebpf.RingBuf, MaxEntries: 4 << 20},
+			"stacks":  stackcap.StackMapSpec("stacks", 1024, 0),
+			"frames":  stackcap.FramesMapSpec("frames", 1024, o.MaxFrames),
+			"scratch": {Name: "scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(stackcap.StackIDSize + stackcap.WalkScratchSize(&stackcap.WalkOptions{MaxFrames: o.MaxFrames})), MaxEntries: 1},
 		},
 		Programs: map[string]*ebpf.ProgramSpec{"capture": {
 			Name: "capture", Type: ebpf.Kprobe, License: "GPL", Instructions: insns,
@@ -195,12 +232,17 @@ func (p *Probe) Next(tb testing.TB) Record {
 	}
 	var r Record
 	b := rec.RawSample
-	if p.Mode == StackID {
+	if p.Mode == StackID || p.Mode == Walk {
 		id, err := stackcap.DecodeStackID(b)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if r.Frames, err = stackcap.LookupStack(p.coll.Maps["stacks"], id); err != nil {
+		r.ID = id.ID
+		m := p.coll.Maps["stacks"]
+		if p.Mode == Walk {
+			m = p.coll.Maps["frames"]
+		}
+		if r.Frames, err = stackcap.LookupStack(m, id); err != nil {
 			tb.Fatal(err)
 		}
 	} else if p.framesLen > 0 {

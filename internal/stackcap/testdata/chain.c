@@ -6,6 +6,7 @@
 //   sort    main → sort_them → qsort (libc) → cmp → leaf
 //   levels  main → level1 → level2 → level3 → leaf
 //   loop N  N times levels (for benchmarks)
+//   deep N  main → deep → deep … (N+1 calls, each frame over 1 KiB) → leaf
 // noipa keeps every function a real, separate call (no inlining, cloning
 // or interprocedural shortcuts); each call's result is used after it, so
 // no call becomes a tail jump. leaf never sets up a frame pointer, as
@@ -38,6 +39,16 @@ __attribute__((noipa)) int level3(int x) { return leaf(x) + 1; }
 __attribute__((noipa)) int level2(int x) { return level3(x) + 1; }
 __attribute__((noipa)) int level1(int x) { return level2(x) + 1; }
 
+// deep's frames are over 1 KiB each, so that a stack of a few spans
+// several pages.
+__attribute__((noipa)) int deep(int n) {
+	volatile char pad[1200];
+	pad[0] = (char)n;
+	if (n <= 0)
+		return leaf(pad[0]) + 1;
+	return deep(n - 1) + pad[0];
+}
+
 int main(void) {
 	char line[64];
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -47,6 +58,8 @@ int main(void) {
 			sort_them(v, 4);
 		} else if (!strncmp(line, "levels", 6)) {
 			sink += level1(1);
+		} else if (!strncmp(line, "deep ", 5)) {
+			sink += deep(atoi(line + 5));
 		} else if (!strncmp(line, "loop ", 5)) {
 			long n = atol(line + 5);
 			for (long i = 0; i < n; i++)
