@@ -83,13 +83,13 @@
 // bpf_get_stackid's 1 000). EmitWalkID follows the same chain in the
 // program: it copies the stack from the stack pointer to its page's end
 // with one bpf_probe_read_user, reads further pages as the chain reaches
-// them, and ends the stack where the next frame pointer is not above the
-// last frame, is not 8-aligned, or the return address is 0, without
-// reading there. At a function's entry the word at the stack pointer is
-// the second frame. On code with frame pointers the frames are the
-// kernel's (TestWalkMatchesKernel); on code without them the kernel's
-// walk goes on through whatever the register points at for as long as
-// it is readable, this one stops sooner.
+// them, and ends the stack where the next frame pointer is in the first
+// page (0 at the bottom of a stack, or a small integer) or not 8-aligned,
+// without reading there, or where a return address is 0 or a read fails.
+// At a function's entry the word at the stack pointer is the second
+// frame. The frames are the kernel's (TestWalkMatchesKernel): where a
+// frame pointer is garbage that the kernel's walk reads, this one reads
+// it too.
 //
 // The frames are stored, zero-terminated, in a BPF hash keyed by a
 // 64-bit hash of them (FramesMapSpec; inserted only when absent), and

@@ -31,7 +31,7 @@ type WalkOptions struct {
 }
 
 // WalkStackSlots is the number of 8-byte BPF stack slots EmitWalkID uses.
-const WalkStackSlots = 6
+const WalkStackSlots = 5
 
 // walkChunk is the most bytes of stack one read of the walk copies: a
 // page, so that a read from an address up to its page's end never
@@ -118,9 +118,8 @@ func EmitWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap strin
 	frames := opts.Scratch + walkChunk
 	// The walk's state, in BPF stack slots (they survive helper calls,
 	// and the verifier tracks the scalars spilled there): frames found,
-	// the frame pointer, the lowest address the next frame may be at,
-	// the chunk's address and length, the hash.
-	sN, sFP, sPrev, sBase, sLen, sH := opts.Stack, opts.Stack+8, opts.Stack+16, opts.Stack+24, opts.Stack+32, opts.Stack+40
+	// the frame pointer, the chunk's address and length, the hash.
+	sN, sFP, sBase, sLen, sH := opts.Stack, opts.Stack+8, opts.Stack+16, opts.Stack+24, opts.Stack+32
 	l := func(s string) string { return prefix + "_walk_" + s }
 
 	// frameAt stores R2 (a return address) as frame n and adds it to the
@@ -148,7 +147,6 @@ func EmitWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap strin
 		// The first chunk: from the stack pointer to its page's end.
 		asm.LoadMem(asm.R3, ctx, r.sp, asm.DWord),
 		asm.StoreMem(asm.R10, sBase, asm.R3, asm.DWord),
-		asm.StoreMem(asm.R10, sPrev, asm.R3, asm.DWord),
 		asm.Mov.Reg(asm.R2, asm.R3),
 		asm.And.Imm(asm.R2, walkChunk-1),
 		asm.Mov.Imm(asm.R1, walkChunk),
@@ -184,13 +182,14 @@ func EmitWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap strin
 	}
 	insns = append(insns,
 		// The walk: a frame is the saved frame pointer and, above it,
-		// the return address. Frames are 8-aligned and each lies above
-		// the one before; anything else ends the stack, as the zero
-		// frame pointer at the bottom of a stack does, without reading
-		// it (the kernel's walk reads it and takes a fault).
+		// the return address. A frame pointer in the first page (the
+		// 0 at the bottom of a stack) or not 8-aligned ends the stack
+		// without a read; the kernel's walk reads there, takes a fault
+		// and ends it too. Frames need not lie above the one before: a
+		// chain may go on on another stack (a signal handler's, C
+		// called from Go), as the kernel's does.
 		asm.LoadMem(asm.R1, asm.R10, sFP, asm.DWord).WithSymbol(l("loop")),
-		asm.LoadMem(asm.R2, asm.R10, sPrev, asm.DWord),
-		asm.JLT.Reg(asm.R1, asm.R2, l("end")),
+		asm.JLT.Imm(asm.R1, walkChunk, l("end")),
 		asm.Mov.Reg(asm.R2, asm.R1),
 		asm.And.Imm(asm.R2, 7),
 		asm.JNE.Imm(asm.R2, 0, l("end")),
@@ -230,10 +229,6 @@ func EmitWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap strin
 		asm.LoadMem(asm.R1, asm.R3, buf, asm.DWord),
 		asm.LoadMem(asm.R2, asm.R3, buf+8, asm.DWord),
 		asm.JEq.Imm(asm.R2, 0, l("end")),
-		// The next frame must lie above this one's 16 bytes.
-		asm.LoadMem(asm.R3, asm.R10, sFP, asm.DWord),
-		asm.Add.Imm(asm.R3, 16),
-		asm.StoreMem(asm.R10, sPrev, asm.R3, asm.DWord),
 		asm.StoreMem(asm.R10, sFP, asm.R1, asm.DWord),
 	)
 	insns = append(insns, frameAt()...)

@@ -92,17 +92,32 @@ func TestWalkGo(t *testing.T) {
 
 // TestWalkWithoutFramePointers: in code built without frame pointers
 // the walk keeps the function and its caller (the word at the stack
-// pointer); the frame pointer register then holds anything, and the walk
-// ends where it stops looking like a chain, within MaxFrames.
+// pointer); the frame pointer register then holds anything, which the
+// walk follows as the kernel's does: the frames are the kernel's (with
+// the caller word merged), hit for hit.
 func TestWalkWithoutFramePointers(t *testing.T) {
 	testutil.RequireBPF(t)
 	exe := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
 	tr := testutil.StartTracee(t, exe)
-	p := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Walk, Entry: true, PID: tr.PID()})
-	tr.Do(t, "levels")
-	have := names(t, tr.PID(), exe, p.Next(t).Frames)
-	t.Logf("frames %v", have)
-	if len(have) < 2 || have[0] != "leaf" || have[1] != "level3" || len(have) > 127 {
-		t.Fatalf("have %v, want leaf, level3 first", have)
+	kernel := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Frames, Entry: true, PID: tr.PID()})
+	walk := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Walk, Entry: true, PID: tr.PID()})
+	// sort last: its first hit is compared, the others left unread.
+	for _, cmd := range []string{"levels", "deep 3", "sort"} {
+		tr.Do(t, cmd)
+		k, w := kernel.Next(t), walk.Next(t)
+		// A return address of 0 ends a stack for whoever reads the
+		// frames map (LookupStack); the walk stops there.
+		if i := slices.Index(k.Frames, 0); i >= 0 {
+			k.Frames = k.Frames[:i]
+		}
+		have := names(t, tr.PID(), exe, w.Frames)
+		t.Logf("%s: %v", cmd, have)
+		if !slices.Equal(w.Frames, k.Frames) {
+			t.Fatalf("%s: walk %x\nkernel %x", cmd, w.Frames, k.Frames)
+		}
+		want := map[string]string{"levels": "level3", "sort": "cmp", "deep 3": "deep"}[cmd]
+		if len(have) < 2 || have[0] != "leaf" || have[1] != want || len(have) > 127 {
+			t.Fatalf("%s: have %v, want leaf, %s first", cmd, have, want)
+		}
 	}
 }
