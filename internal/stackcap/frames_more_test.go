@@ -41,17 +41,21 @@ func TestStackIDAtEntry(t *testing.T) {
 }
 
 // TestFramesGo captures the frame-pointer stack of a Go program at the
-// entry of a frameless leaf function: the whole chain to runtime.goexit.
+// entry of a frameless leaf function, by the kernel's walk with the
+// caller word and by the walk in the program: the whole chain to
+// runtime.goexit.
 func TestFramesGo(t *testing.T) {
 	testutil.RequireBPF(t)
 	exe := testutil.BuildGo(t, "testdata/gochain")
 	tr := testutil.StartTracee(t, exe)
-	p := stacktest.Attach(t, exe, "main.leaf", &stacktest.Options{Mode: stacktest.Frames, Entry: true, PID: tr.PID()})
-	tr.Do(t, "levels")
-	have := names(t, tr.PID(), exe, p.Next(t).Frames)
-	want := []string{"main.leaf", "main.level3", "main.level2", "main.level1", "main.main", "runtime.main", "runtime.goexit.abi0"}
-	if !slices.Equal(have, want) {
-		t.Fatalf("have %v, want %v", have, want)
+	for _, mode := range []stacktest.Mode{stacktest.Frames, stacktest.Walk} {
+		p := stacktest.Attach(t, exe, "main.leaf", &stacktest.Options{Mode: mode, Entry: true, PID: tr.PID()})
+		tr.Do(t, "levels")
+		have := names(t, tr.PID(), exe, p.Next(t).Frames)
+		want := []string{"main.leaf", "main.level3", "main.level2", "main.level1", "main.main", "runtime.main", "runtime.goexit.abi0"}
+		if !slices.Equal(have, want) {
+			t.Fatalf("mode %d: have %v, want %v", mode, have, want)
+		}
 	}
 }
 

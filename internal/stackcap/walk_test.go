@@ -15,11 +15,7 @@ import (
 // several pages (so the walk reads several chunks). Equal stacks get
 // equal ids, other stacks other ids.
 func TestWalkMatchesKernel(t *testing.T) {
-	testutil.RequireBPF(t)
-	exe := stacktest.BuildChain(t, "-O0", "-fno-omit-frame-pointer")
-	tr := testutil.StartTracee(t, exe)
-	kernel := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Frames, Entry: true, PID: tr.PID()})
-	walk := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Walk, Entry: true, PID: tr.PID()})
+	exe, tr, kernel, walk := kernelAndWalk(t, "-O0", "-fno-omit-frame-pointer")
 	ids := map[string]int64{}
 	for _, cmd := range []string{"levels", "deep 12", "levels", "deep 3"} {
 		tr.Do(t, cmd)
@@ -74,33 +70,13 @@ func TestWalkMaxFrames(t *testing.T) {
 	}
 }
 
-// TestWalkGo walks a Go program's frame pointers from the entry of a
-// frameless leaf function: the whole chain to runtime.goexit, as the
-// kernel's walk with the caller word (TestFramesGo).
-func TestWalkGo(t *testing.T) {
-	testutil.RequireBPF(t)
-	exe := testutil.BuildGo(t, "testdata/gochain")
-	tr := testutil.StartTracee(t, exe)
-	p := stacktest.Attach(t, exe, "main.leaf", &stacktest.Options{Mode: stacktest.Walk, Entry: true, PID: tr.PID()})
-	tr.Do(t, "levels")
-	have := names(t, tr.PID(), exe, p.Next(t).Frames)
-	want := []string{"main.leaf", "main.level3", "main.level2", "main.level1", "main.main", "runtime.main", "runtime.goexit.abi0"}
-	if !slices.Equal(have, want) {
-		t.Fatalf("have %v, want %v", have, want)
-	}
-}
-
 // TestWalkWithoutFramePointers: in code built without frame pointers
 // the walk keeps the function and its caller (the word at the stack
 // pointer); the frame pointer register then holds anything, which the
 // walk follows as the kernel's does: the frames are the kernel's (with
 // the caller word merged), hit for hit.
 func TestWalkWithoutFramePointers(t *testing.T) {
-	testutil.RequireBPF(t)
-	exe := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
-	tr := testutil.StartTracee(t, exe)
-	kernel := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Frames, Entry: true, PID: tr.PID()})
-	walk := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Walk, Entry: true, PID: tr.PID()})
+	exe, tr, kernel, walk := kernelAndWalk(t, "-O2", "-fomit-frame-pointer")
 	// sort last: its first hit is compared, the others left unread.
 	for _, cmd := range []string{"levels", "deep 3", "sort"} {
 		tr.Do(t, cmd)
@@ -120,4 +96,16 @@ func TestWalkWithoutFramePointers(t *testing.T) {
 			t.Fatalf("%s: have %v, want leaf, %s first", cmd, have, want)
 		}
 	}
+}
+
+// kernelAndWalk builds chain.c with flags, starts it and attaches the
+// kernel's walk (with the caller word) and the walk in the program to
+// leaf's entry.
+func kernelAndWalk(t *testing.T, flags ...string) (exe string, tr *testutil.Tracee, kernel, walk *stacktest.Probe) {
+	testutil.RequireBPF(t)
+	exe = stacktest.BuildChain(t, flags...)
+	tr = testutil.StartTracee(t, exe)
+	kernel = stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Frames, Entry: true, PID: tr.PID()})
+	walk = stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Walk, Entry: true, PID: tr.PID()})
+	return exe, tr, kernel, walk
 }
