@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usdtkit/usdtkit/agent"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -35,15 +34,8 @@ func ownCgroup(t *testing.T) string {
 func TestAgentCgroup(t *testing.T) {
 	testutil.RequireBPF(t)
 	target := buildTarget(t)
-	cfg, err := agent.ParseConfig(fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
+	a := newAgent(t, fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
 		{"name": "cg", "source": "usdt::agentt:hit { @hits = count(); }", "targets": [{"cgroup": %q}]}]}`, ownCgroup(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	startAgent(t, a)
 	c := startChild(t, target, "9", "wait")
 	fireWhenAttached(t, a, 1, c)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usdtkit/usdtkit/agent"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -32,15 +31,8 @@ func TestAgentContainerPath(t *testing.T) {
 	if _, err := os.Stat("/app/agtarget"); err == nil {
 		t.Fatal("/app/agtarget exists on the host: the test needs a path only the root has")
 	}
-	cfg, err := agent.ParseConfig([]byte(`{"scan_interval": "50ms", "programs": [
+	a := newAgent(t, []byte(`{"scan_interval": "50ms", "programs": [
 		{"name": "ctr", "source": "usdt::agentt:hit { @hits = count(); }", "targets": [{"binary": "/app/agtarget"}]}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	startAgent(t, a)
 	// The same file run from the host's view of it: not selected.
 	outside := startChild(t, target, "5")

@@ -206,3 +206,18 @@ func waitFor(t testing.TB, what string, timeout time.Duration, cond func() (bool
 		<-tick.C
 	}
 }
+
+// newAgent parses config and makes an agent of it, failing the test on
+// an error.
+func newAgent(t testing.TB, config []byte) *agent.Agent {
+	t.Helper()
+	cfg, err := agent.ParseConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}

@@ -77,17 +77,10 @@ func TestAgentSeriesLimitAndReload(t *testing.T) {
 func TestAgentDroppedSeries(t *testing.T) {
 	testutil.RequireBPF(t)
 	target := buildTarget(t)
-	cfg, err := agent.ParseConfig(fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
+	a := newAgent(t, fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
 		{"name": "drop", "source": %q, "targets": [{"binary": %q}],
 		 "maps": {"@k": {"series_limit": 5, "labels": ["pid", "value"]}}}]}`,
 		`usdt::agentt:hit { @k[pid, arg0] = count(); }`, target))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	startAgent(t, a)
 	const (
 		dropped = `usdtkit_agent_dropped_series{map="@k",program="drop"}`

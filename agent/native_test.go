@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/usdtkit/usdtkit/agent"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -20,16 +19,9 @@ import (
 func TestAgentNativeHistogram(t *testing.T) {
 	testutil.RequireBPF(t)
 	target := buildTarget(t)
-	cfg, err := agent.ParseConfig(fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
+	a := newAgent(t, fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
 		{"name": "nh", "source": "usdt::agentt:hit { @vals = hist(arg0); @lin = lhist(arg0, 0, 10, 2); }",
 		 "targets": [{"binary": %q}], "maps": {"@vals": {"native_histograms": true}}}]}`, target))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	addr := startAgent(t, a)
 	c := startChild(t, target, "10", "wait")
 	fireWhenAttached(t, a, 1, c)

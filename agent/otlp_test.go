@@ -13,7 +13,6 @@ import (
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/usdtkit/usdtkit/agent"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -62,17 +61,10 @@ func TestAgentOTLP(t *testing.T) {
 	sink := &otlpSink{sums: map[string]float64{}}
 	srv := httptest.NewServer(sink)
 	t.Cleanup(srv.Close)
-	cfg, err := agent.ParseConfig(fmt.Appendf(nil, `{"scan_interval": "50ms",
+	a := newAgent(t, fmt.Appendf(nil, `{"scan_interval": "50ms",
 		"otlp": {"endpoint": %q, "interval": "100ms"},
 		"programs": [{"name": "o", "source": "usdt::agentt:hit { @hits = count(); }", "targets": [{"binary": %q}]}]}`,
 		srv.URL, target))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	startAgent(t, a)
 	c := startChild(t, target, "7", "wait")
 	fireWhenAttached(t, a, 1, c)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usdtkit/usdtkit/agent"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -38,15 +37,8 @@ func TestAgentPIDNamespace(t *testing.T) {
 			if a, b := statIno(t, fmt.Sprintf("/proc/%d/ns/pid", cmd.Process.Pid)), statIno(t, "/proc/self/ns/pid"); a == b {
 				t.Fatalf("child in the test's PID namespace %d", a)
 			}
-			cfg, err := agent.ParseConfig(fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
+			a := newAgent(t, fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
 				{"name": "ns", "source": "usdt::agentt:hit { @hits = count(); }", "targets": [%s]}]}`, tc.target(cmd.Process.Pid)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := agent.New(cfg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			startAgent(t, a)
 			fireWhenAttached(t, a, 1, inside)
 			// Every scan reads every process: the one outside, started
