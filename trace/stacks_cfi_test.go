@@ -1,7 +1,6 @@
 package trace_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
@@ -32,16 +31,7 @@ func buildCFIKeys(t *testing.T) string {
 func runCFIKeys(t *testing.T, bin, src string, unwind trace.Unwind) (*trace.Tracer, string, []uint64) {
 	t.Helper()
 	tr := testutil.StartTracee(t, bin)
-	prog, err := trace.Compile("t.bt", strings.ReplaceAll(src, "BIN", bin), &trace.CompileOptions{PID: tr.PID(), Unwind: unwind})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	tracer, err := trace.Start(prog, &trace.Options{PID: tr.PID(), Stdout: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tracer.Close() })
+	tracer, out := startOn(t, tr, bin, src, &trace.CompileOptions{PID: tr.PID(), Unwind: unwind})
 	var calls []uint64
 	for range 2 {
 		lines := tr.Do(t, "sort")

@@ -29,16 +29,7 @@ func runChain(t *testing.T, src string, copts *trace.CompileOptions, flags ...st
 	if copts != nil {
 		o.FramePointerStacks = copts.FramePointerStacks
 	}
-	prog, err := trace.Compile("t.bt", strings.ReplaceAll(src, "BIN", bin), &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	tracer, err := trace.Start(prog, &trace.Options{PID: tr.PID(), Stdout: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tracer.Close() })
+	tracer, out := startOn(t, tr, bin, src, &o)
 	tr.Do(t, "levels")
 	tr.Do(t, "sort")
 	tr.Do(t, "levels")
@@ -47,6 +38,24 @@ func runChain(t *testing.T, src string, copts *trace.CompileOptions, flags ...st
 		t.Fatal(err)
 	}
 	return tracer, out.String()
+}
+
+// startOn compiles src, with BIN replaced by bin, for tracee tr with o
+// and starts it, printing into the buffer it returns; the Tracer is
+// closed with the test.
+func startOn(t *testing.T, tr *testutil.Tracee, bin, src string, o *trace.CompileOptions) (*trace.Tracer, *bytes.Buffer) {
+	t.Helper()
+	prog, err := trace.Compile("t.bt", strings.ReplaceAll(src, "BIN", bin), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := new(bytes.Buffer)
+	tracer, err := trace.Start(prog, &trace.Options{PID: tr.PID(), Stdout: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tracer.Close() })
+	return tracer, out
 }
 
 func symbols(fs []trace.Frame) []string {

@@ -95,17 +95,5 @@ func TestTraceStacksJSONUnwindCFI(t *testing.T) {
 	if !strings.Contains(maps[0], `level1+`) || !strings.Contains(maps[0], `main+`) {
 		t.Errorf("map line lacks level1 and main: %s", maps[0])
 	}
-	s := stacks[0]
-	if s.Map != "@" || s.Value != 2 || !slices.Equal(s.Keys, []string{"uprobe:" + bin + ":leaf"}) || s.PID == 0 {
-		t.Errorf("stack line %+v: want map @, keys [uprobe:%s:leaf], value 2, a pid", s, bin)
-	}
-	want := []string{"leaf", "level3", "level2", "level1", "main"}
-	if len(s.Frames) < len(want) {
-		t.Fatalf("frames %+v: want at least %d", s.Frames, len(want))
-	}
-	for i, w := range want {
-		if f := s.Frames[i]; f.Symbol != w || f.Object != bin {
-			t.Errorf("frame %d: %+v, want %s in %s", i, f, w, bin)
-		}
-	}
+	checkLevelsStack(t, stacks[0], bin, false)
 }
