@@ -79,6 +79,10 @@ type program struct {
 	// maps hold the folded values of the attachments retired, and which
 	// keys are exported.
 	maps map[string]*mapState
+	// gen counts the collections (see collect); complete says whether
+	// the last one read the maps of every live process.
+	gen      uint64
+	complete bool
 }
 
 // attachment is a program started in one process.

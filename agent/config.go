@@ -143,8 +143,12 @@ type MapConfig struct {
 	// Labels name the key's fields, in order; missing names are key0,
 	// key1…
 	Labels []string `json:"labels,omitempty"`
-	// SeriesLimit is the most series (keys) the map exports; the keys
-	// seen first are kept (until Reload) and later ones dropped.
+	// SeriesLimit is the most series (keys) the map exports. A key is
+	// kept while a live process holds it; a key only exited processes
+	// held (its folded value) is kept until a newer key needs its place,
+	// the one held longest ago first (counted in
+	// usdtkit_agent_evicted_series_total{program,map}); a key that
+	// finds no place is dropped.
 	// usdtkit_agent_dropped_series{program,map} is the number of
 	// distinct keys the live processes' maps hold at a collection that
 	// are not exported; usdtkit_agent_dropped_exited_keys_total counts

@@ -29,8 +29,15 @@
 // are folded into the program's: counts, sums, avg/stats, hist and lhist
 // are added, min and max combined; an assigned value (@x = v) leaves with
 // its process. Memory is bounded by the series limits: a map keeps at most
-// its limit of keys, admitted in the order they are first seen; later
-// keys are dropped, and reported without being remembered (see Metrics).
+// its limit of keys. A key a live process holds keeps its place; a key
+// that only processes gone held (its folded value) keeps its place until
+// a newer key needs it, the key held longest ago giving way first; a key
+// deleted by its program, or an assigned value of a process gone, leaves
+// nothing to keep and frees its place at the next collection. A key that
+// finds no place is dropped, and reported without being remembered (see
+// Metrics). So a map keyed by PID exports the live processes' keys and
+// then the most recent of the exited ones, however many processes come
+// and go.
 //
 // # Metrics
 //
@@ -62,6 +69,7 @@
 // _attached_sites{program} (uprobes held: drops when processes exit),
 // _probes{program}, _lost_events_total, _map_update_failures_total,
 // _dropped_series{program,map}, _dropped_exited_keys_total{program,map},
+// _evicted_series_total{program,map},
 // _scans_total, _scan_duration_seconds and _collect_duration_seconds.
 //
 // The two dropped metrics say exactly what a series limit costs, and
@@ -76,6 +84,8 @@
 //     values are discarded. A key counts once per process that held it.
 //     Maps of assigned integers count nothing (their values leave with
 //     the process anyway).
+//   - _evicted_series_total (a counter) counts the keys whose folded
+//     values were discarded to give their place to a newer key.
 //
 // With Config.OTLP, Serve also pushes the same metrics to an
 // OpenTelemetry collector over OTLP/HTTP (PushOTLP), translated by

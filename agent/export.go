@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,10 +31,17 @@ type mapState struct {
 	created   time.Time
 	desc      *prometheus.Desc
 	valueType prometheus.ValueType
-	// admitted are the keys exported; base their folded values (only
-	// for kinds whose values outlive a process: not int and string).
-	admitted map[string]bool
+	// admitted are the keys exported, each with the program's
+	// generation (program.gen) at which a live process last held it or
+	// an exiting one left it; base their folded values (only for kinds
+	// whose values outlive a process: not int and string).
+	admitted map[string]uint64
 	base     map[string]*entry
+	// cand are the keys evictOne may evict, oldest first, while candOK.
+	cand   []string
+	candOK bool
+	// evicted counts the folded values dropped by evictOne.
+	evicted uint64
 	// droppedAtExit counts the keys refused by the limit in the final
 	// maps of exited processes, once per process and key: values
 	// discarded for good. The keys refused in live maps are counted
@@ -66,7 +75,7 @@ func (p *program) state(m *trace.Map) *mapState {
 	s = &mapState{kind: m.Kind, signed: m.Signed, keyStrings: m.KeyStrings, lhist: m.Lhist,
 		limit: limit, skip: mc.Skip || m.Kind == trace.MapString,
 		native: m.Kind == trace.MapHist && (mc.NativeHistograms || p.cfg.NativeHistograms), created: time.Now(),
-		admitted: map[string]bool{}, base: map[string]*entry{}}
+		admitted: map[string]uint64{}, base: map[string]*entry{}}
 	s.valueType = prometheus.GaugeValue
 	if m.Kind == trace.MapCount || m.Kind == trace.MapSum && !m.Signed {
 		s.valueType = prometheus.CounterValue
@@ -123,34 +132,80 @@ func (s *mapState) keyOf(e *trace.MapEntry) ([]string, string) {
 	return vals, strings.Join(vals, "\x00")
 }
 
-// admit reports whether key k is exported, admitting it if the limit
-// allows. A key once admitted stays admitted until Reload (none is
-// evicted), so once limit keys are admitted every new key is refused; a
-// refused key is not remembered.
-func (s *mapState) admit(k string) bool {
-	if s.admitted[k] {
-		return true
+// admit reports whether key k is exported at generation gen, admitting
+// it if the limit allows or, with evict, if evictOne makes room; an
+// admitted key is marked with gen. A refused key is not remembered.
+func (s *mapState) admit(k string, gen uint64, evict bool, mm map[string]*entry) bool {
+	if _, ok := s.admitted[k]; !ok && len(s.admitted) >= s.limit && !(evict && s.evictOne(gen, mm)) {
+		return false
 	}
-	if len(s.admitted) < s.limit {
-		s.admitted[k] = true
+	s.admitted[k] = gen
+	return true
+}
+
+// evictOne makes room for a key at generation gen: it drops the
+// admitted key marked longest ago, before gen (no live process held it
+// at gen, and no process left it since), with its folded value, also
+// from mm; it reports whether there was one.
+func (s *mapState) evictOne(gen uint64, mm map[string]*entry) bool {
+	if !s.candOK {
+		s.cand = s.cand[:0]
+		for k, g := range s.admitted {
+			if g < gen {
+				s.cand = append(s.cand, k)
+			}
+		}
+		slices.SortFunc(s.cand, func(a, b string) int {
+			return cmp.Or(cmp.Compare(s.admitted[a], s.admitted[b]), strings.Compare(a, b))
+		})
+		s.candOK = true
+	}
+	for len(s.cand) > 0 {
+		k := s.cand[0]
+		s.cand = s.cand[1:]
+		if g, ok := s.admitted[k]; !ok || g >= gen {
+			continue
+		}
+		delete(s.admitted, k)
+		if _, ok := s.base[k]; ok {
+			delete(s.base, k)
+			s.evicted++
+		}
+		delete(mm, k)
 		return true
 	}
 	return false
 }
 
-// add merges the entries of m, one process's map, into mm by key, for
-// the keys admit admits, and puts the others into refused (a set, so a
-// key refused in several maps is there once).
-func (s *mapState) add(mm map[string]*entry, refused map[string]struct{}, m *trace.Map) {
+// mark marks the admitted keys of m with generation gen, and returns
+// m's keys.
+func (s *mapState) mark(m *trace.Map, gen uint64) []string {
+	keys := make([]string, len(m.Entries))
+	for i := range m.Entries {
+		_, keys[i] = s.keyOf(&m.Entries[i])
+		if _, ok := s.admitted[keys[i]]; ok {
+			s.admitted[keys[i]] = gen
+		}
+	}
+	s.candOK = false
+	return keys
+}
+
+// add merges the entries of m, one process's map whose keys mark
+// returned, into mm by key, for the keys admit admits at gen, and puts
+// the others into refused (a set, so a key refused in several maps is
+// there once).
+func (s *mapState) add(mm map[string]*entry, refused map[string]struct{}, m *trace.Map, keys []string, gen uint64, evict bool) {
 	for i := range m.Entries {
 		e := &m.Entries[i]
-		vals, k := s.keyOf(e)
-		if !s.admit(k) {
+		k := keys[i]
+		if !s.admit(k, gen, evict, mm) {
 			refused[k] = struct{}{}
 			continue
 		}
 		d := mm[k]
 		if d == nil {
+			vals, _ := s.keyOf(e)
 			d = &entry{key: vals}
 			mm[k] = d
 		}
@@ -194,15 +249,74 @@ func (s *mapState) lasting() bool {
 
 // fold adds the final values of an exited process's map into p's, and
 // counts in droppedAtExit the keys the limit refuses: their values are
-// gone with the process.
+// gone with the process. A new key may evict (evictOne) a key that no
+// live process held at the last collection, if that collection read
+// every live process's maps.
 func (p *program) fold(m *trace.Map) {
 	s := p.state(m)
 	if s.skip || !s.lasting() {
 		return
 	}
 	refused := map[string]struct{}{}
-	s.add(s.base, refused, m)
+	s.add(s.base, refused, m, s.mark(m, p.gen), p.gen, p.complete)
 	s.droppedAtExit += uint64(len(refused))
+}
+
+// collect merges, at a collection, the maps of p's live processes (one
+// slice per process) with the folded values, by map: the values of the
+// keys exported, and the distinct keys refused by the series limit. It
+// starts a generation: every admitted key a live process holds is marked
+// with it. Then, if complete (every live process's maps were read), the
+// admitted keys no live process holds and that have no folded value
+// (deleted by the program, or an assigned value of a process gone) are
+// dropped, and a new key the limit refuses takes the place of the key
+// longest unmarked if it has one (evictOne): keys held by live processes
+// are kept first, then the most recently held.
+func (p *program) collect(live [][]trace.Map, complete bool) (map[*mapState]map[string]*entry, map[*mapState]map[string]struct{}) {
+	p.gen++
+	type read struct {
+		s    *mapState
+		m    *trace.Map
+		keys []string
+	}
+	var reads []read
+	for _, maps := range live {
+		for i := range maps {
+			m := &maps[i]
+			if s := p.state(m); !s.skip {
+				reads = append(reads, read{s, m, s.mark(m, p.gen)})
+			}
+		}
+	}
+	merged := map[*mapState]map[string]*entry{}
+	refused := map[*mapState]map[string]struct{}{}
+	for _, s := range p.maps {
+		if complete {
+			for k, g := range s.admitted {
+				if _, ok := s.base[k]; !ok && g < p.gen {
+					delete(s.admitted, k)
+				}
+			}
+			s.candOK = false
+		}
+		mm := make(map[string]*entry, len(s.base))
+		for k, e := range s.base {
+			c := *e
+			c.buckets = append([]uint64(nil), e.buckets...)
+			mm[k] = &c
+		}
+		merged[s] = mm
+		refused[s] = map[string]struct{}{}
+	}
+	for _, r := range reads {
+		// A state replaced by another kind of map of the same name
+		// (see state) is no longer exported.
+		if mm := merged[r.s]; mm != nil {
+			r.s.add(mm, refused[r.s], r.m, r.keys, p.gen, complete)
+		}
+	}
+	p.complete = complete
+	return merged, refused
 }
 
 // Describe sends nothing: the agent's metrics depend on the maps of the
@@ -234,6 +348,9 @@ var (
 	descDroppedAtExit = prometheus.NewDesc("usdtkit_agent_dropped_exited_keys_total",
 		"Keys of the final maps of exited processes whose values were discarded because of the map's series limit, counted once per process and key.",
 		[]string{"program", "map"}, nil)
+	descEvicted = prometheus.NewDesc("usdtkit_agent_evicted_series_total",
+		"Keys no live process held whose folded values (of processes that exited) were discarded to make room, under the map's series limit, for a newer key.",
+		[]string{"program", "map"}, nil)
 	descScans = prometheus.NewDesc("usdtkit_agent_scans_total",
 		"Scans of /proc.", nil, nil)
 	descScanSeconds = prometheus.NewDesc("usdtkit_agent_scan_duration_seconds",
@@ -254,18 +371,9 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 	defer a.mu.Unlock()
 	var lost, updates uint64
 	for _, p := range a.progs {
-		merged := map[*mapState]map[string]*entry{}
-		refused := map[*mapState]map[string]struct{}{}
-		for _, s := range p.maps {
-			mm := make(map[string]*entry, len(s.base))
-			for k, e := range s.base {
-				c := *e
-				c.buckets = append([]uint64(nil), e.buckets...)
-				mm[k] = &c
-			}
-			merged[s] = mm
-		}
 		sites, probes := 0, 0
+		var live [][]trace.Map
+		complete := true
 		for _, at := range p.live {
 			if at.t == nil {
 				continue
@@ -279,27 +387,12 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 			maps, err := at.t.Maps()
 			if err != nil {
 				a.warn(fmt.Errorf("program %s, process %d: %w", p.cfg.Name, at.pid, err))
+				complete = false
 				continue
 			}
-			for i := range maps {
-				m := &maps[i]
-				s := p.state(m)
-				if s.skip {
-					continue
-				}
-				mm := merged[s]
-				if mm == nil {
-					mm = map[string]*entry{}
-					merged[s] = mm
-				}
-				r := refused[s]
-				if r == nil {
-					r = map[string]struct{}{}
-					refused[s] = r
-				}
-				s.add(mm, r, m)
-			}
+			live = append(live, maps)
 		}
+		merged, refused := p.collect(live, complete)
 		for name, s := range p.maps {
 			if !s.skip {
 				for _, e := range merged[s] {
@@ -308,6 +401,7 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(descDropped, prometheus.GaugeValue, float64(len(refused[s])), p.cfg.Name, name)
 			ch <- prometheus.MustNewConstMetric(descDroppedAtExit, prometheus.CounterValue, float64(s.droppedAtExit), p.cfg.Name, name)
+			ch <- prometheus.MustNewConstMetric(descEvicted, prometheus.CounterValue, float64(s.evicted), p.cfg.Name, name)
 		}
 		ch <- prometheus.MustNewConstMetric(descProcesses, prometheus.GaugeValue, float64(len(p.live)), p.cfg.Name)
 		ch <- prometheus.MustNewConstMetric(descSites, prometheus.GaugeValue, float64(sites), p.cfg.Name)

@@ -183,70 +183,128 @@ func TestNativeBuckets(t *testing.T) {
 // collections and process exits, with more distinct refused keys than
 // the limit and keys that stop appearing: the refused keys of a
 // collection are exactly the distinct keys of the live maps not
-// admitted, however often they are read, and droppedAtExit counts each
-// exited process's refused keys once.
+// admitted, however often they are read; droppedAtExit counts each
+// exited process's refused keys once; keys held by live processes are
+// never evicted, and a new key takes the place of the folded key held
+// longest ago (evicted counts those).
 func TestDroppedSeries(t *testing.T) {
-	keys := func(lo, hi int64) *trace.Map {
-		m := &trace.Map{Name: "@k", Kind: trace.MapCount, KeyStrings: []bool{false}}
-		for k := lo; k < hi; k++ {
-			m.Entries = append(m.Entries, trace.MapEntry{Key: []trace.MapKey{{Int: k}}, Value: 1})
+	a, b, c := countMap(0, 10), countMap(5, 20), countMap(100, 102)
+	steps := []collectStep{
+		{name: "A: 3 of 10 admitted", live: []*trace.Map{a}, refused: 7, want: ones("0", "1", "2")},
+		{name: "A read again", live: []*trace.Map{a}, refused: 7, want: ones("0", "1", "2")},
+		{name: "A and B: 17 refused", live: []*trace.Map{a, b}, refused: 17, want: ones("0", "1", "2")},
+		{name: "A and B read again", live: []*trace.Map{a, b}, refused: 17, want: ones("0", "1", "2")},
+		// A's folded keys were live at the last collection: A's
+		// other keys find no room. Then B's keys take their place.
+		{name: "A exits", exit: a, live: []*trace.Map{b}, refused: 12, atExit: 7, evicted: 3, want: ones("5", "6", "7")},
+		{name: "B read again", live: []*trace.Map{b}, refused: 12, atExit: 7, evicted: 3, want: ones("5", "6", "7")},
+		{name: "B exits", exit: b, atExit: 19, evicted: 3, want: ones("5", "6", "7")},
+		{name: "C: new keys evict two", live: []*trace.Map{c}, atExit: 19, evicted: 5, want: ones("7", "100", "101")},
+		// C's keys were never folded: gone from the live maps
+		// (deleted), they leave nothing to export.
+		{name: "C gone", atExit: 19, evicted: 5, want: ones("7")},
+		// A holds 7 too: its count adds to the folded one.
+		{name: "A again", live: []*trace.Map{a}, refused: 7, atExit: 19, evicted: 5, want: map[string]uint64{"7": 2, "0": 1, "1": 1}},
+	}
+	runCollect(t, &program{cfg: ProgramConfig{Name: "p", SeriesLimit: 3}, maps: map[string]*mapState{}}, steps)
+}
+
+// TestCollectFreesKeys: keys that leave nothing to export free their
+// place for new keys, and an incomplete collection neither drops nor
+// evicts: assigned values (@x[k] = v) of processes gone, keys a live
+// program deletes, and folded keys while a live process's maps could not
+// be read.
+func TestCollectFreesKeys(t *testing.T) {
+	assigned := func(k int64) *trace.Map {
+		m := countMap(k, k+1)
+		m.Kind = trace.MapInt
+		m.Entries[0].Value = 7
+		return m
+	}
+	sevens := func(keys ...string) map[string]uint64 {
+		m := map[string]uint64{}
+		for _, k := range keys {
+			m[k] = 7
 		}
 		return m
 	}
-	a, b, c := keys(0, 10), keys(5, 20), keys(100, 102)
-	type step struct {
-		name    string
-		exit    *trace.Map   // folded first, when not nil
-		live    []*trace.Map // then collected
-		refused int
-		atExit  uint64
-	}
-	steps := []step{
-		{name: "A: 3 of 10 admitted", live: []*trace.Map{a}, refused: 7},
-		{name: "A read again", live: []*trace.Map{a}, refused: 7},
-		{name: "A and B: 17 refused", live: []*trace.Map{a, b}, refused: 17},
-		{name: "A and B read again", live: []*trace.Map{a, b}, refused: 17},
-		{name: "A and B once more", live: []*trace.Map{a, b}, refused: 17},
-		{name: "A exits", exit: a, live: []*trace.Map{b}, refused: 15, atExit: 7},
-		{name: "B read again", live: []*trace.Map{b}, refused: 15, atExit: 7},
-		{name: "B exits", exit: b, refused: 0, atExit: 22},
-		{name: "C: new keys, no room", live: []*trace.Map{c}, refused: 2, atExit: 22},
-		{name: "C gone", refused: 0, atExit: 22},
-	}
-	p := &program{cfg: ProgramConfig{Name: "p", SeriesLimit: 3}, maps: map[string]*mapState{}}
-	s := p.state(a)
+	runCollect(t, &program{cfg: ProgramConfig{Name: "p", SeriesLimit: 2}, maps: map[string]*mapState{}}, []collectStep{
+		{name: "processes 1 and 2", live: []*trace.Map{assigned(1), assigned(2)}, want: sevens("1", "2")},
+		{name: "3 refused", live: []*trace.Map{assigned(1), assigned(2), assigned(3)}, refused: 1, want: sevens("1", "2")},
+		{name: "1 exits: 3 admitted", exit: assigned(1), live: []*trace.Map{assigned(2), assigned(3)}, want: sevens("2", "3")},
+		{name: "2 deletes its key: 4 admitted", live: []*trace.Map{countMap(0, 0), assigned(3), assigned(4)}, want: sevens("3", "4")},
+	})
+	runCollect(t, &program{cfg: ProgramConfig{Name: "p", SeriesLimit: 2}, maps: map[string]*mapState{}}, []collectStep{
+		{name: "A", live: []*trace.Map{countMap(0, 2)}, want: ones("0", "1")},
+		{name: "A exits, B unread", exit: countMap(0, 2), incomplete: true, live: []*trace.Map{countMap(2, 4)}, refused: 2, want: ones("0", "1")},
+		{name: "B read", live: []*trace.Map{countMap(2, 4)}, evicted: 2, want: ones("2", "3")},
+	})
+}
+
+// collectStep is one step of runCollect: a process's final map folded
+// (exit), then a collection of the live maps, and what it must give.
+type collectStep struct {
+	name            string
+	exit            *trace.Map
+	live            []*trace.Map
+	incomplete      bool
+	refused         int
+	atExit, evicted uint64
+	want            map[string]uint64
+}
+
+// runCollect runs steps on p, whose maps are all one map's.
+func runCollect(t *testing.T, p *program, steps []collectStep) {
+	t.Helper()
 	for _, st := range steps {
 		if st.exit != nil {
 			p.fold(st.exit)
 		}
-		mm := map[string]*entry{}
-		for k, e := range s.base {
-			c := *e
-			mm[k] = &c
-		}
-		refused := map[string]struct{}{}
+		var live [][]trace.Map
 		for _, m := range st.live {
-			s.add(mm, refused, m)
+			live = append(live, []trace.Map{*m})
 		}
-		if len(refused) != st.refused || s.droppedAtExit != st.atExit {
-			t.Errorf("%s: have %d refused, %d dropped at exit; want %d, %d",
-				st.name, len(refused), s.droppedAtExit, st.refused, st.atExit)
+		merged, refused := p.collect(live, !st.incomplete)
+		if len(p.maps) != 1 {
+			t.Fatalf("%s: %d map states, want 1", st.name, len(p.maps))
 		}
-		for k := range refused {
-			if _, ok := mm[k]; ok || s.admitted[k] {
-				t.Errorf("%s: key %q both refused and exported", st.name, k)
+		for _, s := range p.maps {
+			if len(refused[s]) != st.refused || s.droppedAtExit != st.atExit || s.evicted != st.evicted {
+				t.Errorf("%s: have %d refused, %d dropped at exit, %d evicted; want %d, %d, %d",
+					st.name, len(refused[s]), s.droppedAtExit, s.evicted, st.refused, st.atExit, st.evicted)
+			}
+			have := map[string]uint64{}
+			for k, e := range merged[s] {
+				have[k] = e.value
+				if _, ok := refused[s][k]; ok {
+					t.Errorf("%s: key %q both refused and exported", st.name, k)
+				}
+			}
+			if !maps.Equal(have, st.want) {
+				t.Errorf("%s: exported %v, want %v", st.name, have, st.want)
+			}
+			if len(s.admitted) > s.limit {
+				t.Errorf("%s: %d keys admitted, limit %d", st.name, len(s.admitted), s.limit)
 			}
 		}
-		// A's first keys were admitted at the first collection and are
-		// the only ones exported throughout: read live while A runs,
-		// then folded.
-		want := map[string]uint64{"0": 1, "1": 1, "2": 1}
-		have := map[string]uint64{}
-		for k, e := range mm {
-			have[k] = e.value
-		}
-		if !maps.Equal(have, want) {
-			t.Errorf("%s: exported %v, want %v", st.name, have, want)
-		}
 	}
+}
+
+// countMap is a count() map @k with a key for each integer in [lo, hi),
+// each counted once.
+func countMap(lo, hi int64) *trace.Map {
+	m := &trace.Map{Name: "@k", Kind: trace.MapCount, KeyStrings: []bool{false}}
+	for k := lo; k < hi; k++ {
+		m.Entries = append(m.Entries, trace.MapEntry{Key: []trace.MapKey{{Int: k}}, Value: 1})
+	}
+	return m
+}
+
+// ones is keys, each with the value 1.
+func ones(keys ...string) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, k := range keys {
+		m[k] = 1
+	}
+	return m
 }

@@ -70,10 +70,11 @@ func TestAgentSeriesLimitAndReload(t *testing.T) {
 // TestAgentDroppedSeries: under a limit of 5, a map keyed by PID and
 // argument holds 20 keys of a first process, then 30 more of a second
 // (45 refused: more than the limit, over many collections), then the
-// processes exit one after the other and their keys stop appearing.
-// usdtkit_agent_dropped_series is at each collection exactly the number
-// of live keys not exported, and usdtkit_agent_dropped_exited_keys_total
-// the refused keys of the processes gone.
+// processes exit one after the other. usdtkit_agent_dropped_series is at
+// each collection exactly the number of live keys not exported,
+// usdtkit_agent_dropped_exited_keys_total the refused keys of the
+// processes gone, and once the first process is gone its folded keys
+// give their places to the live second's (usdtkit_agent_evicted_series_total).
 func TestAgentDroppedSeries(t *testing.T) {
 	testutil.RequireBPF(t)
 	target := buildTarget(t)
@@ -85,10 +86,12 @@ func TestAgentDroppedSeries(t *testing.T) {
 	const (
 		dropped = `usdtkit_agent_dropped_series{map="@k",program="drop"}`
 		atExit  = `usdtkit_agent_dropped_exited_keys_total{map="@k",program="drop"}`
+		evicted = `usdtkit_agent_evicted_series_total{map="@k",program="drop"}`
 		procs   = `usdtkit_agent_processes{program="drop"}`
 	)
 	// state checks one collection: the exported series are 5, each 1,
-	// all of process first; the agent's figures are want's.
+	// all of process first (the first process, then the second); the
+	// agent's figures are want's.
 	var first int
 	state := func(want map[string]float64) (bool, string) {
 		s := series(t, a)
@@ -120,12 +123,13 @@ func TestAgentDroppedSeries(t *testing.T) {
 	c1 := startChild(t, target, "20", "wait")
 	first = c1.cmd.Process.Pid
 	fireWhenAttached(t, a, 1, c1)
-	steady("first process", map[string]float64{dropped: 15, atExit: 0, procs: 1})
+	steady("first process", map[string]float64{dropped: 15, atExit: 0, evicted: 0, procs: 1})
 	c2 := startChild(t, target, "30", "wait")
 	fireWhenAttached(t, a, 2, c2)
-	steady("second process", map[string]float64{dropped: 45, atExit: 0, procs: 2})
+	steady("second process", map[string]float64{dropped: 45, atExit: 0, evicted: 0, procs: 2})
 	c1.quit(t)
-	steady("first process gone", map[string]float64{dropped: 30, atExit: 15, procs: 1})
+	first = c2.cmd.Process.Pid
+	steady("first process gone", map[string]float64{dropped: 25, atExit: 15, evicted: 5, procs: 1})
 	c2.quit(t)
-	steady("both gone", map[string]float64{dropped: 0, atExit: 45, procs: 0})
+	steady("both gone", map[string]float64{dropped: 0, atExit: 40, evicted: 5, procs: 0})
 }

@@ -118,9 +118,11 @@ func slopeMBPerMin(ss []soakSample) float64 {
 // (least squares over a sample every 5 s), and fails if a hit is not
 // counted, the sites, processes or open files do not return to their
 // baseline, or the live heap grows by more than 4 MiB. The per-PID map
-// is limited to 200 series: the keys of later processes are dropped, and
-// counted as they exit (usdtkit_agent_dropped_exited_keys_total), so it
-// cannot grow with the churn.
+// is limited to 200 series, so it cannot grow with the churn: the key of
+// each new process takes the place of the key of the process gone
+// longest (usdtkit_agent_evicted_series_total, evicted-pid-keys), and a
+// key refused all the same is counted as its process exits
+// (usdtkit_agent_dropped_exited_keys_total, dropped-pid-keys).
 func BenchmarkAgentSoak(b *testing.B) {
 	testutil.RequireBPF(b)
 	gcc := testutil.RequireTool(b, "gcc")
@@ -250,6 +252,7 @@ func soak(b *testing.B, target string, dur time.Duration) {
 	m := scrape(b, a)
 	sites := metricValue(b, m, `usdtkit_agent_attached_sites{program="soak"}`)
 	dropped := metricValue(b, m, `usdtkit_agent_dropped_exited_keys_total{map="@pid",program="soak"}`)
+	evicted := metricValue(b, m, `usdtkit_agent_evicted_series_total{map="@pid",program="soak"}`)
 	const mb = 1 << 20
 	b.ReportMetric(float64(n), "processes")
 	b.ReportMetric(float64(fired), "hits")
@@ -264,9 +267,10 @@ func soak(b *testing.B, target string, dur time.Duration) {
 	b.ReportMetric(float64(last.fds), "fds-end")
 	b.ReportMetric(sites, "sites-end")
 	b.ReportMetric(dropped, "dropped-pid-keys")
-	b.Logf("%v: %d processes, %d hits; heap %.1f → %.1f → %.1f MB, rss %.1f → %.1f → %.1f MB (%.3f MB/min over %d samples), fds %d → %d, sites %v, dropped @pid keys of exited processes %v",
+	b.ReportMetric(evicted, "evicted-pid-keys")
+	b.Logf("%v: %d processes, %d hits; heap %.1f → %.1f → %.1f MB, rss %.1f → %.1f → %.1f MB (%.3f MB/min over %d samples), fds %d → %d, sites %v, @pid keys of exited processes dropped %v, evicted %v",
 		time.Since(start).Round(time.Second), n, fired, float64(base.heap)/mb, float64(mid.heap)/mb, float64(last.heap)/mb,
-		float64(base.rss)/mb, float64(mid.rss)/mb, float64(last.rss)/mb, slopeMBPerMin(samples), len(samples), base.fds, last.fds, sites, dropped)
+		float64(base.rss)/mb, float64(mid.rss)/mb, float64(last.rss)/mb, slopeMBPerMin(samples), len(samples), base.fds, last.fds, sites, dropped, evicted)
 	if last.fds > base.fds+2 {
 		b.Errorf("open files grew from %d to %d", base.fds, last.fds)
 	}
