@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -134,5 +135,39 @@ func TestCommandErrors(t *testing.T) {
 				t.Fatal("Start succeeded")
 			}
 		})
+	}
+}
+
+// TestCommandCPID: cpid is the command's PID, in a predicate, a key and
+// printf; a program that reads it is refused without a command, before
+// anything is attached.
+func TestCommandCPID(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := testutil.BuildTracee(t, "-O2")
+	prog, err := trace.Compile("cpid.bt", `usdt:`+bin+`:tracee:ints /pid == cpid/ { @[cpid] = count(); printf("%d %d\n", cpid, pid); }`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := trace.Start(prog, nil); err == nil || !strings.Contains(err.Error(), "cpid") {
+		if tr != nil {
+			tr.Close()
+		}
+		t.Fatalf("Start without a command: %v, want an error about cpid", err)
+	}
+	c := exec.Command(bin)
+	c.Stdin = strings.NewReader("run 2\nquit\n")
+	var out strings.Builder
+	tr, err := trace.Start(prog, &trace.Options{Command: c, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p := strconv.Itoa(c.Process.Pid)
+	want := p + " " + p + "\n" + p + " " + p + "\n\n\n@[" + p + "]: 2\n"
+	if out.String() != want {
+		t.Errorf("have %q, want %q", out.String(), want)
 	}
 }

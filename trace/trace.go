@@ -165,6 +165,7 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 			return nil, err
 		}
 		bo.PIDs = append(bo.PIDs, cmd.pid())
+		bo.CPID = cmd.pid()
 	}
 	r, err := btrun.Start(&gen, bo)
 	if err != nil {

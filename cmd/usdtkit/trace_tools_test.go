@@ -202,14 +202,17 @@ func compareJSONLines(t *testing.T, ours, theirs string) {
 
 // TestToolsCommandAgainstBpftrace runs the C tools of testdata/tools as
 // `usdtkit trace -c 'BIN go' FILE.bt` and `bpftrace -c 'BIN go' FILE.bt`,
-// one run each of a deterministic target, and compares what they print.
+// one run each of a deterministic target, and compares what they print:
+// both run the same text, the library's probes filtered with
+// /pid == cpid/; usdtkit also runs the tool as written (with -c, its
+// probes are the command's alone).
 func TestToolsCommandAgainstBpftrace(t *testing.T) {
 	testutil.RequireBPF(t)
 	bpftrace := testutil.RequireTool(t, "bpftrace")
 	tests := []struct {
 		tool, target string
-		// pidOnly are the probes given /pid == cpid/ for bpftrace,
-		// which with -c traces a library's functions in every process.
+		// pidOnly are the probes given /pid == cpid/: with -c,
+		// bpftrace traces a library's functions in every process.
 		pidOnly []string
 		want    string // in bpftrace's output
 	}{
@@ -243,9 +246,11 @@ func TestToolsCommandAgainstBpftrace(t *testing.T) {
 			cmdline := bin + " go"
 			// The two runs have different PIDs, which mallocsizes keys by.
 			pids := regexp.MustCompile(`(?m)^(@\w*\[.*, )\d+\]: `)
-			ours := pids.ReplaceAllString(runProgramCLI(t, "trace", "-c", cmdline, ourFile), "${1}PID]: ")
 			theirs := pids.ReplaceAllString(runBpftrace(t, bpftrace, "-c", cmdline, theirFile), "${1}PID]: ")
-			compareProgramOutput(t, ours, theirs)
+			for _, file := range []string{theirFile, ourFile} {
+				ours := pids.ReplaceAllString(runProgramCLI(t, "trace", "-c", cmdline, file), "${1}PID]: ")
+				compareProgramOutput(t, ours, theirs)
+			}
 			if !strings.Contains(theirs, tt.want) {
 				t.Errorf("bpftrace printed no %q:\n%s", tt.want, theirs)
 			}
@@ -255,7 +260,7 @@ func TestToolsCommandAgainstBpftrace(t *testing.T) {
 			// usdtkit takes an empty path for the command's executable
 			// (bpftrace 0.17 refuses uprobe::FUNC).
 			empty := strings.ReplaceAll(string(src), ":BIN:", "::")
-			ours = pids.ReplaceAllString(runProgramCLI(t, "trace", "-c", cmdline, "-e", empty), "${1}PID]: ")
+			ours := pids.ReplaceAllString(runProgramCLI(t, "trace", "-c", cmdline, "-e", empty), "${1}PID]: ")
 			compareProgramOutput(t, ours, theirs)
 		})
 	}

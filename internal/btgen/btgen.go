@@ -20,7 +20,7 @@ const (
 	MapScratch = "scratch" // per-CPU array, one entry: arguments, strings, keys, records
 	MapEvents  = "events"  // ring buffer of records
 	MapLost    = "lost"    // per-CPU array: [LostEvents], [LostUpdates], [LostNested]
-	MapStart   = "start"   // array, one u64: the runner's start time for elapsed (CLOCK_MONOTONIC ns)
+	MapStart   = "start"   // array of two u64: the runner's start time for elapsed (CLOCK_MONOTONIC ns), cpid
 )
 
 // Indexes in MapLost, as in bpfgen.
@@ -146,6 +146,10 @@ type Program struct {
 	ScratchSize int
 	// Events are the blocks' events, indexed by a RecEvent record's id.
 	Events []EventInfo
+	// CPID: the program reads cpid, the PID of the command the runner
+	// started, which it must write in MapStart's second slot
+	// (btrun.Options.CPID).
+	CPID bool
 }
 
 // Block is one probe block's program and sites.
@@ -407,7 +411,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	out.ScratchSize = round8(scratch)
 	out.Spec.Maps[MapScratch] = &ebpf.MapSpec{Name: MapScratch, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(out.ScratchSize), MaxEntries: 1}
 	out.Spec.Maps[MapEvents] = &ebpf.MapSpec{Name: MapEvents, Type: ebpf.RingBuf, MaxEntries: uint32(o.RingSize)}
-	out.Spec.Maps[MapStart] = &ebpf.MapSpec{Name: MapStart, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	out.Spec.Maps[MapStart] = &ebpf.MapSpec{Name: MapStart, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}
 	out.Spec.Maps[MapLost] = &ebpf.MapSpec{Name: MapLost, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 3}
 	return out, nil
 }

@@ -134,6 +134,23 @@ func (g *gen) builtin(e *btlang.Builtin) {
 			asm.LoadMem(asm.R1, asm.R10, -16, asm.DWord),
 			asm.Sub.Reg(asm.R0, asm.R1),
 		)
+	case "cpid":
+		// The command's PID, which the runner writes in MapStart's
+		// second slot before attaching (Program.CPID).
+		g.out.CPID = true
+		nocpid := g.newLabel("nocpid")
+		g.emit(
+			asm.StoreImm(asm.R10, -4, 1, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(MapStart),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.JEq.Imm(asm.R1, 0, nocpid),
+			asm.LoadMem(asm.R0, asm.R1, 0, asm.DWord),
+		)
+		g.label(nocpid)
 	default:
 		g.fail(unsupported(e.At, "builtin %s", e.Name))
 	}

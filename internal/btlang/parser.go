@@ -361,7 +361,7 @@ func (p *parser) postfix(x Expr) Expr {
 var builtins = map[string]bool{
 	"pid": true, "tid": true, "uid": true, "gid": true, "comm": true, "nsecs": true,
 	"elapsed": true, "cpu": true, "probe": true, "func": true, "retval": true, "ustack": true,
-	"goid": true,
+	"goid": true, "cpid": true,
 }
 
 // unsupportedBuiltins are bpftrace builtins usdtkit does not offer.
@@ -372,7 +372,6 @@ var unsupportedBuiltins = map[string]string{
 	"rand":     "the rand builtin is not supported yet",
 	"ctx":      "the ctx builtin is not supported",
 	"username": "the username builtin is not supported yet",
-	"cpid":     "the cpid builtin is not supported yet",
 	"numaid":   "the numaid builtin is not supported yet",
 	"jiffies":  "the jiffies builtin is not supported",
 }

@@ -109,6 +109,10 @@ type Options struct {
 	Classic bool
 	// PollInterval; 0 means DefaultPollInterval.
 	PollInterval time.Duration
+	// CPID is the PID of the command the caller started for the
+	// program, what cpid reads; a program that reads it (Program.CPID)
+	// is refused without one.
+	CPID int
 }
 
 // Runner is a loaded and attached program.
@@ -152,6 +156,9 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	if len(prog.Events) > 0 && r.opts.OnEvent == nil {
 		return nil, fmt.Errorf("the program sends events: Options.OnEvent is nil")
 	}
+	if prog.CPID && r.opts.CPID <= 0 {
+		return nil, fmt.Errorf("the program reads cpid, the PID of a command it starts: give it one (-c)")
+	}
 	if r.opts.Out == nil {
 		r.opts.Out = os.Stdout
 	}
@@ -174,6 +181,11 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	r.coll, err = loadCollection(spec, onlyPID(prog, r.opts.PIDs))
 	if err != nil {
 		return nil, fmt.Errorf("load program: %w", err)
+	}
+	if prog.CPID {
+		if err := r.coll.Maps[btgen.MapStart].Put(uint32(1), uint64(r.opts.CPID)); err != nil {
+			return nil, fmt.Errorf("write cpid: %w", err)
+		}
 	}
 	// What needs no link is done before the first one, which waits for
 	// the rest of the warm-up's grace period.
