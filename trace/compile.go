@@ -442,7 +442,7 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error), p *btlang.
 		}
 		name := kind + fn.Path + ":" + short
 		r.names[name] = probeName{name: short, path: fn.Path}
-		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name, Entry: fn.Delta == 0 && !fn.Return}
+		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name, Func: fn.Symbol.DisplayName(), Entry: fn.Delta == 0 && !fn.Return}
 		if fn.Return {
 			if s.Ret, err = regFetch(fn.Machine, ret); err != nil {
 				return fail(err)

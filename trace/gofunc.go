@@ -169,7 +169,7 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error), p *btlang.P
 		values, what = gf.Results, "results"
 	}
 	args.Refuse["arg"] = fmt.Sprintf("arg0…arg11 are C ABI registers, which mean nothing in Go function %s; read its %s by name as args.NAME (%s)", fname, what, valueNames(values))
-	site := btgen.Site{Probe: name}
+	site := btgen.Site{Probe: name, Func: fname}
 	switch {
 	case !b.DWARF:
 		why := fmt.Sprintf("%s has no DWARF (built with -ldflags=-w or stripped), so the names and places of %s's %s are unknown", fn.Path, fname, what)

@@ -85,6 +85,11 @@ type Site struct {
 	// value of the probe builtin. Empty: the block's probe as written,
 	// when the block has one probe.
 	Probe string
+	// Func is the name of the function the site probes ("malloc",
+	// "main.(*Server).handle"): the value of the func builtin, kept in
+	// Program.Probes as probe names are. Empty: the block cannot read
+	// func.
+	Func string
 }
 
 // Options are what Generate needs besides the program.
@@ -139,8 +144,8 @@ type Program struct {
 	// Times are the time() calls' strftime formats, indexed by a RecTime
 	// record's id.
 	Times []string
-	// Probes are the names the probe builtin takes, indexed by the id
-	// stored in map keys and printf records.
+	// Probes are the names the probe and func builtins take, indexed by
+	// the id stored in map keys and printf records.
 	Probes []string
 	// ScratchSize is the per-CPU scratch value's size.
 	ScratchSize int
@@ -448,14 +453,16 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 	off := 0
 	for _, k := range m.Keys {
 		switch k.Kind {
-		case btlang.KindInt, btlang.KindProbe:
+		case btlang.KindInt, btlang.KindProbe, btlang.KindSym:
+			// probe and func are name ids (Program.Probes).
+			name := k.Kind == btlang.KindProbe || k.Kind == btlang.KindSym
 			kind := eventfmt.KeyInt
-			if k.Kind == btlang.KindProbe {
+			if name {
 				kind = eventfmt.KeyString
 			}
 			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: kind})
 			mi.KeyOffs = append(mi.KeyOffs, off)
-			mi.KeyProbe = append(mi.KeyProbe, k.Kind == btlang.KindProbe)
+			mi.KeyProbe = append(mi.KeyProbe, name)
 			mi.KeyStacks = append(mi.KeyStacks, nil)
 			off += 8
 		case btlang.KindString:
@@ -536,6 +543,9 @@ type gen struct {
 	// scratch (goidOff -1: not read); see layoutNamed.
 	named   map[string]namedSlot
 	goidOff int
+	// funcOff is the scratch offset of the func builtin's name id (-1:
+	// the block does not read func).
+	funcOff int
 	// entryOff is the scratch offset of the site's entry flag for
 	// ustack (-1: the block reads no stack); see stack.go.
 	entryOff int
@@ -627,7 +637,7 @@ func (g *gen) program() (asm.Instructions, error) {
 	}
 	// Which arguments the block reads.
 	var used uint16
-	usesRet, usesProbe := false, false
+	usesRet, usesProbe, usesFunc := false, false, false
 	btlang.Inspect(b, func(n btlang.Node) bool {
 		if e, ok := n.(*btlang.Builtin); ok {
 			switch {
@@ -637,6 +647,8 @@ func (g *gen) program() (asm.Instructions, error) {
 				usesRet = true
 			case e.Name == "probe":
 				usesProbe = true
+			case e.Name == "func":
+				usesFunc = true
 			}
 		}
 		return true
@@ -655,6 +667,10 @@ func (g *gen) program() (asm.Instructions, error) {
 	}
 	g.layoutNamed()
 	g.layoutStack()
+	g.funcOff = -1
+	if usesFunc && g.special == 0 {
+		g.funcOff = g.alloc(8)
+	}
 	g.sleepable = g.opts.CopyStr != 0 && g.entryOff < 0 && g.special == 0
 	// Dispatch: sites with equal fetch code share it; a binary tree over
 	// runs of equal code finds the run.
@@ -678,6 +694,13 @@ func (g *gen) program() (asm.Instructions, error) {
 				return nil, err
 			}
 			items = append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: int64(id)}, slot: probeOff, bit: bpfgen.MaxArgs + 1})
+		}
+		if g.funcOff >= 0 {
+			name := g.sites[i].Func
+			if name == "" {
+				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("func is read but site %d (offset %#x in %s) does not say which function it probes", i, g.sites[i].Offset, g.sites[i].Path)}
+			}
+			items = append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: int64(g.probeID(name))}, slot: g.funcOff, bit: bpfgen.MaxArgs + 3})
 		}
 		if g.event != nil {
 			items = g.eventFetch(&g.sites[i], items, used)

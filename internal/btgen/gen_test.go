@@ -3,7 +3,9 @@ package btgen_test
 import (
 	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,7 +44,7 @@ func compile(t *testing.T, src string) (*btlang.Program, *btgen.Options) {
 		ret := b.Probes[0].Kind == btlang.ProbeUretprobe
 		var sites []btgen.Site
 		for i := range 3 {
-			s := btgen.Site{Path: "/bin/true", Offset: uint64(0x1000 + i), Args: regArgs(t, 6), Return: ret}
+			s := btgen.Site{Path: "/bin/true", Offset: uint64(0x1000 + i), Args: regArgs(t, 6), Return: ret, Func: fmt.Sprintf("f%d", i%2)}
 			if i == 2 {
 				// A memory argument: bpfgen's fetch code with a fault bit.
 				s.Args[1] = bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 4, HasBase: true, Reg: s.Args[0].Reg, Offset: 16}
@@ -86,6 +88,7 @@ var loadTests = []struct{ name, src string }{
 	{"elapsed", `usdt:/x:p:a { @e = elapsed; @h = hist(elapsed / 1000000); }`},
 	{"time print top", `usdt:/x:p:a { @n[arg0] = count(); print(@n, 3, 2); time(); time("%s\n"); }`},
 	{"probe", `usdt:/x:p:a { @[probe, arg0] = count(); printf("%s\n", probe); }`},
+	{"func", `uprobe:/x:f { @[func, probe] = count(); @f[func] = sum(arg0); printf("%s %s %d\n", func, probe, arg0); } uretprobe:/x:f { @r[func] = count(); }`},
 	{"string ternary, str variable length", `usdt:/x:p:a { @s[arg0 > 5 ? "big" : comm] = count(); printf("%s\n", str(arg1, arg2)); }`},
 	{"ustack keys", `uprobe:/x:f { @[ustack] = count(); @p[ustack(perf, 5), comm] = sum(arg0); @u[ustack(bpftrace, 3)] = count(); }`},
 	{"ustack printf", `uprobe:/x:f { printf("%s %d %s\n", ustack, pid, ustack(perf, 4)); }`},
@@ -121,6 +124,23 @@ func TestGenerateLoads(t *testing.T) {
 	}
 	if n < 20 {
 		t.Errorf("%d programs loaded, want at least 20", n)
+	}
+}
+
+// TestGenerateFuncNames: func is a name id per site, in the table of probe
+// names, and a site that does not name its function cannot read it.
+func TestGenerateFuncNames(t *testing.T) {
+	prog, opts := compile(t, `uprobe:/x:f { @[func] = count(); }`)
+	out, err := btgen.Generate(prog, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(out.Probes, "f0") || !slices.Contains(out.Probes, "f1") {
+		t.Errorf("names %q, want f0 and f1 among them", out.Probes)
+	}
+	opts.Sites[0][1].Func = ""
+	if _, err := btgen.Generate(prog, opts); err == nil || !strings.Contains(err.Error(), "func is read but site 1") {
+		t.Errorf("a site without its function: %v, want an error", err)
 	}
 }
 

@@ -158,6 +158,16 @@ func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 	return off
 }
 
+// nameID loads into R0 the name id (Program.Probes) of e, the probe or
+// func builtin: the site's values, fetched with its arguments.
+func (g *gen) nameID(e btlang.Expr) {
+	if b, ok := e.(*btlang.Builtin); ok && b.Name == "func" && g.funcOff >= 0 {
+		g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.funcOff), asm.DWord))
+		return
+	}
+	g.emit(asm.LoadMem(asm.R0, asm.R7, probeOff, asm.DWord))
+}
+
 // keyAt builds r's key for map mi in scratch at off. A stack field of a
 // map counted in user space (MapInfo.User) is zeros: its record carries
 // the stack (keyrec.go).
@@ -183,7 +193,8 @@ func (g *gen) keyAt(r *btlang.MapRef, mi *MapInfo, off int) {
 		f := off + mi.KeyOffs[i]
 		switch {
 		case mi.KeyProbe[i]:
-			g.emit(asm.LoadMem(asm.R0, asm.R7, probeOff, asm.DWord), asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
+			g.nameID(k)
+			g.emit(asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
 		case mi.Keys[i].Kind == eventfmt.KeyInt:
 			g.intExpr(k)
 			g.emit(asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
@@ -573,7 +584,7 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindString:
 			info.Args = append(info.Args, RecordArg{Off: size, String: true, Size: t.Size})
 			size += round8(t.Size)
-		case btlang.KindProbe:
+		case btlang.KindProbe, btlang.KindSym:
 			info.Args = append(info.Args, RecordArg{Off: size, Probe: true, Size: 8})
 			size += 8
 		case btlang.KindStack:
@@ -606,7 +617,7 @@ func (g *gen) printf(c *btlang.Call) {
 			continue
 		}
 		if ra.Probe {
-			g.emit(asm.LoadMem(asm.R0, asm.R7, probeOff, asm.DWord))
+			g.nameID(a)
 		} else {
 			g.intExpr(a)
 		}

@@ -33,7 +33,8 @@
 // also go unquoted, which bpftrace refuses), uprobe offsets (FUNC+N) and
 // probes with an empty path (usdt::P:N, uprobe::FUNC), which the back end
 // finds in the traced processes (bpftrace 0.17 refuses uprobe::FUNC).
-// Builtins: pid tid uid gid comm nsecs elapsed cpu probe func retval
+// Builtins: pid tid uid gid comm nsecs elapsed cpu probe func (the
+// probed function's name) retval
 // arg0…arg11 args.NAME (args->NAME) ustack, cpid (the PID of the command
 // the tracer starts; a program that reads it needs one), and goid, the goroutine id of
 // a Go function's probe (a usdtkit extension); functions str count sum avg min max stats hist lhist

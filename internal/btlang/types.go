@@ -24,8 +24,8 @@ const (
 	// KindProbe is the probe that fired (the probe builtin): the back end
 	// stores which probe it was and prints its full name, as bpftrace does.
 	KindProbe
-	// KindSym is a code address printed as the symbol it is in (the func
-	// builtin: the traced function's name).
+	// KindSym is the traced function's name (the func builtin); the back
+	// end stores which function, as for KindProbe, and prints its name.
 	KindSym
 )
 
