@@ -45,6 +45,10 @@ var programOneLiners = []string{
 	// @lat's buckets are replaced by their total)
 	`uprobe:BIN:work { @start[tid] = nsecs; }`,
 	`uretprobe:BIN:work /@start[tid]/ { @lat = hist(nsecs - @start[tid]); @pairs = count(); @later = sum(nsecs >= @start[tid]); delete(@start[tid]); }`,
+	// strncmp in a predicate and in keys, with lengths past a word,
+	// past both strings and 0
+	`usdt:BIN:demo:req /strncmp(str(arg1), "gam", 3) == 0/ { @gam = count(); }`,
+	`usdt:BIN:demo:req { @nc[str(arg1), strncmp(str(arg1), "alphabet", 5), strncmp("delta", str(arg1), 2), strncmp(str(arg1), "betamaxes", 40), strncmp(str(arg1), "x", 0)] = count(); }`,
 	// a tuple key, a string predicate, stats
 	`usdt:BIN:demo:req /str(arg1) != "beta"/ { @pair[str(arg1), arg0 % 3] = count(); @st = stats(arg2); }`,
 }
@@ -63,6 +67,7 @@ func TestProgramAgainstBpftrace(t *testing.T) {
 		theirs, ours := runBothPID(t, bpftrace, bin, src, nil)
 		compareProgramOutput(t, ours, theirs)
 		if !strings.Contains(theirs, "@pairs: 100") || !strings.Contains(theirs, "req 5 beta|bet   |") ||
+			!strings.Contains(theirs, "@gam: 25") || !strings.Contains(theirs, "@nc[alpha, 0, 1, 1, 0]: 25") ||
 			!strings.Contains(histTotal(theirs, "@lat"), "@lat: 100 in all") {
 			t.Errorf("bpftrace saw too little:\n%s", theirs)
 		}

@@ -63,6 +63,15 @@ func (g *gen) intExpr(e btlang.Expr) {
 		}
 	case *btlang.Binary:
 		g.binary(e)
+	case *btlang.Call:
+		if e.Name != "strncmp" {
+			g.fail(unsupported(e.At, "%s() here", e.Name))
+			return
+		}
+		n, _ := btlang.ConstValue(e.Args[2])
+		a := g.strExpr(e.Args[0])
+		b := g.strExpr(e.Args[1])
+		g.strPrefixDiffers(a, b, n)
 	case *btlang.Ternary:
 		els, end := g.newLabel("else"), g.newLabel("fi")
 		g.intExpr(e.Cond)
@@ -248,6 +257,40 @@ func (g *gen) strEqual(a, b strBuf) {
 	g.emit(asm.Mov.Imm(asm.R0, 1), asm.Ja.Label(end))
 	g.label(ne)
 	g.emit(asm.Mov.Imm(asm.R0, 0))
+	g.label(end)
+}
+
+// strPrefixDiffers sets R0 to 0 when the strings in a and b agree in
+// their first n bytes, else 1 (strncmp). Both buffers are zero-padded:
+// bytes past a string's NUL are 0 in both when the strings agree, and
+// the shorter buffer holds its NUL, so its bytes decide.
+func (g *gen) strPrefixDiffers(a, b strBuf, n int64) {
+	l := int(min(n, int64(min(round8(a.size), round8(b.size)))))
+	if l == 0 {
+		g.emit(asm.Mov.Imm(asm.R0, 0))
+		return
+	}
+	ne, end := g.newLabel("strncmp_ne"), g.newLabel("strncmp_end")
+	for k := 0; k < l; k += 8 {
+		g.emit(
+			asm.LoadMem(asm.R1, asm.R7, int16(a.off+k), asm.DWord),
+			asm.LoadMem(asm.R2, asm.R7, int16(b.off+k), asm.DWord),
+		)
+		if r := l - k; r < 8 {
+			// The last bytes alone (little endian: the low ones).
+			g.emit(
+				asm.Xor.Reg(asm.R1, asm.R2),
+				asm.LoadImm(asm.R2, int64(1)<<(8*r)-1, asm.DWord),
+				asm.And.Reg(asm.R1, asm.R2),
+				asm.JNE.Imm(asm.R1, 0, ne),
+			)
+			continue
+		}
+		g.emit(asm.JNE.Reg(asm.R1, asm.R2, ne))
+	}
+	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(end))
+	g.label(ne)
+	g.emit(asm.Mov.Imm(asm.R0, 1))
 	g.label(end)
 }
 

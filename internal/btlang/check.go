@@ -490,6 +490,10 @@ func (c *checker) constant(e Expr, what string) (int64, bool) {
 	return v, ok
 }
 
+// ConstValue returns the value of e if it is an integer constant (a
+// literal, or a negated one).
+func ConstValue(e Expr) (int64, bool) { return constValue(e) }
+
 func constValue(e Expr) (int64, bool) {
 	switch e := e.(type) {
 	case *IntLit:
@@ -559,7 +563,7 @@ var statementCalls = map[string]bool{
 var unsupportedCalls = map[string]bool{
 	"join": true, "system": true, "cat": true, "signal": true, "override": true, "kaddr": true,
 	"uaddr": true, "ksym": true, "usym": true, "reg": true, "buf": true, "ntop": true, "pton": true,
-	"strftime": true, "strncmp": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
+	"strftime": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true, "bswap": true,
 	"cgroup_path": true, "kstack": true, "strcontains": true, "has_key": true, "debugf": true,
 	"offsetof": true, "percpu_kaddr": true, "nsecs": true, "socket_cookie": true,
@@ -1051,6 +1055,25 @@ func (c *checker) call(e *Call) Type {
 			return t
 		}
 		return StringType(size)
+	case "strncmp":
+		// bpftrace's strncmp(s1, s2, n): 0 when the strings agree in
+		// their first n characters (up to a NUL), else 1.
+		if len(e.Args) != 3 {
+			c.errorf(e.At, "strncmp() takes two strings and a length: strncmp(s1, s2, n)")
+			return Type{}
+		}
+		for _, a := range e.Args[:2] {
+			if t := c.expr(a); t.Kind != KindNone && t.Kind != KindString {
+				c.errorf(a.Pos(), "strncmp() compares strings, not %s", t)
+				return Type{}
+			}
+		}
+		c.expr(e.Args[2])
+		if v, ok := constValue(e.Args[2]); !ok || v < 0 {
+			c.errorf(e.Args[2].Pos(), "the length of strncmp() must be an integer constant, 0 or more")
+			return Type{}
+		}
+		return uint64T
 	case "ustack":
 		for _, p := range c.block.Probes {
 			if !slices.Contains(builtinKinds["ustack"], p.Kind) {

@@ -37,7 +37,7 @@
 // probed function's name) retval
 // arg0…arg11 args.NAME (args->NAME) ustack, cpid (the PID of the command
 // the tracer starts; a program that reads it needs one), and goid, the goroutine id of
-// a Go function's probe (a usdtkit extension); functions str count sum avg min max stats hist lhist
+// a Go function's probe (a usdtkit extension); functions str strncmp count sum avg min max stats hist lhist
 // ustack(n) ustack(perf) ustack(perf, n) ustack(bpftrace, n) printf print
 // delete clear zero time exit. kstack is refused (user space only), as is
 // ustack(raw).
