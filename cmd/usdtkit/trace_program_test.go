@@ -49,6 +49,9 @@ var programOneLiners = []string{
 	// past both strings and 0
 	`usdt:BIN:demo:req /strncmp(str(arg1), "gam", 3) == 0/ { @gam = count(); }`,
 	`usdt:BIN:demo:req { @nc[str(arg1), strncmp(str(arg1), "alphabet", 5), strncmp("delta", str(arg1), 2), strncmp(str(arg1), "betamaxes", 40), strncmp(str(arg1), "x", 0)] = count(); }`,
+	// casts and reads of the process's memory: a name's bytes, values
+	// cut to fewer bits, signed and not
+	`usdt:BIN:demo:req { @mem[*(uint8*)arg1, *(int16*)(arg1 + 1), (int8)arg2 % 5, (uint16)arg2 / 1000, (int32)(arg2 << 31) < 0] = count(); @first = sum(*(int64*)arg1 & 0xff); }`,
 	// a tuple key, a string predicate, stats
 	`usdt:BIN:demo:req /str(arg1) != "beta"/ { @pair[str(arg1), arg0 % 3] = count(); @st = stats(arg2); }`,
 }

@@ -63,6 +63,25 @@ func (g *gen) intExpr(e btlang.Expr) {
 		}
 	case *btlang.Binary:
 		g.binary(e)
+	case *btlang.Cast:
+		g.intExpr(e.X)
+		g.extend(e.Size, e.Signed)
+	case *btlang.Deref:
+		// The integer at the address, read into a zeroed stack slot:
+		// 0 if it cannot be read.
+		g.intExpr(e.X.X)
+		slot := g.push()
+		g.emit(
+			asm.Mov.Reg(asm.R3, asm.R0),
+			storeImm64(asm.R10, slot, 0),
+			asm.Mov.Reg(asm.R1, asm.R10),
+			asm.Add.Imm(asm.R1, int32(slot)),
+			asm.Mov.Imm(asm.R2, int32(e.X.Size)),
+			asm.FnProbeReadUser.Call(),
+			asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
+		)
+		g.pop()
+		g.extend(e.X.Size, e.X.Signed)
 	case *btlang.Call:
 		if e.Name != "strncmp" {
 			g.fail(unsupported(e.At, "%s() here", e.Name))
@@ -258,6 +277,21 @@ func (g *gen) strEqual(a, b strBuf) {
 	g.label(ne)
 	g.emit(asm.Mov.Imm(asm.R0, 0))
 	g.label(end)
+}
+
+// extend truncates R0 to its low size bytes and extends them to 64 bits,
+// with the sign if signed.
+func (g *gen) extend(size int, signed bool) {
+	if size >= 8 {
+		return
+	}
+	if shift := int32(64 - 8*size); signed {
+		g.emit(asm.LSh.Imm(asm.R0, shift), asm.ArSh.Imm(asm.R0, shift))
+	} else if size == 4 {
+		g.emit(asm.Mov.Reg32(asm.R0, asm.R0))
+	} else {
+		g.emit(asm.And.Imm(asm.R0, int32(1)<<(8*size)-1))
+	}
 }
 
 // strPrefixDiffers sets R0 to 0 when the strings in a and b agree in

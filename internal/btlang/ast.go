@@ -107,6 +107,25 @@ type Unary struct {
 	X  Expr
 }
 
+// Cast is (TYPE)X or, only as Deref's operand, (TYPE*)X, TYPE one of
+// int8 … int64, uint8 … uint64: X, an integer, truncated to Size bytes
+// and extended as Signed says (a value cast), or the address of such an
+// integer (Ptr).
+type Cast struct {
+	ExprBase
+	Size   int
+	Signed bool
+	Ptr    bool
+	X      Expr
+}
+
+// Deref is *X, X a pointer Cast: the integer at the address, read from
+// the traced process's memory (0 if it cannot be read, as in bpftrace).
+type Deref struct {
+	ExprBase
+	X *Cast
+}
+
 // Binary is X Op Y for Op one of * / % + - << >> < <= > >= == != & ^ | && ||.
 // On integers the result is a 64-bit integer, signed when both operands
 // are (comparisons and && || give 0 or 1), as bpftrace types it; == and !=

@@ -103,6 +103,16 @@ func dumpExpr(b *strings.Builder, e Expr, d int) {
 		}
 		line(b, d, e.Op)
 		dumpExpr(b, e.X, d+1)
+	case *Cast:
+		ptr := ""
+		if e.Ptr {
+			ptr = "*"
+		}
+		line(b, d, "("+castName(e.Size, e.Signed)+ptr+")")
+		dumpExpr(b, e.X, d+1)
+	case *Deref:
+		line(b, d, "dereference")
+		dumpExpr(b, e.X, d+1)
 	case *Binary:
 		line(b, d, e.Op)
 		dumpExpr(b, e.X, d+1)

@@ -726,6 +726,10 @@ func (c *checker) expr(e Expr) Type {
 		e.T = t
 	case *Unary:
 		e.T = t
+	case *Cast:
+		e.T = t
+	case *Deref:
+		e.T = t
 	case *Binary:
 		e.T = t
 	case *Ternary:
@@ -790,6 +794,26 @@ func (c *checker) exprType(e Expr) Type {
 			return uint64T
 		}
 		return t.widen(t)
+	case *Cast:
+		if e.Ptr {
+			c.errorf(e.At, "a pointer cast must be dereferenced: *(%s*)X reads the integer at X", castName(e.Size, e.Signed))
+			return Type{}
+		}
+		if t := c.expr(e.X); t.Kind != KindInt {
+			if t.Kind != KindNone {
+				c.errorf(e.At, "a cast to %s needs an integer, not %s", castName(e.Size, e.Signed), t)
+			}
+			return Type{}
+		}
+		return Type{Kind: KindInt, Signed: e.Signed, Size: 8}
+	case *Deref:
+		if t := c.expr(e.X.X); t.Kind != KindInt {
+			if t.Kind != KindNone {
+				c.errorf(e.X.At, "*(%s*)X reads at an integer address, not %s", castName(e.X.Size, e.X.Signed), t)
+			}
+			return Type{}
+		}
+		return Type{Kind: KindInt, Signed: e.X.Signed, Size: 8}
 	case *Binary:
 		return c.binary(e)
 	case *Ternary:

@@ -10,7 +10,7 @@
 // Each Probe is a usdt, uprobe, uretprobe, BEGIN, END or interval probe with
 // its parts unquoted (Probe.String prints it back). The body is statements
 // (Assign, IncDec, If, ExprStmt) over expressions (IntLit, StrLit, Builtin,
-// ArgField, Var, MapRef, Call, Unary, Binary, Ternary, Tuple, TupleIndex).
+// ArgField, Var, MapRef, Call, Unary, Cast, Deref, Binary, Ternary, Tuple, TupleIndex).
 //
 // Check asks the back end, through the ProbeInfo interface, how many
 // arguments each probe has and which it provides by name (args.NAME for Go
@@ -39,12 +39,13 @@
 // the tracer starts; a program that reads it needs one), and goid, the goroutine id of
 // a Go function's probe (a usdtkit extension); functions str strncmp count sum avg min max stats hist lhist
 // ustack(n) ustack(perf) ustack(perf, n) ustack(bpftrace, n) printf print
-// delete clear zero time exit. kstack is refused (user space only), as is
-// ustack(raw).
+// delete clear zero time exit; casts (int8 … uint64) and reads of user
+// memory through a pointer cast, *(int32*)X. kstack is refused (user
+// space only), as is ustack(raw).
 //
 // Where usdtkit differs from bpftrace, it rejects: a program Check accepts
 // means what it means under bpftrace. Besides what usdtkit does not compile
-// yet (unroll, while, return, casts, positional parameters, other probe
+// yet (unroll, while, return, casts to C or struct types, positional parameters, other probe
 // types and functions, print of a value, printf conversions other than
 // c s d u x X p o, which bpftrace would print literally), Check rejects a
 // division by the constant zero and reading an aggregation, which bpftrace

@@ -324,7 +324,16 @@ func (p *parser) unary() Expr {
 		p.depth--
 		return &Unary{ExprBase: ExprBase{At: t.pos}, Op: t.text, X: x}
 	case t.is("*"):
-		p.failf(t.pos, "pointer dereference (*) is not supported")
+		p.next(false)
+		p.enter()
+		x := p.unary()
+		p.depth--
+		c, ok := x.(*Cast)
+		if !ok || !c.Ptr {
+			p.failf(t.pos, "only a pointer cast can be dereferenced, as in *(int32*)arg0")
+			return x
+		}
+		return &Deref{ExprBase: ExprBase{At: t.pos}, X: c}
 	case t.is("&"):
 		p.failf(t.pos, "the address-of operator (&) is not supported")
 	case t.is("++") || t.is("--"):
@@ -404,6 +413,9 @@ func (p *parser) primary() Expr {
 	case tPunct:
 		if t.is("(") {
 			p.next(false)
+			if size, signed, ok := castType(p.tok); ok {
+				return p.cast(t, size, signed)
+			}
 			first := p.expr()
 			if p.tok.is(")") {
 				p.next(false)
@@ -419,6 +431,50 @@ func (p *parser) primary() Expr {
 	}
 	p.failf(t.pos, "expected an expression, found %s", t.describe())
 	return &IntLit{ExprBase: ExprBase{At: t.pos}}
+}
+
+// castTypes are the integer types of casts, by name: size and sign.
+var castTypes = map[string]struct {
+	size   int
+	signed bool
+}{
+	"int8": {1, true}, "int16": {2, true}, "int32": {4, true}, "int64": {8, true},
+	"uint8": {1, false}, "uint16": {2, false}, "uint32": {4, false}, "uint64": {8, false},
+}
+
+// castType reports whether t names a cast's type.
+func castType(t token) (size int, signed, ok bool) {
+	if t.kind != tIdent {
+		return 0, false, false
+	}
+	ct, ok := castTypes[t.text]
+	return ct.size, ct.signed, ok
+}
+
+// castName is the name of the cast type of size bytes and sign.
+func castName(size int, signed bool) string {
+	s := "int" + strconv.Itoa(8*size)
+	if !signed {
+		s = "u" + s
+	}
+	return s
+}
+
+// cast parses the rest of a cast whose "(" is open and whose type is the
+// current token: an optional "*", ")", and the operand, a unary
+// expression. A pointer cast must be dereferenced (see unary).
+func (p *parser) cast(open token, size int, signed bool) Expr {
+	p.next(false)
+	ptr := false
+	if p.tok.is("*") {
+		ptr = true
+		p.next(false)
+	}
+	p.expect(")", false)
+	p.enter()
+	x := p.unary()
+	p.depth--
+	return &Cast{ExprBase: ExprBase{At: open.pos}, Size: size, Signed: signed, Ptr: ptr, X: x}
 }
 
 // exprList parses e1, e2… up to and including the closing punctuation.
@@ -505,8 +561,10 @@ func (p *parser) ident() Expr {
 	switch t.text {
 	case "perf", "bpftrace", "raw":
 		p.failf(t.pos, "%s is a stack mode: it is only the first argument of ustack()", t.text)
-	case "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "char", "int", "long", "unsigned", "signed", "short", "bool":
-		p.failf(t.pos, "casts such as (%s) are not supported", t.text)
+	case "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64":
+		p.failf(t.pos, "%s is a type: cast with (%s)X, or read memory with *(%s*)X", t.text, t.text, t.text)
+	case "char", "int", "long", "unsigned", "signed", "short", "bool":
+		p.failf(t.pos, "casts to %s are not supported; cast to int8 … int64 or uint8 … uint64", t.text)
 	case "if", "else":
 		p.failf(t.pos, "%s cannot appear in an expression", t.text)
 	case "sizeof", "offsetof":

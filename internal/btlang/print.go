@@ -106,7 +106,7 @@ func (w *printer) stmt(s Stmt) {
 // operand prints e, in parentheses when it is an operation.
 func (w *printer) operand(e Expr) {
 	switch e.(type) {
-	case *Unary, *Binary, *Ternary:
+	case *Unary, *Binary, *Ternary, *Cast, *Deref:
 		w.WriteByte('(')
 		w.expr(e)
 		w.WriteByte(')')
@@ -154,6 +154,16 @@ func (w *printer) expr(e Expr) {
 	case *Unary:
 		w.WriteString(e.Op)
 		w.operand(e.X)
+	case *Cast:
+		w.WriteString("(" + castName(e.Size, e.Signed))
+		if e.Ptr {
+			w.WriteByte('*')
+		}
+		w.WriteByte(')')
+		w.operand(e.X)
+	case *Deref:
+		w.WriteByte('*')
+		w.expr(e.X)
 	case *Binary:
 		w.operand(e.X)
 		w.WriteString(" " + e.Op + " ")

@@ -33,6 +33,10 @@ func Inspect(n Node, f func(Node) bool) {
 		inspectExprs(n.Args, f)
 	case *Unary:
 		Inspect(n.X, f)
+	case *Cast:
+		Inspect(n.X, f)
+	case *Deref:
+		Inspect(n.X, f)
 	case *Binary:
 		Inspect(n.X, f)
 		Inspect(n.Y, f)
