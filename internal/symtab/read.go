@@ -26,11 +26,11 @@ func Read(f *elfnotes.File) ([]Symbol, error) {
 }
 
 // ReadPartial returns the defined symbols of f, of every type, sorted by
-// Value, then Name, then Version. Undefined symbols (imports) and symbols
-// without a name (section symbols) are skipped. A symbol in both .symtab
-// and .dynsym (same name and value) is listed once. A Go binary without
-// .symtab is read from its .gopclntab instead, together with its .dynsym,
-// if any.
+// Value, then Name, then Version (then in the order read). Undefined
+// symbols (imports) and symbols without a name (section symbols) are
+// skipped. A symbol in both .symtab and .dynsym (same name and value) is
+// listed once. A Go binary without .symtab is read from its .gopclntab
+// instead, together with its .dynsym, if any.
 //
 // Damage stays local, as in readelf: a table that cannot be read (bad
 // sh_link, string table or entry size, contents past the end of the file)
@@ -55,10 +55,37 @@ func ReadPartial(f *elfnotes.File) (syms []Symbol, warnings []error, err error) 
 // symbol values are the object's virtual addresses, as objcopy
 // --only-keep-debug keeps them.
 func ReadPartialDebug(f, debug *elfnotes.File) (syms []Symbol, warnings []error, err error) {
+	return ReadPartialWith(f, &ReadOptions{Debug: debug})
+}
+
+// ReadOptions says what [ReadPartialWith] reads.
+type ReadOptions struct {
+	// Debug is the object's separate debug file (see [OpenDebugFile]),
+	// read as [ReadPartialDebug] reads it; nil for none.
+	Debug *elfnotes.File
+	// Keep, when not nil, selects the symbols read by their plain name
+	// (the name without "@VERSION"): a symbol whose plain name Keep
+	// rejects is skipped before its version is read, and is not kept. The
+	// symbols returned are then exactly those of the whole list whose
+	// plain name Keep accepts, in the same order and with the same
+	// fields, since the entries merged into one symbol share a plain
+	// name; warnings are those about the tables and the entries read.
+	// Keep must not retain its argument. nil keeps every symbol.
+	Keep func(plain string) bool
+}
+
+// ReadPartialWith is [ReadPartialDebug] with options; nil opts means
+// ReadPartial. A plain name looked up with Keep costs one pass over the
+// tables, without the sorting and merging of every symbol.
+func ReadPartialWith(f *elfnotes.File, opts *ReadOptions) (syms []Symbol, warnings []error, err error) {
+	if opts == nil {
+		opts = &ReadOptions{}
+	}
+	debug := opts.Debug
 	symtab := sectionOfType(f, elf.SHT_SYMTAB)
 	dynsym := sectionOfType(f, elf.SHT_DYNSYM)
 
-	r := &tableReader{f: f}
+	r := &tableReader{f: f, keep: opts.Keep}
 	var out []Symbol
 	var debugTab *elfnotes.Section
 	if debug != nil && (symtab == nil || symtab.Type == elf.SHT_NOBITS) {
@@ -68,7 +95,7 @@ func ReadPartialDebug(f, debug *elfnotes.File) (syms []Symbol, warnings []error,
 	}
 	switch {
 	case debugTab != nil:
-		dr := &tableReader{f: debug}
+		dr := &tableReader{f: debug, keep: opts.Keep}
 		t, err := dr.table(debugTab, SourceDebug)
 		if err == nil {
 			out, _, err = dr.appendSyms(nil, t)
@@ -92,6 +119,9 @@ func ReadPartialDebug(f, debug *elfnotes.File) (syms []Symbol, warnings []error,
 		out, err = goSymbols(f)
 		if err = r.warn(gopclntabSection(f), err); err != nil {
 			return nil, nil, err
+		}
+		if r.keep != nil {
+			out = slices.DeleteFunc(out, func(s Symbol) bool { return !r.keep(plainName(s.Name)) })
 		}
 	case dynsym == nil:
 		return nil, nil, ErrNoSymbols
@@ -196,29 +226,48 @@ func (r *tableReader) mergeDynsym(dyn *elfnotes.Section, out []Symbol) ([]Symbol
 	return out[:w], nil
 }
 
-// sortSymbols sorts syms by Value, Name and Version. Symbols are large:
-// sorting indices and then moving each symbol once, along the cycles of the
-// permutation, is several times faster than sorting them in place, and
-// needs no second slice of symbols.
+// sortSymbols sorts syms by Value, Name and Version, and symbols equal in
+// all three in their order in syms, so that the order does not depend on
+// the sorting algorithm and a subset of syms (see ReadOptions.Keep) sorts
+// as it does within the whole. Symbols are large: sorting compact keys
+// (the value and the index) and then moving each symbol once, along the
+// cycles of the permutation, is several times faster than sorting them in
+// place, and needs no second slice of symbols; names are compared only
+// between symbols of one value.
 func sortSymbols(syms []Symbol) {
-	idx := make([]int, len(syms))
-	for i := range idx {
-		idx[i] = i
+	type key struct {
+		value uint64
+		i     int // index in syms
 	}
-	slices.SortFunc(idx, func(i, j int) int {
-		a, b := &syms[i], &syms[j]
-		return cmp.Or(cmp.Compare(a.Value, b.Value), strings.Compare(a.Name, b.Name), strings.Compare(a.Version, b.Version))
-	})
-	// syms[i] must become the old syms[idx[i]]; -1 marks a placed slot.
+	keys := make([]key, len(syms))
+	sorted := true
 	for i := range syms {
-		if idx[i] < 0 {
+		keys[i] = key{syms[i].Value, i}
+		if i > 0 && syms[i].Value < syms[i-1].Value {
+			sorted = false
+		}
+	}
+	cmpKeys := func(a, b key) int {
+		if a.value != b.value {
+			return cmp.Compare(a.value, b.value)
+		}
+		x, y := &syms[a.i], &syms[b.i]
+		return cmp.Or(strings.Compare(x.Name, y.Name), strings.Compare(x.Version, y.Version), cmp.Compare(a.i, b.i))
+	}
+	if sorted && slices.IsSortedFunc(keys, cmpKeys) {
+		return
+	}
+	slices.SortFunc(keys, cmpKeys)
+	// syms[i] must become the old syms[keys[i].i]; -1 marks a placed slot.
+	for i := range syms {
+		if keys[i].i < 0 {
 			continue
 		}
 		tmp := syms[i]
 		j := i
 		for {
-			k := idx[j]
-			idx[j] = -1
+			k := keys[j].i
+			keys[j].i = -1
 			if k == i {
 				syms[j] = tmp
 				break
