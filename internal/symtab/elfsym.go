@@ -115,7 +115,7 @@ func (r *tableReader) appendSyms(out []Symbol, t *symTable) ([]Symbol, []bool, e
 		}); err != nil {
 			return nil, nil, err
 		}
-		out = slices.Grow(out, defined)
+		out = slices.Grow(out, defined+r.reserve)
 	}
 	var strErr error // reading the string table failed
 	var hidden []bool
@@ -278,7 +278,10 @@ func linked(f *elfnotes.File, s *elfnotes.Section) (*elfnotes.Section, error) {
 type tableReader struct {
 	f *elfnotes.File
 	// keep selects symbols by plain name (ReadOptions.Keep); nil keeps all.
-	keep     func(plain string) bool
+	keep func(plain string) bool
+	// reserve is room appendSyms makes in its result for symbols that
+	// will be appended to it, beyond the defined entries of its table.
+	reserve  int
 	strs     map[*elfnotes.Section]*strTab
 	warnings []error
 }

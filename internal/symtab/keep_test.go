@@ -1,14 +1,17 @@
 package symtab
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,6 +205,30 @@ func TestSortSymbolsStable(t *testing.T) {
 		a, b := syms[i-1], syms[i]
 		if a.Value > b.Value || (a.Value == b.Value && a.Size >= b.Size) {
 			t.Fatalf("at %d: have %+v before %+v, want by value, then in input order", i, a, b)
+		}
+	}
+}
+
+// TestRadixSort compares radixSort with a stable sort by value, on values
+// that differ in low, middle and high bytes and repeat.
+func TestRadixSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 2, 3, 100, 5000} {
+		keys := make([]sortKey, n)
+		for i := range keys {
+			v := rng.Uint64N(64)
+			switch rng.IntN(3) {
+			case 1:
+				v <<= 20
+			case 2:
+				v = v<<56 | 0x7f0000
+			}
+			keys[i] = sortKey{v, i}
+		}
+		want := slices.Clone(keys)
+		slices.SortStableFunc(want, func(a, b sortKey) int { return cmp.Compare(a.value, b.value) })
+		if have := radixSort(keys); !slices.Equal(have, want) {
+			t.Errorf("%d keys: have %v, want %v", n, have, want)
 		}
 	}
 }
