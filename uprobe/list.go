@@ -114,9 +114,9 @@ func keepNames(sels []Selector) func(plain string) bool {
 		if !s.Literal() {
 			return nil
 		}
-		// A symbol named s.Func, or s.Func[...] (a Go generic's
-		// instance), has the plain name of s.Func, or one that starts
-		// with s.Func and "[" (where s.Func has no '@').
+		// A symbol named s.Func has the plain name of s.Func; one named
+		// s.Func[...] (a Go generic's instance) has it too when s.Func
+		// has an '@', else one that starts with s.Func and "[".
 		names[plainName(s.Func)] = true
 		generic = append(generic, s.Func+"[")
 	}
