@@ -267,11 +267,30 @@ func BenchmarkProgramStart(b *testing.B) {
 	testutil.DefaultSIGINTForChildren()
 	bin := testutil.BuildTracee(b, "-O2", "-DTRACEE_NO_WIDE")
 	tc := testutil.StartTracee(b, bin)
-	pid := strconv.Itoa(tc.PID())
 	prog := `BEGIN { printf("ready\n"); } `
 	for _, name := range []string{"ints", "stack", "consts", "str", "global"} {
 		prog += "usdt:" + bin + ":tracee:" + name + " { @[probe] = count(); } "
 	}
+	programStart(b, tc.PID(), prog)
+}
+
+// BenchmarkProgramStartUprobe is BenchmarkProgramStart for a program of one
+// function of libc, uprobe:libc:malloc, which both tools find in the
+// tracee's maps and look up in libc's symbols (and those of its separate
+// debug file, where one is installed).
+func BenchmarkProgramStartUprobe(b *testing.B) {
+	testutil.RequireBPF(b)
+	testutil.RequireTracefs(b)
+	testutil.DefaultSIGINTForChildren()
+	tc := testutil.StartTracee(b, testutil.BuildTracee(b, "-O2", "-DTRACEE_NO_WIDE"))
+	tc.Do(b, "sem") // the tracee runs: libc is mapped
+	programStart(b, tc.PID(), `BEGIN { printf("ready\n"); } uprobe:libc:malloc { @ = count(); }`)
+}
+
+// programStart times prog's start under both tools in process tracee, as
+// BenchmarkProgramStart says.
+func programStart(b *testing.B, tracee int, prog string) {
+	pid := strconv.Itoa(tracee)
 	tools := []tool{
 		{"usdtkit", []string{usdtkitBinary(b), "trace", "-p", pid, "-e", prog}},
 		{"bpftrace", []string{testutil.RequireTool(b, "bpftrace"), "-p", pid, "-e", prog}},

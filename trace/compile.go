@@ -160,6 +160,7 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 	prog, err := btlang.Parse(name, []byte(src))
 	if err == nil {
 		r.prescan(prog, events, fields)
+		r.noteFunctionNames(prog)
 		err = btlang.Check(prog, &btlang.CheckOptions{Probes: r})
 	}
 	if r.fatal != nil {
@@ -268,6 +269,9 @@ type resolver struct {
 	// listFunctions).
 	usdtLists   map[listKey]usdtList
 	symbolLists map[listKey]symbolList
+	// funcNames are, per path, the functions the program names in it
+	// when it names them all by name (see noteFunctionNames).
+	funcNames map[string][]string
 }
 
 type resolved struct {
@@ -305,12 +309,9 @@ func (r *resolver) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
 
 func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error) {
 	fail := func(err error) (*resolved, btlang.ProbeArgs, error) { return nil, btlang.ProbeArgs{}, err }
-	path := p.Path
+	path := r.probePath(p)
 	if path == "" && r.noProcess() {
-		if r.opts.Executable == "" {
-			return fail(fmt.Errorf("an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)"))
-		}
-		path = r.opts.Executable
+		return fail(fmt.Errorf("an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)"))
 	}
 	warn := r.opts.Warn
 	if warn == nil {
@@ -329,6 +330,15 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error)
 		return fail(listError{err})
 	}
 	return r.functions(fns, warn, p)
+}
+
+// probePath is the path p's objects are looked for in: its own, or
+// without a process the executable, if any.
+func (r *resolver) probePath(p *btlang.Probe) string {
+	if p.Path == "" && r.noProcess() {
+		return r.opts.Executable
+	}
+	return p.Path
 }
 
 // setMachine checks that every object is of one machine.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
@@ -35,7 +36,7 @@ func (r *resolver) noProcess() bool {
 func (r *resolver) listUSDT(sel sdt.Selector, warn func(error)) ([]sdt.Probe, error) {
 	var all []sdt.Probe
 	for _, pid := range r.pids {
-		k := listKey{pid, sel.Path}
+		k := listKey{pid: pid, path: sel.Path}
 		l, ok := r.usdtLists[k]
 		if !ok {
 			l.probes, l.err = sdt.List(&sdt.ListOptions{PID: pid, Warn: warn, Selectors: []sdt.Selector{{Path: sel.Path}}})
@@ -58,6 +59,9 @@ func (r *resolver) listUSDT(sel sdt.Selector, warn func(error)) ([]sdt.Probe, er
 type listKey struct {
 	pid  int
 	path string
+	// named says that only the symbols of the functions the program names
+	// in path are listed (see noteFunctionNames).
+	named bool
 }
 
 // usdtList is a listing's outcome.
@@ -69,14 +73,25 @@ type usdtList struct {
 // listFunctions lists the functions sel selects in each process, or in
 // the files its path names. As with listUSDT, the symbols of one path in
 // one process (or of the files) are read once per Compile: a program may
-// name many functions of one library.
+// name many functions of one library. Where the program names functions
+// of the path by name only (see noteFunctionNames), only their symbols
+// are read, which spares sorting every symbol of a library such as libc.
 func (r *resolver) listFunctions(sel uprobe.Selector, warn func(error)) ([]uprobe.Function, error) {
+	sels := []uprobe.Selector{{Path: sel.Path}}
+	names := r.funcNames[sel.Path]
+	named := slices.Contains(names, sel.Func)
+	if named {
+		sels = sels[:0]
+		for _, name := range names {
+			sels = append(sels, uprobe.Selector{Path: sel.Path, Func: name})
+		}
+	}
 	var all []uprobe.Function
 	for _, pid := range r.pids {
-		k := listKey{pid, sel.Path}
+		k := listKey{pid: pid, path: sel.Path, named: named}
 		l, ok := r.symbolLists[k]
 		if !ok {
-			l.objs, l.err = uprobe.List(&uprobe.ListOptions{PID: pid, Warn: warn, Selectors: []uprobe.Selector{{Path: sel.Path}}})
+			l.objs, l.err = uprobe.List(&uprobe.ListOptions{PID: pid, Warn: warn, Selectors: sels})
 			r.symbolLists[k] = l
 		}
 		if l.err != nil {
@@ -85,6 +100,32 @@ func (r *resolver) listFunctions(sel uprobe.Selector, warn func(error)) ([]uprob
 		all = append(all, uprobe.FunctionsOf(l.objs, []uprobe.Selector{sel})...)
 	}
 	return all, nil
+}
+
+// noteFunctionNames notes, per path, the names of prog's function probes
+// of that path when every one of them names functions by one name
+// (uprobe.Selector.Literal), for listFunctions.
+func (r *resolver) noteFunctionNames(prog *btlang.Program) {
+	glob := make(map[string]bool)
+	for _, b := range prog.Blocks {
+		for _, p := range b.Probes {
+			if p.Kind != btlang.ProbeUprobe && p.Kind != btlang.ProbeUretprobe {
+				continue
+			}
+			path := r.probePath(p)
+			switch {
+			case glob[path]:
+			case !(uprobe.Selector{Func: p.Name}).Literal():
+				glob[path] = true
+				delete(r.funcNames, path)
+			case !slices.Contains(r.funcNames[path], p.Name):
+				if r.funcNames == nil {
+					r.funcNames = make(map[string][]string)
+				}
+				r.funcNames[path] = append(r.funcNames[path], p.Name)
+			}
+		}
+	}
 }
 
 // symbolList is a listing's outcome.

@@ -41,3 +41,34 @@ func BenchmarkSymbols(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFunctionsLibc resolves one function of libc by name in a
+// running C program, as `usdtkit trace -p PID -e 'uprobe:libc:malloc
+// {...}'` does: libc is found in the process's maps, and its symbols are
+// read with those of its separate debug file where one is installed. The
+// list-all sibling lists every function of libc (a selector of the path
+// only, as a glob would need); glob is a glob that matches the name.
+func BenchmarkFunctionsLibc(b *testing.B) {
+	tc := testutil.StartTracee(b, testutil.BuildTracee(b, "-O2"))
+	tc.Do(b, "sem") // the tracee runs: libc is mapped
+	pid := tc.PID()
+	for _, bc := range []struct {
+		name string
+		sel  Selector
+	}{
+		{"list-all", Selector{Path: "libc"}},
+		{"named", Selector{Path: "libc", Func: "malloc"}},
+		{"glob", Selector{Path: "libc", Func: "mallo[c]"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			opts := &ListOptions{PID: pid, Selectors: []Selector{bc.sel}}
+			b.ReportAllocs()
+			for b.Loop() {
+				objs, err := List(opts)
+				if err != nil || len(objs) != 1 || len(objs[0].Symbols) == 0 {
+					b.Fatalf("List(%v) = %d objects, %v", bc.sel, len(objs), err)
+				}
+			}
+		})
+	}
+}

@@ -91,6 +91,17 @@
 // /proc/self/fd/N of that open file. A process's object that cannot be opened or read is
 // skipped and reported once to [ListOptions.Warn].
 //
+// # Names
+//
+// A listing whose selectors all name functions by name ([Selector.Literal]:
+// no glob, no address), which is what tracing uprobe:libc:malloc needs,
+// reads only the symbols that can match (those of the name, of a Go
+// generic function's instances, and mangled names, which may demangle to
+// it; see symtab.ReadOptions.Keep), in one pass over the tables, instead
+// of sorting and merging every symbol of the object. What it returns is
+// what the listing of every symbol gives for those selectors; damage in
+// the entries it skips is not warned about.
+//
 // # Sites
 //
 // Functions returns one site per address: symbols that alias one address

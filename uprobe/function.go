@@ -77,7 +77,7 @@ func Functions(opts *ListOptions) ([]Function, error) {
 		if !scope.Wanted(t) {
 			continue
 		}
-		obj, ok, err := readObject(t, opts.Warn)
+		obj, ok, err := readObject(t, opts.Warn, keepNames(applying(opts.Selectors, scope, t)))
 		if err != nil {
 			return nil, err
 		}

@@ -90,6 +90,59 @@ func ParseSelector(s string) (Selector, error) {
 	return sel, nil
 }
 
+// Literal reports whether FUNC names functions by one name: it is not
+// empty, not an address and has no glob metacharacter (*, ?, [ or \), so
+// it matches a symbol whose name is FUNC, a Go generic function's
+// instances (FUNC[...]) and a mangled name that demangles to FUNC. A
+// listing whose selectors are all literal reads only the symbols they
+// can match, without sorting every symbol of the object.
+func (s Selector) Literal() bool {
+	return s.Address == 0 && s.Func != "" && !strings.ContainsAny(s.Func, `*?[\`)
+}
+
+// keepNames returns a filter on the plain names of symbols (symtab's
+// ReadOptions.Keep) that accepts every symbol one of sels can match (see
+// MatchSymbol), or nil, which keeps every symbol, when one of them is not
+// [Selector.Literal] or there are none.
+func keepNames(sels []Selector) func(plain string) bool {
+	if len(sels) == 0 {
+		return nil
+	}
+	names := make(map[string]bool, len(sels))
+	generic := make([]string, 0, len(sels))
+	for _, s := range sels {
+		if !s.Literal() {
+			return nil
+		}
+		// A symbol named s.Func has the plain name of s.Func; one named
+		// s.Func[...] (a Go generic's instance) has it too when s.Func
+		// has an '@', else one that starts with s.Func and "[".
+		names[plainName(s.Func)] = true
+		generic = append(generic, s.Func+"[")
+	}
+	return func(plain string) bool {
+		// A mangled name may demangle to s.Func.
+		if names[plain] || strings.HasPrefix(plain, "_Z") || strings.HasPrefix(plain, "_R") {
+			return true
+		}
+		for _, g := range generic {
+			if strings.HasPrefix(plain, g) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// plainName is name without the "@VERSION" or "@@VERSION" that ld writes
+// into .symtab for symbols versioned with .symver, as symtab reads it.
+func plainName(name string) string {
+	if i := strings.IndexByte(name, '@'); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
 // String returns the selector in its long form.
 func (s Selector) String() string {
 	kind := "uprobe"
@@ -192,7 +245,7 @@ func List(opts *ListOptions) ([]Object, error) {
 		if !scope.Wanted(t) {
 			continue
 		}
-		obj, ok, err := readObject(t, opts.Warn)
+		obj, ok, err := readObject(t, opts.Warn, keepNames(applying(opts.Selectors, scope, t)))
 		if err != nil {
 			return nil, err
 		}
@@ -222,6 +275,17 @@ func List(opts *ListOptions) ([]Object, error) {
 
 func selectorPath(s Selector) string { return s.Path }
 
+// applying returns the selectors of sels that apply to t.
+func applying(sels []Selector, scope *target.Scope, t target.Object) []Selector {
+	var out []Selector
+	for i, s := range sels {
+		if scope.Applies(i, t) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func matchAny(sels []Selector, scope *target.Scope, t target.Object, sym *Symbol) bool {
 	for i, s := range sels {
 		if scope.Applies(i, t) && s.MatchSymbol(sym) {
@@ -234,9 +298,10 @@ func matchAny(sels []Selector, scope *target.Scope, t target.Object, sym *Symbol
 // readObject reads t's function symbols. ok is false, without an error,
 // for an object of a process that is not an ELF file or has no symbol
 // table: listings pass those over; and for one that cannot be opened or
-// read, which goes to warn. A named file gets the error.
-func readObject(t target.Object, warn func(error)) (obj Object, ok bool, err error) {
-	obj, err = readSymbols(t)
+// read, which goes to warn. A named file gets the error. keep, when not
+// nil, selects the symbols read by plain name (see keepNames).
+func readObject(t target.Object, warn func(error), keep func(plain string) bool) (obj Object, ok bool, err error) {
+	obj, err = readSymbols(t, keep)
 	if t.PID != 0 && (errors.Is(err, elfnotes.ErrNotELF) || errors.Is(err, ErrNoSymbols)) {
 		return Object{}, false, nil
 	}
@@ -249,7 +314,7 @@ func readObject(t target.Object, warn func(error)) (obj Object, ok bool, err err
 	return obj, err == nil, err
 }
 
-func readSymbols(t target.Object) (Object, error) {
+func readSymbols(t target.Object, keep func(plain string) bool) (Object, error) {
 	fd, err := t.Open()
 	if err != nil {
 		return Object{}, err
@@ -268,9 +333,9 @@ func readSymbols(t target.Object) (Object, error) {
 	var warnings []error
 	if debug != nil {
 		defer debug.Close()
-		syms, warnings, err = symbolsPartial(f, debug.File)
+		syms, warnings, err = symbolsPartial(f, debug.File, keep)
 	} else {
-		syms, warnings, err = symbolsPartial(f, nil)
+		syms, warnings, err = symbolsPartial(f, nil, keep)
 	}
 	if err != nil {
 		return Object{}, named(t, err)

@@ -127,13 +127,14 @@ func Symbols(f *elfnotes.File) ([]Symbol, error) {
 // first. err wraps [ErrNoSymbols] if f has no table, or is an I/O error;
 // then syms is nil. It does not retain f.
 func SymbolsPartial(f *elfnotes.File) (syms []Symbol, warnings []error, err error) {
-	return symbolsPartial(f, nil)
+	return symbolsPartial(f, nil, nil)
 }
 
 // symbolsPartial is SymbolsPartial with the object's separate debug file,
-// or nil (see symtab.ReadPartialDebug); offsets are always f's.
-func symbolsPartial(f, debug *elfnotes.File) (syms []Symbol, warnings []error, err error) {
-	all, warnings, err := symtab.ReadPartialDebug(f, debug)
+// or nil (see symtab.ReadPartialDebug), and a filter on plain names (see
+// symtab.ReadOptions.Keep), or nil; offsets are always f's.
+func symbolsPartial(f, debug *elfnotes.File, keep func(plain string) bool) (syms []Symbol, warnings []error, err error) {
+	all, warnings, err := symtab.ReadPartialWith(f, &symtab.ReadOptions{Debug: debug, Keep: keep})
 	if err != nil {
 		return nil, nil, err
 	}

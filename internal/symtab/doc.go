@@ -23,7 +23,8 @@
 //     SHN_UNDEF and entries without a name (STT_SECTION symbols) are
 //     skipped; every other type is kept, including STT_FILE, STT_TLS (whose
 //     Value is an offset in the TLS block) and SHN_ABS symbols;
-//   - sorted by Value, then Name, then Version;
+//   - sorted by Value, then Name, then Version, and symbols equal in all
+//     three in the order they were read;
 //   - a symbol in both .symtab and .dynsym (same name and value) is listed
 //     once, from .symtab, marked Dynamic, with the GNU version of its
 //     .dynsym entry. ld writes "foo@V1" into .symtab for symbols versioned
@@ -56,6 +57,17 @@
 // .symtab in place of the object's (marked [SourceDebug]) and merges the
 // object's own .dynsym as ReadPartial does. [ReadGoLines] gives a Go
 // binary's function and line table for symbolization.
+//
+// # Reading some names
+//
+// [ReadPartialWith] with [ReadOptions.Keep] reads only the symbols whose
+// plain name (without "@VERSION") Keep accepts: one pass over the tables
+// that skips every other entry before its version is read, and sorts and
+// merges only what it keeps. The entries merged into one symbol (a
+// .symtab and a .dynsym entry, the versions of one name at one address)
+// share a plain name, so the result is exactly the part of the whole list
+// with those names. Tracing a function of libc by name needs nothing
+// more.
 //
 // A [Table] indexes symbols by their plain name (without "@VERSION"). Its
 // Lookup matches a plain name against every version, and "foo@V" or

@@ -103,16 +103,20 @@ func (r *tableReader) appendSyms(out []Symbol, t *symTable) ([]Symbol, []bool, e
 		shndx = 6
 	}
 	defined := 0
-	if err := t.chunks(n, size, buf, func(_ int, chunk []byte) {
-		for e := chunk; len(e) >= size; e = e[size:] {
-			if order.Uint16(e[shndx:]) != uint16(elf.SHN_UNDEF) && order.Uint32(e) != 0 {
-				defined++
+	if r.keep == nil {
+		// Keeping a few symbols by name, counting would cost a second
+		// pass for nothing.
+		if err := t.chunks(n, size, buf, func(_ int, chunk []byte) {
+			for e := chunk; len(e) >= size; e = e[size:] {
+				if order.Uint16(e[shndx:]) != uint16(elf.SHN_UNDEF) && order.Uint32(e) != 0 {
+					defined++
+				}
 			}
+		}); err != nil {
+			return nil, nil, err
 		}
-	}); err != nil {
-		return nil, nil, err
+		out = slices.Grow(out, defined+r.reserve)
 	}
-	out = slices.Grow(out, defined)
 	var strErr error // reading the string table failed
 	var hidden []bool
 	if t.vers != nil {
@@ -159,7 +163,7 @@ func (r *tableReader) appendSyms(out []Symbol, t *symTable) ([]Symbol, []bool, e
 				r.warnings = append(r.warnings, newFormatError(entOff, fmt.Sprintf("%s symbol %d: name %s", t.src, i, msg), nameOff))
 				continue
 			}
-			if name == "" {
+			if name == "" || (r.keep != nil && !r.keep(plainName(name))) {
 				continue
 			}
 			s.Name = name
@@ -272,7 +276,12 @@ func linked(f *elfnotes.File, s *elfnotes.Section) (*elfnotes.Section, error) {
 // reads each string table once: .dynsym and the version sections share
 // .dynstr.
 type tableReader struct {
-	f        *elfnotes.File
+	f *elfnotes.File
+	// keep selects symbols by plain name (ReadOptions.Keep); nil keeps all.
+	keep func(plain string) bool
+	// reserve is room appendSyms makes in its result for symbols that
+	// will be appended to it, beyond the defined entries of its table.
+	reserve  int
 	strs     map[*elfnotes.Section]*strTab
 	warnings []error
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -83,6 +84,19 @@ func FuzzRead(f *testing.F) {
 			return cmp.Or(cmp.Compare(a.Value, b.Value), strings.Compare(a.Name, b.Name))
 		}) {
 			t.Error("not sorted by value and name")
+		}
+		if err == nil {
+			// Keep selects whole symbols: keeping the plain names of odd
+			// length gives the symbols of the whole list with such names.
+			keep := func(p string) bool { return len(p)%2 == 1 }
+			some, _, err := ReadPartialWith(ef, &ReadOptions{Keep: keep})
+			if err != nil || some == nil {
+				t.Fatalf("with Keep: %d symbols, error %v; without: none", len(some), err)
+			}
+			want := slices.DeleteFunc(slices.Clone(syms), func(s Symbol) bool { return !keep(plainName(s.Name)) })
+			if len(some) != len(want) || (len(want) > 0 && !reflect.DeepEqual(some, want)) {
+				t.Errorf("with Keep: have %+v\nwant %+v", some, want)
+			}
 		}
 		tab := NewTable(syms)
 		for _, s := range syms {

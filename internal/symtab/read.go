@@ -26,11 +26,11 @@ func Read(f *elfnotes.File) ([]Symbol, error) {
 }
 
 // ReadPartial returns the defined symbols of f, of every type, sorted by
-// Value, then Name, then Version. Undefined symbols (imports) and symbols
-// without a name (section symbols) are skipped. A symbol in both .symtab
-// and .dynsym (same name and value) is listed once. A Go binary without
-// .symtab is read from its .gopclntab instead, together with its .dynsym,
-// if any.
+// Value, then Name, then Version (then in the order read). Undefined
+// symbols (imports) and symbols without a name (section symbols) are
+// skipped. A symbol in both .symtab and .dynsym (same name and value) is
+// listed once. A Go binary without .symtab is read from its .gopclntab
+// instead, together with its .dynsym, if any.
 //
 // Damage stays local, as in readelf: a table that cannot be read (bad
 // sh_link, string table or entry size, contents past the end of the file)
@@ -55,10 +55,43 @@ func ReadPartial(f *elfnotes.File) (syms []Symbol, warnings []error, err error) 
 // symbol values are the object's virtual addresses, as objcopy
 // --only-keep-debug keeps them.
 func ReadPartialDebug(f, debug *elfnotes.File) (syms []Symbol, warnings []error, err error) {
+	return ReadPartialWith(f, &ReadOptions{Debug: debug})
+}
+
+// ReadOptions says what [ReadPartialWith] reads.
+type ReadOptions struct {
+	// Debug is the object's separate debug file (see [OpenDebugFile]),
+	// read as [ReadPartialDebug] reads it; nil for none.
+	Debug *elfnotes.File
+	// Keep, when not nil, selects the symbols read by their plain name
+	// (the name without "@VERSION"): a symbol whose plain name Keep
+	// rejects is skipped before its version is read, and is not kept. The
+	// symbols returned are then exactly those of the whole list whose
+	// plain name Keep accepts, in the same order and with the same
+	// fields, since the entries merged into one symbol share a plain
+	// name; warnings are those about the tables and the entries read.
+	// Keep must not retain its argument. nil keeps every symbol.
+	Keep func(plain string) bool
+}
+
+// ReadPartialWith is [ReadPartialDebug] with options; nil opts means
+// ReadPartial. A plain name looked up with Keep costs one pass over the
+// tables, without the sorting and merging of every symbol.
+func ReadPartialWith(f *elfnotes.File, opts *ReadOptions) (syms []Symbol, warnings []error, err error) {
+	if opts == nil {
+		opts = &ReadOptions{}
+	}
+	debug := opts.Debug
 	symtab := sectionOfType(f, elf.SHT_SYMTAB)
 	dynsym := sectionOfType(f, elf.SHT_DYNSYM)
 
-	r := &tableReader{f: f}
+	r := &tableReader{f: f, keep: opts.Keep}
+	// The first table read makes room for the .dynsym entries merged
+	// after it, whose symbols would otherwise make the list grow again.
+	reserve := 0
+	if size := symEntSize(f.Class); dynsym != nil && size > 0 && dynsym.Type != elf.SHT_NOBITS && opts.Keep == nil {
+		reserve = int(min(dynsym.Size/uint64(size), maxSymbols))
+	}
 	var out []Symbol
 	var debugTab *elfnotes.Section
 	if debug != nil && (symtab == nil || symtab.Type == elf.SHT_NOBITS) {
@@ -68,7 +101,7 @@ func ReadPartialDebug(f, debug *elfnotes.File) (syms []Symbol, warnings []error,
 	}
 	switch {
 	case debugTab != nil:
-		dr := &tableReader{f: debug}
+		dr := &tableReader{f: debug, keep: opts.Keep, reserve: reserve}
 		t, err := dr.table(debugTab, SourceDebug)
 		if err == nil {
 			out, _, err = dr.appendSyms(nil, t)
@@ -82,7 +115,9 @@ func ReadPartialDebug(f, debug *elfnotes.File) (syms []Symbol, warnings []error,
 	case symtab != nil:
 		t, err := r.table(symtab, SourceSymtab)
 		if err == nil {
+			r.reserve = reserve
 			out, _, err = r.appendSyms(nil, t)
+			r.reserve = 0
 		}
 		if err = r.warn(symtab, err); err != nil {
 			return nil, nil, err
@@ -92,6 +127,9 @@ func ReadPartialDebug(f, debug *elfnotes.File) (syms []Symbol, warnings []error,
 		out, err = goSymbols(f)
 		if err = r.warn(gopclntabSection(f), err); err != nil {
 			return nil, nil, err
+		}
+		if r.keep != nil {
+			out = slices.DeleteFunc(out, func(s Symbol) bool { return !r.keep(plainName(s.Name)) })
 		}
 	case dynsym == nil:
 		return nil, nil, ErrNoSymbols
@@ -155,11 +193,27 @@ func (r *tableReader) mergeDynsym(dyn *elfnotes.Section, out []Symbol) ([]Symbol
 		name  string
 		value uint64
 	}
-	seen := make(map[key]int, len(out))
-	for i, s := range out[:n] {
+	// Only a .symtab entry at the value of a .dynsym entry can be merged
+	// with one: the others, most of a large .symtab, need no string key.
+	var dynValues map[uint64]struct{}
+	if n > 0 {
+		dynValues = make(map[uint64]struct{}, len(out)-n)
+		for _, e := range out[n:] {
+			dynValues[e.Value] = struct{}{}
+		}
+	}
+	var merging []int
+	for i := range out[:n] {
+		if _, ok := dynValues[out[i].Value]; ok {
+			merging = append(merging, i)
+		}
+	}
+	dynValues = nil
+	seen := make(map[key]int, len(merging)+len(out)-n)
+	for _, i := range merging {
 		// ld writes versioned names into .symtab when the source used
 		// .symver ("foo@V1", "foo@@V2"); .dynsym has the plain name.
-		seen[key{plainName(s.Name), s.Value}] = i
+		seen[key{plainName(out[i].Name), out[i].Value}] = i
 	}
 	// glibc 2.34 moved libpthread's functions into libc, where each has
 	// its old version and GLIBC_2.34 at one address: one symbol, listed
@@ -196,29 +250,42 @@ func (r *tableReader) mergeDynsym(dyn *elfnotes.Section, out []Symbol) ([]Symbol
 	return out[:w], nil
 }
 
-// sortSymbols sorts syms by Value, Name and Version. Symbols are large:
-// sorting indices and then moving each symbol once, along the cycles of the
-// permutation, is several times faster than sorting them in place, and
-// needs no second slice of symbols.
+// sortSymbols sorts syms by Value, Name and Version, and symbols equal in
+// all three in their order in syms, so that the order does not depend on
+// the sorting algorithm and a subset of syms (see ReadOptions.Keep) sorts
+// as it does within the whole. Symbols are large: their values and indexes
+// are sorted instead (a stable radix sort, so equal values keep the order
+// of syms), then each run of one value by name, version and index, and
+// each symbol is then moved once, along the cycles of the permutation.
 func sortSymbols(syms []Symbol) {
-	idx := make([]int, len(syms))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(i, j int) int {
-		a, b := &syms[i], &syms[j]
-		return cmp.Or(cmp.Compare(a.Value, b.Value), strings.Compare(a.Name, b.Name), strings.Compare(a.Version, b.Version))
-	})
-	// syms[i] must become the old syms[idx[i]]; -1 marks a placed slot.
+	keys := make([]sortKey, len(syms))
 	for i := range syms {
-		if idx[i] < 0 {
+		keys[i] = sortKey{syms[i].Value, i}
+	}
+	keys = radixSort(keys)
+	for lo := 0; lo < len(keys); {
+		hi := lo + 1
+		for hi < len(keys) && keys[hi].value == keys[lo].value {
+			hi++
+		}
+		if hi-lo > 1 {
+			slices.SortFunc(keys[lo:hi], func(a, b sortKey) int {
+				x, y := &syms[a.i], &syms[b.i]
+				return cmp.Or(strings.Compare(x.Name, y.Name), strings.Compare(x.Version, y.Version), cmp.Compare(a.i, b.i))
+			})
+		}
+		lo = hi
+	}
+	// syms[i] must become the old syms[keys[i].i]; -1 marks a placed slot.
+	for i := range syms {
+		if keys[i].i < 0 {
 			continue
 		}
 		tmp := syms[i]
 		j := i
 		for {
-			k := idx[j]
-			idx[j] = -1
+			k := keys[j].i
+			keys[j].i = -1
 			if k == i {
 				syms[j] = tmp
 				break
@@ -227,4 +294,46 @@ func sortSymbols(syms []Symbol) {
 			j = k
 		}
 	}
+}
+
+// sortKey is a symbol's value and its index in the list being sorted.
+type sortKey struct {
+	value uint64
+	i     int
+}
+
+// radixSort sorts keys by value, keeping the order of equal values (an
+// LSD radix sort a byte at a time, which skips the bytes all values
+// share: in a symbol table, most of the high ones). It returns keys or
+// a slice of the same length that replaces it.
+func radixSort(keys []sortKey) []sortKey {
+	if len(keys) < 2 {
+		return keys
+	}
+	var diff uint64 // the bits in which some values differ
+	for _, k := range keys {
+		diff |= k.value ^ keys[0].value
+	}
+	tmp := make([]sortKey, len(keys))
+	for shift := 0; shift < 64; shift += 8 {
+		if (diff>>shift)&0xff == 0 {
+			continue
+		}
+		var count [256]int
+		for _, k := range keys {
+			count[(k.value>>shift)&0xff]++
+		}
+		pos := 0
+		for b, c := range count {
+			count[b] = pos
+			pos += c
+		}
+		for _, k := range keys {
+			b := (k.value >> shift) & 0xff
+			tmp[count[b]] = k
+			count[b]++
+		}
+		keys, tmp = tmp, keys
+	}
+	return keys
 }
