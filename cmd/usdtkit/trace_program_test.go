@@ -52,6 +52,10 @@ var programOneLiners = []string{
 	// casts and reads of the process's memory: a name's bytes, values
 	// cut to fewer bits, signed and not
 	`usdt:BIN:demo:req { @mem[*(uint8*)arg1, *(int16*)(arg1 + 1), (int8)arg2 % 5, (uint16)arg2 / 1000, (int32)(arg2 << 31) < 0] = count(); @first = sum(*(int64*)arg1 & 0xff); }`,
+	// registers by bpftrace's names (ip's offset in its page, which ASLR
+	// keeps)
+	`uprobe:BIN:work { @regs[reg("di") == arg0, reg("si") == arg1, reg("sp") % 8, reg("ip") & 0xfff] = count(); }`,
+	`uretprobe:BIN:work { @rax[reg("ax") == retval] = count(); }`,
 	// a tuple key, a string predicate, stats
 	`usdt:BIN:demo:req /str(arg1) != "beta"/ { @pair[str(arg1), arg0 % 3] = count(); @st = stats(arg2); }`,
 }

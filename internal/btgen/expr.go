@@ -1,10 +1,12 @@
 package btgen
 
 import (
+	"debug/elf"
 	"math"
 
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 )
 
@@ -83,6 +85,10 @@ func (g *gen) intExpr(e btlang.Expr) {
 		g.pop()
 		g.extend(e.X.Size, e.X.Signed)
 	case *btlang.Call:
+		if e.Name == "reg" {
+			g.reg(e)
+			return
+		}
 		if e.Name != "strncmp" {
 			g.fail(unsupported(e.At, "%s() here", e.Name))
 			return
@@ -277,6 +283,32 @@ func (g *gen) strEqual(a, b strBuf) {
 	g.label(ne)
 	g.emit(asm.Mov.Imm(asm.R0, 0))
 	g.label(end)
+}
+
+// reg loads into R0 the register reg(NAME) names, from the probe's
+// context (R6): x86-64 only, as bpftrace's names are.
+func (g *gen) reg(e *btlang.Call) {
+	lit, _ := e.Args[0].(*btlang.StrLit)
+	if lit == nil || g.opts.Machine != elf.EM_X86_64 || g.special != 0 {
+		g.fail(unsupported(e.At, "reg() here"))
+		return
+	}
+	name := lit.Val
+	switch name {
+	case "flags":
+		name = "eflags"
+	case "orig_ax":
+		name = "orig_rax"
+	case "cs", "ss", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15":
+	default:
+		name = "r" + name
+	}
+	off, err := bpfgen.PtRegs(elf.EM_X86_64, name)
+	if err != nil {
+		g.fail(&btlang.Error{Pos: e.At, Msg: err.Error()})
+		return
+	}
+	g.emit(asm.LoadMem(asm.R0, asm.R6, off, asm.DWord))
 }
 
 // extend truncates R0 to its low size bytes and extends them to 64 bits,

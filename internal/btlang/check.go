@@ -559,10 +559,15 @@ var statementCalls = map[string]bool{
 	"printf": true, "print": true, "delete": true, "clear": true, "zero": true, "time": true, "exit": true,
 }
 
+// RegNames are the names reg() takes: bpftrace's, those of x86-64's
+// struct pt_regs without their prefix.
+var RegNames = []string{"ip", "sp", "bp", "ax", "bx", "cx", "dx", "si", "di",
+	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "flags", "orig_ax", "cs", "ss"}
+
 // unsupportedCalls are bpftrace functions usdtkit does not compile yet.
 var unsupportedCalls = map[string]bool{
 	"join": true, "system": true, "cat": true, "signal": true, "override": true, "kaddr": true,
-	"uaddr": true, "ksym": true, "usym": true, "reg": true, "buf": true, "ntop": true, "pton": true,
+	"uaddr": true, "ksym": true, "usym": true, "buf": true, "ntop": true, "pton": true,
 	"strftime": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true, "bswap": true,
 	"cgroup_path": true, "kstack": true, "strcontains": true, "has_key": true, "debugf": true,
@@ -1079,6 +1084,25 @@ func (c *checker) call(e *Call) Type {
 			return t
 		}
 		return StringType(size)
+	case "reg":
+		// bpftrace's x86-64 register names; the back end maps them.
+		for _, p := range c.block.Probes {
+			if !slices.Contains(builtinKinds["ustack"], p.Kind) {
+				c.errorf(e.At, "reg() needs %s; %s is not one", builtinNeeds["ustack"], p)
+				return Type{}
+			}
+		}
+		if len(e.Args) != 1 {
+			c.errorf(e.At, "reg() takes a register name, as in reg(\"ip\")")
+			return Type{}
+		}
+		lit, ok := e.Args[0].(*StrLit)
+		if !ok || !slices.Contains(RegNames, lit.Val) {
+			c.errorf(e.Args[0].Pos(), "reg() takes one of the register names %s", strings.Join(RegNames, " "))
+			return Type{}
+		}
+		c.expr(lit)
+		return uint64T
 	case "strncmp":
 		// bpftrace's strncmp(s1, s2, n): 0 when the strings agree in
 		// their first n characters (up to a NUL), else 1.

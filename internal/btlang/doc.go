@@ -39,7 +39,7 @@
 // the tracer starts; a program that reads it needs one), and goid, the goroutine id of
 // a Go function's probe (a usdtkit extension); functions str strncmp count sum avg min max stats hist lhist
 // ustack(n) ustack(perf) ustack(perf, n) ustack(bpftrace, n) printf print
-// delete clear zero time exit; casts (int8 … uint64) and reads of user
+// delete clear zero time exit reg; casts (int8 … uint64) and reads of user
 // memory through a pointer cast, *(int32*)X. kstack is refused (user
 // space only), as is ustack(raw).
 //
