@@ -52,6 +52,9 @@ type CompileOptions struct {
 	// value) or UnwindCFI. printf'd stacks are captured as
 	// FramePointerStacks says, whatever Unwind is.
 	Unwind Unwind
+	// Params are the program's positional parameters, $1, $2… and $#
+	// (bpftrace's arguments after the program; see btlang.ParseOptions).
+	Params []string
 }
 
 // Unwind is how the stacks of map keys (@[ustack] = count()) are
@@ -157,7 +160,7 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 		r.opts = *opts
 	}
 	defer r.closeGo()
-	prog, err := btlang.Parse(name, []byte(src))
+	prog, err := btlang.ParseWith(name, []byte(src), &btlang.ParseOptions{Params: r.opts.Params})
 	if err == nil {
 		r.prescan(prog, events, fields)
 		r.noteFunctionNames(prog)

@@ -33,8 +33,11 @@ type traceOptions struct {
 	classic  bool
 	fields   []string
 	program  string
-	stacks   bool
-	unwind   string
+	// params are a program's positional parameters ($1, $2…): the
+	// arguments after -e PROGRAM or FILE.bt.
+	params []string
+	stacks bool
+	unwind string
 
 	// Set by checkRun: -o's flame graph output, nil for text and json;
 	// the flame graph's title.
@@ -49,7 +52,7 @@ type traceOptions struct {
 func newTraceCmd() *cobra.Command {
 	var o traceOptions
 	cmd := &cobra.Command{
-		Use:   "trace [-p PID | -c 'CMD ARGS'] {PROBE... | -e PROGRAM | FILE.bt} [flags]",
+		Use:   "trace [-p PID | -c 'CMD ARGS'] {PROBE... | -e PROGRAM [ARG...] | FILE.bt [ARG...]} [flags]",
 		Short: "Trace USDT probes and functions: print their arguments, or count and histogram them in the kernel",
 		Long: `Attach to USDT probes and print each hit, or aggregate hits in the kernel.
 
@@ -82,7 +85,8 @@ Go functions: parameters and results by name as args.NAME, retval, and goid, the
 goroutine id, for latency pairs; a Go uretprobe is a probe on every RET), BEGIN, END,
 interval:s:N, interval:ms:N. Maps keyed by integers, strings and tuples,
 count sum avg min max stats hist lhist, printf print delete clear zero time exit,
-predicates, if/else, $variables, str(), comm pid tid nsecs elapsed probe... What
+predicates, if/else, $variables, str(), comm pid tid nsecs elapsed probe... The
+arguments after the program are its positional parameters, $1, $2... and $#. What
 usdtkit does not compile yet fails at compile time with file:line:col and a sentence.
 The flags --count, --stacks, --by, --hist, -F, --filter, --str, --latency and --field
 are for PROBE... and refused with a program.

@@ -171,6 +171,20 @@ usdt:BIN:demo:req /arg0 < 3/ { printf("req %d \"%s\"\t%x\n", arg0, str(arg1), ar
 			t.Errorf("bpftrace saw too little:\n%s", theirs)
 		}
 	})
+	t.Run("-c positional parameters", func(t *testing.T) {
+		// $N as a number, str($N) and in a probe, $#, and a parameter
+		// not given (0, "").
+		src := strings.ReplaceAll(`uprobe:BIN:$3 /arg0 < $1/ { @[str($2), $#, $6, str($6), str($4), str(arg1, 3)] = count(); }
+usdt:BIN:demo:req /str(arg1) == str($2)/ { @n = count(); @neg = sum($5); }`, "BIN", bin)
+		params := []string{"3", "beta", "work", "", "-0x10"}
+		cmdline := bin + " run"
+		ours := runProgramCLI(t, append([]string{"trace", "-c", cmdline, "-e", src, "--"}, params...)...)
+		theirs := runBpftrace(t, bpftrace, append([]string{"-c", cmdline, "-e", src, "--"}, params...)...)
+		compareProgramOutput(t, ours, theirs)
+		if !strings.Contains(theirs, "@[beta, 5, 0, , , bet]: 1") || !strings.Contains(theirs, "@neg: -400") {
+			t.Errorf("bpftrace saw too little:\n%s", theirs)
+		}
+	})
 	t.Run("-c --classic", func(t *testing.T) {
 		// Classic links, one per site: the kernels without uprobe_multi.
 		cmdline := bin + " run"

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,24 +15,29 @@ import (
 	"github.com/usdtkit/usdtkit/trace"
 )
 
+// paramRE finds a positional parameter in a program's text.
+var paramRE = regexp.MustCompile(`\$([0-9]|#)`)
+
 // programOf returns the program -e or a FILE.bt argument gives, with the
-// name its errors use; ok is false when the command traces PROBEs.
+// name its errors use, and sets o.params to the arguments after it (the
+// positional parameters $1, $2…); ok is false when the command traces
+// PROBEs.
 func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src string, ok bool, err error) {
 	fl := cmd.Flags()
 	switch {
 	case fl.Changed("program"):
-		if len(args) > 0 {
-			return "", "", false, fmt.Errorf("-e takes the whole program: no PROBE or FILE.bt after it (%s)", strings.Join(args, " "))
-		}
-		name, src = "-e", o.program
-	case len(args) == 1 && strings.HasSuffix(args[0], ".bt") && !strings.Contains(args[0], ":"):
+		name, src, o.params = "-e", o.program, args
+	case len(args) >= 1 && strings.HasSuffix(args[0], ".bt") && !strings.Contains(args[0], ":"):
 		b, err := os.ReadFile(args[0])
 		if err != nil {
 			return "", "", false, fmt.Errorf("program file: %w", err)
 		}
-		name, src = args[0], string(b)
+		name, src, o.params = args[0], string(b), args[1:]
 	default:
 		return "", "", false, nil
+	}
+	if len(o.params) > 0 && !paramRE.MatchString(src) {
+		return "", "", false, fmt.Errorf("%s takes the whole program: the arguments after it are its positional parameters, and it uses none ($1, $#): %s", name, strings.Join(o.params, " "))
 	}
 	// The flags of probe tracing that a program replaces, with what to
 	// write in the program instead.
@@ -108,7 +114,7 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		defer cancel()
 	}
 	stderr := cmd.ErrOrStderr()
-	copts := &trace.CompileOptions{PIDs: o.pids, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
+	copts := &trace.CompileOptions{PIDs: o.pids, Params: o.params, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
 	if o.unwind == "cfi" {
 		copts.Unwind = trace.UnwindCFI
 	}

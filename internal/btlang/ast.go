@@ -42,12 +42,17 @@ func (*ExprBase) exprNode() {}
 type IntLit struct {
 	ExprBase
 	Val uint64
+	// Param is the positional parameter ("$1", "$#") the literal stands
+	// for, if any.
+	Param string
 }
 
-// StrLit is a string literal; Val holds the bytes after escapes.
+// StrLit is a string literal; Val holds the bytes after escapes. Param
+// is the positional parameter it stands for (str($1)), if any.
 type StrLit struct {
 	ExprBase
-	Val string
+	Val   string
+	Param string
 }
 
 // Builtin is a builtin variable: pid tid uid gid comm nsecs elapsed cpu

@@ -71,8 +71,16 @@ func dumpStmt(b *strings.Builder, s Stmt, d int) {
 func dumpExpr(b *strings.Builder, e Expr, d int) {
 	switch e := e.(type) {
 	case *IntLit:
+		if e.Param != "" {
+			line(b, d, "param: "+e.Param)
+			return
+		}
 		line(b, d, "int: "+strconv.FormatInt(int64(e.Val), 10))
 	case *StrLit:
+		if e.Param != "" {
+			line(b, d, "param: "+e.Param)
+			return
+		}
 		r := strings.NewReplacer("\\", `\\`, "\"", `\"`, "\n", `\n`, "\t", `\t`)
 		line(b, d, "string: "+r.Replace(e.Val))
 	case *Builtin:

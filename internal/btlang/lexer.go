@@ -14,6 +14,7 @@ const (
 	tString          // string literal; text holds the decoded bytes
 	tMap             // @ or @name; text holds it with the @
 	tVar             // $name; text holds it with the $
+	tParam           // $N or $#, a positional parameter; text holds it
 	tProbe           // a probe spec at the top level; text holds it raw
 	tEndPred         // the "/" that closes a predicate (followed by "{")
 	tPunct           // operator or punctuation; text holds it
@@ -109,7 +110,7 @@ func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
 // isProbeChar reports whether c may appear unquoted in a probe spec: the
 // characters bpftrace's lexer accepts there, plus the glob "?".
 func isProbeChar(c byte) bool {
-	return isLetter(c) || isDigit(c) || strings.IndexByte("-./*#[]+?:", c) >= 0
+	return isLetter(c) || isDigit(c) || strings.IndexByte("-./*#[]+?:$", c) >= 0
 }
 
 // next returns the next token. probeMode selects the top-level lexer.
@@ -156,11 +157,19 @@ func (l *lexer) next(probeMode bool) (token, *Error) {
 		switch {
 		case len(t.text) == 1:
 			if strings.HasPrefix(l.src[l.off:], "#") {
-				return t, errorf(t.pos, "$# (the number of positional parameters) is not supported")
+				// $#, the number of positional parameters.
+				l.advance(1)
+				t.kind, t.text = tParam, "$#"
+				return t, nil
 			}
 			return t, errorf(t.pos, "$ must be followed by a variable name")
 		case isDigit(t.text[1]):
-			return t, errorf(t.pos, "positional parameters such as %s are not supported", t.text)
+			for _, c := range t.text[1:] {
+				if !isDigit(byte(c)) {
+					return t, errorf(t.pos, "%s is neither a variable name nor a positional parameter ($1, $2…)", t.text)
+				}
+			}
+			t.kind = tParam
 		}
 		return t, nil
 	case c == '/':

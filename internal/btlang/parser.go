@@ -1,6 +1,7 @@
 package btlang
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -23,10 +24,28 @@ const (
 // syntax error and returns it as an ErrorList holding one *Error. The
 // returned Program has no types yet; Check resolves them.
 func Parse(file string, src []byte) (*Program, error) {
+	return ParseWith(file, src, nil)
+}
+
+// ParseOptions are what ParseWith needs besides the source.
+type ParseOptions struct {
+	// Params are the positional parameters $1, $2… (bpftrace's arguments
+	// after the program). As in bpftrace, $N is the integer Params[N-1]
+	// spells (decimal, or 0x hex, 0 octal, optionally negative), an error
+	// if it spells none (even ""); str($N) is its text; $# is
+	// len(Params); a parameter not given is 0, or "" in str().
+	Params []string
+}
+
+// ParseWith parses src as Parse does, with opts (nil: none).
+func ParseWith(file string, src []byte, opts *ParseOptions) (*Program, error) {
 	if len(src) > MaxSourceSize {
 		return nil, ErrorList{errorf(Pos{File: file, Line: 1, Col: 1}, "the program is larger than %d bytes", MaxSourceSize)}
 	}
 	p := &parser{lx: lexer{file: file, src: string(src), line: 1, col: 1}}
+	if opts != nil {
+		p.params = opts.Params
+	}
 	prog, err := p.program()
 	if err != nil {
 		return nil, ErrorList{err}
@@ -51,10 +70,11 @@ func Compile(file string, src []byte, opts *CheckOptions) (*Program, error) {
 // turns the token stream into end of input, so every loop ends and the
 // descent unwinds without panics; callers get placeholder nodes meanwhile.
 type parser struct {
-	lx    lexer
-	tok   token
-	depth int
-	err   *Error
+	lx     lexer
+	tok    token
+	depth  int
+	err    *Error
+	params []string
 }
 
 func (p *parser) fail(err *Error) {
@@ -133,6 +153,13 @@ func (p *parser) probe() *Probe {
 	}
 	if strings.HasPrefix(t.text, "#") {
 		p.failf(t.pos, "preprocessor directives are not supported")
+	}
+	if strings.Contains(t.text, "$") {
+		// Positional parameters in a probe stand for their text, as in
+		// bpftrace: uprobe:/bin/app:$1.
+		t.text = probeParamRE.ReplaceAllStringFunc(t.text, func(m string) string {
+			return p.paramText(token{text: m, pos: t.pos})
+		})
 	}
 	pr, err := parseProbe(t)
 	if err != nil {
@@ -397,6 +424,9 @@ func (p *parser) primary() Expr {
 	case tVar:
 		p.next(false)
 		return &Var{ExprBase: ExprBase{At: t.pos}, Name: t.text}
+	case tParam:
+		p.next(false)
+		return p.param(t)
 	case tMap:
 		p.next(false)
 		m := &MapRef{ExprBase: ExprBase{At: t.pos}, Name: t.text}
@@ -431,6 +461,49 @@ func (p *parser) primary() Expr {
 	}
 	p.failf(t.pos, "expected an expression, found %s", t.describe())
 	return &IntLit{ExprBase: ExprBase{At: t.pos}}
+}
+
+// probeParamRE matches a positional parameter in a probe spec.
+var probeParamRE = regexp.MustCompile(`\$[0-9]+`)
+
+// paramText returns the text of positional parameter t ($N), "" if not
+// given.
+func (p *parser) paramText(t token) string {
+	n, err := strconv.Atoi(t.text[1:])
+	if err != nil || n < 1 {
+		p.failf(t.pos, "positional parameters are numbered from $1")
+		return ""
+	}
+	if n > len(p.params) {
+		return ""
+	}
+	return p.params[n-1]
+}
+
+// param returns positional parameter t as an integer literal: $# the
+// number of parameters, $N the integer its text spells (0 if not given).
+func (p *parser) param(t token) Expr {
+	lit := &IntLit{ExprBase: ExprBase{At: t.pos}, Param: t.text}
+	if t.text == "$#" {
+		lit.Val = uint64(len(p.params))
+		return lit
+	}
+	text := p.paramText(t)
+	if n, _ := strconv.Atoi(t.text[1:]); n > len(p.params) {
+		return lit
+	}
+	digits, neg := strings.CutPrefix(text, "-")
+	v, err := strconv.ParseUint(digits, 0, 64)
+	if err != nil || digits == "" || digits[0] == '+' {
+		p.failf(t.pos, "%s is used as a number but is %q: write str(%s) for its text", t.text, text, t.text)
+		return lit
+	}
+	if neg {
+		// An int64 literal holds -v as its two's complement.
+		v = -v
+	}
+	lit.Val = v
+	return lit
 }
 
 // castTypes are the integer types of casts, by name: size and sign.
@@ -513,6 +586,16 @@ func (p *parser) ident() Expr {
 				p.next(false)
 			} else {
 				p.failf(p.tok.pos, "expected \",\" or \")\", found %s", p.tok.describe())
+			}
+		} else if t.text == "str" && p.tok.kind == tParam && p.tok.text != "$#" {
+			// str($N): the parameter's text.
+			c.Args = append(c.Args, &StrLit{ExprBase: ExprBase{At: p.tok.pos}, Val: p.paramText(p.tok), Param: p.tok.text})
+			p.next(false)
+			if p.tok.is(",") {
+				p.next(false)
+				c.Args = append(c.Args, p.exprList(")")...)
+			} else {
+				p.expect(")", false)
 			}
 		} else {
 			c.Args = p.exprList(")")

@@ -127,8 +127,16 @@ func (w *printer) list(es []Expr) {
 func (w *printer) expr(e Expr) {
 	switch e := e.(type) {
 	case *IntLit:
+		if e.Param != "" {
+			w.WriteString(e.Param)
+			break
+		}
 		w.WriteString(strconv.FormatUint(e.Val, 10))
 	case *StrLit:
+		if e.Param != "" {
+			w.WriteString(e.Param)
+			break
+		}
 		w.WriteString(quoteString(e.Val))
 	case *Builtin:
 		w.WriteString(e.Name)
