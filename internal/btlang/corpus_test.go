@@ -112,10 +112,13 @@ func stripPos(v reflect.Value) {
 
 // roundTrip checks that prog prints to a program that parses to an equal
 // tree, and that printing is then stable.
-func roundTrip(t testing.TB, prog *Program) {
+func roundTrip(t testing.TB, prog *Program) { roundTripWith(t, prog, nil) }
+
+// roundTripWith is roundTrip for a program parsed with opts.
+func roundTripWith(t testing.TB, prog *Program, opts *ParseOptions) {
 	t.Helper()
 	text := prog.String()
-	again, err := Parse("printed", []byte(text))
+	again, err := ParseWith("printed", []byte(text), opts)
 	if err != nil {
 		t.Fatalf("printed program does not parse: %v\n%s", err, text)
 	}
@@ -256,7 +259,12 @@ func FuzzParse(f *testing.F) {
 			f.Add(e.src)
 		}
 	}
+	// Positional parameters: a number, text, a negative hex number, "".
+	params := &ParseOptions{Params: []string{"7", "x y", "-0x10", ""}}
 	f.Fuzz(func(t *testing.T, src string) {
+		if prog, err := ParseWith("fuzz", []byte(src), params); err == nil {
+			roundTripWith(t, prog, params)
+		}
 		prog, err := Parse("fuzz", []byte(src))
 		if err != nil {
 			var list ErrorList

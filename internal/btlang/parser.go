@@ -1,7 +1,6 @@
 package btlang
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -155,11 +154,7 @@ func (p *parser) probe() *Probe {
 		p.failf(t.pos, "preprocessor directives are not supported")
 	}
 	if strings.Contains(t.text, "$") {
-		// Positional parameters in a probe stand for their text, as in
-		// bpftrace: uprobe:/bin/app:$1.
-		t.text = probeParamRE.ReplaceAllStringFunc(t.text, func(m string) string {
-			return p.paramText(token{text: m, pos: t.pos})
-		})
+		t.text = p.probeParams(t)
 	}
 	pr, err := parseProbe(t)
 	if err != nil {
@@ -463,8 +458,30 @@ func (p *parser) primary() Expr {
 	return &IntLit{ExprBase: ExprBase{At: t.pos}}
 }
 
-// probeParamRE matches a positional parameter in a probe spec.
-var probeParamRE = regexp.MustCompile(`\$[0-9]+`)
+// probeParams returns probe spec t's text with each positional
+// parameter outside "quoted" parts replaced by its text, as in bpftrace:
+// uprobe:/bin/app:$1.
+func (p *parser) probeParams(t token) string {
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(t.text); i++ {
+		c := t.text[i]
+		if c == '"' {
+			quoted = !quoted
+		}
+		if c != '$' || quoted || i+1 >= len(t.text) || !isDigit(t.text[i+1]) {
+			b.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for j < len(t.text) && isDigit(t.text[j]) {
+			j++
+		}
+		b.WriteString(p.paramText(token{text: t.text[i:j], pos: t.pos}))
+		i = j - 1
+	}
+	return b.String()
+}
 
 // paramText returns the text of positional parameter t ($N), "" if not
 // given.

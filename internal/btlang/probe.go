@@ -87,7 +87,7 @@ func quotePart(s string, isFunc bool) string {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if !isProbeChar(c) || c == ':' || isFunc && c == '+' {
+		if !isProbeChar(c) || c == ':' || c == '$' || isFunc && c == '+' {
 			return `"` + s + `"`
 		}
 	}
