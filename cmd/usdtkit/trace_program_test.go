@@ -56,6 +56,9 @@ var programOneLiners = []string{
 	// keeps)
 	`uprobe:BIN:work { @regs[reg("di") == arg0, reg("si") == arg1, reg("sp") % 8, reg("ip") & 0xfff] = count(); }`,
 	`uretprobe:BIN:work { @rax[reg("ax") == retval] = count(); }`,
+	// return, in an if and in both branches of one
+	`usdt:BIN:demo:req { if (arg0 % 3 == 0) { @skip = count(); return; } @kept = count(); if (arg0 > 50) { return; } else { @low = count(); } }`,
+	`uretprobe:BIN:work { if (retval > 100) { @big = count(); return; } else { return; } }`,
 	// a tuple key, a string predicate, stats
 	`usdt:BIN:demo:req /str(arg1) != "beta"/ { @pair[str(arg1), arg0 % 3] = count(); @st = stats(arg2); }`,
 }

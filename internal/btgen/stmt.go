@@ -2,6 +2,7 @@ package btgen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf/asm"
 
@@ -22,7 +23,29 @@ const (
 func (g *gen) stmts(list []btlang.Stmt) {
 	for _, s := range list {
 		g.stmt(s)
+		if returns(s) {
+			// What follows is never run, and the verifier refuses
+			// unreachable instructions.
+			return
+		}
 	}
+}
+
+// returns reports whether statement s always ends the action: a return,
+// or an if whose branches both do.
+func returns(s btlang.Stmt) bool {
+	switch s := s.(type) {
+	case *btlang.Return:
+		return true
+	case *btlang.If:
+		return stmtsReturn(s.Then) && stmtsReturn(s.Else)
+	}
+	return false
+}
+
+// stmtsReturn reports whether a statement of list always ends the action.
+func stmtsReturn(list []btlang.Stmt) bool {
+	return slices.ContainsFunc(list, returns)
 }
 
 func (g *gen) stmt(s btlang.Stmt) {
@@ -32,11 +55,24 @@ func (g *gen) stmt(s btlang.Stmt) {
 		g.intExpr(s.Cond)
 		g.emit(asm.JEq.Imm(asm.R0, 0, els))
 		g.stmts(s.Then)
-		g.emit(asm.Ja.Label(end))
+		thenReturns := stmtsReturn(s.Then)
+		if !thenReturns {
+			g.emit(asm.Ja.Label(end))
+		}
 		g.label(els)
 		g.stmts(s.Else)
-		g.label(end)
+		if returns(s) {
+			// Both branches return: nothing follows.
+			break
+		}
+		if !thenReturns {
+			// Only a then that goes on jumps to end.
+			g.label(end)
+		}
 		g.emit(nop())
+	case *btlang.Return:
+		// The action ends; an event block sends no event.
+		g.emit(asm.Ja.Label("exit"))
 	case *btlang.Assign:
 		g.assign(s)
 	case *btlang.IncDec:

@@ -195,14 +195,21 @@ type If struct {
 	Else []Stmt
 }
 
+// Return ends the action at once (bpftrace's return; in a probe block).
+type Return struct {
+	At Pos
+}
+
 func (s *ExprStmt) Pos() Pos { return s.At }
 func (s *Assign) Pos() Pos   { return s.At }
 func (s *IncDec) Pos() Pos   { return s.At }
 func (s *If) Pos() Pos       { return s.At }
+func (s *Return) Pos() Pos   { return s.At }
 func (*ExprStmt) stmtNode()  {}
 func (*Assign) stmtNode()    {}
 func (*IncDec) stmtNode()    {}
 func (*If) stmtNode()        {}
+func (*Return) stmtNode()    {}
 
 // ProbeBlock is PROBE[, PROBE…] [/Pred/] { Body }. After Check, Vars lists
 // the block's scratch variables in order of first assignment.

@@ -33,6 +33,8 @@ func dumpStmt(b *strings.Builder, s Stmt, d int) {
 	switch s := s.(type) {
 	case *ExprStmt:
 		dumpExpr(b, s.X, d)
+	case *Return:
+		line(b, d, "return")
 	case *Assign:
 		line(b, d, "=")
 		dumpExpr(b, s.Target, d+1)

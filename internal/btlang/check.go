@@ -227,6 +227,7 @@ func (c *checker) stmt(s Stmt) {
 	switch s := s.(type) {
 	case *ExprStmt:
 		c.statementCall(s.X)
+	case *Return:
 	case *Assign:
 		switch t := s.Target.(type) {
 		case *MapRef:

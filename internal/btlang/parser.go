@@ -218,7 +218,6 @@ var unsupportedStmts = map[string]string{
 	"unroll":   "unroll is not supported yet",
 	"while":    "while loops are not supported yet",
 	"for":      "for loops are not supported yet",
-	"return":   "return is not supported yet",
 	"break":    "break is not supported yet",
 	"continue": "continue is not supported yet",
 	"let":      "let declarations are not supported",
@@ -238,6 +237,13 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 		}
 		if t.text == "if" {
 			return p.ifStmt(), true
+		}
+		if t.text == "return" {
+			p.next(false)
+			if !p.tok.is(";") && !p.tok.is("}") {
+				p.failf(p.tok.pos, "return takes no value in a probe's action")
+			}
+			return &Return{At: t.pos}, false
 		}
 	}
 	if t.is("++") || t.is("--") {

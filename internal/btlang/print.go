@@ -73,6 +73,8 @@ func (w *printer) stmt(s Stmt) {
 	switch s := s.(type) {
 	case *ExprStmt:
 		w.expr(s.X)
+	case *Return:
+		w.WriteString("return")
 	case *Assign:
 		w.expr(s.Target)
 		w.WriteString(" " + s.Op + " ")
