@@ -59,6 +59,8 @@ var programOneLiners = []string{
 	// return, in an if and in both branches of one
 	`usdt:BIN:demo:req { if (arg0 % 3 == 0) { @skip = count(); return; } @kept = count(); if (arg0 > 50) { return; } else { @low = count(); } }`,
 	`uretprobe:BIN:work { if (retval > 100) { @big = count(); return; } else { return; } }`,
+	// unroll over a name's bytes, read from the process's memory
+	`usdt:BIN:demo:req { $i = 0; $s = 0; unroll(5) { $s += *(uint8*)(arg1 + $i); $i++; if ($i > 3) { @ended[$i] = count(); } } @bytes[str(arg1)] = sum($s); }`,
 	// a tuple key, a string predicate, stats
 	`usdt:BIN:demo:req /str(arg1) != "beta"/ { @pair[str(arg1), arg0 % 3] = count(); @st = stats(arg2); }`,
 }

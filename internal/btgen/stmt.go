@@ -39,6 +39,8 @@ func returns(s btlang.Stmt) bool {
 		return true
 	case *btlang.If:
 		return stmtsReturn(s.Then) && stmtsReturn(s.Else)
+	case *btlang.Unroll:
+		return stmtsReturn(s.Body)
 	}
 	return false
 }
@@ -73,6 +75,13 @@ func (g *gen) stmt(s btlang.Stmt) {
 	case *btlang.Return:
 		// The action ends; an event block sends no event.
 		g.emit(asm.Ja.Label("exit"))
+	case *btlang.Unroll:
+		for range s.N {
+			g.stmts(s.Body)
+			if stmtsReturn(s.Body) {
+				break
+			}
+		}
 	case *btlang.Assign:
 		g.assign(s)
 	case *btlang.IncDec:

@@ -195,6 +195,15 @@ type If struct {
 	Else []Stmt
 }
 
+// Unroll is unroll(Count) { Body }: Body, Count times (after Check, N),
+// Count an integer constant from 1 to 100.
+type Unroll struct {
+	At    Pos
+	Count Expr
+	N     int
+	Body  []Stmt
+}
+
 // Return ends the action at once (bpftrace's return; in a probe block).
 type Return struct {
 	At Pos
@@ -205,11 +214,13 @@ func (s *Assign) Pos() Pos   { return s.At }
 func (s *IncDec) Pos() Pos   { return s.At }
 func (s *If) Pos() Pos       { return s.At }
 func (s *Return) Pos() Pos   { return s.At }
+func (s *Unroll) Pos() Pos   { return s.At }
 func (*ExprStmt) stmtNode()  {}
 func (*Assign) stmtNode()    {}
 func (*IncDec) stmtNode()    {}
 func (*If) stmtNode()        {}
 func (*Return) stmtNode()    {}
+func (*Unroll) stmtNode()    {}
 
 // ProbeBlock is PROBE[, PROBE…] [/Pred/] { Body }. After Check, Vars lists
 // the block's scratch variables in order of first assignment.

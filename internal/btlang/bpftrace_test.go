@@ -35,6 +35,13 @@ func dumpStmt(b *strings.Builder, s Stmt, d int) {
 		dumpExpr(b, s.X, d)
 	case *Return:
 		line(b, d, "return")
+	case *Unroll:
+		line(b, d, "unroll")
+		dumpExpr(b, s.Count, d+1)
+		line(b, d+1, "block")
+		for _, t := range s.Body {
+			dumpStmt(b, t, d+2)
+		}
 	case *Assign:
 		line(b, d, "=")
 		dumpExpr(b, s.Target, d+1)

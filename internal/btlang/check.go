@@ -248,6 +248,19 @@ func (c *checker) stmt(s Stmt) {
 		}
 		c.stmts(s.Then)
 		c.stmts(s.Else)
+	case *Unroll:
+		// bpftrace's bounds.
+		if v, ok := c.constant(s.Count, "the count of unroll"); ok {
+			switch {
+			case v < 1:
+				c.errorf(s.At, "unroll minimum value is 1")
+			case v > 100:
+				c.errorf(s.At, "unroll maximum value is 100")
+			default:
+				s.N = int(v)
+			}
+		}
+		c.stmts(s.Body)
 	}
 }
 

@@ -215,7 +215,6 @@ func (p *parser) stmts(top bool) []Stmt {
 }
 
 var unsupportedStmts = map[string]string{
-	"unroll":   "unroll is not supported yet",
 	"while":    "while loops are not supported yet",
 	"for":      "for loops are not supported yet",
 	"break":    "break is not supported yet",
@@ -237,6 +236,16 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 		}
 		if t.text == "if" {
 			return p.ifStmt(), true
+		}
+		if t.text == "unroll" {
+			p.next(false)
+			p.expect("(", false)
+			u := &Unroll{At: t.pos, Count: p.expr()}
+			p.expect(")", false)
+			p.enter()
+			u.Body = p.stmts(false)
+			p.depth--
+			return u, true
 		}
 		if t.text == "return" {
 			p.next(false)

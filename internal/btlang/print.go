@@ -59,8 +59,13 @@ func (w *printer) stmts(list []Stmt) {
 	for i, s := range list {
 		w.WriteString(strings.Repeat("\t", w.indent))
 		w.stmt(s)
-		if _, isIf := s.(*If); !isIf && i < len(list)-1 {
-			w.WriteByte(';')
+		switch s.(type) {
+		case *If, *Unroll:
+			// Block statements end in "}".
+		default:
+			if i < len(list)-1 {
+				w.WriteByte(';')
+			}
 		}
 		w.WriteByte('\n')
 	}
@@ -75,6 +80,11 @@ func (w *printer) stmt(s Stmt) {
 		w.expr(s.X)
 	case *Return:
 		w.WriteString("return")
+	case *Unroll:
+		w.WriteString("unroll (")
+		w.expr(s.Count)
+		w.WriteString(") ")
+		w.stmts(s.Body)
 	case *Assign:
 		w.expr(s.Target)
 		w.WriteString(" " + s.Op + " ")

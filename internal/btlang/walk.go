@@ -27,6 +27,9 @@ func Inspect(n Node, f func(Node) bool) {
 		Inspect(n.Cond, f)
 		inspectStmts(n.Then, f)
 		inspectStmts(n.Else, f)
+	case *Unroll:
+		Inspect(n.Count, f)
+		inspectStmts(n.Body, f)
 	case *MapRef:
 		inspectExprs(n.Keys, f)
 	case *Call:
