@@ -200,7 +200,17 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 		}
 		r.pidfds = append(r.pidfds, fd)
 	}
-	for _, b := range prog.Blocks {
+	if err := r.fillProfilePIDs(); err != nil {
+		return nil, err
+	}
+	for i := range prog.Blocks {
+		b := &prog.Blocks[i]
+		if b.Kind == btlang.ProbeProfile {
+			if err := r.attachProfile(r.coll.Programs[b.Prog], b); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		sites, pids := b.Sites, r.opts.PIDs
 		if b.Kind != 0 {
 			stub, err := stubSite()

@@ -387,7 +387,10 @@ func loadCollection(spec *ebpf.CollectionSpec, pid int) (*ebpf.Collection, error
 func onlyPID(prog *btgen.Program, pids []int) int {
 	only := 0
 	for _, b := range prog.Blocks {
-		if b.Kind != 0 {
+		if b.Kind == btlang.ProbeProfile {
+			// Samples of pids, or of every process.
+			b.Sites = []btgen.Site{{}}
+		} else if b.Kind != 0 {
 			continue // run by the runner itself
 		}
 		for i := range b.Sites {
