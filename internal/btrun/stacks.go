@@ -240,6 +240,11 @@ func formatStack(frames []symbolize.Frame, info *btgen.StackInfo, indent int) st
 			outer = append(outer, f)
 		}
 	}
+	if len(outer) == 0 {
+		// bpftrace prints an empty stack (a profile sample of a kernel
+		// thread or the idle task) as nothing.
+		return ""
+	}
 	if info.Perf {
 		return symbolize.FormatPerf(outer)
 	}
@@ -292,6 +297,11 @@ func (r *Runner) printfStack(a *btgen.RecordArg, rec []byte) (string, []symboliz
 		}
 		pid := int(ne.Uint64(b[len(b)-16:]))
 		pcs := r.stacks.unwind(pid, a.Stack, c, ne.Uint64(b[len(b)-8:]) != 0)
+		if len(pcs) > 0 && pcs[0] == 0 {
+			// No user registers: a profile sample of a kernel thread or
+			// the idle task.
+			pcs = nil
+		}
 		frames = r.stacks.frames(pid, pcs, a.Stack.Frames)
 	} else {
 		if len(b) < 8 {
