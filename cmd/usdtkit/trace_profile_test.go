@@ -193,10 +193,12 @@ func TestProfileFolded(t *testing.T) {
 }
 
 // TestProfileSyscalls profiles spin.c's run of pread calls, mostly in the
-// kernel: a sample there still has the task's user stack (the C
-// library's pread, then outer_sys → main: pread keeps no frame pointer,
-// so reader is not seen, by bpftrace either), where the context's
-// registers are the kernel's.
+// kernel: a sample there still has the task's user stack, where the
+// context's registers are the kernel's. With frame pointers it is the C
+// library's pread, then outer_sys → main (pread keeps no frame pointer,
+// so reader is not seen, by bpftrace either); with --unwind cfi, reader
+// → outer_sys → main, the first samples (while the dynamic loader maps
+// the C library) included.
 func TestProfileSyscalls(t *testing.T) {
 	testutil.RequireBPF(t)
 	bpftrace := testutil.RequireTool(t, "bpftrace")
@@ -204,25 +206,28 @@ func TestProfileSyscalls(t *testing.T) {
 	cmdline := bin + " sys 400000"
 	const prog = "profile:hz:997 { @[ustack] = count(); }"
 	ours := runProgramCLI(t, "trace", "-c", cmdline, "-e", prog)
+	cfi := runProgramCLI(t, "trace", "--unwind", "cfi", "-c", cmdline, "-e", prog)
 	theirs := runBpftrace(t, bpftrace, "-c", cmdline, "-e", strings.Replace(prog, "{", "/pid == cpid/ {", 1))
 	for _, tt := range []struct {
 		who    string
 		stacks []profileStack
+		chain  []string
 	}{
-		{"usdtkit", parseStackMap(t, ours, symName)},
-		{"bpftrace", parseStackMap(t, theirs, elfNamer(t, bin))},
+		{"usdtkit", parseStackMap(t, ours, symName), []string{"outer_sys", "main"}},
+		{"usdtkit --unwind cfi", parseStackMap(t, cfi, symName), []string{"reader", "outer_sys", "main"}},
+		{"bpftrace", parseStackMap(t, theirs, elfNamer(t, bin)), []string{"outer_sys", "main"}},
 	} {
-		total, inSys := 0, 0
+		total, in := 0, 0
 		for _, st := range tt.stacks {
 			total += st.count
-			i := slices.Index(st.funcs, "outer_sys")
-			if i > 0 && i+1 < len(st.funcs) && st.funcs[i+1] == "main" {
-				inSys += st.count
+			i := slices.Index(st.funcs, tt.chain[0])
+			if i > 0 && i+len(tt.chain) <= len(st.funcs) && slices.Equal(st.funcs[i:i+len(tt.chain)], tt.chain) {
+				in += st.count
 			}
 		}
-		t.Logf("%s: %d samples, %d with outer_sys, main", tt.who, total, inSys)
-		if total < 20 || inSys*10 < total*8 {
-			t.Errorf("%s: %d of %d samples have a frame under outer_sys → main, want at least 20 samples and 80%%", tt.who, inSys, total)
+		t.Logf("%s: %d samples, %d under %v", tt.who, total, in, tt.chain)
+		if total < 20 || in*10 < total*8 {
+			t.Errorf("%s: %d of %d samples have a frame under %v, want at least 20 samples and 80%%", tt.who, in, total, tt.chain)
 		}
 	}
 }

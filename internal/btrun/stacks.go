@@ -50,6 +50,17 @@ type stacks struct {
 	copied    [][]uint64
 	copiedIDs map[string]int64
 	internBuf []byte
+	// rereads counts, per process, the mappings read again because a
+	// stack's instruction pointer was in none (unwind).
+	rereads map[int]int
+}
+
+// maxRereads bounds how often unwind reads a process's mappings again.
+const maxRereads = 8
+
+func mapped(sp *unwind.Space, pc uint64) bool {
+	_, ok := sp.Mapping(pc)
+	return ok
 }
 
 type stackKey struct {
@@ -155,6 +166,17 @@ func (s *stacks) refresh(pid int) {
 func (s *stacks) unwind(pid int, info *btgen.StackInfo, c stackcap.Copy, entry bool) []uint64 {
 	s.remember(pid)
 	sp := s.spaces[pid]
+	if sp != nil && !mapped(sp, c.IP) && s.rereads[pid] < maxRereads {
+		// Mapped since the mappings were read: a profile sample of a
+		// command started stopped may come while the dynamic loader
+		// maps its libraries, before the first stack's refresh.
+		if s.rereads == nil {
+			s.rereads = map[int]int{}
+		}
+		s.rereads[pid]++
+		s.refresh(pid)
+		sp = s.spaces[pid]
+	}
 	if sp == nil {
 		return []uint64{c.IP}
 	}
