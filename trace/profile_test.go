@@ -44,8 +44,8 @@ func TestCompileProfileCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !prog.CountsStacks() {
-		t.Error("CountsStacks is false for @[ustack] = count()")
+	if !prog.CountsStacks() || prog.Probes() != 1 || prog.Sites() != 0 {
+		t.Errorf("CountsStacks %v, Probes %d, Sites %d; want true, 1 (the profile probe), 0", prog.CountsStacks(), prog.Probes(), prog.Sites())
 	}
 	var out strings.Builder
 	tr, err := trace.Start(prog, &trace.Options{Command: c, Stdout: &out})
