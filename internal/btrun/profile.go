@@ -3,6 +3,8 @@ package btrun
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -62,6 +64,11 @@ func (r *Runner) attachProfile(prog *ebpf.Program, b *btgen.Block) error {
 		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if errors.Is(err, unix.ENODEV) {
 			continue // an offline CPU
+		}
+		if errors.Is(err, unix.EINVAL) && b.Freq > 0 {
+			if max, rerr := os.ReadFile("/proc/sys/kernel/perf_event_max_sample_rate"); rerr == nil {
+				return fmt.Errorf("profile: CPU clock event on CPU %d at %d hz: %w (kernel.perf_event_max_sample_rate is %s)", cpu, b.Freq, err, strings.TrimSpace(string(max)))
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("profile: CPU clock event on CPU %d: %w", cpu, err)

@@ -121,3 +121,14 @@ func TestUnwindRereadsMappings(t *testing.T) {
 		t.Errorf("%d rereads, want %d", s.rereads[pid], maxRereads)
 	}
 }
+
+// TestFormatEmptyStack: an empty stack (a profile sample of a kernel
+// thread or the idle task) prints as nothing, as bpftrace prints it:
+// "@[, swapper/0]: 4".
+func TestFormatEmptyStack(t *testing.T) {
+	for _, info := range []*btgen.StackInfo{{Frames: 127}, {Frames: 127, Perf: true}} {
+		if have := formatStack(nil, info, 4); have != "" {
+			t.Errorf("perf %v: %q, want \"\"", info.Perf, have)
+		}
+	}
+}
