@@ -247,9 +247,10 @@ func TestProfileOnlyCommand(t *testing.T) {
 		other.Process.Kill()
 		other.Wait()
 	})
-	out := runProgramCLI(t, "trace", "-c", bin+" spin "+spinWork, "-e", "profile:hz:997 { @[pid, comm] = count(); }")
-	entries := regexp.MustCompile(`(?m)^@\[(\d+), (.*)\]: (\d+)$`).FindAllStringSubmatch(out, -1)
-	if len(entries) != 1 || entries[0][2] != "spin" || entries[0][1] == strconv.Itoa(other.Process.Pid) {
-		t.Fatalf("want one entry, the command's (the other spinning process is %d):\n%s", other.Process.Pid, out)
+	out := runProgramCLI(t, "trace", "-c", bin+" spin "+spinWork, "-e", "profile:hz:997 { @[pid, tid, comm, probe] = count(); }")
+	entries := regexp.MustCompile(`(?m)^@\[(\d+), (\d+), (.*), (.*)\]: (\d+)$`).FindAllStringSubmatch(out, -1)
+	if len(entries) != 1 || entries[0][1] == strconv.Itoa(other.Process.Pid) || entries[0][2] != entries[0][1] ||
+		entries[0][3] != "spin" || entries[0][4] != "profile:hz:997" {
+		t.Fatalf("want one entry, the command's: its pid twice, spin, profile:hz:997 (the other spinning process is %d):\n%s", other.Process.Pid, out)
 	}
 }
