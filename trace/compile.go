@@ -121,8 +121,8 @@ type object struct {
 	dev, inode uint64
 }
 
-// Probes returns how many probes (usdt probes and functions) the program
-// attaches to, counting each name once.
+// Probes returns how many probes (usdt probes, functions and profile
+// probes) the program attaches to, counting each name once.
 func (p *Program) Probes() int { return p.probes }
 
 // Sites returns how many places in objects the program attaches to.
@@ -190,6 +190,9 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 		var files []object
 		seen := make(map[siteKey]bool)
 		for _, p := range b.Probes {
+			if p.Kind == btlang.ProbeProfile {
+				names[p.String()] = true
+			}
 			res := r.sites[p]
 			if res == nil {
 				continue

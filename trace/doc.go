@@ -1,6 +1,6 @@
 // Package trace compiles and runs programs in bpftrace's language against
 // user-space probes: USDT probes, native functions and their returns,
-// BEGIN, END and interval blocks. It compiles to BPF in Go (no clang, no
+// BEGIN, END, interval and profile blocks. It compiles to BPF in Go (no clang, no
 // LLVM, no kernel headers) and prints what bpftrace prints.
 //
 // # Model and data flow
@@ -49,6 +49,11 @@
 //     //go:noinline, or build with -gcflags=-l).
 //   - BEGIN, END and interval:s:N / interval:ms:N run in the tracer's own
 //     process, as bpftrace runs them.
+//   - profile:hz:N, profile:s:N, profile:ms:N and profile:us:N sample
+//     every CPU (a software CPU clock event per CPU) and run their block
+//     for the task that was running; ustack is its user stack even when
+//     the sample is in a system call. With Options.PIDs (PID, Command)
+//     only those processes' samples count; without, every process's.
 //
 // CompileEvents writes such a program itself from a list of
 // EventProbes (a probe name, a filter in the language, which arguments

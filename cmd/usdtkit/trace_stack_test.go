@@ -224,7 +224,7 @@ func TestStacksExitedProcess(t *testing.T) {
 func TestStacksRefused(t *testing.T) {
 	tests := []struct{ prog, want string }{
 		{`uprobe:/bin/true:main { @[kstack] = count(); }`, "-e:1:27: kstack is not supported: usdtkit traces user space only (use ustack)"},
-		{`BEGIN { @[ustack] = count(); }`, "-e:1:11: ustack needs a usdt, uprobe or uretprobe probe; BEGIN is not one"},
+		{`BEGIN { @[ustack] = count(); }`, "-e:1:11: ustack needs a usdt, uprobe, uretprobe or profile probe; BEGIN is not one"},
 		{`uprobe:/bin/true:main { @[ustack(raw)] = count(); }`, "ustack(raw) is not supported yet"},
 	}
 	for _, tt := range tests {

@@ -162,13 +162,18 @@ type Block struct {
 	Prog  string // name in Spec.Programs
 	Sites []Site
 	// Kind is ProbeBegin, ProbeEnd or ProbeInterval for a block that user
-	// space runs (see StubFetch), else 0.
+	// space runs (see StubFetch), ProbeProfile for a block of
+	// BPF_PROG_TYPE_PERF_EVENT the runner attaches to a CPU clock event
+	// on every CPU (see profile.go), else 0.
 	Kind btlang.ProbeKind
 	// Token is the value a special block's program requires in its stub's
 	// argument; other values (other programs' calls) exit at once.
 	Token uint64
-	// Period is an interval block's period.
+	// Period is an interval block's period, or a profile block's
+	// sample period (profile:s|ms|us:N); Freq a profile block's samples
+	// per second (profile:hz:N), 0 for a period.
 	Period time.Duration
+	Freq   uint64
 	// Sleepable: the block's program is loaded with BPF_F_SLEEPABLE and
 	// reads user strings with bpf_copy_from_user_str, so a string in a
 	// page not present yet is read, not a fault (Options.CopyStr).
@@ -365,7 +370,12 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
-		if kind != 0 {
+		if kind == btlang.ProbeProfile {
+			if o.Machine != elf.EM_X86_64 {
+				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("profile probes on %v: %v", o.Machine, ebpf.ErrNotSupported)}
+			}
+			o.Sites[i] = nil
+		} else if kind != 0 {
 			stub, err := StubFetch(o.Machine)
 			if err != nil {
 				return nil, &btlang.Error{Pos: b.At, Msg: err.Error()}
@@ -387,15 +397,21 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		}
 		scratch = max(scratch, g.next)
 		name := fmt.Sprintf("block%d", i)
-		out.Spec.Programs[name] = &ebpf.ProgramSpec{
+		ps := &ebpf.ProgramSpec{
 			Name: name, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti,
 			License: "GPL", Instructions: insns, Flags: g.programFlags(),
 		}
 		blk := Block{Prog: name, Sites: o.Sites[i], Kind: kind, Period: period, Sleepable: g.copied, CouldSleep: g.couldSleep}
-		if kind != 0 {
+		switch {
+		case kind == btlang.ProbeProfile:
+			ps.Type, ps.AttachType = ebpf.PerfEvent, ebpf.AttachNone
+			blk.Sites = nil
+			blk.Freq, blk.Period, _ = profileRate(b.Probes[0])
+		case kind != 0:
 			blk.Sites = nil
 			blk.Token = token + uint64(i)
 		}
+		out.Spec.Programs[name] = ps
 		out.Blocks = append(out.Blocks, blk)
 	}
 	for _, mi := range out.Maps {
@@ -408,6 +424,9 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 			}
 			out.Spec.Maps[mi.BPF].MaxEntries = uint32(n)
 		}
+	}
+	if slices.ContainsFunc(out.Blocks, func(b Block) bool { return b.Kind == btlang.ProbeProfile }) {
+		out.Spec.Maps[MapProfilePIDs] = &ebpf.MapSpec{Name: MapProfilePIDs, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxProfilePIDs}
 	}
 	out.addStackMaps(o.MaxEntries, o.Machine)
 	if scratch > maxScratch {
@@ -555,6 +574,11 @@ type gen struct {
 	// the walk's area per frame count, allocated at its first stack key.
 	walkStack   int16
 	walkScratch map[int]int
+	// ctxSlot is, in a profile block that reads ustack, the BPF stack
+	// slot of the context, R6 holding the task's user registers, at
+	// ptRegsIP their instruction pointer (profile.go).
+	ctxSlot  int16
+	ptRegsIP int16
 	// sleepable: user strings may be read with bpf_copy_from_user_str;
 	// copied: they were, the program is sleepable; couldSleep: they
 	// would have been with Options.CopyStr (strread.go).
@@ -632,8 +656,11 @@ func (g *gen) checkSites() error {
 // predicate and body.
 func (g *gen) program() (asm.Instructions, error) {
 	b := g.block
-	if err := g.checkSites(); err != nil {
-		return nil, err
+	profile := g.special == btlang.ProbeProfile
+	if !profile {
+		if err := g.checkSites(); err != nil {
+			return nil, err
+		}
 	}
 	// Which arguments the block reads.
 	var used uint16
@@ -748,7 +775,12 @@ func (g *gen) program() (asm.Instructions, error) {
 	if cookie {
 		g.emit(asm.JGE.Imm(asm.R8, int32(len(g.sites)), "exit"))
 	}
-	if g.special != 0 {
+	if profile {
+		if err := g.profilePrologue(); err != nil {
+			return nil, err
+		}
+		used, usesRet = 0, false
+	} else if g.special != 0 {
 		// Only the runner's call with this block's token runs it.
 		insns, err := bpfgen.EmitFetch(g.opts.Machine, &g.sites[0].Args[0], argsOff, 0, "token")
 		if err != nil {
@@ -906,6 +938,11 @@ func special(b *btlang.ProbeBlock) (btlang.ProbeKind, time.Duration, error) {
 		case btlang.ProbeUSDT, btlang.ProbeUprobe, btlang.ProbeUretprobe:
 			k = 0
 		case btlang.ProbeBegin, btlang.ProbeEnd:
+		case btlang.ProbeProfile:
+			var err error
+			if _, period, err = profileRate(p); err != nil {
+				return 0, 0, err
+			}
 		case btlang.ProbeInterval:
 			unit := time.Second
 			if p.Unit == "ms" {

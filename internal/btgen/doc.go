@@ -110,10 +110,20 @@
 // other runners in the same process do not run it. Options.Sites for such
 // a block is ignored.
 //
+// # Profile
+//
+// A block of one profile probe (profile:hz:N, profile:s|ms|us:N) has no
+// sites either: its program is of type BPF_PROG_TYPE_PERF_EVENT (Block.Kind
+// ProbeProfile, Block.Freq or Block.Period), which the runner attaches to
+// a CPU clock event on every CPU. It skips samples of processes not in
+// MapProfilePIDs, and reads ustack from the task's user registers
+// (bpf_task_pt_regs), not the interrupted ones, which are the kernel's
+// during a system call. See profile.go.
+//
 // # Not supported yet
 //
 // Generate rejects, with "file:line:col: … is not supported yet", other
-// probe types, BEGIN/END/interval together with other probes in one
+// probe types, BEGIN/END/interval/profile together with other probes in one
 // block, tuples as values, ustack as a map value or variable, func,
 // probe as a map value,
 // a print() top or divisor that is not a literal. It never compiles a program to something else.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -94,6 +95,9 @@ var loadTests = []struct{ name, src string }{
 	{"ustack keys", `uprobe:/x:f { @[ustack] = count(); @p[ustack(perf, 5), comm] = sum(arg0); @u[ustack(bpftrace, 3)] = count(); }`},
 	{"ustack printf", `uprobe:/x:f { printf("%s %d %s\n", ustack, pid, ustack(perf, 4)); }`},
 	{"ustack key and printf, usdt", `usdt:/x:p:a { @[ustack(2)] = count(); printf("%s\n", ustack(2)); delete(@[ustack(2)]); }`},
+	{"profile ustack keys", `profile:hz:99 { @[ustack] = count(); @p[ustack(perf, 5), comm, cpu] = count(); }`},
+	{"profile printf", `profile:ms:10 /pid == 1/ { printf("%s %s %s\n", probe, ustack, ustack(perf, 3)); @[tid] = count(); }`},
+	{"profile and uprobe stacks", `uprobe:/x:f { @[ustack] = count(); } p:us:500 { @[ustack] = count(); @e = max(elapsed); }`},
 	{"big constants", `usdt:/x:p:a { @b = arg0 & 0xffffffffff; @c[0x123456789abc] = count(); printf("%s\n", "a long literal string of many bytes"); }`},
 }
 
@@ -275,5 +279,74 @@ func TestMapKinds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGenerateProfile: a profile block is a perf-event program without
+// sites, sampling at its rate or period, with the process filter map; it
+// loads with each way of capturing stacks.
+func TestGenerateProfile(t *testing.T) {
+	const src = `profile:hz:99 { @[ustack] = count(); printf("%s\n", ustack); } profile:us:250 { @s[ustack(perf)] = sum(1); }`
+	for _, tt := range []struct {
+		name string
+		opts btgen.Options
+	}{
+		{"walk", btgen.Options{}},
+		{"kernel frames for printf", btgen.Options{StackCopy: -1}},
+		{"keys copied", btgen.Options{CopyKeyStacks: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, base := compile(t, src)
+			opts := tt.opts
+			opts.Machine, opts.Sites = base.Machine, base.Sites
+			out, err := btgen.Generate(prog, &opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []struct {
+				freq   uint64
+				period time.Duration
+			}{{99, 0}, {0, 250 * time.Microsecond}}
+			for i, b := range out.Blocks {
+				ps := out.Spec.Programs[b.Prog]
+				if b.Kind != btlang.ProbeProfile || len(b.Sites) != 0 || b.Freq != want[i].freq || b.Period != want[i].period || ps.Type != ebpf.PerfEvent {
+					t.Errorf("block %d: kind %v, %d sites, freq %d, period %v, program type %v; want profile, none, %d, %v, PerfEvent",
+						i, b.Kind, len(b.Sites), b.Freq, b.Period, ps.Type, want[i].freq, want[i].period)
+				}
+			}
+			if _, ok := out.Spec.Maps[btgen.MapProfilePIDs]; !ok {
+				t.Errorf("no %s map", btgen.MapProfilePIDs)
+			}
+			if !slices.Contains(out.Probes, "profile:hz:99") {
+				t.Errorf("probe names %q lack profile:hz:99", out.Probes)
+			}
+			testutil.RequireBPF(t)
+			coll, err := ebpf.NewCollection(out.Spec)
+			if err != nil {
+				var ve *ebpf.VerifierError
+				if errors.As(err, &ve) {
+					t.Fatalf("load: %+v", ve)
+				}
+				t.Fatalf("load: %v", err)
+			}
+			coll.Close()
+		})
+	}
+}
+
+// TestGenerateProfileRefused: a profile probe with other probes in one
+// block, and a rate past the bounds, are errors at the probe.
+func TestGenerateProfileRefused(t *testing.T) {
+	for _, src := range []string{
+		`profile:hz:99, uprobe:/x:f { @ = count(); }`,
+		`profile:hz:2000000 { @ = count(); }`,
+		`profile:s:100000 { @ = count(); }`,
+	} {
+		prog, opts := compile(t, src)
+		_, err := btgen.Generate(prog, opts)
+		var be *btlang.Error
+		if !errors.As(err, &be) {
+			t.Errorf("%s: error %v, want a *btlang.Error", src, err)
+		}
 	}
 }

@@ -299,7 +299,7 @@ func usesStack(b *btlang.ProbeBlock) bool {
 // layoutStack reserves the block's entry flag when it reads ustack.
 func (g *gen) layoutStack() {
 	g.entryOff = -1
-	if g.special == 0 && usesStack(g.block) {
+	if (g.special == 0 || g.special == btlang.ProbeProfile) && usesStack(g.block) {
 		g.entryOff = g.alloc(8)
 		if g.walks() {
 			for range stackcap.WalkStackSlots {
@@ -402,6 +402,10 @@ var callerKernel = sync.OnceValue(func() bool {
 // (entry flag siteEntry; with walk, any entry, since the walk in the
 // program has no caller from the kernel) and whether every site agrees.
 func (g *gen) sitesEntry(walk bool) (entry, same bool) {
+	if g.special == btlang.ProbeProfile {
+		// A sample is never at a probed function's entry.
+		return false, true
+	}
 	if len(g.sites) == 0 {
 		return false, false
 	}
@@ -467,14 +471,21 @@ func (g *gen) stackCapture(walk bool, capture func(entry bool, prefix string) (a
 func (g *gen) stackKey(off int, s *StackInfo) {
 	if g.walks() {
 		scratch := g.walkArea(s.Frames)
+		done := g.noUserStack(off)
 		g.stackCapture(true, func(entry bool, prefix string) (asm.Instructions, error) {
 			return stackcap.EmitWalkID(elf.EM_X86_64, asm.R6, asm.R7, int16(off), s.Map, &stackcap.WalkOptions{MaxFrames: s.Frames, Entry: entry, Scratch: int16(scratch), Stack: g.walkStack}, prefix)
 		})
+		if done != "" {
+			g.label(done)
+			g.emit(nop())
+		}
 		g.stackPID(off + stackcap.StackIDSize)
 		return
 	}
-	g.stackCapture(false, func(entry bool, prefix string) (asm.Instructions, error) {
-		return stackcap.EmitStackID(g.opts.Machine, asm.R6, asm.R7, int16(off), s.Map, &stackcap.FramesOptions{MaxFrames: s.Frames, Entry: entry}, prefix)
+	g.withContext(func() {
+		g.stackCapture(false, func(entry bool, prefix string) (asm.Instructions, error) {
+			return stackcap.EmitStackID(g.opts.Machine, asm.R6, asm.R7, int16(off), s.Map, &stackcap.FramesOptions{MaxFrames: s.Frames, Entry: entry}, prefix)
+		})
 	})
 	g.stackPID(off + stackcap.StackIDSize)
 }
@@ -524,9 +535,11 @@ func (g *gen) stackArg(pos btlang.Pos, off int, s *StackInfo) {
 // at scratch off.
 func (g *gen) stackFrames(off int, s *StackInfo) {
 	opts := &stackcap.FramesOptions{MaxFrames: s.Frames}
-	g.stackCapture(false, func(entry bool, prefix string) (asm.Instructions, error) {
-		opts.Entry = entry
-		return stackcap.EmitFrames(g.opts.Machine, asm.R6, asm.R7, int16(off), opts, prefix)
+	g.withContext(func() {
+		g.stackCapture(false, func(entry bool, prefix string) (asm.Instructions, error) {
+			opts.Entry = entry
+			return stackcap.EmitFrames(g.opts.Machine, asm.R6, asm.R7, int16(off), opts, prefix)
+		})
 	})
 	g.stackPID(off + stackcap.FramesSize(opts))
 }

@@ -957,14 +957,16 @@ func (c *checker) constOperand(at Pos, op string, y Expr) bool {
 var builtinKinds = map[string][]ProbeKind{
 	"retval": {ProbeUretprobe},
 	"func":   {ProbeUprobe, ProbeUretprobe},
-	"ustack": {ProbeUSDT, ProbeUprobe, ProbeUretprobe},
+	"ustack": {ProbeUSDT, ProbeUprobe, ProbeUretprobe, ProbeProfile},
 	"arg":    {ProbeUSDT, ProbeUprobe},
+	"reg":    {ProbeUSDT, ProbeUprobe, ProbeUretprobe},
 }
 
 var builtinNeeds = map[string]string{
 	"retval": "a uretprobe",
 	"func":   "a uprobe or uretprobe",
-	"ustack": "a usdt, uprobe or uretprobe probe",
+	"ustack": "a usdt, uprobe, uretprobe or profile probe",
+	"reg":    "a usdt, uprobe or uretprobe probe",
 	"arg":    "a usdt or uprobe probe (uretprobes have retval)",
 }
 
@@ -1031,6 +1033,8 @@ func (c *checker) argField(e *ArgField) Type {
 			switch {
 			case a.Refuse["args"] != "":
 				c.errorf(e.At, "args.%s: %s", e.Name, a.Refuse["args"])
+			case p.Kind == ProbeProfile:
+				c.errorf(e.At, "args is not available in %s: a sample interrupts whatever runs, which has no arguments", p)
 			case p.Kind == ProbeUretprobe && len(a.Named) == 0:
 				c.errorf(e.At, "args is not available in %s; a uretprobe has retval", p)
 			case len(a.Named) == 0:
@@ -1101,8 +1105,8 @@ func (c *checker) call(e *Call) Type {
 	case "reg":
 		// bpftrace's x86-64 register names; the back end maps them.
 		for _, p := range c.block.Probes {
-			if !slices.Contains(builtinKinds["ustack"], p.Kind) {
-				c.errorf(e.At, "reg() needs %s; %s is not one", builtinNeeds["ustack"], p)
+			if !slices.Contains(builtinKinds["reg"], p.Kind) {
+				c.errorf(e.At, "reg() needs %s; %s is not one", builtinNeeds["reg"], p)
 				return Type{}
 			}
 		}

@@ -7,7 +7,7 @@
 //	source ──Parse──► *Program (syntax only) ──Check(ProbeInfo)──► typed *Program
 //
 // A Program is a list of ProbeBlocks: PROBE[, PROBE…] [/predicate/] { body }.
-// Each Probe is a usdt, uprobe, uretprobe, BEGIN, END or interval probe with
+// Each Probe is a usdt, uprobe, uretprobe, BEGIN, END, interval or profile probe with
 // its parts unquoted (Probe.String prints it back). The body is statements
 // (Assign, IncDec, If, ExprStmt) over expressions (IntLit, StrLit, Builtin,
 // ArgField, Var, MapRef, Call, Unary, Cast, Deref, Binary, Ternary, Tuple, TupleIndex).
@@ -27,7 +27,7 @@
 // in C; statements separated by ";" with none after an if's "}"; integer
 // literals in decimal, 0x hex, 0-prefixed octal, with "_" separators and
 // e-notation (1e6); strings with \n \t \r \\ \" \xHH \NNN; // and /* */
-// comments. Probes take bpftrace's aliases (u, ur, U, i), globs, short
+// comments. Probes take bpftrace's aliases (u, ur, U, i, p), globs, short
 // library names ("libc", resolved by the back end), "quoted" parts for
 // names with other characters (C++'s "ns::f(int)"; Go's main.(*T).M may
 // also go unquoted, which bpftrace refuses), uprobe offsets (FUNC+N) and
@@ -43,6 +43,13 @@
 // (ParseOptions.Params); casts (int8 … uint64) and reads of user
 // memory through a pointer cast, *(int32*)X. kstack is refused (user
 // space only), as is ustack(raw).
+//
+// profile:hz:N (p:), profile:s:N, profile:ms:N and profile:us:N sample
+// every CPU, interrupting whatever task runs there: such a block reads
+// pid tid uid gid comm cpu nsecs elapsed probe ("profile:hz:99") cpid and
+// ustack, the interrupted task's user stack; arg0…, args, retval, func,
+// goid and reg() are refused, as there is no probed function (bpftrace
+// reads reg() from the interrupted registers, which may be the kernel's).
 //
 // Where usdtkit differs from bpftrace, it rejects: a program Check accepts
 // means what it means under bpftrace. Besides what usdtkit does not compile

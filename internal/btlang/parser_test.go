@@ -30,6 +30,8 @@ func TestParseProbe(t *testing.T) {
 		{"ur:/bin/bash:readline", Probe{Kind: ProbeUretprobe, Path: "/bin/bash", Name: "readline"}},
 		{"interval:s:5", Probe{Kind: ProbeInterval, Unit: "s", Period: 5}},
 		{"i:ms:100", Probe{Kind: ProbeInterval, Unit: "ms", Period: 100}},
+		{"profile:hz:99", Probe{Kind: ProbeProfile, Unit: "hz", Period: 99}},
+		{"p:us:250", Probe{Kind: ProbeProfile, Unit: "us", Period: 250}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {

@@ -15,9 +15,12 @@ const (
 	ProbeUprobe
 	ProbeUretprobe
 	ProbeInterval
+	// ProbeProfile samples every CPU at a rate (profile:hz:N) or period
+	// (profile:s:N, ms, us): the interrupted task, user or kernel mode.
+	ProbeProfile
 )
 
-var probeKindNames = [...]string{"", "BEGIN", "END", "usdt", "uprobe", "uretprobe", "interval"}
+var probeKindNames = [...]string{"", "BEGIN", "END", "usdt", "uprobe", "uretprobe", "interval", "profile"}
 
 // String returns the kind as written in a canonical probe: "usdt", "BEGIN"…
 func (k ProbeKind) String() string {
@@ -32,6 +35,7 @@ func (k ProbeKind) String() string {
 //	usdt:PATH:PROVIDER:NAME  usdt:PATH:NAME  usdt::PROVIDER:NAME (U:)
 //	uprobe:PATH:FUNC[+OFFSET] (u:)  uretprobe:PATH:FUNC (ur:)
 //	BEGIN  END  interval:s:N  interval:ms:N
+//	profile:hz:N  profile:s:N  profile:ms:N  profile:us:N (p:)
 //
 // PATH is as written: an absolute or relative path, or a short library name
 // ("libc") that the back end resolves; empty only for usdt, where the back
@@ -44,8 +48,8 @@ type Probe struct {
 	Provider string // usdt; empty: any provider
 	Name     string // usdt probe name or uprobe function
 	Offset   uint64 // uprobe FUNC+OFFSET
-	Unit     string // interval: "s" or "ms"
-	Period   uint64 // interval: how many units
+	Unit     string // interval: "s" or "ms"; profile: "hz", "s", "ms" or "us"
+	Period   uint64 // interval, profile: how many units (hz: samples a second)
 }
 
 // Pos returns where the probe starts.
@@ -62,8 +66,8 @@ func (p *Probe) String() string {
 	switch p.Kind {
 	case ProbeBegin, ProbeEnd:
 		return p.Kind.String()
-	case ProbeInterval:
-		return "interval:" + p.Unit + ":" + strconv.FormatUint(p.Period, 10)
+	case ProbeInterval, ProbeProfile:
+		return p.Kind.String() + ":" + p.Unit + ":" + strconv.FormatUint(p.Period, 10)
 	case ProbeUSDT:
 		s := "usdt:" + quotePart(p.Path, false) + ":"
 		if p.Provider != "" {
@@ -101,6 +105,7 @@ var probeAliases = map[string]ProbeKind{
 	"uprobe": ProbeUprobe, "u": ProbeUprobe,
 	"uretprobe": ProbeUretprobe, "ur": ProbeUretprobe,
 	"interval": ProbeInterval, "i": ProbeInterval,
+	"profile": ProbeProfile, "p": ProbeProfile,
 }
 
 // kernelProbes are bpftrace probe types usdtkit does not offer.
@@ -109,7 +114,7 @@ var kernelProbes = map[string]string{
 	"tracepoint": "tracepoint", "t": "tracepoint", "rawtracepoint": "rawtracepoint", "rt": "rawtracepoint",
 	"kfunc": "kfunc", "f": "kfunc", "kretfunc": "kretfunc", "fr": "kretfunc",
 	"software": "software", "s": "software", "hardware": "hardware", "h": "hardware",
-	"profile": "profile", "p": "profile", "watchpoint": "watchpoint", "w": "watchpoint",
+	"watchpoint": "watchpoint", "w": "watchpoint",
 	"asyncwatchpoint": "asyncwatchpoint", "aw": "asyncwatchpoint", "iter": "iter", "it": "iter",
 }
 
@@ -160,7 +165,7 @@ func parseProbe(t token) (*Probe, *Error) {
 	kind, ok := probeAliases[typ]
 	if !ok || parts[0].quoted {
 		if k, ok := kernelProbes[typ]; ok {
-			return nil, errorf(t.pos, "%s probes are not supported: usdtkit traces user space (usdt, uprobe, uretprobe, BEGIN, END, interval)", k)
+			return nil, errorf(t.pos, "%s probes are not supported: usdtkit traces user space (usdt, uprobe, uretprobe, BEGIN, END, interval, profile)", k)
 		}
 		return nil, errorf(t.pos, "unknown probe type %q", typ)
 	}
@@ -182,6 +187,21 @@ func parseProbe(t token) (*Probe, *Error) {
 		n, err := strconv.ParseUint(args[1].val, 10, 32)
 		if err != nil || n == 0 {
 			return nil, errorf(t.pos, "interval period %q must be a positive integer", args[1].val)
+		}
+		p.Period = n
+	case ProbeProfile:
+		if len(args) != 2 {
+			return nil, errorf(t.pos, "profile probes are written profile:hz:N, profile:s:N, profile:ms:N or profile:us:N")
+		}
+		p.Unit = args[0].val
+		switch p.Unit {
+		case "hz", "s", "ms", "us":
+		default:
+			return nil, errorf(t.pos, "profile unit %q is not supported; use hz, s, ms or us", p.Unit)
+		}
+		n, err := strconv.ParseUint(args[1].val, 10, 32)
+		if err != nil || n == 0 {
+			return nil, errorf(t.pos, "profile rate %q must be a positive integer", args[1].val)
 		}
 		p.Period = n
 	case ProbeUSDT:

@@ -25,6 +25,14 @@
 // others'. x86-64 only for now; elsewhere Start returns an error wrapping
 // ebpf.ErrNotSupported for such a program.
 //
+// # Profile
+//
+// A profile block (btgen.Block.Kind ProbeProfile) is attached by a BPF
+// link to a software CPU clock event per possible CPU (pid -1, offline
+// CPUs skipped), sampling at the block's rate or period; Start first
+// writes btgen.MapProfilePIDs, Options.PIDs or 0 for every process, so
+// that the program counts only those processes' samples. See profile.go.
+//
 // # Links
 //
 // Sites of one block in one file get one uprobe_multi link (kernel 6.6+)
@@ -200,7 +208,17 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 		}
 		r.pidfds = append(r.pidfds, fd)
 	}
-	for _, b := range prog.Blocks {
+	if err := r.fillProfilePIDs(); err != nil {
+		return nil, err
+	}
+	for i := range prog.Blocks {
+		b := &prog.Blocks[i]
+		if b.Kind == btlang.ProbeProfile {
+			if err := r.attachProfile(r.coll.Programs[b.Prog], b); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		sites, pids := b.Sites, r.opts.PIDs
 		if b.Kind != 0 {
 			stub, err := stubSite()

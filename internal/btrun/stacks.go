@@ -50,6 +50,17 @@ type stacks struct {
 	copied    [][]uint64
 	copiedIDs map[string]int64
 	internBuf []byte
+	// rereads counts, per process, the mappings read again because a
+	// stack's instruction pointer was in none (unwind).
+	rereads map[int]int
+}
+
+// maxRereads bounds how often unwind reads a process's mappings again.
+const maxRereads = 8
+
+func mapped(sp *unwind.Space, pc uint64) bool {
+	_, ok := sp.Mapping(pc)
+	return ok
 }
 
 type stackKey struct {
@@ -155,6 +166,17 @@ func (s *stacks) refresh(pid int) {
 func (s *stacks) unwind(pid int, info *btgen.StackInfo, c stackcap.Copy, entry bool) []uint64 {
 	s.remember(pid)
 	sp := s.spaces[pid]
+	if sp != nil && !mapped(sp, c.IP) && s.rereads[pid] < maxRereads {
+		// Mapped since the mappings were read: a profile sample of a
+		// command started stopped may come while the dynamic loader
+		// maps its libraries, before the first stack's refresh.
+		if s.rereads == nil {
+			s.rereads = map[int]int{}
+		}
+		s.rereads[pid]++
+		s.refresh(pid)
+		sp = s.spaces[pid]
+	}
 	if sp == nil {
 		return []uint64{c.IP}
 	}
@@ -240,6 +262,11 @@ func formatStack(frames []symbolize.Frame, info *btgen.StackInfo, indent int) st
 			outer = append(outer, f)
 		}
 	}
+	if len(outer) == 0 {
+		// bpftrace prints an empty stack (a profile sample of a kernel
+		// thread or the idle task) as nothing.
+		return ""
+	}
 	if info.Perf {
 		return symbolize.FormatPerf(outer)
 	}
@@ -292,6 +319,11 @@ func (r *Runner) printfStack(a *btgen.RecordArg, rec []byte) (string, []symboliz
 		}
 		pid := int(ne.Uint64(b[len(b)-16:]))
 		pcs := r.stacks.unwind(pid, a.Stack, c, ne.Uint64(b[len(b)-8:]) != 0)
+		if len(pcs) > 0 && pcs[0] == 0 {
+			// No user registers: a profile sample of a kernel thread or
+			// the idle task.
+			pcs = nil
+		}
 		frames = r.stacks.frames(pid, pcs, a.Stack.Frames)
 	} else {
 		if len(b) < 8 {
@@ -387,7 +419,10 @@ func loadCollection(spec *ebpf.CollectionSpec, pid int) (*ebpf.Collection, error
 func onlyPID(prog *btgen.Program, pids []int) int {
 	only := 0
 	for _, b := range prog.Blocks {
-		if b.Kind != 0 {
+		if b.Kind == btlang.ProbeProfile {
+			// Samples of pids, or of every process.
+			b.Sites = []btgen.Site{{}}
+		} else if b.Kind != 0 {
 			continue // run by the runner itself
 		}
 		for i := range b.Sites {

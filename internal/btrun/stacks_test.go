@@ -1,12 +1,17 @@
 package btrun
 
 import (
+	"debug/elf"
+	"os"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/stackcap"
+	"github.com/usdtkit/usdtkit/internal/unwind"
 )
 
 // TestMergeStackKeys: entries whose keys print alike (stacks differing
@@ -82,5 +87,48 @@ func TestOnlyPID(t *testing.T) {
 				t.Errorf("have %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestUnwindRereadsMappings: a stack copy whose instruction pointer is in
+// none of the mappings read (a library mapped since, as the dynamic
+// loader maps them while a command started stopped runs) makes unwind
+// read the process's mappings again, at most maxRereads times.
+func TestUnwindRereadsMappings(t *testing.T) {
+	pid := os.Getpid()
+	ip := uint64(reflect.ValueOf(TestUnwindRereadsMappings).Pointer())
+	s := &stacks{copies: true}
+	s.init()
+	t.Cleanup(s.close)
+	s.procs[pid] = nil
+	s.spaces[pid] = unwind.NewSpace(pid, nil)
+	info := &btgen.StackInfo{Frames: 127, Machine: elf.EM_X86_64}
+	pcs := s.unwind(pid, info, stackcap.Copy{IP: ip}, false)
+	if len(pcs) == 0 || pcs[0] != ip {
+		t.Errorf("unwind: %#x, want %#x first", pcs, ip)
+	}
+	if sp := s.spaces[pid]; sp == nil || !mapped(sp, ip) {
+		t.Fatalf("the mappings were not read again: %#x is in none", ip)
+	}
+	if s.rereads[pid] != 1 {
+		t.Errorf("%d rereads, want 1", s.rereads[pid])
+	}
+	// An address mapped nowhere rereads no more than maxRereads times.
+	for range 2 * maxRereads {
+		s.unwind(pid, info, stackcap.Copy{IP: 8}, false)
+	}
+	if s.rereads[pid] != maxRereads {
+		t.Errorf("%d rereads, want %d", s.rereads[pid], maxRereads)
+	}
+}
+
+// TestFormatEmptyStack: an empty stack (a profile sample of a kernel
+// thread or the idle task) prints as nothing, as bpftrace prints it:
+// "@[, swapper/0]: 4".
+func TestFormatEmptyStack(t *testing.T) {
+	for _, info := range []*btgen.StackInfo{{Frames: 127}, {Frames: 127, Perf: true}} {
+		if have := formatStack(nil, info, 4); have != "" {
+			t.Errorf("perf %v: %q, want \"\"", info.Perf, have)
+		}
 	}
 }
