@@ -157,7 +157,19 @@ func TestCommandCPID(t *testing.T) {
 	c := exec.Command(bin)
 	c.Stdin = strings.NewReader("run 2\nquit\n")
 	var out strings.Builder
-	tr, err := trace.Start(prog, &trace.Options{Command: c, Stdout: &out})
+	runToEnd(t, prog, &trace.Options{Command: c, Stdout: &out})
+	p := strconv.Itoa(c.Process.Pid)
+	want := p + " " + p + "\n" + p + " " + p + "\n\n\n@[" + p + "]: 2\n"
+	if out.String() != want {
+		t.Errorf("have %q, want %q", out.String(), want)
+	}
+}
+
+// runToEnd starts prog with opts and runs it to its end; the tracer is
+// closed when the test ends.
+func runToEnd(t *testing.T, prog *trace.Program, opts *trace.Options) *trace.Tracer {
+	t.Helper()
+	tr, err := trace.Start(prog, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +177,5 @@ func TestCommandCPID(t *testing.T) {
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	p := strconv.Itoa(c.Process.Pid)
-	want := p + " " + p + "\n" + p + " " + p + "\n\n\n@[" + p + "]: 2\n"
-	if out.String() != want {
-		t.Errorf("have %q, want %q", out.String(), want)
-	}
+	return tr
 }

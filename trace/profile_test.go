@@ -1,7 +1,6 @@
 package trace_test
 
 import (
-	"context"
 	"os/exec"
 	"slices"
 	"strings"
@@ -31,14 +30,7 @@ func profileFuncs(s trace.StackCount) []string {
 func TestCompileProfileCommand(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := testutil.BuildSpin(t)
-	other := exec.Command(bin, "spin", "100000000000")
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		other.Process.Kill()
-		other.Wait()
-	})
+	other := testutil.StartSpin(t, bin, "100000000000")
 	c := exec.Command(bin, "spin", "300000000")
 	prog, err := trace.Compile("-e", `profile:hz:997 { @[ustack] = count(); }`, &trace.CompileOptions{Executable: c.Path})
 	if err != nil {
@@ -48,14 +40,7 @@ func TestCompileProfileCommand(t *testing.T) {
 		t.Errorf("CountsStacks %v, Probes %d, Sites %d; want true, 1 (the profile probe), 0", prog.CountsStacks(), prog.Probes(), prog.Sites())
 	}
 	var out strings.Builder
-	tr, err := trace.Start(prog, &trace.Options{Command: c, Stdout: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
-	if err := tr.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tr := runToEnd(t, prog, &trace.Options{Command: c, Stdout: &out})
 	stacks, err := tr.Stacks()
 	if err != nil {
 		t.Fatal(err)
@@ -82,15 +67,7 @@ func TestCompileProfilePIDs(t *testing.T) {
 	bin := testutil.BuildSpin(t)
 	var spinners []*exec.Cmd
 	for range 2 {
-		c := exec.Command(bin, "spin", "100000000000")
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			c.Process.Kill()
-			c.Wait()
-		})
-		spinners = append(spinners, c)
+		spinners = append(spinners, testutil.StartSpin(t, bin, "100000000000"))
 	}
 	pid := spinners[0].Process.Pid
 	src := `profile:hz:997 { @[ustack] = count(); @n = @n + 1; if (@n == 200) { exit(); } }`
@@ -99,14 +76,7 @@ func TestCompileProfilePIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	tr, err := trace.Start(prog, &trace.Options{PID: pid, Stdout: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tr.Close() })
-	if err := tr.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tr := runToEnd(t, prog, &trace.Options{PID: pid, Stdout: &out})
 	stacks, err := tr.Stacks()
 	if err != nil {
 		t.Fatal(err)

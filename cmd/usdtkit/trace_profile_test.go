@@ -2,7 +2,6 @@ package main
 
 import (
 	"debug/elf"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -61,15 +60,7 @@ func symName(frame string) string {
 // addresses are its symbols' own; other addresses stay as printed.
 func elfNamer(t *testing.T, path string) func(string) string {
 	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
+	syms := testutil.ELFSymbols(t, path)
 	return func(frame string) string {
 		a, err := strconv.ParseUint(strings.TrimPrefix(frame, "0x"), 16, 64)
 		if err != nil {
@@ -239,14 +230,7 @@ func TestProfileOnlyCommand(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := testutil.BuildSpin(t)
 	// Another process spinning meanwhile (until the test ends).
-	other := exec.Command(bin, "spin", "100000000000")
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		other.Process.Kill()
-		other.Wait()
-	})
+	other := testutil.StartSpin(t, bin, "100000000000")
 	out := runProgramCLI(t, "trace", "-c", bin+" spin "+spinWork, "-e", "profile:hz:997 { @[pid, tid, comm, probe] = count(); }")
 	entries := regexp.MustCompile(`(?m)^@\[(\d+), (\d+), (.*), (.*)\]: (\d+)$`).FindAllStringSubmatch(out, -1)
 	if len(entries) != 1 || entries[0][1] == strconv.Itoa(other.Process.Pid) || entries[0][2] != entries[0][1] ||

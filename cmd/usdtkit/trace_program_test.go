@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -489,16 +488,7 @@ func histTotal(maps, name string) string {
 // symbolValue returns the value of the symbol name in the ELF file path.
 func symbolValue(t *testing.T, path, name string) uint64 {
 	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range syms {
+	for _, s := range testutil.ELFSymbols(t, path) {
 		if s.Name == name {
 			return s.Value
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -35,14 +34,7 @@ func generateProfile(t *testing.T, src string) (*btgen.Program, error) {
 func TestProfileEveryProcess(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := testutil.BuildSpin(t)
-	spin := exec.Command(bin, "spin", "100000000000")
-	if err := spin.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		spin.Process.Kill()
-		spin.Wait()
-	})
+	spin := testutil.StartSpin(t, bin, "100000000000")
 	src := strings.ReplaceAll(`profile:hz:997 /pid == SPIN/ { @[ustack(3)] = count(); @n = @n + 1; if (@n == 100) { exit(); } }`,
 		"SPIN", strconv.Itoa(spin.Process.Pid))
 	gp, err := generateProfile(t, src)

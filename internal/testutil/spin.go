@@ -25,3 +25,18 @@ func BuildSpin(tb testing.TB) string {
 	}
 	return out
 }
+
+// StartSpin starts the spin target bin (BuildSpin) spinning for iters
+// iterations, and kills it when the test ends.
+func StartSpin(tb testing.TB, bin, iters string) *exec.Cmd {
+	tb.Helper()
+	c := exec.Command(bin, "spin", iters)
+	if err := c.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		c.Process.Kill()
+		c.Wait()
+	})
+	return c
+}
