@@ -3,7 +3,6 @@ package btgen_test
 import (
 	"testing"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
@@ -89,11 +88,7 @@ func TestCountBlocks(t *testing.T) {
 					t.Errorf("block %d: have %+v, want %+v\n%v", i, have, tt.want[i], insns)
 				}
 			}
-			coll, err := ebpf.NewCollection(out.Spec)
-			if err != nil {
-				t.Fatalf("load: %v", err)
-			}
-			coll.Close()
+			mustLoad(t, out.Spec)
 		})
 	}
 }

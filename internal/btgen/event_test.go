@@ -4,8 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/cilium/ebpf"
-
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -49,11 +47,7 @@ func TestEventLayout(t *testing.T) {
 				t.Fatalf("have %+v, want %+v", out.Events, tt.want)
 			}
 			testutil.RequireBPF(t)
-			coll, err := ebpf.NewCollection(out.Spec)
-			if err != nil {
-				t.Fatalf("load: %v", err)
-			}
-			coll.Close()
+			mustLoad(t, out.Spec)
 		})
 	}
 }

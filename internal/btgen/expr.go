@@ -150,18 +150,7 @@ func (g *gen) builtin(e *btlang.Builtin) {
 	case "elapsed":
 		// nsecs minus the runner's start, which it writes in MapStart
 		// (CLOCK_MONOTONIC, as bpf_ktime_get_ns) before attaching.
-		nostart := g.newLabel("nostart")
-		g.emit(
-			asm.StoreImm(asm.R10, -4, 0, asm.Word),
-			asm.LoadMapPtr(asm.R1, 0).WithReference(MapStart),
-			asm.Mov.Reg(asm.R2, asm.R10),
-			asm.Add.Imm(asm.R2, -4),
-			asm.FnMapLookupElem.Call(),
-			asm.Mov.Imm(asm.R1, 0),
-			asm.JEq.Imm(asm.R0, 0, nostart),
-			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-		)
-		g.label(nostart)
+		g.startSlot(0)
 		g.emit(
 			asm.StoreMem(asm.R10, -16, asm.R1, asm.DWord),
 			asm.FnKtimeGetNs.Call(),
@@ -172,19 +161,8 @@ func (g *gen) builtin(e *btlang.Builtin) {
 		// The command's PID, which the runner writes in MapStart's
 		// second slot before attaching (Program.CPID).
 		g.out.CPID = true
-		nocpid := g.newLabel("nocpid")
-		g.emit(
-			asm.StoreImm(asm.R10, -4, 1, asm.Word),
-			asm.LoadMapPtr(asm.R1, 0).WithReference(MapStart),
-			asm.Mov.Reg(asm.R2, asm.R10),
-			asm.Add.Imm(asm.R2, -4),
-			asm.FnMapLookupElem.Call(),
-			asm.Mov.Reg(asm.R1, asm.R0),
-			asm.Mov.Imm(asm.R0, 0),
-			asm.JEq.Imm(asm.R1, 0, nocpid),
-			asm.LoadMem(asm.R0, asm.R1, 0, asm.DWord),
-		)
-		g.label(nocpid)
+		g.startSlot(1)
+		g.emit(asm.Mov.Reg(asm.R0, asm.R1))
 	default:
 		g.fail(unsupported(e.At, "builtin %s", e.Name))
 	}
@@ -283,6 +261,23 @@ func (g *gen) strEqual(a, b strBuf) {
 	g.label(ne)
 	g.emit(asm.Mov.Imm(asm.R0, 0))
 	g.label(end)
+}
+
+// startSlot loads slot key of MapStart (0: the runner's start time, 1:
+// cpid) into R1, 0 if it cannot be read.
+func (g *gen) startSlot(key int32) {
+	none := g.newLabel("nostart")
+	g.emit(
+		asm.StoreImm(asm.R10, -4, int64(key), asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(MapStart),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.JEq.Imm(asm.R0, 0, none),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+	)
+	g.label(none)
 }
 
 // reg loads into R0 the register reg(NAME) names, from the probe's

@@ -115,15 +115,7 @@ func TestGenerateLoads(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Generate: %v", err)
 			}
-			coll, err := ebpf.NewCollection(out.Spec)
-			if err != nil {
-				var ve *ebpf.VerifierError
-				if errors.As(err, &ve) {
-					t.Fatalf("load: %+v", ve)
-				}
-				t.Fatalf("load: %v", err)
-			}
-			coll.Close()
+			mustLoad(t, out.Spec)
 			n++
 		})
 	}
@@ -220,11 +212,7 @@ func TestCorpus(t *testing.T) {
 				t.Logf("rejected: %v", err)
 				return
 			}
-			coll, err := ebpf.NewCollection(out.Spec)
-			if err != nil {
-				t.Fatalf("load: %v", err)
-			}
-			coll.Close()
+			mustLoad(t, out.Spec)
 			loaded++
 		})
 	}
@@ -321,15 +309,7 @@ func TestGenerateProfile(t *testing.T) {
 				t.Errorf("probe names %q lack profile:hz:99", out.Probes)
 			}
 			testutil.RequireBPF(t)
-			coll, err := ebpf.NewCollection(out.Spec)
-			if err != nil {
-				var ve *ebpf.VerifierError
-				if errors.As(err, &ve) {
-					t.Fatalf("load: %+v", ve)
-				}
-				t.Fatalf("load: %v", err)
-			}
-			coll.Close()
+			mustLoad(t, out.Spec)
 		})
 	}
 }
@@ -349,4 +329,19 @@ func TestGenerateProfileRefused(t *testing.T) {
 			t.Errorf("%s: error %v, want a *btlang.Error", src, err)
 		}
 	}
+}
+
+// mustLoad loads spec into the kernel, failing t with the verifier's log
+// if it refuses it, and closes it.
+func mustLoad(t *testing.T, spec *ebpf.CollectionSpec) {
+	t.Helper()
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			t.Fatalf("load: %+v", ve)
+		}
+		t.Fatalf("load: %v", err)
+	}
+	coll.Close()
 }

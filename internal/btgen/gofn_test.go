@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cilium/ebpf"
-
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -105,11 +103,7 @@ func TestGenerateGo(t *testing.T) {
 				t.Fatalf("Generate: %v", err)
 			}
 			testutil.RequireBPF(t)
-			coll, err := ebpf.NewCollection(out.Spec)
-			if err != nil {
-				t.Fatalf("load: %v", err)
-			}
-			coll.Close()
+			mustLoad(t, out.Spec)
 		})
 	}
 }

@@ -70,11 +70,7 @@ func TestCopyKeyStacks(t *testing.T) {
 		t.Errorf("ring of %d bytes, want %d", n, btgen.KeyRingSize)
 	}
 	testutil.RequireBPF(t)
-	coll, err := ebpf.NewCollection(out.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	coll.Close()
+	mustLoad(t, out.Spec)
 }
 
 // TestCopyKeyStacksRefused: under CopyKeyStacks, what is not counted in

@@ -1,11 +1,9 @@
 package btgen_test
 
 import (
-	"errors"
 	"slices"
 	"testing"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
@@ -74,15 +72,7 @@ func TestSleepableLoads(t *testing.T) {
 					t.Errorf("block %d: Sleepable %v, flags %#x, kfunc %v, bpf_probe_read_user_str %v; want sleepable %v", i, b.Sleepable, spec.Flags, kfunc, helper, want)
 				}
 			}
-			coll, err := ebpf.NewCollection(out.Spec)
-			if err != nil {
-				var ve *ebpf.VerifierError
-				if errors.As(err, &ve) {
-					t.Fatalf("load: %+v", ve)
-				}
-				t.Fatalf("load: %v", err)
-			}
-			coll.Close()
+			mustLoad(t, out.Spec)
 		})
 	}
 }
@@ -121,11 +111,7 @@ func TestSleepableGoStrings(t *testing.T) {
 			if out.Blocks[0].Sleepable != tt.sleepable || copies != tt.sleepable {
 				t.Errorf("Sleepable %v, bpf_copy_from_user %v; want %v", out.Blocks[0].Sleepable, copies, tt.sleepable)
 			}
-			coll, err := ebpf.NewCollection(out.Spec)
-			if err != nil {
-				t.Fatalf("load: %v", err)
-			}
-			coll.Close()
+			mustLoad(t, out.Spec)
 		})
 	}
 }
