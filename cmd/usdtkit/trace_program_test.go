@@ -60,6 +60,9 @@ var programOneLiners = []string{
 	`uretprobe:BIN:work { if (retval > 100) { @big = count(); return; } else { return; } }`,
 	// unroll over a name's bytes, read from the process's memory
 	`usdt:BIN:demo:req { $i = 0; $s = 0; unroll(5) { $s += *(uint8*)(arg1 + $i); $i++; if ($i > 3) { @ended[$i] = count(); } } @bytes[str(arg1)] = sum($s); }`,
+	// while with break and continue: a name's length and its vowels,
+	// read byte by byte from the process's memory
+	`usdt:BIN:demo:req { $n = 0; $v = 0; while ($n < 16) { $c = *(uint8*)(arg1 + $n); if ($c == 0) { break; } $n++; if ($c != 97 && $c != 101) { continue; } $v++; } @len[str(arg1), $n, $v] = count(); }`,
 	// a tuple key, a string predicate, stats
 	`usdt:BIN:demo:req /str(arg1) != "beta"/ { @pair[str(arg1), arg0 % 3] = count(); @st = stats(arg2); }`,
 }

@@ -562,6 +562,9 @@ type gen struct {
 	// scratch (goidOff -1: not read); see layoutNamed.
 	named   map[string]namedSlot
 	goidOff int
+	// loops are the labels of the while loops being emitted, innermost
+	// last: break jumps to end, continue to top.
+	loops []loopLabels
 	// funcOff is the scratch offset of the func builtin's name id (-1:
 	// the block does not read func).
 	funcOff int
@@ -587,6 +590,8 @@ type gen struct {
 	// to them atomically (count.go).
 	atomic map[*btlang.Map]bool
 }
+
+type loopLabels struct{ top, end string }
 
 type varLoc struct {
 	stack int16 // integer: R10+stack

@@ -23,7 +23,7 @@ const (
 func (g *gen) stmts(list []btlang.Stmt) {
 	for _, s := range list {
 		g.stmt(s)
-		if returns(s) {
+		if leaves(s) {
 			// What follows is never run, and the verifier refuses
 			// unreachable instructions.
 			return
@@ -31,23 +31,24 @@ func (g *gen) stmts(list []btlang.Stmt) {
 	}
 }
 
-// returns reports whether statement s always ends the action: a return,
-// or an if whose branches both do.
-func returns(s btlang.Stmt) bool {
+// leaves reports whether statement s always jumps away, so that what
+// follows it in its list never runs: a return, break or continue, or an
+// if whose branches both leave.
+func leaves(s btlang.Stmt) bool {
 	switch s := s.(type) {
-	case *btlang.Return:
+	case *btlang.Return, *btlang.Break, *btlang.Continue:
 		return true
 	case *btlang.If:
-		return stmtsReturn(s.Then) && stmtsReturn(s.Else)
+		return stmtsLeave(s.Then) && stmtsLeave(s.Else)
 	case *btlang.Unroll:
-		return stmtsReturn(s.Body)
+		return stmtsLeave(s.Body)
 	}
 	return false
 }
 
-// stmtsReturn reports whether a statement of list always ends the action.
-func stmtsReturn(list []btlang.Stmt) bool {
-	return slices.ContainsFunc(list, returns)
+// stmtsLeave reports whether a statement of list always jumps away.
+func stmtsLeave(list []btlang.Stmt) bool {
+	return slices.ContainsFunc(list, leaves)
 }
 
 func (g *gen) stmt(s btlang.Stmt) {
@@ -57,14 +58,14 @@ func (g *gen) stmt(s btlang.Stmt) {
 		g.intExpr(s.Cond)
 		g.emit(asm.JEq.Imm(asm.R0, 0, els))
 		g.stmts(s.Then)
-		thenReturns := stmtsReturn(s.Then)
+		thenReturns := stmtsLeave(s.Then)
 		if !thenReturns {
 			g.emit(asm.Ja.Label(end))
 		}
 		g.label(els)
 		g.stmts(s.Else)
-		if returns(s) {
-			// Both branches return: nothing follows.
+		if leaves(s) {
+			// Both branches jump away: nothing follows.
 			break
 		}
 		if !thenReturns {
@@ -78,10 +79,29 @@ func (g *gen) stmt(s btlang.Stmt) {
 	case *btlang.Unroll:
 		for range s.N {
 			g.stmts(s.Body)
-			if stmtsReturn(s.Body) {
+			if stmtsLeave(s.Body) {
 				break
 			}
 		}
+	case *btlang.While:
+		// The verifier follows the loop and accepts it when it sees it
+		// end (Linux 5.3+), as for bpftrace's while.
+		top, end := g.newLabel("while"), g.newLabel("endwhile")
+		g.label(top)
+		g.intExpr(s.Cond)
+		g.emit(asm.JEq.Imm(asm.R0, 0, end))
+		g.loops = append(g.loops, loopLabels{top: top, end: end})
+		g.stmts(s.Body)
+		g.loops = g.loops[:len(g.loops)-1]
+		if !stmtsLeave(s.Body) {
+			g.emit(asm.Ja.Label(top))
+		}
+		g.label(end)
+		g.emit(nop())
+	case *btlang.Break:
+		g.emit(asm.Ja.Label(g.loops[len(g.loops)-1].end))
+	case *btlang.Continue:
+		g.emit(asm.Ja.Label(g.loops[len(g.loops)-1].top))
 	case *btlang.Assign:
 		g.assign(s)
 	case *btlang.IncDec:

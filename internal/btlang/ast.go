@@ -204,6 +204,21 @@ type Unroll struct {
 	Body  []Stmt
 }
 
+// While is while (Cond) { Body }: Body as long as Cond is not 0, within
+// what the kernel's verifier accepts (it must see that the loop ends).
+type While struct {
+	At   Pos
+	Cond Expr
+	Body []Stmt
+}
+
+// Break leaves the innermost while loop; Continue goes on with its next
+// test of the condition.
+type Break struct{ At Pos }
+
+// Continue: see Break.
+type Continue struct{ At Pos }
+
 // Return ends the action at once (bpftrace's return; in a probe block).
 type Return struct {
 	At Pos
@@ -215,12 +230,18 @@ func (s *IncDec) Pos() Pos   { return s.At }
 func (s *If) Pos() Pos       { return s.At }
 func (s *Return) Pos() Pos   { return s.At }
 func (s *Unroll) Pos() Pos   { return s.At }
+func (s *While) Pos() Pos    { return s.At }
+func (s *Break) Pos() Pos    { return s.At }
+func (s *Continue) Pos() Pos { return s.At }
 func (*ExprStmt) stmtNode()  {}
 func (*Assign) stmtNode()    {}
 func (*IncDec) stmtNode()    {}
 func (*If) stmtNode()        {}
 func (*Return) stmtNode()    {}
 func (*Unroll) stmtNode()    {}
+func (*While) stmtNode()     {}
+func (*Break) stmtNode()     {}
+func (*Continue) stmtNode()  {}
 
 // ProbeBlock is PROBE[, PROBE…] [/Pred/] { Body }. After Check, Vars lists
 // the block's scratch variables in order of first assignment.

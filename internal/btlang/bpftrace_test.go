@@ -35,6 +35,17 @@ func dumpStmt(b *strings.Builder, s Stmt, d int) {
 		dumpExpr(b, s.X, d)
 	case *Return:
 		line(b, d, "return")
+	case *While:
+		line(b, d, "while(")
+		dumpExpr(b, s.Cond, d+1)
+		line(b, d+1, ")")
+		for _, t := range s.Body {
+			dumpStmt(b, t, d+2)
+		}
+	case *Break:
+		line(b, d, "break")
+	case *Continue:
+		line(b, d, "continue")
 	case *Unroll:
 		line(b, d, "unroll")
 		dumpExpr(b, s.Count, d+1)

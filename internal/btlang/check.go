@@ -248,6 +248,12 @@ func (c *checker) stmt(s Stmt) {
 		}
 		c.stmts(s.Then)
 		c.stmts(s.Else)
+	case *While:
+		if t := c.expr(s.Cond); t.Kind != KindNone && t.Kind != KindInt {
+			c.errorf(s.Cond.Pos(), "the while condition must be an integer, not %s", t)
+		}
+		c.stmts(s.Body)
+	case *Break, *Continue:
 	case *Unroll:
 		// bpftrace's bounds.
 		if v, ok := c.constant(s.Count, "the count of unroll"); ok {

@@ -39,7 +39,8 @@
 // the tracer starts; a program that reads it needs one), and goid, the goroutine id of
 // a Go function's probe (a usdtkit extension); functions str strncmp count sum avg min max stats hist lhist
 // ustack(n) ustack(perf) ustack(perf, n) ustack(bpftrace, n) printf print
-// delete clear zero time exit reg; positional parameters $1 $2 … $#
+// delete clear zero time exit reg; if/else, while (break, continue),
+// unroll, return; positional parameters $1 $2 … $#
 // (ParseOptions.Params); casts (int8 … uint64) and reads of user
 // memory through a pointer cast, *(int32*)X. kstack is refused (user
 // space only), as is ustack(raw).
@@ -53,7 +54,7 @@
 //
 // Where usdtkit differs from bpftrace, it rejects: a program Check accepts
 // means what it means under bpftrace. Besides what usdtkit does not compile
-// yet (while, casts to C or struct types, str($1 + N), other probe
+// yet (casts to C or struct types, str($1 + N), other probe
 // types and functions, print of a value, printf conversions other than
 // c s d u x X p o, which bpftrace would print literally), Check rejects a
 // division by the constant zero and reading an aggregation, which bpftrace

@@ -74,6 +74,8 @@ type parser struct {
 	depth  int
 	err    *Error
 	params []string
+	// loops counts the while loops the parser is in.
+	loops int
 }
 
 func (p *parser) fail(err *Error) {
@@ -215,10 +217,7 @@ func (p *parser) stmts(top bool) []Stmt {
 }
 
 var unsupportedStmts = map[string]string{
-	"while":    "while loops are not supported yet",
 	"for":      "for loops are not supported yet",
-	"break":    "break is not supported yet",
-	"continue": "continue is not supported yet",
 	"let":      "let declarations are not supported",
 }
 
@@ -236,6 +235,28 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 		}
 		if t.text == "if" {
 			return p.ifStmt(), true
+		}
+		if t.text == "while" {
+			p.next(false)
+			p.expect("(", false)
+			w := &While{At: t.pos, Cond: p.expr()}
+			p.expect(")", false)
+			p.enter()
+			p.loops++
+			w.Body = p.stmts(false)
+			p.loops--
+			p.depth--
+			return w, true
+		}
+		if t.text == "break" || t.text == "continue" {
+			if p.loops == 0 {
+				p.failf(t.pos, "%s is only allowed in a while loop", t.text)
+			}
+			p.next(false)
+			if t.text == "break" {
+				return &Break{At: t.pos}, false
+			}
+			return &Continue{At: t.pos}, false
 		}
 		if t.text == "unroll" {
 			p.next(false)

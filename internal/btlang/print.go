@@ -60,7 +60,7 @@ func (w *printer) stmts(list []Stmt) {
 		w.WriteString(strings.Repeat("\t", w.indent))
 		w.stmt(s)
 		switch s.(type) {
-		case *If, *Unroll:
+		case *If, *Unroll, *While:
 			// Block statements end in "}".
 		default:
 			if i < len(list)-1 {
@@ -85,6 +85,15 @@ func (w *printer) stmt(s Stmt) {
 		w.expr(s.Count)
 		w.WriteString(") ")
 		w.stmts(s.Body)
+	case *While:
+		w.WriteString("while (")
+		w.expr(s.Cond)
+		w.WriteString(") ")
+		w.stmts(s.Body)
+	case *Break:
+		w.WriteString("break")
+	case *Continue:
+		w.WriteString("continue")
 	case *Assign:
 		w.expr(s.Target)
 		w.WriteString(" " + s.Op + " ")

@@ -30,6 +30,9 @@ func Inspect(n Node, f func(Node) bool) {
 	case *Unroll:
 		Inspect(n.Count, f)
 		inspectStmts(n.Body, f)
+	case *While:
+		Inspect(n.Cond, f)
+		inspectStmts(n.Body, f)
 	case *MapRef:
 		inspectExprs(n.Keys, f)
 	case *Call:
