@@ -217,8 +217,8 @@ func (p *parser) stmts(top bool) []Stmt {
 }
 
 var unsupportedStmts = map[string]string{
-	"for":      "for loops are not supported yet",
-	"let":      "let declarations are not supported",
+	"for": "for loops are not supported yet",
+	"let": "let declarations are not supported",
 }
 
 var assignOps = map[string]bool{
