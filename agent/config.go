@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/usdtkit/usdtkit/internal/btlang"
 )
 
 // DefaultScanInterval is how often the agent looks for new and exited
@@ -289,6 +291,9 @@ func (c *Config) check() error {
 			return bad(".series_limit", "negative")
 		}
 		names[p.Name] = true
+		if why := unsupportedSource(p.Source); why != "" {
+			return bad(".source", why)
+		}
 		for j, t := range p.Targets {
 			n := 0
 			for _, s := range []string{t.Binary, t.Comm, t.Object, t.Provider, t.Cgroup} {
@@ -330,6 +335,39 @@ func (c *Config) check() error {
 		}
 	}
 	return nil
+}
+
+// unsupportedSource says what of a program's source the agent cannot give
+// a value: cpid (it starts no command) and positional parameters (it
+// passes none). A source that does not parse is left to the compile in
+// each process, which reports it.
+func unsupportedSource(src string) string {
+	prog, err := btlang.Parse("source", []byte(src))
+	if err != nil {
+		return ""
+	}
+	why := ""
+	check := func(n btlang.Node) bool {
+		switch n := n.(type) {
+		case *btlang.Builtin:
+			if n.Name == "cpid" {
+				why = fmt.Sprintf("%s: cpid is the PID of a command usdtkit starts, and the agent starts none", n.At)
+			}
+		case *btlang.IntLit:
+			if n.Param != "" {
+				why = fmt.Sprintf("%s: %s is a positional parameter, and the agent passes none", n.At, n.Param)
+			}
+		case *btlang.StrLit:
+			if n.Param != "" {
+				why = fmt.Sprintf("%s: %s is a positional parameter, and the agent passes none", n.At, n.Param)
+			}
+		}
+		return why == ""
+	}
+	for _, b := range prog.Blocks {
+		btlang.Inspect(b, check)
+	}
+	return why
 }
 
 // LoadConfig reads and parses the config file at path, and reads each

@@ -71,6 +71,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"negative limit", `{"programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}], "series_limit": -1}]}`, "programs[0].series_limit", -1},
 		{"duration", `{"scan_interval": "soon", "programs": []}`, "", 41},
 		{"otlp endpoint", `{"otlp": {"endpoint": "host:4318"}, "programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}]}]}`, "otlp.endpoint", -1},
+		{"cpid", `{"programs": [{"name": "a", "source": "usdt::p:n /pid == cpid/ { @ = count(); }", "targets": [{"comm": "c"}]}]}`, "programs[0].source", -1},
+		{"positional parameter", `{"programs": [{"name": "a", "source": "usdt::p:n { @[str($1)] = count(); }", "targets": [{"comm": "c"}]}]}`, "programs[0].source", -1},
 		{"negative interval", `{"scan_interval": "-1s", "programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}]}]}`, "scan_interval", -1},
 	}
 	for _, tt := range tests {
