@@ -55,6 +55,10 @@ type CompileOptions struct {
 	// Params are the program's positional parameters, $1, $2… and $#
 	// (bpftrace's arguments after the program; see btlang.ParseOptions).
 	Params []string
+	// Unsafe allows what changes the traced processes, as bpftrace's
+	// --unsafe: signal(), which sends a signal to the process that hit
+	// the probe.
+	Unsafe bool
 }
 
 // Unwind is how the stacks of map keys (@[ustack] = count()) are
@@ -164,7 +168,7 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 	if err == nil {
 		r.prescan(prog, events, fields)
 		r.noteFunctionNames(prog)
-		err = btlang.Check(prog, &btlang.CheckOptions{Probes: r})
+		err = btlang.Check(prog, &btlang.CheckOptions{Probes: r, Unsafe: r.opts.Unsafe})
 	}
 	if r.fatal != nil {
 		return nil, r.fatal

@@ -36,6 +36,8 @@ type traceOptions struct {
 	// params are a program's positional parameters ($1, $2…): the
 	// arguments after -e PROGRAM or FILE.bt.
 	params []string
+	// unsafe allows signal(), as bpftrace's --unsafe.
+	unsafe bool
 	stacks bool
 	unwind string
 
@@ -151,6 +153,7 @@ not delete() of them.`,
 	f.StringVar(&o.hist, "hist", "", "log2 histogram of this argument (argN) per probe, in the kernel: @[probe] = hist(argN)")
 	f.StringVar(&o.latency, "latency", "", "log2 histogram of nanoseconds from probe START to probe DONE on one thread (one goroutine for Go functions): START,DONE as NAME, PROVIDER:NAME or uprobe:FUNC")
 	f.DurationVarP(&o.duration, "duration", "d", 0, "stop after this long (e.g. 10s)")
+	f.BoolVar(&o.unsafe, "unsafe", false, "allow what changes the traced processes: signal(), as bpftrace's --unsafe")
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
 	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
 	f.StringVarP(&o.program, "program", "e", "", "run this program in bpftrace's language instead of tracing PROBEs")

@@ -423,6 +423,9 @@ func TestProgramErrors(t *testing.T) {
 		{"FILE.bt missing", []string{"trace", filepath.Join(dir, "missing.bt")}, "program file: open " + filepath.Join(dir, "missing.bt") + ": no such file or directory"},
 		{"-e -p and -c", []string{"trace", "-p", "1", "-c", "true", "-e", "BEGIN { exit(); }"}, "-p and -c exclude each other"},
 		{"-e bad output", []string{"trace", "-o", "yaml", "-e", "BEGIN { exit(); }"}, `--output "yaml"`},
+		{"signal without --unsafe", []string{"trace", "-e", "uprobe:" + bin + `:work { signal("SIGUSR1"); }`}, "signal() changes the traced process: it needs --unsafe, as in bpftrace"},
+		{"signal in BEGIN", []string{"trace", "--unsafe", "-e", `BEGIN { signal("SIGUSR1"); }`}, "signal() in a BEGIN block would signal usdtkit itself"},
+		{"signal unknown", []string{"trace", "--unsafe", "-e", "uprobe:" + bin + `:work { signal("SIGNOPE"); }`}, `"SIGNOPE" is not a signal name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

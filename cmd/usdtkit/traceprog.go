@@ -114,7 +114,7 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		defer cancel()
 	}
 	stderr := cmd.ErrOrStderr()
-	copts := &trace.CompileOptions{PIDs: o.pids, Params: o.params, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
+	copts := &trace.CompileOptions{PIDs: o.pids, Params: o.params, Unsafe: o.unsafe, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
 	if o.unwind == "cfi" {
 		copts.Unwind = trace.UnwindCFI
 	}

@@ -528,6 +528,19 @@ func (g *gen) call(c *btlang.Call) {
 		g.printf(c)
 	case "exit":
 		g.record(RecExit, 0)
+	case "signal":
+		// bpf_send_signal: to the process that hit the probe.
+		sig := 0
+		if lit, ok := c.Args[0].(*btlang.StrLit); ok {
+			sig = btlang.SignalNumber(lit.Val)
+		} else if v, ok := btlang.ConstValue(c.Args[0]); ok {
+			sig = int(v)
+		}
+		if sig < 1 || sig > 64 {
+			g.fail(unsupported(c.At, "this signal()"))
+			return
+		}
+		g.emit(asm.Mov.Imm(asm.R1, int32(sig)), asm.FnSendSignal.Call())
 	case "time":
 		format := "%H:%M:%S\n" // bpftrace's default
 		if len(c.Args) == 1 {

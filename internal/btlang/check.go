@@ -2,6 +2,7 @@ package btlang
 
 import (
 	"fmt"
+	"golang.org/x/sys/unix"
 	"slices"
 	"sort"
 	"strings"
@@ -69,6 +70,9 @@ type CheckOptions struct {
 	// StrLen is the length str(x) reads, NUL included. Default
 	// DefaultStrLen; at most 1024.
 	StrLen int
+	// Unsafe allows what changes the traced processes, as bpftrace's
+	// --unsafe: signal().
+	Unsafe bool
 }
 
 // Check resolves the types of a parsed program and checks it against
@@ -84,7 +88,7 @@ type CheckOptions struct {
 func Check(prog *Program, opts *CheckOptions) error {
 	c := &checker{strLen: DefaultStrLen, maps: map[string]*Map{}}
 	if opts != nil {
-		c.info = opts.Probes
+		c.info, c.unsafe = opts.Probes, opts.Unsafe
 		if opts.StrLen != 0 {
 			if opts.StrLen < 1 || opts.StrLen > 1024 {
 				return fmt.Errorf("check: field StrLen must be within 1 and 1024, not %d", opts.StrLen)
@@ -130,6 +134,7 @@ func Check(prog *Program, opts *CheckOptions) error {
 type checker struct {
 	info   ProbeInfo
 	strLen int
+	unsafe bool
 	maps   map[string]*Map
 	args   map[*Probe]ProbeArgs
 	argErr map[*Probe]error
@@ -577,6 +582,7 @@ func (c *checker) assignVar(v *Var, op string, value Expr) {
 // statementCalls are the functions that are statements, without a value.
 var statementCalls = map[string]bool{
 	"printf": true, "print": true, "delete": true, "clear": true, "zero": true, "time": true, "exit": true,
+	"signal": true,
 }
 
 // RegNames are the names reg() takes: bpftrace's, those of x86-64's
@@ -586,7 +592,7 @@ var RegNames = []string{"ip", "sp", "bp", "ax", "bx", "cx", "dx", "si", "di",
 
 // unsupportedCalls are bpftrace functions usdtkit does not compile yet.
 var unsupportedCalls = map[string]bool{
-	"join": true, "system": true, "cat": true, "signal": true, "override": true, "kaddr": true,
+	"join": true, "system": true, "cat": true, "override": true, "kaddr": true,
 	"uaddr": true, "ksym": true, "usym": true, "buf": true, "ntop": true, "pton": true,
 	"strftime": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true, "bswap": true,
@@ -630,6 +636,8 @@ func (c *checker) statementCall(call *Call) {
 		if len(args) != 0 {
 			c.errorf(call.At, "exit() takes no arguments")
 		}
+	case "signal":
+		c.signal(call)
 	case "print":
 		if len(args) == 0 || len(args) > 3 {
 			c.errorf(call.At, "print() takes a map and optionally how many top entries and a divisor: print(@m, top, div)")
@@ -1188,4 +1196,44 @@ func (c *checker) call(e *Call) Type {
 	}
 	c.errorf(e.At, "unknown function %s()", e.Name)
 	return Type{}
+}
+
+// signal checks signal(SIG): a signal name ("SIGUSR1", "USR1") or number
+// (1 to 64), sent to the process that hit the probe; unsafe, as in
+// bpftrace, and refused where that process would be usdtkit's.
+func (c *checker) signal(call *Call) {
+	if !c.unsafe {
+		c.errorf(call.At, "signal() changes the traced process: it needs --unsafe, as in bpftrace")
+		return
+	}
+	for _, p := range c.block.Probes {
+		if p.Kind == ProbeBegin || p.Kind == ProbeEnd || p.Kind == ProbeInterval {
+			c.errorf(call.At, "signal() in a %s block would signal usdtkit itself", p.Kind)
+			return
+		}
+	}
+	if len(call.Args) != 1 {
+		c.errorf(call.At, "signal() takes a signal, by name or number: signal(\"SIGUSR1\")")
+		return
+	}
+	a := call.Args[0]
+	c.expr(a)
+	if lit, ok := a.(*StrLit); ok {
+		if SignalNumber(lit.Val) == 0 {
+			c.errorf(a.Pos(), "%q is not a signal name", lit.Val)
+		}
+		return
+	}
+	if v, ok := constValue(a); !ok || v < 1 || v > 64 {
+		c.errorf(a.Pos(), "signal() takes a signal name or a number from 1 to 64")
+	}
+}
+
+// SignalNumber returns the number of signal name ("SIGUSR1" or "USR1"),
+// 0 for none.
+func SignalNumber(name string) int {
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	return int(unix.SignalNum(name))
 }
