@@ -337,9 +337,9 @@ func (c *Config) check() error {
 	return nil
 }
 
-// unsupportedSource says what of a program's source the agent cannot give
-// a value: cpid (it starts no command) and positional parameters (it
-// passes none). A source that does not parse is left to the compile in
+// unsupportedSource says what of a program's source the agent refuses:
+// what it cannot give a value, cpid (it starts no command) and positional
+// parameters (it passes none), and signal(), which only --unsafe allows. A source that does not parse is left to the compile in
 // each process, which reports it.
 func unsupportedSource(src string) string {
 	prog, err := btlang.Parse("source", []byte(src))
@@ -349,6 +349,10 @@ func unsupportedSource(src string) string {
 	why := ""
 	check := func(n btlang.Node) bool {
 		switch n := n.(type) {
+		case *btlang.Call:
+			if n.Name == "signal" {
+				why = fmt.Sprintf("%s: the agent does not run unsafe programs (signal())", n.At)
+			}
 		case *btlang.Builtin:
 			if n.Name == "cpid" {
 				why = fmt.Sprintf("%s: cpid is the PID of a command usdtkit starts, and the agent starts none", n.At)

@@ -72,6 +72,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"duration", `{"scan_interval": "soon", "programs": []}`, "", 41},
 		{"otlp endpoint", `{"otlp": {"endpoint": "host:4318"}, "programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}]}]}`, "otlp.endpoint", -1},
 		{"cpid", `{"programs": [{"name": "a", "source": "usdt::p:n /pid == cpid/ { @ = count(); }", "targets": [{"comm": "c"}]}]}`, "programs[0].source", -1},
+		{"signal", `{"programs": [{"name": "a", "source": "usdt::p:n { signal(\"SIGUSR1\"); }", "targets": [{"comm": "c"}]}]}`, "programs[0].source", -1},
 		{"positional parameter", `{"programs": [{"name": "a", "source": "usdt::p:n { @[str($1)] = count(); }", "targets": [{"comm": "c"}]}]}`, "programs[0].source", -1},
 		{"negative interval", `{"scan_interval": "-1s", "programs": [{"name": "a", "source": "x", "targets": [{"comm": "c"}]}]}`, "scan_interval", -1},
 	}
