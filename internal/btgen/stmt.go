@@ -554,6 +554,16 @@ func (g *gen) call(c *btlang.Call) {
 		g.out.Times = append(g.out.Times, format)
 		g.record(RecTime, len(g.out.Times)-1)
 	case "print", "clear", "zero":
+		if _, isMap := c.Args[0].(*btlang.MapRef); !isMap && c.Name == "print" {
+			// print(value) prints as printf would with one verb.
+			format := "%s\n"
+			if t := c.Args[0].Type(); t.Kind == btlang.KindInt {
+				format = map[bool]string{true: "%ld\n", false: "%lu\n"}[t.Signed]
+			}
+			lit := &btlang.StrLit{ExprBase: btlang.ExprBase{At: c.At, T: btlang.StringType(len(format) + 1)}, Val: format}
+			g.printf(&btlang.Call{ExprBase: c.ExprBase, Name: "printf", Args: []btlang.Expr{lit, c.Args[0]}})
+			return
+		}
 		var consts [2]uint64
 		for i, a := range c.Args[1:] {
 			lit, ok := a.(*btlang.IntLit)

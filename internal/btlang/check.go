@@ -645,7 +645,16 @@ func (c *checker) statementCall(call *Call) {
 		}
 		r, ok := args[0].(*MapRef)
 		if !ok {
-			c.errorf(args[0].Pos(), "print() of a value is not supported yet; print a map or use printf()")
+			// print(value): the value and a newline, as bpftrace.
+			if len(args) != 1 {
+				c.errorf(call.At, "print() of a value takes the value alone")
+				return
+			}
+			switch t := c.expr(args[0]); t.Kind {
+			case KindNone, KindInt, KindString, KindProbe, KindSym:
+			default:
+				c.errorf(args[0].Pos(), "print() of a %s is not supported yet; print a map, an integer or a string", t)
+			}
 			return
 		}
 		c.wholeMap(call, r)

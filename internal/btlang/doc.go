@@ -56,7 +56,7 @@
 // Where usdtkit differs from bpftrace, it rejects: a program Check accepts
 // means what it means under bpftrace. Besides what usdtkit does not compile
 // yet (casts to C or struct types, str($1 + N), other probe
-// types and functions, print of a value, printf conversions other than
+// types and functions, print of a tuple or a stack, printf conversions other than
 // c s d u x X p o, which bpftrace would print literally), Check rejects a
 // division by the constant zero and reading an aggregation, which bpftrace
 // compiles to a silent zero.
