@@ -140,6 +140,32 @@ uretprobe:BIN:work { @r[func] = count(); }`, "BIN", bin)
 			t.Errorf("have\n%q\nwant\n%q", ours, want)
 		}
 	})
+	t.Run("-c usym", func(t *testing.T) {
+		// usym() in printf and in map keys: the function the ELF symbols
+		// say the address is in, an address in none in hex. bpftrace
+		// 0.17 cannot be the reference: with -c it aborts in usym(), and
+		// with -p it printed 2 of 3 such lines here, one address bare.
+		work := symbolValue(t, bin, "work")
+		var size uint64
+		for _, s := range testutil.ELFSymbols(t, bin) {
+			if s.Name == "work" {
+				size = s.Size
+			}
+		}
+		if size <= 4 {
+			t.Fatalf("work is %d bytes: the test reads an address 4 bytes in", size)
+		}
+		src := strings.ReplaceAll(`uprobe:BIN:work /arg0 < 3/ { printf("%s %s %s\n", usym(reg("ip")), usym(reg("ip") + 4), usym(1)); }
+uprobe:BIN:work { @u[usym(reg("ip")), usym(16)] = count(); print(usym(reg("ip"))); }`, "BIN", bin)
+		ours := runProgramCLI(t, "trace", "-c", bin+" run", "-e", src)
+		lines := map[string]int{}
+		for _, l := range nonEmptyLines(ours) {
+			lines[l]++
+		}
+		if lines["work work 0x1"] != 3 || lines["work"] != 100 || lines["@u[work, 0x10]: 100"] != 1 {
+			t.Errorf("have\n%s\nwant 3 lines %q, 100 of print(), and @u[work, 0x10]: 100 (work at %#x)", ours, "work work 0x1", work)
+		}
+	})
 	t.Run("-p python", func(t *testing.T) {
 		// CPython's USDT probes (guarded by semaphores), a string
 		// predicate, a tuple key of a string and an integer, and an

@@ -212,6 +212,10 @@ type MapInfo struct {
 	// and printed as the name (a KeyString field).
 	Keys     []eventfmt.KeyField
 	KeyProbe []bool
+	// KeyUsym[i] marks a usym() key field: the address, then the
+	// process (8 bytes each), printed as the function's name (a
+	// KeyString field).
+	KeyUsym []bool
 	// KeyStacks[i] says how stack key field i (eventfmt.KeyStack,
 	// StackKeySize bytes) was captured; nil for the other fields.
 	KeyStacks []*StackInfo
@@ -263,6 +267,9 @@ type RecordArg struct {
 	Size   int
 	// Probe: an 8-byte index in Program.Probes, printed with %s.
 	Probe bool
+	// Usym: usym()'s address and process (16 bytes), printed as the
+	// function's name.
+	Usym bool
 	// Stack: a ustack, stackcap's frames layout of Size bytes, then the
 	// 8-byte pid.
 	Stack *StackInfo
@@ -490,6 +497,16 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			mi.KeyProbe = append(mi.KeyProbe, false)
 			mi.KeyStacks = append(mi.KeyStacks, nil)
 			off += round8(k.Size)
+		case btlang.KindUsym:
+			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyString})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, false)
+			mi.KeyStacks = append(mi.KeyStacks, nil)
+			for len(mi.KeyUsym) < len(mi.Keys)-1 {
+				mi.KeyUsym = append(mi.KeyUsym, false)
+			}
+			mi.KeyUsym = append(mi.KeyUsym, true)
+			off += 16
 		case btlang.KindStack:
 			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyStack})
 			mi.KeyOffs = append(mi.KeyOffs, off)

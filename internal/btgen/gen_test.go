@@ -91,6 +91,7 @@ var loadTests = []struct{ name, src string }{
 	{"probe", `usdt:/x:p:a { @[probe, arg0] = count(); printf("%s\n", probe); }`},
 	{"casts and reads", `uprobe:/x:f { @[(int8)arg0, (uint16)arg1, (uint32)arg2, (int32)arg3] = sum(*(int16*)(arg1 + 2)); printf("%d %u\n", *(uint8*)arg0, *(int64*)arg2); }`},
 	{"while break continue return", `uprobe:/x:f { $i = 0; while ($i < 20) { $i++; if ($i == arg0) { continue; } if ($i > arg1) { break; } if ($i == 19) { return; } @[$i] = count(); } unroll(3) { @u++; } }`},
+	{"usym", `uprobe:/x:f { @[usym(arg0), pid] = count(); printf("%s %s\n", usym(arg1), usym(reg("ip"))); print(usym(arg2)); }`},
 	{"func", `uprobe:/x:f { @[func, probe] = count(); @f[func] = sum(arg0); printf("%s %s %d\n", func, probe, arg0); } uretprobe:/x:f { @r[func] = count(); }`},
 	{"string ternary, str variable length", `usdt:/x:p:a { @s[arg0 > 5 ? "big" : comm] = count(); printf("%s\n", str(arg1, arg2)); }`},
 	{"ustack keys", `uprobe:/x:f { @[ustack] = count(); @p[ustack(perf, 5), comm] = sum(arg0); @u[ustack(bpftrace, 3)] = count(); }`},

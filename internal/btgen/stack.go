@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -236,6 +237,8 @@ func stackInfo(t btlang.Type) *StackInfo {
 func (out *Program) addStackMaps(entries int, m elf.Machine) {
 	any := false
 	for _, mi := range out.Maps {
+		// usym() keys announce their processes as stacks do.
+		any = any || slices.Contains(mi.KeyUsym, true)
 		if mi.Slots != "" {
 			out.Spec.Maps[mi.Slots] = &ebpf.MapSpec{Name: mi.Slots, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: SlotSize, MaxEntries: StackSlots}
 		}
@@ -258,7 +261,7 @@ func (out *Program) addStackMaps(entries int, m elf.Machine) {
 	}
 	for _, p := range out.Printfs {
 		for _, a := range p.Args {
-			any = any || a.Stack != nil
+			any = any || a.Stack != nil || a.Usym
 		}
 	}
 	if any {

@@ -260,6 +260,12 @@ func (g *gen) keyAt(r *btlang.MapRef, mi *MapInfo, off int) {
 		case mi.KeyProbe[i]:
 			g.nameID(k)
 			g.emit(asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
+		case i < len(mi.KeyUsym) && mi.KeyUsym[i]:
+			if mi.User {
+				g.fail(unsupported(k.Pos(), "a usym() key with stacks unwound with CFI (--unwind cfi)"))
+				return
+			}
+			g.usymAt(k, f)
 		case mi.Keys[i].Kind == eventfmt.KeyInt:
 			g.intExpr(k)
 			g.emit(asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
@@ -675,6 +681,9 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindProbe, btlang.KindSym:
 			info.Args = append(info.Args, RecordArg{Off: size, Probe: true, Size: 8})
 			size += 8
+		case btlang.KindUsym:
+			info.Args = append(info.Args, RecordArg{Off: size, Usym: true, Size: 16})
+			size += 16
 		case btlang.KindStack:
 			si := stackInfo(t)
 			si.Map, si.Machine = "", g.opts.Machine
@@ -704,6 +713,10 @@ func (g *gen) printf(c *btlang.Call) {
 			g.stackArg(a.Pos(), rec+ra.Off, ra.Stack)
 			continue
 		}
+		if ra.Usym {
+			g.usymAt(a, rec+ra.Off)
+			continue
+		}
 		if ra.Probe {
 			g.nameID(a)
 		} else {
@@ -716,4 +729,17 @@ func (g *gen) printf(c *btlang.Call) {
 		asm.StoreImm(asm.R7, int16(rec+4), int64(id), asm.Word),
 	)
 	g.output(rec, size)
+}
+
+// usymAt stores usym(x), e, at scratch off: the address, then the process
+// (announced as a stack's is, so that it symbolizes after it exits).
+func (g *gen) usymAt(e btlang.Expr, off int) {
+	c, ok := e.(*btlang.Call)
+	if !ok || c.Name != "usym" || len(c.Args) != 1 {
+		g.fail(unsupported(e.Pos(), "this usym value"))
+		return
+	}
+	g.intExpr(c.Args[0])
+	g.emit(asm.StoreMem(asm.R7, int16(off), asm.R0, asm.DWord))
+	g.stackPID(off + 8)
 }

@@ -593,7 +593,7 @@ var RegNames = []string{"ip", "sp", "bp", "ax", "bx", "cx", "dx", "si", "di",
 // unsupportedCalls are bpftrace functions usdtkit does not compile yet.
 var unsupportedCalls = map[string]bool{
 	"join": true, "system": true, "cat": true, "override": true, "kaddr": true,
-	"uaddr": true, "ksym": true, "usym": true, "buf": true, "ntop": true, "pton": true,
+	"uaddr": true, "ksym": true, "buf": true, "ntop": true, "pton": true,
 	"strftime": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true, "bswap": true,
 	"cgroup_path": true, "kstack": true, "strcontains": true, "has_key": true, "debugf": true,
@@ -651,7 +651,7 @@ func (c *checker) statementCall(call *Call) {
 				return
 			}
 			switch t := c.expr(args[0]); t.Kind {
-			case KindNone, KindInt, KindString, KindProbe, KindSym:
+			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym:
 			default:
 				c.errorf(args[0].Pos(), "print() of a %s is not supported yet; print a map, an integer or a string", t)
 			}
@@ -1144,6 +1144,18 @@ func (c *checker) call(e *Call) Type {
 		}
 		c.expr(lit)
 		return uint64T
+	case "usym":
+		if len(e.Args) != 1 {
+			c.errorf(e.At, "usym() takes one address")
+			return Type{}
+		}
+		if t := c.expr(e.Args[0]); t.Kind != KindInt {
+			if t.Kind != KindNone {
+				c.errorf(e.Args[0].Pos(), "usym() takes an integer address, not %s", t)
+			}
+			return Type{}
+		}
+		return Type{Kind: KindUsym}
 	case "strncmp":
 		// bpftrace's strncmp(s1, s2, n): 0 when the strings agree in
 		// their first n characters (up to a NUL), else 1.

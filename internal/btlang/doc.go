@@ -39,7 +39,7 @@
 // the tracer starts; a program that reads it needs one), and goid, the goroutine id of
 // a Go function's probe (a usdtkit extension); functions str strncmp count sum avg min max stats hist lhist
 // ustack(n) ustack(perf) ustack(perf, n) ustack(bpftrace, n) printf print
-// delete clear zero time exit reg, signal (CheckOptions.Unsafe); if/else,
+// delete clear zero time exit reg usym, signal (CheckOptions.Unsafe); if/else,
 // while (break, continue),
 // unroll, return; positional parameters $1 $2 … $#
 // (ParseOptions.Params); casts (int8 … uint64) and reads of user

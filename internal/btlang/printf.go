@@ -95,7 +95,7 @@ func digits(s string, i int) (int, int) {
 func (v Verb) accepts(t Type) bool {
 	if v.Conv == 's' {
 		switch t.Kind {
-		case KindString, KindStack, KindProbe, KindSym:
+		case KindString, KindStack, KindProbe, KindSym, KindUsym:
 			return true
 		}
 		return false

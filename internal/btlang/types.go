@@ -27,9 +27,13 @@ const (
 	// KindSym is the traced function's name (the func builtin); the back
 	// end stores which function, as for KindProbe, and prints its name.
 	KindSym
+	// KindUsym is a code address of the process that hit the probe,
+	// printed as the name of the function it is in (usym()); the back
+	// end stores the address and the process.
+	KindUsym
 )
 
-var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym"}
+var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -129,7 +133,7 @@ func (t Type) String() string {
 		return "ustack[" + strconv.Itoa(t.Size) + "]"
 	case KindProbe:
 		return "probe"
-	case KindSym:
+	case KindSym, KindUsym:
 		return "usym"
 	case KindTuple:
 		parts := make([]string, len(t.Elems))

@@ -550,6 +550,8 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Str = cString(rec[a.Off : a.Off+a.Size])
 			case a.Probe:
 				args[i].Str = r.probeName(binary.NativeEndian.Uint64(rec[a.Off:]))
+			case a.Usym:
+				args[i].Str = r.usymName(rec[a.Off:])
 			case a.Stack != nil:
 				var frames []symbolize.Frame
 				args[i].Str, frames = r.printfStack(&a, rec)
@@ -874,6 +876,10 @@ func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []eventfmt.Key {
 		case mi.KeyProbe[i]:
 			if off+8 <= len(k) {
 				keys[i].Str = r.probeName(binary.NativeEndian.Uint64(k[off:]))
+			}
+		case i < len(mi.KeyUsym) && mi.KeyUsym[i]:
+			if off+16 <= len(k) {
+				keys[i].Str = r.usymName(k[off:])
 			}
 		case f.Kind == eventfmt.KeyInt:
 			if off+8 <= len(k) {

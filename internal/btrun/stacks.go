@@ -669,3 +669,17 @@ func printedKey(mi *btgen.MapInfo, keys []eventfmt.Key) string {
 	}
 	return b.String()
 }
+
+// usymName returns a usym() value (the address, then the process: 16
+// bytes of b) as bpftrace prints it: the name of the function the address
+// is in, else the address in hex.
+func (r *Runner) usymName(b []byte) string {
+	ne := binary.NativeEndian
+	addr, pid := ne.Uint64(b), int(ne.Uint64(b[8:]))
+	if f := r.stacks.frames(pid, []uint64{addr}, 1); len(f) > 0 && f[len(f)-1].Symbol != "" {
+		// The outermost frame of an inlined call is the function the
+		// address is in.
+		return f[len(f)-1].Symbol
+	}
+	return "0x" + strconv.FormatUint(addr, 16)
+}
