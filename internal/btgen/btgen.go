@@ -778,12 +778,8 @@ func (g *gen) program() (asm.Instructions, error) {
 	if cookie {
 		g.emit(asm.FnGetAttachCookie.Call(), asm.Mov.Reg(asm.R8, asm.R0))
 	}
+	g.lookupAt(MapScratch, 0)
 	g.emit(
-		asm.StoreImm(asm.R10, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(MapScratch),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "return"),
 		asm.Mov.Reg(asm.R7, asm.R0),
 		// The scratch value is this CPU's; a program preempted while

@@ -267,12 +267,8 @@ func (g *gen) strEqual(a, b strBuf) {
 // cpid) into R1, 0 if it cannot be read.
 func (g *gen) startSlot(key int32) {
 	none := g.newLabel("nostart")
+	g.lookupAt(MapStart, key)
 	g.emit(
-		asm.StoreImm(asm.R10, -4, int64(key), asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(MapStart),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
 		asm.Mov.Imm(asm.R1, 0),
 		asm.JEq.Imm(asm.R0, 0, none),
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),

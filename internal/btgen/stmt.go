@@ -321,15 +321,23 @@ func (g *gen) update(mi *MapInfo, key int, base asm.Register, off int32) {
 	g.emit(nop())
 }
 
-// lost adds one to lost[idx].
-func (g *gen) lost(idx int) {
-	skip := g.newLabel("nolost")
+// lookupAt looks up the u32 key in map m (the key at R10-4): R0 is the
+// value, or 0.
+func (g *gen) lookupAt(m string, key int32) {
 	g.emit(
-		asm.StoreImm(asm.R10, -4, int64(idx), asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(MapLost),
+		asm.StoreImm(asm.R10, -4, int64(key), asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(m),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, -4),
 		asm.FnMapLookupElem.Call(),
+	)
+}
+
+// lost adds one to lost[idx].
+func (g *gen) lost(idx int) {
+	skip := g.newLabel("nolost")
+	g.lookupAt(MapLost, int32(idx))
+	g.emit(
 		asm.JEq.Imm(asm.R0, 0, skip),
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),

@@ -29,6 +29,12 @@ func line(b *strings.Builder, depth int, s string) {
 	fmt.Fprintf(b, "%s%s\n", strings.Repeat(" ", depth), s)
 }
 
+func dumpStmts(b *strings.Builder, list []Stmt, d int) {
+	for _, s := range list {
+		dumpStmt(b, s, d)
+	}
+}
+
 func dumpStmt(b *strings.Builder, s Stmt, d int) {
 	switch s := s.(type) {
 	case *ExprStmt:
@@ -39,9 +45,7 @@ func dumpStmt(b *strings.Builder, s Stmt, d int) {
 		line(b, d, "while(")
 		dumpExpr(b, s.Cond, d+1)
 		line(b, d+1, ")")
-		for _, t := range s.Body {
-			dumpStmt(b, t, d+2)
-		}
+		dumpStmts(b, s.Body, d+2)
 	case *Break:
 		line(b, d, "break")
 	case *Continue:
@@ -50,9 +54,7 @@ func dumpStmt(b *strings.Builder, s Stmt, d int) {
 		line(b, d, "unroll")
 		dumpExpr(b, s.Count, d+1)
 		line(b, d+1, "block")
-		for _, t := range s.Body {
-			dumpStmt(b, t, d+2)
-		}
+		dumpStmts(b, s.Body, d+2)
 	case *Assign:
 		line(b, d, "=")
 		dumpExpr(b, s.Target, d+1)
@@ -76,14 +78,10 @@ func dumpStmt(b *strings.Builder, s Stmt, d int) {
 		line(b, d, "if")
 		dumpExpr(b, s.Cond, d+1)
 		line(b, d+1, "then")
-		for _, t := range s.Then {
-			dumpStmt(b, t, d+2)
-		}
+		dumpStmts(b, s.Then, d+2)
 		if s.Else != nil {
 			line(b, d+1, "else")
-			for _, t := range s.Else {
-				dumpStmt(b, t, d+2)
-			}
+			dumpStmts(b, s.Else, d+2)
 		}
 	}
 }

@@ -81,15 +81,9 @@ func (w *printer) stmt(s Stmt) {
 	case *Return:
 		w.WriteString("return")
 	case *Unroll:
-		w.WriteString("unroll (")
-		w.expr(s.Count)
-		w.WriteString(") ")
-		w.stmts(s.Body)
+		w.loop("unroll", s.Count, s.Body)
 	case *While:
-		w.WriteString("while (")
-		w.expr(s.Cond)
-		w.WriteString(") ")
-		w.stmts(s.Body)
+		w.loop("while", s.Cond, s.Body)
 	case *Break:
 		w.WriteString("break")
 	case *Continue:
@@ -239,4 +233,12 @@ func quoteString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// loop prints KEYWORD (x) { body }: unroll and while.
+func (w *printer) loop(keyword string, x Expr, body []Stmt) {
+	w.WriteString(keyword + " (")
+	w.expr(x)
+	w.WriteString(") ")
+	w.stmts(body)
 }
