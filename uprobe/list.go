@@ -117,7 +117,7 @@ func keepNames(sels []Selector) func(plain string) bool {
 		// A symbol named s.Func has the plain name of s.Func; one named
 		// s.Func[...] (a Go generic's instance) has it too when s.Func
 		// has an '@', else one that starts with s.Func and "[".
-		names[plainName(s.Func)] = true
+		names[symtab.PlainName(s.Func)] = true
 		generic = append(generic, s.Func+"[")
 	}
 	return func(plain string) bool {
@@ -132,15 +132,6 @@ func keepNames(sels []Selector) func(plain string) bool {
 		}
 		return false
 	}
-}
-
-// plainName is name without the "@VERSION" or "@@VERSION" that ld writes
-// into .symtab for symbols versioned with .symver, as symtab reads it.
-func plainName(name string) string {
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		return name[:i]
-	}
-	return name
 }
 
 // String returns the selector in its long form.

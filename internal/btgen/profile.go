@@ -75,19 +75,12 @@ func (g *gen) profilePrologue() error {
 	g.emit(
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.RSh.Imm(asm.R0, 32),
-		asm.StoreMem(asm.R10, -8, asm.R0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(MapProfilePIDs),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -8),
-		asm.FnMapLookupElem.Call(),
-		asm.JNE.Imm(asm.R0, 0, "profile_pid"),
-		asm.StoreImm(asm.R10, -8, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(MapProfilePIDs),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -8),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.StoreMem(asm.R10, -4, asm.R0, asm.Word),
 	)
+	g.lookupStored(MapProfilePIDs)
+	g.emit(asm.JNE.Imm(asm.R0, 0, "profile_pid"))
+	g.lookupAt(MapProfilePIDs, 0)
+	g.emit(asm.JEq.Imm(asm.R0, 0, "exit"))
 	g.label("profile_pid")
 	g.emit(storeImm64(asm.R7, probeOff, int32(g.probeID(b.Probes[0].String()))))
 	if g.entryOff >= 0 {

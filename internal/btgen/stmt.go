@@ -324,8 +324,13 @@ func (g *gen) update(mi *MapInfo, key int, base asm.Register, off int32) {
 // lookupAt looks up the u32 key in map m (the key at R10-4): R0 is the
 // value, or 0.
 func (g *gen) lookupAt(m string, key int32) {
+	g.emit(asm.StoreImm(asm.R10, -4, int64(key), asm.Word))
+	g.lookupStored(m)
+}
+
+// lookupStored looks up in map m the u32 key stored at R10-4.
+func (g *gen) lookupStored(m string) {
 	g.emit(
-		asm.StoreImm(asm.R10, -4, int64(key), asm.Word),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(m),
 		asm.Mov.Reg(asm.R2, asm.R10),
 		asm.Add.Imm(asm.R2, -4),

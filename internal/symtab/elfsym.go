@@ -163,7 +163,7 @@ func (r *tableReader) appendSyms(out []Symbol, t *symTable) ([]Symbol, []bool, e
 				r.warnings = append(r.warnings, newFormatError(entOff, fmt.Sprintf("%s symbol %d: name %s", t.src, i, msg), nameOff))
 				continue
 			}
-			if name == "" || (r.keep != nil && !r.keep(plainName(name))) {
+			if name == "" || (r.keep != nil && !r.keep(PlainName(name))) {
 				continue
 			}
 			s.Name = name

@@ -93,7 +93,7 @@ func FuzzRead(f *testing.F) {
 			if err != nil || some == nil {
 				t.Fatalf("with Keep: %d symbols, error %v; without: none", len(some), err)
 			}
-			want := slices.DeleteFunc(slices.Clone(syms), func(s Symbol) bool { return !keep(plainName(s.Name)) })
+			want := slices.DeleteFunc(slices.Clone(syms), func(s Symbol) bool { return !keep(PlainName(s.Name)) })
 			if len(some) != len(want) || (len(want) > 0 && !reflect.DeepEqual(some, want)) {
 				t.Errorf("with Keep: have %+v\nwant %+v", some, want)
 			}

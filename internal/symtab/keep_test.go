@@ -130,7 +130,7 @@ func TestReadKeepAgrees(t *testing.T) {
 			var names []string
 			seen := make(map[string]bool)
 			for _, s := range all {
-				if p := plainName(s.Name); !seen[p] {
+				if p := PlainName(s.Name); !seen[p] {
 					seen[p] = true
 					names = append(names, p)
 				}
@@ -166,7 +166,7 @@ func TestReadKeepAgrees(t *testing.T) {
 				keep := func(plain string) bool { return group(plain) == g }
 				var want []Symbol
 				for _, s := range all {
-					if keep(plainName(s.Name)) {
+					if keep(PlainName(s.Name)) {
 						want = append(want, s)
 					}
 				}

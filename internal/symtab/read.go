@@ -129,7 +129,7 @@ func ReadPartialWith(f *elfnotes.File, opts *ReadOptions) (syms []Symbol, warnin
 			return nil, nil, err
 		}
 		if r.keep != nil {
-			out = slices.DeleteFunc(out, func(s Symbol) bool { return !r.keep(plainName(s.Name)) })
+			out = slices.DeleteFunc(out, func(s Symbol) bool { return !r.keep(PlainName(s.Name)) })
 		}
 	case dynsym == nil:
 		return nil, nil, ErrNoSymbols
@@ -166,13 +166,12 @@ func (r *tableReader) warn(s *elfnotes.Section, err error) error {
 	return fmt.Errorf("%s: %w", s.Name, err)
 }
 
-// plainName returns name without the "@VERSION" or "@@VERSION" that ld
-// writes into .symtab for symbols versioned with .symver.
-func plainName(name string) string {
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		return name[:i]
-	}
-	return name
+// PlainName returns name without the "@VERSION" or "@@VERSION" that ld
+// writes into .symtab for symbols versioned with .symver: the name
+// ReadOptions.Keep is given.
+func PlainName(name string) string {
+	plain, _ := splitVersion(name)
+	return plain
 }
 
 // mergeDynsym adds the symbols of the .dynsym section dyn to out. An entry
@@ -213,7 +212,7 @@ func (r *tableReader) mergeDynsym(dyn *elfnotes.Section, out []Symbol) ([]Symbol
 	for _, i := range merging {
 		// ld writes versioned names into .symtab when the source used
 		// .symver ("foo@V1", "foo@@V2"); .dynsym has the plain name.
-		seen[key{plainName(out[i].Name), out[i].Value}] = i
+		seen[key{PlainName(out[i].Name), out[i].Value}] = i
 	}
 	// glibc 2.34 moved libpthread's functions into libc, where each has
 	// its old version and GLIBC_2.34 at one address: one symbol, listed

@@ -131,7 +131,7 @@ func compareSymbols(t *testing.T, have []Symbol, want map[refKey]refSym) {
 	}
 	seen := make(map[refKey]bool, len(have))
 	for _, s := range have {
-		k := refKey{plainName(s.Name), s.Value}
+		k := refKey{PlainName(s.Name), s.Value}
 		if seen[k] && s.Type != elf.STT_FILE { // crtstuff.c, from two objects
 			t.Errorf("%s at %#x listed twice", s.Name, s.Value)
 		}

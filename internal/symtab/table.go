@@ -26,7 +26,7 @@ func NewTable(syms []Symbol) *Table {
 		if s.Type == elf.STT_FILE || s.Type == elf.STT_SECTION {
 			continue
 		}
-		name := plainName(s.Name)
+		name := PlainName(s.Name)
 		t.byName[name] = append(t.byName[name], i)
 	}
 	return t

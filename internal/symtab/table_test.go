@@ -192,7 +192,7 @@ func TestLookupLibc(t *testing.T) {
 			if have.Type != tc.wantType || have.Version != tc.wantVer || !have.Dynamic {
 				t.Errorf("have %+v, want %v version %q from .dynsym", have, tc.wantType, tc.wantVer)
 			}
-			if _, ok := want[refKey{plainName(tc.name), have.Value}]; !ok {
+			if _, ok := want[refKey{PlainName(tc.name), have.Value}]; !ok {
 				t.Errorf("readelf has no %s at %#x", tc.name, have.Value)
 			}
 		})
