@@ -157,7 +157,10 @@ func TestTraceStackJava(t *testing.T) {
 	if out, err := exec.Command(javac, "-d", dir, "testdata/stacks/Hot.java").CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	cmd := exec.Command(java, "-XX:+PreserveFramePointer", "-cp", dir, "Hot")
+	// -Xbatch compiles in the foreground: Hot.work is compiled before
+	// "ready", not whenever a loaded machine's compiler thread gets to it
+	// (a fresh-root CI run once saw it still interpreted).
+	cmd := exec.Command(java, "-Xbatch", "-XX:+PreserveFramePointer", "-cp", dir, "Hot")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
