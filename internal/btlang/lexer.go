@@ -79,11 +79,16 @@ func (l *lexer) advance(n int) {
 }
 
 // skipSpace skips white space and comments; an unterminated block comment
-// is an error.
+// is an error. A "#!" line at the start of the source is a comment: the
+// interpreter line of an executable .bt file, as bpftrace reads it.
 func (l *lexer) skipSpace() *Error {
 	for l.off < len(l.src) {
 		c := l.src[l.off]
 		switch {
+		case l.off == 0 && strings.HasPrefix(l.src, "#!"):
+			for l.off < len(l.src) && l.src[l.off] != '\n' {
+				l.advance(1)
+			}
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			l.advance(1)
 		case strings.HasPrefix(l.src[l.off:], "//"):
