@@ -139,7 +139,7 @@ not delete() of them.`,
 	}
 	f := cmd.Flags()
 	f.VarP(&pidsFlag{pids: &o.pids}, "pid", "p", "trace only this process (and the objects it has mapped); a thread's ID means its process; repeatable")
-	f.StringVarP(&o.command, "command", "c", "", "run this command and trace it from its first instruction; when the trace ends first, it gets SIGTERM (SIGKILL 2s later); usdtkit exits with its status when it ends by itself")
+	f.StringVarP(&o.command, "command", "c", "", "run this command and trace it from its first instruction; when the trace ends first, it gets SIGTERM (SIGKILL 2s later); usdtkit exits with its status when it ends by itself. With -o json, folded, pprof or html on stdout, the command's stdout goes to stderr")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event); or the counts of stacks (--stacks, @[ustack] = count()) as a flame graph: folded, pprof or html on stdout (what the trace prints goes to stderr), or a file FILE.folded, FILE.pb.gz or FILE.html")
 	f.StringArrayVar(&o.strs, "str", nil, "read argument N as a string, of every probe (N) or of one (PROVIDER:NAME=N); repeatable")
 	f.IntVar(&o.strLen, "strlen", 64, "bytes read per string argument, the NUL included")

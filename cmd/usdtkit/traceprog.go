@@ -131,7 +131,13 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		topts.Output = trace.OutputJSON
 	}
 	if o.command != "" {
-		c, err := commandOf(o.command)
+		// Structured output keeps stdout to itself: the command's lines
+		// would corrupt the JSON, gzip or HTML a reader parses.
+		cmdOut := os.Stdout
+		if output == "json" || o.flame != nil && o.flame.path == "" {
+			cmdOut = os.Stderr
+		}
+		c, err := commandOf(o.command, cmdOut)
 		if err != nil {
 			return err
 		}
@@ -188,8 +194,9 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	return commandStatus(t, stderr)
 }
 
-// commandOf returns -c's command, its stdio ours, not started.
-func commandOf(command string) (*exec.Cmd, error) {
+// commandOf returns -c's command, not started, with usdtkit's stdin and
+// stderr and the given stdout.
+func commandOf(command string, stdout *os.File) (*exec.Cmd, error) {
 	argv, err := launch.SplitCommand(command)
 	if err != nil {
 		return nil, fmt.Errorf("-c: %w", err)
@@ -202,7 +209,7 @@ func commandOf(command string) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("-c: %w", err)
 	}
 	c := exec.Command(path, argv[1:]...)
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, os.Stderr
 	return c, nil
 }
 
