@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,6 +139,16 @@ uretprobe:BIN:work { @r[func] = count(); }`, "BIN", bin)
 		want := strings.Repeat("work|    work|\n", 4) + "\n\n@calls: 100\n@f[work, uprobe:" + bin + ":work]: 100\n@r[work]: 100\n"
 		if ours != want {
 			t.Errorf("have\n%q\nwant\n%q", ours, want)
+		}
+		// func and probe as map values, read back as a key and in
+		// printf (Debian's sslsnoop.bt keeps func so): bpftrace 0.17
+		// prints such keys of a -c trace as bare addresses.
+		src = strings.ReplaceAll(`uprobe:BIN:work { @f[tid] = func; @p[tid] = probe; @by[@f[tid], @p[tid]] = count(); if (arg0 == 1) { printf("%s %s\n", @f[tid], @p[tid]); } }`, "BIN", bin)
+		ours = runProgramCLI(t, "trace", "-c", bin+" run", "-e", src)
+		probe := "uprobe:" + bin + ":work"
+		wantRE := `^work ` + regexp.QuoteMeta(probe) + `\n\n\n@by\[work, ` + regexp.QuoteMeta(probe) + `\]: 100\n@f\[\d+\]: work\n@p\[\d+\]: ` + regexp.QuoteMeta(probe) + `\n$`
+		if !regexp.MustCompile(wantRE).MatchString(ours) {
+			t.Errorf("have\n%q\nwant to match\n%q", ours, wantRE)
 		}
 	})
 	t.Run("-c usym", func(t *testing.T) {

@@ -222,6 +222,9 @@ type MapInfo struct {
 	KeyOffs   []int
 	KeySize   int
 	ValueSize int
+	// ValueName: the value (of a map without aggregation) is a probe or
+	// func name id, 8 bytes, printed as the name.
+	ValueName bool
 	// Buckets is hist's or lhist's bucket count.
 	Buckets int
 	// Array: the map is a BPF array (per-CPU when PerCPU) of u32 keys
@@ -525,6 +528,8 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			mi.ValueSize = 8
 		case btlang.KindString:
 			mi.ValueSize = round8(m.Value.Size)
+		case btlang.KindProbe, btlang.KindSym:
+			mi.ValueSize, mi.ValueName = 8, true
 		default:
 			return mi, unsupported(m.Pos, "a %s value of %s", m.Value, m.Name)
 		}

@@ -93,6 +93,7 @@ var loadTests = []struct{ name, src string }{
 	{"while break continue return", `uprobe:/x:f { $i = 0; while ($i < 20) { $i++; if ($i == arg0) { continue; } if ($i > arg1) { break; } if ($i == 19) { return; } @[$i] = count(); } unroll(3) { @u++; } }`},
 	{"usym", `uprobe:/x:f { @[usym(arg0), pid] = count(); printf("%s %s\n", usym(arg1), usym(reg("ip"))); print(usym(arg2)); }`},
 	{"func", `uprobe:/x:f { @[func, probe] = count(); @f[func] = sum(arg0); printf("%s %s %d\n", func, probe, arg0); } uretprobe:/x:f { @r[func] = count(); }`},
+	{"func and probe values", `uprobe:/x:f { @f[tid] = func; @p[tid] = probe; } uretprobe:/x:f { @by[@f[tid], @p[tid]] = count(); printf("%s %s\n", @f[tid], @p[tid]); delete(@f[tid]); }`},
 	{"string ternary, str variable length", `usdt:/x:p:a { @s[arg0 > 5 ? "big" : comm] = count(); printf("%s\n", str(arg1, arg2)); }`},
 	{"ustack keys", `uprobe:/x:f { @[ustack] = count(); @p[ustack(perf, 5), comm] = sum(arg0); @u[ustack(bpftrace, 3)] = count(); }`},
 	{"ustack printf", `uprobe:/x:f { printf("%s %d %s\n", ustack, pid, ustack(perf, 4)); }`},

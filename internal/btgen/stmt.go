@@ -185,7 +185,15 @@ func (g *gen) assign(s *btlang.Assign) {
 			g.update(mi, key, asm.R7, int32(val.off))
 			return
 		}
-		g.intExpr(s.Value)
+		if mi.ValueName {
+			if s.Op != "=" {
+				g.fail(unsupported(s.At, "%s on a %s", s.Op, m.Value))
+				return
+			}
+			g.nameID(s.Value)
+		} else {
+			g.intExpr(s.Value)
+		}
 		slot := g.push()
 		defer g.pop()
 		g.emit(asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord))
@@ -224,8 +232,18 @@ func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 }
 
 // nameID loads into R0 the name id (Program.Probes) of e, the probe or
-// func builtin: the site's values, fetched with its arguments.
+// func builtin (the site's values, fetched with its arguments) or a map
+// holding one (0 for an absent key).
 func (g *gen) nameID(e btlang.Expr) {
+	if r, ok := e.(*btlang.MapRef); ok {
+		if r.Map == nil || r.Map.Agg != btlang.AggNone {
+			g.fail(unsupported(r.At, "reading %s here", r.Name))
+			return
+		}
+		mi := &g.out.Maps[g.mapIdx[r.Map]]
+		g.lookupOrZero(mi, g.key(r, mi))
+		return
+	}
 	if b, ok := e.(*btlang.Builtin); ok && b.Name == "func" && g.funcOff >= 0 {
 		g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.funcOff), asm.DWord))
 		return

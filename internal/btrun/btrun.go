@@ -749,7 +749,7 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 	bm := mi.Map
 	m := &eventfmt.Map{Name: bm.Name, Keys: mi.Keys}
 	switch {
-	case bm.Agg == btlang.AggNone && bm.Value.Kind == btlang.KindString:
+	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName):
 		m.Agg = eventfmt.AggString
 	case bm.Agg == btlang.AggNone:
 		m.Agg, m.Signed = eventfmt.AggInt, bm.Value.Signed
@@ -795,7 +795,9 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 		}
 		e := eventfmt.MapEntry{Key: r.decodeKey(mi, key)}
 		if !mi.PerCPU {
-			if m.Agg == eventfmt.AggString {
+			if mi.ValueName && len(v) >= 8 {
+				e.Str = r.probeName(binary.NativeEndian.Uint64(v))
+			} else if m.Agg == eventfmt.AggString {
 				e.Str = cString(v)
 			} else {
 				e.Value = binary.NativeEndian.Uint64(v)
