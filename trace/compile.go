@@ -173,6 +173,11 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 	if r.fatal != nil {
 		return nil, r.fatal
 	}
+	if err != nil && r.skipUnmatched(prog, err) {
+		// The checker fills in the program (map types, prog.Maps) only
+		// when it finds no error: check what is left.
+		err = btlang.Check(prog, &btlang.CheckOptions{Probes: r, Unsafe: r.opts.Unsafe})
+	}
 	if err == nil && check != nil {
 		err = check(prog)
 	}
@@ -253,6 +258,48 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 	return out, nil
 }
 
+// skipUnmatched marks the usdt and uprobe attach points of prog that
+// match nothing as skipped, with a warning each, when err (Check's) holds
+// no other error and another such attach point has sites: a tool that
+// names a function some builds lack still runs, as in bpftrace (0.17
+// skips them silently, later versions warn). A skipped attach point has
+// no sites and any arguments; its block stays, so the maps it writes
+// exist (empty) for the other blocks. It reports whether it did, and the
+// program must then be checked again; when nothing matches, the errors
+// stand.
+func (r *resolver) skipUnmatched(prog *btlang.Program, err error) bool {
+	var list btlang.ErrorList
+	if !errors.As(err, &list) {
+		return false
+	}
+	for _, e := range list {
+		if !errors.Is(r.causes[e.Pos], errNoMatch) {
+			return false
+		}
+	}
+	matched := slices.ContainsFunc(prog.Blocks, func(b *btlang.ProbeBlock) bool {
+		return slices.ContainsFunc(b.Probes, func(p *btlang.Probe) bool { return r.sites[p] != nil })
+	})
+	if !matched {
+		return false
+	}
+	for _, b := range prog.Blocks {
+		for _, p := range b.Probes {
+			if r.sites[p] != nil || !errors.Is(r.causes[p.At], errNoMatch) {
+				continue
+			}
+			if r.skipped == nil {
+				r.skipped = make(map[*btlang.Probe]bool)
+			}
+			r.skipped[p] = true
+			if r.opts.Warn != nil {
+				r.opts.Warn(fmt.Errorf("%s: %s: matches nothing; skipped", p.At, p))
+			}
+		}
+	}
+	return true
+}
+
 // resolver answers btlang's questions about probes, resolving each to
 // its sites once.
 type resolver struct {
@@ -265,7 +312,10 @@ type resolver struct {
 	machine elf.Machine
 	fatal   error
 	// causes are the errors of probes, by position, for CompileError.Err.
-	causes  map[btlang.Pos]error
+	causes map[btlang.Pos]error
+	// skipped are the attach points that match nothing, left out (see
+	// skipUnmatched).
+	skipped map[*btlang.Probe]bool
 	symbols symtab.Resolvers
 	// gobins are the Go binaries read, by object.
 	gobins map[object]goBinary
@@ -301,6 +351,9 @@ func (e listError) Unwrap() error { return e.err }
 
 // Args resolves p and returns how many arguments every site of it has.
 func (r *resolver) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
+	if r.skipped[p] {
+		return btlang.ProbeArgs{Count: -1}, nil
+	}
 	res, args, err := r.resolve(p)
 	if err != nil {
 		var le listError

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -149,5 +150,50 @@ func TestCompileFiles(t *testing.T) {
 		case tt.line != 0 && (!errors.As(err, &ce) || ce.Line != tt.line):
 			t.Errorf("%s: error %v, want a CompileError at line %d", tt.file, err, tt.line)
 		}
+	}
+}
+
+// TestCompileSkipsUnmatched: attach points that match nothing are skipped
+// with a warning each when others match (Debian's sslsnoop.bt names
+// libcrypto functions stripped builds lack), a block left with none is
+// dropped, and a program none of whose attach points match still fails.
+func TestCompileSkipsUnmatched(t *testing.T) {
+	tests := []struct {
+		name     string
+		src      string
+		sites    int      // want; -1: an error
+		warnings []string // want, in order
+	}{
+		{
+			name: "one of a block",
+			src:  "uprobe:libc:getpid,\nuprobe:libc:no_such_function_xyz { @ = count(); }",
+			sites: 1, warnings: []string{"t.bt:2:1: uprobe:libc:no_such_function_xyz: matches nothing; skipped"},
+		},
+		{
+			name: "a whole block",
+			src:  "uprobe:libc:getpid { @ = count(); }\nuretprobe:libc:no_such_function_xyz { @r = sum(retval); }\nEND { print(@r); }",
+			sites: 1, warnings: []string{"t.bt:2:1: uretprobe:libc:no_such_function_xyz: matches nothing; skipped"},
+		},
+		{name: "none matches", src: "BEGIN { }\nuprobe:libc:no_such_function_xyz,\nuprobe:libc:no_such_function_abc { @ = count(); }", sites: -1},
+		{name: "another error", src: "uprobe:libc:getpid { @ = count(); @ = 1; }\nuprobe:libc:no_such_function_xyz { }", sites: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var warnings []string
+			prog, err := trace.Compile("t.bt", tt.src, &trace.CompileOptions{Warn: func(err error) { warnings = append(warnings, err.Error()) }})
+			if tt.sites < 0 {
+				var ce *trace.CompileError
+				if !errors.As(err, &ce) {
+					t.Fatalf("Compile: %v; want a *CompileError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Compile: %v", err)
+			}
+			if prog.Sites() != tt.sites || !slices.Equal(warnings, tt.warnings) {
+				t.Errorf("have %d sites, warnings %q; want %d, %q", prog.Sites(), warnings, tt.sites, tt.warnings)
+			}
+		})
 	}
 }

@@ -668,11 +668,8 @@ func (g *gen) push() int16 {
 
 func (g *gen) pop() { g.stack -= 8 }
 
-// checkSites checks that the block has sites, and not too many.
+// checkSites checks that the block has not too many sites.
 func (g *gen) checkSites() error {
-	if len(g.sites) == 0 {
-		return &btlang.Error{Pos: g.block.At, Msg: "the probes of this block match no site"}
-	}
 	if len(g.sites) > bpfgen.MaxSites {
 		return &btlang.Error{Pos: g.block.At, Msg: fmt.Sprintf("%d sites exceed %d", len(g.sites), bpfgen.MaxSites)}
 	}
@@ -687,6 +684,12 @@ func (g *gen) program() (asm.Instructions, error) {
 	if !profile {
 		if err := g.checkSites(); err != nil {
 			return nil, err
+		}
+		if len(g.sites) == 0 {
+			// Every probe of the block was left out (it matches
+			// nothing): a program that is never attached, whose maps
+			// the other blocks still have.
+			return asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}, nil
 		}
 	}
 	// Which arguments the block reads.
