@@ -42,6 +42,8 @@ Warnings (a process the program could not attach to) go to stderr.`,
 			return runAgent(cmd, &o)
 		},
 	}
+	// cobra names the help flag after Use's first word.
+	cmd.Flags().BoolP("help", "h", false, "help for usdtkit agent")
 	cmd.Flags().StringVar(&o.config, "config", "", "the config file (JSON); required")
 	cmd.Flags().StringVar(&o.listen, "listen", "", "address of /metrics; default: the config's listen, else "+agent.DefaultListen)
 	return cmd

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -107,5 +108,21 @@ func TestAgentCommandErrors(t *testing.T) {
 				t.Errorf("have %v", err)
 			}
 		})
+	}
+}
+
+// TestAgentHelp: --help names the command as users type it.
+func TestAgentHelp(t *testing.T) {
+	var out bytes.Buffer
+	root := newAgentCmd()
+	root.SetArgs([]string{"--help"})
+	root.SetOut(&out)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"usdtkit agent --config FILE", "help for usdtkit agent\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help has no %q:\n%s", want, out.String())
+		}
 	}
 }

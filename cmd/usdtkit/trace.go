@@ -85,7 +85,8 @@ usdt:PATH:PROVIDER:NAME, usdt::PROVIDER:NAME (the -p process's objects, or the -
 command), uprobe:PATH:FUNC, uretprobe:PATH:FUNC (native functions: arg0..arg5, retval;
 Go functions: parameters and results by name as args.NAME, retval, and goid, the
 goroutine id, for latency pairs; a Go uretprobe is a probe on every RET), BEGIN, END,
-interval:s:N, interval:ms:N. Maps keyed by integers, strings and tuples,
+interval:s:N, interval:ms:N, profile:hz:N and profile:s|ms|us:N (CPU samples of the
+traced processes, or of every process without -p or -c). Maps keyed by integers, strings and tuples,
 count sum avg min max stats hist lhist, printf print delete clear zero time exit,
 predicates, if/else, $variables, str(), comm pid tid nsecs elapsed probe... The
 arguments after the program are its positional parameters, $1, $2... and $#. What

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +37,19 @@ func TestVersionFlag(t *testing.T) {
 	code := run(context.Background(), []string{"--version"}, &out, &errb)
 	if want := "usdtkit " + version() + "\n"; code != 0 || out.String() != want || errb.Len() != 0 {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 0, %q", code, out.String(), errb.String(), want)
+	}
+}
+
+// TestTraceHelpProbes: trace --help names every kind of probe a program
+// may use.
+func TestTraceHelpProbes(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"trace", "--help"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"usdt:PATH:PROVIDER:NAME", "uprobe:PATH:FUNC", "uretprobe:PATH:FUNC", "BEGIN", "END", "interval:s:N", "profile:hz:N", "profile:s|ms|us:N"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("trace --help names no %s", want)
+		}
 	}
 }

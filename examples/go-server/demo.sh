@@ -1,12 +1,12 @@
 #!/bin/sh
-# The demo of `sudo make demo`: build usdtkit and this server, start the
+# The demo of `make demo` (as root): build usdtkit and this server, start the
 # server with some requests to itself, trace its probes for a few seconds,
 # then stop it. Needs only go and a shell; run from the repository's root.
 # GO and BIN may name the go command and usdtkit's output file.
 set -eu
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "usdtkit: tracing needs root: run sudo make demo" >&2
+	echo "usdtkit: tracing needs root: run make demo as root (sudo make demo)" >&2
 	exit 1
 fi
 
