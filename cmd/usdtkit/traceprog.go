@@ -28,11 +28,11 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 	case fl.Changed("program"):
 		name, src, o.params = "-e", o.program, args
 	case len(args) >= 1 && strings.HasSuffix(args[0], ".bt") && !strings.Contains(args[0], ":"):
-		b, err := os.ReadFile(args[0])
+		b, err := trace.ReadProgram(args[0])
 		if err != nil {
 			return "", "", false, fmt.Errorf("program file: %w", err)
 		}
-		name, src, o.params = args[0], string(b), args[1:]
+		name, src, o.params = args[0], b, args[1:]
 	default:
 		return "", "", false, nil
 	}
