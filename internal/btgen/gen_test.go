@@ -61,6 +61,8 @@ func compile(t *testing.T, src string) (*btlang.Program, *btgen.Options) {
 }
 
 var loadTests = []struct{ name, src string }{
+	// bpftrace takes long flat expressions (the depth bound is 1000).
+	{"flat sum of 300 terms", "uprobe:/x:f { @ = sum(arg0" + strings.Repeat(" + arg1", 299) + "); }"},
 	{"count", `usdt:/x:p:a { @ = count(); }`},
 	{"count by pid", `usdt:/x:p:a { @[pid] = count(); }`},
 	{"count by comm", `usdt:/x:p:a { @[comm] = count(); }`},

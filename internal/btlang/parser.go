@@ -14,7 +14,7 @@ const MaxSourceSize = 1 << 20
 // A printed tree of depth maxDepth parenthesises each level, which costs
 // the parser two levels of recursion, so maxRecursion leaves room for it.
 const (
-	maxDepth     = 200
+	maxDepth     = 1000
 	maxRecursion = 4 * maxDepth
 )
 
