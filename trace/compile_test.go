@@ -165,13 +165,13 @@ func TestCompileSkipsUnmatched(t *testing.T) {
 		warnings []string // want, in order
 	}{
 		{
-			name: "one of a block",
-			src:  "uprobe:libc:getpid,\nuprobe:libc:no_such_function_xyz { @ = count(); }",
+			name:  "one of a block",
+			src:   "uprobe:libc:getpid,\nuprobe:libc:no_such_function_xyz { @ = count(); }",
 			sites: 1, warnings: []string{"t.bt:2:1: uprobe:libc:no_such_function_xyz: matches nothing; skipped"},
 		},
 		{
-			name: "a whole block",
-			src:  "uprobe:libc:getpid { @ = count(); }\nuretprobe:libc:no_such_function_xyz { @r = sum(retval); }\nEND { print(@r); }",
+			name:  "a whole block",
+			src:   "uprobe:libc:getpid { @ = count(); }\nuretprobe:libc:no_such_function_xyz { @r = sum(retval); }\nEND { print(@r); }",
 			sites: 1, warnings: []string{"t.bt:2:1: uretprobe:libc:no_such_function_xyz: matches nothing; skipped"},
 		},
 		{name: "none matches", src: "BEGIN { }\nuprobe:libc:no_such_function_xyz,\nuprobe:libc:no_such_function_abc { @ = count(); }", sites: -1},
