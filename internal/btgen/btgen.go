@@ -3,6 +3,7 @@ package btgen
 import (
 	"debug/elf"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -622,6 +623,10 @@ type varLoc struct {
 }
 
 func (g *gen) emit(ins ...asm.Instruction) {
+	if len(g.insns)+len(ins) > maxInsns {
+		g.fail(&btlang.Error{Pos: g.block.At, Msg: fmt.Sprintf("the block's program has more than %d instructions, the kernel's limit; make it smaller (unroll repeats its body)", maxInsns)})
+		return
+	}
 	for _, in := range ins {
 		for _, l := range g.pending {
 			if sym := in.Symbol(); sym != "" {
@@ -888,7 +893,44 @@ func (g *gen) program() (asm.Instructions, error) {
 	g.lost(LostNested)
 	g.label("return")
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	if g.err != nil {
+		return nil, g.err
+	}
+	if err := checkJumps(g.insns); err != nil {
+		return nil, &btlang.Error{Pos: b.At, Msg: err.Error()}
+	}
 	return g.insns, nil
+}
+
+// maxInsns is the most instructions the kernel loads in one program
+// (BPF_COMPLEXITY_LIMIT_INSNS, for privileged loaders).
+const maxInsns = 1_000_000
+
+// checkJumps checks that every jump to a label reaches it: a jump's
+// offset is 16 bits, and the loader would cut a longer one, which the
+// kernel then refuses ("jump out of range") or, worse, follows elsewhere.
+func checkJumps(insns asm.Instructions) error {
+	at := make(map[string]int)
+	pos := 0
+	for _, in := range insns {
+		if sym := in.Symbol(); sym != "" {
+			at[sym] = pos
+		}
+		pos += int(in.Size() / asm.InstructionSize)
+	}
+	pos = 0
+	for _, in := range insns {
+		op := in.OpCode.JumpOp()
+		if ref := in.Reference(); ref != "" && in.OpCode.Class().IsJump() && op != asm.Call && op != asm.Exit {
+			if target, ok := at[ref]; ok {
+				if d := target - (pos + 1); d < math.MinInt16 || d > math.MaxInt16 {
+					return fmt.Errorf("the block's program jumps over %d instructions, more than a BPF jump reaches (%d); make it smaller (unroll repeats its body)", d, math.MaxInt16)
+				}
+			}
+		}
+		pos += int(in.Size() / asm.InstructionSize)
+	}
+	return nil
 }
 
 // siteProbeID returns the probe id (probeID) of block b's site i: the

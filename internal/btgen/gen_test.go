@@ -350,3 +350,24 @@ func mustLoad(t *testing.T, spec *ebpf.CollectionSpec) {
 	}
 	coll.Close()
 }
+
+// TestGenerateSizeLimits: a program whose jumps a 16-bit offset cannot
+// reach, or past the kernel's instruction limit (nested unrolls), is
+// refused with a sentence at the block, before anything is loaded; the
+// second without first building every copy of the body.
+func TestGenerateSizeLimits(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"jump out of range", `uprobe:/x:f { $i = 0; unroll(100) { unroll(100) { $i++; } } @ = sum($i); }`, "more than a BPF jump reaches"},
+		{"too many instructions", `uprobe:/x:f { $i = 0; unroll(100) { unroll(100) { unroll(100) { unroll(100) { $i++; } } } } @ = sum($i); }`, "more than 1000000 instructions"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog, opts := compile(t, tt.src)
+			_, err := btgen.Generate(prog, opts)
+			var e *btlang.Error
+			if !errors.As(err, &e) || e.Pos.Line != 1 || e.Pos.Col != 1 || !strings.Contains(e.Msg, tt.want) {
+				t.Errorf("Generate: %v; want an error at 1:1 saying %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -79,7 +79,9 @@ func (g *gen) stmt(s btlang.Stmt) {
 	case *btlang.Unroll:
 		for range s.N {
 			g.stmts(s.Body)
-			if stmtsLeave(s.Body) {
+			if stmtsLeave(s.Body) || g.err != nil {
+				// A body emitted past the instruction limit stops
+				// every enclosing unroll at once.
 				break
 			}
 		}
