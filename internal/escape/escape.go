@@ -146,3 +146,62 @@ func unhex(c byte) (byte, bool) {
 	}
 	return 0, false
 }
+
+// Control returns s with the characters a terminal acts on written as
+// \xNN (their bytes): C0 controls but tab and newline, DEL, and the C1
+// controls U+0080 to U+009F (the CSI U+009B starts a sequence as ESC [
+// does). Everything else, backslashes and invalid UTF-8 included, is kept
+// as it is: it is for text a tracer prints from data a traced process
+// controls (its comm, strings, symbol names), which must not move the
+// cursor, retitle the window or hide lines of a user's terminal, while
+// printing as bpftrace prints it otherwise.
+func Control(s string) string {
+	i := firstControl(s)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteString(s[:i])
+	for i < len(s) {
+		c := s[i]
+		n := controlLen(s[i:])
+		if n == 0 {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		for _, c := range []byte(s[i : i+n]) {
+			b.WriteString(`\x`)
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// firstControl returns the index of the first character Control escapes,
+// or -1.
+func firstControl(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 || c == 0x7f || c == 0xc2) && controlLen(s[i:]) > 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// controlLen returns the length in bytes of the control character s
+// starts with, or 0.
+func controlLen(s string) int {
+	switch c := s[0]; {
+	case c == '\t' || c == '\n':
+		return 0
+	case c < 0x20 || c == 0x7f:
+		return 1
+	case c == 0xc2 && len(s) > 1 && s[1] >= 0x80 && s[1] <= 0x9f:
+		return 2
+	}
+	return 0
+}

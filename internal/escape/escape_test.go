@@ -99,3 +99,37 @@ func printable(s string) bool {
 }
 
 func isPrint(r rune) bool { return r >= 0x20 && r != 0x7f && (r < 0x80 || r > 0x9f) }
+
+func TestControl(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain text", "plain text"},
+		{"tab\tand\nnewline", "tab\tand\nnewline"},
+		{"\x1b[2Jwiped", `\x1b[2Jwiped`},
+		{"bell\a cr\r del\x7f", `bell\x07 cr\x0d del\x7f`},
+		{"csi \u009b31m", `csi \xc2\x9b31m`},
+		{"back\\slash, é, \xff", "back\\slash, é, \xff"},
+		{"\u00a0 is printable", "\u00a0 is printable"},
+	}
+	for _, tt := range tests {
+		if have := Control(tt.in); have != tt.want {
+			t.Errorf("Control(%q) = %q, want %q", tt.in, have, tt.want)
+		}
+	}
+}
+
+// FuzzControl: Control's output holds no control character a terminal
+// acts on, and text without one is returned as it is.
+func FuzzControl(f *testing.F) {
+	for _, s := range []string{"", "a\x1bb", "\xc2\x9b", "\xc2", "\t\n\r"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Control(s)
+		if i := firstControl(out); i >= 0 {
+			t.Fatalf("Control(%q) = %q keeps a control character at %d", s, out, i)
+		}
+		if firstControl(s) < 0 && out != s {
+			t.Fatalf("Control(%q) = %q changed text without controls", s, out)
+		}
+	})
+}

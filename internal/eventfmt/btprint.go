@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/usdtkit/usdtkit/internal/escape"
 )
 
 // Output is the form bpftrace prints in: its text, or the JSON lines of
@@ -172,7 +174,7 @@ func appendKeyText(dst []byte, m *Map, e *MapEntry) []byte {
 		return dst
 	}
 	dst = append(dst, '[')
-	dst = append(dst, strings.Join(keyStrings(m, e), ", ")...)
+	dst = append(dst, escape.Control(strings.Join(keyStrings(m, e), ", "))...)
 	return append(dst, ']')
 }
 
@@ -187,7 +189,7 @@ func appendValue(dst []byte, m *Map, e *MapEntry, div uint32, quoted bool) []byt
 			dst = appendJSONEscaped(dst, e.Str)
 			return append(dst, '"')
 		}
-		return append(dst, e.Str...)
+		return append(dst, escape.Control(e.Str)...)
 	case AggAvg:
 		return strconv.AppendInt(dst, average(e)/int64(div), 10)
 	case AggCount:

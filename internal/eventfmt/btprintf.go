@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/usdtkit/usdtkit/internal/escape"
 )
 
 // ArgKind is what a bpftrace printf verb prints: an integer or a string.
@@ -258,6 +260,9 @@ func (s verbSpec) append(dst []byte, a Arg) []byte {
 		if s.precision >= 0 && len(body) > s.precision {
 			body = body[:s.precision]
 		}
+		// The traced process chose these bytes (a comm, a string):
+		// a terminal must not act on them.
+		body = escape.Control(body)
 		zeroPad = false
 	case 'c':
 		body = string([]byte{byte(a.Int)})

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 )
 
@@ -485,7 +486,7 @@ func Format(frames []Frame, indent int) string {
 	b.WriteByte('\n')
 	for _, f := range frames {
 		b.WriteString(pad)
-		b.WriteString(f.String())
+		b.WriteString(escape.Control(f.String()))
 		b.WriteByte('\n')
 	}
 	return b.String()
@@ -502,7 +503,7 @@ func FormatPerf(frames []Frame) string {
 		if obj == "" {
 			obj = "unknown"
 		}
-		fmt.Fprintf(&b, "\t%x %s (%s)\n", f.Addr, f.String(), obj)
+		fmt.Fprintf(&b, "\t%x %s (%s)\n", f.Addr, escape.Control(f.String()), escape.Control(obj))
 	}
 	return b.String()
 }
