@@ -9,10 +9,13 @@
 // The kernel refuses to probe some instructions (on x86-64, those with a
 // lock prefix, and others it can neither single-step nor emulate).
 // AttachSites attaches every site the kernel accepts and returns the
-// others as Refusals: sites whose first instruction the kernel refuses
+// others as Refusals: sites whose first instruction has a lock prefix
 // are left out before it is asked (refused.go), and when it refuses a
 // multi link whole the sites are bisected against it, each half in a
-// link of its own, in O(k log n) attempts for k refused sites of n.
+// link of its own, in O(k log n) attempts for k refused sites of n. As
+// the kernel reads a site's instruction only in a process that maps the
+// file, AttachSites maps it in this process while it attaches, and for
+// another process first checks the sites with a link for this one.
 // AttachObject is all or nothing.
 //
 // The kernel unregisters classic uprobes one at a time, each waiting for
@@ -23,6 +26,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/cilium/ebpf"
@@ -101,15 +105,28 @@ func AttachSites(prog *ebpf.Program, obj *Object, pid int, multi bool) ([]link.L
 	if err != nil {
 		return nil, nil, fmt.Errorf("attach %s: %w", name, err)
 	}
-	a := &attacher{prog: prog, obj: obj, ex: ex, pid: pid, refused: refused}
 	var sites []int
-	for i := range obj.Offsets {
-		if len(refused) > 0 && refused[0].Index == i {
-			refused = refused[1:]
+	for i, next := 0, refused; i < len(obj.Offsets); i++ {
+		if len(next) > 0 && next[0].Index == i {
+			next = next[1:]
 			continue
 		}
 		sites = append(sites, i)
 	}
+	// The kernel reads a site's instruction when it puts the breakpoint
+	// in a process that maps the file, and a process mapping it later
+	// loses a refused site silently: mapped here too, every site is read
+	// as it is attached, for every process (pid 0) or this one; for
+	// another process, a check in this one comes first.
+	unmap := mapSelf(obj.Path)
+	defer unmap()
+	if pid != 0 && pid != os.Getpid() {
+		sites, refused, err = check(obj, ex, sites, refused)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	a := &attacher{prog: prog, obj: obj, ex: ex, pid: pid, ret: obj.Return, refused: refused}
 	if multi {
 		err = a.multi(sites)
 	} else {
@@ -129,6 +146,7 @@ type attacher struct {
 	obj     *Object
 	ex      *link.Executable
 	pid     int
+	ret     bool
 	links   []link.Link
 	refused []Refusal
 }
@@ -150,7 +168,7 @@ func (a *attacher) multi(sites []int) error {
 		}
 	}
 	attach := a.ex.UprobeMulti
-	if a.obj.Return {
+	if a.ret {
 		attach = a.ex.UretprobeMulti
 	}
 	l, err := attach(nil, a.prog, mo)
@@ -181,7 +199,7 @@ func (a *attacher) classic(sites []int) error {
 			uo.RefCtrOffset = a.obj.RefCtrOffsets[i]
 		}
 		attach := a.ex.Uprobe
-		if a.obj.Return {
+		if a.ret {
 			attach = a.ex.Uretprobe
 		}
 		l, err := attach("", a.prog, uo)

@@ -7,8 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
 	"golang.org/x/arch/x86/x86asm"
+	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/insn"
 )
@@ -82,4 +88,69 @@ func refusedX86(code []byte) *InsnError {
 		}
 	}
 	return nil
+}
+
+// mapSelf maps the file at path executable in this process, so that the
+// kernel reads the instructions of the sites attached for this process
+// or every process, and returns what unmaps it. When the file cannot be
+// mapped (a noexec mount), it does nothing: the kernel then reads the
+// sites in the processes that map the file, if any.
+func mapSelf(path string) (unmap func()) {
+	f, err := os.Open(path)
+	if err != nil {
+		return func() {}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() <= 0 || st.Size() != int64(int(st.Size())) {
+		return func() {}
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE)
+	if err != nil {
+		return func() {}
+	}
+	return func() { unix.Munmap(mem) }
+}
+
+// check attaches a program that does nothing to sites (indexes in
+// obj.Offsets, less the refused ones) for this process, which maps the
+// file (mapSelf), in uprobe_multi links it closes at once, and returns
+// the sites the kernel accepts and the refused ones with those it
+// refuses added: so that a process that maps the file only after attach
+// is not left without a word about them. Without uprobe_multi it checks
+// nothing.
+func check(obj *Object, ex *link.Executable, sites []int, refused []Refusal) ([]int, []Refusal, error) {
+	if len(sites) == 0 || features.HaveBPFLinkUprobeMulti() != nil {
+		return sites, refused, nil
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:         ebpf.Kprobe,
+		AttachType:   ebpf.AttachTraceUprobeMulti,
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+		License:      "GPL",
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("load the site check program: %w", err)
+	}
+	defer prog.Close()
+	c := &attacher{prog: prog, obj: obj, ex: ex, pid: os.Getpid()}
+	err = c.multi(sites)
+	errs := closeAll(c.links)
+	if err != nil {
+		return nil, nil, errors.Join(append([]error{err}, errs...)...)
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	if len(c.refused) == 0 {
+		return sites, refused, nil
+	}
+	out := make(map[int]bool)
+	for _, r := range c.refused {
+		out[r.Index] = true
+	}
+	sites = slices.DeleteFunc(sites, func(i int) bool { return out[i] })
+	refused = append(refused, c.refused...)
+	sortRefusals(refused)
+	return sites, refused, nil
 }
