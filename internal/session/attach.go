@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -142,20 +143,36 @@ func AttachSites(prog *ebpf.Program, obj *Object, pid int, multi bool) ([]link.L
 // attacher attaches the sites of one object, gathering links and
 // refusals.
 type attacher struct {
-	prog    *ebpf.Program
-	obj     *Object
-	ex      *link.Executable
-	pid     int
-	ret     bool
+	prog *ebpf.Program
+	obj  *Object
+	ex   *link.Executable
+	pid  int
+	ret  bool
+	// sem bounds multi's attempts in flight; mu guards links and
+	// refused, which its goroutines add to.
+	sem     chan struct{}
+	mu      sync.Mutex
 	links   []link.Link
 	refused []Refusal
 }
 
 // multi attaches sites (indexes in obj.Offsets) in one uprobe_multi
-// link; when the kernel refuses a site, in one link per half, down to
-// the refused sites. A failed attach leaves nothing attached, so each
-// half is tried afresh.
+// link; when the kernel refuses a site, each half in a link of its own,
+// down to the refused sites. A failed attach leaves nothing attached, so
+// each half is tried afresh. The halves are tried concurrently: a
+// refused attempt costs the kernel's grace periods more than its work,
+// and these then overlap.
 func (a *attacher) multi(sites []int) error {
+	if a.sem == nil {
+		a.sem = make(chan struct{}, maxAttempts)
+	}
+	return a.bisect(sites)
+}
+
+// maxAttempts bounds the attach attempts in flight.
+const maxAttempts = 32
+
+func (a *attacher) bisect(sites []int) error {
 	if len(sites) == 0 {
 		return nil
 	}
@@ -171,23 +188,31 @@ func (a *attacher) multi(sites []int) error {
 	if a.ret {
 		attach = a.ex.UretprobeMulti
 	}
+	a.sem <- struct{}{}
 	l, err := attach(nil, a.prog, mo)
+	<-a.sem
 	if err == nil {
+		a.mu.Lock()
 		a.links = append(a.links, l)
+		a.mu.Unlock()
 		return nil
 	}
 	if !siteRefused(err) {
 		return fmt.Errorf("attach %s (%d sites): %w", a.obj.name(), len(sites), err)
 	}
 	if len(sites) == 1 {
+		a.mu.Lock()
 		a.refused = append(a.refused, Refusal{Index: sites[0], Offset: a.obj.Offsets[sites[0]], Err: err})
+		a.mu.Unlock()
 		return nil
 	}
 	half := len(sites) / 2
-	if err := a.multi(sites[:half]); err != nil {
-		return err
-	}
-	return a.multi(sites[half:])
+	var errs [2]error
+	var wg sync.WaitGroup
+	wg.Go(func() { errs[0] = a.bisect(sites[:half]) })
+	errs[1] = a.bisect(sites[half:])
+	wg.Wait()
+	return errors.Join(errs[:]...)
 }
 
 // classic attaches one classic link per site.
@@ -232,14 +257,16 @@ func (o *Object) name() string {
 	return o.Name
 }
 
+// closeAll closes links concurrently: each close waits for the kernel's
+// uprobe grace period.
 func closeAll(links []link.Link) []error {
-	var errs []error
-	for _, l := range links {
-		if err := l.Close(); err != nil {
-			errs = append(errs, err)
-		}
+	errs := make([]error, len(links))
+	var wg sync.WaitGroup
+	for i, l := range links {
+		wg.Go(func() { errs[i] = l.Close() })
 	}
-	return errs
+	wg.Wait()
+	return slices.DeleteFunc(errs, func(err error) bool { return err == nil })
 }
 
 func sortRefusals(r []Refusal) {
