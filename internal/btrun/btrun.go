@@ -37,8 +37,12 @@
 //
 // Sites of one block in one file get one uprobe_multi link (kernel 6.6+)
 // with their indexes as cookies and their semaphores' offsets; without
-// uprobe_multi, one classic uprobe link per site (cookies need 5.15+).
-// Links are closed concurrently: each close waits for the kernel's uprobe
+// uprobe_multi, one classic uprobe link per site (cookies need 5.15+),
+// through session.AttachSites: the sites the kernel refuses are skipped
+// and given once to Options.Warn as a *RefusedError naming each site's
+// function, object and reason; when it refuses every site of the
+// program's probes, Start returns that error. Links are closed
+// concurrently: each close waits for the kernel's uprobe
 // SRCU grace period.
 //
 // # Stacks

@@ -3,8 +3,8 @@
 // object (kernel 6.6+) carrying every site with its cookie and its
 // semaphore's file offset, or one classic uprobe link per site (cookies
 // need 5.15+). An Object with Return set gets uretprobe links of the
-// same two kinds. Package trace, the tracing core, attaches through
-// internal/btrun.
+// same two kinds. internal/btrun, which runs package trace's programs,
+// attaches through it too.
 //
 // The kernel refuses to probe some instructions (on x86-64, those with a
 // lock prefix, and others it can neither single-step nor emulate).
