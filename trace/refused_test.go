@@ -186,3 +186,48 @@ func skipUnlessStrict(t *testing.T, why string) {
 	}
 	t.Skip(why)
 }
+
+// TestRefusedSitesAgreeWithBpftrace attaches to each of libc's
+// pthread_spin* functions alone, for every process, with usdtkit and with
+// bpftrace: usdtkit refuses exactly the functions bpftrace cannot attach
+// to.
+func TestRefusedSitesAgreeWithBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	testutil.RequireTracefs(t)
+	testutil.DefaultSIGINTForChildren()
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	fns, err := uprobe.Functions(&uprobe.ListOptions{Selectors: []uprobe.Selector{{Path: "libc", Func: "pthread_spin*"}}})
+	if err != nil || len(fns) == 0 {
+		t.Fatalf("libc's pthread_spin*: %v (%d found)", err, len(fns))
+	}
+	refused := 0
+	for _, fn := range fns {
+		name, _, _ := strings.Cut(fn.Symbol.Name, "@")
+		t.Run(name, func(t *testing.T) {
+			prog, err := trace.Compile("t.bt", "uprobe:"+fn.Path+":"+name+" { @ = count(); }", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := trace.Start(prog, &trace.Options{Stdout: &bytes.Buffer{}})
+			var re *trace.RefusedError
+			if err != nil && !errors.As(err, &re) {
+				t.Fatal(err)
+			}
+			if tr != nil {
+				if err := tr.Close(); err != nil {
+					t.Error(err)
+				}
+			}
+			out, bterr := exec.Command(bpftrace, "-e", "uprobe:"+fn.Path+":"+name+" { @ = count(); } BEGIN { exit(); }").CombinedOutput()
+			if (re != nil) != (bterr != nil) {
+				t.Errorf("usdtkit: %v; bpftrace: %v\n%s", err, bterr, out)
+			}
+			if re != nil {
+				refused++
+			}
+		})
+	}
+	if refused == 0 {
+		skipUnlessStrict(t, "no pthread_spin* function of libc is refused by the kernel")
+	}
+}
