@@ -21,7 +21,9 @@ import (
 type Options struct {
 	// Warn, when not nil, receives what the agent could not do and goes
 	// on without: a process it could not attach to (its program does not
-	// compile against it, it exited meanwhile), a map it could not read.
+	// compile against it, it exited meanwhile), sites of a process the
+	// kernel refused to probe (a *trace.RefusedError; the others are
+	// traced), a map it could not read.
 	// It is called from the agent's goroutines, one call at a time.
 	Warn func(error)
 	// Classic forces classic uprobe links (see trace.Options.Classic).
@@ -360,7 +362,9 @@ func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 	}
 	if err == nil {
 		var t *trace.Tracer
-		t, err = trace.Start(prog, &trace.Options{PID: pid, Stdout: io.Discard, Classic: a.opts.Classic})
+		t, err = trace.Start(prog, &trace.Options{PID: pid, Stdout: io.Discard, Classic: a.opts.Classic, Warn: func(err error) {
+			a.warn(fmt.Errorf("program %s, process %d: %w", p.cfg.Name, pid, err))
+		}})
 		if err == nil {
 			at := &attachment{prog: p, pid: pid, sig: sig, t: t, sites: prog.Sites(), probes: prog.Probes(), done: make(chan struct{})}
 			var ctx context.Context

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/btrun"
 )
 
 // CompileError is one error in a program: where (file, 1-based line and
@@ -76,4 +77,54 @@ func compileErrors(err error) error {
 
 func convert(e *btlang.Error) *CompileError {
 	return &CompileError{File: e.Pos.File, Line: e.Pos.Line, Col: e.Pos.Col, Msg: e.Msg}
+}
+
+// RefusedError lists the sites of a program's probes the kernel refused
+// to probe: on x86-64 an instruction with a lock prefix, or another it
+// can neither single-step nor emulate. Start attaches the other sites
+// and gives it to Options.Warn; when the kernel took no site of the
+// program, Start returns it. Find it with errors.As.
+type RefusedError struct {
+	// Sites are the refused sites, in the order of the program's probes
+	// and of their sites.
+	Sites []RefusedSite
+	// Attached is how many sites were attached.
+	Attached int
+}
+
+// RefusedSite is a site the kernel refused.
+type RefusedSite struct {
+	// Probe is the probe's full name ("uprobe:/lib/libc.so.6:malloc"),
+	// Func the function's name (demangled, without its symbol version),
+	// either empty when unknown.
+	Probe, Func string
+	// Object is the file and Offset the site's file offset in it.
+	Object string
+	Offset uint64
+	// Err is the kernel's reason.
+	Err error
+}
+
+// Error returns one sentence listing each site: function, object and
+// reason.
+func (e *RefusedError) Error() string {
+	b := btrun.RefusedError{Attached: e.Attached}
+	for _, s := range e.Sites {
+		b.Sites = append(b.Sites, btrun.RefusedSite(s))
+	}
+	return b.Error()
+}
+
+// refusedError converts btrun's *RefusedError in err to a
+// *RefusedError; other errors are returned as they are.
+func refusedError(err error) error {
+	var b *btrun.RefusedError
+	if !errors.As(err, &b) {
+		return err
+	}
+	e := &RefusedError{Attached: b.Attached}
+	for _, s := range b.Sites {
+		e.Sites = append(e.Sites, RefusedSite(s))
+	}
+	return e
 }

@@ -70,6 +70,11 @@ type Options struct {
 	// uprobe_multi link per object and kind is used where the kernel has
 	// it (6.6+).
 	Classic bool
+	// Warn, when not nil, is called once by Start with a *RefusedError
+	// when the kernel refused some sites of the program's probes; Start
+	// attaches the others. (When it refuses every site, Start returns
+	// the *RefusedError.)
+	Warn func(error)
 }
 
 // Tracer is a started program: loaded and attached. Run it, then Close
@@ -91,6 +96,9 @@ type Tracer struct {
 // needs, os.ErrPermission without the privileges (root, or CAP_BPF and
 // CAP_PERFMON), os.ErrNotExist when an object or the process is gone, and
 // ErrChanged when an object is another file than the one Compile read.
+// A site the kernel refuses to probe is skipped with one warning for the
+// program (Options.Warn); when it refuses every site, the error is a
+// *RefusedError listing them.
 func Start(prog *Program, opts *Options) (*Tracer, error) {
 	if prog == nil || prog.gen == nil {
 		return nil, fmt.Errorf("start: no program (use Compile)")
@@ -140,7 +148,7 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 				}
 				files[obj] = f
 			}
-			b.Sites[j].Path = procfs.FDPath(f)
+			b.Sites[j].Path, b.Sites[j].Object = procfs.FDPath(f), obj.path
 			if len(pids) > 0 {
 				// Found in one of the traced processes: traced there.
 				b.Sites[j].PID = obj.pid
@@ -156,6 +164,9 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 		format = eventfmt.OutputJSON
 	}
 	bo := &btrun.Options{PIDs: pids, Out: out, Output: format, Classic: o.Classic}
+	if o.Warn != nil {
+		bo.Warn = func(err error) { o.Warn(refusedError(err)) }
+	}
 	if o.OnEvent != nil {
 		bo.OnEvent = newEventDecoder(prog, o.OnEvent).record
 	}
@@ -172,7 +183,7 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 		if cmd != nil {
 			cmd.kill()
 		}
-		return nil, err
+		return nil, refusedError(err)
 	}
 	t := &Tracer{r: r, cmd: cmd}
 	if cmd != nil {

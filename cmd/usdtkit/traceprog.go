@@ -114,11 +114,12 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		defer cancel()
 	}
 	stderr := cmd.ErrOrStderr()
-	copts := &trace.CompileOptions{PIDs: o.pids, Params: o.params, Unsafe: o.unsafe, Warn: func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }}
+	warn := func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }
+	copts := &trace.CompileOptions{PIDs: o.pids, Params: o.params, Unsafe: o.unsafe, Warn: warn}
 	if o.unwind == "cfi" {
 		copts.Unwind = trace.UnwindCFI
 	}
-	topts := &trace.Options{PIDs: o.pids, Stdout: cmd.OutOrStdout(), Classic: o.classic, CommandGrace: commandGrace}
+	topts := &trace.Options{PIDs: o.pids, Stdout: cmd.OutOrStdout(), Classic: o.classic, CommandGrace: commandGrace, Warn: warn}
 	output := o.output
 	if o.flame != nil {
 		// A flame graph on stdout keeps stdout to itself.

@@ -50,6 +50,9 @@ type Site struct {
 	// Path is where the kernel finds the object: "/proc/self/fd/N" of a
 	// file the caller keeps open until attached, or a path.
 	Path string
+	// Object is the object as users know it, for messages; Path when
+	// empty.
+	Object string
 	// Offset is the site's file offset; RefCtrOffset its semaphore's
 	// file offset, 0 for none.
 	Offset, RefCtrOffset uint64

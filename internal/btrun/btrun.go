@@ -37,8 +37,12 @@
 //
 // Sites of one block in one file get one uprobe_multi link (kernel 6.6+)
 // with their indexes as cookies and their semaphores' offsets; without
-// uprobe_multi, one classic uprobe link per site (cookies need 5.15+).
-// Links are closed concurrently: each close waits for the kernel's uprobe
+// uprobe_multi, one classic uprobe link per site (cookies need 5.15+),
+// through session.AttachSites: the sites the kernel refuses are skipped
+// and given once to Options.Warn as a *RefusedError naming each site's
+// function, object and reason; when it refuses every site of the
+// program's probes, Start returns that error. Links are closed
+// concurrently: each close waits for the kernel's uprobe
 // SRCU grace period.
 //
 // # Stacks
@@ -88,7 +92,9 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/symbolize"
+	"github.com/usdtkit/usdtkit/internal/symtab"
 )
 
 // DefaultPollInterval is how often Run looks at the ring buffer and the
@@ -117,6 +123,10 @@ type Options struct {
 	Classic bool
 	// PollInterval; 0 means DefaultPollInterval.
 	PollInterval time.Duration
+	// Warn, when not nil, is called once by Start with a *RefusedError
+	// when the kernel refused some sites of the program's probes (and
+	// took others: when it took none, Start returns the error).
+	Warn func(error)
 	// CPID is the PID of the command the caller started for the
 	// program, what cpid reads; a program that reads it (Program.CPID)
 	// is refused without one.
@@ -211,6 +221,8 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	if err := r.fillProfilePIDs(); err != nil {
 		return nil, err
 	}
+	// The sites of probes the kernel refuses, and how many it took.
+	rerr, attached := &RefusedError{}, 0
 	for i := range prog.Blocks {
 		b := &prog.Blocks[i]
 		if b.Kind == btlang.ProbeProfile {
@@ -232,8 +244,28 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 				pids = nil
 			}
 		}
-		if err := r.attach(r.coll.Programs[b.Prog], sites, multi, pids); err != nil {
+		refused, n, err := r.attach(r.coll.Programs[b.Prog], sites, multi, pids)
+		if err != nil {
 			return nil, err
+		}
+		if b.Kind != 0 {
+			continue
+		}
+		attached += n
+		for j := range sites {
+			if why, ok := refused[j]; ok {
+				s := &sites[j]
+				rerr.Sites = append(rerr.Sites, RefusedSite{Probe: s.Probe, Func: symtab.PlainName(s.Func), Object: siteObject(s), Offset: s.Offset, Err: why})
+			}
+		}
+	}
+	if len(rerr.Sites) > 0 {
+		rerr.Attached = attached
+		if attached == 0 {
+			return nil, rerr
+		}
+		if r.opts.Warn != nil {
+			r.opts.Warn(rerr)
 		}
 	}
 	r.rememberTargets()
@@ -248,71 +280,64 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 }
 
 // attach attaches prog to sites: per file, kind (entry or return) and
-// process, one multi link, or classic links. A site with a Site.PID is
-// attached for it, the others for each of pids (every process if none).
-func (r *Runner) attach(prog *ebpf.Program, sites []btgen.Site, multi bool, pids []int) error {
+// process, one multi link, or classic links (session.AttachSites). A
+// site with a Site.PID is attached for it, the others for each of pids
+// (every process if none). It returns the indexes in sites of the sites
+// the kernel refused for every process, with the kernel's reason, and
+// how many sites it attached.
+func (r *Runner) attach(prog *ebpf.Program, sites []btgen.Site, multi bool, pids []int) (refused map[int]error, attached int, err error) {
 	type group struct {
-		path                   string
-		ret                    bool
-		pid                    int
-		offs, cookies, refctrs []uint64
-		anyRef                 bool
+		obj    session.Object
+		pid    int
+		anyRef bool
 	}
 	var groups []*group
 	for i, s := range sites {
 		for _, pid := range sitePIDs(&s, pids) {
 			var g *group
 			for _, h := range groups {
-				if h.path == s.Path && h.ret == s.Return && h.pid == pid {
+				if h.obj.Path == s.Path && h.obj.Return == s.Return && h.pid == pid {
 					g = h
 				}
 			}
 			if g == nil {
-				g = &group{path: s.Path, ret: s.Return, pid: pid}
+				g = &group{obj: session.Object{Path: s.Path, Name: s.Object, Return: s.Return}, pid: pid}
 				groups = append(groups, g)
 			}
-			g.offs = append(g.offs, s.Offset)
-			g.cookies = append(g.cookies, uint64(i))
-			g.refctrs = append(g.refctrs, s.RefCtrOffset)
+			g.obj.Offsets = append(g.obj.Offsets, s.Offset)
+			g.obj.Cookies = append(g.obj.Cookies, uint64(i))
+			g.obj.RefCtrOffsets = append(g.obj.RefCtrOffsets, s.RefCtrOffset)
 			g.anyRef = g.anyRef || s.RefCtrOffset != 0
 		}
 	}
+	// ok has the sites attached for some process.
+	ok := make(map[int]bool)
 	for _, g := range groups {
-		pid := g.pid
-		ex, err := link.OpenExecutable(g.path)
+		if !g.anyRef {
+			g.obj.RefCtrOffsets = nil
+		}
+		links, ref, err := session.AttachSites(prog, &g.obj, g.pid, multi)
 		if err != nil {
-			return fmt.Errorf("attach %s: %w", g.path, err)
+			return nil, 0, err
 		}
-		if multi {
-			mo := &link.UprobeMultiOptions{Addresses: g.offs, Cookies: g.cookies, PID: uint32(pid)}
-			if g.anyRef {
-				mo.RefCtrOffsets = g.refctrs
+		r.links = append(r.links, links...)
+		next := 0
+		for j, c := range g.obj.Cookies {
+			if next < len(ref) && ref[next].Index == j {
+				if refused == nil {
+					refused = make(map[int]error)
+				}
+				refused[int(c)] = ref[next].Err
+				next++
+				continue
 			}
-			attach := ex.UprobeMulti
-			if g.ret {
-				attach = ex.UretprobeMulti
-			}
-			l, err := attach(nil, prog, mo)
-			if err != nil {
-				return fmt.Errorf("attach %s (%d sites): %w", g.path, len(g.offs), err)
-			}
-			r.links = append(r.links, l)
-			continue
-		}
-		for i, off := range g.offs {
-			uo := &link.UprobeOptions{Address: off, Cookie: g.cookies[i], PID: pid, RefCtrOffset: g.refctrs[i]}
-			attach := ex.Uprobe
-			if g.ret {
-				attach = ex.Uretprobe
-			}
-			l, err := attach("", prog, uo)
-			if err != nil {
-				return fmt.Errorf("attach %s at offset %#x: %w", g.path, off, err)
-			}
-			r.links = append(r.links, l)
+			ok[int(c)] = true
 		}
 	}
-	return nil
+	for i := range ok {
+		delete(refused, i)
+	}
+	return refused, len(ok), nil
 }
 
 // errStop ends the read loop after exit().

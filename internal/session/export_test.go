@@ -1,0 +1,4 @@
+package session
+
+// Precheck is precheck, for tests.
+var Precheck = precheck
