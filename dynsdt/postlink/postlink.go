@@ -77,6 +77,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/uprobe"
@@ -138,6 +140,12 @@ func File(path string) (*Result, error) { return FileWith(path, nil) }
 
 // FileWith is File with options.
 func FileWith(path string, opts *Options) (*Result, error) {
+	// A symlink's target is the executable: it is changed, and the link
+	// stays a link.
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
 	in, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -154,11 +162,76 @@ func FileWith(path string, opts *Options) (*Result, error) {
 	if im == nil {
 		return res, nil
 	}
+	attrs, err := readXattrs(in)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	err = im.writeInPlace(path)
 	if errors.Is(err, syscall.ETXTBSY) {
-		err = im.replace(path, in, st.Mode().Perm())
+		// A running executable cannot be written: a new file takes its
+		// place, which would split its hard links.
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+			return nil, fmt.Errorf("%s is running and has %d hard links, which replacing it would split: run the step when it is not running", path, sys.Nlink)
+		}
+		return res, im.replace(path, in, st, attrs)
+	}
+	if err == nil {
+		// The kernel drops file capabilities (security.capability) at a
+		// write; the file keeps the ones it had.
+		err = restoreCapabilities(path, attrs)
 	}
 	return res, err
+}
+
+// xattr is an extended attribute of a file.
+type xattr struct {
+	name  string
+	value []byte
+}
+
+// maxXattrs bounds what readXattrs reads: the kernel's own limit on a
+// list and on a value is 64 KiB.
+const maxXattrs = 64 << 10
+
+// readXattrs returns the extended attributes of f (file capabilities,
+// security labels, user attributes); none where the file system has
+// none.
+func readXattrs(f *os.File) ([]xattr, error) {
+	fd := int(f.Fd())
+	names := make([]byte, maxXattrs)
+	n, err := unix.Flistxattr(fd, names)
+	if errors.Is(err, unix.ENOTSUP) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list extended attributes: %w", err)
+	}
+	var out []xattr
+	for _, name := range strings.Split(strings.TrimSuffix(string(names[:n]), "\x00"), "\x00") {
+		if name == "" {
+			continue
+		}
+		v := make([]byte, maxXattrs)
+		m, err := unix.Fgetxattr(fd, name, v)
+		if err != nil {
+			return nil, fmt.Errorf("read extended attribute %s: %w", name, err)
+		}
+		out = append(out, xattr{name, v[:m]})
+	}
+	return out, nil
+}
+
+// restoreCapabilities sets security.capability on the file at path again
+// when attrs has it.
+func restoreCapabilities(path string, attrs []xattr) error {
+	for _, a := range attrs {
+		if a.name == "security.capability" {
+			if err := unix.Setxattr(path, a.name, a.value, 0); err != nil {
+				return fmt.Errorf("%s: restore file capabilities: %w", path, err)
+			}
+		}
+	}
+	return nil
 }
 
 // ehSize is the size of an ELF64 header.
@@ -267,9 +340,10 @@ func (im *image) writeChanges(w io.WriterAt) error {
 	return nil
 }
 
-// replace writes the image to a new file beside path, with mode perm, and
-// renames it over path; in is the file as it was.
-func (im *image) replace(path string, in *os.File, perm os.FileMode) error {
+// replace writes the image to a new file beside path with the owner, mode
+// (setuid and setgid included) and extended attributes (capabilities) of
+// the file as it was, in (st), and renames it over path.
+func (im *image) replace(path string, in *os.File, st os.FileInfo, attrs []xattr) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".usdtkit-*")
 	if err != nil {
 		return err
@@ -280,8 +354,19 @@ func (im *image) replace(path string, in *os.File, perm os.FileMode) error {
 	if err == nil {
 		err = im.writeChanges(tmp)
 	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && err == nil {
+		// Before the mode: a change of owner clears setuid.
+		err = tmp.Chown(int(sys.Uid), int(sys.Gid))
+	}
 	if err == nil {
-		err = tmp.Chmod(perm)
+		err = tmp.Chmod(st.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky))
+	}
+	for _, a := range attrs {
+		if err == nil {
+			if err = unix.Fsetxattr(int(tmp.Fd()), a.name, a.value, 0); err != nil {
+				err = fmt.Errorf("copy extended attribute %s: %w", a.name, err)
+			}
+		}
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr

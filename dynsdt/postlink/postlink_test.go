@@ -12,7 +12,10 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/elfnotes"
@@ -516,4 +519,107 @@ func FuzzBytes(f *testing.F) {
 			t.Fatalf("the step again: %+v, %v", res2, err)
 		}
 	})
+}
+
+// TestFileKeepsMetadata: the step keeps what makes the file the one it
+// was, written in place or replaced because it runs: its owner, setuid
+// bit and file capabilities; a symlink named instead stays a symlink to
+// the changed file; a running file with hard links is refused rather
+// than split from them.
+func TestFileKeepsMetadata(t *testing.T) {
+	testutil.RequireRoot(t)
+	t.Setenv(dynsdt.SiteEnv, "")
+	data := buildGoStatic(t, nil)
+	// vfs_cap_data revision 2, effective, permitted CAP_NET_BIND_SERVICE.
+	capability := binary.LittleEndian.AppendUint32(nil, 0x02000001)
+	capability = binary.LittleEndian.AppendUint32(capability, 1<<10)
+	capability = append(capability, make([]byte, 12)...)
+	for _, running := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in place", true: "running"}[running], func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "gostatic")
+			if err := os.WriteFile(path, data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(path, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, 0o755|os.ModeSetuid); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Setxattr(path, "security.capability", capability, 0); err != nil {
+				t.Fatalf("set file capabilities: %v", err)
+			}
+			link := filepath.Join(dir, "link")
+			if err := os.Symlink(path, link); err != nil {
+				t.Fatal(err)
+			}
+			if running {
+				cmd := exec.Command(path)
+				stdin, err := cmd.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer func() {
+					stdin.Close()
+					cmd.Wait()
+				}()
+			}
+			if res, err := File(link); err != nil || !res.Changed {
+				t.Fatalf("File: %+v, %v", res, err)
+			}
+			if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("the symlink is no longer one: %v, %v", st.Mode(), err)
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sys := st.Sys().(*syscall.Stat_t)
+			if sys.Uid != 65534 || sys.Gid != 65534 || st.Mode()&(os.ModePerm|os.ModeSetuid) != 0o755|os.ModeSetuid {
+				t.Errorf("owner %d:%d, mode %v; want 65534:65534, -rwsr-xr-x", sys.Uid, sys.Gid, st.Mode())
+			}
+			have := make([]byte, 64)
+			n, err := unix.Getxattr(path, "security.capability", have)
+			if err != nil || !bytes.Equal(have[:n], capability) {
+				t.Errorf("file capabilities %x, %v; want %x", have[:max(n, 0)], err, capability)
+			}
+			if res, err := File(path); err != nil || res.Changed {
+				t.Errorf("the step ran on the symlink's target: again %+v, %v", res, err)
+			}
+
+			hard := filepath.Join(dir, "hard")
+			other := filepath.Join(dir, "other")
+			if err := os.WriteFile(other, data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(other, hard); err != nil {
+				t.Fatal(err)
+			}
+			if running {
+				cmd := exec.Command(other)
+				stdin, err := cmd.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer func() {
+					stdin.Close()
+					cmd.Wait()
+				}()
+			}
+			_, err = File(other)
+			if running && err == nil {
+				t.Error("a running file with a hard link was replaced, splitting the link")
+			}
+			if !running && (err != nil || testutil.StatID(t, other) != testutil.StatID(t, hard)) {
+				t.Errorf("in place with a hard link: %v; the links must stay one file", err)
+			}
+		})
+	}
 }
