@@ -113,7 +113,9 @@ func WriteFiles(dir string, files []GeneratedFile) ([]string, error) {
 	paths := make([]string, 0, len(files))
 	for _, f := range files {
 		if err := replaceFile(dirfd, f.Name, f.Data); err != nil {
-			return paths, fmt.Errorf("%s: %w", filepath.Join(dir, f.Name), err)
+			// A *PathError: the CLI then says which file it could not
+			// write (permission denied), not that tracing needs root.
+			return paths, &os.PathError{Op: "write", Path: filepath.Join(dir, f.Name), Err: err}
 		}
 		paths = append(paths, filepath.Join(dir, f.Name))
 	}

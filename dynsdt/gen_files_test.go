@@ -116,6 +116,18 @@ func TestWriteFilesBadName(t *testing.T) {
 	}
 }
 
+// TestWriteFilesPathError: a file that cannot be created is a
+// *os.PathError naming it (the CLI says "write PATH: permission denied"
+// from it, not that tracing needs root). /proc/self takes no new files,
+// even from root.
+func TestWriteFilesPathError(t *testing.T) {
+	_, err := WriteFiles("/proc/self", []GeneratedFile{{"p.so", []byte("x")}})
+	var pe *os.PathError
+	if !errors.As(err, &pe) || pe.Op != "write" || pe.Path != "/proc/self/p.so" {
+		t.Errorf("WriteFiles: %v; want a *PathError write /proc/self/p.so", err)
+	}
+}
+
 // TestGenerateFilesSite: the shared object GenerateFiles returns is
 // BuildWith's for GenerateOptions.Site, also for an arm64 object (one
 // kind); a Site that is no kind is ErrSite, also with Static.
