@@ -521,6 +521,25 @@ func FuzzBytes(f *testing.F) {
 	})
 }
 
+// keepRunning runs the executable at path (gostatic, which waits for the
+// end of its stdin) until the test ends: writing the file is then
+// ETXTBSY.
+func keepRunning(t *testing.T, path string) {
+	t.Helper()
+	cmd := exec.Command(path)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+}
+
 // TestFileKeepsMetadata: the step keeps what makes the file the one it
 // was, written in place or replaced because it runs: its owner, setuid
 // bit and file capabilities; a symlink named instead stays a symlink to
@@ -555,18 +574,7 @@ func TestFileKeepsMetadata(t *testing.T) {
 				t.Fatal(err)
 			}
 			if running {
-				cmd := exec.Command(path)
-				stdin, err := cmd.StdinPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				defer func() {
-					stdin.Close()
-					cmd.Wait()
-				}()
+				keepRunning(t, path)
 			}
 			if res, err := File(link); err != nil || !res.Changed {
 				t.Fatalf("File: %+v, %v", res, err)
@@ -600,18 +608,7 @@ func TestFileKeepsMetadata(t *testing.T) {
 				t.Fatal(err)
 			}
 			if running {
-				cmd := exec.Command(other)
-				stdin, err := cmd.StdinPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				defer func() {
-					stdin.Close()
-					cmd.Wait()
-				}()
+				keepRunning(t, other)
 			}
 			_, err = File(other)
 			if running && err == nil {
