@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
+	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -17,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/insn"
+	"github.com/usdtkit/usdtkit/internal/procfs"
 )
 
 // InsnError is a site whose first instruction the kernel refuses to
@@ -95,6 +98,14 @@ func refusedX86(code []byte) *InsnError {
 // or every process, and returns what unmaps it. When the file cannot be
 // mapped (a noexec mount), it does nothing: the kernel then reads the
 // sites in the processes that map the file, if any.
+//
+// A process that maps the file already is left as it is: with a second
+// mapping of its text, the kernel would put the breakpoint in both and
+// count each in the probe's semaphore (ref_ctr_offset, which it finds in
+// one mapping), but take back only one when the link closes after this
+// mapping is gone, leaving a dynsdt provider or sys/sdt.h semaphore of
+// this process enabled for good (tracing usdtkit's own process, or every
+// process).
 func mapSelf(path string) (unmap func()) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -105,11 +116,30 @@ func mapSelf(path string) (unmap func()) {
 	if err != nil || st.Size() <= 0 || st.Size() != int64(int(st.Size())) {
 		return func() {}
 	}
+	if mapsFile(st) {
+		return func() {}
+	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ|unix.PROT_EXEC, unix.MAP_PRIVATE)
 	if err != nil {
 		return func() {}
 	}
 	return func() { unix.Munmap(mem) }
+}
+
+// mapsFile reports whether this process maps the file st describes
+// executable already (or cannot tell).
+func mapsFile(st os.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return true
+	}
+	maps, err := procfs.ReadMaps(os.Getpid())
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(maps, func(m procfs.Mapping) bool {
+		return m.Inode == sys.Ino && unix.Mkdev(m.Major, m.Minor) == sys.Dev && strings.Contains(m.Perms, "x")
+	})
 }
 
 // check attaches a program that does nothing to sites (indexes in
