@@ -289,8 +289,10 @@ type resolved struct {
 	files []object
 }
 
-// errNoMatch is the checker's message for a probe without sites.
-var errNoMatch = errors.New("matches nothing")
+// ErrNoMatch is the cause (CompileError.Err) of the error about a probe
+// without a site among the objects Compile looked in: it may have some
+// in another process or object.
+var ErrNoMatch = errors.New("matches nothing")
 
 // listError is an error listing objects, as opposed to one of the
 // program's: Compile returns it as it is, behind the probe's position.
@@ -399,7 +401,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 		}
 	}
 	if len(res.sites) == 0 {
-		return nil, 0, errNoMatch
+		return nil, 0, ErrNoMatch
 	}
 	return res, count, nil
 }
@@ -481,7 +483,7 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error), p *btlang.
 		res.files = append(res.files, object{fn.Path, fn.PID, fn.Dev, fn.Inode})
 	}
 	if len(res.sites) == 0 {
-		return fail(errNoMatch)
+		return fail(ErrNoMatch)
 	}
 	if goArgs != nil {
 		if cName != "" {
