@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -53,6 +55,9 @@ type Agent struct {
 	wg     sync.WaitGroup
 	stats  stats
 	warnMu sync.Mutex
+	// warned are the keys of the warnings given once (warnOnce), under
+	// warnMu.
+	warned map[string]bool
 }
 
 // stats are the agent's own counters, under Agent.mu.
@@ -97,7 +102,10 @@ type attachment struct {
 	done   chan struct{}
 }
 
-// New checks cfg and returns an agent that does nothing until Run.
+// New checks cfg and returns an agent that does nothing until Run. Each
+// program is compiled against each of its binary targets that exists
+// (else against no object): an error in its text is a *ConfigError; a
+// binary that does not exist is a warning (Options.Warn).
 func New(cfg *Config, opts *Options) (*Agent, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("agent: no config")
@@ -108,6 +116,9 @@ func New(cfg *Config, opts *Options) (*Agent, error) {
 	a := &Agent{wake: make(chan struct{}, 1)}
 	if opts != nil {
 		a.opts = *opts
+	}
+	if err := compileCheck(cfg, a.warn); err != nil {
+		return nil, err
 	}
 	a.progs = newPrograms(cfg)
 	a.otlp = cfg.OTLP
@@ -391,9 +402,6 @@ func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 	}
 	a.mu.Lock()
 	p.failed[pid] = sig
-	// A program that matches nothing in a process is not an error of
-	// the agent's: the process may load the object later.
-	var ce trace.CompileErrors
 	switch {
 	case old != nil:
 		// The running tracer stays (the process may be exiting, its
@@ -402,11 +410,51 @@ func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 		// The process exited while being attached: what it fired
 		// between the attachment of the links and its exit is lost.
 		a.stats.exitedAttaching++
-	case !errors.As(err, &ce):
+	case noMatch(err):
+		// A program that matches nothing in a process is not an error
+		// of the agent's: the process may load the object later.
+	default:
 		a.stats.attachErrors++
 	}
 	a.mu.Unlock()
-	a.warn(fmt.Errorf("program %s, process %d: %w", p.cfg.Name, pid, err))
+	// Said once per program and cause, whichever process it is of.
+	a.warnOnce(p.cfg.Name+"\x00"+strings.ReplaceAll(err.Error(), strconv.Itoa(pid), "PID"), fmt.Errorf("program %s, process %d: %w", p.cfg.Name, pid, err))
+}
+
+// noMatch reports whether err is a compile error whose every error is
+// that a probe has no site in the process (trace.ErrNoMatch).
+func noMatch(err error) bool {
+	var list trace.CompileErrors
+	if !errors.As(err, &list) || len(list) == 0 {
+		return false
+	}
+	for _, e := range list {
+		if !errors.Is(e.Err, trace.ErrNoMatch) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxWarned bounds the causes warnOnce remembers; past it, warnings are
+// no longer deduplicated.
+const maxWarned = 1024
+
+// warnOnce warns err unless a warning of the same key was given.
+func (a *Agent) warnOnce(key string, err error) {
+	a.warnMu.Lock()
+	if a.warned[key] {
+		a.warnMu.Unlock()
+		return
+	}
+	if a.warned == nil {
+		a.warned = map[string]bool{}
+	}
+	if len(a.warned) < maxWarned {
+		a.warned[key] = true
+	}
+	a.warnMu.Unlock()
+	a.warn(err)
 }
 
 // stopAttachments ends the Runs of ats (together: each detach waits for
@@ -479,12 +527,18 @@ func (a *Agent) Reload(cfg *Config) error {
 	if err := cfg.check(); err != nil {
 		return err
 	}
+	if err := compileCheck(cfg, a.warn); err != nil {
+		return err
+	}
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()
 	a.stopAll()
 	a.mu.Lock()
 	a.progs = newPrograms(cfg)
 	a.mu.Unlock()
+	a.warnMu.Lock()
+	a.warned = nil
+	a.warnMu.Unlock()
 	return nil
 }
 
