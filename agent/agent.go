@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/trace"
 )
 
@@ -81,6 +83,8 @@ type program struct {
 	// program did not compile, so as not to compile again until it
 	// changes.
 	failed map[int]string
+	// errored are the PIDs whose attach error was counted, once each.
+	errored map[int]bool
 	// maps hold the folded values of the attachments retired, and which
 	// keys are exported.
 	maps map[string]*mapState
@@ -88,6 +92,20 @@ type program struct {
 	// the last one read the maps of every live process.
 	gen      uint64
 	complete bool
+	// fileWide says whether the program may run file-wide for its
+	// binary targets (fileWideSource); files are those tracers, and
+	// fileFailed the files it did not start on (by identity).
+	fileWide   bool
+	files      []*fileTracer
+	fileFailed map[procfs.FileID]bool
+	// covered are the processes a file tracer traces, by PID: the
+	// scans see them come and go. Past coveredPrune of them (the
+	// execs between two full scans), the gone are left at once.
+	covered      map[int]bool
+	coveredPrune int
+	// late counts the processes the program was started in after
+	// their exec.
+	late uint64
 }
 
 // attachment is a program started in one process.
@@ -133,7 +151,9 @@ func newPrograms(cfg *Config) []*program {
 	var ps []*program
 	for _, pc := range cfg.Programs {
 		ps = append(ps, &program{cfg: pc, scan: scan, live: map[int]*attachment{},
-			failed: map[int]string{}, maps: map[string]*mapState{}})
+			failed: map[int]string{}, errored: map[int]bool{}, maps: map[string]*mapState{},
+			fileWide: fileWideSource(pc.Source), fileFailed: map[procfs.FileID]bool{},
+			covered: map[int]bool{}, coveredPrune: minCoveredPrune})
 	}
 	return ps
 }
@@ -275,6 +295,9 @@ func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 		sels[i] = newSelector(t)
 		needObjects = needObjects || sels[i].needsObjects()
 	}
+	if full {
+		a.startFiles(p, sels)
+	}
 	seen := make(map[int]bool, len(p.live))
 	for _, pid := range pids {
 		pr, ok := readProc(pid)
@@ -300,6 +323,25 @@ func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 			continue
 		}
 		seen[pid] = true
+		a.mu.Lock()
+		covered := p.fileTracer(pr.exe) != nil
+		if covered && !p.covered[pid] {
+			p.covered[pid] = true
+			a.stats.attaches++
+			if len(p.covered) >= p.coveredPrune {
+				a.pruneCovered(p)
+			}
+		}
+		a.mu.Unlock()
+		if covered {
+			if at != nil {
+				// Attached before the file tracer started: it
+				// counts the process from now on.
+				stopAttachments([]*attachment{at})
+				a.retire(at)
+			}
+			continue
+		}
 		if at != nil && at.sig == pr.sig {
 			continue
 		}
@@ -321,6 +363,19 @@ func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 			delete(p.failed, pid)
 		}
 	}
+	for pid := range p.errored {
+		if !seen[pid] {
+			delete(p.errored, pid)
+		}
+	}
+	a.mu.Lock()
+	for pid := range p.covered {
+		if !seen[pid] {
+			delete(p.covered, pid)
+			a.stats.detaches++
+		}
+	}
+	a.mu.Unlock()
 	// A process that no longer matches (it exec'd another program) is
 	// left.
 	a.mu.Lock()
@@ -335,6 +390,23 @@ func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 	for _, at := range gone {
 		a.retire(at)
 	}
+}
+
+// minCoveredPrune is the fewest covered processes that are checked for
+// their exit between two full scans.
+const minCoveredPrune = 1024
+
+// pruneCovered leaves the covered processes that exited, so that the
+// execs between two full scans do not grow p.covered without bound; the
+// next check is when it has doubled. a.mu is held.
+func (a *Agent) pruneCovered(p *program) {
+	for pid := range p.covered {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			delete(p.covered, pid)
+			a.stats.detaches++
+		}
+	}
+	p.coveredPrune = max(minCoveredPrune, 2*len(p.covered))
 }
 
 // retireExited retires p's attachments whose Run returned.
@@ -352,6 +424,7 @@ func (a *Agent) retireExited(p *program) {
 	for _, at := range done {
 		a.retire(at)
 	}
+	a.stopFiles(p, false)
 }
 
 // attach compiles p's program against process pid and starts it; on
@@ -380,6 +453,9 @@ func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 			p.live[pid] = at
 			delete(p.failed, pid)
 			a.stats.attaches++
+			if old == nil {
+				p.late++
+			}
 			a.mu.Unlock()
 			a.wg.Add(1)
 			go func() {
@@ -413,7 +489,11 @@ func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 	case noMatch(err):
 		// A program that matches nothing in a process is not an error
 		// of the agent's: the process may load the object later.
+	case p.errored[pid]:
+		// Counted at its first error: it is tried again as it maps
+		// objects (ld.so loads its libraries after the exec).
 	default:
+		p.errored[pid] = true
 		a.stats.attachErrors++
 	}
 	a.mu.Unlock()
@@ -513,13 +593,18 @@ func (a *Agent) stopAll() {
 	for _, at := range all {
 		a.retire(at)
 	}
+	for _, p := range a.progs {
+		a.stopFiles(p, true)
+	}
 	a.wg.Wait()
 }
 
 // Reload replaces the configuration: every program is detached, its
 // values dropped, and the new programs attached at the next scan (the
 // exported counters restart from zero, which Prometheus reads as a
-// reset). It must be called while Run runs or before.
+// reset). It must be called while Run runs or before. A cfg that New
+// would refuse is refused here too, and the running config, its tracers
+// and its values are kept.
 func (a *Agent) Reload(cfg *Config) error {
 	if cfg == nil {
 		return fmt.Errorf("agent: no config")

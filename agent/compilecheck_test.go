@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -86,15 +87,57 @@ func TestAgentCompileCheck(t *testing.T) {
 	}
 }
 
+// TestAgentReloadError: a Reload with a program that does not compile
+// returns the error, and the running program goes on counting into the
+// same series.
+func TestAgentReloadError(t *testing.T) {
+	testutil.RequireBPF(t)
+	burst := buildC(t, "agburst")
+	a := newAgent(t, fmt.Appendf(nil, `{"scan_interval": "1h", "programs": [
+		{"name": "rl", "source": "usdt::agburst:hit { @hits = count(); }", "targets": [{"binary": %q}]}]}`, burst))
+	startAgent(t, a)
+	waitFor(t, "file-wide attach", 10*time.Second, func() (bool, string) {
+		v := series(t, a)[`usdtkit_agent_attached_sites{program="rl"}`]
+		return v == 1, fmt.Sprint(v, " sites")
+	})
+	run := func() {
+		t.Helper()
+		if b, err := exec.Command(burst, "5").CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, b)
+		}
+	}
+	run()
+	bad, err := agent.ParseConfig(fmt.Appendf(nil, `{"programs": [
+		{"name": "rl2", "source": "usdt::agburst:hit { @hits = cnt(); }", "targets": [{"binary": %q}]}]}`, burst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *agent.ConfigError
+	if err := a.Reload(bad); !errors.As(err, &ce) {
+		t.Fatalf("reload: have %v, want a ConfigError", err)
+	}
+	run()
+	s := series(t, a)
+	want := map[string]float64{`usdtkit_rl_hits_total{}`: 10, `usdtkit_agent_attached_sites{program="rl"}`: 1}
+	if ok, diff := check(s, want); !ok {
+		t.Fatal(diff)
+	}
+	if _, ok := s[`usdtkit_agent_processes{program="rl2"}`]; ok {
+		t.Error("the refused config's program is exported")
+	}
+}
+
 // TestAgentAttachErrorsOnce: a program that compiles at config time (no
 // binary to compile against) but not against the processes its comm
 // target selects (they have no arg2) counts an attach error per process
 // and warns once.
 func TestAgentAttachErrorsOnce(t *testing.T) {
 	testutil.RequireBPF(t)
-	target := buildTarget(t)
-	cfg, err := agent.ParseConfig([]byte(`{"scan_interval": "50ms", "programs": [
-		{"name": "ae", "source": "usdt::agentt:hit { @ = sum(arg2); }", "targets": [{"comm": "agtarget"}]}]}`))
+	// Other tests on the machine may run agtarget: a comm of this
+	// run's own.
+	target, comm := uniqueComm(t, buildTarget(t))
+	cfg, err := agent.ParseConfig(fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
+		{"name": "ae", "source": "usdt::agentt:hit { @ = sum(arg2); }", "targets": [{"comm": %q}]}]}`, comm))
 	if err != nil {
 		t.Fatal(err)
 	}
