@@ -7,6 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/trace"
 )
 
@@ -55,6 +59,9 @@ type Agent struct {
 	wg     sync.WaitGroup
 	stats  stats
 	warnMu sync.Mutex
+	// warned are the keys of the warnings given once (warnOnce), under
+	// warnMu.
+	warned map[string]bool
 }
 
 // stats are the agent's own counters, under Agent.mu.
@@ -78,6 +85,8 @@ type program struct {
 	// program did not compile, so as not to compile again until it
 	// changes.
 	failed map[int]string
+	// errored are the PIDs whose attach error was counted, once each.
+	errored map[int]bool
 	// maps hold the folded values of the attachments retired, and which
 	// keys are exported.
 	maps map[string]*mapState
@@ -85,6 +94,20 @@ type program struct {
 	// the last one read the maps of every live process.
 	gen      uint64
 	complete bool
+	// fileWide says whether the program may run file-wide for its
+	// binary targets (fileWideSource); files are those tracers, and
+	// fileFailed the files it did not start on (by identity).
+	fileWide   bool
+	files      []*fileTracer
+	fileFailed map[procfs.FileID]bool
+	// covered are the processes a file tracer traces, by PID: the
+	// scans see them come and go. Past coveredPrune of them (the
+	// execs between two full scans), the gone are left at once.
+	covered      map[int]bool
+	coveredPrune int
+	// late counts the processes the program was started in after
+	// their exec.
+	late uint64
 }
 
 // attachment is a program started in one process.
@@ -99,7 +122,10 @@ type attachment struct {
 	done   chan struct{}
 }
 
-// New checks cfg and returns an agent that does nothing until Run.
+// New checks cfg and returns an agent that does nothing until Run. Each
+// program is compiled against each of its binary targets that exists
+// (else against no object): an error in its text is a *ConfigError; a
+// binary that does not exist is a warning (Options.Warn).
 func New(cfg *Config, opts *Options) (*Agent, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("agent: no config")
@@ -110,6 +136,9 @@ func New(cfg *Config, opts *Options) (*Agent, error) {
 	a := &Agent{wake: make(chan struct{}, 1)}
 	if opts != nil {
 		a.opts = *opts
+	}
+	if err := compileCheck(cfg, a.warn); err != nil {
+		return nil, err
 	}
 	a.progs = newPrograms(cfg)
 	a.otlp = cfg.OTLP
@@ -124,7 +153,9 @@ func newPrograms(cfg *Config) []*program {
 	var ps []*program
 	for _, pc := range cfg.Programs {
 		ps = append(ps, &program{cfg: pc, scan: scan, live: map[int]*attachment{},
-			failed: map[int]string{}, maps: map[string]*mapState{}})
+			failed: map[int]string{}, errored: map[int]bool{}, maps: map[string]*mapState{},
+			fileWide: fileWideSource(pc.Source), fileFailed: map[procfs.FileID]bool{},
+			covered: map[int]bool{}, coveredPrune: minCoveredPrune})
 	}
 	return ps
 }
@@ -266,6 +297,9 @@ func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 		sels[i] = newSelector(t)
 		needObjects = needObjects || sels[i].needsObjects()
 	}
+	if full {
+		a.startFiles(p, sels)
+	}
 	seen := make(map[int]bool, len(p.live))
 	for _, pid := range pids {
 		pr, ok := readProc(pid)
@@ -291,6 +325,25 @@ func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 			continue
 		}
 		seen[pid] = true
+		a.mu.Lock()
+		covered := p.fileTracer(pr.exe) != nil
+		if covered && !p.covered[pid] {
+			p.covered[pid] = true
+			a.stats.attaches++
+			if len(p.covered) >= p.coveredPrune {
+				a.pruneCovered(p)
+			}
+		}
+		a.mu.Unlock()
+		if covered {
+			if at != nil {
+				// Attached before the file tracer started: it
+				// counts the process from now on.
+				stopAttachments([]*attachment{at})
+				a.retire(at)
+			}
+			continue
+		}
 		if at != nil && at.sig == pr.sig {
 			continue
 		}
@@ -312,6 +365,19 @@ func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 			delete(p.failed, pid)
 		}
 	}
+	for pid := range p.errored {
+		if !seen[pid] {
+			delete(p.errored, pid)
+		}
+	}
+	a.mu.Lock()
+	for pid := range p.covered {
+		if !seen[pid] {
+			delete(p.covered, pid)
+			a.stats.detaches++
+		}
+	}
+	a.mu.Unlock()
 	// A process that no longer matches (it exec'd another program) is
 	// left.
 	a.mu.Lock()
@@ -326,6 +392,23 @@ func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 	for _, at := range gone {
 		a.retire(at)
 	}
+}
+
+// minCoveredPrune is the fewest covered processes that are checked for
+// their exit between two full scans.
+const minCoveredPrune = 1024
+
+// pruneCovered leaves the covered processes that exited, so that the
+// execs between two full scans do not grow p.covered without bound; the
+// next check is when it has doubled. a.mu is held.
+func (a *Agent) pruneCovered(p *program) {
+	for pid := range p.covered {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			delete(p.covered, pid)
+			a.stats.detaches++
+		}
+	}
+	p.coveredPrune = max(minCoveredPrune, 2*len(p.covered))
 }
 
 // retireExited retires p's attachments whose Run returned.
@@ -343,6 +426,7 @@ func (a *Agent) retireExited(p *program) {
 	for _, at := range done {
 		a.retire(at)
 	}
+	a.stopFiles(p, false)
 }
 
 // attach compiles p's program against process pid and starts it; on
@@ -373,6 +457,9 @@ func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 			p.live[pid] = at
 			delete(p.failed, pid)
 			a.stats.attaches++
+			if old == nil {
+				p.late++
+			}
 			a.mu.Unlock()
 			a.wg.Add(1)
 			go func() {
@@ -395,9 +482,6 @@ func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 	}
 	a.mu.Lock()
 	p.failed[pid] = sig
-	// A program that matches nothing in a process is not an error of
-	// the agent's: the process may load the object later.
-	var ce trace.CompileErrors
 	switch {
 	case old != nil:
 		// The running tracer stays (the process may be exiting, its
@@ -406,11 +490,55 @@ func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
 		// The process exited while being attached: what it fired
 		// between the attachment of the links and its exit is lost.
 		a.stats.exitedAttaching++
-	case !errors.As(err, &ce):
+	case noMatch(err):
+		// A program that matches nothing in a process is not an error
+		// of the agent's: the process may load the object later.
+	case p.errored[pid]:
+		// Counted at its first error: it is tried again as it maps
+		// objects (ld.so loads its libraries after the exec).
+	default:
+		p.errored[pid] = true
 		a.stats.attachErrors++
 	}
 	a.mu.Unlock()
-	a.warn(fmt.Errorf("program %s, process %d: %w", p.cfg.Name, pid, err))
+	// Said once per program and cause, whichever process it is of.
+	a.warnOnce(p.cfg.Name+"\x00"+strings.ReplaceAll(err.Error(), strconv.Itoa(pid), "PID"), fmt.Errorf("program %s, process %d: %w", p.cfg.Name, pid, err))
+}
+
+// noMatch reports whether err is a compile error whose every error is
+// that a probe has no site in the process (trace.ErrNoMatch).
+func noMatch(err error) bool {
+	var list trace.CompileErrors
+	if !errors.As(err, &list) || len(list) == 0 {
+		return false
+	}
+	for _, e := range list {
+		if !errors.Is(e.Err, trace.ErrNoMatch) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxWarned bounds the causes warnOnce remembers; past it, warnings are
+// no longer deduplicated.
+const maxWarned = 1024
+
+// warnOnce warns err unless a warning of the same key was given.
+func (a *Agent) warnOnce(key string, err error) {
+	a.warnMu.Lock()
+	if a.warned[key] {
+		a.warnMu.Unlock()
+		return
+	}
+	if a.warned == nil {
+		a.warned = map[string]bool{}
+	}
+	if len(a.warned) < maxWarned {
+		a.warned[key] = true
+	}
+	a.warnMu.Unlock()
+	a.warn(err)
 }
 
 // stopAttachments ends the Runs of ats (together: each detach waits for
@@ -469,18 +597,26 @@ func (a *Agent) stopAll() {
 	for _, at := range all {
 		a.retire(at)
 	}
+	for _, p := range a.progs {
+		a.stopFiles(p, true)
+	}
 	a.wg.Wait()
 }
 
 // Reload replaces the configuration: every program is detached, its
 // values dropped, and the new programs attached at the next scan (the
 // exported counters restart from zero, which Prometheus reads as a
-// reset). It must be called while Run runs or before.
+// reset). It must be called while Run runs or before. A cfg that New
+// would refuse is refused here too, and the running config, its tracers
+// and its values are kept.
 func (a *Agent) Reload(cfg *Config) error {
 	if cfg == nil {
 		return fmt.Errorf("agent: no config")
 	}
 	if err := cfg.check(); err != nil {
+		return err
+	}
+	if err := compileCheck(cfg, a.warn); err != nil {
 		return err
 	}
 	a.scanMu.Lock()
@@ -489,6 +625,9 @@ func (a *Agent) Reload(cfg *Config) error {
 	a.mu.Lock()
 	a.progs = newPrograms(cfg)
 	a.mu.Unlock()
+	a.warnMu.Lock()
+	a.warned = nil
+	a.warnMu.Unlock()
 	return nil
 }
 

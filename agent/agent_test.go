@@ -107,8 +107,8 @@ func check(have, want map[string]float64) (bool, string) {
 // and a dynsdt provider after it: the agent attaches to each (the
 // targets wait for their probe's semaphore before they fire), its
 // metrics equal what they fired, a real Prometheus server scrapes the
-// same, and targets that exit release their sites while their counts
-// stay.
+// same, and targets that exit leave the processes count while their
+// counts stay.
 func TestAgentFollowsProcesses(t *testing.T) {
 	testutil.RequireBPF(t)
 	target := buildTarget(t)
@@ -135,7 +135,9 @@ func TestAgentFollowsProcesses(t *testing.T) {
 	ws := w.series()
 	ws[`usdtkit_dyn_dyn_total{}`] = 40
 	ws[`usdtkit_dyn_dynh_count{}`] = 40
-	ws[`usdtkit_agent_attached_sites{program="c"}`] = 3
+	// Program c runs file-wide on agtarget: its one site is every
+	// process's.
+	ws[`usdtkit_agent_attached_sites{program="c"}`] = 1
 	ws[`usdtkit_agent_processes{program="c"}`] = 3
 	ws[`usdtkit_agent_processes{program="dyn"}`] = 1
 	// A target fires once its links are attached, which may be just
@@ -149,13 +151,13 @@ func TestAgentFollowsProcesses(t *testing.T) {
 
 	// Prometheus scrapes the same numbers.
 	promWant := map[string]float64{
-		`usdtkit_c_hits_total{comm="agtarget"}`:     float64(len(w.values())),
-		`usdtkit_dyn_dyn_total`:                     40,
-		`usdtkit_c_vals_bucket{le="7"}`:             ws[`usdtkit_c_vals_bucket{le="7",test="agent"}`],
-		`usdtkit_c_vals_bucket{le="+Inf"}`:          float64(len(w.values())),
-		`usdtkit_c_lin_bucket{le="19"}`:             ws[`usdtkit_c_lin_bucket{le="19",test="agent"}`],
-		`usdtkit_c_avg_sum`:                         ws[`usdtkit_c_avg_sum{test="agent"}`],
-		`usdtkit_agent_attached_sites{program="c"}`: 3,
+		`usdtkit_c_hits_total{comm="agtarget"}`: float64(len(w.values())),
+		`usdtkit_dyn_dyn_total`:                 40,
+		`usdtkit_c_vals_bucket{le="7"}`:         ws[`usdtkit_c_vals_bucket{le="7",test="agent"}`],
+		`usdtkit_c_vals_bucket{le="+Inf"}`:      float64(len(w.values())),
+		`usdtkit_c_lin_bucket{le="19"}`:         ws[`usdtkit_c_lin_bucket{le="19",test="agent"}`],
+		`usdtkit_c_avg_sum`:                     ws[`usdtkit_c_avg_sum{test="agent"}`],
+		`usdtkit_agent_processes{program="c"}`:  3,
 	}
 	for q, v := range promWant {
 		waitFor(t, "prometheus "+q, 30*time.Second, func() (bool, string) {
@@ -167,16 +169,16 @@ func TestAgentFollowsProcesses(t *testing.T) {
 		})
 	}
 
-	// Two targets exit: their sites go, their counts stay.
+	// Two targets exit: they are no longer counted as processes, their
+	// counts stay.
 	targets[0].quit(t)
 	targets[1].quit(t)
-	ws[`usdtkit_agent_attached_sites{program="c"}`] = 1
 	ws[`usdtkit_agent_processes{program="c"}`] = 1
-	waitFor(t, "sites released", 10*time.Second, func() (bool, string) {
+	waitFor(t, "processes gone", 10*time.Second, func() (bool, string) {
 		return check(series(t, a), ws)
 	})
-	waitFor(t, "prometheus sees the sites released", 30*time.Second, func() (bool, string) {
-		have, err := prom.query(`usdtkit_agent_attached_sites{program="c"}`)
+	waitFor(t, "prometheus sees the processes gone", 30*time.Second, func() (bool, string) {
+		have, err := prom.query(`usdtkit_agent_processes{program="c"}`)
 		if err != nil {
 			return false, err.Error()
 		}

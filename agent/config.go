@@ -51,7 +51,8 @@ type Config struct {
 	// ScanInterval is how often /proc is scanned for processes to attach
 	// to and objects they mapped since; 0: DefaultScanInterval. It bounds
 	// the delay from a process's exec (or dlopen) to its first counted
-	// event, plus the time to compile and attach.
+	// event, plus the time to compile and attach, for the processes a
+	// program does not trace file-wide (see Target.Binary).
 	ScanInterval Duration `json:"scan_interval,omitempty"`
 	// Programs run, each in every process its targets select.
 	Programs []ProgramConfig `json:"programs"`
@@ -109,7 +110,9 @@ type ProgramConfig struct {
 type Target struct {
 	// Binary selects the processes whose executable is this file (same
 	// device and inode as the path names now), on the host or inside the
-	// process's own root (a container's path).
+	// process's own root (a container's path). A program that can (see
+	// the package documentation) runs file-wide on the host's file: its
+	// processes are counted from their exec.
 	Binary string `json:"binary,omitempty"`
 	// Comm selects the processes whose name (/proc/PID/comm, at most 15
 	// bytes) is this.

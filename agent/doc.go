@@ -25,6 +25,32 @@
 // then the time to compile and attach, and without the events (or for a
 // dlopen) at most ScanInterval more.
 //
+// A program whose targets include a binary runs file-wide on that file,
+// without a PID: its uprobes are in every process that maps the file
+// from its exec on, so a process that fires at once and exits is counted
+// whole. The agent started once per file, not per process, needs no
+// scan to see a process (the scans only count the processes covered)
+// and its maps are one more contributor at each collection. Such a
+// process gets no tracer of its own, and the program is traced
+// file-wide only if it means the executable alone and stays bounded
+// there: every probe a usdt probe, uprobe or uretprobe with an empty
+// path (which then means the executable only: probes in the libraries
+// it loads need another target, object say), no map keyed by pid or tid,
+// no stack or user symbol read. A program that compiles against the
+// file with an error (a probe is in a library) is traced per process,
+// as for the other targets and for a binary selected by a path inside a
+// container's root. Those processes are attached after their exec: what
+// they fire before is not counted, and
+// usdtkit_agent_late_attaches_total{program} counts them.
+//
+// New and Reload compile each program against each of its binary
+// targets that exists (else against no object): an error in the text
+// (a misspelt function, an argument the probe does not have) is a
+// *ConfigError, and Reload keeps the running config and its values; a
+// binary that does not exist is a warning (Options.Warn). An error
+// attaching at run time counts in usdtkit_agent_attach_errors_total and
+// is warned once per program and cause.
+//
 // When a process exits (or its tracer ends), the final values of its maps
 // are folded into the program's: counts, sums, avg/stats, hist and lhist
 // are added, min and max combined; an assigned value (@x = v) leaves with
@@ -67,6 +93,7 @@
 // The agent's own metrics: usdtkit_agent_attaches_total,
 // _detaches_total, _attach_errors_total, _processes{program},
 // _attached_sites{program} (uprobes held: drops when processes exit),
+// _late_attaches_total{program},
 // _probes{program}, _lost_events_total, _map_update_failures_total,
 // _dropped_series{program,map}, _dropped_exited_keys_total{program,map},
 // _evicted_series_total{program,map},
@@ -95,7 +122,7 @@
 //
 // Run owns the tracers: it detaches all of them before it returns. Run,
 // Reload and Collect are safe for concurrent use. Reload drops the
-// values and starts over (counters reset).
+// values and starts over (counters reset), unless it refuses the config.
 //
 // # Config
 //

@@ -325,17 +325,20 @@ func (a *Agent) Describe(chan<- *prometheus.Desc) {}
 
 var (
 	descAttaches = prometheus.NewDesc("usdtkit_agent_attaches_total",
-		"Programs started in a process (a process that maps another object is attached again).", nil, nil)
+		"Programs started in a process (a process that maps another object is attached again), or processes a program running file-wide on their executable began to cover.", nil, nil)
 	descDetaches = prometheus.NewDesc("usdtkit_agent_detaches_total",
-		"Programs ended in a process (it exited, changed or the config was reloaded).", nil, nil)
+		"Programs ended in a process (it exited, changed or the config was reloaded), or processes a file-wide program no longer covers.", nil, nil)
 	descAttachErrors = prometheus.NewDesc("usdtkit_agent_attach_errors_total",
-		"Processes a program could not be started in for another reason than matching no probe.", nil, nil)
+		"Processes (or files, for a program running file-wide) a program could not be started in for another reason than matching no probe.", nil, nil)
 	descExitedAttaching = prometheus.NewDesc("usdtkit_agent_exited_while_attaching_total",
 		"Processes that exited while the agent attached to them: their hits until then are lost.", nil, nil)
+	descLate = prometheus.NewDesc("usdtkit_agent_late_attaches_total",
+		"Processes a program was started in after their exec (a target other than a binary it runs on file-wide): what they fired before the attachment is not counted.",
+		[]string{"program"}, nil)
 	descProcesses = prometheus.NewDesc("usdtkit_agent_processes",
 		"Processes a program runs in now.", []string{"program"}, nil)
 	descSites = prometheus.NewDesc("usdtkit_agent_attached_sites",
-		"Probe sites attached now (uprobes the kernel holds for the agent).", []string{"program"}, nil)
+		"Probe sites attached now (uprobes the kernel holds for the agent; a site attached file-wide counts once).", []string{"program"}, nil)
 	descProbes = prometheus.NewDesc("usdtkit_agent_probes",
 		"Probes attached now, counting each probe once per process.", []string{"program"}, nil)
 	descLost = prometheus.NewDesc("usdtkit_agent_lost_events_total",
@@ -392,6 +395,24 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 			}
 			live = append(live, maps)
 		}
+		for _, ft := range p.files {
+			if ft.t == nil {
+				continue
+			}
+			sites += ft.sites
+			probes += ft.probes
+			if l, u, err := ft.t.Lost(); err == nil {
+				lost += l
+				updates += u
+			}
+			maps, err := ft.t.Maps()
+			if err != nil {
+				a.warn(fmt.Errorf("program %s, binary %s: %w", p.cfg.Name, ft.path, err))
+				complete = false
+				continue
+			}
+			live = append(live, maps)
+		}
 		merged, refused := p.collect(live, complete)
 		for name, s := range p.maps {
 			if !s.skip {
@@ -403,7 +424,8 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descDroppedAtExit, prometheus.CounterValue, float64(s.droppedAtExit), p.cfg.Name, name)
 			ch <- prometheus.MustNewConstMetric(descEvicted, prometheus.CounterValue, float64(s.evicted), p.cfg.Name, name)
 		}
-		ch <- prometheus.MustNewConstMetric(descProcesses, prometheus.GaugeValue, float64(len(p.live)), p.cfg.Name)
+		ch <- prometheus.MustNewConstMetric(descProcesses, prometheus.GaugeValue, float64(len(p.live)+len(p.covered)), p.cfg.Name)
+		ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(p.late), p.cfg.Name)
 		ch <- prometheus.MustNewConstMetric(descSites, prometheus.GaugeValue, float64(sites), p.cfg.Name)
 		ch <- prometheus.MustNewConstMetric(descProbes, prometheus.GaugeValue, float64(probes), p.cfg.Name)
 	}

@@ -25,10 +25,17 @@ import (
 // buildTarget compiles testdata/agtarget.c.
 func buildTarget(t testing.TB) string {
 	t.Helper()
+	return buildC(t, "agtarget")
+}
+
+// buildC compiles testdata/NAME.c (gcc -O1, with sys/sdt.h) into a
+// temporary directory and returns the executable's path.
+func buildC(t testing.TB, name string) string {
+	t.Helper()
 	gcc := testutil.RequireTool(t, "gcc")
 	testutil.RequireFile(t, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
-	out := filepath.Join(t.TempDir(), "agtarget")
-	if b, err := exec.Command(gcc, "-O1", "-o", out, "testdata/agtarget.c").CombinedOutput(); err != nil {
+	out := filepath.Join(t.TempDir(), name)
+	if b, err := exec.Command(gcc, "-O1", "-o", out, "testdata/"+name+".c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, b)
 	}
 	return out
@@ -220,4 +227,22 @@ func newAgent(t testing.TB, config []byte) *agent.Agent {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// uniqueComm copies the executable at path to a name no other test run
+// on the machine uses ("ag" and this process's PID, within comm's 15
+// bytes) and returns the copy's path and name: a comm target of it
+// selects this test's processes only.
+func uniqueComm(t testing.TB, path string) (string, string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("ag%d", os.Getpid())
+	out := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(out, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return out, name
 }

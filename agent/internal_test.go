@@ -3,11 +3,13 @@ package agent
 import (
 	"encoding/binary"
 	"maps"
+	"os"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/trace"
 )
 
@@ -307,4 +309,53 @@ func ones(keys ...string) map[string]uint64 {
 		m[k] = 1
 	}
 	return m
+}
+
+func TestFileWideSource(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      bool
+	}{
+		{"usdt", "usdt::p:n { @ = count(); }", true},
+		{"uprobe and uretprobe", "uprobe::f { @a[comm] = count(); } uretprobe::f { @b = hist(retval); }", true},
+		{"explicit path", "usdt:/usr/lib/libx.so:p:n { @ = count(); }", false},
+		{"BEGIN", "BEGIN { @s = 1; } usdt::p:n { @ = count(); }", false},
+		{"interval", "usdt::p:n { @ = count(); } interval:s:1 { print(@); }", false},
+		{"profile", "profile:hz:99 { @ = count(); }", false},
+		{"key pid", "usdt::p:n { @[pid, arg0] = count(); }", false},
+		{"key tid inside", "usdt::p:n { @[tid % 4] = count(); }", false},
+		{"pid as value", "usdt::p:n { @ = sum(pid); }", true},
+		{"ustack", "usdt::p:n { @[ustack] = count(); }", false},
+		{"usym", "uprobe::f { @[usym(reg(\"ip\"))] = count(); }", false},
+		{"not parsed", "usdt::p:n { @ = count( }", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// A false must be the case's reason, not a parse error.
+			if _, err := btlang.Parse("source", []byte(tc.src)); (err != nil) != (tc.name == "not parsed") {
+				t.Fatalf("parse: %v", err)
+			}
+			if have := fileWideSource(tc.src); have != tc.want {
+				t.Errorf("have %v, want %v", have, tc.want)
+			}
+		})
+	}
+}
+
+// TestPruneCovered: the covered processes that exited are left, the live
+// stay, and the next check waits for twice as many.
+func TestPruneCovered(t *testing.T) {
+	self := os.Getpid()
+	p := &program{covered: map[int]bool{self: true, 1 << 30: true, 1<<30 + 1: true}, coveredPrune: 3}
+	a := &Agent{}
+	a.pruneCovered(p)
+	if !maps.Equal(p.covered, map[int]bool{self: true}) {
+		t.Errorf("have covered %v, want only %d", p.covered, self)
+	}
+	if a.stats.detaches != 2 {
+		t.Errorf("have %d detaches, want 2", a.stats.detaches)
+	}
+	if p.coveredPrune != minCoveredPrune {
+		t.Errorf("have next check at %d, want %d", p.coveredPrune, minCoveredPrune)
+	}
 }

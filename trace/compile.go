@@ -273,7 +273,7 @@ func (r *resolver) skipUnmatched(prog *btlang.Program, err error) bool {
 		return false
 	}
 	for _, e := range list {
-		if !errors.Is(r.causes[e.Pos], errNoMatch) {
+		if !errors.Is(r.causes[e.Pos], ErrNoMatch) {
 			return false
 		}
 	}
@@ -285,7 +285,7 @@ func (r *resolver) skipUnmatched(prog *btlang.Program, err error) bool {
 	}
 	for _, b := range prog.Blocks {
 		for _, p := range b.Probes {
-			if r.sites[p] != nil || !errors.Is(r.causes[p.At], errNoMatch) {
+			if r.sites[p] != nil || !errors.Is(r.causes[p.At], ErrNoMatch) {
 				continue
 			}
 			if r.skipped == nil {
@@ -339,8 +339,10 @@ type resolved struct {
 	files []object
 }
 
-// errNoMatch is the checker's message for a probe without sites.
-var errNoMatch = errors.New("matches nothing")
+// ErrNoMatch is the cause (CompileError.Err) of the error about a probe
+// without a site among the objects Compile looked in: it may have some
+// in another process or object.
+var ErrNoMatch = errors.New("matches nothing")
 
 // listError is an error listing objects, as opposed to one of the
 // program's: Compile returns it as it is, behind the probe's position.
@@ -452,7 +454,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 		}
 	}
 	if len(res.sites) == 0 {
-		return nil, 0, errNoMatch
+		return nil, 0, ErrNoMatch
 	}
 	return res, count, nil
 }
@@ -534,7 +536,7 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error), p *btlang.
 		res.files = append(res.files, object{fn.Path, fn.PID, fn.Dev, fn.Inode})
 	}
 	if len(res.sites) == 0 {
-		return fail(errNoMatch)
+		return fail(ErrNoMatch)
 	}
 	if goArgs != nil {
 		if cName != "" {

@@ -68,6 +68,18 @@ func TestAgentCommand(t *testing.T) {
 	if l := next(); l != "usdtkit agent: reloaded "+cfg {
 		t.Errorf("after SIGHUP: %q", l)
 	}
+	// A config whose program does not compile is refused: the running
+	// one stays, and the agent says so once, not "reloaded".
+	broken := strings.Replace(conf, "count()", "cnt()", 1)
+	if err := os.WriteFile(cfg, []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if l := next(); !strings.HasPrefix(l, "usdtkit agent: reload: ") || !strings.HasSuffix(l, "(keeping the running config)") {
+		t.Errorf("after SIGHUP with a broken program: %q", l)
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -86,6 +98,11 @@ func TestAgentCommandErrors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"programs": []}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	noCompile := filepath.Join(t.TempDir(), "cnt.json")
+	conf := `{"programs": [{"name": "c", "source": "usdt::x:y { @ = cnt(); }", "targets": [{"comm": "no-such-comm-7"}]}]}`
+	if err := os.WriteFile(noCompile, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -96,6 +113,10 @@ func TestAgentCommandErrors(t *testing.T) {
 		{"invalid", []string{"--config", bad}, func(err error) bool {
 			var ce *agent.ConfigError
 			return errors.As(err, &ce) && ce.Field == "programs"
+		}},
+		{"does not compile", []string{"--config", noCompile}, func(err error) bool {
+			var ce *agent.ConfigError
+			return errors.As(err, &ce) && ce.Field == "programs[0].source"
 		}},
 	}
 	for _, tt := range tests {
