@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 // DefaultScanInterval is how often the agent looks for new and exited
@@ -397,11 +398,11 @@ func LoadConfig(path string) (*Config, error) {
 		if !filepath.IsAbs(f) {
 			f = filepath.Join(filepath.Dir(path), f)
 		}
-		src, err := os.ReadFile(f)
+		src, err := trace.ReadProgram(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: programs[%d].file: %w", path, i, err)
 		}
-		p.Source, p.File = string(src), ""
+		p.Source, p.File = src, ""
 	}
 	return c, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/usdtkit/usdtkit/agent"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -46,6 +47,15 @@ func TestLoadConfigFile(t *testing.T) {
 	}
 	if _, err := agent.LoadConfig(filepath.Join(t.TempDir(), "none.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: have %v, want ErrNotExist", err)
+	}
+	// A program file that is /dev/zero is refused, not read for ever.
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "zero.json")
+	if err := os.WriteFile(cfg, []byte(`{"programs": [{"name": "z", "file": "/dev/zero", "targets": [{"comm": "c"}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.LoadConfig(cfg); !errors.Is(err, trace.ErrProgramFile) {
+		t.Errorf("/dev/zero as a program: have %v, want ErrProgramFile", err)
 	}
 }
 
