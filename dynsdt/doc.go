@@ -169,11 +169,14 @@
 //
 // The file must stay at its path while tracers may look: tplist-bpfcc -p
 // and bpftrace -p open the path maps shows, through /proc/PID/root, and
-// find nothing in a deleted file or a memfd (tested by hand with a
-// dlopen'ed library unlinked after loading: both list no probe, bpftrace
-// refuses the usdt target). usdtkit list/trace -p read both through
-// /proc/PID/map_files. So the file is removed at Close, not right after
-// mapping, and Memfd is the choice when only usdtkit needs to see it.
+// find nothing in an unlinked file that no descriptor holds (tested by
+// hand with a dlopen'ed library unlinked after loading: both list no
+// probe, bpftrace refuses the usdt target). For a "(deleted)" mapping bcc
+// looks among the process's open descriptors (/proc/PID/fd) for the
+// mapped file, so a Provider keeps its memfd open, as libstapsdt does, and
+// bcc's tools see memfd-backed probes too. usdtkit list/trace -p read both
+// through /proc/PID/map_files. So the file is removed at Close, not right
+// after mapping.
 //
 // # Mapping
 //
@@ -182,9 +185,9 @@
 // offset with its protection (the part of the last page past Filesz zeroed
 // and anonymous pages for Memsz > Filesz). /proc/PID/maps then shows three
 // file-backed mappings (r--p, r-xp, rw-p) with offsets equal to addresses,
-// and the load base is the start of the offset-0 mapping. The descriptor of
-// a memfd is closed once mapped; that of a file is kept until Close, holding
-// a shared flock(2) that tells reapers the file is in use.
+// and the load base is the start of the offset-0 mapping. The descriptor,
+// close-on-exec, is kept until Close: a memfd's for bcc to find, a file's
+// holding a shared flock(2) that tells reapers the file is in use.
 //
 // # Enabled
 //
@@ -250,8 +253,9 @@
 // between its creation and flock; a creator whose file is reaped in that
 // moment notices (the name is gone, or its flock would block) and tries
 // another name. Call Close before exiting to leave nothing (defer it in
-// main); a memfd never leaves anything. The PID in the name is only for
-// people reading the directory.
+// main); a memfd never leaves anything. Reap does the same without a Load
+// (usdtkit calls it at start). The PID in the name is only for people
+// reading the directory.
 //
 // # Concurrency
 //

@@ -37,11 +37,18 @@ func defaultDir() string {
 // never following a symbolic link, so that the directory checked is the one
 // files are created in (openat). The caller closes the returned fd.
 func openDir(dir string) (path string, fd int, err error) {
+	return openDirFlags(dir, true)
+}
+
+// openDirFlags is openDir, creating the default directory only if mkdir.
+func openDirFlags(dir string, mkdir bool) (path string, fd int, err error) {
 	private := dir == ""
 	if private {
 		dir = defaultDir()
-		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return "", -1, err
+		if mkdir {
+			if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+				return "", -1, err
+			}
 		}
 	}
 	fd, err = unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -231,7 +238,10 @@ func reap(dir string, dirfd int) []string {
 	}
 	d := os.NewFile(uintptr(fd), dir)
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
+	// Bounded work: a directory filled by someone else (it is ours, but
+	// a runaway process of ours may have filled it) costs at most
+	// maxReapNames entries per call; the next call reaps more.
+	names, err := d.Readdirnames(maxReapNames)
 	if err != nil {
 		return nil
 	}
@@ -245,6 +255,31 @@ func reap(dir string, dirfd int) []string {
 		}
 	}
 	return removed
+}
+
+// maxReapNames bounds the directory entries one reap looks at.
+const maxReapNames = 4096
+
+// Reap removes, as Load does before it writes a file, the object files in
+// dir that processes left when they ended without Close (killed by a
+// signal, or exited without calling it), and returns their names. With dir
+// == "" it is the default directory (see Options.Dir); a default directory
+// that does not exist is not an error, and Reap never creates it. Only
+// regular files named as Load names them, owned by this process's
+// effective user, whose lock no process holds, are removed; symbolic links
+// are never followed; at most a few thousand entries are looked at per
+// call. The error wraps ErrUnsafeDir when the directory fails Load's
+// checks.
+func Reap(dir string) ([]string, error) {
+	path, dirfd, err := openDirFlags(dir, false)
+	if errors.Is(err, unix.ENOENT) && dir == "" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reap object files: %w", err)
+	}
+	defer unix.Close(dirfd)
+	return reap(path, dirfd), nil
 }
 
 // reapFile removes name if it is a regular file of ours that nobody holds a

@@ -18,10 +18,11 @@ import (
 type Options struct {
 	// Memfd backs the object with an anonymous file (memfd_create(2),
 	// Linux 3.17+) instead of a file in Dir. /proc/PID/maps then shows
-	// "/memfd:PROVIDER.so (deleted)": usdtkit list -p and trace -p find the
-	// probes through /proc/PID/map_files, but tracers that open the path
-	// from maps (tplist-bpfcc -p, bpftrace -p) do not. Nothing is ever
-	// left on disk.
+	// "/memfd:PROVIDER.so (deleted)". The Provider keeps the memfd open
+	// (close-on-exec) until Close, as libstapsdt does: usdtkit list -p
+	// and trace -p read it through /proc/PID/map_files, bcc's tools
+	// (tplist-bpfcc -p, bpftrace -p) through /proc/PID/fd. Nothing is
+	// ever left on disk.
 	Memfd bool
 	// Dir is the directory for the object file; ignored with Memfd. It
 	// must exist, be owned by this process's effective user and not be
@@ -140,7 +141,7 @@ func Load(spec *ProviderSpec, opts *Options) (*Provider, error) {
 // loader holds what Load acquired until it hands the Provider out.
 type loader struct {
 	p  *Provider
-	fd int // a memfd, closed once mapped
+	fd int // a memfd, handed to the Provider once mapped
 }
 
 // close releases everything of a Load that failed.
@@ -190,11 +191,13 @@ func (l *loader) create(obj *Object, opts *Options) error {
 	}
 	p.res.img = img
 	if l.fd >= 0 {
-		// A memfd lives on in its mappings.
-		err = unix.Close(l.fd)
-		l.fd = -1
+		// The memfd stays open until Close, as libstapsdt keeps its
+		// own: bcc (tplist-bpfcc -p, bpftrace -p) cannot open a
+		// mapping's "/memfd:... (deleted)" path and finds the file
+		// instead among /proc/PID/fd by its inode.
+		p.res.fd, l.fd = l.fd, -1
 	}
-	return err
+	return nil
 }
 
 // createFile writes obj to a new file in dir (openDir) and hands the
@@ -281,9 +284,10 @@ func (p *Provider) Close() error {
 		}
 	}
 	if r.fd >= 0 {
-		// Unlocks the file; it is gone already.
+		// Unlocks the file, which is gone already, or frees the memfd
+		// once the retired image no longer maps it.
 		if err := unix.Close(r.fd); err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", r.file, err))
+			errs = append(errs, fmt.Errorf("close %s: %w", p.path, err))
 		}
 	}
 	if r.dirfd >= 0 {

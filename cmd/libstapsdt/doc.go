@@ -15,7 +15,8 @@
 // private ones. providerLoad calls into Go (load.go), which turns the
 // probes into a dynsdt.ProviderSpec and loads it with dynsdt.Load: the one
 // ELF writer of usdtkit builds the object, written to a memfd (the
-// default, memfd_enabled) or to a file in dynsdt's private directory
+// default, memfd_enabled; open until unload, as libstapsdt keeps it, for
+// bcc's tools to find) or to a file in dynsdt's private directory
 // (memfd_disabled; removed at unload, reaped after a crash), and mapped
 // into the process. Go hands back, per probe, the stub's address, the word
 // built at the probe site and the semaphore's address (Probe.Addresses).

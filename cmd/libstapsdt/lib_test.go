@@ -498,36 +498,110 @@ func TestDriver(t *testing.T) {
 }
 
 // TestBpftrace traces the driver's probes with bpftrace and tplist-bpfcc,
-// tools we did not write, with the object in a file (they cannot read a
-// memfd): both find the probes, and bpftrace prints the values fired, each
-// argument cast to its declared type and printed by its sign (bpftrace
-// 0.17's %d prints a 32-bit value as signed), and the string.
+// tools we did not write, with the object in a memfd (the default) and in
+// a file: both find the probes (bcc finds a memfd among the process's open
+// descriptors, so the library keeps it open while the provider is loaded,
+// as libstapsdt does), and bpftrace prints the values fired, each argument
+// cast to its declared type and printed by its sign (bpftrace 0.17's %d
+// prints a 32-bit value as signed), and the string.
 func TestBpftrace(t *testing.T) {
 	testutil.RequireBPF(t)
 	bpftrace := testutil.RequireTool(t, "bpftrace")
 	tplist := testutil.RequireTool(t, "tplist-bpfcc")
 	testutil.RequireTracefs(t)
 	bin := buildC(t, "driver.c")
-	t.Setenv("STAPSDT_MEMFD", "0")
-	d := testutil.StartTracee(t, bin)
-	pid := strconv.Itoa(d.PID())
-	path := d.Do(t, "path")[0]
+	for _, c := range []struct {
+		name, env string
+	}{{"memfd", ""}, {"file", "0"}} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env != "" {
+				t.Setenv("STAPSDT_MEMFD", c.env)
+			}
+			d := testutil.StartTracee(t, bin)
+			pid := strconv.Itoa(d.PID())
+			path := d.Do(t, "path")[0]
+			if memfd := strings.HasPrefix(path, "/memfd:"); memfd != (c.env == "") {
+				t.Fatalf("object at %s", path)
+			}
+			checkTplist(t, tplist, d.PID(), path, "cprov", []string{"n1", "n6", "n12", "str", "seq"})
+			traceBpftrace(t, bpftrace, d, pid)
+			// providerUnload closes the memfd; each load keeps one.
+			for _, step := range []struct {
+				cmd  string
+				want int
+			}{{"unload", 0}, {"load", 1}, {"unload", 0}} {
+				if out := d.Do(t, step.cmd); len(out) != 1 || out[0] != step.cmd+" 0" {
+					t.Fatalf("%s: have %q, want %q", step.cmd, out, step.cmd+" 0")
+				}
+				if fds := descriptorsOn(t, d.PID(), path); c.env == "" && len(fds) != step.want {
+					t.Errorf("after %s: descriptors on %s: have %v, want %d", step.cmd, path, fds, step.want)
+				}
+			}
+			d.Quit(t)
+		})
+	}
+}
 
-	out, err := exec.Command(tplist, "-p", pid).CombinedOutput()
+// tplistPaths returns the paths tplist-bpfcc may print for the object at
+// path (as /proc/PID/maps shows it) in process pid: the path itself for a
+// file; for a memfd, /proc/PID/fd/N for each descriptor open on it.
+func tplistPaths(t *testing.T, pid int, path string) []string {
+	t.Helper()
+	if !strings.HasSuffix(path, " (deleted)") {
+		return []string{path}
+	}
+	paths := descriptorsOn(t, pid, path)
+	if len(paths) == 0 {
+		t.Fatalf("no descriptor of process %d is open on %s", pid, path)
+	}
+	return paths
+}
+
+// descriptorsOn returns the /proc/PID/fd/N links of process pid that read
+// path.
+func descriptorsOn(t *testing.T, pid int, path string) []string {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, e := range ents {
+		if link, err := os.Readlink(dir + "/" + e.Name()); err == nil && link == path {
+			paths = append(paths, dir+"/"+e.Name())
+		}
+	}
+	return paths
+}
+
+// checkTplist runs tplist-bpfcc -p pid and checks that it lists each probe
+// of provider in the object at path.
+func checkTplist(t *testing.T, tplist string, pid int, path, provider string, probes []string) {
+	t.Helper()
+	out, err := exec.Command(tplist, "-p", strconv.Itoa(pid)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("tplist-bpfcc: %v\n%s", err, out)
 	}
-	for _, probe := range []string{"n1", "n6", "n12", "str", "seq"} {
-		if want := path + " cprov:" + probe + "\n"; !strings.Contains(string(out), want) {
-			t.Errorf("tplist-bpfcc -p: no line ending in %q:\n%s", want, out)
+	paths := tplistPaths(t, pid, path)
+	for _, probe := range probes {
+		if !slices.ContainsFunc(paths, func(p string) bool {
+			return strings.Contains(string(out), p+" "+provider+":"+probe+"\n")
+		}) {
+			t.Errorf("tplist-bpfcc -p: no line %s %s:%s:\n%s", paths, provider, probe, out)
 		}
 	}
+}
 
-	script := `usdt:` + path + `:cprov:n6 {
+// traceBpftrace runs bpftrace -p on the driver's n6 and str probes (any
+// object: a memfd has no path bpftrace could open) and checks the values.
+func traceBpftrace(t *testing.T, bpftrace string, d *testutil.Tracee, pid string) {
+	t.Helper()
+	script := `usdt:*:cprov:n6 {
 	printf("n6 %d %u %d %u %d %u\n", (int8)arg0, (uint8)arg1, (int16)arg2, (uint16)arg3, (int32)arg4, (uint32)arg5);
 	@seen = 1;
 }
-usdt:` + path + `:cprov:str /@seen/ { printf("str %s %d\n", str(arg0), (int32)arg1); exit(); }`
+usdt:*:cprov:str /@seen/ { printf("str %s %d\n", str(arg0), (int32)arg1); exit(); }`
 	cmd := exec.Command(bpftrace, "-p", pid, "-e", script)
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
@@ -572,7 +646,6 @@ fire:
 			t.Errorf("bpftrace output: have %q, want a line %q", stdout.String(), want)
 		}
 	}
-	d.Quit(t)
 }
 
 // BenchmarkC times the library from C (testdata/bench.c) by the program's

@@ -97,11 +97,11 @@ typedef struct SDTProvider {
 SDTProvider_t *providerInit(const char *name);
 
 /* providerUseMemfd chooses, before providerLoad, whether the probes' object
- * lives in a memfd (memfd_enabled, the default: nothing on disk, found by
- * usdtkit through /proc/PID/map_files) or in a file in a private directory
- * (memfd_disabled: also found by bpftrace -p and tplist -p, removed at
- * unload and reaped after a crash). Returns 1, or 0 if the provider is
- * loaded. */
+ * lives in a memfd (memfd_enabled, the default: nothing on disk; kept open,
+ * close-on-exec, until providerUnload, so that bpftrace -p and tplist -p
+ * find it in /proc/PID/fd and usdtkit in /proc/PID/map_files) or in a file
+ * in a private directory (memfd_disabled: removed at unload and reaped
+ * after a crash). Returns 1, or 0 if the provider is loaded. */
 int providerUseMemfd(SDTProvider_t *provider, const MemFDOption_t use_memfd);
 
 /* providerAddProbe adds a probe with argCount (0 to 12) arguments of the

@@ -10,6 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/spf13/cobra"
 
+	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/sdt"
 )
@@ -21,6 +22,12 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       version(),
+		// Run-time providers' object files that processes killed by
+		// a signal left in this user's directory go at every start
+		// (Load also reaps them, but only when a provider is loaded
+		// again). Best effort: a directory Load would refuse is left
+		// alone, and Load reports it when it matters.
+		PersistentPreRun: func(*cobra.Command, []string) { dynsdt.Reap("") },
 	}
 	root.SetVersionTemplate("usdtkit {{.Version}}\n")
 	root.AddCommand(newListCmd())

@@ -9,8 +9,8 @@ every file it sends. Trace it (see README.md):
     sudo usdtkit trace -p PID 'usdt::simplehttp:file_transfer' \\
         -F 'simplehttp:file_transfer="%s %s %d", str(arg0), str(arg1), arg2'
 
---file puts the probes' object in a file instead of a memfd, so that
-bpftrace -p and tplist-bpfcc -p find it too.
+--file puts the probes' object in a file instead of a memfd; bpftrace -p
+and tplist-bpfcc -p find either.
 """
 import http.server
 import os

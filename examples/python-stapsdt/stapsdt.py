@@ -15,8 +15,8 @@ Differences from python-stapsdt: up to 12 arguments; every argument is
 passed as its declared type (ints of any size, str encoded as UTF-8 and
 bytes as char *, for uint64/int64 arguments); load() and add_probe() raise
 StapsdtError with the library's message instead of returning a status;
-Provider(name, memfd=False) writes the object to a file that bpftrace -p and
-tplist-bpfcc -p can read (a memfd, the default, only usdtkit finds).
+Provider(name, memfd=False) writes the object to a file instead of a memfd
+(the default); bpftrace -p, tplist-bpfcc -p and usdtkit read either.
 
 The library is found as $LIBSTAPSDT, else as libstapsdt.so.0 on the
 loader's search path.
