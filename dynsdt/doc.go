@@ -105,18 +105,14 @@
 // The dynamic section has DT_HASH (a SysV hash table; no .gnu.hash, which
 // glibc does not need), DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT and
 // DT_SONAME "<provider>.so" (SOName), the name usdtkit gen gives the file.
-// .dynsym holds per probe a GLOBAL FUNC symbol named exactly as the probe
-// (request__start) for the stub, a GLOBAL OBJECT symbol
+// .dynsym holds per probe a GLOBAL OBJECT symbol
 // "<provider>_<probe>_semaphore" (SemaphoreSymbol), the name sys/sdt.h
-// gives semaphores, so that dlsym, ctypes and C code declaring the
-// semaphore find both, and a second GLOBAL FUNC symbol for the stub,
+// gives semaphores, and a GLOBAL FUNC symbol for the stub,
 // "<provider>_<probe>_fire" (FireSymbol), which the generated C header
-// calls: a probe named main, stdin or int can be declared and called from C
-// only by that name (the program's own main comes first in symbol lookup).
-// Build rejects a probe named like another probe's semaphore or fire
-// symbol. Probe names are global symbols: a standalone .so linked or opened
-// with RTLD_GLOBAL could interpose a library function or variable of the
-// same name, so avoid probe names like "write" or "stdin".
+// calls and dlsym and ctypes find. Every symbol starts with the provider's
+// name, and the two suffixes differ, so no name can be another's: a probe
+// named write, malloc or main cannot interpose on a function of the C
+// library or the program that links or opens the object.
 //
 // # Argument specs
 //

@@ -72,19 +72,8 @@ var stdintMacro = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(U?INT(_LEAST|_FAST)?(8|16|32|64)|U?INTPTR|U?INTMAX|PTRDIFF|SIG_ATOMIC|SIZE|WCHAR|WINT)_(MIN|MAX|WIDTH|C)$`)
 })
 
-// reservedName reports whether a C program may not declare name itself:
-// the C standard reserves names that begin with two underscores or an
-// underscore and a capital letter, and POSIX those that end in "_t".
-func reservedName(name string) bool {
-	return strings.HasPrefix(name, "__") ||
-		len(name) > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z' ||
-		strings.HasSuffix(name, "_t")
-}
-
 // headerProbe is what the header declares for one probe.
 type headerProbe struct {
-	// plain is whether to declare the stub by the probe's own name.
-	plain bool
 	// macro is the name of the probe's macros; "" for none, with why.
 	macro, noMacro string
 }
@@ -114,10 +103,6 @@ func headerProbes(p *ProviderSpec) []headerProbe {
 			macros[m+"_ENABLED"] = pr.Name
 		}
 	}
-	for i, pr := range p.Probes {
-		_, isMacro := macros[pr.Name]
-		hs[i].plain = !cUnsafe()[pr.Name] && !reservedName(pr.Name) && !isMacro && !own[pr.Name] && !stdintMacro().MatchString(pr.Name)
-	}
 	return hs
 }
 
@@ -130,11 +115,10 @@ func headerGuard(p *ProviderSpec) string { return "USDTKIT_" + strings.ToUpper(p
 // when called; its semaphore, "extern volatile unsigned short
 // myapp_request__start_semaphore;", non-zero while a tracer that uses
 // semaphores is attached; as dtrace -h names them,
-// MYAPP_REQUEST_START_ENABLED() and MYAPP_REQUEST_START(arg0, arg1); and
-// the stub by the probe's own name too, "void request__start(const char *,
-// int32_t);", unless that name is a C or C++ keyword, reserved, or defined
-// by the standard headers, the C runtime (main, stdin, errno) or this
-// header's macros. Probes whose macro names coincide (a__b and a_b) get
+// MYAPP_REQUEST_START_ENABLED() and MYAPP_REQUEST_START(arg0, arg1). Every
+// name it declares starts with the provider's, as every symbol of the
+// object does: a probe named write cannot take the place of the C
+// library's function in a program. Probes whose macro names coincide (a__b and a_b) get
 // macros only for the first, and no probe gets macros named like one of
 // <stdint.h> (INT8_MAX). p should be valid (Validate); an invalid p gives a
 // header that does not compile, never a panic.
@@ -181,11 +165,6 @@ func GenerateHeader(p *ProviderSpec) []byte {
 		w("\n/* %s:%s */\n", p.Name, pr.Name)
 		w("void %s(%s);\n", fire, proto)
 		w("extern volatile unsigned short %s USDTKIT_SEMAPHORE;\n", sem)
-		if h.plain {
-			w("void %s(%s);\n", pr.Name, proto)
-		} else {
-			w("/* no declaration named %s: the name is reserved or taken in C; call %s */\n", pr.Name, fire)
-		}
 		if h.macro == "" {
 			m := macroName(p.Name, pr.Name)
 			w("/* no %s_ENABLED() and %s(): %s */\n", m, m, h.noMacro)

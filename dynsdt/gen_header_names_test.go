@@ -50,9 +50,6 @@ func useHostile(p *ProviderSpec) string {
 		}
 		call := "(" + strings.Join(args, ", ") + ");\n"
 		b.WriteString("\t" + FireSymbol(p.Name, pr.Name) + call)
-		if h.plain {
-			b.WriteString("\t" + pr.Name + call)
-		}
 		if h.macro != "" {
 			b.WriteString("\tif (" + h.macro + "_ENABLED()) " + h.macro + call)
 		}

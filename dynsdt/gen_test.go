@@ -317,7 +317,7 @@ func useHeader(p *ProviderSpec) string {
 		}
 		call := "(" + strings.Join(args, ", ") + ");\n"
 		m := macroName(p.Name, pr.Name)
-		b.WriteString("\t" + pr.Name + call)
+		b.WriteString("\t" + FireSymbol(p.Name, pr.Name) + call)
 		b.WriteString("\tif (" + SemaphoreSymbol(p.Name, pr.Name) + ") {}\n")
 		if !seen[m] {
 			seen[m] = true

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -174,14 +173,11 @@ func BuildWith(p *ProviderSpec, m elf.Machine, opts *BuildOptions) (*Object, err
 	if n == 0 {
 		return nil, fmt.Errorf("provider %s has no probes: %w", p.Name, ErrSpec)
 	}
-	if err := checkSymbolClash(p); err != nil {
-		return nil, err
-	}
 	bo := binary.LittleEndian
 
 	// .dynstr: the soname, then per probe the names of its symbols (symsPerProbe:
-	// stub, semaphore, stub's fire alias). nameOff[symsPerProbe*i+k] is
-	// the offset of probe i's k-th name.
+	// semaphore, stub). nameOff[symsPerProbe*i+k] is the offset of probe
+	// i's k-th name.
 	// The names are appended in place (SemaphoreSymbol and FireSymbol
 	// spelled out) and hashed as they are written: the semaphore and fire
 	// names share the hash of their "<provider>_<probe>" prefix.
@@ -189,7 +185,7 @@ func BuildWith(p *ProviderSpec, m elf.Machine, opts *BuildOptions) (*Object, err
 	const semSuffix, fireSuffix = "_semaphore", "_fire"
 	strsz := 1 + len(soname) + 1
 	for _, pr := range p.Probes {
-		strsz += 3*len(pr.Name) + 2*(len(p.Name)+1) + len(semSuffix) + len(fireSuffix) + 3
+		strsz += 2*len(pr.Name) + 2*(len(p.Name)+1) + len(semSuffix) + len(fireSuffix) + 2
 	}
 	dynstr := make([]byte, 1, strsz)
 	dynstr = append(append(dynstr, soname...), 0)
@@ -199,15 +195,12 @@ func BuildWith(p *ProviderSpec, m elf.Machine, opts *BuildOptions) (*Object, err
 	provHash = sysvHashString(provHash, "_")
 	for i, pr := range p.Probes {
 		k := symsPerProbe * i
-		nameOff[k] = uint32(len(dynstr))
-		nameHash[k] = sysvHashString(0, pr.Name)
-		dynstr = append(append(dynstr, pr.Name...), 0)
 		prefix := sysvHashString(provHash, pr.Name)
-		nameOff[k+1] = uint32(len(dynstr))
-		nameHash[k+1] = sysvHashString(prefix, semSuffix)
+		nameOff[k] = uint32(len(dynstr))
+		nameHash[k] = sysvHashString(prefix, semSuffix)
 		dynstr = append(append(append(append(append(dynstr, p.Name...), '_'), pr.Name...), semSuffix...), 0)
-		nameOff[k+2] = uint32(len(dynstr))
-		nameHash[k+2] = sysvHashString(prefix, fireSuffix)
+		nameOff[k+1] = uint32(len(dynstr))
+		nameHash[k+1] = sysvHashString(prefix, fireSuffix)
 		dynstr = append(append(append(append(append(dynstr, p.Name...), '_'), pr.Name...), fireSuffix...), 0)
 	}
 
@@ -257,15 +250,16 @@ func BuildWith(p *ProviderSpec, m elf.Machine, opts *BuildOptions) (*Object, err
 		obj.Semaphores[i] = probesAddr + uint64(2*i)
 	}
 
-	// .dynsym: the null symbol, then per probe the stub (FUNC), the
-	// semaphore (OBJECT) and the stub's fire alias (FUNC), all GLOBAL with
-	// default visibility.
+	// .dynsym: the null symbol, then per probe the semaphore (OBJECT)
+	// and the stub (FUNC), all GLOBAL with default visibility. Every name
+	// starts with the provider's: a probe named write or malloc must not
+	// interpose on the C library's function in a program linked with the
+	// object.
 	dynsym := make([]byte, nsym*symSize)
 	for i := range p.Probes {
 		k := symsPerProbe * i
-		putSym(dynsym[(1+k)*symSize:], nameOff[k], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(stub)))
-		putSym(dynsym[(2+k)*symSize:], nameOff[k+1], elf.STT_OBJECT, secProbes, obj.Semaphores[i], 2)
-		putSym(dynsym[(3+k)*symSize:], nameOff[k+2], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(stub)))
+		putSym(dynsym[(1+k)*symSize:], nameOff[k], elf.STT_OBJECT, secProbes, obj.Semaphores[i], 2)
+		putSym(dynsym[(2+k)*symSize:], nameOff[k+1], elf.STT_FUNC, secText, obj.Stubs[i], uint64(len(stub)))
 	}
 
 	hash := make([]byte, hashSize)
@@ -374,39 +368,9 @@ const ownerStapsdt = elfnotes.OwnerStapsdt + "\x00"
 // noteHdrSize is the size of a note header: namesz, descsz, type.
 const noteHdrSize = 12
 
-// symsPerProbe is the number of dynamic symbols per probe: the stub, the
-// semaphore and the stub's fire alias.
-const symsPerProbe = 3
-
-// checkSymbolClash rejects a probe whose stub symbol would have the name of
-// another probe's semaphore or fire symbol: dlsym could find only one of
-// them.
-func checkSymbolClash(p *ProviderSpec) error {
-	prefix := p.Name + "_"
-	var names map[string]bool
-	for _, pr := range p.Probes {
-		mid, ok := strings.CutPrefix(pr.Name, prefix)
-		if !ok {
-			continue
-		}
-		for _, suffix := range []string{"_semaphore", "_fire"} {
-			mid, ok := strings.CutSuffix(mid, suffix)
-			if !ok {
-				continue
-			}
-			if names == nil {
-				names = make(map[string]bool, len(p.Probes))
-				for _, q := range p.Probes {
-					names[q.Name] = true
-				}
-			}
-			if names[mid] {
-				return fmt.Errorf("provider %s: probe %s has the name of probe %s's %s symbol: %w", p.Name, pr.Name, mid, suffix[1:], ErrSpec)
-			}
-		}
-	}
-	return nil
-}
+// symsPerProbe is the number of dynamic symbols per probe: the semaphore
+// and the stub (FireSymbol).
+const symsPerProbe = 2
 
 // putSym writes one Elf64_Sym of a GLOBAL symbol with default visibility.
 func putSym(b []byte, name uint32, typ elf.SymType, shndx uint16, value, size uint64) {

@@ -36,7 +36,7 @@ func ExampleBuild() {
 	// Output:
 	// myapp:request__start at 0x1004, semaphore 0x2070, args "8@%rdi -4@%esi"
 	// myapp:request__done at 0x1014, semaphore 0x2072, args "8@%rdi"
-	// segment at 0x0, 720 bytes, prot 1
+	// segment at 0x0, 627 bytes, prot 1
 	// segment at 0x1000, 32 bytes, prot 5
 	// segment at 0x2000, 116 bytes, prot 3
 }

@@ -307,8 +307,6 @@ func TestBuildLayout(t *testing.T) {
 			var want []elf.Symbol
 			for i, p := range spec.Probes {
 				want = append(want,
-					elf.Symbol{Name: p.Name, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC),
-						Section: elf.SectionIndex(slices.Index(f.Sections, text)), Value: obj.Stubs[i], Size: uint64(len(stubs[m]))},
 					elf.Symbol{Name: "myapp_" + p.Name + "_semaphore", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_OBJECT),
 						Section: elf.SectionIndex(slices.Index(f.Sections, probes)), Value: obj.Semaphores[i], Size: 2},
 					elf.Symbol{Name: "myapp_" + p.Name + "_fire", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC),
@@ -394,8 +392,6 @@ func TestBuildErrors(t *testing.T) {
 		{"too many args", &dynsdt.ProviderSpec{Name: "a", Probes: []dynsdt.ProbeSpec{{Name: "p", Args: make([]dynsdt.ArgType, 13)}}}, elf.EM_AARCH64, dynsdt.ErrSpec},
 		{"invalid type", &dynsdt.ProviderSpec{Name: "a", Probes: []dynsdt.ProbeSpec{{Name: "p", Args: []dynsdt.ArgType{dynsdt.ArgInvalid}}}}, elf.EM_X86_64, dynsdt.ErrSpec},
 		{"no probes", &dynsdt.ProviderSpec{Name: "a"}, elf.EM_X86_64, dynsdt.ErrSpec},
-		{"symbol clash", &dynsdt.ProviderSpec{Name: "a", Probes: []dynsdt.ProbeSpec{{Name: "a_p_semaphore"}, {Name: "p"}}}, elf.EM_X86_64, dynsdt.ErrSpec},
-		{"fire symbol clash", &dynsdt.ProviderSpec{Name: "a", Probes: []dynsdt.ProbeSpec{{Name: "p"}, {Name: "a_p_fire"}}}, elf.EM_X86_64, dynsdt.ErrSpec},
 		{"machine", &dynsdt.ProviderSpec{Name: "a", Probes: ok}, elf.EM_RISCV, dynsdt.ErrUnsupportedMachine},
 	}
 	for _, tt := range tests {
@@ -481,8 +477,9 @@ func TestBuildReadelf(t *testing.T) {
 				t.Errorf("readelf -n:\nhave %q\nwant %q", have, want)
 			}
 			for _, p := range spec.Probes {
-				if !regexp.MustCompile(`FUNC +GLOBAL +DEFAULT +\d+ ` + p.Name + `\n`).Match(out) {
-					t.Errorf("readelf --dyn-syms: no FUNC %s", p.Name)
+				fire := dynsdt.FireSymbol(spec.Name, p.Name)
+				if !regexp.MustCompile(`FUNC +GLOBAL +DEFAULT +\d+ ` + fire + `\n`).Match(out) {
+					t.Errorf("readelf --dyn-syms: no FUNC %s", fire)
 				}
 			}
 			if !bytes.Contains(out, []byte("Library soname: [myapp.so]")) {
@@ -524,9 +521,9 @@ func TestBuildDlopen(t *testing.T) {
 	script := `
 import ctypes, sys
 l = ctypes.CDLL(sys.argv[1])
-l.request__start(1, 2)
-l.all(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
-l.none()
+l.myapp_request__start_fire(1, 2)
+l.myapp_all_fire(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+l.myapp_none_fire()
 print(ctypes.c_uint16.in_dll(l, "myapp_all_semaphore").value, "ok")
 `
 	out, err := exec.Command(python, "-c", script, path).CombinedOutput()
@@ -585,7 +582,7 @@ func TestBuildSites(t *testing.T) {
 				} else if c.m == elf.EM_X86_64 {
 					t.Errorf("stub %d: %d bytes do not fit a 16-byte slot after the 4-byte copy", i, len(c.want))
 				}
-				if s := syms[3*i]; s.Value != stub || s.Size != uint64(len(c.want)) {
+				if s := syms[2*i+1]; s.Value != stub || s.Size != uint64(len(c.want)) {
 					t.Errorf("stub %d: symbol %s at %#x size %d, want %#x size %d", i, s.Name, s.Value, s.Size, stub, len(c.want))
 				}
 			}
@@ -606,5 +603,39 @@ func TestParseSite(t *testing.T) {
 		if _, err := dynsdt.ParseSite(bad); !errors.Is(err, dynsdt.ErrSite) {
 			t.Errorf("ParseSite(%q): %v, want ErrSite", bad, err)
 		}
+	}
+}
+
+// TestBuildSymbolsPrefixed: every dynamic symbol of a built object starts
+// with the provider's name, and no two are one, whatever the probes are
+// called: probes named write and malloc cannot interpose on the C
+// library's functions, and a probe named like another's semaphore
+// (a_p_semaphore beside p) has symbols of its own.
+func TestBuildSymbolsPrefixed(t *testing.T) {
+	spec := &dynsdt.ProviderSpec{Name: "a", Probes: []dynsdt.ProbeSpec{
+		{Name: "write", Args: []dynsdt.ArgType{dynsdt.Int32}}, {Name: "malloc"}, {Name: "main"},
+		{Name: "a_p_semaphore"}, {Name: "p"}, {Name: "a_p_fire"},
+	}}
+	obj, err := dynsdt.Build(spec, elf.EM_X86_64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(obj.Bytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(map[string]bool)
+	for _, s := range syms {
+		if !strings.HasPrefix(s.Name, "a_") || seen[s.Name] {
+			t.Errorf("symbol %q: not prefixed with a_, or twice", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	if len(syms) != 2*len(spec.Probes) {
+		t.Errorf("%d symbols, want %d (a semaphore and a stub per probe)", len(syms), 2*len(spec.Probes))
 	}
 }

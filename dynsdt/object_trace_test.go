@@ -36,20 +36,22 @@ const traceScript = `
 import ctypes, sys
 from ctypes import *
 l = CDLL(sys.argv[1])
-l.all.argtypes = [c_int8, c_int16, c_int32, c_int64, c_uint8, c_uint16,
+all_ = l.dyntest_all_fire
+pair = l.dyntest_pair_fire
+all_.argtypes = [c_int8, c_int16, c_int32, c_int64, c_uint8, c_uint16,
                   c_uint32, c_uint64, c_bool, c_void_p, c_char_p, c_int32]
-l.all.restype = None
-l.pair.argtypes = [c_char_p, c_int64]
-l.pair.restype = None
+all_.restype = None
+pair.argtypes = [c_char_p, c_int64]
+pair.restype = None
 sem = c_uint16.in_dll(l, "dyntest_all_semaphore")
 print("ready", flush=True)
 for line in sys.stdin:
     if line == "sem\n":
         print(sem.value, flush=True)
     elif line == "fire\n":
-        l.all(-5, -300, -70000, -(1 << 40), 200, 60000, 4000000000, (1 << 64) - 1,
+        all_(-5, -300, -70000, -(1 << 40), 200, 60000, 4000000000, (1 << 64) - 1,
               True, 0x1234, b"hello", -7)
-        l.pair(b"in a register", -2)
+        pair(b"in a register", -2)
         print("fired", flush=True)
 `
 

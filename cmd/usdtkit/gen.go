@@ -29,7 +29,8 @@ func newGenCmd() *cobra.Command {
 declared with --provider and --probe), three files in DIR:
 
   PROVIDER.so  a shared object holding the probes; calling its function
-               request__start fires probe PROVIDER:request__start. It needs
+               PROVIDER_request__start_fire fires probe PROVIDER:request__start
+               (every symbol starts with PROVIDER_). It needs
                only the C library: dlopen it from any language's FFI.
   PROVIDER.h   C prototypes, semaphores and PROVIDER_PROBE_ENABLED() macros
   PROVIDER.go  typed Go functions using the dynsdt runtime (no cgo), for

@@ -123,9 +123,9 @@ const genUseC = `#include <stdio.h>
 #include "myapp.h"
 
 int main(void) {
-	request__start("/index.html", 200);
+	myapp_request__start_fire("/index.html", 200);
 	MYAPP_REQUEST_START("/", 1);
-	request__done(-1, true);
+	myapp_request__done_fire(-1, true);
 	MYAPP_REQUEST_DONE(2, false);
 	MYAPP_TICK();
 	if (MYAPP_REQUEST_START_ENABLED() || MYAPP_REQUEST_DONE_ENABLED() || MYAPP_TICK_ENABLED() ||
@@ -167,11 +167,11 @@ func TestGenC(t *testing.T) {
 // as examples/python does, and reads a semaphore.
 const genPython = `import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
-lib.request__start.argtypes = [ctypes.c_char_p, ctypes.c_int32]
-lib.request__start.restype = None
-lib.request__start(b"/index.html", 200)
-lib.request__done(ctypes.c_int64(-1), ctypes.c_bool(True))
-lib.tick()
+lib.myapp_request__start_fire.argtypes = [ctypes.c_char_p, ctypes.c_int32]
+lib.myapp_request__start_fire.restype = None
+lib.myapp_request__start_fire(b"/index.html", 200)
+lib.myapp_request__done_fire(ctypes.c_int64(-1), ctypes.c_bool(True))
+lib.myapp_tick_fire()
 sem = ctypes.c_ushort.in_dll(lib, "myapp_request__start_semaphore")
 print("ok" if sem.value == 0 else "semaphore %d" % sem.value)
 `

@@ -10,8 +10,10 @@ import sys
 import time
 
 lib = ctypes.CDLL(sys.argv[1] if len(sys.argv) > 1 else "./myapp.so")
-lib.request__start.argtypes = [ctypes.c_char_p, ctypes.c_int]
-lib.request__done.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_long]
+request_start = lib.myapp_request__start_fire
+request_start.argtypes = [ctypes.c_char_p, ctypes.c_int]
+request_done = lib.myapp_request__done_fire
+request_done.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_long]
 start_sem = ctypes.c_uint16.in_dll(lib, "myapp_request__start_semaphore")
 done_sem = ctypes.c_uint16.in_dll(lib, "myapp_request__done_semaphore")
 
@@ -22,8 +24,8 @@ for i in range(requests):
     path = b"/item/%d" % i
     t0 = time.monotonic_ns()
     if start_sem.value:
-        lib.request__start(path, 100 * i)
+        request_start(path, 100 * i)
     status = 200 if i % 3 else 404
     if done_sem.value:
-        lib.request__done(path, status, time.monotonic_ns() - t0)
+        request_done(path, status, time.monotonic_ns() - t0)
 print("done", flush=True)

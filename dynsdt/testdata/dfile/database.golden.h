@@ -34,196 +34,168 @@ extern "C" {
 /* dbserver:txn__begin */
 void dbserver_txn__begin_fire(uint32_t);
 extern volatile unsigned short dbserver_txn__begin_semaphore USDTKIT_SEMAPHORE;
-void txn__begin(uint32_t);
 #define DBSERVER_TXN_BEGIN_ENABLED() USDTKIT_UNLIKELY(&dbserver_txn__begin_semaphore != 0 && dbserver_txn__begin_semaphore != 0)
 #define DBSERVER_TXN_BEGIN(arg0) dbserver_txn__begin_fire(arg0)
 
 /* dbserver:txn__commit */
 void dbserver_txn__commit_fire(uint32_t);
 extern volatile unsigned short dbserver_txn__commit_semaphore USDTKIT_SEMAPHORE;
-void txn__commit(uint32_t);
 #define DBSERVER_TXN_COMMIT_ENABLED() USDTKIT_UNLIKELY(&dbserver_txn__commit_semaphore != 0 && dbserver_txn__commit_semaphore != 0)
 #define DBSERVER_TXN_COMMIT(arg0) dbserver_txn__commit_fire(arg0)
 
 /* dbserver:txn__abort */
 void dbserver_txn__abort_fire(uint32_t);
 extern volatile unsigned short dbserver_txn__abort_semaphore USDTKIT_SEMAPHORE;
-void txn__abort(uint32_t);
 #define DBSERVER_TXN_ABORT_ENABLED() USDTKIT_UNLIKELY(&dbserver_txn__abort_semaphore != 0 && dbserver_txn__abort_semaphore != 0)
 #define DBSERVER_TXN_ABORT(arg0) dbserver_txn__abort_fire(arg0)
 
 /* dbserver:latch__acquire */
 void dbserver_latch__acquire_fire(const char *, int32_t);
 extern volatile unsigned short dbserver_latch__acquire_semaphore USDTKIT_SEMAPHORE;
-void latch__acquire(const char *, int32_t);
 #define DBSERVER_LATCH_ACQUIRE_ENABLED() USDTKIT_UNLIKELY(&dbserver_latch__acquire_semaphore != 0 && dbserver_latch__acquire_semaphore != 0)
 #define DBSERVER_LATCH_ACQUIRE(arg0, arg1) dbserver_latch__acquire_fire(arg0, arg1)
 
 /* dbserver:latch__release */
 void dbserver_latch__release_fire(const char *);
 extern volatile unsigned short dbserver_latch__release_semaphore USDTKIT_SEMAPHORE;
-void latch__release(const char *);
 #define DBSERVER_LATCH_RELEASE_ENABLED() USDTKIT_UNLIKELY(&dbserver_latch__release_semaphore != 0 && dbserver_latch__release_semaphore != 0)
 #define DBSERVER_LATCH_RELEASE(arg0) dbserver_latch__release_fire(arg0)
 
 /* dbserver:latch__wait__start */
 void dbserver_latch__wait__start_fire(const char *, int32_t);
 extern volatile unsigned short dbserver_latch__wait__start_semaphore USDTKIT_SEMAPHORE;
-void latch__wait__start(const char *, int32_t);
 #define DBSERVER_LATCH_WAIT_START_ENABLED() USDTKIT_UNLIKELY(&dbserver_latch__wait__start_semaphore != 0 && dbserver_latch__wait__start_semaphore != 0)
 #define DBSERVER_LATCH_WAIT_START(arg0, arg1) dbserver_latch__wait__start_fire(arg0, arg1)
 
 /* dbserver:latch__wait__done */
 void dbserver_latch__wait__done_fire(const char *, int32_t);
 extern volatile unsigned short dbserver_latch__wait__done_semaphore USDTKIT_SEMAPHORE;
-void latch__wait__done(const char *, int32_t);
 #define DBSERVER_LATCH_WAIT_DONE_ENABLED() USDTKIT_UNLIKELY(&dbserver_latch__wait__done_semaphore != 0 && dbserver_latch__wait__done_semaphore != 0)
 #define DBSERVER_LATCH_WAIT_DONE(arg0, arg1) dbserver_latch__wait__done_fire(arg0, arg1)
 
 /* dbserver:latch__try__acquire */
 void dbserver_latch__try__acquire_fire(const char *, int32_t);
 extern volatile unsigned short dbserver_latch__try__acquire_semaphore USDTKIT_SEMAPHORE;
-void latch__try__acquire(const char *, int32_t);
 #define DBSERVER_LATCH_TRY_ACQUIRE_ENABLED() USDTKIT_UNLIKELY(&dbserver_latch__try__acquire_semaphore != 0 && dbserver_latch__try__acquire_semaphore != 0)
 #define DBSERVER_LATCH_TRY_ACQUIRE(arg0, arg1) dbserver_latch__try__acquire_fire(arg0, arg1)
 
 /* dbserver:latch__try__acquire__fail */
 void dbserver_latch__try__acquire__fail_fire(const char *, int32_t);
 extern volatile unsigned short dbserver_latch__try__acquire__fail_semaphore USDTKIT_SEMAPHORE;
-void latch__try__acquire__fail(const char *, int32_t);
 #define DBSERVER_LATCH_TRY_ACQUIRE_FAIL_ENABLED() USDTKIT_UNLIKELY(&dbserver_latch__try__acquire__fail_semaphore != 0 && dbserver_latch__try__acquire__fail_semaphore != 0)
 #define DBSERVER_LATCH_TRY_ACQUIRE_FAIL(arg0, arg1) dbserver_latch__try__acquire__fail_fire(arg0, arg1)
 
 /* dbserver:lock__wait__start */
 void dbserver_lock__wait__start_fire(uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, int32_t);
 extern volatile unsigned short dbserver_lock__wait__start_semaphore USDTKIT_SEMAPHORE;
-void lock__wait__start(uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, int32_t);
 #define DBSERVER_LOCK_WAIT_START_ENABLED() USDTKIT_UNLIKELY(&dbserver_lock__wait__start_semaphore != 0 && dbserver_lock__wait__start_semaphore != 0)
 #define DBSERVER_LOCK_WAIT_START(arg0, arg1, arg2, arg3, arg4, arg5) dbserver_lock__wait__start_fire(arg0, arg1, arg2, arg3, arg4, arg5)
 
 /* dbserver:lock__wait__done */
 void dbserver_lock__wait__done_fire(uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, int32_t);
 extern volatile unsigned short dbserver_lock__wait__done_semaphore USDTKIT_SEMAPHORE;
-void lock__wait__done(uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, int32_t);
 #define DBSERVER_LOCK_WAIT_DONE_ENABLED() USDTKIT_UNLIKELY(&dbserver_lock__wait__done_semaphore != 0 && dbserver_lock__wait__done_semaphore != 0)
 #define DBSERVER_LOCK_WAIT_DONE(arg0, arg1, arg2, arg3, arg4, arg5) dbserver_lock__wait__done_fire(arg0, arg1, arg2, arg3, arg4, arg5)
 
 /* dbserver:stmt__parse__start */
 void dbserver_stmt__parse__start_fire(const char *);
 extern volatile unsigned short dbserver_stmt__parse__start_semaphore USDTKIT_SEMAPHORE;
-void stmt__parse__start(const char *);
 #define DBSERVER_STMT_PARSE_START_ENABLED() USDTKIT_UNLIKELY(&dbserver_stmt__parse__start_semaphore != 0 && dbserver_stmt__parse__start_semaphore != 0)
 #define DBSERVER_STMT_PARSE_START(arg0) dbserver_stmt__parse__start_fire(arg0)
 
 /* dbserver:stmt__parse__done */
 void dbserver_stmt__parse__done_fire(const char *);
 extern volatile unsigned short dbserver_stmt__parse__done_semaphore USDTKIT_SEMAPHORE;
-void stmt__parse__done(const char *);
 #define DBSERVER_STMT_PARSE_DONE_ENABLED() USDTKIT_UNLIKELY(&dbserver_stmt__parse__done_semaphore != 0 && dbserver_stmt__parse__done_semaphore != 0)
 #define DBSERVER_STMT_PARSE_DONE(arg0) dbserver_stmt__parse__done_fire(arg0)
 
 /* dbserver:stmt__execute__start */
 void dbserver_stmt__execute__start_fire(void);
 extern volatile unsigned short dbserver_stmt__execute__start_semaphore USDTKIT_SEMAPHORE;
-void stmt__execute__start(void);
 #define DBSERVER_STMT_EXECUTE_START_ENABLED() USDTKIT_UNLIKELY(&dbserver_stmt__execute__start_semaphore != 0 && dbserver_stmt__execute__start_semaphore != 0)
 #define DBSERVER_STMT_EXECUTE_START() dbserver_stmt__execute__start_fire()
 
 /* dbserver:stmt__execute__done */
 void dbserver_stmt__execute__done_fire(void);
 extern volatile unsigned short dbserver_stmt__execute__done_semaphore USDTKIT_SEMAPHORE;
-void stmt__execute__done(void);
 #define DBSERVER_STMT_EXECUTE_DONE_ENABLED() USDTKIT_UNLIKELY(&dbserver_stmt__execute__done_semaphore != 0 && dbserver_stmt__execute__done_semaphore != 0)
 #define DBSERVER_STMT_EXECUTE_DONE() dbserver_stmt__execute__done_fire()
 
 /* dbserver:sort__start */
 void dbserver_sort__start_fire(int32_t, uint8_t, int32_t, int32_t, uint8_t, int32_t);
 extern volatile unsigned short dbserver_sort__start_semaphore USDTKIT_SEMAPHORE;
-void sort__start(int32_t, uint8_t, int32_t, int32_t, uint8_t, int32_t);
 #define DBSERVER_SORT_START_ENABLED() USDTKIT_UNLIKELY(&dbserver_sort__start_semaphore != 0 && dbserver_sort__start_semaphore != 0)
 #define DBSERVER_SORT_START(arg0, arg1, arg2, arg3, arg4, arg5) dbserver_sort__start_fire(arg0, arg1, arg2, arg3, arg4, arg5)
 
 /* dbserver:sort__done */
 void dbserver_sort__done_fire(uint8_t, int64_t);
 extern volatile unsigned short dbserver_sort__done_semaphore USDTKIT_SEMAPHORE;
-void sort__done(uint8_t, int64_t);
 #define DBSERVER_SORT_DONE_ENABLED() USDTKIT_UNLIKELY(&dbserver_sort__done_semaphore != 0 && dbserver_sort__done_semaphore != 0)
 #define DBSERVER_SORT_DONE(arg0, arg1) dbserver_sort__done_fire(arg0, arg1)
 
 /* dbserver:page__read__start */
 void dbserver_page__read__start_fire(int32_t, uint32_t, uint32_t, uint32_t, uint32_t, int32_t, uint8_t);
 extern volatile unsigned short dbserver_page__read__start_semaphore USDTKIT_SEMAPHORE;
-void page__read__start(int32_t, uint32_t, uint32_t, uint32_t, uint32_t, int32_t, uint8_t);
 #define DBSERVER_PAGE_READ_START_ENABLED() USDTKIT_UNLIKELY(&dbserver_page__read__start_semaphore != 0 && dbserver_page__read__start_semaphore != 0)
 #define DBSERVER_PAGE_READ_START(arg0, arg1, arg2, arg3, arg4, arg5, arg6) dbserver_page__read__start_fire(arg0, arg1, arg2, arg3, arg4, arg5, arg6)
 
 /* dbserver:page__read__done */
 void dbserver_page__read__done_fire(int32_t, uint32_t, uint32_t, uint32_t, uint32_t, int32_t, uint8_t, uint8_t);
 extern volatile unsigned short dbserver_page__read__done_semaphore USDTKIT_SEMAPHORE;
-void page__read__done(int32_t, uint32_t, uint32_t, uint32_t, uint32_t, int32_t, uint8_t, uint8_t);
 #define DBSERVER_PAGE_READ_DONE_ENABLED() USDTKIT_UNLIKELY(&dbserver_page__read__done_semaphore != 0 && dbserver_page__read__done_semaphore != 0)
 #define DBSERVER_PAGE_READ_DONE(arg0, arg1, arg2, arg3, arg4, arg5, arg6, arg7) dbserver_page__read__done_fire(arg0, arg1, arg2, arg3, arg4, arg5, arg6, arg7)
 
 /* dbserver:page__flush__start */
 void dbserver_page__flush__start_fire(int32_t, uint32_t, uint32_t, uint32_t, uint32_t);
 extern volatile unsigned short dbserver_page__flush__start_semaphore USDTKIT_SEMAPHORE;
-void page__flush__start(int32_t, uint32_t, uint32_t, uint32_t, uint32_t);
 #define DBSERVER_PAGE_FLUSH_START_ENABLED() USDTKIT_UNLIKELY(&dbserver_page__flush__start_semaphore != 0 && dbserver_page__flush__start_semaphore != 0)
 #define DBSERVER_PAGE_FLUSH_START(arg0, arg1, arg2, arg3, arg4) dbserver_page__flush__start_fire(arg0, arg1, arg2, arg3, arg4)
 
 /* dbserver:page__sync__written */
 void dbserver_page__sync__written_fire(int32_t);
 extern volatile unsigned short dbserver_page__sync__written_semaphore USDTKIT_SEMAPHORE;
-void page__sync__written(int32_t);
 #define DBSERVER_PAGE_SYNC_WRITTEN_ENABLED() USDTKIT_UNLIKELY(&dbserver_page__sync__written_semaphore != 0 && dbserver_page__sync__written_semaphore != 0)
 #define DBSERVER_PAGE_SYNC_WRITTEN(arg0) dbserver_page__sync__written_fire(arg0)
 
 /* dbserver:deadlock__found */
 void dbserver_deadlock__found_fire(void);
 extern volatile unsigned short dbserver_deadlock__found_semaphore USDTKIT_SEMAPHORE;
-void deadlock__found(void);
 #define DBSERVER_DEADLOCK_FOUND_ENABLED() USDTKIT_UNLIKELY(&dbserver_deadlock__found_semaphore != 0 && dbserver_deadlock__found_semaphore != 0)
 #define DBSERVER_DEADLOCK_FOUND() dbserver_deadlock__found_fire()
 
 /* dbserver:checkpoint__start */
 void dbserver_checkpoint__start_fire(int32_t);
 extern volatile unsigned short dbserver_checkpoint__start_semaphore USDTKIT_SEMAPHORE;
-void checkpoint__start(int32_t);
 #define DBSERVER_CHECKPOINT_START_ENABLED() USDTKIT_UNLIKELY(&dbserver_checkpoint__start_semaphore != 0 && dbserver_checkpoint__start_semaphore != 0)
 #define DBSERVER_CHECKPOINT_START(arg0) dbserver_checkpoint__start_fire(arg0)
 
 /* dbserver:checkpoint__done */
 void dbserver_checkpoint__done_fire(int32_t, int32_t, int32_t, int32_t, int32_t);
 extern volatile unsigned short dbserver_checkpoint__done_semaphore USDTKIT_SEMAPHORE;
-void checkpoint__done(int32_t, int32_t, int32_t, int32_t, int32_t);
 #define DBSERVER_CHECKPOINT_DONE_ENABLED() USDTKIT_UNLIKELY(&dbserver_checkpoint__done_semaphore != 0 && dbserver_checkpoint__done_semaphore != 0)
 #define DBSERVER_CHECKPOINT_DONE(arg0, arg1, arg2, arg3, arg4) dbserver_checkpoint__done_fire(arg0, arg1, arg2, arg3, arg4)
 
 /* dbserver:log__insert */
 void dbserver_log__insert_fire(uint8_t, uint8_t);
 extern volatile unsigned short dbserver_log__insert_semaphore USDTKIT_SEMAPHORE;
-void log__insert(uint8_t, uint8_t);
 #define DBSERVER_LOG_INSERT_ENABLED() USDTKIT_UNLIKELY(&dbserver_log__insert_semaphore != 0 && dbserver_log__insert_semaphore != 0)
 #define DBSERVER_LOG_INSERT(arg0, arg1) dbserver_log__insert_fire(arg0, arg1)
 
 /* dbserver:log__switch */
 void dbserver_log__switch_fire(void);
 extern volatile unsigned short dbserver_log__switch_semaphore USDTKIT_SEMAPHORE;
-void log__switch(void);
 #define DBSERVER_LOG_SWITCH_ENABLED() USDTKIT_UNLIKELY(&dbserver_log__switch_semaphore != 0 && dbserver_log__switch_semaphore != 0)
 #define DBSERVER_LOG_SWITCH() dbserver_log__switch_fire()
 
 /* dbserver:log__buffer__write__dirty__start */
 void dbserver_log__buffer__write__dirty__start_fire(void);
 extern volatile unsigned short dbserver_log__buffer__write__dirty__start_semaphore USDTKIT_SEMAPHORE;
-void log__buffer__write__dirty__start(void);
 #define DBSERVER_LOG_BUFFER_WRITE_DIRTY_START_ENABLED() USDTKIT_UNLIKELY(&dbserver_log__buffer__write__dirty__start_semaphore != 0 && dbserver_log__buffer__write__dirty__start_semaphore != 0)
 #define DBSERVER_LOG_BUFFER_WRITE_DIRTY_START() dbserver_log__buffer__write__dirty__start_fire()
 
 /* dbserver:log__buffer__write__dirty__done */
 void dbserver_log__buffer__write__dirty__done_fire(void);
 extern volatile unsigned short dbserver_log__buffer__write__dirty__done_semaphore USDTKIT_SEMAPHORE;
-void log__buffer__write__dirty__done(void);
 #define DBSERVER_LOG_BUFFER_WRITE_DIRTY_DONE_ENABLED() USDTKIT_UNLIKELY(&dbserver_log__buffer__write__dirty__done_semaphore != 0 && dbserver_log__buffer__write__dirty__done_semaphore != 0)
 #define DBSERVER_LOG_BUFFER_WRITE_DIRTY_DONE() dbserver_log__buffer__write__dirty__done_fire()
 

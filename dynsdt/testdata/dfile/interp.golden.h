@@ -34,77 +34,66 @@ extern "C" {
 /* interp:function__entry */
 void interp_function__entry_fire(const char *, const char *, int32_t);
 extern volatile unsigned short interp_function__entry_semaphore USDTKIT_SEMAPHORE;
-void function__entry(const char *, const char *, int32_t);
 #define INTERP_FUNCTION_ENTRY_ENABLED() USDTKIT_UNLIKELY(&interp_function__entry_semaphore != 0 && interp_function__entry_semaphore != 0)
 #define INTERP_FUNCTION_ENTRY(arg0, arg1, arg2) interp_function__entry_fire(arg0, arg1, arg2)
 
 /* interp:function__return */
 void interp_function__return_fire(const char *, const char *, int32_t);
 extern volatile unsigned short interp_function__return_semaphore USDTKIT_SEMAPHORE;
-void function__return(const char *, const char *, int32_t);
 #define INTERP_FUNCTION_RETURN_ENABLED() USDTKIT_UNLIKELY(&interp_function__return_semaphore != 0 && interp_function__return_semaphore != 0)
 #define INTERP_FUNCTION_RETURN(arg0, arg1, arg2) interp_function__return_fire(arg0, arg1, arg2)
 
 /* interp:instance__new__start */
 void interp_instance__new__start_fire(const char *, const char *);
 extern volatile unsigned short interp_instance__new__start_semaphore USDTKIT_SEMAPHORE;
-void instance__new__start(const char *, const char *);
 #define INTERP_INSTANCE_NEW_START_ENABLED() USDTKIT_UNLIKELY(&interp_instance__new__start_semaphore != 0 && interp_instance__new__start_semaphore != 0)
 #define INTERP_INSTANCE_NEW_START(arg0, arg1) interp_instance__new__start_fire(arg0, arg1)
 
 /* interp:instance__new__done */
 void interp_instance__new__done_fire(const char *, const char *);
 extern volatile unsigned short interp_instance__new__done_semaphore USDTKIT_SEMAPHORE;
-void instance__new__done(const char *, const char *);
 #define INTERP_INSTANCE_NEW_DONE_ENABLED() USDTKIT_UNLIKELY(&interp_instance__new__done_semaphore != 0 && interp_instance__new__done_semaphore != 0)
 #define INTERP_INSTANCE_NEW_DONE(arg0, arg1) interp_instance__new__done_fire(arg0, arg1)
 
 /* interp:line */
 void interp_line_fire(const char *, const char *, int32_t);
 extern volatile unsigned short interp_line_semaphore USDTKIT_SEMAPHORE;
-void line(const char *, const char *, int32_t);
 #define INTERP_LINE_ENABLED() USDTKIT_UNLIKELY(&interp_line_semaphore != 0 && interp_line_semaphore != 0)
 #define INTERP_LINE(arg0, arg1, arg2) interp_line_fire(arg0, arg1, arg2)
 
 /* interp:heap__collect__start */
 void interp_heap__collect__start_fire(int32_t);
 extern volatile unsigned short interp_heap__collect__start_semaphore USDTKIT_SEMAPHORE;
-void heap__collect__start(int32_t);
 #define INTERP_HEAP_COLLECT_START_ENABLED() USDTKIT_UNLIKELY(&interp_heap__collect__start_semaphore != 0 && interp_heap__collect__start_semaphore != 0)
 #define INTERP_HEAP_COLLECT_START(arg0) interp_heap__collect__start_fire(arg0)
 
 /* interp:heap__collect__done */
 void interp_heap__collect__done_fire(int64_t);
 extern volatile unsigned short interp_heap__collect__done_semaphore USDTKIT_SEMAPHORE;
-void heap__collect__done(int64_t);
 #define INTERP_HEAP_COLLECT_DONE_ENABLED() USDTKIT_UNLIKELY(&interp_heap__collect__done_semaphore != 0 && interp_heap__collect__done_semaphore != 0)
 #define INTERP_HEAP_COLLECT_DONE(arg0) interp_heap__collect__done_fire(arg0)
 
 /* interp:module__load__start */
 void interp_module__load__start_fire(const char *);
 extern volatile unsigned short interp_module__load__start_semaphore USDTKIT_SEMAPHORE;
-void module__load__start(const char *);
 #define INTERP_MODULE_LOAD_START_ENABLED() USDTKIT_UNLIKELY(&interp_module__load__start_semaphore != 0 && interp_module__load__start_semaphore != 0)
 #define INTERP_MODULE_LOAD_START(arg0) interp_module__load__start_fire(arg0)
 
 /* interp:module__load__done */
 void interp_module__load__done_fire(const char *, int32_t);
 extern volatile unsigned short interp_module__load__done_semaphore USDTKIT_SEMAPHORE;
-void module__load__done(const char *, int32_t);
 #define INTERP_MODULE_LOAD_DONE_ENABLED() USDTKIT_UNLIKELY(&interp_module__load__done_semaphore != 0 && interp_module__load__done_semaphore != 0)
 #define INTERP_MODULE_LOAD_DONE(arg0, arg1) interp_module__load__done_fire(arg0, arg1)
 
 /* interp:audit */
 void interp_audit_fire(const char *, void *);
 extern volatile unsigned short interp_audit_semaphore USDTKIT_SEMAPHORE;
-void audit(const char *, void *);
 #define INTERP_AUDIT_ENABLED() USDTKIT_UNLIKELY(&interp_audit_semaphore != 0 && interp_audit_semaphore != 0)
 #define INTERP_AUDIT(arg0, arg1) interp_audit_fire(arg0, arg1)
 
 /* interp:ready */
 void interp_ready_fire(void);
 extern volatile unsigned short interp_ready_semaphore USDTKIT_SEMAPHORE;
-void ready(void);
 #define INTERP_READY_ENABLED() USDTKIT_UNLIKELY(&interp_ready_semaphore != 0 && interp_ready_semaphore != 0)
 #define INTERP_READY() interp_ready_fire()
 

@@ -34,77 +34,66 @@ extern "C" {
 /* types:strings */
 void types_strings_fire(const char *, const char *, const char *, const char *, const char *);
 extern volatile unsigned short types_strings_semaphore USDTKIT_SEMAPHORE;
-void strings(const char *, const char *, const char *, const char *, const char *);
 #define TYPES_STRINGS_ENABLED() USDTKIT_UNLIKELY(&types_strings_semaphore != 0 && types_strings_semaphore != 0)
 #define TYPES_STRINGS(arg0, arg1, arg2, arg3, arg4) types_strings_fire(arg0, arg1, arg2, arg3, arg4)
 
 /* types:int8 */
 void types_int8_fire(int8_t, int8_t, int8_t);
 extern volatile unsigned short types_int8_semaphore USDTKIT_SEMAPHORE;
-void int8(int8_t, int8_t, int8_t);
 #define TYPES_INT8_ENABLED() USDTKIT_UNLIKELY(&types_int8_semaphore != 0 && types_int8_semaphore != 0)
 #define TYPES_INT8(arg0, arg1, arg2) types_int8_fire(arg0, arg1, arg2)
 
 /* types:uint8 */
 void types_uint8_fire(uint8_t, uint8_t);
 extern volatile unsigned short types_uint8_semaphore USDTKIT_SEMAPHORE;
-void uint8(uint8_t, uint8_t);
 #define TYPES_UINT8_ENABLED() USDTKIT_UNLIKELY(&types_uint8_semaphore != 0 && types_uint8_semaphore != 0)
 #define TYPES_UINT8(arg0, arg1) types_uint8_fire(arg0, arg1)
 
 /* types:int16 */
 void types_int16_fire(int16_t, int16_t, int16_t, int16_t);
 extern volatile unsigned short types_int16_semaphore USDTKIT_SEMAPHORE;
-void int16(int16_t, int16_t, int16_t, int16_t);
 #define TYPES_INT16_ENABLED() USDTKIT_UNLIKELY(&types_int16_semaphore != 0 && types_int16_semaphore != 0)
 #define TYPES_INT16(arg0, arg1, arg2, arg3) types_int16_fire(arg0, arg1, arg2, arg3)
 
 /* types:uint16 */
 void types_uint16_fire(uint16_t, uint16_t, uint16_t);
 extern volatile unsigned short types_uint16_semaphore USDTKIT_SEMAPHORE;
-void uint16(uint16_t, uint16_t, uint16_t);
 #define TYPES_UINT16_ENABLED() USDTKIT_UNLIKELY(&types_uint16_semaphore != 0 && types_uint16_semaphore != 0)
 #define TYPES_UINT16(arg0, arg1, arg2) types_uint16_fire(arg0, arg1, arg2)
 
 /* types:int32 */
 void types_int32_fire(int32_t, int32_t, int32_t, int32_t, int32_t);
 extern volatile unsigned short types_int32_semaphore USDTKIT_SEMAPHORE;
-void int32(int32_t, int32_t, int32_t, int32_t, int32_t);
 #define TYPES_INT32_ENABLED() USDTKIT_UNLIKELY(&types_int32_semaphore != 0 && types_int32_semaphore != 0)
 #define TYPES_INT32(arg0, arg1, arg2, arg3, arg4) types_int32_fire(arg0, arg1, arg2, arg3, arg4)
 
 /* types:uint32 */
 void types_uint32_fire(uint32_t, uint32_t, uint32_t);
 extern volatile unsigned short types_uint32_semaphore USDTKIT_SEMAPHORE;
-void uint32(uint32_t, uint32_t, uint32_t);
 #define TYPES_UINT32_ENABLED() USDTKIT_UNLIKELY(&types_uint32_semaphore != 0 && types_uint32_semaphore != 0)
 #define TYPES_UINT32(arg0, arg1, arg2) types_uint32_fire(arg0, arg1, arg2)
 
 /* types:int64 */
 void types_int64_fire(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
 extern volatile unsigned short types_int64_semaphore USDTKIT_SEMAPHORE;
-void int64(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
 #define TYPES_INT64_ENABLED() USDTKIT_UNLIKELY(&types_int64_semaphore != 0 && types_int64_semaphore != 0)
 #define TYPES_INT64(arg0, arg1, arg2, arg3, arg4, arg5, arg6) types_int64_fire(arg0, arg1, arg2, arg3, arg4, arg5, arg6)
 
 /* types:uint64 */
 void types_uint64_fire(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
 extern volatile unsigned short types_uint64_semaphore USDTKIT_SEMAPHORE;
-void uint64(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
 #define TYPES_UINT64_ENABLED() USDTKIT_UNLIKELY(&types_uint64_semaphore != 0 && types_uint64_semaphore != 0)
 #define TYPES_UINT64(arg0, arg1, arg2, arg3, arg4) types_uint64_fire(arg0, arg1, arg2, arg3, arg4)
 
 /* types:bools */
 void types_bools_fire(bool, bool);
 extern volatile unsigned short types_bools_semaphore USDTKIT_SEMAPHORE;
-void bools(bool, bool);
 #define TYPES_BOOLS_ENABLED() USDTKIT_UNLIKELY(&types_bools_semaphore != 0 && types_bools_semaphore != 0)
 #define TYPES_BOOLS(arg0, arg1) types_bools_fire(arg0, arg1)
 
 /* types:pointers */
 void types_pointers_fire(void *, void *, void *, void *, void *, void *, void *, void *);
 extern volatile unsigned short types_pointers_semaphore USDTKIT_SEMAPHORE;
-void pointers(void *, void *, void *, void *, void *, void *, void *, void *);
 #define TYPES_POINTERS_ENABLED() USDTKIT_UNLIKELY(&types_pointers_semaphore != 0 && types_pointers_semaphore != 0)
 #define TYPES_POINTERS(arg0, arg1, arg2, arg3, arg4, arg5, arg6, arg7) types_pointers_fire(arg0, arg1, arg2, arg3, arg4, arg5, arg6, arg7)
 

@@ -34,35 +34,30 @@ extern "C" {
 /* webrt:gc__start */
 void webrt_gc__start_fire(int32_t, int32_t, void *);
 extern volatile unsigned short webrt_gc__start_semaphore USDTKIT_SEMAPHORE;
-void gc__start(int32_t, int32_t, void *);
 #define WEBRT_GC_START_ENABLED() USDTKIT_UNLIKELY(&webrt_gc__start_semaphore != 0 && webrt_gc__start_semaphore != 0)
 #define WEBRT_GC_START(arg0, arg1, arg2) webrt_gc__start_fire(arg0, arg1, arg2)
 
 /* webrt:gc__done */
 void webrt_gc__done_fire(int32_t, int32_t, void *);
 extern volatile unsigned short webrt_gc__done_semaphore USDTKIT_SEMAPHORE;
-void gc__done(int32_t, int32_t, void *);
 #define WEBRT_GC_DONE_ENABLED() USDTKIT_UNLIKELY(&webrt_gc__done_semaphore != 0 && webrt_gc__done_semaphore != 0)
 #define WEBRT_GC_DONE(arg0, arg1, arg2) webrt_gc__done_fire(arg0, arg1, arg2)
 
 /* webrt:net__server__connection */
 void webrt_net__server__connection_fire(void *, const char *, int32_t, int32_t);
 extern volatile unsigned short webrt_net__server__connection_semaphore USDTKIT_SEMAPHORE;
-void net__server__connection(void *, const char *, int32_t, int32_t);
 #define WEBRT_NET_SERVER_CONNECTION_ENABLED() USDTKIT_UNLIKELY(&webrt_net__server__connection_semaphore != 0 && webrt_net__server__connection_semaphore != 0)
 #define WEBRT_NET_SERVER_CONNECTION(arg0, arg1, arg2, arg3) webrt_net__server__connection_fire(arg0, arg1, arg2, arg3)
 
 /* webrt:http__server__request */
 void webrt_http__server__request_fire(void *, void *, const char *, int32_t, const char *, const char *, int32_t);
 extern volatile unsigned short webrt_http__server__request_semaphore USDTKIT_SEMAPHORE;
-void http__server__request(void *, void *, const char *, int32_t, const char *, const char *, int32_t);
 #define WEBRT_HTTP_SERVER_REQUEST_ENABLED() USDTKIT_UNLIKELY(&webrt_http__server__request_semaphore != 0 && webrt_http__server__request_semaphore != 0)
 #define WEBRT_HTTP_SERVER_REQUEST(arg0, arg1, arg2, arg3, arg4, arg5, arg6) webrt_http__server__request_fire(arg0, arg1, arg2, arg3, arg4, arg5, arg6)
 
 /* webrt:http__client__response */
 void webrt_http__client__response_fire(void *, const char *, int32_t, int32_t);
 extern volatile unsigned short webrt_http__client__response_semaphore USDTKIT_SEMAPHORE;
-void http__client__response(void *, const char *, int32_t, int32_t);
 #define WEBRT_HTTP_CLIENT_RESPONSE_ENABLED() USDTKIT_UNLIKELY(&webrt_http__client__response_semaphore != 0 && webrt_http__client__response_semaphore != 0)
 #define WEBRT_HTTP_CLIENT_RESPONSE(arg0, arg1, arg2, arg3) webrt_http__client__response_fire(arg0, arg1, arg2, arg3)
 
