@@ -11,8 +11,9 @@ import (
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-// reCount is the line of a count() map without keys.
-var reCount = regexp.MustCompile(`(?m)^@: (\d+)$`)
+// reCount is the line of a count() map without keys, or of --count's
+// one probe.
+var reCount = regexp.MustCompile(`(?m)^@(?:\[uprobe:[^\]]+\])?: (\d+)$`)
 
 // TestTraceCommandLibrary traces functions of libraries a -c command maps
 // only after it starts, which are not in the stopped process yet: a
@@ -45,16 +46,17 @@ func TestTraceCommandLibrary(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		command string
-		probe   string
+		args    []string
 		want    int
 		atLeast bool
 	}{
-		{"dlopen short name", exe, "uprobe:libdlo:dlo_work", 3, false},
-		{"dlopen path", exe, "uprobe:" + lib + ":dlo_work", 3, false},
-		{"libjvm", java + " -version", "uprobe:libjvm:JNI_CreateJavaVM", 1, true},
+		{"dlopen short name", exe, []string{"-e", "uprobe:libdlo:dlo_work { @ = count(); }"}, 3, false},
+		{"dlopen path", exe, []string{"-e", "uprobe:" + lib + ":dlo_work { @ = count(); }"}, 3, false},
+		{"dlopen short name, --count", exe, []string{"--count", "uprobe:libdlo:dlo_work"}, 3, false},
+		{"libjvm", java + " -version", []string{"-e", "uprobe:libjvm:JNI_CreateJavaVM { @ = count(); }"}, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run := startTrace(t, "trace", "-c", tc.command, "-e", tc.probe+" { @ = count(); }")
+			run := startTrace(t, append([]string{"trace", "-c", tc.command}, tc.args...)...)
 			code, out, errs := run.wait(t)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
@@ -65,7 +67,7 @@ func TestTraceCommandLibrary(t *testing.T) {
 			}
 			n, err := strconv.Atoi(m[1])
 			if err != nil || n < tc.want || !tc.atLeast && n != tc.want {
-				t.Errorf("%s counted %s hits, want %d (at least: %v)", tc.probe, m[1], tc.want, tc.atLeast)
+				t.Errorf("%q counted %s hits, want %d (at least: %v)", tc.args, m[1], tc.want, tc.atLeast)
 			}
 		})
 	}
