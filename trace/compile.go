@@ -163,6 +163,7 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 	if opts != nil {
 		r.opts = *opts
 	}
+	r.commandLibs = commandLibs{exe: r.opts.Executable, warn: r.opts.Warn}
 	defer r.closeGo()
 	prog, err := btlang.ParseWith(name, []byte(src), &btlang.ParseOptions{Params: r.opts.Params})
 	if err == nil {
@@ -332,6 +333,9 @@ type resolver struct {
 	// funcNames are, per path, the functions the program names in it
 	// when it names them all by name (see noteFunctionNames).
 	funcNames map[string][]string
+	// commandLibs resolves library short names for a command started
+	// stopped.
+	commandLibs commandLibs
 }
 
 type resolved struct {
@@ -398,10 +402,17 @@ func (r *resolver) resolve(p *btlang.Probe) (*resolved, btlang.ProbeArgs, error)
 }
 
 // probePath is the path p's objects are looked for in: its own, or
-// without a process the executable, if any.
+// without a process the executable, if any. A library short name of a
+// command's probe is resolved as a file the command may map later (see
+// commandLibs).
 func (r *resolver) probePath(p *btlang.Probe) string {
 	if p.Path == "" && r.noProcess() {
 		return r.opts.Executable
+	}
+	if r.noProcess() {
+		if lib, ok := r.commandLibs.path(p.Path); ok {
+			return lib
+		}
 	}
 	return p.Path
 }

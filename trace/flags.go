@@ -400,6 +400,7 @@ func listSelectors(sels []*flagSelector, o *CompileOptions, goNames bool) error 
 			b.Close()
 		}
 	}()
+	libs := commandLibs{exe: o.Executable, warn: warn}
 	for _, s := range sels {
 		path := anyPath(s.sdt.Path)
 		if s.kind != kindUSDT {
@@ -410,6 +411,11 @@ func listSelectors(sels []*flagSelector, o *CompileOptions, goNames bool) error 
 				return fmt.Errorf("%s: an empty path needs a process: trace one with -p or -c (CompileOptions.PID or Executable)", escape.Name(s.text))
 			}
 			path = o.Executable
+		}
+		if pids[0] == 0 {
+			if lib, ok := libs.path(path); ok {
+				path = lib
+			}
 		}
 		if s.kind == kindUSDT {
 			usdtSels = append(usdtSels, s.text)

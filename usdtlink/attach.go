@@ -27,6 +27,11 @@ const (
 	IPMap    = "__bpf_usdt_ip_to_spec_id"
 )
 
+// ErrAttachType is wrapped by Attach's error when Options.Classic asks for
+// classic uprobe links and the program was loaded with the uprobe_multi
+// attach type, which the kernel attaches with uprobe_multi links only.
+var ErrAttachType = errors.New("the program was loaded with the uprobe_multi attach type, which takes no classic links")
+
 // Options are the optional parameters of Attach and AttachProbes. A nil
 // *Options is the zero value.
 type Options struct {
@@ -40,9 +45,11 @@ type Options struct {
 	// cookie itself carries the spec id.
 	Cookie uint64
 	// Classic uses one classic uprobe link per location even where the
-	// kernel has uprobe_multi. Without it, Attach uses uprobe_multi when
-	// the kernel has it and falls back to classic links when the program
-	// was not loaded for uprobe_multi (see PrepareSpec).
+	// kernel has uprobe_multi; the program must have been loaded with the
+	// generic attach type (LoadCollectionSpec's, or PrepareSpec(spec,
+	// true)), else Attach fails saying so. Without it, Attach uses
+	// uprobe_multi when the kernel has it and falls back to classic links
+	// when the program was not loaded for uprobe_multi (see PrepareSpec).
 	Classic bool
 }
 
@@ -271,6 +278,11 @@ func (l *Link) attach(prog *ebpf.Program, probes []sdt.Probe, opts *Options, coo
 			multi = false
 			links, err = session.AttachObject(prog, obj, opts.PID, multi)
 		}
+		if err != nil && !multi && len(l.links) == 0 && loadedForMulti(prog, obj, opts.PID) {
+			// cilium/ebpf formats the kernel's EINVAL with %v: the
+			// uprobe_multi link taken is what tells the cause.
+			return fmt.Errorf("attach usdt %s: %w: load it with PrepareSpec(spec, true) for Options.Classic", obj.Name, ErrAttachType)
+		}
 		if err != nil {
 			return err
 		}
@@ -281,6 +293,22 @@ func (l *Link) attach(prog *ebpf.Program, probes []sdt.Probe, opts *Options, coo
 	}
 	l.multi = multi
 	return nil
+}
+
+// loadedForMulti reports whether prog takes a uprobe_multi link on obj,
+// which the kernel refuses to programs of the generic attach type: the
+// link is closed at once. It explains a classic link refused with EINVAL.
+func loadedForMulti(prog *ebpf.Program, obj *session.Object, pid int) bool {
+	if features.HaveBPFLinkUprobeMulti() != nil {
+		return false
+	}
+	probe := *obj
+	probe.Offsets, probe.Cookies, probe.RefCtrOffsets = obj.Offsets[:1], obj.Cookies[:1], nil
+	links, err := session.AttachObject(prog, &probe, pid, true)
+	for _, k := range links {
+		k.Close()
+	}
+	return err == nil
 }
 
 func nonZero(v []uint64) bool {

@@ -30,7 +30,11 @@ import (
 //     (LoadCollectionSpec does so for every hidden function.)
 //   - programs in "usdt" sections get the uprobe_multi attach type when
 //     the kernel has uprobe_multi and classic is false, as libbpf does,
-//     so that Attach can attach all locations with one link.
+//     so that Attach can attach all locations with one link; with classic
+//     true they get the generic attach type. The kernel takes classic
+//     uprobe links only for the one and uprobe_multi links only for the
+//     other. Calling PrepareSpec again on a prepared spec only sets the
+//     attach type.
 func PrepareSpec(spec *ebpf.CollectionSpec, classic bool) error {
 	if err := features.HaveProgramHelper(ebpf.Kprobe, asm.FnGetAttachCookie); err != nil {
 		return fmt.Errorf("BPF cookies: %w", err)
@@ -41,8 +45,13 @@ func PrepareSpec(spec *ebpf.CollectionSpec, classic bool) error {
 	staticHidden(spec, usdtHelpers)
 	multi := !classic && features.HaveBPFLinkUprobeMulti() == nil
 	for _, p := range spec.Programs {
-		if _, ok := usdtSection(p.SectionName); ok && multi && p.Type == ebpf.Kprobe {
+		if _, ok := usdtSection(p.SectionName); !ok || p.Type != ebpf.Kprobe {
+			continue
+		}
+		if multi {
 			p.AttachType = ebpf.AttachTraceUprobeMulti
+		} else if p.AttachType == ebpf.AttachTraceUprobeMulti {
+			p.AttachType = ebpf.AttachNone
 		}
 	}
 	return nil

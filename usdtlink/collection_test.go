@@ -53,9 +53,9 @@ func TestAttachCollection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !multi {
-			for _, p := range spec.Programs {
-				p.AttachType = ebpf.AttachNone
+		if multi {
+			if err := usdtlink.PrepareSpec(spec, false); err != nil {
+				t.Fatal(err)
 			}
 		}
 		coll, err := ebpf.NewCollection(spec)

@@ -61,7 +61,10 @@
 // does. Semaphores are raised by the kernel (uprobe ref_ctr_offset). One
 // uprobe_multi link per object carries every location where the kernel has
 // it (6.6+) and the program was loaded with the uprobe_multi attach type
-// (PrepareSpec sets it); otherwise one classic uprobe link per location.
+// (PrepareSpec(spec, false) sets it; LoadCollectionSpec leaves the generic
+// one, so that Options.Classic works too); otherwise one classic uprobe
+// link per location. Classic links on a program loaded for uprobe_multi
+// are refused with ErrAttachType.
 // BPF cookies (5.15+) are required.
 //
 // # Errors and lifetime

@@ -103,8 +103,12 @@ func load(t *testing.T, obj string, classic bool) *loaded {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if classic {
-		spec.Programs["handle"].AttachType = ebpf.AttachNone
+	if !classic {
+		// LoadCollectionSpec keeps the generic attach type; uprobe_multi
+		// links need the program loaded for them.
+		if err := usdtlink.PrepareSpec(spec, false); err != nil {
+			t.Fatal(err)
+		}
 	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {

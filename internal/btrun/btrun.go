@@ -374,6 +374,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		now := time.Now()
 		idle := r.rd.AvailableBytes() == 0
 		if idle || now.Sub(checked) >= r.opts.PollInterval {
+			r.stacks.refreshTargets(r.opts.PIDs)
 			if r.targetGone() {
 				break
 			}
@@ -480,6 +481,9 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	}
 	if updates > 0 {
 		out = fmt.Appendf(out, "usdtkit: %d map updates failed (a map was full)\n", updates)
+	}
+	if n := r.stacks.unnamedJIT(); n > 0 {
+		out = fmt.Appendf(out, "usdtkit: %d stack frames in JIT code are unnamed: no perf map (/tmp/perf-PID.map) or jitdump names their addresses (for Java, start it with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit or run jcmd PID Compiler.perfmap)\n", n)
 	}
 	_, err = r.w.Write(out)
 	return err

@@ -161,6 +161,38 @@ func (s *stacks) refresh(pid int) {
 	}
 }
 
+// maxRefreshed bounds the traced processes whose mappings Run reads
+// again at each poll.
+const maxRefreshed = 16
+
+// refreshTargets reads again the mappings of the traced processes
+// remembered so far, adding those made since: a process is announced at
+// its first stack, and a command started stopped maps its libraries and
+// a JIT its code cache after that. Done while they live, at each poll, so
+// that their stacks symbolize when printed after they exit.
+func (s *stacks) refreshTargets(pids []int) {
+	if s.procs == nil {
+		return
+	}
+	for _, pid := range pids[:min(len(pids), maxRefreshed)] {
+		if sym := s.procs[pid]; sym != nil {
+			sym.Refresh() // a process gone keeps what was read
+		}
+	}
+}
+
+// unnamedJIT returns how many frames in anonymous executable memory no
+// perf map or jitdump named, over every process.
+func (s *stacks) unnamedJIT() int {
+	n := 0
+	for _, sym := range s.procs {
+		if sym != nil {
+			n += sym.UnnamedJIT()
+		}
+	}
+	return n
+}
+
 // unwind returns the return addresses of a printf'd stack copy of
 // process pid, innermost first.
 func (s *stacks) unwind(pid int, info *btgen.StackInfo, c stackcap.Copy, entry bool) []uint64 {

@@ -24,6 +24,10 @@ const DefaultCache = "/etc/ld.so.cache"
 // FindOptions control Find. The zero value, or nil, searches the host the
 // way its dynamic loader would.
 type FindOptions struct {
+	// RunPath are directories to search, inside Root, in order, before
+	// the cache, as the loader searches an object's DT_RUNPATH (see
+	// RunPath). Default none.
+	RunPath []string
 	// Cache is the ld.so.cache file to consult, inside Root. Default
 	// DefaultCache. A missing cache is skipped; an unreadable or
 	// malformed one is an error.
@@ -47,8 +51,9 @@ type FindOptions struct {
 // maxLinks bounds symbolic link resolution, like the kernel's MAXSYMLINKS.
 const maxLinks = 40
 
-// Find returns the path of the shared library called name, searching the
-// ld.so.cache and then the standard directories like the dynamic loader.
+// Find returns the path of the shared library called name, searching
+// FindOptions.RunPath, the ld.so.cache and then the standard directories
+// like the dynamic loader.
 //
 // name may be
 //   - a short name: "c", "libc", "libstdc++", "libpython3.11". "lib" is
@@ -97,6 +102,11 @@ func Find(name string, opts *FindOptions) (string, error) {
 	}
 	q := newQuery(name)
 
+	for _, dir := range opts.RunPath {
+		if p, ok := f.fromDir(q, dir); ok {
+			return p, nil
+		}
+	}
 	cache := cmp.Or(opts.Cache, DefaultCache)
 	b, err := os.ReadFile(f.root + cache)
 	switch {

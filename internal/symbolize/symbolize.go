@@ -64,6 +64,12 @@ type Symbolizer struct {
 	files map[procfs.FileID]*object
 	perf  *perfState
 	jit   jitState
+	// uid owns the process (its /proc directory): a perf map must be
+	// owned by it or by root.
+	uid uint32
+	// unnamedAnon counts the frames in anonymous executable memory that
+	// neither the perf map nor a jitdump named (UnnamedJIT).
+	unnamedAnon int
 	// chain is appendFrames' buffer for inline chains.
 	chain []inlFrame
 }
@@ -127,6 +133,10 @@ func New(pid int, opts *Options) (*Symbolizer, error) {
 	}
 	s.root = root
 	s.nspid = nsPID(pid)
+	var st unix.Stat_t
+	if err := unix.Stat(fmt.Sprintf("/proc/%d", pid), &st); err == nil {
+		s.uid = st.Uid
+	}
 	if err := s.readMaps(); err != nil {
 		s.Close()
 		return nil, err
@@ -254,6 +264,28 @@ func (s *Symbolizer) Frames(addrs []uint64) []Frame {
 	return s.AppendFrames(make([]Frame, 0, len(addrs)), addrs)
 }
 
+// Refresh reads the process's mappings again and adds those not known
+// yet, while it lives: mappings made since New (libraries a command
+// started stopped loads, a JIT's code cache) then symbolize after it
+// exits. A process gone or exiting adds nothing.
+func (s *Symbolizer) Refresh() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.root == nil {
+		return fmt.Errorf("refresh: symbolizer closed")
+	}
+	return s.readMaps()
+}
+
+// UnnamedJIT returns how many frames so far were in anonymous executable
+// memory (JIT code) that neither the process's perf map nor its jitdump
+// named.
+func (s *Symbolizer) UnnamedJIT() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unnamedAnon
+}
+
 // AppendFrames is Frames appending to dst, for callers that reuse a
 // buffer.
 func (s *Symbolizer) AppendFrames(dst []Frame, addrs []uint64) []Frame {
@@ -286,7 +318,15 @@ func (s *Symbolizer) appendAll(dst []Frame, addrs []uint64, stack bool) []Frame 
 			}
 		}
 		if !ok {
-			out = append(out, Frame{Addr: a})
+			// In no mapping seen while the process lived (JIT code
+			// mapped after the maps were last read, and the process
+			// gone since): the perf map, the JIT's own list of its
+			// code, may still name it.
+			fr := Frame{Addr: a}
+			if p, ok := s.perfLookup(a); ok {
+				fr.Object, fr.Symbol, fr.SymOffset = perfObject(s.nspid), p.Name, a-p.Start
+			}
+			out = append(out, fr)
 			continue
 		}
 		out = s.appendFrames(out, a, m, stack && i > 0)
@@ -316,6 +356,7 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 				fr.File, fr.Line = s.jit.jitPosition(p, at)
 				return append(out, fr)
 			}
+			s.unnamedAnon++
 		}
 		return append(out, fr)
 	}
@@ -424,6 +465,11 @@ func (s *Symbolizer) perfLookup(a uint64) (PerfSymbol, bool) {
 		return PerfSymbol{}, false
 	}
 	if p.tried && st.Size == p.size && st.Mtim == p.mtime {
+		return PerfSymbol{}, false
+	}
+	// /tmp is everyone's: a map another user wrote, or a FIFO, is not
+	// the process's.
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 && st.Uid != s.uid {
 		return PerfSymbol{}, false
 	}
 	p.tried, p.size, p.mtime = true, st.Size, st.Mtim

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
@@ -346,6 +347,30 @@ func TestPerfMap(t *testing.T) {
 	if fr := s.Frames([]uint64{a})[0]; fr.Symbol != "" || fr.String() != "0x"+strconv.FormatUint(a, 16) {
 		t.Errorf("%#x: have %+v (%s), want a bare address", a, fr, fr)
 	}
+	if n := s.UnnamedJIT(); n != 1 {
+		t.Errorf("UnnamedJIT() = %d after one unnamed frame in anonymous memory, want 1", n)
+	}
+
+	// A map another user owns is not the process's (/tmp is everyone's).
+	st, err := os.Stat(perf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := st.Sys().(*syscall.Stat_t).Uid
+	if err := os.Chown(perf, 54321, -1); err != nil {
+		t.Fatal(err)
+	}
+	other := newSymbolizer(t, tr.PID(), nil)
+	first := want["LJava/lang/String;::hashCode"]
+	if fr := other.Frames([]uint64{first})[0]; fr.Symbol != "" {
+		t.Errorf("perf map owned by uid 54321, process's uid %d: have %+v, want no symbol", owner, fr)
+	}
+	if err := os.Chown(perf, int(owner), -1); err != nil {
+		t.Fatal(err)
+	}
+	if fr := other.Frames([]uint64{first})[0]; fr.Symbol != "LJava/lang/String;::hashCode" {
+		t.Errorf("perf map owned by the process's uid %d again: have %+v, want its symbol", owner, fr)
+	}
 
 	// The map grows while the process runs: it is read again.
 	line := tr.Do(t, "more")
@@ -360,7 +385,6 @@ func TestPerfMap(t *testing.T) {
 	// With MaxPerfMap below the first two lines, only the first, whole
 	// one is read.
 	small := newSymbolizer(t, tr.PID(), &Options{MaxPerfMap: 50})
-	first := want["LJava/lang/String;::hashCode"]
 	if fr := small.Frames([]uint64{first})[0]; fr.Symbol != "LJava/lang/String;::hashCode" {
 		t.Errorf("MaxPerfMap 50, %#x: have %#v, want the first symbol", first, fr)
 	}
