@@ -5,17 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/trace"
@@ -38,6 +33,9 @@ type Options struct {
 	// and looks at each process that execs at once; where that fails it
 	// warns and scans periodically only.
 	NoExecEvents bool
+	// HTTP bounds what Serve gives the clients of /metrics; the zero
+	// value is the defaults given at HTTPLimits.
+	HTTP HTTPLimits
 }
 
 // Agent runs programs in the processes their targets select, following
@@ -629,47 +627,4 @@ func (a *Agent) Reload(cfg *Config) error {
 	a.warned = nil
 	a.warnMu.Unlock()
 	return nil
-}
-
-// Handler returns the HTTP handler of /metrics: the agent's metrics in
-// Prometheus' text or protobuf format, as the scraper asks.
-func (a *Agent) Handler() http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(a)
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
-}
-
-// Serve runs the agent (Run) and serves /metrics on ln until ctx is done,
-// and pushes the metrics over OTLP if the config says (PushOTLP); it
-// closes ln. It returns nil, or the first error of Run or the HTTP
-// server.
-func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
-	if a.otlp != nil {
-		stop, err := a.PushOTLP(a.otlp)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			stop(ctx)
-		}()
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", a.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	runErr := a.Run(ctx)
-	cancel()
-	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
-	defer stop()
-	srv.Shutdown(shutdown)
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return runErr
 }

@@ -1,0 +1,128 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
+)
+
+// HTTPLimits bound what the clients of /metrics can take from the agent,
+// which runs as root beside them: a client that connects and sends
+// nothing, or asks and never reads, must not use up its descriptors or
+// pin its memory. Each zero field is its default.
+type HTTPLimits struct {
+	// MaxConnections is the most connections served at once; more wait
+	// in the kernel's listen backlog, holding no descriptor of the
+	// agent. Default 64.
+	MaxConnections int
+	// MaxRequestsInFlight is the most scrapes answered at once; another
+	// is answered 503 at once. Each holds one copy of every series
+	// until its response is written. Default 4.
+	MaxRequestsInFlight int
+	// ReadTimeout is the longest a connection may take to send its
+	// request. Default 10s.
+	ReadTimeout time.Duration
+	// WriteTimeout is the longest a response may take to be gathered
+	// and written; a scraper that reads slower loses its connection.
+	// Default 30s.
+	WriteTimeout time.Duration
+	// IdleTimeout is the longest a kept-alive connection waits for its
+	// next request. Default 60s.
+	IdleTimeout time.Duration
+}
+
+// withDefaults returns l with every zero field set to its default.
+func (l HTTPLimits) withDefaults() HTTPLimits {
+	if l.MaxConnections <= 0 {
+		l.MaxConnections = 64
+	}
+	if l.MaxRequestsInFlight <= 0 {
+		l.MaxRequestsInFlight = 4
+	}
+	if l.ReadTimeout <= 0 {
+		l.ReadTimeout = 10 * time.Second
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = 30 * time.Second
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = 60 * time.Second
+	}
+	return l
+}
+
+// Handler returns the HTTP handler of /metrics: the agent's metrics in
+// Prometheus' text or protobuf format, as the scraper asks, at most
+// Options.HTTP.MaxRequestsInFlight at once.
+func (a *Agent) Handler() http.Handler {
+	return metricsHandler(a, a.opts.HTTP.withDefaults())
+}
+
+// metricsHandler serves c's metrics within l.
+func metricsHandler(c prometheus.Collector, l HTTPLimits) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: l.MaxRequestsInFlight,
+		// A gathering slower than the write deadline would only write
+		// into a closed connection.
+		Timeout: l.WriteTimeout,
+	})
+}
+
+// newServer returns the server of h on /metrics within l, and ln limited
+// to l.MaxConnections.
+func newServer(h http.Handler, ln net.Listener, l HTTPLimits) (*http.Server, net.Listener) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: l.ReadTimeout,
+		ReadTimeout:       l.ReadTimeout,
+		WriteTimeout:      l.WriteTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    16 << 10,
+	}
+	return srv, netutil.LimitListener(ln, l.MaxConnections)
+}
+
+// Serve runs the agent (Run) and serves /metrics on ln until ctx is done,
+// within Options.HTTP, and pushes the metrics over OTLP if the config
+// says (PushOTLP); it closes ln. It returns nil, or the first error of
+// Run or the HTTP server.
+func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
+	if a.otlp != nil {
+		stop, err := a.PushOTLP(a.otlp)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			stop(ctx)
+		}()
+	}
+	srv, ln := newServer(a.Handler(), ln, a.opts.HTTP.withDefaults())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	runErr := a.Run(ctx)
+	cancel()
+	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	srv.Shutdown(shutdown)
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return runErr
+}
