@@ -69,7 +69,10 @@
 //
 // A map @NAME of program PROG is the metric usdtkit_PROG_NAME (or
 // MapConfig.Metric), its key fields labels (MapConfig.Labels, else key0,
-// key1…), plus the program's ConstLabels. By kind:
+// key1…), plus the program's ConstLabels. A string key is its label's
+// value as usdtkit list prints names (internal/escape): bytes that are
+// not printable UTF-8 as \xNN, a backslash as \\; no key is dropped for
+// its bytes. By kind:
 //
 //   - count() and sum() of unsigned values: counters (usdtkit_PROG_NAME_total).
 //     A program that clears or deletes keys makes them go down, which

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/trace"
 )
 
@@ -124,7 +125,10 @@ func (s *mapState) keyOf(e *trace.MapEntry) ([]string, string) {
 			continue
 		}
 		if s.keyStrings[i] || e.Key[i].Str != "" {
-			vals[i] = e.Key[i].Str
+			// Prometheus drops a series whose label is not UTF-8,
+			// and a traced process chooses these bytes: escape.Name
+			// keeps every key, as usdtkit list prints names.
+			vals[i] = escape.Name(e.Key[i].Str)
 		} else {
 			vals[i] = strconv.FormatInt(e.Key[i].Int, 10)
 		}
