@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/exporter-toolkit/web"
+
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/trace"
 )
@@ -36,6 +38,12 @@ type Options struct {
 	// HTTP bounds what Serve gives the clients of /metrics; the zero
 	// value is the defaults given at HTTPLimits.
 	HTTP HTTPLimits
+	// WebConfigFile, when not empty, is the Prometheus exporters' web
+	// config that Serve applies to /metrics (TLS, client certificates,
+	// basic auth; node_exporter's --web.config.file, read by
+	// github.com/prometheus/exporter-toolkit/web). New checks it; its
+	// certificates are read again at each TLS connection.
+	WebConfigFile string
 }
 
 // Agent runs programs in the processes their targets select, following
@@ -134,6 +142,11 @@ func New(cfg *Config, opts *Options) (*Agent, error) {
 	a := &Agent{wake: make(chan struct{}, 1)}
 	if opts != nil {
 		a.opts = *opts
+	}
+	if a.opts.WebConfigFile != "" {
+		if err := web.Validate(a.opts.WebConfigFile); err != nil {
+			return nil, fmt.Errorf("web config %s: %w", a.opts.WebConfigFile, err)
+		}
 	}
 	if err := compileCheck(cfg, a.warn); err != nil {
 		return nil, err

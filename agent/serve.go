@@ -4,12 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/net/netutil"
 )
 
@@ -90,12 +98,16 @@ func newServer(h http.Handler, ln net.Listener, l HTTPLimits) (*http.Server, net
 		WriteTimeout:      l.WriteTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
+		// Any local client can make the server log (a TLS handshake
+		// gone wrong): a library does not print, and such a log
+		// would be theirs to fill.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	return srv, netutil.LimitListener(ln, l.MaxConnections)
 }
 
 // Serve runs the agent (Run) and serves /metrics on ln until ctx is done,
-// within Options.HTTP, and pushes the metrics over OTLP if the config
+// within Options.HTTP and as Options.WebConfigFile says, and pushes the metrics over OTLP if the config
 // says (PushOTLP); it closes ln. It returns nil, or the first error of
 // Run or the HTTP server.
 func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
@@ -115,7 +127,7 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serveWeb(srv, ln, a.opts.WebConfigFile, a.warn) }()
 	runErr := a.Run(ctx)
 	cancel()
 	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
@@ -125,4 +137,67 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return runErr
+}
+
+// serveWeb serves srv on ln with the web config at path (none if
+// empty); the toolkit's warnings and errors go to warn.
+func serveWeb(srv *http.Server, ln net.Listener, path string, warn func(error)) error {
+	logger := slog.New(warnHandler{warn: warn})
+	return web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &path}, logger)
+}
+
+// warnHandler passes the records of level Warn and above to warn, as
+// one error each: library code does not print.
+type warnHandler struct {
+	warn  func(error)
+	attrs []slog.Attr
+}
+
+func (h warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h warnHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString("web: ")
+	b.WriteString(r.Message)
+	attr := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	}
+	for _, a := range h.attrs {
+		attr(a)
+	}
+	r.Attrs(attr)
+	h.warn(errors.New(b.String()))
+	return nil
+}
+
+func (h warnHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return warnHandler{warn: h.warn, attrs: append(slices.Clip(h.attrs), as...)}
+}
+
+func (h warnHandler) WithGroup(string) slog.Handler { return h }
+
+// Listen returns the listener of addr: a Unix socket for "unix:PATH"
+// (a stale socket file at PATH is replaced; the socket is made mode
+// 0660, for its group to scrape), else a TCP address ("127.0.0.1:9435").
+func Listen(addr string) (net.Listener, error) {
+	path, ok := strings.CutPrefix(addr, "unix:")
+	if !ok {
+		return net.Listen("tcp", addr)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == os.ModeSocket {
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	// Made 0660 from the start, not after: no moment where any local
+	// user may connect.
+	old := syscall.Umask(0o117)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, err
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(true)
+	return ln, nil
 }
