@@ -54,6 +54,9 @@ type Options struct {
 type Agent struct {
 	opts Options
 	otlp *OTLPConfig
+	// listen is the config's Listen at New: Reload cannot move the
+	// listener, which is the caller's.
+	listen string
 
 	// scanMu serializes scan, Reload and the end of Run.
 	scanMu sync.Mutex
@@ -128,13 +131,22 @@ type attachment struct {
 	done   chan struct{}
 }
 
+// ErrNotRoot is New's error when not run as root: the agent reads the
+// maps of every process its targets select and traces them, and a
+// non-root agent would serve empty metrics.
+var ErrNotRoot = errors.New("the agent must run as root: it reads and traces processes of every user")
+
 // New checks cfg and returns an agent that does nothing until Run. Each
 // program is compiled against each of its binary targets that exists
 // (else against no object): an error in its text is a *ConfigError; a
-// binary that does not exist is a warning (Options.Warn).
+// binary that does not exist is a warning (Options.Warn). Not run as
+// root, it returns ErrNotRoot.
 func New(cfg *Config, opts *Options) (*Agent, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("agent: no config")
+	}
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
 	}
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -153,6 +165,7 @@ func New(cfg *Config, opts *Options) (*Agent, error) {
 	}
 	a.progs = newPrograms(cfg)
 	a.otlp = cfg.OTLP
+	a.listen = cfg.Listen
 	return a, nil
 }
 
@@ -619,7 +632,8 @@ func (a *Agent) stopAll() {
 // exported counters restart from zero, which Prometheus reads as a
 // reset). It must be called while Run runs or before. A cfg that New
 // would refuse is refused here too, and the running config, its tracers
-// and its values are kept.
+// and its values are kept. A new Listen is not applied (the listener is
+// the caller's): Reload warns that it is ignored (Options.Warn).
 func (a *Agent) Reload(cfg *Config) error {
 	if cfg == nil {
 		return fmt.Errorf("agent: no config")
@@ -629,6 +643,9 @@ func (a *Agent) Reload(cfg *Config) error {
 	}
 	if err := compileCheck(cfg, a.warn); err != nil {
 		return err
+	}
+	if cfg.Listen != a.listen {
+		a.warn(fmt.Errorf("reload: listen %q ignored: the agent serves on %q until it restarts", cfg.Listen, a.listen))
 	}
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()

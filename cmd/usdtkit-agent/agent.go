@@ -80,7 +80,11 @@ func runAgent(cmd *cobra.Command, o *agentOptions) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	fmt.Fprintf(stderr, "usdtkit agent: serving /metrics on %s\n", addr)
+	if ln.Addr().Network() == "unix" {
+		fmt.Fprintf(stderr, "usdtkit agent: serving /metrics on unix:%s\n", ln.Addr())
+	} else {
+		fmt.Fprintf(stderr, "usdtkit agent: serving http://%s/metrics\n", ln.Addr())
+	}
 	go func() {
 		for {
 			select {
