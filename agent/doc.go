@@ -127,6 +127,14 @@
 // Reload and Collect are safe for concurrent use. Reload drops the
 // values and starts over (counters reset), unless it refuses the config.
 //
+// # Serving
+//
+// Serve bounds what the clients of /metrics can take (Options.HTTP:
+// connections, timeouts, scrapes gathered at once) and applies
+// Options.WebConfigFile (TLS, basic auth); Listen opens a TCP address or
+// a Unix socket ("unix:PATH"). New refuses to run without root
+// (ErrNotRoot).
+//
 // # Config
 //
 // The config is JSON (ParseConfig, LoadConfig), documented at Config;
