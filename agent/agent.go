@@ -129,6 +129,8 @@ type attachment struct {
 	probes int
 	cancel context.CancelFunc
 	done   chan struct{}
+	// read guards t against Close while Collect reads it.
+	read tracerRead
 }
 
 // ErrNotRoot is New's error when not run as root: the agent reads the
@@ -596,7 +598,7 @@ func (a *Agent) retire(at *attachment) {
 		a.stats.lost += lost
 		a.stats.updateFails += updates
 	}
-	at.t.Close()
+	at.read.close(at.t)
 	at.t = nil
 	a.stats.detaches++
 	if p.live[at.pid] == at {

@@ -124,7 +124,9 @@
 // # Lifetime and concurrency
 //
 // Run owns the tracers: it detaches all of them before it returns. Run,
-// Reload and Collect are safe for concurrent use. Reload drops the
+// Reload and Collect are safe for concurrent use. Collect reads the
+// tracers' maps without the lock that attaching and scanning take: a
+// scrape of many keys does not hold up a new process's attach. Reload drops the
 // values and starts over (counters reset), unless it refuses the config.
 //
 // # Serving
