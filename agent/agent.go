@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -14,8 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/trace"
@@ -38,6 +35,15 @@ type Options struct {
 	// and looks at each process that execs at once; where that fails it
 	// warns and scans periodically only.
 	NoExecEvents bool
+	// HTTP bounds what Serve gives the clients of /metrics; the zero
+	// value is the defaults given at HTTPLimits.
+	HTTP HTTPLimits
+	// WebConfigFile, when not empty, is the Prometheus exporters' web
+	// config that Serve applies to /metrics (TLS, client certificates,
+	// basic auth; node_exporter's --web.config.file, read by
+	// github.com/prometheus/exporter-toolkit/web). New checks it; its
+	// certificates are read again at each TLS connection.
+	WebConfigFile string
 }
 
 // Agent runs programs in the processes their targets select, following
@@ -48,6 +54,9 @@ type Options struct {
 type Agent struct {
 	opts Options
 	otlp *OTLPConfig
+	// listen is the config's Listen at New: Reload cannot move the
+	// listener, which is the caller's.
+	listen string
 
 	// scanMu serializes scan, Reload and the end of Run.
 	scanMu sync.Mutex
@@ -120,15 +129,26 @@ type attachment struct {
 	probes int
 	cancel context.CancelFunc
 	done   chan struct{}
+	// read guards t against Close while Collect reads it.
+	read tracerRead
 }
+
+// ErrNotRoot is New's error when not run as root: the agent reads the
+// maps of every process its targets select and traces them, and a
+// non-root agent would serve empty metrics.
+var ErrNotRoot = errors.New("the agent must run as root: it reads and traces processes of every user")
 
 // New checks cfg and returns an agent that does nothing until Run. Each
 // program is compiled against each of its binary targets that exists
 // (else against no object): an error in its text is a *ConfigError; a
-// binary that does not exist is a warning (Options.Warn).
+// binary that does not exist is a warning (Options.Warn). Not run as
+// root, it returns ErrNotRoot.
 func New(cfg *Config, opts *Options) (*Agent, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("agent: no config")
+	}
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
 	}
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -137,11 +157,17 @@ func New(cfg *Config, opts *Options) (*Agent, error) {
 	if opts != nil {
 		a.opts = *opts
 	}
+	if a.opts.WebConfigFile != "" {
+		if err := web.Validate(a.opts.WebConfigFile); err != nil {
+			return nil, fmt.Errorf("web config %s: %w", a.opts.WebConfigFile, err)
+		}
+	}
 	if err := compileCheck(cfg, a.warn); err != nil {
 		return nil, err
 	}
 	a.progs = newPrograms(cfg)
 	a.otlp = cfg.OTLP
+	a.listen = cfg.Listen
 	return a, nil
 }
 
@@ -572,7 +598,7 @@ func (a *Agent) retire(at *attachment) {
 		a.stats.lost += lost
 		a.stats.updateFails += updates
 	}
-	at.t.Close()
+	at.read.close(at.t)
 	at.t = nil
 	a.stats.detaches++
 	if p.live[at.pid] == at {
@@ -608,7 +634,8 @@ func (a *Agent) stopAll() {
 // exported counters restart from zero, which Prometheus reads as a
 // reset). It must be called while Run runs or before. A cfg that New
 // would refuse is refused here too, and the running config, its tracers
-// and its values are kept.
+// and its values are kept. A new Listen is not applied (the listener is
+// the caller's): Reload warns that it is ignored (Options.Warn).
 func (a *Agent) Reload(cfg *Config) error {
 	if cfg == nil {
 		return fmt.Errorf("agent: no config")
@@ -618,6 +645,9 @@ func (a *Agent) Reload(cfg *Config) error {
 	}
 	if err := compileCheck(cfg, a.warn); err != nil {
 		return err
+	}
+	if cfg.Listen != a.listen {
+		a.warn(fmt.Errorf("reload: listen %q ignored: the agent serves on %q until it restarts", cfg.Listen, a.listen))
 	}
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()
@@ -629,47 +659,4 @@ func (a *Agent) Reload(cfg *Config) error {
 	a.warned = nil
 	a.warnMu.Unlock()
 	return nil
-}
-
-// Handler returns the HTTP handler of /metrics: the agent's metrics in
-// Prometheus' text or protobuf format, as the scraper asks.
-func (a *Agent) Handler() http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(a)
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
-}
-
-// Serve runs the agent (Run) and serves /metrics on ln until ctx is done,
-// and pushes the metrics over OTLP if the config says (PushOTLP); it
-// closes ln. It returns nil, or the first error of Run or the HTTP
-// server.
-func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
-	if a.otlp != nil {
-		stop, err := a.PushOTLP(a.otlp)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			stop(ctx)
-		}()
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", a.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	runErr := a.Run(ctx)
-	cancel()
-	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
-	defer stop()
-	srv.Shutdown(shutdown)
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return runErr
 }

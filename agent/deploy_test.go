@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -16,8 +17,8 @@ import (
 )
 
 // TestDaemonSet parses deploy/daemonset.yaml: a ConfigMap whose
-// agent.json ParseConfig accepts, and a privileged DaemonSet in the host's
-// PID namespace mounting /sys/fs/bpf and /proc.
+// agent.json ParseConfig accepts listening on loopback, and a privileged
+// DaemonSet in the host's PID and network namespaces mounting /sys/fs/bpf and /proc.
 func TestDaemonSet(t *testing.T) {
 	f, err := os.Open("../deploy/daemonset.yaml")
 	if err != nil {
@@ -33,8 +34,9 @@ func TestDaemonSet(t *testing.T) {
 			Spec struct {
 				Template struct {
 					Spec struct {
-						HostPID    bool `yaml:"hostPID"`
-						Containers []struct {
+						HostPID     bool `yaml:"hostPID"`
+						HostNetwork bool `yaml:"hostNetwork"`
+						Containers  []struct {
 							Args            []string `yaml:"args"`
 							SecurityContext struct {
 								Privileged bool `yaml:"privileged"`
@@ -58,14 +60,17 @@ func TestDaemonSet(t *testing.T) {
 		kinds = append(kinds, doc.Kind)
 		switch doc.Kind {
 		case "ConfigMap":
-			if _, err := agent.ParseConfig([]byte(doc.Data["agent.json"])); err != nil {
+			cfg, err := agent.ParseConfig([]byte(doc.Data["agent.json"]))
+			if err != nil {
 				t.Errorf("ConfigMap agent.json: %v", err)
+			} else if host, _, err := net.SplitHostPort(cfg.Listen); err != nil || !net.ParseIP(host).IsLoopback() {
+				t.Errorf("ConfigMap agent.json: listen %q, want the node's loopback", cfg.Listen)
 			}
 		case "DaemonSet":
 			s := doc.Spec.Template.Spec
-			if !s.HostPID || len(s.Containers) != 1 || !s.Containers[0].SecurityContext.Privileged ||
+			if !s.HostPID || !s.HostNetwork || len(s.Containers) != 1 || !s.Containers[0].SecurityContext.Privileged ||
 				!slices.Contains(s.Containers[0].Args, "agent") {
-				t.Errorf("DaemonSet: have %+v, want hostPID, one privileged container running agent", s)
+				t.Errorf("DaemonSet: have %+v, want hostPID, hostNetwork, one privileged container running agent", s)
 			}
 			var paths []string
 			for _, v := range s.Volumes {
@@ -116,5 +121,39 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	if !strings.Contains(keys["[Service]ExecStart"], "/usdtkit-agent --config ") || !strings.Contains(keys["[Service]ExecReload"], "-HUP") {
 		t.Errorf("ExecStart %q, ExecReload %q", keys["[Service]ExecStart"], keys["[Service]ExecReload"])
+	}
+}
+
+// TestNetworkPolicy parses deploy/networkpolicy.yaml: a NetworkPolicy
+// selecting the DaemonSet's pods that admits ingress to port 9435 only
+// from the pods it names.
+func TestNetworkPolicy(t *testing.T) {
+	b, err := os.ReadFile("../deploy/networkpolicy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var np struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			PodSelector struct {
+				MatchLabels map[string]string `yaml:"matchLabels"`
+			} `yaml:"podSelector"`
+			PolicyTypes []string `yaml:"policyTypes"`
+			Ingress     []struct {
+				From  []map[string]any `yaml:"from"`
+				Ports []struct {
+					Port int `yaml:"port"`
+				} `yaml:"ports"`
+			} `yaml:"ingress"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &np); err != nil {
+		t.Fatal(err)
+	}
+	s := np.Spec
+	if np.Kind != "NetworkPolicy" || s.PodSelector.MatchLabels["app"] != "usdtkit-agent" ||
+		!slices.Equal(s.PolicyTypes, []string{"Ingress"}) || len(s.Ingress) != 1 ||
+		len(s.Ingress[0].From) == 0 || len(s.Ingress[0].Ports) != 1 || s.Ingress[0].Ports[0].Port != 9435 {
+		t.Errorf("have %+v, want a NetworkPolicy of app=usdtkit-agent admitting named pods to port 9435 only", np)
 	}
 }

@@ -69,7 +69,10 @@
 //
 // A map @NAME of program PROG is the metric usdtkit_PROG_NAME (or
 // MapConfig.Metric), its key fields labels (MapConfig.Labels, else key0,
-// key1…), plus the program's ConstLabels. By kind:
+// key1…), plus the program's ConstLabels. A string key is its label's
+// value as usdtkit list prints names (internal/escape): bytes that are
+// not printable UTF-8 as \xNN, a backslash as \\; no key is dropped for
+// its bytes. By kind:
 //
 //   - count() and sum() of unsigned values: counters (usdtkit_PROG_NAME_total).
 //     A program that clears or deletes keys makes them go down, which
@@ -121,8 +124,18 @@
 // # Lifetime and concurrency
 //
 // Run owns the tracers: it detaches all of them before it returns. Run,
-// Reload and Collect are safe for concurrent use. Reload drops the
+// Reload and Collect are safe for concurrent use. Collect reads the
+// tracers' maps without the lock that attaching and scanning take: a
+// scrape of many keys does not hold up a new process's attach. Reload drops the
 // values and starts over (counters reset), unless it refuses the config.
+//
+// # Serving
+//
+// Serve bounds what the clients of /metrics can take (Options.HTTP:
+// connections, timeouts, scrapes gathered at once) and applies
+// Options.WebConfigFile (TLS, basic auth); Listen opens a TCP address or
+// a Unix socket ("unix:PATH"). New refuses to run without root
+// (ErrNotRoot).
 //
 // # Config
 //

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/trace"
 )
 
@@ -124,7 +126,10 @@ func (s *mapState) keyOf(e *trace.MapEntry) ([]string, string) {
 			continue
 		}
 		if s.keyStrings[i] || e.Key[i].Str != "" {
-			vals[i] = e.Key[i].Str
+			// Prometheus drops a series whose label is not UTF-8,
+			// and a traced process chooses these bytes: escape.Name
+			// keeps every key, as usdtkit list prints names.
+			vals[i] = escape.Name(e.Key[i].Str)
 		} else {
 			vals[i] = strconv.FormatInt(e.Key[i].Int, 10)
 		}
@@ -370,48 +375,68 @@ var (
 // no longer counted.
 func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 	start := time.Now()
+	// The maps are read without a.mu, which attaching and scanning
+	// need: a scrape of many keys would hold them up. Each tracer's
+	// read lock keeps it open meanwhile; a tracer retired since (its
+	// final values folded) is left out below, so nothing counts twice.
+	a.mu.Lock()
+	var reads [][]*tracerSnap
+	for _, p := range a.progs {
+		var rs []*tracerSnap
+		for _, at := range p.live {
+			if at.t != nil {
+				rs = append(rs, &tracerSnap{t: at.t, read: &at.read, sites: at.sites, probes: at.probes,
+					what: fmt.Sprintf("program %s, process %d", p.cfg.Name, at.pid), current: func() *trace.Tracer { return at.t }})
+			}
+		}
+		for _, ft := range p.files {
+			if ft.t != nil {
+				rs = append(rs, &tracerSnap{t: ft.t, read: &ft.read, sites: ft.sites, probes: ft.probes,
+					what: fmt.Sprintf("program %s, binary %s", p.cfg.Name, ft.path), current: func() *trace.Tracer { return ft.t }})
+			}
+		}
+		reads = append(reads, rs)
+	}
+	progs := a.progs
+	a.mu.Unlock()
+	for _, rs := range reads {
+		for _, r := range rs {
+			r.load()
+			if r.err != nil {
+				a.warn(r.err)
+			}
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !slices.Equal(progs, a.progs) {
+		// Reloaded meanwhile: the snapshots are of programs gone.
+		reads = make([][]*tracerSnap, len(a.progs))
+	}
 	var lost, updates uint64
-	for _, p := range a.progs {
+	for pi, p := range a.progs {
 		sites, probes := 0, 0
 		var live [][]trace.Map
 		complete := true
-		for _, at := range p.live {
-			if at.t == nil {
+		current := 0
+		for _, r := range reads[pi] {
+			if r.current() != r.t {
 				continue
 			}
-			sites += at.sites
-			probes += at.probes
-			if l, u, err := at.t.Lost(); err == nil {
-				lost += l
-				updates += u
-			}
-			maps, err := at.t.Maps()
-			if err != nil {
-				a.warn(fmt.Errorf("program %s, process %d: %w", p.cfg.Name, at.pid, err))
+			current++
+			sites += r.sites
+			probes += r.probes
+			lost += r.lost
+			updates += r.updates
+			if r.err != nil {
 				complete = false
 				continue
 			}
-			live = append(live, maps)
+			live = append(live, r.maps)
 		}
-		for _, ft := range p.files {
-			if ft.t == nil {
-				continue
-			}
-			sites += ft.sites
-			probes += ft.probes
-			if l, u, err := ft.t.Lost(); err == nil {
-				lost += l
-				updates += u
-			}
-			maps, err := ft.t.Maps()
-			if err != nil {
-				a.warn(fmt.Errorf("program %s, binary %s: %w", p.cfg.Name, ft.path, err))
-				complete = false
-				continue
-			}
-			live = append(live, maps)
+		// A tracer started since the snapshot holds keys unread.
+		if countTracers(p) != current {
+			complete = false
 		}
 		merged, refused := p.collect(live, complete)
 		for name, s := range p.maps {
@@ -440,6 +465,67 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descScanSeconds, prometheus.GaugeValue, st.scanSeconds)
 	ch <- prometheus.MustNewConstMetric(descCollectSeconds, prometheus.GaugeValue, st.collectSeconds)
 	a.stats.collectSeconds = time.Since(start).Seconds()
+}
+
+// countTracers is the number of p's open tracers.
+func countTracers(p *program) int {
+	n := 0
+	for _, at := range p.live {
+		if at.t != nil {
+			n++
+		}
+	}
+	for _, ft := range p.files {
+		if ft.t != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// tracerSnap is one tracer's maps, read by Collect without Agent.mu.
+type tracerSnap struct {
+	t             *trace.Tracer
+	read          *tracerRead
+	sites, probes int
+	what          string
+	current       func() *trace.Tracer
+	maps          []trace.Map
+	lost, updates uint64
+	err           error
+}
+
+// load reads the maps and the lost counts of s.t, unless it was closed.
+func (s *tracerSnap) load() {
+	s.read.mu.Lock()
+	defer s.read.mu.Unlock()
+	if s.read.closed {
+		// Retired meanwhile: Collect leaves it out (current).
+		return
+	}
+	if l, u, err := s.t.Lost(); err == nil {
+		s.lost, s.updates = l, u
+	}
+	maps, err := s.t.Maps()
+	if err != nil {
+		s.err = fmt.Errorf("%s: %w", s.what, err)
+		return
+	}
+	s.maps = maps
+}
+
+// tracerRead keeps a tracer open while Collect reads it.
+type tracerRead struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+// close closes t once no Collect reads it.
+func (r *tracerRead) close(t *trace.Tracer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	t.Close()
 }
 
 // metric is one key's series.

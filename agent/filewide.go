@@ -21,6 +21,8 @@ type fileTracer struct {
 	sites, probes int
 	cancel        context.CancelFunc
 	done          chan struct{}
+	// read guards t against Close while Collect reads it.
+	read tracerRead
 }
 
 // fileWideSource reports whether src may be traced file-wide for a
@@ -177,7 +179,7 @@ func (a *Agent) stopFiles(p *program, every bool) {
 			a.stats.lost += lost
 			a.stats.updateFails += updates
 		}
-		ft.t.Close()
+		ft.read.close(ft.t)
 		ft.t = nil
 	}
 	keep := p.files[:0]

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"maps"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -357,5 +358,51 @@ func TestPruneCovered(t *testing.T) {
 	}
 	if p.coveredPrune != minCoveredPrune {
 		t.Errorf("have next check at %d, want %d", p.coveredPrune, minCoveredPrune)
+	}
+}
+
+// TestLabelEscaped: string keys that are not valid UTF-8 (a cut through
+// a character, raw bytes) are exported escaped as escape.Name writes
+// them, not dropped.
+func TestLabelEscaped(t *testing.T) {
+	tests := []struct{ name, key, want string }{
+		{"ascii", "GET", "GET"},
+		{"utf-8", "café", "café"},
+		{"cut character", "caf\xc3", `caf\xc3`},
+		{"raw bytes", "\xff\xfe", `\xff\xfe`},
+		{"backslash", `a\b`, `a\\b`},
+		{"control", "a\nb", `a\x0ab`},
+	}
+	m := &trace.Map{Name: "@k", Kind: trace.MapCount, KeyStrings: []bool{true}}
+	for _, tt := range tests {
+		m.Entries = append(m.Entries, trace.MapEntry{Key: []trace.MapKey{{Str: tt.key}}, Value: 1})
+	}
+	p := &program{cfg: ProgramConfig{Name: "p"}, maps: map[string]*mapState{}}
+	p.fold(m)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&Agent{progs: []*program{p}})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	have := map[string]bool{}
+	dropped := -1.0
+	for _, mf := range mfs {
+		for _, mm := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "usdtkit_p_k_total":
+				have[mm.GetLabel()[0].GetValue()] = true
+			case "usdtkit_agent_dropped_series":
+				dropped = mm.GetGauge().GetValue()
+			}
+		}
+	}
+	for _, tt := range tests {
+		if !have[tt.want] {
+			t.Errorf("%s: key %q not exported as %q; have %q", tt.name, tt.key, tt.want, slices.Collect(maps.Keys(have)))
+		}
+	}
+	if len(have) != len(tests) || dropped != 0 {
+		t.Errorf("have %d series and %v dropped, want %d and 0", len(have), dropped, len(tests))
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,8 +13,9 @@ import (
 )
 
 type agentOptions struct {
-	config string
-	listen string
+	config    string
+	listen    string
+	webConfig string
 }
 
 // newAgentCmd is the whole command line of usdtkit-agent, named as users
@@ -45,7 +45,8 @@ Warnings (a process the program could not attach to) go to stderr.`,
 	// cobra names the help flag after Use's first word.
 	cmd.Flags().BoolP("help", "h", false, "help for usdtkit agent")
 	cmd.Flags().StringVar(&o.config, "config", "", "the config file (JSON); required")
-	cmd.Flags().StringVar(&o.listen, "listen", "", "address of /metrics; default: the config's listen, else "+agent.DefaultListen)
+	cmd.Flags().StringVar(&o.listen, "listen", "", "address of /metrics, or unix:PATH for a Unix socket; default: the config's listen, else "+agent.DefaultListen)
+	cmd.Flags().StringVar(&o.webConfig, "web.config.file", "", "the Prometheus exporters' web config (YAML): TLS, basic auth")
 	return cmd
 }
 
@@ -59,7 +60,7 @@ func runAgent(cmd *cobra.Command, o *agentOptions) error {
 	}
 	stderr := cmd.ErrOrStderr()
 	warn := func(err error) { fmt.Fprintf(stderr, "usdtkit agent: %v\n", err) }
-	a, err := agent.New(cfg, &agent.Options{Warn: warn})
+	a, err := agent.New(cfg, &agent.Options{Warn: warn, WebConfigFile: o.webConfig})
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func runAgent(cmd *cobra.Command, o *agentOptions) error {
 	if addr == "" {
 		addr = agent.DefaultListen
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := agent.Listen(addr)
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,11 @@ func runAgent(cmd *cobra.Command, o *agentOptions) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	fmt.Fprintf(stderr, "usdtkit agent: serving http://%s/metrics\n", ln.Addr())
+	if ln.Addr().Network() == "unix" {
+		fmt.Fprintf(stderr, "usdtkit agent: serving /metrics on unix:%s\n", ln.Addr())
+	} else {
+		fmt.Fprintf(stderr, "usdtkit agent: serving http://%s/metrics\n", ln.Addr())
+	}
 	go func() {
 		for {
 			select {
