@@ -53,7 +53,7 @@ func TestDynsdtMemfd(t *testing.T) {
 				continue
 			}
 			for _, s := range syms {
-				if (s.Name == "request__start" || s.Name == "request__done") && s.Value >= prog.Vaddr && s.Value < prog.Vaddr+prog.Filesz {
+				if (s.Name == "symtest_request__start_fire" || s.Name == "symtest_request__done_fire") && s.Value >= prog.Vaddr && s.Value < prog.Vaddr+prog.Filesz {
 					want[s.Name] = start + (s.Value - prog.Vaddr + prog.Off) - off
 				}
 			}
