@@ -60,14 +60,17 @@ func (l *acceptSignal) Accept() (net.Conn, error) {
 }
 
 // startServer serves h within l on a loopback port and returns its
-// address and the server; both end in t.Cleanup.
-func startServer(t *testing.T, h http.Handler, l HTTPLimits, accepted chan struct{}) (string, *http.Server) {
+// address and the server; both end in t.Cleanup. connState, when not
+// nil, is the server's ConnState, set before it serves (setting it later
+// races with the server).
+func startServer(t *testing.T, h http.Handler, l HTTPLimits, accepted chan struct{}, connState func(net.Conn, http.ConnState)) (string, *http.Server) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
 	srv, lim := newServer(h, &acceptSignal{ln, accepted}, l)
+	srv.ConnState = connState
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(lim) }()
 	t.Cleanup(func() {
@@ -151,7 +154,7 @@ func TestServeIdleConnections(t *testing.T) {
 	const idleConns = 5000
 	l := HTTPLimits{MaxConnections: 64, ReadTimeout: time.Minute}.withDefaults()
 	accepted := make(chan struct{}, idleConns+10)
-	addr, _ := startServer(t, metricsHandler(newBulkCollector(10, 10), l), l, accepted)
+	addr, _ := startServer(t, metricsHandler(newBulkCollector(10, 10), l), l, accepted, nil)
 	_, portStr, _ := net.SplitHostPort(addr)
 	port, _ := strconv.Atoi(portStr)
 	rss0 := rssKiB(t)
@@ -213,13 +216,12 @@ func TestServeStalledScrapers(t *testing.T) {
 	const stalled = 20
 	l := HTTPLimits{MaxRequestsInFlight: 4, WriteTimeout: 10 * time.Second, IdleTimeout: time.Hour}.withDefaults()
 	bulk := newBulkCollector(2000, 2000)
-	addr, srv := startServer(t, metricsHandler(bulk, l), l, make(chan struct{}, 1000))
 	closed := make(chan struct{}, 100)
-	srv.ConnState = func(_ net.Conn, s http.ConnState) {
+	addr, _ := startServer(t, metricsHandler(bulk, l), l, make(chan struct{}, 1000), func(_ net.Conn, s http.ConnState) {
 		if s == http.StateClosed {
 			closed <- struct{}{}
 		}
-	}
+	})
 
 	if have := scrape(t, addr); have != http.StatusOK {
 		t.Fatalf("first scrape: have status %d, want 200", have)
