@@ -147,22 +147,7 @@ func TestServer(t *testing.T) {
 				args = append(args, "--file")
 			}
 			p := start(t, []string{"LIBSTAPSDT=" + filepath.Join(lib, "libstapsdt.so.0")}, args...)
-			if !p.out.Scan() || !strings.HasPrefix(p.out.Text(), "ready ") {
-				t.Fatalf("server.py: %q", p.out.Text())
-			}
-			url := "http://127.0.0.1:" + strings.TrimPrefix(p.out.Text(), "ready ") + "/hello.txt"
-			get := func() {
-				t.Helper()
-				resp, err := http.Get(url)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil || string(b) != body {
-					t.Fatalf("GET: %q, %v", b, err)
-				}
-			}
+			get := httpGetter(t, p, "server.py", body)
 			pid := p.cmd.Process.Pid
 			tr := startTrace(t, pid, "simplehttp", 0, 1)
 			get()
@@ -369,22 +354,7 @@ func TestPythonStapsdt(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := start(t, append([]string{"LD_LIBRARY_PATH=" + lib}, c.env...), "testdata/simplehttp.py", www)
-			if !p.out.Scan() || !strings.HasPrefix(p.out.Text(), "ready ") {
-				t.Fatalf("simplehttp.py: %q", p.out.Text())
-			}
-			url := "http://127.0.0.1:" + strings.TrimPrefix(p.out.Text(), "ready ") + "/hello.txt"
-			get := func() {
-				t.Helper()
-				resp, err := http.Get(url)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil || string(b) != body {
-					t.Fatalf("GET: %q, %v", b, err)
-				}
-			}
+			get := httpGetter(t, p, "simplehttp.py", body)
 			pid := p.cmd.Process.Pid
 			maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 			if err != nil {
@@ -405,5 +375,27 @@ func TestPythonStapsdt(t *testing.T) {
 			tr.Close()
 			cli(t, pid, get, want)
 		})
+	}
+}
+
+// httpGetter waits for the server p started to print "ready PORT" and
+// returns what GETs /hello.txt from it and checks that it is body.
+func httpGetter(t *testing.T, p *proc, name, body string) func() {
+	t.Helper()
+	if !p.out.Scan() || !strings.HasPrefix(p.out.Text(), "ready ") {
+		t.Fatalf("%s: %q", name, p.out.Text())
+	}
+	url := "http://127.0.0.1:" + strings.TrimPrefix(p.out.Text(), "ready ") + "/hello.txt"
+	return func() {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(b) != body {
+			t.Fatalf("GET: %q, %v", b, err)
+		}
 	}
 }
