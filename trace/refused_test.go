@@ -195,7 +195,7 @@ func TestRefusedSitesAgreeWithBpftrace(t *testing.T) {
 	testutil.RequireBPF(t)
 	testutil.RequireTracefs(t)
 	testutil.DefaultSIGINTForChildren()
-	bpftrace := testutil.RequireTool(t, "bpftrace")
+	testutil.RequireTool(t, "bpftrace")
 	fns, err := uprobe.Functions(&uprobe.ListOptions{Selectors: []uprobe.Selector{{Path: "libc", Func: "pthread_spin*"}}})
 	if err != nil || len(fns) == 0 {
 		t.Fatalf("libc's pthread_spin*: %v (%d found)", err, len(fns))
@@ -218,9 +218,9 @@ func TestRefusedSitesAgreeWithBpftrace(t *testing.T) {
 					t.Error(err)
 				}
 			}
-			out, bterr := exec.Command(bpftrace, "-e", "uprobe:"+fn.Path+":"+name+" { @ = count(); } BEGIN { exit(); }").CombinedOutput()
+			_, bterr := testutil.RunBpftrace(t, "-e", "uprobe:"+fn.Path+":"+name+" { @ = count(); } BEGIN { exit(); }")
 			if (re != nil) != (bterr != nil) {
-				t.Errorf("usdtkit: %v; bpftrace: %v\n%s", err, bterr, out)
+				t.Errorf("usdtkit: %v; bpftrace: %v", err, bterr)
 			}
 			if re != nil {
 				refused++

@@ -1,11 +1,9 @@
 package btlang
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"reflect"
 	"regexp"
 	"strings"
@@ -162,19 +160,14 @@ func TestCorpusValid(t *testing.T) {
 // every invalid one marked [rejects] fails it.
 func TestCorpusBpftrace(t *testing.T) {
 	testutil.RequireRoot(t)
-	bpftrace := testutil.RequireTool(t, "bpftrace")
+	testutil.RequireTool(t, "bpftrace")
 	pathRE := regexp.MustCompile(`(?:usdt|U|uprobe|uretprobe):(/[^:]+):`)
 	run := func(t *testing.T, e entry) (string, error) {
 		for _, m := range pathRE.FindAllStringSubmatch(e.src, -1) {
 			testutil.RequireFile(t, m[1])
 		}
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bpftrace, "-d", "-e", e.src)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("%w: %s", err, stderr.Bytes())
-		}
-		return stdout.String(), nil
+		out, err := testutil.RunBpftrace(t, "-d", "-e", e.src)
+		return string(out), err
 	}
 	for _, e := range readCorpus(t, "valid.txt") {
 		if e.usdtkit {

@@ -404,9 +404,9 @@ func runSitelessBoth(t *testing.T, bpftrace, src string, prog *btlang.Program) s
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	out, err := exec.CommandContext(ctx, bpftrace, "-e", src).Output()
+	out, err := testutil.RunBpftrace(t, "-e", src)
 	if err != nil {
-		t.Fatalf("bpftrace: %v", err)
+		t.Fatal(err)
 	}
 	theirs := string(out)
 	if _, rest, ok := strings.Cut(theirs, "\n"); ok && strings.HasPrefix(theirs, "Attaching ") {
@@ -570,7 +570,7 @@ uretprobe:BIN:work { @r = sum(retval); }`, "BIN", bin)
 // does on its maps.
 func TestArrayMaps(t *testing.T) {
 	testutil.RequireBPF(t)
-	bpftrace := testutil.RequireTool(t, "bpftrace")
+	testutil.RequireTool(t, "bpftrace")
 	tests := []struct{ name, src string }{
 		{"never written", `BEGIN { if (0) { @c = count(); @i = 1; @s = "x"; @[probe] = sum(1); } exit(); }`},
 		{"clear and delete count", `BEGIN { @x = count(); clear(@x); @y = count(); delete(@y); exit(); }`},
@@ -603,9 +603,9 @@ func TestArrayMaps(t *testing.T) {
 			if err := r.Run(ctx); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			out, err := exec.CommandContext(ctx, bpftrace, "-e", tt.src).Output()
+			out, err := testutil.RunBpftrace(t, "-e", tt.src)
 			if err != nil {
-				t.Fatalf("bpftrace: %v", err)
+				t.Fatal(err)
 			}
 			theirs := string(out)
 			if _, rest, ok := strings.Cut(theirs, "\n"); ok && strings.HasPrefix(theirs, "Attaching ") {

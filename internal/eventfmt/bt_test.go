@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -349,12 +348,9 @@ func runBpftrace(t *testing.T, bpftrace string, c btCase, out Output) []byte {
 	if out == OutputJSON {
 		args = append([]string{"-f", "json"}, args...)
 	}
-	cmd := exec.Command(bpftrace, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
+	stdout, err := testutil.RunBpftrace(t, args...)
 	if err != nil {
-		t.Fatalf("bpftrace %q: %v\n%s", args, err, stderr.Bytes())
+		t.Fatal(err)
 	}
 	first, rest, ok := bytes.Cut(stdout, []byte("\n"))
 	if want := AppendAttached(nil, 1, out); !ok || string(first)+"\n" != string(want) {

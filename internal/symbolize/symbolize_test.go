@@ -430,7 +430,7 @@ func TestNoProcess(t *testing.T) {
 // process (with -c it prints bare addresses).
 func TestFormatBpftrace(t *testing.T) {
 	testutil.RequireBPF(t)
-	bpftrace := testutil.RequireTool(t, "bpftrace")
+	testutil.RequireTool(t, "bpftrace")
 	bin := buildC(t, "gcc", "stack.c", t.TempDir(), "stack", "-g", "-O1", "-fno-omit-frame-pointer")
 	target := exec.Command(bin, "loop")
 	if err := target.Start(); err != nil {
@@ -440,9 +440,9 @@ func TestFormatBpftrace(t *testing.T) {
 	s := newSymbolizer(t, target.Process.Pid, nil)
 
 	prog := `uprobe:` + bin + `:leaf { printf("<<%s|%s>>\n", ustack(perf), ustack); exit(); }`
-	out, err := exec.Command(bpftrace, "-p", strconv.Itoa(target.Process.Pid), "-e", prog).Output()
+	out, err := testutil.RunBpftrace(t, "-p", strconv.Itoa(target.Process.Pid), "-e", prog)
 	if err != nil {
-		t.Fatalf("bpftrace: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(out), "<<")
 	perf, stack, ok2 := strings.Cut(rest, "|")

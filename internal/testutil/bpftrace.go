@@ -3,9 +3,12 @@ package testutil
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"fmt"
 	"os/exec"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Bpftrace is a running bpftrace started by StartBpftrace.
@@ -65,4 +68,36 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// RunBpftrace runs bpftrace with args to completion and returns its
+// stdout. The program must end by itself (exit(), -l, -d). bpftrace 0.17
+// can hang after its last output while it tears down (an orphan spinning
+// for over an hour was seen on a CI host), so each try is bounded: a try
+// that times out is killed and run once more before the test fails. A
+// non-zero exit fails at once, with stderr in the error.
+func RunBpftrace(tb testing.TB, args ...string) ([]byte, error) {
+	tb.Helper()
+	bin := RequireTool(tb, "bpftrace")
+	const tries, limit = 2, 2 * time.Minute
+	var err error
+	for try := 1; try <= tries; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.WaitDelay = 5 * time.Second
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err = cmd.Run()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if err == nil {
+			return stdout.Bytes(), nil
+		}
+		err = fmt.Errorf("bpftrace %q: %w\n%s", args, err, stderr.Bytes())
+		if !timedOut {
+			return stdout.Bytes(), err
+		}
+		tb.Logf("try %d of %d: bpftrace did not end within %v; killed", try, tries, limit)
+	}
+	return nil, err
 }
