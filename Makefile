@@ -60,14 +60,21 @@ fuzz:
 	done; rm -f .fuzz.log
 
 # The libstapsdt-compatible C library (cmd/libstapsdt): bin/libstapsdt.so.0,
-# the bin/libstapsdt.so link and bin/libstapsdt.h. Needs cgo and gcc.
+# the bin/libstapsdt.so link and bin/libstapsdt.h. Plain C (no Go runtime
+# in the programs that load it); needs a C compiler. LIBSTAPSDT_OUT and
+# LIBSTAPSDT_CC choose where and with what (the tests cross-build it).
+LIBSTAPSDT_OUT ?= bin
+LIBSTAPSDT_CC ?= gcc
+LIBSTAPSDT_SRC = $(addprefix cmd/libstapsdt/c/,stapsdt.c sdtelf.c sdtload.c)
 libstapsdt:
-	CGO_ENABLED=1 $(GO) build -trimpath -buildmode=c-shared \
-		-ldflags="-s -w -extldflags=-Wl,-soname,libstapsdt.so.0,--version-script,$(CURDIR)/cmd/libstapsdt/libstapsdt.map" \
-		-o bin/libstapsdt.so.0 ./cmd/libstapsdt
-	rm -f bin/libstapsdt.so.h
-	ln -sf libstapsdt.so.0 bin/libstapsdt.so
-	cp cmd/libstapsdt/libstapsdt.h bin/libstapsdt.h
+	mkdir -p $(LIBSTAPSDT_OUT)
+	$(LIBSTAPSDT_CC) -O2 -g -Wall -Wextra -Werror -fPIC -shared -pthread \
+		-fstack-protector-strong -D_FORTIFY_SOURCE=2 -Icmd/libstapsdt \
+		-Wl,-soname,libstapsdt.so.0 -Wl,--version-script,cmd/libstapsdt/libstapsdt.map \
+		-Wl,-z,noexecstack -Wl,-z,relro -Wl,-z,now \
+		-o $(LIBSTAPSDT_OUT)/libstapsdt.so.0 $(LIBSTAPSDT_SRC)
+	ln -sf libstapsdt.so.0 $(LIBSTAPSDT_OUT)/libstapsdt.so
+	cp cmd/libstapsdt/libstapsdt.h $(LIBSTAPSDT_OUT)/libstapsdt.h
 
 install-libstapsdt: libstapsdt
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)

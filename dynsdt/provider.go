@@ -368,7 +368,7 @@ func (pr *Probe) Fire(args ...uint64) {
 }
 
 // Addresses returns what native code that calls the probe's stub itself
-// (cmd/libstapsdt, the libstapsdt-compatible C library) needs: the stub's
+// (assembly, or C reached through cgo) needs: the stub's
 // address in this process, the 4-byte word Load found at it (untraced, the
 // probe site holds it; Enabled compares with it) and the address of the
 // probe's 2-byte semaphore. The stub stays callable and its first word

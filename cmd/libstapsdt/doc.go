@@ -1,50 +1,60 @@
-// Command libstapsdt is not a command: built with -buildmode=c-shared
-// (make libstapsdt) it is libstapsdt.so.0, a C library with the API and
-// ABI of libstapsdt (github.com/linux-usdt/libstapsdt), the run-time USDT
-// library that the probe bindings of Python (python-stapsdt), Node, Ruby,
-// Lua and others call. Programs and bindings built against libstapsdt's
-// header load it unchanged; libstapsdt.h here declares the same functions,
-// enum values and struct layouts (checked by a test with _Static_assert
-// against the offsets of libstapsdt 0.1's header).
+// Package libstapsdt holds no Go code: its C sources (c/) are
+// libstapsdt.so.0 (make libstapsdt), a C library with the API and ABI of
+// libstapsdt (github.com/linux-usdt/libstapsdt), the run-time USDT library
+// that the probe bindings of Python (python-stapsdt), Node, Ruby, Lua and
+// others call. Programs and bindings built against libstapsdt's header
+// load it unchanged; libstapsdt.h here declares the same functions, enum
+// values and struct layouts (checked by a test with _Static_assert against
+// the offsets of libstapsdt 0.1's header). The Go files are its tests.
+//
+// Like libstapsdt it is plain C: it starts no thread, installs no signal
+// handler and reserves nothing when loaded, so it lives in any host
+// (profilers' SIGPROF handlers, libuv, Ruby, small address-space limits,
+// PID namespaces: TestHostileHosts). An earlier version was Go built with
+// -buildmode=c-shared and carried the Go runtime into its hosts, which
+// crashed in each of those cases.
 //
 // # Model
 //
-// Providers and probes are C memory that the C entry points (stapsdt.c)
+// Providers and probes are C memory that the C entry points (c/stapsdt.c)
 // own: providerInit and providerAddProbe allocate the public structs
 // (SDTProvider_t, SDTProbeList_t nodes with their SDTProbe_t) inside larger
-// private ones. providerLoad calls into Go (load.go), which turns the
-// probes into a dynsdt.ProviderSpec and loads it with dynsdt.Load: the one
-// ELF writer of usdtkit builds the object, written to a memfd (the
-// default, memfd_enabled; open until unload, as libstapsdt keeps it, for
-// bcc's tools to find) or to a file in dynsdt's private directory
-// (memfd_disabled; removed at unload, reaped after a crash), and mapped
-// into the process. Go hands back, per probe, the stub's address, the word
-// built at the probe site and the semaphore's address (Probe.Addresses).
+// private ones. providerLoad builds the provider's object (c/sdtelf.c),
+// writes it to a memfd (the default, memfd_enabled; open until unload, as
+// libstapsdt keeps it, for bcc's tools to find) or to a file in dynsdt's
+// private directory (memfd_disabled; removed at unload, reaped after a
+// crash, by this library or by dynsdt and usdtkit, which share the names
+// and the locks), and maps it into the process as the dynamic loader would
+// (c/sdtload.c). The object writer follows dynsdt.BuildWith byte for byte:
+// one ELF design, whose description is dynsdt's package documentation.
+// TestBuilderMatchesDynsdt and FuzzBuilderMatchesDynsdt compare the two
+// writers' output for the same providers (testdata/build.c serves the C
+// one to the Go test).
 //
-//	providerLoad (C) → usdtkit_stapsdt_load (Go) → dynsdt.Load → addresses
-//	probeFire (C): load the site; traced → call the stub with the args
+//	providerLoad: build (sdtelf.c) → memfd or file → map (sdtload.c) → addresses
+//	probeFire: load the site; traced → call the stub with the args
 //	probeFire (macro, in the program): load _fire and the site; traced → probeFire
 //
-// probeFire and probeIsEnabled are native code compiled into the library;
-// they never enter the Go runtime. On x86-64 probeFire is assembly (a C
-// variadic function stores all argument registers before its first
-// statement): untraced it returns after the check; traced with up to 6
-// arguments it moves them down one register and jumps to the stub; with
-// more it jumps to C with the arguments untouched. Elsewhere it is C. probeIsEnabled is one load of the probe site
-// compared with the word built there, as dynsdt's Probe.Enabled: every
-// uprobe changes the site, whether or not its tracer counts the semaphore,
-// and the site stays readable after providerUnload (the semaphore's page
-// does not). The semaphore is still there and counted by the kernel
-// (uprobe ref_ctr_offset) for tracers that read it. probeFire makes the
-// same check and returns when untraced; traced, it reads argCount
-// arguments of the declared types (ArgType_t; strings and pointers are
-// passed as uint64, as python-stapsdt does), extends them to 64 bits and
-// calls the stub with 12 integer arguments, which puts them where the
-// note's argument specs say: rdi, rsi, rdx, rcx, r8, r9, then 8-byte stack
-// slots from 8(%rsp) at the stub's entry on x86-64; x0-x7, then [sp] on
-// arm64. A probe of up to 6 arguments (all in registers) calls it with 6
-// as its last act, which the compiler makes a jump: the stub returns
-// straight to probeFire's caller, one return fewer after the trap.
+// On x86-64 probeFire is assembly (a C variadic function stores all
+// argument registers before its first statement): untraced it returns
+// after the check; traced with up to 6 arguments it moves them down one
+// register and jumps to the stub; with more it jumps to C with the
+// arguments untouched. Elsewhere it is C. probeIsEnabled is one load of
+// the probe site compared with the word built there, as dynsdt's
+// Probe.Enabled: every uprobe changes the site, whether or not its tracer
+// counts the semaphore, and the site stays readable after providerUnload
+// (the semaphore's page does not). The semaphore is still there and
+// counted by the kernel (uprobe ref_ctr_offset) for tracers that read it.
+// probeFire makes the same check and returns when untraced; traced, it
+// reads argCount arguments of the declared types (ArgType_t; strings and
+// pointers are passed as uint64, as python-stapsdt does), extends them to
+// 64 bits and calls the stub with 12 integer arguments, which puts them
+// where the note's argument specs say: rdi, rsi, rdx, rcx, r8, r9, then
+// 8-byte stack slots from 8(%rsp) at the stub's entry on x86-64; x0-x7,
+// then [sp] on arm64. A probe of up to 6 arguments (all in registers)
+// calls it with 6 as its last act, which the compiler makes a jump: the
+// stub returns straight to probeFire's caller, one return fewer after the
+// trap.
 //
 // # Inline checks
 //
@@ -70,11 +80,10 @@
 //
 // # Sites
 //
-// providerLoad loads through dynsdt.Load, which chooses the kind of probe
-// site for the running kernel (dynsdt.ChooseSite: on x86-64 the 1-byte
-// nop, whose stub returns without ret, as cheap traced as a sys/sdt.h
-// probe in the caller's body) unless the USDTKIT_SITE environment
-// variable names one: nop, nop5 (what the kernel's 6.18 uprobe
+// providerLoad chooses the kind of probe site as dynsdt.Load does (on
+// x86-64 the 1-byte nop, whose stub returns without ret, as cheap traced
+// as a sys/sdt.h probe in the caller's body) unless the USDTKIT_SITE
+// environment variable names one: nop, nop5 (what the kernel's 6.18 uprobe
 // optimization turns into a call) or nop10 (the form later kernels
 // optimize; 6.18 cannot probe it). Programs built with an older
 // libstapsdt.h, whose check compared the site with the nop5's first word,
@@ -102,22 +111,27 @@
 //
 // # Lifetime
 //
-// providerUnload closes the dynsdt Provider, which keeps its address range
-// mapped: the stub pages become an anonymous copy holding the original
-// bytes, so a probeFire racing with providerUnload calls a stub that
-// returns, and later ones see an untraced site and return. Go keeps every
-// Provider a C provider loaded reachable until providerDestroy, after
-// which dynsdt's cleanup unmaps them; no thread may use the provider or
-// its probes once providerDestroy is called.
+// providerUnload retires the object in place: the stub pages become an
+// anonymous copy holding the original bytes and the rest inaccessible
+// pages, so a probeFire racing with providerUnload calls a stub that
+// returns, and later ones see an unloaded probe and return. The address
+// range stays reserved until providerDestroy, which unmaps it; no thread
+// may use the provider or its probes once providerDestroy is called. A
+// later providerLoad of the same provider maps its new object over that
+// range when the new image fits it with the stubs in the same pages (the
+// same probes: always), so load/unload cycles end with the mappings they
+// started with.
 //
-// # fork
+// # fork and PID namespaces
 //
-// A child after fork() has the parent's mappings and the probe structs,
-// so it fires and checks probes its parent loaded, and tracers attached to
-// the child see them. The Go runtime does not survive fork (only the
-// forking thread does), so the child never calls into Go: providerLoad
-// fails there, and providerUnload and providerDestroy only quiet the
-// child's probes and free C memory.
+// A child after fork() has the parent's mappings, descriptors and probe
+// structs: it fires and checks the probes its parent loaded, and tracers
+// attached to the child see them. It loads providers of its own as any
+// process does. Unloading an inherited provider retires the child's copy
+// of the mappings and closes its copies of the descriptors, but never
+// removes the parent's file: the library tells an inherited provider by
+// the loading process's PID and a count of fork()s (pthread_atfork),
+// since a child in a new PID namespace may have its parent's PID.
 //
 // # Testing
 //
@@ -139,8 +153,8 @@
 // # Symbols
 //
 // libstapsdt.map, the linker's version script, exports libstapsdt's eight
-// functions and nothing else: the Go runtime's and cgo's symbols stay
-// local, as do the Go functions the C side calls (usdtkit_stapsdt_*).
+// functions and nothing else: the library's internal functions (sdt_*)
+// stay local, so that no program can interpose them.
 //
 // # Concurrency
 //
@@ -148,11 +162,4 @@
 // providerAddProbe, providerLoad, providerUnload and providerUseMemfd lock
 // the provider. probeFire and probeIsEnabled take no lock and may race
 // with providerLoad and providerUnload, not with providerDestroy.
-//
-// # Cost at start
-//
-// Loading the library starts the Go runtime (threads and memory: see the
-// README's section on the library); the build needs cgo and a C compiler,
-// while CGO_ENABLED=0 go build ./... builds this package as an empty
-// program.
-package main
+package libstapsdt

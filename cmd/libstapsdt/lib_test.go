@@ -1,4 +1,4 @@
-package main
+package libstapsdt
 
 import (
 	"context"
@@ -57,39 +57,12 @@ func buildLib(t testing.TB) string {
 			return
 		}
 		libDir = dir
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		cmd := exec.Command(goTool, "build", "-buildmode=c-shared", ldflags(t), "-o", filepath.Join(dir, "libstapsdt.so.0"), ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			libErr = fmt.Errorf("go build: %v\n%s", err, out)
-			return
-		}
-		if err := os.Symlink("libstapsdt.so.0", filepath.Join(dir, "libstapsdt.so")); err != nil {
-			libErr = err
-			return
-		}
-		hdr, err := os.ReadFile("libstapsdt.h")
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, "libstapsdt.h"), hdr, 0o644)
-		}
-		libErr = err
+		testutil.BuildLibstapsdt(t, dir, "gcc")
 	})
 	if libErr != nil {
 		t.Fatal(libErr)
 	}
 	return libDir
-}
-
-// ldflags is the -ldflags argument of make libstapsdt: the soname, and
-// libstapsdt.map (by absolute path: the linker runs elsewhere) to export
-// the API alone.
-func ldflags(t testing.TB) string {
-	t.Helper()
-	mapFile, err := filepath.Abs("libstapsdt.map")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "-ldflags=-extldflags=-Wl,-soname,libstapsdt.so.0,--version-script," + mapFile
 }
 
 // TestExports checks the library's dynamic symbols: libstapsdt's eight
@@ -120,7 +93,12 @@ func TestExports(t *testing.T) {
 // with the extra compiler flags cflags.
 func buildC(t testing.TB, src string, cflags ...string) string {
 	t.Helper()
-	lib := buildLib(t)
+	return buildCWith(t, buildLib(t), src, cflags...)
+}
+
+// buildCWith is buildC against the library in the directory lib.
+func buildCWith(t testing.TB, lib, src string, cflags ...string) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(src, ".c"))
 	args := append([]string{"-O2", "-Wall", "-Werror"}, cflags...)
 	args = append(args, "-o", bin, filepath.Join("testdata", src),
@@ -463,8 +441,14 @@ func TestDriver(t *testing.T) {
 				t.Fatalf("fork: %q: %v", child, err)
 			}
 			equalLines(t, "child before tracing", d.Do(t, "enabled"), []string{allEnabled(false)})
-			equalLines(t, "load in the child", d.Do(t, "newload"),
-				[]string{"newload -1 provider kid: providerLoad in a child process after fork(); load before forking"})
+			// The library has no runtime that fork() could break: the
+			// child loads a provider of its own, traced like any other.
+			equalLines(t, "load in the child", d.Do(t, "newload"), []string{"newload 0 "})
+			ktr := startTrace(t, cpid, "kid")
+			d.Do(t, "kidfire")
+			equalLines(t, "the child's own probe", readEvents(t, ktr, cpid, 1), []string{"kid:k [42]"})
+			ktr.Close()
+			d.Do(t, "kiddestroy")
 			ctr := startTrace(t, cpid, "cprov")
 			equalLines(t, "child traced", d.Do(t, "enabled"), []string{allEnabled(true)})
 			d.Do(t, "fire")
@@ -472,6 +456,7 @@ func TestDriver(t *testing.T) {
 			ctr.Close()
 			equalLines(t, "child's exit", d.Do(t, "exit"), []string{fmt.Sprintf("child %d exit 0", cpid)})
 			equalLines(t, "load in the parent", d.Do(t, "newload"), []string{"newload 0 "})
+			d.Do(t, "kiddestroy")
 
 			// Unload with a tracer attached: the probes leave the
 			// process, fires do nothing; cmark stays.
@@ -679,9 +664,23 @@ fire:
 //     stats ("ns:bpf:OP") and the rest of the time ("ns:rest:OP": trap
 //     or trampoline, uprobe dispatch, the loop); and "trampolines", the
 //     [uprobes-trampoline] mappings the kernel made in the program.
+//
+// With LIBSTAPSDT_BASELINE naming a directory that holds another build of
+// the library (libstapsdt.so.0, libstapsdt.so and its libstapsdt.h: an
+// earlier usdtkit, say), each sub-benchmark runs for it too in the same
+// run, as BenchmarkC/baseline/..., beside BenchmarkC/usdtkit/....
 func BenchmarkC(b *testing.B) {
 	testutil.RequireFile(b, "/usr/include/x86_64-linux-gnu/sys/sdt.h")
-	bin := buildC(b, "bench.c")
+	libs := [][2]string{{"usdtkit", buildLib(b)}}
+	if dir := os.Getenv("LIBSTAPSDT_BASELINE"); dir != "" {
+		libs = append(libs, [2]string{"baseline", dir})
+	}
+	for _, lib := range libs {
+		b.Run(lib[0], func(b *testing.B) { benchmarkC(b, buildCWith(b, lib[1], "bench.c")) })
+	}
+}
+
+func benchmarkC(b *testing.B, bin string) {
 	run := func(b *testing.B, t *testutil.Tracee, ops []string, n int) map[string]float64 {
 		samples := map[string][]float64{}
 		first := 0
@@ -886,12 +885,7 @@ func TestArm64UnderQemu(t *testing.T) {
 	}
 	sysroot := testutil.RequireFile(t, "/usr/aarch64-linux-gnu")
 	dir := t.TempDir()
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildmode=c-shared",
-		ldflags(t), "-o", filepath.Join(dir, "libstapsdt.so.0"), ".")
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=1", "CC="+cc)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	testutil.BuildLibstapsdt(t, dir, cc)
 	trap := filepath.Join(dir, "trap")
 	if out, err := exec.Command(cc, "-O2", "-Wall", "-Werror", "-o", trap, "testdata/trap.c", "-I.",
 		"-L"+dir, "-l:libstapsdt.so.0", "-Wl,-rpath,"+dir).CombinedOutput(); err != nil {

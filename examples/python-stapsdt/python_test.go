@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,21 +28,7 @@ func buildLib(t *testing.T) string {
 	t.Helper()
 	testutil.RequireTool(t, "gcc")
 	dir := t.TempDir()
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	mapFile, err := filepath.Abs("../../cmd/libstapsdt/libstapsdt.map")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(goTool, "build", "-buildmode=c-shared",
-		"-ldflags=-extldflags=-Wl,-soname,libstapsdt.so.0,--version-script,"+mapFile,
-		"-o", filepath.Join(dir, "libstapsdt.so.0"), "../../cmd/libstapsdt")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if err := os.Symlink("libstapsdt.so.0", filepath.Join(dir, "libstapsdt.so")); err != nil {
-		t.Fatal(err)
-	}
+	testutil.BuildLibstapsdt(t, dir, "gcc")
 	return dir
 }
 

@@ -147,6 +147,9 @@ static SDTProbe_t *add(SDTProvider_t *p, const char *name, int argc, const ArgTy
 /* eval counts what "eval" evaluates: probeFire(probe_expr(), arg_expr())
  * fires n1 with 7; libstapsdt.h's macro evaluates the probe once and the
  * argument only when n1 is traced, the function both always. */
+static SDTProvider_t *kid;
+static SDTProbe_t *kprobe;
+
 static int evals_probe, evals_arg;
 static SDTProbe_t *probe_expr(void) {
   evals_probe++;
@@ -211,7 +214,8 @@ int main(void) {
         printf("child %d exit %d\n", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
       }
     } else if (strcmp(line, "exit") == 0) {
-      /* In a child: neither may call into Go, whose threads it lacks. */
+      /* In a child: unloads its copy of the mappings; the parent's file
+       * (with memfd_disabled) stays. */
       if (providerUnload(prov) != 0)
         _exit(2);
       providerDestroy(prov);
@@ -228,12 +232,17 @@ int main(void) {
                                        int8, int8, int8, int8);
       printf("%s %d %s\n", p == NULL ? "refused" : "accepted", (int)prov->errno, prov->error);
     } else if (strcmp(line, "newload") == 0) {
-      /* A new provider: fails in a child after fork(). */
-      SDTProvider_t *kid = providerInit("kid");
-      providerAddProbe(kid, "k", 1, int64);
+      /* A new provider, kept until "kiddestroy"; also in a child. */
+      kid = providerInit("kid");
+      kprobe = providerAddProbe(kid, "k", 1, int64);
       int r = providerLoad(kid);
       printf("newload %d %s\n", r, r ? kid->error : "");
+    } else if (strcmp(line, "kidfire") == 0) {
+      probeFire(kprobe, (int64_t)42);
+    } else if (strcmp(line, "kiddestroy") == 0) {
       providerDestroy(kid);
+      kid = NULL;
+      kprobe = NULL;
     } else if (strcmp(line, "load") == 0) {
       printf("load %d\n", providerLoad(prov));
     } else if (strcmp(line, "race") == 0) {

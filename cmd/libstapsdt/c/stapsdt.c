@@ -1,9 +1,7 @@
-//go:build cgo
-
 // The C entry points of the library: libstapsdt's API. Providers and
-// probes are C memory; providerLoad, providerUnload and providerDestroy call
-// into Go (load.go) for dynsdt's object; probeFire and probeIsEnabled are
-// plain C that never enters the Go runtime. See doc.go.
+// probes are C memory; providerLoad builds, writes and maps the object
+// (sdtelf.c, sdtload.c); probeFire and probeIsEnabled check the probe
+// site. Plain C: no runtime, no threads, no signal handlers. See doc.go.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,8 +17,7 @@
 // The library defines the functions the header's macros stand for.
 #define LIBSTAPSDT_NO_INLINE
 #include "libstapsdt.h"
-#include "bridge.h"
-#include "_cgo_export.h"
+#include "sdtload.h"
 
 // <errno.h> came first, so the header named the field sdterrno.
 #define SDT_ERRNO(p) ((p)->sdterrno)
@@ -53,17 +50,32 @@ struct probe_node {
 struct provider_node {
   SDTProvider_t pub;
   pthread_mutex_t mu;
-  uintptr_t session; // Go's session (load.go), 0 before the first load
   int loaded;
+  // The loaded object, while loaded.
+  struct sdt_loaded obj;
+  // The address ranges this provider mapped objects in: they stay
+  // mapped, retired, until providerDestroy, for a probeFire racing with
+  // providerUnload. A new load maps over the last one when it fits, so
+  // that load/unload cycles do not add mappings.
+  struct sdt_range **ranges;
+  int nranges;
+  // Who loaded it: the process (and fork generation, see fork_gen) that
+  // owns the object's file. A child after fork() has the mappings and the
+  // descriptors but must not remove its parent's file.
+  pid_t load_pid;
+  unsigned long load_gen;
 };
 
-// go_pid is the process whose Go runtime runs: a child after fork() has
-// only the forking thread, and calling into Go there could hang.
-static pid_t go_pid;
+// fork_gen counts the fork()s that made this process from the one that
+// loaded the library: a child in a new PID namespace may have the PID of
+// its ancestor.
+static unsigned long fork_gen;
 
-__attribute__((constructor)) static void record_pid(void) { go_pid = getpid(); }
+static void forked(void) { fork_gen++; }
 
-static int in_go_process(void) { return getpid() == go_pid; }
+__attribute__((constructor)) static void init(void) { pthread_atfork(NULL, NULL, forked); }
+
+static int owns(struct provider_node *pn) { return pn->load_gen == fork_gen && pn->load_pid == getpid(); }
 
 // set_error replaces the provider's error; msg is malloc'd or NULL.
 static void set_error(SDTProvider_t *p, SDTError_t code, char *msg) {
@@ -174,22 +186,16 @@ static int load_locked(struct provider_node *pn) {
   SDTProvider_t *p = &pn->pub;
   if (pn->loaded)
     return 0;
-  if (!in_go_process()) {
-    set_errorf(p, sharedLibraryOpenError,
-               "provider %s: providerLoad in a child process after fork(); load before forking", p->name);
-    return -1;
-  }
   int count = 0;
   for (SDTProbeList_t *l = p->probes; l; l = l->next)
     count++;
   struct probe_node **nodes = calloc(count ? count : 1, sizeof *nodes);
-  const char **names = calloc(count ? count : 1, sizeof *names);
-  int *argc = calloc(count ? count : 1, sizeof *argc);
-  int *types = calloc(count ? count : 1, MAX_ARGUMENTS_EXTENDED * sizeof *types);
-  uintptr_t *stubs = calloc(count ? count : 1, sizeof *stubs);
-  uint32_t *origs = calloc(count ? count : 1, sizeof *origs);
+  struct sdt_probe_spec *specs = calloc(count ? count : 1, sizeof *specs);
+  struct sdt_range **ranges = realloc(pn->ranges, (pn->nranges + 1) * sizeof *ranges);
+  if (ranges != NULL)
+    pn->ranges = ranges;
   int ret = -1;
-  if (!nodes || !names || !argc || !types || !stubs || !origs) {
+  if (!nodes || !specs || !ranges) {
     set_errorf(p, outOfMemoryError, "provider %s: out of memory", p->name);
     goto out;
   }
@@ -199,50 +205,46 @@ static int load_locked(struct provider_node *pn) {
     struct probe_node *n = (struct probe_node *)l;
     i--;
     nodes[i] = n;
-    names[i] = n->pub.probe.name;
-    argc[i] = n->argc;
-    memcpy(&types[i * MAX_ARGUMENTS_EXTENDED], n->types, sizeof n->types);
+    specs[i].name = n->pub.probe.name;
+    specs[i].argc = n->argc;
+    memcpy(specs[i].types, n->types, sizeof n->types);
   }
-  struct usdtkit_load req = {
-    .provider = p->name,
-    .memfd = p->_use_memfd == memfd_enabled,
-    .nprobes = count,
-    .names = names,
-    .argc = argc,
-    .types = types,
-    .stubs = stubs,
-    .origs = origs,
-    .session = pn->session,
-  };
+  struct sdt_range *reuse = pn->nranges > 0 ? pn->ranges[pn->nranges - 1] : NULL;
+  struct sdt_object obj;
   char *msg = NULL;
-  int code = usdtkit_stapsdt_load(&req, &msg);
-  pn->session = req.session;
-  if (code != noError) {
+  int code = sdt_load(p->name, specs, count, p->_use_memfd == memfd_enabled, reuse, &pn->obj, &obj, &msg);
+  if (code != SDT_LOAD_OK) {
     set_error(p, (SDTError_t)code, msg);
     goto out;
   }
+  if (pn->obj.range != reuse)
+    pn->ranges[pn->nranges++] = pn->obj.range;
+  uintptr_t base = (uintptr_t)pn->obj.range->base;
   for (i = 0; i < count; i++) {
     struct probe_node *n = nodes[i];
-    __atomic_store_n(&n->orig, origs[i], __ATOMIC_RELAXED);
-    __atomic_store_n(&n->idle, origs[i], __ATOMIC_RELAXED);
-    __atomic_store_n(&n->stub, stubs[i], __ATOMIC_RELAXED);
-    __atomic_store_n(&n->site, (const uint32_t *)stubs[i], __ATOMIC_RELEASE);
+    uintptr_t stub = base + (uintptr_t)obj.stubs[i];
+    uint32_t orig;
+    memcpy(&orig, obj.bytes + obj.stubs[i], sizeof orig); // the file offset equals the address
+    __atomic_store_n(&n->orig, orig, __ATOMIC_RELAXED);
+    __atomic_store_n(&n->idle, orig, __ATOMIC_RELAXED);
+    __atomic_store_n(&n->stub, stub, __ATOMIC_RELAXED);
+    __atomic_store_n(&n->site, (const uint32_t *)stub, __ATOMIC_RELEASE);
     // What the header's inline check loads: the site, now mapped, with
-    // the copy of its first word before it (dynsdt.Object.Stubs).
-    __atomic_store_n(&n->pub.probe._fire, (void *)stubs[i], __ATOMIC_RELEASE);
+    // the copy of its first word before it.
+    __atomic_store_n(&n->pub.probe._fire, (void *)stub, __ATOMIC_RELEASE);
   }
+  sdt_object_free(&obj);
   free(p->_filename);
-  p->_filename = req.path;
-  p->_handle = (void *)pn->session;
+  p->_filename = strdup(pn->obj.path);
+  p->_handle = pn->obj.range->base;
+  p->_memfd = pn->obj.file == NULL ? pn->obj.fd : -1;
+  pn->load_pid = getpid();
+  pn->load_gen = fork_gen;
   pn->loaded = 1;
   ret = 0;
 out:
   free(nodes);
-  free(names);
-  free(argc);
-  free(types);
-  free(stubs);
-  free(origs);
+  free(specs);
   return ret;
 }
 
@@ -262,26 +264,20 @@ static int unload_locked(struct provider_node *pn) {
     return 0;
   pn->loaded = 0;
   p->_handle = NULL;
+  p->_memfd = -1;
   free(p->_filename);
   p->_filename = NULL;
   for (SDTProbeList_t *l = p->probes; l; l = l->next) {
     struct probe_node *n = (struct probe_node *)l;
-    // The header's inline check now reports untraced; one racing with
-    // this store reads a site that stays mapped until providerDestroy.
+    // The header's inline check and probeFire now report untraced; one
+    // racing with these stores reads a site that stays mapped, retired
+    // to the original bytes, until providerDestroy.
     __atomic_store_n(&n->pub.probe._fire, NULL, __ATOMIC_RELAXED);
-    if (!in_go_process())
-      // The object stays mapped in this child; its probes go quiet.
-      __atomic_store_n(&n->site, &n->idle, __ATOMIC_RELEASE);
-    // In the loading process the site stays: unloading replaces the
-    // stubs' pages by a copy holding the original bytes, which keeps
-    // racing probeFire calls safe and makes them no-ops.
+    __atomic_store_n(&n->site, &n->idle, __ATOMIC_RELEASE);
   }
-  if (!in_go_process())
-    return 0;
   char *msg = NULL;
-  int code = usdtkit_stapsdt_unload(pn->session, &msg);
-  if (code != noError) {
-    set_error(p, (SDTError_t)code, msg);
+  if (sdt_retire(&pn->obj, owns(pn), &msg) != 0) {
+    set_error(p, sharedLibraryCloseError, msg);
     return -1;
   }
   return 0;
@@ -303,8 +299,9 @@ void providerDestroy(SDTProvider_t *provider) {
     return;
   pthread_mutex_lock(&pn->mu);
   unload_locked(pn);
-  if (pn->session != 0 && in_go_process())
-    usdtkit_stapsdt_destroy(pn->session);
+  for (int i = 0; i < pn->nranges; i++)
+    sdt_range_free(pn->ranges[i]);
+  free(pn->ranges);
   pthread_mutex_unlock(&pn->mu);
   SDTProbeList_t *next;
   for (SDTProbeList_t *l = provider->probes; l; l = next) {
