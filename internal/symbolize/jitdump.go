@@ -372,6 +372,14 @@ func (s *Symbolizer) openJit() {
 		f.Close()
 		return
 	}
+	// /tmp is everyone's, and a process may map any file: a dump another
+	// user owns, or a FIFO or device, is not the process's (perf's rule
+	// for its maps). It could rename the process's frames, or make us
+	// read without end.
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 && st.Uid != s.uid {
+		f.Close()
+		return
+	}
 	if j.file != nil {
 		j.file.Close()
 	}
