@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"time"
 
@@ -106,8 +107,9 @@ type Options struct {
 	// MaxEntries bounds every map; 0 means 10240.
 	MaxEntries int
 	// RingSize is the ring buffer's size in bytes (a power of two
-	// multiple of the page size); 0 means 1 MiB, or KeyRingSize for a
-	// program with maps counted in user space (CopyKeyStacks).
+	// multiple of the page size); 0 means 1 MiB, KeyRingSize for a
+	// program with maps counted in user space (CopyKeyStacks), and one
+	// page for a program that sends no record (it only counts in maps).
 	RingSize int
 	// Events has, per probe block (nil or shorter: none), the events the
 	// block sends after its body (see Event).
@@ -448,10 +450,34 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	}
 	out.ScratchSize = round8(scratch)
 	out.Spec.Maps[MapScratch] = &ebpf.MapSpec{Name: MapScratch, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(out.ScratchSize), MaxEntries: 1}
+	if defaultRing && !referencesMap(out.Spec, MapEvents) {
+		// No program sends a record (a count-only program): the ring
+		// buffer stays, for the reader, but at its least size, not
+		// 1 MiB of locked memory per tracer (the agent runs one per
+		// traced process).
+		o.RingSize = minRingSize
+	}
 	out.Spec.Maps[MapEvents] = &ebpf.MapSpec{Name: MapEvents, Type: ebpf.RingBuf, MaxEntries: uint32(o.RingSize)}
 	out.Spec.Maps[MapStart] = &ebpf.MapSpec{Name: MapStart, Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}
 	out.Spec.Maps[MapLost] = &ebpf.MapSpec{Name: MapLost, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 3}
 	return out, nil
+}
+
+// minRingSize is the least ring buffer size the kernel takes: one page of
+// the host that loads the program.
+var minRingSize = os.Getpagesize()
+
+// referencesMap reports whether an instruction of spec's programs refers
+// to the map named name.
+func referencesMap(spec *ebpf.CollectionSpec, name string) bool {
+	for _, p := range spec.Programs {
+		for _, ins := range p.Instructions {
+			if ins.Reference() == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func unsupported(pos btlang.Pos, format string, args ...any) error {
