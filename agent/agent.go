@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,6 +118,11 @@ type program struct {
 	// late counts the processes the program was started in after
 	// their exec.
 	late uint64
+	// maxProcs bounds live (ProgramConfig.MaxProcesses); refused counts
+	// the processes left untraced for it, once each (refusedPIDs).
+	maxProcs    int
+	refused     uint64
+	refusedPIDs map[int]bool
 }
 
 // attachment is a program started in one process.
@@ -181,7 +187,8 @@ func newPrograms(cfg *Config) []*program {
 		ps = append(ps, &program{cfg: pc, scan: scan, live: map[int]*attachment{},
 			failed: map[int]string{}, errored: map[int]bool{}, maps: map[string]*mapState{},
 			fileWide: fileWideSource(pc.Source), fileFailed: map[procfs.FileID]bool{},
-			covered: map[int]bool{}, coveredPrune: minCoveredPrune})
+			covered: map[int]bool{}, coveredPrune: minCoveredPrune,
+			maxProcs: cmp.Or(pc.MaxProcesses, DefaultMaxProcesses), refusedPIDs: map[int]bool{}})
 	}
 	return ps
 }
@@ -381,6 +388,23 @@ func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 		if p.failed[pid] == pr.sig {
 			continue
 		}
+		if at == nil {
+			a.mu.Lock()
+			full := len(p.live) >= p.maxProcs
+			if full && !p.refusedPIDs[pid] {
+				p.refusedPIDs[pid] = true
+				p.refused++
+			}
+			a.mu.Unlock()
+			if full {
+				// Each tracer costs memory and descriptors: a
+				// neighbour starting processes the targets select
+				// must not make the agent spend without bound.
+				a.warnOnce(p.cfg.Name+"\x00max_processes", fmt.Errorf("program %s runs in %d processes, its max_processes: process %d and any more are not traced until one ends",
+					p.cfg.Name, p.maxProcs, pid))
+				continue
+			}
+		}
 		a.attach(p, pid, pr.sig, at)
 	}
 	if !full {
@@ -396,6 +420,13 @@ func (a *Agent) scanProgram(p *program, pids []int, full bool) {
 			delete(p.errored, pid)
 		}
 	}
+	a.mu.Lock()
+	for pid := range p.refusedPIDs {
+		if !seen[pid] || p.live[pid] != nil {
+			delete(p.refusedPIDs, pid)
+		}
+	}
+	a.mu.Unlock()
 	a.mu.Lock()
 	for pid := range p.covered {
 		if !seen[pid] {

@@ -24,6 +24,12 @@ const DefaultScanInterval = time.Second
 // MapConfig.SeriesLimit nor ProgramConfig.SeriesLimit says.
 const DefaultSeriesLimit = 10000
 
+// DefaultMaxProcesses is the most processes one program runs in at once
+// when ProgramConfig.MaxProcesses does not say: each has a tracer of its
+// own, about a megabyte of memory and a dozen descriptors, so that the
+// agent stays within the DaemonSet's 256 MiB whatever a neighbour starts.
+const DefaultMaxProcesses = 100
+
 // DefaultListen is the address the CLI serves /metrics on when
 // Config.Listen is empty.
 const DefaultListen = "127.0.0.1:9435"
@@ -99,6 +105,13 @@ type ProgramConfig struct {
 	// SeriesLimit is the most series a map of the program exports (see
 	// MapConfig.SeriesLimit); 0: DefaultSeriesLimit.
 	SeriesLimit int `json:"series_limit,omitempty"`
+	// MaxProcesses is the most processes the program runs in at once,
+	// each with a tracer of its own; past it a process its targets
+	// select is left untraced (until one of the traced ends) and counted
+	// in usdtkit_agent_refused_processes_total. The processes of a binary
+	// the program runs on file-wide cost nothing each and do not count.
+	// 0: DefaultMaxProcesses.
+	MaxProcesses int `json:"max_processes,omitempty"`
 	// Maps tune the export of maps by name ("@", "@name").
 	Maps map[string]MapConfig `json:"maps,omitempty"`
 	// NativeHistograms exports every hist() map of the program as a
@@ -293,6 +306,8 @@ func (c *Config) check() error {
 			return bad(".targets", "no target")
 		case p.SeriesLimit < 0:
 			return bad(".series_limit", "negative")
+		case p.MaxProcesses < 0:
+			return bad(".max_processes", "negative")
 		}
 		names[p.Name] = true
 		if why := unsupportedSource(p.Source); why != "" {

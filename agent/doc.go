@@ -96,7 +96,8 @@
 // The agent's own metrics: usdtkit_agent_attaches_total,
 // _detaches_total, _attach_errors_total, _processes{program},
 // _attached_sites{program} (uprobes held: drops when processes exit),
-// _late_attaches_total{program},
+// _late_attaches_total{program}, _refused_processes_total{program}
+// (processes past ProgramConfig.MaxProcesses, left untraced),
 // _probes{program}, _lost_events_total, _map_update_failures_total,
 // _dropped_series{program,map}, _dropped_exited_keys_total{program,map},
 // _evicted_series_total{program,map},

@@ -340,6 +340,9 @@ var (
 	descLate = prometheus.NewDesc("usdtkit_agent_late_attaches_total",
 		"Processes a program was started in after their exec (a target other than a binary it runs on file-wide): what they fired before the attachment is not counted.",
 		[]string{"program"}, nil)
+	descRefused = prometheus.NewDesc("usdtkit_agent_refused_processes_total",
+		"Processes a program's targets selected but it was not started in, because it ran in max_processes processes already (each counted once; it is started there when one of those ends).",
+		[]string{"program"}, nil)
 	descProcesses = prometheus.NewDesc("usdtkit_agent_processes",
 		"Processes a program runs in now.", []string{"program"}, nil)
 	descSites = prometheus.NewDesc("usdtkit_agent_attached_sites",
@@ -451,6 +454,7 @@ func (a *Agent) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descProcesses, prometheus.GaugeValue, float64(len(p.live)+len(p.covered)), p.cfg.Name)
 		ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(p.late), p.cfg.Name)
+		ch <- prometheus.MustNewConstMetric(descRefused, prometheus.CounterValue, float64(p.refused), p.cfg.Name)
 		ch <- prometheus.MustNewConstMetric(descSites, prometheus.GaugeValue, float64(sites), p.cfg.Name)
 		ch <- prometheus.MustNewConstMetric(descProbes, prometheus.GaugeValue, float64(probes), p.cfg.Name)
 	}

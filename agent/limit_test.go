@@ -133,3 +133,70 @@ func TestAgentDroppedSeries(t *testing.T) {
 	c2.quit(t)
 	steady("both gone", map[string]float64{dropped: 0, atExit: 40, evicted: 5, procs: 0})
 }
+
+// TestAgentMaxProcesses: a program selecting processes by name, with
+// max_processes 2, runs in 2 of 4 such processes and counts the other 2
+// in usdtkit_agent_refused_processes_total, once each however many scans
+// see them; when a traced one ends, a refused one is traced in its
+// place, and the count stays.
+func TestAgentMaxProcesses(t *testing.T) {
+	testutil.RequireBPF(t)
+	target, comm := uniqueComm(t, buildTarget(t))
+	a := newAgent(t, fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
+		{"name": "maxp", "source": "usdt::agentt:hit { @ = count(); }", "targets": [{"comm": %q}], "max_processes": 2}]}`, comm))
+	startAgent(t, a)
+	var cs []*child
+	for range 4 {
+		cs = append(cs, startChild(t, target, "1", "wait"))
+	}
+	const procs, refused = `usdtkit_agent_processes{program="maxp"}`, `usdtkit_agent_refused_processes_total{program="maxp"}`
+	waitFor(t, "2 traced, 2 refused", 10*time.Second, func() (bool, string) {
+		s := series(t, a)
+		return s[procs] == 2 && s[refused] == 2, fmt.Sprintf("%v traced, %v refused", s[procs], s[refused])
+	})
+	time.Sleep(300 * time.Millisecond) // several scans
+	if s := series(t, a); s[procs] != 2 || s[refused] != 2 {
+		t.Fatalf("after more scans: %v traced, %v refused; want 2, 2", s[procs], s[refused])
+	}
+	// A child says "ready" once traced (its probe's semaphore is up).
+	// End the traced ones one at a time: each end frees a place.
+	ready := make([]bool, len(cs))
+	for ended := 1; ended <= len(cs); ended++ {
+		next := -1
+		waitFor(t, "a traced process", 10*time.Second, func() (bool, string) {
+			for i, c := range cs {
+				if c == nil {
+					continue
+				}
+				select {
+				case l := <-c.lines:
+					if l != "ready" {
+						t.Fatalf("pid %d: %q, want ready", c.cmd.Process.Pid, l)
+					}
+					ready[i] = true
+				default:
+				}
+				if ready[i] && next < 0 {
+					next = i
+				}
+			}
+			return next >= 0, "none ready"
+		})
+		c := cs[next]
+		cs[next] = nil
+		fmt.Fprintln(c.stdin, "go")
+		c.expect(t, "fired", 30*time.Second)
+		c.quit(t)
+		want := float64(min(2, len(cs)-ended))
+		waitFor(t, fmt.Sprintf("%v traced after %d ended", want, ended), 10*time.Second, func() (bool, string) {
+			s := series(t, a)
+			return s[procs] == want && s[refused] == 2, fmt.Sprintf("%v traced, %v refused", s[procs], s[refused])
+		})
+	}
+	if s := series(t, a); s[`usdtkit_maxp_map_total{}`] != 4 {
+		t.Errorf("count %v, want 4: every process fired once while traced", s[`usdtkit_maxp_map_total{}`])
+	}
+	if _, err := agent.ParseConfig([]byte(`{"programs": [{"name": "n", "source": "usdt::a:b { @ = count(); }", "targets": [{"comm": "x"}], "max_processes": -1}]}`)); err == nil || !strings.Contains(err.Error(), "max_processes") {
+		t.Errorf("max_processes -1: %v, want an error naming it", err)
+	}
+}
