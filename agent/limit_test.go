@@ -1,8 +1,13 @@
 package agent_test
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,5 +203,67 @@ func TestAgentMaxProcesses(t *testing.T) {
 	}
 	if _, err := agent.ParseConfig([]byte(`{"programs": [{"name": "n", "source": "usdt::a:b { @ = count(); }", "targets": [{"comm": "x"}], "max_processes": -1}]}`)); err == nil || !strings.Contains(err.Error(), "max_processes") {
 		t.Errorf("max_processes -1: %v, want an error naming it", err)
+	}
+}
+
+// TestAgentAttachesWhileScraped: 12 clients scraping /metrics without
+// pause, over 10 traced processes of 1 000 keys each, do not keep a new
+// process from being traced: collection reads the maps outside the lock
+// that attaching takes (before, 12 curl loops kept a new process
+// unattached for over 10 s, and its hits were lost). The bound is loose
+// (a loaded CI host); the log has the time beside the time without
+// scrapers.
+func TestAgentAttachesWhileScraped(t *testing.T) {
+	testutil.RequireBPF(t)
+	target, comm := uniqueComm(t, buildTarget(t))
+	a := newAgent(t, fmt.Appendf(nil, `{"scan_interval": "50ms", "programs": [
+		{"name": "scr", "source": "usdt::agentt:hit { @k[arg0] = count(); }", "targets": [{"comm": %q}]}]}`, comm))
+	addr := startAgent(t, a)
+	for range 10 {
+		c := startChild(t, target, "1000", "wait")
+		c.expect(t, "ready", 30*time.Second)
+		fmt.Fprintln(c.stdin, "go")
+		c.expect(t, "fired", 30*time.Second)
+	}
+	attachTime := func() time.Duration {
+		start := time.Now()
+		c := startChild(t, target, "1", "wait")
+		c.expect(t, "ready", 30*time.Second)
+		return time.Since(start)
+	}
+	quiet := attachTime()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var scrapes atomic.Int64
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/metrics", nil)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					scrapes.Add(1)
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	time.Sleep(time.Second)
+	busy := attachTime()
+	cancel()
+	wg.Wait()
+	t.Logf("a new process traced in %v while 12 clients scraped (%d scrapes served), %v without", busy, scrapes.Load(), quiet)
+	if scrapes.Load() == 0 {
+		t.Fatal("no scrape served")
+	}
+	if busy > 10*time.Second {
+		t.Errorf("a new process traced only after %v while scraped", busy)
 	}
 }
