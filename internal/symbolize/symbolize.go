@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -21,6 +22,9 @@ import (
 
 // DefaultMaxPerfMap is the default of Options.MaxPerfMap.
 const DefaultMaxPerfMap = 64 << 20
+
+// DefaultPerfMapReread is the default of Options.PerfMapReread.
+const DefaultPerfMapReread = time.Second
 
 // DefaultMaxJitdump is the default of Options.MaxJitdump.
 const DefaultMaxJitdump = 1 << 30
@@ -37,6 +41,12 @@ type Options struct {
 	// MaxPerfMap bounds, in bytes, how much of /tmp/perf-PID.map is
 	// read; the rest is passed over. 0 means DefaultMaxPerfMap.
 	MaxPerfMap int64
+	// PerfMapReread is the least time between two reads of the perf
+	// map when it has changed: a process (or whoever wrote its map) that
+	// rewrites a big map without pause would otherwise have every
+	// lookup of a new address parse it again. 0 means
+	// DefaultPerfMapReread; negative, at every change.
+	PerfMapReread time.Duration
 	// MaxJitdump bounds, in bytes, how much of the process's jitdump
 	// file is parsed; records past it are not read. Only record headers
 	// and names are read, not the native code between them. 0 means
@@ -98,6 +108,7 @@ type perfState struct {
 	idx        *perfIndex
 	size       int64
 	mtime      unix.Timespec
+	readAt     time.Time // when it was last read
 	tried      bool
 	statFailed bool
 }
@@ -123,6 +134,9 @@ func New(pid int, opts *Options) (*Symbolizer, error) {
 	}
 	if s.opts.MaxPerfMap == 0 {
 		s.opts.MaxPerfMap = DefaultMaxPerfMap
+	}
+	if s.opts.PerfMapReread == 0 {
+		s.opts.PerfMapReread = DefaultPerfMapReread
 	}
 	if s.opts.MaxJitdump == 0 {
 		s.opts.MaxJitdump = DefaultMaxJitdump
@@ -467,12 +481,15 @@ func (s *Symbolizer) perfLookup(a uint64) (PerfSymbol, bool) {
 	if p.tried && st.Size == p.size && st.Mtim == p.mtime {
 		return PerfSymbol{}, false
 	}
+	if p.tried && s.opts.PerfMapReread > 0 && time.Since(p.readAt) < s.opts.PerfMapReread {
+		return PerfSymbol{}, false
+	}
 	// /tmp is everyone's: a map another user wrote, or a FIFO, is not
 	// the process's.
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 && st.Uid != s.uid {
 		return PerfSymbol{}, false
 	}
-	p.tried, p.size, p.mtime = true, st.Size, st.Mtim
+	p.tried, p.size, p.mtime, p.readAt = true, st.Size, st.Mtim, time.Now()
 	syms, _, err := ParsePerfMap(bufio.NewReader(io.LimitReader(f, s.opts.MaxPerfMap)))
 	if err != nil {
 		return PerfSymbol{}, false

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/procfs"
@@ -333,12 +334,18 @@ func TestPerfMap(t *testing.T) {
 	if len(want) != 2 {
 		t.Fatalf("the program printed %d addresses, want 2", len(want))
 	}
-	s := newSymbolizer(t, tr.PID(), nil)
+	s := newSymbolizer(t, tr.PID(), &Options{PerfMapReread: -1})
+	// With the default, a changed map is read again after a second at
+	// the earliest; this one waits an hour.
+	slow := newSymbolizer(t, tr.PID(), &Options{PerfMapReread: time.Hour})
 	perf := "/tmp/perf-" + strconv.Itoa(tr.PID()) + ".map"
 	for name, a := range want {
 		fr := s.Frames([]uint64{a + 3})[0]
 		if fr.Symbol != name || fr.SymOffset != 3 || fr.Object != perf || fr.String() != name+"+3" {
 			t.Errorf("%s+3 at %#x: have %+v, want %s+3 from %s", name, a+3, fr, name, perf)
+		}
+		if fr := slow.Frames([]uint64{a})[0]; fr.Symbol != name {
+			t.Errorf("%s at %#x, first read: have %+v", name, a, fr)
 		}
 	}
 	// Past the last symbol, in the same page: anonymous memory no perf
@@ -380,6 +387,9 @@ func TestPerfMap(t *testing.T) {
 	later := hexArg(t, strings.TrimPrefix(line[0], "compiled later "))
 	if fr := s.Frames([]uint64{later})[0]; fr.Symbol != "compiled later" || fr.SymOffset != 0 {
 		t.Errorf("%#x after the map grew: have %#v, want compiled later+0", later, fr)
+	}
+	if fr := slow.Frames([]uint64{later})[0]; fr.Symbol != "" {
+		t.Errorf("%#x after the map grew, read again an hour after the first read at the earliest: have %#v, want no symbol yet", later, fr)
 	}
 
 	// With MaxPerfMap below the first two lines, only the first, whole
