@@ -12,8 +12,9 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btlang"
 )
 
-// MaxArgs is the most arguments an event carries (arg0…arg11).
-const MaxArgs = 12
+// MaxArgs is the most arguments an event carries (arg0…arg11): the most a
+// probe site has.
+const MaxArgs = bpfgen.MaxArgs
 
 // DefaultStrLen is the bytes read per string argument (NUL included)
 // when EventProbe.StrLen is 0; MaxStrLen is the most.

@@ -20,7 +20,7 @@ const (
 )
 
 // maxFlagArgs is one more than the highest argN a flag may name.
-const maxFlagArgs = 12
+const maxFlagArgs = MaxArgs
 
 // flagSpec is Flags parsed.
 type flagSpec struct {
