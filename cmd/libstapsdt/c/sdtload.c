@@ -51,21 +51,19 @@ static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1)
 // resolve_site returns the site kind USDTKIT_SITE names, the 1-byte nop
 // by default (dynsdt.ResolveSite and ChooseSite), or -1 for a bad value.
 static int resolve_site(const char **bad) {
-  const char *v = getenv("USDTKIT_SITE");
-  if (v == NULL)
-    return SDT_SITE_NOP;
-  while (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r' || *v == '\v' || *v == '\f')
-    v++;
-  size_t len = strlen(v);
-  while (len > 0 && strchr(" \t\n\r\v\f", v[len - 1]) != NULL)
-    len--;
+  static const char space[] = " \t\n\r\v\f";
   static const char *const names[] = {"auto", "nop", "nop5", "nop10"};
-  if (getenv("USDTKIT_SITE")[0] == 0)
-    return SDT_SITE_NOP; // set but empty: as unset
+  const char *env = getenv("USDTKIT_SITE");
+  if (env == NULL || env[0] == 0)
+    return SDT_SITE_NOP; // unset or empty: the default
+  const char *v = env + strspn(env, space);
+  size_t len = strlen(v);
+  while (len > 0 && strchr(space, v[len - 1]) != NULL)
+    len--;
   for (int i = 0; i < 4; i++)
     if (strlen(names[i]) == len && strncmp(v, names[i], len) == 0)
       return i == SDT_SITE_AUTO ? SDT_SITE_NOP : i;
-  *bad = getenv("USDTKIT_SITE");
+  *bad = env;
   return -1;
 }
 
