@@ -177,24 +177,7 @@ func TestGenerateUnsupported(t *testing.T) {
 // positioned error — never a panic, never a program the verifier refuses.
 func TestCorpus(t *testing.T) {
 	testutil.RequireBPF(t)
-	data, err := os.ReadFile("../btlang/testdata/valid.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names, srcs []string
-	for l := range strings.Lines(string(data)) {
-		if strings.HasPrefix(l, "-- ") {
-			names = append(names, strings.Trim(l, "- \n"))
-			srcs = append(srcs, "")
-			continue
-		}
-		if len(srcs) > 0 {
-			srcs[len(srcs)-1] += l
-		}
-	}
-	if len(srcs) < 20 {
-		t.Fatalf("%d corpus entries", len(srcs))
-	}
+	names, srcs := corpus(t)
 	loaded := 0
 	for i, src := range srcs {
 		t.Run(names[i], func(t *testing.T) {
@@ -225,6 +208,29 @@ func TestCorpus(t *testing.T) {
 	if loaded < len(srcs)/2 {
 		t.Errorf("only %d of %d corpus programs loaded", loaded, len(srcs))
 	}
+}
+
+// corpus returns the names and sources of btlang's corpus of valid programs.
+func corpus(t *testing.T) (names, srcs []string) {
+	t.Helper()
+	data, err := os.ReadFile("../btlang/testdata/valid.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(string(data)) {
+		if strings.HasPrefix(l, "-- ") {
+			names = append(names, strings.Trim(l, "- \n"))
+			srcs = append(srcs, "")
+			continue
+		}
+		if len(srcs) > 0 {
+			srcs[len(srcs)-1] += l
+		}
+	}
+	if len(srcs) < 20 {
+		t.Fatalf("%d corpus entries", len(srcs))
+	}
+	return names, srcs
 }
 
 type anyArgs struct{}

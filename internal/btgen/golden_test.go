@@ -1,0 +1,151 @@
+package btgen_test
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from what Generate emits now")
+
+// TestGolden compares the BPF that Generate emits for loadTests and for
+// btlang's corpus (on the same made-up sites as the other tests) with the
+// listings in testdata/golden: every map and every program, instruction
+// for instruction. A change to codegen shows here as a diff a reviewer can
+// read without root; one that should not change the BPF (a refactoring)
+// must leave the files as they are. -update rewrites them.
+func TestGolden(t *testing.T) {
+	sets := []struct {
+		file  string
+		names []string
+		srcs  []string
+	}{{file: "load.txt"}, {file: "corpus.txt"}}
+	for _, tt := range loadTests {
+		sets[0].names = append(sets[0].names, tt.name)
+		sets[0].srcs = append(sets[0].srcs, tt.src)
+	}
+	sets[1].names, sets[1].srcs = corpus(t)
+	for _, set := range sets {
+		t.Run(set.file, func(t *testing.T) {
+			var got bytes.Buffer
+			for i, src := range set.srcs {
+				fmt.Fprintf(&got, "-- %s\n", set.names[i])
+				got.WriteString(listing(t, src))
+			}
+			// The same source twice gives the same BPF.
+			if again := listing(t, set.srcs[0]); !strings.Contains(got.String(), again) {
+				t.Errorf("%s: a second Generate differs from the first", set.names[0])
+			}
+			path := filepath.Join("testdata", "golden", set.file)
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test -run TestGolden -update writes it)", err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Errorf("BPF differs from %s in: %s\n(if the change is meant, go test ./internal/btgen -run TestGolden -update, and review the diff)",
+					path, strings.Join(differing(got.String(), string(want)), ", "))
+			}
+		})
+	}
+}
+
+// listing is what Generate emits for src, or the error it returns, as text.
+func listing(t *testing.T, src string) string {
+	t.Helper()
+	prog, err := btlang.Compile("golden.bt", []byte(src), &btlang.CheckOptions{Probes: anyArgs{}})
+	if err != nil {
+		return "compile error: " + err.Error() + "\n"
+	}
+	_, opts := compile(t, src)
+	out, err := btgen.Generate(prog, opts)
+	if err != nil {
+		var e *btlang.Error
+		if !errors.As(err, &e) {
+			t.Fatalf("Generate %q: %v, want a *btlang.Error", src, err)
+		}
+		return "refused: " + err.Error() + "\n"
+	}
+	l := specListing(out.Spec)
+	// A special block's token is random (another process must not be able
+	// to run the block); the listing names it instead.
+	for i, b := range out.Blocks {
+		if b.Token != 0 {
+			l = strings.ReplaceAll(l, fmt.Sprintf("imm: %d\n", int64(b.Token)), fmt.Sprintf("imm: <token of block %d>\n", i))
+		}
+	}
+	return l
+}
+
+func specListing(spec *ebpf.CollectionSpec) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(mapsKeys(spec.Maps)) {
+		m := spec.Maps[name]
+		fmt.Fprintf(&b, "map %s %v key %d value %d entries %d flags %#x\n", name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags)
+	}
+	for _, name := range slices.Sorted(mapsKeys(spec.Programs)) {
+		p := spec.Programs[name]
+		fmt.Fprintf(&b, "program %s %v %v %q\n", name, p.Type, p.AttachType, p.SectionName)
+		fmt.Fprintf(&b, "%v", p.Instructions)
+	}
+	return b.String()
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// differing names the sections ("-- NAME") whose text differs.
+func differing(got, want string) []string {
+	split := func(s string) map[string]string {
+		m := map[string]string{}
+		var name string
+		for l := range strings.Lines(s) {
+			if n, ok := strings.CutPrefix(l, "-- "); ok {
+				name = strings.TrimSpace(n)
+				continue
+			}
+			m[name] += l
+		}
+		return m
+	}
+	g, w := split(got), split(want)
+	var names []string
+	for n, v := range g {
+		if w[n] != v {
+			names = append(names, n)
+		}
+	}
+	for n := range w {
+		if _, ok := g[n]; !ok {
+			names = append(names, n+" (gone)")
+		}
+	}
+	slices.Sort(names)
+	return names
+}
