@@ -109,6 +109,8 @@ type Program struct {
 	// goLayouts are where the values of Go functions' events are, by
 	// full name.
 	goLayouts map[string]*goLayout
+	// ast is the checked program (Dump).
+	ast *btlang.Program
 }
 
 // siteKey is a place a program attaches to.
@@ -192,7 +194,7 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 		}
 		return nil, err
 	}
-	out := &Program{names: r.names, goLayouts: r.goLayouts}
+	out := &Program{names: r.names, goLayouts: r.goLayouts, ast: prog}
 	var all [][]btgen.Site
 	names := make(map[string]bool)
 	for _, b := range prog.Blocks {

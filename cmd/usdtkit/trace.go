@@ -17,6 +17,7 @@ import (
 )
 
 type traceOptions struct {
+	dump     string
 	pids     []int
 	command  string
 	output   string
@@ -158,6 +159,7 @@ not delete() of them.`,
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
 	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
 	f.StringVarP(&o.program, "program", "e", "", "run this program in bpftrace's language instead of tracing PROBEs")
+	f.StringVar(&o.dump, "dump", "", "print one stage of the compilation on stdout and exit without tracing: ast (the program as parsed), types (maps' and variables' types) or bpf (the generated maps and instructions)")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -84,6 +85,9 @@ func checkRun(cmd *cobra.Command, o *traceOptions) error {
 	if fl.Changed("duration") && o.duration <= 0 {
 		return fmt.Errorf("-d %v: want a positive duration, such as 10s", o.duration)
 	}
+	if fl.Changed("dump") && !slices.Contains(trace.Stages, trace.Stage(o.dump)) {
+		return fmt.Errorf("--dump %q: want one of %v", o.dump, trace.Stages)
+	}
 	return nil
 }
 
@@ -147,6 +151,9 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	prog, err := compile(copts)
 	if err != nil {
 		return err
+	}
+	if o.dump != "" {
+		return prog.Dump(cmd.OutOrStdout(), trace.Stage(o.dump))
 	}
 	if o.flame != nil && !prog.CountsStacks() {
 		return noStacksError(o.output)

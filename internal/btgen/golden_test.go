@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cilium/ebpf"
-
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 )
@@ -85,39 +83,7 @@ func listing(t *testing.T, src string) string {
 		}
 		return "refused: " + err.Error() + "\n"
 	}
-	l := specListing(out.Spec)
-	// A special block's token is random (another process must not be able
-	// to run the block); the listing names it instead.
-	for i, b := range out.Blocks {
-		if b.Token != 0 {
-			l = strings.ReplaceAll(l, fmt.Sprintf("imm: %d\n", int64(b.Token)), fmt.Sprintf("imm: <token of block %d>\n", i))
-		}
-	}
-	return l
-}
-
-func specListing(spec *ebpf.CollectionSpec) string {
-	var b strings.Builder
-	for _, name := range slices.Sorted(mapsKeys(spec.Maps)) {
-		m := spec.Maps[name]
-		fmt.Fprintf(&b, "map %s %v key %d value %d entries %d flags %#x\n", name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries, m.Flags)
-	}
-	for _, name := range slices.Sorted(mapsKeys(spec.Programs)) {
-		p := spec.Programs[name]
-		fmt.Fprintf(&b, "program %s %v %v %q\n", name, p.Type, p.AttachType, p.SectionName)
-		fmt.Fprintf(&b, "%v", p.Instructions)
-	}
-	return b.String()
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
+	return out.Listing()
 }
 
 // differing names the sections ("-- NAME") whose text differs.

@@ -242,3 +242,42 @@ func (w *printer) loop(keyword string, x Expr, body []Stmt) {
 	w.WriteString(") ")
 	w.stmts(body)
 }
+
+// TypesString returns what Check resolved, one line each: every map with
+// its key and value types (or its aggregation and the aggregated type),
+// then each block's variables. It is empty before Check.
+func (p *Program) TypesString() string {
+	var b strings.Builder
+	for _, m := range p.Maps {
+		b.WriteString(m.Name)
+		if m.Keys != nil {
+			b.WriteByte('[')
+			for i, k := range m.Keys {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(k.String())
+			}
+			b.WriteByte(']')
+		}
+		b.WriteString(": ")
+		switch m.Agg {
+		case AggNone:
+			b.WriteString(m.Value.String())
+		case AggCount:
+			b.WriteString("count()")
+		case AggLhist:
+			b.WriteString("lhist(" + m.AggArg.String() + ", " + strconv.FormatInt(m.LhistMin, 10) + ", " +
+				strconv.FormatInt(m.LhistMax, 10) + ", " + strconv.FormatInt(m.LhistStep, 10) + ")")
+		default:
+			b.WriteString(m.Agg.String() + "(" + m.AggArg.String() + ")")
+		}
+		b.WriteByte('\n')
+	}
+	for i, blk := range p.Blocks {
+		for _, v := range blk.Vars {
+			b.WriteString("block " + strconv.Itoa(i) + " " + v.Name + ": " + v.Type.String() + "\n")
+		}
+	}
+	return b.String()
+}
