@@ -167,33 +167,94 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 	}
 	r.commandLibs = commandLibs{exe: r.opts.Executable, warn: r.opts.Warn}
 	defer r.closeGo()
-	prog, err := btlang.ParseWith(name, []byte(src), &btlang.ParseOptions{Params: r.opts.Params})
-	if err == nil {
-		r.prescan(prog, events, fields)
-		r.noteFunctionNames(prog)
-		err = btlang.Check(prog, &btlang.CheckOptions{Probes: r, Unsafe: r.opts.Unsafe})
+	c := &compilation{name: name, src: src, opts: opts, events: events, fields: fields, extraCheck: check, r: r}
+	for _, pass := range passes {
+		if err := pass.run(c); err != nil {
+			return nil, err
+		}
 	}
-	if r.fatal != nil {
-		return nil, r.fatal
+	return c.out, nil
+}
+
+// compilation is what Compile's passes read and write.
+type compilation struct {
+	name, src  string
+	opts       *CompileOptions
+	events     []*btgen.Event
+	fields     [][]string
+	extraCheck func(*btlang.Program) error
+	r          *resolver
+	prog       *btlang.Program
+	args       probeTable
+	out        *Program
+}
+
+// passes are Compile's stages in the order they run; each reads what the
+// ones before it left in the compilation.
+var passes = []struct {
+	name string
+	run  func(*compilation) error
+}{
+	// parse: the source to an AST (btlang).
+	{"parse", (*compilation).parse},
+	// resolve: every usdt and uprobe probe to its sites and arguments;
+	// all the file I/O of compiling (sdt, uprobe, Go binaries).
+	{"resolve", (*compilation).resolve},
+	// check: types and bpftrace's rules (btlang), on the arguments the
+	// resolve pass found; probes that match nothing are skipped when
+	// others match.
+	{"check", (*compilation).check},
+	// generate: BPF for the checked program and its sites (btgen).
+	{"generate", (*compilation).generate},
+}
+
+func (c *compilation) parse() error {
+	prog, err := btlang.ParseWith(c.name, []byte(c.src), &btlang.ParseOptions{Params: c.r.opts.Params})
+	if err != nil {
+		return c.programErrors(err)
 	}
-	if err != nil && r.skipUnmatched(prog, err) {
+	c.prog = prog
+	return nil
+}
+
+func (c *compilation) resolve() error {
+	c.r.prescan(c.prog, c.events, c.fields)
+	c.r.noteFunctionNames(c.prog)
+	c.args = c.r.resolveAll(c.prog)
+	return c.r.fatal
+}
+
+func (c *compilation) check() error {
+	err := btlang.Check(c.prog, &btlang.CheckOptions{Probes: c.args, Unsafe: c.r.opts.Unsafe})
+	if err != nil && c.r.skipUnmatched(c.prog, err) {
 		// The checker fills in the program (map types, prog.Maps) only
 		// when it finds no error: check what is left.
-		err = btlang.Check(prog, &btlang.CheckOptions{Probes: r, Unsafe: r.opts.Unsafe})
+		err = btlang.Check(c.prog, &btlang.CheckOptions{Probes: c.args, Unsafe: c.r.opts.Unsafe})
 	}
-	if err == nil && check != nil {
-		err = check(prog)
+	if err == nil && c.extraCheck != nil {
+		err = c.extraCheck(c.prog)
 	}
 	if err != nil {
-		err = compileErrors(err)
-		var list CompileErrors
-		if errors.As(err, &list) {
-			for _, e := range list {
-				e.Err = r.causes[btlang.Pos{File: e.File, Line: e.Line, Col: e.Col}]
-			}
-		}
-		return nil, err
+		return c.programErrors(err)
 	}
+	return nil
+}
+
+// programErrors returns a parse or check error as CompileErrors, each
+// with the cause the resolver recorded at its position.
+func (c *compilation) programErrors(err error) error {
+	err = compileErrors(err)
+	var list CompileErrors
+	if errors.As(err, &list) {
+		for _, e := range list {
+			e.Err = c.r.causes[btlang.Pos{File: e.File, Line: e.Line, Col: e.Col}]
+		}
+	}
+	return err
+}
+
+func (c *compilation) generate() error {
+	r, prog, opts, events := c.r, c.prog, c.opts, c.events
 	out := &Program{names: r.names, goLayouts: r.goLayouts, ast: prog}
 	var all [][]btgen.Site
 	names := make(map[string]bool)
@@ -236,16 +297,17 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 		case UnwindCFI:
 			gopts.CopyKeyStacks = true
 		default:
-			return nil, fmt.Errorf("compile: field Unwind is %v, want UnwindFP or UnwindCFI", opts.Unwind)
+			return fmt.Errorf("compile: field Unwind is %v, want UnwindFP or UnwindCFI", opts.Unwind)
 		}
 	}
 	if events != nil {
 		// Room for bursts of events between reads.
 		gopts.RingSize = bpfgen.DefaultRingSize
 	}
+	var err error
 	out.gen, err = btgen.Generate(prog, gopts)
 	if err != nil {
-		return nil, compileErrors(err)
+		return compileErrors(err)
 	}
 	if (opts == nil || !opts.FaultingStrings) && slices.ContainsFunc(out.gen.Blocks, func(b btgen.Block) bool { return b.CouldSleep }) {
 		// The program reads strings: with the kfunc they are read
@@ -254,11 +316,57 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 		if id, err := features.SleepableCopyStr(); err == nil {
 			gopts.CopyStr = id
 			if out.gen, err = btgen.Generate(prog, gopts); err != nil {
-				return nil, compileErrors(err)
+				return compileErrors(err)
 			}
 		}
 	}
-	return out, nil
+	c.out = out
+	return nil
+}
+
+// probeTable is what the resolve pass found of each probe's arguments:
+// the check pass's btlang.ProbeInfo, so that checking reads no file.
+type probeTable struct {
+	r    *resolver
+	args map[*btlang.Probe]probeArgs
+}
+
+type probeArgs struct {
+	args btlang.ProbeArgs
+	err  error
+}
+
+// Args returns what the resolve pass found of p; a probe skipUnmatched
+// left out has any arguments.
+func (t probeTable) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
+	if t.r.skipped[p] {
+		return btlang.ProbeArgs{Count: -1}, nil
+	}
+	a, ok := t.args[p]
+	if !ok {
+		return btlang.ProbeArgs{}, fmt.Errorf("internal error: probe %s was not resolved", p)
+	}
+	return a.args, a.err
+}
+
+// resolveAll resolves each usdt, uprobe and uretprobe probe of prog, in
+// source order, once.
+func (r *resolver) resolveAll(prog *btlang.Program) probeTable {
+	t := probeTable{r: r, args: make(map[*btlang.Probe]probeArgs)}
+	for _, b := range prog.Blocks {
+		for _, p := range b.Probes {
+			switch p.Kind {
+			case btlang.ProbeUSDT, btlang.ProbeUprobe, btlang.ProbeUretprobe:
+			default:
+				continue
+			}
+			if _, ok := t.args[p]; !ok {
+				a, err := r.resolveProbe(p)
+				t.args[p] = probeArgs{a, err}
+			}
+		}
+	}
+	return t
 }
 
 // skipUnmatched marks the usdt and uprobe attach points of prog that
@@ -357,11 +465,9 @@ type listError struct{ err error }
 func (e listError) Error() string { return e.err.Error() }
 func (e listError) Unwrap() error { return e.err }
 
-// Args resolves p and returns how many arguments every site of it has.
-func (r *resolver) Args(p *btlang.Probe) (btlang.ProbeArgs, error) {
-	if r.skipped[p] {
-		return btlang.ProbeArgs{Count: -1}, nil
-	}
+// resolveProbe resolves p and returns how many arguments every site of it
+// has.
+func (r *resolver) resolveProbe(p *btlang.Probe) (btlang.ProbeArgs, error) {
 	res, args, err := r.resolve(p)
 	if err != nil {
 		var le listError
