@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
 )
 
-// MaxArgs is the most arguments a probe may have.
-const MaxArgs = 12
+// MaxArgs is the most arguments a probe may have, as with sys/sdt.h.
+const MaxArgs = elfnotes.MaxArgs
 
 // ArgType is the type of one probe argument, as a probe's caller passes it
 // in the C calling convention.

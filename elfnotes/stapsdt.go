@@ -11,6 +11,10 @@ import (
 // in their Base field; see [File.SDTProbes].
 const StapsdtBaseSection = ".stapsdt.base"
 
+// MaxArgs is the most arguments sys/sdt.h's macros give a probe
+// (STAP_PROBE12): the most argument specs a note of theirs holds.
+const MaxArgs = 12
+
 // Stapsdt is the descriptor of one NT_STAPSDT note, exactly as written in
 // the note: addresses are link-time values before the .stapsdt.base
 // adjustment.

@@ -31,8 +31,9 @@ import (
 	"github.com/usdtkit/usdtkit/usdtlink"
 )
 
-// maxArgs is the number of arguments each hit sends.
-const maxArgs = 12
+// maxArgs is the number of arguments each hit sends: as many as a
+// usdt_spec holds.
+const maxArgs = usdtlink.MaxArgs
 
 func main() {
 	if err := run(); err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
 )
 
 // ErrUnsupported is wrapped by errors for what the generator cannot read:
@@ -13,9 +15,8 @@ import (
 // kernel: kernel limits wrap ebpf.ErrNotSupported.
 var ErrUnsupported = errors.New("unsupported argument")
 
-// MaxArgs is the most arguments a probe site has; sys/sdt.h macros take
-// at most 12 arguments (STAP_PROBE12).
-const MaxArgs = 12
+// MaxArgs is the most arguments a probe site has (sys/sdt.h's).
+const MaxArgs = elfnotes.MaxArgs
 
 // MaxDerefs is the most pointers one Fetch follows (Fetch.Derefs): enough
 // for a field three structs away (a.b.c.d), each hop costing one
