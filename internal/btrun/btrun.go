@@ -658,24 +658,11 @@ func (r *Runner) clearMap(mi *btgen.MapInfo, zero bool) error {
 	}
 	m := r.coll.Maps[mi.BPF]
 	var keys [][]byte
-	var k []byte
-	it := m.Iterate()
-	var v []byte
-	var pv [][]byte
-	for {
-		var ok bool
-		if mi.PerCPU {
-			ok = it.Next(&k, &pv)
-		} else {
-			ok = it.Next(&k, &v)
-		}
-		if !ok {
-			break
-		}
+	if err := r.eachEntry(mi, func(k []byte, _ [][]byte) error {
 		keys = append(keys, append([]byte(nil), k...))
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("read %s: %w", mi.Map.Name, err)
+		return nil
+	}); err != nil {
+		return err
 	}
 	if mi.Array {
 		return r.clearArray(mi, keys, zero)
@@ -743,6 +730,38 @@ func clearValue(mi *btgen.MapInfo, v []byte, zero bool) {
 	clear(v[:n])
 }
 
+// eachEntry calls fn with each key of mi's BPF map and its value: one per
+// CPU for a per-CPU map, else one. k and vals are reused between calls;
+// fn copies what it keeps.
+func (r *Runner) eachEntry(mi *btgen.MapInfo, fn func(k []byte, vals [][]byte) error) error {
+	it := r.coll.Maps[mi.BPF].Iterate()
+	var k, v []byte
+	var pv [][]byte
+	one := make([][]byte, 1)
+	for {
+		var vals [][]byte
+		if mi.PerCPU {
+			if !it.Next(&k, &pv) {
+				break
+			}
+			vals = pv
+		} else {
+			if !it.Next(&k, &v) {
+				break
+			}
+			one[0] = v
+			vals = one
+		}
+		if err := fn(k, vals); err != nil {
+			return err
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", mi.Map.Name, err)
+	}
+	return nil
+}
+
 // isSet reports whether an array slot's value (one CPU's) was written.
 func isSet(mi *btgen.MapInfo, v []byte) bool {
 	return len(v) >= mi.SetOff+8 && binary.NativeEndian.Uint64(v[mi.SetOff:]) != 0
@@ -792,20 +811,8 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 		mergeStackKeys(mi, m)
 		return m, nil
 	}
-	bpf := r.coll.Maps[mi.BPF]
-	it := bpf.Iterate()
-	var k, v []byte
-	var pv [][]byte
-	for {
-		var ok bool
-		if mi.PerCPU {
-			ok = it.Next(&k, &pv)
-		} else {
-			ok = it.Next(&k, &v)
-		}
-		if !ok {
-			break
-		}
+	if err := r.eachEntry(mi, func(k []byte, pv [][]byte) error {
+		v := pv[0]
 		key := k
 		if mi.Array {
 			written := false
@@ -817,7 +824,7 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 				written = isSet(mi, v)
 			}
 			if !written || len(k) < 4 {
-				continue
+				return nil
 			}
 			// The u32 slot is the probe's id: decode it as an 8-byte key.
 			key = binary.NativeEndian.AppendUint64(nil, uint64(binary.NativeEndian.Uint32(k)))
@@ -832,12 +839,12 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 				e.Value = binary.NativeEndian.Uint64(v)
 			}
 			m.Entries = append(m.Entries, e)
-			continue
+			return nil
 		}
 		set := false
 		for _, c := range pv {
 			if len(c) < mi.ValueSize {
-				return nil, fmt.Errorf("read %s: per-CPU value of %d bytes", bm.Name, len(c))
+				return fmt.Errorf("read %s: per-CPU value of %d bytes", bm.Name, len(c))
 			}
 			u := func(i int) uint64 { return binary.NativeEndian.Uint64(c[8*i:]) }
 			switch m.Agg {
@@ -867,9 +874,9 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 		// A min or max no CPU has set was zeroed (zero()): it prints 0,
 		// as in bpftrace.
 		m.Entries = append(m.Entries, e)
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", bm.Name, err)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	if err := r.slotEntries(mi, m); err != nil {
 		return nil, err

@@ -612,37 +612,18 @@ func (r *Runner) StackCounts() ([]StackCount, error) {
 			}
 			continue
 		}
-		m := r.coll.Maps[mi.BPF]
-		it := m.Iterate()
-		var k []byte
-		var v []byte
-		var pv [][]byte
-		for {
-			var ok bool
-			if mi.PerCPU {
-				ok = it.Next(&k, &pv)
-			} else {
-				ok = it.Next(&k, &v)
-			}
-			if !ok {
-				break
-			}
+		// The values summed over CPUs (one value for a map that is not
+		// per-CPU).
+		if err := r.eachEntry(mi, func(k []byte, vals [][]byte) error {
 			var val uint64
-			if mi.PerCPU {
-				for _, c := range pv {
-					if len(c) >= 8 {
-						val += binary.NativeEndian.Uint64(c)
-					}
+			for _, c := range vals {
+				if len(c) >= 8 {
+					val += binary.NativeEndian.Uint64(c)
 				}
-			} else if len(v) >= 8 {
-				val = binary.NativeEndian.Uint64(v)
 			}
-			if err := add(k, val); err != nil {
-				return nil, err
-			}
-		}
-		if err := it.Err(); err != nil {
-			return nil, fmt.Errorf("read %s: %w", mi.Map.Name, err)
+			return add(k, val)
+		}); err != nil {
+			return nil, err
 		}
 		var err error
 		if e := r.readSlots(mi, func(k []byte, n uint64) {
