@@ -1,0 +1,136 @@
+package layers
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/usdtkit/usdtkit/"
+
+// layer is each package's layer, as docs/architecture.md lists them: a
+// package imports only packages of its own layer or a lower one. A new
+// package must be given its layer here.
+var layer = map[string]int{
+	// 1. ELF files and processes.
+	"elfnotes": 1, "internal/symtab": 1, "internal/insn": 1, "internal/procfs": 1,
+	"internal/ldso": 1, "internal/escape": 1, "internal/goabi": 1,
+	// 2. What can be probed.
+	"sdt": 2, "uprobe": 2, "uprobe/gosig": 2, "internal/target": 2, "internal/gofunc": 2,
+	// 3. BPF building blocks.
+	"internal/bpfgen": 3, "internal/argfetch": 3, "internal/stackcap": 3, "internal/features": 3,
+	"internal/session": 3,
+	// 4. The language and what its runs need.
+	"internal/btlang": 4, "internal/btgen": 4, "internal/btrun": 4, "internal/eventfmt": 4,
+	"internal/symbolize": 4, "internal/unwind": 4, "internal/flame": 4, "internal/launch": 4,
+	// 5. Public cores.
+	"trace": 5, "usdtlink": 5, "dynsdt": 5, "dynsdt/postlink": 5, "agent": 5,
+	// 6. Commands, examples, benchmarks, test helpers.
+	"cmd/usdtkit": 6, "cmd/usdtkit-agent": 6, "cmd/libstapsdt": 6,
+	"examples": 6, "bench": 6, "internal/layers": 6,
+	// Test helpers, imported by tests only.
+	"internal/testutil": 6, "internal/tracetest": 6, "internal/stackcap/stacktest": 6, "internal/symtab/symtabtest": 6,
+}
+
+// noDeps are packages that must not link a dependency at all, directly
+// or through others: why, and the prefixes they must not reach.
+var noDeps = []struct {
+	pkg, why string
+	banned   []string
+}{
+	{"elfnotes", "the ELF reader is the standard library only", []string{"github.com/", "golang.org/"}},
+	{"sdt", "listing probes loads no BPF", []string{"github.com/cilium/ebpf"}},
+	{"uprobe", "listing functions loads no BPF and no DWARF reader", []string{"github.com/cilium/ebpf", "github.com/go-delve/"}},
+	{"internal/btlang", "the front end runs without a kernel", []string{"github.com/cilium/ebpf"}},
+	{"dynsdt", "an instrumented program links no BPF loader", []string{"github.com/cilium/ebpf", "github.com/go-delve/"}},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", module+"...").Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go list: %v\n%s", err, stderr)
+	}
+	var pkgs []pkg
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 30 {
+		t.Fatalf("go list found %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// layerOf is the layer of a package of this module: its own entry, or
+// the entry of the nearest parent folder listed (examples/…, bench/…,
+// internal/symtab/symtabtest).
+func layerOf(path string) (int, bool) {
+	for p := path; p != "."; p = parent(p) {
+		if l, ok := layer[p]; ok {
+			return l, true
+		}
+	}
+	return 0, false
+}
+
+func parent(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return "."
+}
+
+func TestLayers(t *testing.T) {
+	for _, p := range listPackages(t) {
+		name := strings.TrimPrefix(p.ImportPath, module)
+		l, ok := layerOf(name)
+		if !ok {
+			t.Errorf("%s: in no layer; give it one in layers_test.go and docs/architecture.md", name)
+			continue
+		}
+		for _, imp := range p.Imports {
+			dep, ours := strings.CutPrefix(imp, module)
+			if !ours {
+				continue
+			}
+			if dl, _ := layerOf(dep); dl > l {
+				t.Errorf("%s (layer %d) imports %s (layer %d): a package imports only its own layer or lower ones", name, l, dep, dl)
+			}
+		}
+	}
+}
+
+func TestNoDeps(t *testing.T) {
+	pkgs := listPackages(t)
+	for _, rule := range noDeps {
+		i := slices.IndexFunc(pkgs, func(p pkg) bool { return p.ImportPath == module+rule.pkg })
+		if i < 0 {
+			t.Errorf("%s: no such package", rule.pkg)
+			continue
+		}
+		for _, d := range pkgs[i].Deps {
+			for _, b := range rule.banned {
+				if strings.HasPrefix(d, b) {
+					t.Errorf("%s links %s (%s)", rule.pkg, d, rule.why)
+				}
+			}
+		}
+	}
+}
