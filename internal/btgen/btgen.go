@@ -15,6 +15,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/printf"
 )
 
 // Names of the maps every program has.
@@ -263,7 +264,7 @@ type PrintInfo struct {
 // PrintfInfo is one printf call: its format and where its arguments are
 // in a RecPrintf record (after the 8-byte header).
 type PrintfInfo struct {
-	Format *eventfmt.Printf
+	Format *printf.Format
 	Args   []RecordArg
 	Size   int
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/printf"
 )
 
 // Flags of bpf_map_update_elem, bpf_ringbuf_output and bpf_ringbuf_query
@@ -695,7 +696,7 @@ func (g *gen) printf(c *btlang.Call) {
 		g.fail(unsupported(c.At, "a printf format that is not a literal"))
 		return
 	}
-	f, err := eventfmt.ParsePrintf(lit.Val)
+	f, err := printf.Parse(lit.Val)
 	if err != nil {
 		g.fail(&btlang.Error{Pos: lit.At, Msg: "printf: " + err.Error()})
 		return

@@ -2,10 +2,13 @@ package btlang
 
 import (
 	"fmt"
-	"golang.org/x/sys/unix"
 	"slices"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/usdtkit/usdtkit/internal/printf"
 )
 
 // DefaultStrLen is the length str() reads by default, NUL included, as
@@ -715,11 +718,15 @@ func (c *checker) printf(call *Call) {
 	}
 	// A format may be longer than other string literals.
 	f.T = StringType(len(f.Val) + 1)
-	verbs, err := ParseVerbs(f.Val)
+	format, err := printf.Parse(f.Val)
+	if err == nil {
+		err = format.Strict()
+	}
 	if err != nil {
-		c.errorf(f.At, "printf: %v", err.(*VerbError).Msg)
+		c.errorf(f.At, "printf: %v", err.(*printf.FormatError).Msg)
 		return
 	}
+	verbs := format.Verbs()
 	args := call.Args[1:]
 	types := make([]Type, len(args))
 	for i, a := range args {
@@ -737,12 +744,12 @@ func (c *checker) printf(call *Call) {
 			}
 			continue
 		}
-		if !v.accepts(t) {
+		if !verbAccepts(v, t) {
 			want := "an integer"
 			if v.Conv == 's' {
 				want = "a string"
 			}
-			c.errorf(args[i].Pos(), "printf: %s takes %s, not %s", v.Spec, want, t)
+			c.errorf(args[i].Pos(), "printf: %s takes %s, not %s", v.Token, want, t)
 		}
 	}
 }

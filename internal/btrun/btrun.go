@@ -92,6 +92,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/printf"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/symbolize"
 	"github.com/usdtkit/usdtkit/internal/symtab"
@@ -147,7 +148,7 @@ type Runner struct {
 	// (before it waits) and before it returns, not once per record.
 	w    *bufio.Writer
 	rec  ringbuf.Record
-	args []eventfmt.Arg
+	args []printf.Arg
 	// warm is closed when Start's warm-up (Warm) has ended.
 	warm <-chan struct{}
 	// closeWaits counts Run's reads while the links close that returned
@@ -569,7 +570,7 @@ func (r *Runner) handle(rec []byte) error {
 		}
 		args := r.args[:0]
 		for range p.Args {
-			args = append(args, eventfmt.Arg{})
+			args = append(args, printf.Arg{})
 		}
 		r.args = args
 		var stacks [][]symbolize.Frame
@@ -589,7 +590,7 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Int = int64(binary.NativeEndian.Uint64(rec[a.Off:]))
 			}
 		}
-		r.buf = p.Format.AppendOutput(r.buf[:0], args, r.opts.Output)
+		r.buf = eventfmt.AppendPrintf(r.buf[:0], p.Format, args, r.opts.Output)
 		if r.opts.Output == eventfmt.OutputJSON && len(stacks) > 0 {
 			r.buf = appendPrintfStacks(r.buf, stacks)
 		}

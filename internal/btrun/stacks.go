@@ -372,7 +372,7 @@ func (r *Runner) printfStack(a *btgen.RecordArg, rec []byte) (string, []symboliz
 }
 
 // appendPrintfStacks adds the frames of a printf's stack arguments to its
-// JSON line ({"type": "printf", "data": "…"}\n, as AppendOutput wrote it)
+// JSON line ({"type": "printf", "data": "…"}\n, as eventfmt.AppendPrintf wrote it)
 // as a key of usdtkit's own, after bpftrace's: "stacks", one array of
 // frame objects (symbolize.FrameJSON) per stack argument, in argument
 // order.

@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usdtkit/usdtkit/internal/printf"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
+
+// Arg is a printf argument, in these tables.
+type Arg = printf.Arg
 
 var update = flag.Bool("update", false, "rewrite testdata/bpftrace/*.txt and *.json from the installed bpftrace")
 
@@ -81,11 +85,11 @@ func printfs(calls []printfCall, maps ...*Map) func(Output) []byte {
 	return func(out Output) []byte {
 		var b []byte
 		for _, c := range calls {
-			p, err := ParsePrintf(c.format)
+			p, err := printf.Parse(c.format)
 			if err != nil {
 				return []byte(err.Error())
 			}
-			b = p.AppendOutput(b, c.args, out)
+			b = AppendPrintf(b, p, c.args, out)
 		}
 		return AppendExit(b, maps, out)
 	}
@@ -93,13 +97,13 @@ func printfs(calls []printfCall, maps ...*Map) func(Output) []byte {
 
 type printfCall struct {
 	format string
-	args   []Arg
+	args   []printf.Arg
 }
 
-func ints(v ...int64) []Arg {
-	a := make([]Arg, len(v))
+func ints(v ...int64) []printf.Arg {
+	a := make([]printf.Arg, len(v))
 	for i := range v {
-		a[i] = Arg{Int: v[i]}
+		a[i] = printf.Arg{Int: v[i]}
 	}
 	return a
 }

@@ -17,8 +17,8 @@
 //   - [AppendMap] is print(@m[, top[, div]]); [AppendMaps] is what
 //     SIGUSR1 prints: every map by name; [AppendExit] is what bpftrace
 //     prints after exit(): "\n\n", then AppendMaps.
-//   - [ParsePrintf] parses printf's format once; [Printf.Args] tells the
-//     checker what each argument must be; [Printf.AppendOutput] prints it.
+//   - [AppendPrintf] is printf's output, its format parsed once by
+//     package printf.
 //   - [AppendTime] is time(); [AppendValue] print() of a non-map value;
 //     [AppendAttached] and [AppendLost] bpftrace's other lines.
 //

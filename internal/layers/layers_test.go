@@ -24,7 +24,7 @@ var layer = map[string]int{
 	"internal/bpfgen": 3, "internal/argfetch": 3, "internal/stackcap": 3, "internal/features": 3,
 	"internal/session": 3,
 	// 4. The language and what its runs need.
-	"internal/btlang": 4, "internal/btgen": 4, "internal/btrun": 4, "internal/eventfmt": 4,
+	"internal/printf": 4, "internal/btlang": 4, "internal/btgen": 4, "internal/btrun": 4, "internal/eventfmt": 4,
 	"internal/symbolize": 4, "internal/unwind": 4, "internal/flame": 4, "internal/launch": 4,
 	// 5. Public cores.
 	"trace": 5, "usdtlink": 5, "dynsdt": 5, "dynsdt/postlink": 5, "agent": 5,

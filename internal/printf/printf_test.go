@@ -1,4 +1,4 @@
-package eventfmt
+package printf
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-func TestParsePrintf(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		format string
 		args   []Arg
@@ -35,7 +35,7 @@ func TestParsePrintf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.format, func(t *testing.T) {
-			p, err := ParsePrintf(tt.format)
+			p, err := Parse(tt.format)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,14 +62,14 @@ func TestParsePrintfErrors(t *testing.T) {
 		{"%.70000s", 0},
 		{"ok %d then %q %d", 11},
 	} {
-		p, err := ParsePrintf(tt.format)
+		p, err := Parse(tt.format)
 		var fe *FormatError
 		if !errors.As(err, &fe) || p != nil {
-			t.Errorf("ParsePrintf(%q) = %v, %v; want a *FormatError and no result", tt.format, p, err)
+			t.Errorf("Parse(%q) = %v, %v; want a *FormatError and no result", tt.format, p, err)
 			continue
 		}
 		if fe.Off != tt.off {
-			t.Errorf("ParsePrintf(%q): error at byte %d, want %d (%v)", tt.format, fe.Off, tt.off, err)
+			t.Errorf("Parse(%q): error at byte %d, want %d (%v)", tt.format, fe.Off, tt.off, err)
 		}
 	}
 }
@@ -77,7 +77,7 @@ func TestParsePrintfErrors(t *testing.T) {
 // FuzzParsePrintf checks that any format parses or fails cleanly, that
 // formatting never panics, and that a format whose verbs are all given
 // arguments keeps its literal text.
-func FuzzParsePrintf(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	seeds, err := filepath.Glob(filepath.Join("testdata", "printf", "*.txt"))
 	if err != nil || len(seeds) == 0 {
 		f.Fatalf("no seeds in testdata/printf: %v", err)
@@ -92,7 +92,7 @@ func FuzzParsePrintf(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := ParsePrintf(s)
+		p, err := Parse(s)
 		if err != nil {
 			if p != nil {
 				t.Fatalf("error %v with a result", err)
@@ -113,7 +113,6 @@ func FuzzParsePrintf(f *testing.F) {
 			t.Fatalf("no verbs: printed %q, want the format %q", out, s)
 		}
 		p.Append(nil, nil)
-		p.AppendOutput(nil, args, OutputJSON)
 	})
 }
 
@@ -176,9 +175,9 @@ func TestPrintfMatchesC(t *testing.T) {
 	}
 	failed := 0
 	for i, c := range convs {
-		p, err := ParsePrintf(c.format)
+		p, err := Parse(c.format)
 		if err != nil {
-			t.Fatalf("ParsePrintf(%q): %v", c.format, err)
+			t.Fatalf("Parse(%q): %v", c.format, err)
 		}
 		if have := string(p.Append(nil, []Arg{c.arg})); have != want[i] && failed < 20 {
 			failed++
@@ -186,4 +185,12 @@ func TestPrintfMatchesC(t *testing.T) {
 		}
 	}
 	t.Logf("%d conversions compared", len(convs))
+}
+
+func ints(v ...int64) []Arg {
+	a := make([]Arg, len(v))
+	for i := range v {
+		a[i] = Arg{Int: v[i]}
+	}
+	return a
 }

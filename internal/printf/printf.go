@@ -1,4 +1,7 @@
-package eventfmt
+// Package printf reads bpftrace's printf formats as bpftrace 0.17 does and
+// formats their arguments as C's printf would: the one grammar the
+// checker, codegen and output share.
+package printf
 
 import (
 	"fmt"
@@ -16,7 +19,7 @@ const (
 	ArgString
 )
 
-// Printf is a parsed bpftrace printf format string. It is plain data and
+// Format is a parsed bpftrace printf format string. It is plain data and
 // safe for concurrent use.
 //
 // bpftrace 0.17 finds its verbs with the pattern
@@ -29,9 +32,11 @@ const (
 // without LEN, d u o x X c print the low 32 bits of their argument; hh
 // and h 8 and 16 bits; %p prints "0x…" or "(nil)"; widths and precisions
 // count bytes; output stops at a NUL byte (%c of 0) until the next verb.
-type Printf struct {
+type Format struct {
 	parts []printfPart
 	tail  string
+	// tailOff is the byte offset of tail in the format.
+	tailOff int
 }
 
 // printfPart is one verb and the literal text before it.
@@ -58,13 +63,13 @@ type verbSpec struct {
 // nobody pads a line to a gigabyte.
 const maxPrintfWidth = 1 << 16
 
-// ParsePrintf parses a bpftrace printf format, its escapes (\n, \t, \", …)
+// Parse parses a bpftrace printf format, its escapes (\n, \t, \", …)
 // already replaced by the bytes they stand for. It rejects a '%' before a
 // verb that C would read as a conversion bpftrace does not know (as in
 // "50% off %d", where C reads "% o"), %r (buffers), and widths or
 // precisions over 65536; errors are *FormatError with the byte offset.
-func ParsePrintf(format string) (*Printf, error) {
-	p := &Printf{}
+func Parse(format string) (*Format, error) {
+	p := &Format{}
 	lastEnd := 0
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
@@ -93,8 +98,76 @@ func ParsePrintf(format string) (*Printf, error) {
 		lastEnd = end
 		i = end - 1
 	}
-	p.tail = format[lastEnd:]
+	p.tail, p.tailOff = format[lastEnd:], lastEnd
 	return p, nil
+}
+
+// Verb is one conversion of a format.
+type Verb struct {
+	Token string // as written: "%-10s", "%llu"
+	Conv  byte   // one of d u o x X p c s
+}
+
+// Verbs returns the format's conversions in order, one per argument.
+func (p *Format) Verbs() []Verb {
+	verbs := make([]Verb, len(p.parts))
+	for i, part := range p.parts {
+		verbs[i] = Verb{Token: part.token, Conv: part.spec.verb}
+	}
+	return verbs
+}
+
+// Strict returns a *FormatError for a '%' in the text after the last
+// conversion that is not half of "%%". bpftrace prints such text as it
+// is, but whoever wrote it meant a conversion bpftrace does not read
+// (%i, %5.d, %lc) or a percent sign; the checker refuses it. (Parse
+// refuses one before a conversion already: C would read it.)
+func (p *Format) Strict() error {
+	for i := 0; i < len(p.tail); i++ {
+		if p.tail[i] != '%' {
+			continue
+		}
+		if i+1 < len(p.tail) && p.tail[i+1] == '%' {
+			i++
+			continue
+		}
+		return notConversion(p.tail, i, p.tailOff, true)
+	}
+	return nil
+}
+
+// notConversion is the error for s[i] == '%', which starts no conversion
+// bpftrace reads; off is s's offset in the format, end whether s is the
+// format's end.
+func notConversion(s string, i, off int, end bool) *FormatError {
+	j := i + 1
+	for j < len(s) && strings.IndexByte("-+ #0123456789.hljzt", s[j]) >= 0 {
+		j++
+	}
+	if j == len(s) && end {
+		return &FormatError{Off: off + i, Msg: fmt.Sprintf("the format ends inside the conversion %q", s[i:])}
+	}
+	tok := s[i:min(j+1, len(s))]
+	var hint string
+	switch {
+	case strings.Contains(tok, ".") && !precisionDigits(tok):
+		hint = ": a precision needs digits"
+	case j < len(s) && strings.IndexByte("cs", s[j]) >= 0 && strings.ContainsAny(tok[1:len(tok)-1], "hljzt"):
+		hint = ": %c and %s take no length"
+	case strings.ContainsAny(tok, "+ #"):
+		hint = ": the flags are - and 0"
+	}
+	return &FormatError{Off: off + i, Msg: tok + " is not a conversion bpftrace knows (it takes c s d u x X p o)" + hint + "; write %% for a percent sign"}
+}
+
+// precisionDigits reports whether each '.' of tok is followed by a digit.
+func precisionDigits(tok string) bool {
+	for k := 0; k < len(tok); k++ {
+		if tok[k] == '.' && (k+1 == len(tok) || !isDigit(tok[k+1])) {
+			return false
+		}
+	}
+	return true
 }
 
 // FormatError reports a malformed printf format at byte Off.
@@ -172,7 +245,7 @@ func cLiteral(lit string, off int) (string, bool, error) {
 			b.WriteByte('%')
 			i++
 		default:
-			return "", false, &FormatError{Off: off + i, Msg: fmt.Sprintf("%q is not a conversion bpftrace knows (write %%%% for a percent sign)", lit[i:min(i+2, len(lit))])}
+			return "", false, notConversion(lit, i, off, false)
 		}
 	}
 	return b.String(), false, nil
@@ -193,7 +266,7 @@ func atoiSat(s string) int {
 }
 
 // Args returns what each argument must be, in order: one per verb.
-func (p *Printf) Args() []ArgKind {
+func (p *Format) Args() []ArgKind {
 	kinds := make([]ArgKind, len(p.parts))
 	for i, part := range p.parts {
 		kinds[i] = ArgInt
@@ -213,7 +286,7 @@ type Arg struct {
 
 // Append formats args after dst as bpftrace 0.17's printf prints them.
 // Missing arguments print as 0 or "".
-func (p *Printf) Append(dst []byte, args []Arg) []byte {
+func (p *Format) Append(dst []byte, args []Arg) []byte {
 	for i, part := range p.parts {
 		var a Arg
 		if i < len(args) {
@@ -230,15 +303,6 @@ func (p *Printf) Append(dst []byte, args []Arg) []byte {
 		}
 	}
 	return append(dst, p.tail...)
-}
-
-// AppendOutput is Append as bpftrace writes printf's output: as is in
-// text, as {"type": "printf", "data": "…"} in JSON.
-func (p *Printf) AppendOutput(dst []byte, args []Arg, out Output) []byte {
-	if out != OutputJSON {
-		return p.Append(dst, args)
-	}
-	return appendMessage(dst, "printf", p.Append(nil, args), out)
 }
 
 func indexNUL(b []byte) int {
@@ -330,3 +394,5 @@ func digits(s string, prec int) string {
 	}
 	return s
 }
+
+func max0(n int) int { return max(n, 0) }
