@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/layout"
 )
 
 // MapKind says how a map's values were made: by assignment or by one of
@@ -35,10 +36,10 @@ func (k MapKind) String() string {
 
 // HistBuckets is the number of buckets of a hist(): bucket 0 counts
 // negative values, 1 counts 0, and bucket i ≥ 2 counts [2^(i-2), 2^(i-1)).
-const HistBuckets = eventfmt.HistBucketsBT
+const HistBuckets = layout.HistBucketsBT
 
 // HistBucket is the bucket hist(v) counts v in.
-func HistBucket(v int64) int { return eventfmt.HistIndex(v) }
+func HistBucket(v int64) int { return layout.HistIndex(v) }
 
 // LinearRange is lhist()'s min, max and step. Bucket 0 counts values
 // below Min, bucket i in 1…(Max-Min)/Step counts [Min+(i-1)·Step,
@@ -49,7 +50,7 @@ type LinearRange struct {
 
 // Buckets is the number of buckets of an lhist of range r.
 func (r LinearRange) Buckets() int {
-	return eventfmt.LinearRange{Min: r.Min, Max: r.Max, Step: r.Step}.Buckets()
+	return layout.LinearRange{Min: r.Min, Max: r.Max, Step: r.Step}.Buckets()
 }
 
 // Map is one map of a running program as Tracer.Maps read it: plain
@@ -120,7 +121,7 @@ func (t *Tracer) Maps() ([]Map, error) {
 		o := Map{Name: m.Name, Kind: mapKinds[m.Agg], Signed: m.Signed,
 			Lhist: LinearRange{Min: m.Lhist.Min, Max: m.Lhist.Max, Step: m.Lhist.Step}}
 		for _, k := range m.Keys {
-			o.KeyStrings = append(o.KeyStrings, k.Kind != eventfmt.KeyInt)
+			o.KeyStrings = append(o.KeyStrings, k.Kind != layout.KeyInt)
 		}
 		o.Entries = make([]MapEntry, len(m.Entries))
 		for i, e := range m.Entries {

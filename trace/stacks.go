@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/layout"
 	"github.com/usdtkit/usdtkit/internal/symbolize"
 )
 
@@ -73,11 +73,11 @@ func (t *Tracer) Stacks() ([]StackCount, error) {
 		}
 		first := true
 		for i, k := range c.Keys {
-			if c.KeyKinds[i] == eventfmt.KeyStack && first {
+			if c.KeyKinds[i] == layout.KeyStack && first {
 				first = false
 				continue
 			}
-			if c.KeyKinds[i] == eventfmt.KeyInt {
+			if c.KeyKinds[i] == layout.KeyInt {
 				sc.Keys = append(sc.Keys, strconv.FormatInt(k.Int, 10))
 			} else {
 				sc.Keys = append(sc.Keys, k.Str)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
-	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/layout"
 	"github.com/usdtkit/usdtkit/internal/printf"
 )
 
@@ -217,13 +217,13 @@ type MapInfo struct {
 	// KeySize bytes; a map without keys has one 8-byte zero key. A probe
 	// key (KeyProbe[i]) is stored as the 8-byte index in Program.Probes
 	// and printed as the name (a KeyString field).
-	Keys     []eventfmt.KeyField
+	Keys     []layout.KeyField
 	KeyProbe []bool
 	// KeyUsym[i] marks a usym() key field: the address, then the
 	// process (8 bytes each), printed as the function's name (a
 	// KeyString field).
 	KeyUsym []bool
-	// KeyStacks[i] says how stack key field i (eventfmt.KeyStack,
+	// KeyStacks[i] says how stack key field i (layout.KeyStack,
 	// StackKeySize bytes) was captured; nil for the other fields.
 	KeyStacks []*StackInfo
 	KeyOffs   []int
@@ -516,23 +516,23 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 		case btlang.KindInt, btlang.KindProbe, btlang.KindSym:
 			// probe and func are name ids (Program.Probes).
 			name := k.Kind == btlang.KindProbe || k.Kind == btlang.KindSym
-			kind := eventfmt.KeyInt
+			kind := layout.KeyInt
 			if name {
-				kind = eventfmt.KeyString
+				kind = layout.KeyString
 			}
-			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: kind})
+			mi.Keys = append(mi.Keys, layout.KeyField{Kind: kind})
 			mi.KeyOffs = append(mi.KeyOffs, off)
 			mi.KeyProbe = append(mi.KeyProbe, name)
 			mi.KeyStacks = append(mi.KeyStacks, nil)
 			off += 8
 		case btlang.KindString:
-			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyString, Size: k.Size})
+			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString, Size: k.Size})
 			mi.KeyOffs = append(mi.KeyOffs, off)
 			mi.KeyProbe = append(mi.KeyProbe, false)
 			mi.KeyStacks = append(mi.KeyStacks, nil)
 			off += round8(k.Size)
 		case btlang.KindUsym:
-			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyString})
+			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString})
 			mi.KeyOffs = append(mi.KeyOffs, off)
 			mi.KeyProbe = append(mi.KeyProbe, false)
 			mi.KeyStacks = append(mi.KeyStacks, nil)
@@ -542,7 +542,7 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			mi.KeyUsym = append(mi.KeyUsym, true)
 			off += 16
 		case btlang.KindStack:
-			mi.Keys = append(mi.Keys, eventfmt.KeyField{Kind: eventfmt.KeyStack})
+			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyStack})
 			mi.KeyOffs = append(mi.KeyOffs, off)
 			mi.KeyProbe = append(mi.KeyProbe, false)
 			mi.KeyStacks = append(mi.KeyStacks, stackInfo(k))
@@ -570,10 +570,10 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 		// min/max: {value, set}; avg/stats: {count, total}.
 		mi.PerCPU, mi.ValueSize = true, 16
 	case btlang.AggHist:
-		mi.PerCPU, mi.Buckets = true, eventfmt.HistBucketsBT
+		mi.PerCPU, mi.Buckets = true, layout.HistBucketsBT
 		mi.ValueSize = 8 * mi.Buckets
 	case btlang.AggLhist:
-		r := eventfmt.LinearRange{Min: m.LhistMin, Max: m.LhistMax, Step: m.LhistStep}
+		r := layout.LinearRange{Min: m.LhistMin, Max: m.LhistMax, Step: m.LhistStep}
 		mi.PerCPU, mi.Buckets = true, r.Buckets()
 		mi.ValueSize = 8 * mi.Buckets
 	default:

@@ -30,7 +30,7 @@
 //
 // Maps: @m = int or string → a hash map; count/sum → a per-CPU hash of
 // u64; min/max → per-CPU {value, set}; avg/stats → per-CPU {count,
-// total}; hist/lhist → per-CPU array of buckets (eventfmt.HistIndex,
+// total}; hist/lhist → per-CPU array of buckets (layout.HistIndex,
 // LinearRange.Index) per key. User space sums CPUs. A map without keys,
 // or keyed only by probe (a dense index), is an array instead (per-CPU
 // for aggregations: the verifier inlines its lookup, nothing is hashed or

@@ -11,7 +11,7 @@ import (
 
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btgen"
-	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/layout"
 	"github.com/usdtkit/usdtkit/internal/stackcap"
 )
 
@@ -38,7 +38,7 @@ func TestStackLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := out.Maps[0]
-			if len(m.Keys) != 2 || m.Keys[0].Kind != eventfmt.KeyStack || m.KeyStacks[0] == nil || m.KeyStacks[1] != nil {
+			if len(m.Keys) != 2 || m.Keys[0].Kind != layout.KeyStack || m.KeyStacks[0] == nil || m.KeyStacks[1] != nil {
 				t.Fatalf("@ keys %+v, stacks %+v", m.Keys, m.KeyStacks)
 			}
 			if m.KeyOffs[1] != btgen.StackKeySize || m.KeyStacks[0].Frames != 127 || m.KeyStacks[0].Perf {

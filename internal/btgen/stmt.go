@@ -7,7 +7,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/usdtkit/usdtkit/internal/btlang"
-	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/layout"
 	"github.com/usdtkit/usdtkit/internal/printf"
 )
 
@@ -287,10 +287,10 @@ func (g *gen) keyAt(r *btlang.MapRef, mi *MapInfo, off int) {
 				return
 			}
 			g.usymAt(k, f)
-		case mi.Keys[i].Kind == eventfmt.KeyInt:
+		case mi.Keys[i].Kind == layout.KeyInt:
 			g.intExpr(k)
 			g.emit(asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
-		case mi.Keys[i].Kind == eventfmt.KeyString:
+		case mi.Keys[i].Kind == layout.KeyString:
 			src := g.strExpr(k)
 			g.copyStr(strBuf{off: f, size: mi.Keys[i].Size}, src)
 		case mi.KeyStacks[i] != nil && mi.User:
@@ -502,7 +502,7 @@ func (g *gen) addAt(off int16, v int32) {
 	g.emit(asm.LoadMem(asm.R2, asm.R0, off, asm.DWord), asm.Add.Imm(asm.R2, v), asm.StoreMem(asm.R0, off, asm.R2, asm.DWord))
 }
 
-// histIndex leaves in R0 eventfmt.HistIndex(R1): 0 below zero, 1 for 0,
+// histIndex leaves in R0 layout.HistIndex(R1): 0 below zero, 1 for 0,
 // 2+floor(log2(x)) above, unrolled as bpftrace's log2 function, which
 // compares signed whatever the value's type (a uint64 argN of -5 counts in
 // "(..., 0)" there).
@@ -527,7 +527,7 @@ func (g *gen) histIndex() {
 
 // lhistIndex leaves in R0 LinearRange.Index(R1) for m's range.
 func (g *gen) lhistIndex(m *btlang.Map) {
-	r := eventfmt.LinearRange{Min: m.LhistMin, Max: m.LhistMax, Step: m.LhistStep}
+	r := layout.LinearRange{Min: m.LhistMin, Max: m.LhistMax, Step: m.LhistStep}
 	out := g.newLabel("lbucket")
 	g.loadConst(asm.R2, r.Min)
 	g.emit(asm.Mov.Imm(asm.R0, 0), asm.JSLT.Reg(asm.R1, asm.R2, out))

@@ -92,6 +92,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/layout"
 	"github.com/usdtkit/usdtkit/internal/printf"
 	"github.com/usdtkit/usdtkit/internal/session"
 	"github.com/usdtkit/usdtkit/internal/symbolize"
@@ -805,7 +806,7 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 	default:
 		m.Agg = aggs[bm.Agg]
 		m.Signed = bm.AggArg.Signed
-		m.Lhist = eventfmt.LinearRange{Min: bm.LhistMin, Max: bm.LhistMax, Step: bm.LhistStep}
+		m.Lhist = layout.LinearRange{Min: bm.LhistMin, Max: bm.LhistMax, Step: bm.LhistStep}
 	}
 	if mi.User {
 		r.readUserMap(idx, m)
@@ -920,11 +921,11 @@ func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []eventfmt.Key {
 			if off+16 <= len(k) {
 				keys[i].Str = r.usymName(k[off:])
 			}
-		case f.Kind == eventfmt.KeyInt:
+		case f.Kind == layout.KeyInt:
 			if off+8 <= len(k) {
 				keys[i].Int = int64(binary.NativeEndian.Uint64(k[off:]))
 			}
-		case f.Kind == eventfmt.KeyString:
+		case f.Kind == layout.KeyString:
 			if off+f.Size <= len(k) {
 				keys[i].Str = cString(k[off : off+f.Size])
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/layout"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/stackcap"
 	"github.com/usdtkit/usdtkit/internal/symbolize"
@@ -549,7 +550,7 @@ type StackCount struct {
 	// Keys are the entry's key fields as the map prints them (a stack
 	// field's Str is its printed form), KeyKinds their kinds.
 	Keys     []eventfmt.Key
-	KeyKinds []eventfmt.KeyKind
+	KeyKinds []layout.KeyKind
 	// Value is the count, sum or integer value (summed over CPUs).
 	Value uint64
 }
@@ -572,7 +573,7 @@ func (r *Runner) StackCounts() ([]StackCount, error) {
 		if f < 0 || mi.Array || !(agg == btlang.AggCount || agg == btlang.AggSum || agg == btlang.AggNone && mi.Map.Value.Kind == btlang.KindInt) {
 			continue
 		}
-		var kinds []eventfmt.KeyKind
+		var kinds []layout.KeyKind
 		for _, kf := range mi.Keys {
 			kinds = append(kinds, kf.Kind)
 		}

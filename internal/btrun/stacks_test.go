@@ -10,6 +10,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/layout"
 	"github.com/usdtkit/usdtkit/internal/stackcap"
 	"github.com/usdtkit/usdtkit/internal/unwind"
 )
@@ -20,7 +21,7 @@ import (
 func TestMergeStackKeys(t *testing.T) {
 	stack := &btgen.StackInfo{Frames: 2, Map: "stacks2"}
 	mi := &btgen.MapInfo{KeyStacks: []*btgen.StackInfo{stack, nil}}
-	keys := []eventfmt.KeyField{{Kind: eventfmt.KeyStack}, {Kind: eventfmt.KeyString, Size: 16}}
+	keys := []layout.KeyField{{Kind: layout.KeyStack}, {Kind: layout.KeyString, Size: 16}}
 	entries := func() []eventfmt.MapEntry {
 		return []eventfmt.MapEntry{
 			{Key: []eventfmt.Key{{Int: 7, Str: "\n    leaf+0\n    level3+21\n"}, {Str: "chain"}}, Value: 2},

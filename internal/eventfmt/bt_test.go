@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usdtkit/usdtkit/internal/layout"
 	"github.com/usdtkit/usdtkit/internal/printf"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -42,8 +43,8 @@ func ki(v int64) Key  { return Key{Int: v} }
 func ks(s string) Key { return Key{Str: s} }
 
 var (
-	intKey = []KeyField{{Kind: KeyInt}}
-	strKey = []KeyField{{Kind: KeyString, Size: 64}}
+	intKey = []layout.KeyField{{Kind: layout.KeyInt}}
+	strKey = []layout.KeyField{{Kind: layout.KeyString, Size: 64}}
 )
 
 func scalar(name string, agg Agg, e MapEntry) *Map {
@@ -63,14 +64,14 @@ func avgOf(key []Key, vals ...int64) MapEntry {
 }
 
 func histOf(key []Key, vals ...int64) MapEntry {
-	e := MapEntry{Key: key, Buckets: make([]uint64, HistBucketsBT)}
+	e := MapEntry{Key: key, Buckets: make([]uint64, layout.HistBucketsBT)}
 	for _, v := range vals {
-		e.Buckets[HistIndex(v)]++
+		e.Buckets[layout.HistIndex(v)]++
 	}
 	return e
 }
 
-func lhistOf(r LinearRange, key []Key, vals ...int64) MapEntry {
+func lhistOf(r layout.LinearRange, key []Key, vals ...int64) MapEntry {
 	e := MapEntry{Key: key, Buckets: make([]uint64, r.Buckets())}
 	for _, v := range vals {
 		e.Buckets[r.Index(v)]++
@@ -154,8 +155,8 @@ var btCases = []btCase{
 		render: exitMaps(&Map{Name: "@h", Agg: AggHist, Entries: []MapEntry{histOf(nil, 2147483648, 4294967295, 1073741824)}})},
 	{name: "hist_bars", prog: repeat("@h = hist(1)", 3) + repeat("@h = hist(2)", 7) + repeat("@h = hist(4)", 11) + repeat("@h = hist(8)", 9) + repeat("@h = hist(1024)", 13),
 		render: func(out Output) []byte {
-			e := MapEntry{Buckets: make([]uint64, HistBucketsBT)}
-			e.Buckets[HistIndex(1)], e.Buckets[HistIndex(2)], e.Buckets[HistIndex(4)], e.Buckets[HistIndex(8)], e.Buckets[HistIndex(1024)] = 3, 7, 11, 9, 13
+			e := MapEntry{Buckets: make([]uint64, layout.HistBucketsBT)}
+			e.Buckets[layout.HistIndex(1)], e.Buckets[layout.HistIndex(2)], e.Buckets[layout.HistIndex(4)], e.Buckets[layout.HistIndex(8)], e.Buckets[layout.HistIndex(1024)] = 3, 7, 11, 9, 13
 			return AppendExit(nil, []*Map{{Name: "@h", Agg: AggHist, Entries: []MapEntry{e}}}, out)
 		}},
 	{name: "hist_keyed", prog: `@h[1] = hist(1); @h[2] = hist(2); @h[2] = hist(100); @h[3] = hist(4); @h[3] = hist(5); @h[3] = hist(6);`,
@@ -194,17 +195,17 @@ var btCases = []btCase{
 		return AppendExit(nil, []*Map{m}, out)
 	}},
 	{name: "lhist_basic", prog: `@l = lhist(15, 0, 100, 10); @l = lhist(25, 0, 100, 10); @l = lhist(55, 0, 100, 10); @l = lhist(59, 0, 100, 10);`,
-		render: exitMaps(&Map{Name: "@l", Agg: AggLhist, Lhist: LinearRange{0, 100, 10}, Entries: []MapEntry{lhistOf(LinearRange{0, 100, 10}, nil, 15, 25, 55, 59)}})},
+		render: exitMaps(&Map{Name: "@l", Agg: AggLhist, Lhist: layout.LinearRange{Min: 0, Max: 100, Step: 10}, Entries: []MapEntry{lhistOf(layout.LinearRange{Min: 0, Max: 100, Step: 10}, nil, 15, 25, 55, 59)}})},
 	{name: "lhist_below_above", prog: `@l = lhist(-5, 0, 100, 10); @l = lhist(150, 0, 100, 10); @l = lhist(100, 0, 100, 10); @l = lhist(50, 0, 100, 10);`,
-		render: exitMaps(&Map{Name: "@l", Agg: AggLhist, Lhist: LinearRange{0, 100, 10}, Entries: []MapEntry{lhistOf(LinearRange{0, 100, 10}, nil, -5, 150, 100, 50)}})},
+		render: exitMaps(&Map{Name: "@l", Agg: AggLhist, Lhist: layout.LinearRange{Min: 0, Max: 100, Step: 10}, Entries: []MapEntry{lhistOf(layout.LinearRange{Min: 0, Max: 100, Step: 10}, nil, -5, 150, 100, 50)}})},
 	{name: "lhist_min_offset", prog: `@l = lhist(7, 5, 20, 5); @l = lhist(4, 5, 20, 5); @l = lhist(19, 5, 20, 5);`,
-		render: exitMaps(&Map{Name: "@l", Agg: AggLhist, Lhist: LinearRange{5, 20, 5}, Entries: []MapEntry{lhistOf(LinearRange{5, 20, 5}, nil, 7, 4, 19)}})},
+		render: exitMaps(&Map{Name: "@l", Agg: AggLhist, Lhist: layout.LinearRange{Min: 5, Max: 20, Step: 5}, Entries: []MapEntry{lhistOf(layout.LinearRange{Min: 5, Max: 20, Step: 5}, nil, 7, 4, 19)}})},
 	{name: "lhist_k_m_labels", prog: `@k = lhist(1500, 0, 4096, 1024); @k = lhist(5000, 0, 4096, 1024); @m = lhist(1048576, 0, 3145728, 1048576); @m = lhist(2097152, 0, 3145728, 1048576);`,
-		render: exitMaps(&Map{Name: "@k", Agg: AggLhist, Lhist: LinearRange{0, 4096, 1024}, Entries: []MapEntry{lhistOf(LinearRange{0, 4096, 1024}, nil, 1500, 5000)}},
-			&Map{Name: "@m", Agg: AggLhist, Lhist: LinearRange{0, 3145728, 1048576}, Entries: []MapEntry{lhistOf(LinearRange{0, 3145728, 1048576}, nil, 1048576, 2097152)}})},
+		render: exitMaps(&Map{Name: "@k", Agg: AggLhist, Lhist: layout.LinearRange{Min: 0, Max: 4096, Step: 1024}, Entries: []MapEntry{lhistOf(layout.LinearRange{Min: 0, Max: 4096, Step: 1024}, nil, 1500, 5000)}},
+			&Map{Name: "@m", Agg: AggLhist, Lhist: layout.LinearRange{Min: 0, Max: 3145728, Step: 1048576}, Entries: []MapEntry{lhistOf(layout.LinearRange{Min: 0, Max: 3145728, Step: 1048576}, nil, 1048576, 2097152)}})},
 	{name: "lhist_keyed", prog: `@l["a"] = lhist(3, 0, 10, 1); @l["b"] = lhist(3, 0, 10, 1); @l["b"] = lhist(9, 0, 10, 1);`,
-		render: exitMaps(&Map{Name: "@l", Keys: strKey, Agg: AggLhist, Lhist: LinearRange{0, 10, 1}, Entries: []MapEntry{
-			lhistOf(LinearRange{0, 10, 1}, keys(ks("b")), 3, 9), lhistOf(LinearRange{0, 10, 1}, keys(ks("a")), 3)}})},
+		render: exitMaps(&Map{Name: "@l", Keys: strKey, Agg: AggLhist, Lhist: layout.LinearRange{Min: 0, Max: 10, Step: 1}, Entries: []MapEntry{
+			lhistOf(layout.LinearRange{Min: 0, Max: 10, Step: 1}, keys(ks("b")), 3, 9), lhistOf(layout.LinearRange{Min: 0, Max: 10, Step: 1}, keys(ks("a")), 3)}})},
 	{name: "string_keys", prog: `@s["abc"] = count(); @s[""] = count(); @s[""] = count(); @s["a b"] = count(); @s["a b"] = count(); @s["a b"] = count(); ` +
 		`@s["123456789012345678901234567890123456789012345678901234567890123"] = count(); ` + repeat(`@s["123456789012345678901234567890123456789012345678901234567890123"] = count()`, 3),
 		render: exitMaps(&Map{Name: "@s", Keys: strKey, Agg: AggCount, Entries: []MapEntry{
@@ -213,10 +214,10 @@ var btCases = []btCase{
 		render: exitMaps(&Map{Name: "@s", Keys: strKey, Agg: AggInt, Signed: true, Entries: []MapEntry{
 			val(1, ks("q\"uote")), val(2, ks("tab\there")), val(3, ks("nl\nx")), val(4, ks("back\\slash")), val(5, ks("ctl\x01"))}})},
 	{name: "tuple_keys", prog: `@t[1, "a"] = count(); @t[2, "b"] = count(); @t[2, "b"] = count(); @t[1, "b"] = count(); @t[1, "b"] = count(); @t[1, "b"] = count();`,
-		render: exitMaps(&Map{Name: "@t", Keys: []KeyField{{Kind: KeyInt}, {Kind: KeyString, Size: 64}}, Agg: AggCount, Entries: []MapEntry{
+		render: exitMaps(&Map{Name: "@t", Keys: []layout.KeyField{{Kind: layout.KeyInt}, {Kind: layout.KeyString, Size: 64}}, Agg: AggCount, Entries: []MapEntry{
 			val(1, ki(1), ks("a")), val(2, ki(2), ks("b")), val(3, ki(1), ks("b"))}})},
 	{name: "multi_int_keys_string_values", prog: `@m[1, 2] = "x"; @m[2, 1] = "y"; @m[1, 1] = "z"; @m[-1, 0] = "neg"; @m[0, 5] = "zero";`,
-		render: exitMaps(&Map{Name: "@m", Keys: []KeyField{{Kind: KeyInt}, {Kind: KeyInt}}, Agg: AggString, Entries: []MapEntry{
+		render: exitMaps(&Map{Name: "@m", Keys: []layout.KeyField{{Kind: layout.KeyInt}, {Kind: layout.KeyInt}}, Agg: AggString, Entries: []MapEntry{
 			str("x", ki(1), ki(2)), str("y", ki(2), ki(1)), str("z", ki(1), ki(1)), str("neg", ki(-1), ki(0)), str("zero", ki(0), ki(5))}})},
 	{name: "string_values_by_string_key", prog: `@s["b"] = "hello"; @s["a"] = "with \"quotes\""; @s["ab"] = ""; @v = "scalar";`,
 		render: exitMaps(&Map{Name: "@s", Keys: strKey, Agg: AggString, Entries: []MapEntry{
@@ -228,7 +229,7 @@ var btCases = []btCase{
 	{name: "mixed_maps", prog: `@a[1] = count(); @h = hist(5); @l = lhist(15, 0, 100, 10); @s = stats(10); @s = stats(3); @v = avg(4);`,
 		render: exitMaps(&Map{Name: "@a", Keys: intKey, Agg: AggCount, Entries: []MapEntry{val(1, ki(1))}},
 			&Map{Name: "@h", Agg: AggHist, Entries: []MapEntry{histOf(nil, 5)}},
-			&Map{Name: "@l", Agg: AggLhist, Lhist: LinearRange{0, 100, 10}, Entries: []MapEntry{lhistOf(LinearRange{0, 100, 10}, nil, 15)}},
+			&Map{Name: "@l", Agg: AggLhist, Lhist: layout.LinearRange{Min: 0, Max: 100, Step: 10}, Entries: []MapEntry{lhistOf(layout.LinearRange{Min: 0, Max: 100, Step: 10}, nil, 15)}},
 			&Map{Name: "@s", Agg: AggStats, Entries: []MapEntry{avgOf(nil, 10, 3)}},
 			&Map{Name: "@v", Agg: AggAvg, Entries: []MapEntry{avgOf(nil, 4)}})},
 	{name: "empty_maps", prog: `@c[1] = count(); delete(@c[1]); @h[1] = hist(1); delete(@h[1]); @v[1] = 5; delete(@v[1]);`,
@@ -236,7 +237,7 @@ var btCases = []btCase{
 			&Map{Name: "@v", Keys: intKey, Agg: AggInt, Signed: true})},
 	{name: "zeroed_maps", prog: `@c[1] = count(); @c[2] = count(); @h = hist(3); @s = stats(3); @m = min(4); @a = avg(5); zero(@c); zero(@h); zero(@s); zero(@m); zero(@a);`,
 		render: exitMaps(&Map{Name: "@c", Keys: intKey, Agg: AggCount, Entries: []MapEntry{val(0, ki(1)), val(0, ki(2))}},
-			&Map{Name: "@h", Agg: AggHist, Entries: []MapEntry{{Buckets: make([]uint64, HistBucketsBT)}}},
+			&Map{Name: "@h", Agg: AggHist, Entries: []MapEntry{{Buckets: make([]uint64, layout.HistBucketsBT)}}},
 			&Map{Name: "@s", Agg: AggStats, Entries: []MapEntry{{}}}, &Map{Name: "@m", Agg: AggMin, Entries: []MapEntry{val(0)}},
 			&Map{Name: "@a", Agg: AggAvg, Entries: []MapEntry{{}}}), ties: true},
 	// clear() runs in user space after BEGIN: it also deletes @c[3].
@@ -254,7 +255,7 @@ var btCases = []btCase{
 	{name: "print_hist_top_div", prog: `@h[1] = hist(1); @h[2] = hist(2); @h[2] = hist(2); @h[2] = hist(3); @h[3] = hist(7); @h[3] = hist(8); print(@h, 1); print(@h, 0, 2); @l = lhist(3, 0, 10, 2); @l = lhist(3, 0, 10, 2); print(@l, 0, 2);`,
 		render: func(out Output) []byte {
 			h := &Map{Name: "@h", Keys: intKey, Agg: AggHist, Entries: []MapEntry{histOf(keys(ki(1)), 1), histOf(keys(ki(2)), 2, 2, 3), histOf(keys(ki(3)), 7, 8)}}
-			l := &Map{Name: "@l", Agg: AggLhist, Lhist: LinearRange{0, 10, 2}, Entries: []MapEntry{lhistOf(LinearRange{0, 10, 2}, nil, 3, 3)}}
+			l := &Map{Name: "@l", Agg: AggLhist, Lhist: layout.LinearRange{Min: 0, Max: 10, Step: 2}, Entries: []MapEntry{lhistOf(layout.LinearRange{Min: 0, Max: 10, Step: 2}, nil, 3, 3)}}
 			b := AppendMap(nil, h, out, &PrintOptions{Top: 1})
 			b = AppendMap(b, h, out, &PrintOptions{Div: 2})
 			b = AppendMap(b, l, out, &PrintOptions{Div: 2})
@@ -309,7 +310,7 @@ var btCases = []btCase{
 		render: exitMaps(&Map{Name: "@h", Keys: strKey, Agg: AggHist, Entries: []MapEntry{
 			histOf(keys(ks("b")), 1, 6), histOf(keys(ks("a")), 2), histOf(keys(ks("ab")), 3), histOf(keys(ks("")), 4), histOf(keys(ks("B")), 5), histOf(keys(ks("zz")), 1, 1)}})},
 	{name: "avg_ties_tuple_keys", prog: `@a[2, "x"] = avg(3); @a[1, "y"] = avg(3); @a[1, "x"] = avg(3); @a[256, "a"] = avg(3); @a[0, "b"] = avg(1); @a[0, "b"] = avg(6);`,
-		render: exitMaps(&Map{Name: "@a", Keys: []KeyField{{Kind: KeyInt}, {Kind: KeyString, Size: 64}}, Agg: AggAvg, Entries: []MapEntry{
+		render: exitMaps(&Map{Name: "@a", Keys: []layout.KeyField{{Kind: layout.KeyInt}, {Kind: layout.KeyString, Size: 64}}, Agg: AggAvg, Entries: []MapEntry{
 			avgOf(keys(ki(2), ks("x")), 3), avgOf(keys(ki(1), ks("y")), 3), avgOf(keys(ki(1), ks("x")), 3), avgOf(keys(ki(256), ks("a")), 3), avgOf(keys(ki(0), ks("b")), 1, 6)}})},
 	{name: "sum_unsigned", prog: `@u[1] = sum((uint64)18446744073709551615); @u[2] = sum((uint64)5); @u[3] = sum((uint64)9223372036854775808);`,
 		render: exitMaps(&Map{Name: "@u", Keys: intKey, Agg: AggSum, Entries: []MapEntry{
@@ -468,9 +469,9 @@ func mapFromBytes(agg Agg, nkeys uint8, b []byte) *Map {
 	m := &Map{Name: "@" + string(b[:min(len(b), 3)]), Agg: agg}
 	m.Signed = next()&1 == 1
 	m.Bits = 8 << (next() % 5)
-	m.Lhist = LinearRange{Min: num() % 2000, Max: num() % 5000, Step: num() % 300}
+	m.Lhist = layout.LinearRange{Min: num() % 2000, Max: num() % 5000, Step: num() % 300}
 	for range nkeys % 4 {
-		m.Keys = append(m.Keys, KeyField{Kind: KeyKind(next() % 4), Size: int(next() % 70)})
+		m.Keys = append(m.Keys, layout.KeyField{Kind: layout.KeyKind(next() % 4), Size: int(next() % 70)})
 	}
 	// str takes its length from b, then up to that many bytes that follow
 	// (in one expression, b[:min(len(b), int(next()))], Go may take len(b)
@@ -516,30 +517,16 @@ func FuzzAppendMap(f *testing.F) {
 	})
 }
 
-func TestHistIndexAndLabels(t *testing.T) {
-	for v, want := range map[int64]int{-1 << 63: 0, -1: 0, 0: 1, 1: 2, 2: 3, 3: 3, 4: 4, 1023: 11, 1024: 12, 1<<32 - 1: 33, 1 << 32: 34, 1<<63 - 1: 64} {
-		if have := HistIndex(v); have != want {
-			t.Errorf("HistIndex(%d) = %d, want %d", v, have, want)
-		}
-	}
+func TestHistLabels(t *testing.T) {
 	for i, want := range map[int]string{0: "(..., 0)", 1: "[0]", 2: "[1]", 3: "[2, 4)", 12: "[1K, 2K)", 33: "[2G, 4G)",
 		42: "[1T, 2T)", 52: "[1024T, 2048T)", 64: "[4194304T, 8388608T)"} {
 		if have := histLabelBT(i); have != want {
 			t.Errorf("histLabelBT(%d) = %q, want %q", i, have, want)
 		}
 	}
-	r := LinearRange{Min: 5, Max: 20, Step: 5}
-	for v, want := range map[int64]int{-1: 0, 4: 0, 5: 1, 9: 1, 10: 2, 19: 3, 20: 4, 1 << 40: 4} {
-		if have := r.Index(v); have != want {
-			t.Errorf("%+v.Index(%d) = %d, want %d", r, v, have, want)
-		}
-	}
-	if n := r.Buckets(); n != 5 {
-		t.Errorf("Buckets() = %d, want 5", n)
-	}
 	// A label wider than its 16 columns and a count wider than 8 get no
 	// padding, as with C++'s setw: they touch.
-	e := MapEntry{Buckets: make([]uint64, HistBucketsBT)}
+	e := MapEntry{Buckets: make([]uint64, layout.HistBucketsBT)}
 	e.Buckets[64] = 123456789012
 	want := "@h: \n[4194304T, 8388608T)123456789012 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n"
 	if have := string(AppendMap(nil, &Map{Name: "@h", Agg: AggHist, Entries: []MapEntry{e}}, OutputText, nil)); have != want {

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/usdtkit/usdtkit/internal/layout"
 )
 
 // Agg says how the values of a bpftrace map were made: by assignment or by
@@ -24,7 +25,7 @@ const (
 	AggMax                   // max(x): MapEntry.Value, signed
 	AggAvg                   // avg(x): MapEntry.Count and MapEntry.Total
 	AggStats                 // stats(x): MapEntry.Count and MapEntry.Total
-	AggHist                  // hist(x): MapEntry.Buckets, indexed by HistIndex
+	AggHist                  // hist(x): MapEntry.Buckets, indexed by layout.HistIndex
 	AggLhist                 // lhist(x, min, max, step): MapEntry.Buckets, indexed by Map.Lhist.Index
 )
 
@@ -37,77 +38,12 @@ func (a Agg) String() string {
 	return "Agg(" + strconv.Itoa(int(a)) + ")"
 }
 
-// KeyKind is the type of one field of a map's key.
-type KeyKind uint8
-
-const (
-	KeyInt    KeyKind = iota + 1 // an integer, stored as bpftrace 0.17 stores every integer key: 64 bits
-	KeyString                    // a string of at most KeyField.Size-1 bytes
-	// KeyStack is a stack (ustack): Key.Int holds the stack id, Key.Str the
-	// stack already symbolized as bpftrace prints it. bpftrace does not sort
-	// by stacks; neither does this package.
-	KeyStack
-)
-
-// KeyField describes one field of a map's key.
-type KeyField struct {
-	Kind KeyKind
-	// Size is a string field's size in bytes in the BPF map, NUL included
-	// (bpftrace's default string size is 64). Zero means no limit. Strings
-	// longer than Size-1 bytes are cut to Size-1, as the kernel would have.
-	Size int
-}
-
-// Key is the value of one key field: Int for KeyInt (an integer key of a
+// Key is the value of one key field: Int for layout.KeyInt (an integer key of a
 // narrower or unsigned type is extended to 64 bits by its type's sign
-// first, as bpftrace does), Str for KeyString, both for KeyStack.
+// first, as bpftrace does), Str for layout.KeyString, both for layout.KeyStack.
 type Key struct {
 	Int int64
 	Str string
-}
-
-// LinearRange is lhist()'s min, max and step. bpftrace requires
-// 0 <= Min < Max, Step >= 1 and at most 1000 buckets.
-type LinearRange struct {
-	Min, Max, Step int64
-}
-
-// Buckets is the number of buckets an lhist with range r has: one below
-// Min, (Max-Min)/Step inside, one at or above Max.
-func (r LinearRange) Buckets() int {
-	if r.Step <= 0 || r.Max <= r.Min {
-		return 2
-	}
-	return int((r.Max-r.Min)/r.Step) + 2
-}
-
-// Index is the bucket lhist(v, Min, Max, Step) counts v in, as bpftrace's
-// linear function computes it.
-func (r LinearRange) Index(v int64) int {
-	switch {
-	case v < r.Min:
-		return 0
-	case v >= r.Max || r.Step <= 0:
-		return r.Buckets() - 1
-	}
-	return int((v-r.Min)/r.Step) + 1
-}
-
-// HistBucketsBT is the number of buckets of a bpftrace hist(): one for
-// negative values, one for 0, one for each power of two up to 2^62.
-const HistBucketsBT = 65
-
-// HistIndex is the bucket hist(v) counts v in: 0 for v < 0, 1 for 0, and
-// 2+floor(log2(v)) above. bpftrace 0.17 counts every value of 2^32 and more
-// in bucket 33 ([2G, 4G)); usdtkit counts them where they belong.
-func HistIndex(v int64) int {
-	switch {
-	case v < 0:
-		return 0
-	case v == 0:
-		return 1
-	}
-	return 1 + bits.Len64(uint64(v))
 }
 
 // Map is the user-space image of one bpftrace map: its name, the types of
@@ -115,8 +51,8 @@ func HistIndex(v int64) int {
 // printers read it without changing it, so a Map may be printed from
 // several goroutines at once.
 type Map struct {
-	Name string     // as written: "@" or "@name"
-	Keys []KeyField // nil for a map without key (@x = 1)
+	Name string            // as written: "@" or "@name"
+	Keys []layout.KeyField // nil for a map without key (@x = 1)
 	Agg  Agg
 	// Signed says whether AggInt and AggSum values are signed.
 	Signed bool
@@ -124,7 +60,7 @@ type Map struct {
 	// value prints truncated to it.
 	Bits int
 	// Lhist is an AggLhist map's range.
-	Lhist   LinearRange
+	Lhist   layout.LinearRange
 	Entries []MapEntry
 }
 
@@ -139,8 +75,8 @@ type MapEntry struct {
 	// Count and Total are the number and sum of the values of an avg() or
 	// stats(); the average printed is Total/Count rounded toward zero.
 	Count, Total int64
-	// Buckets are hist() counts indexed by HistIndex (at most
-	// HistBucketsBT), or lhist() counts indexed by LinearRange.Index. Missing
+	// Buckets are hist() counts indexed by layout.HistIndex (at most
+	// layout.HistBucketsBT), or lhist() counts indexed by layout.LinearRange.Index. Missing
 	// buckets count zero.
 	Buckets []uint64
 }
@@ -214,7 +150,7 @@ func average(e *MapEntry) int64 {
 }
 
 // keyStr is a string key as the map holds it.
-func keyStr(f KeyField, s string) string {
+func keyStr(f layout.KeyField, s string) string {
 	if f.Size > 0 && len(s) > f.Size-1 {
 		s = s[:f.Size-1]
 	}
@@ -231,11 +167,11 @@ func sortByKey(m *Map, idx []int) {
 	for f := len(m.Keys) - 1; f >= 0; f-- {
 		field := m.Keys[f]
 		switch field.Kind {
-		case KeyInt:
+		case layout.KeyInt:
 			slices.SortStableFunc(idx, func(a, b int) int {
 				return cmp.Compare(uint64(m.Entries[a].key(f).Int), uint64(m.Entries[b].key(f).Int))
 			})
-		case KeyString:
+		case layout.KeyString:
 			slices.SortStableFunc(idx, func(a, b int) int {
 				return strings.Compare(keyStr(field, m.Entries[a].key(f).Str), keyStr(field, m.Entries[b].key(f).Str))
 			})
@@ -252,7 +188,7 @@ func sortByKeyBytes(m *Map, idx []int) {
 			ka, kb := m.Entries[a].key(f), m.Entries[b].key(f)
 			var c int
 			switch field.Kind {
-			case KeyString:
+			case layout.KeyString:
 				c = strings.Compare(keyStr(field, ka.Str), keyStr(field, kb.Str))
 			default:
 				var ba, bb [8]byte

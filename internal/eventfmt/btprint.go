@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/usdtkit/usdtkit/internal/escape"
+	"github.com/usdtkit/usdtkit/internal/layout"
 )
 
 // Output is the form bpftrace prints in: its text, or the JSON lines of
@@ -158,9 +159,9 @@ func keyStrings(m *Map, e *MapEntry) []string {
 	for f, field := range m.Keys {
 		k := e.key(f)
 		switch field.Kind {
-		case KeyInt:
+		case layout.KeyInt:
 			s[f] = strconv.FormatInt(k.Int, 10)
-		case KeyString:
+		case layout.KeyString:
 			s[f] = keyStr(field, k.Str)
 		default:
 			s[f] = k.Str
@@ -246,7 +247,7 @@ func histRange(e *MapEntry, n int) (first, last int, max uint64) {
 }
 
 func appendHistText(dst []byte, e *MapEntry, div uint32) []byte {
-	first, last, max := histRange(e, HistBucketsBT)
+	first, last, max := histRange(e, layout.HistBucketsBT)
 	for i := first; first >= 0 && i <= last; i++ {
 		dst = appendHistLine(dst, histLabelBT(i), e.bucket(i)/uint64(div), histBar(e.bucket(i), max))
 	}
@@ -296,7 +297,7 @@ func lhistLabel(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-func lhistBucketLabel(r LinearRange, i int) string {
+func lhistBucketLabel(r layout.LinearRange, i int) string {
 	n := r.Buckets()
 	switch i {
 	case 0:
@@ -307,7 +308,7 @@ func lhistBucketLabel(r LinearRange, i int) string {
 	return "[" + lhistLabel(int64(i-1)*r.Step+r.Min) + ", " + lhistLabel(int64(i)*r.Step+r.Min) + ")"
 }
 
-func appendLhistText(dst []byte, e *MapEntry, r LinearRange) []byte {
+func appendLhistText(dst []byte, e *MapEntry, r layout.LinearRange) []byte {
 	first, last, max := histRange(e, r.Buckets())
 	for i := first; first >= 0 && i <= last; i++ {
 		dst = appendHistLine(dst, lhistBucketLabel(r, i), e.bucket(i), histBar(e.bucket(i), max))
@@ -392,7 +393,7 @@ func appendBucketJSON(dst []byte, n int, min, max string, count uint64) []byte {
 }
 
 func appendHistJSON(dst []byte, e *MapEntry, div uint32) []byte {
-	first, last, _ := histRange(e, HistBucketsBT)
+	first, last, _ := histRange(e, layout.HistBucketsBT)
 	dst = append(dst, '[')
 	for i := first; first >= 0 && i <= last; i++ {
 		var min, max string
@@ -410,7 +411,7 @@ func appendHistJSON(dst []byte, e *MapEntry, div uint32) []byte {
 	return append(dst, ']')
 }
 
-func appendLhistJSON(dst []byte, e *MapEntry, r LinearRange) []byte {
+func appendLhistJSON(dst []byte, e *MapEntry, r layout.LinearRange) []byte {
 	first, last, _ := histRange(e, r.Buckets())
 	dst = append(dst, '[')
 	for i := first; first >= 0 && i <= last; i++ {

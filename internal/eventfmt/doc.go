@@ -8,10 +8,10 @@
 // # bpftrace output
 //
 // A program's maps are read from the kernel into a [Map]: a name, key
-// fields ([KeyField]: 64-bit integers, strings, stacks), an aggregation
+// fields ([layout.KeyField]: 64-bit integers, strings, stacks), an aggregation
 // ([Agg]) and entries ([MapEntry]) holding the value summed over CPUs —
 // an integer, a string, avg/stats' count and total, or hist/lhist bucket
-// counts indexed by [HistIndex] and [LinearRange.Index]. The printers
+// counts indexed by [layout.HistIndex] and [layout.LinearRange.Index]. The printers
 // never change a Map and never fail:
 //
 //   - [AppendMap] is print(@m[, top[, div]]); [AppendMaps] is what

@@ -24,7 +24,7 @@ var layer = map[string]int{
 	"internal/bpfgen": 3, "internal/argfetch": 3, "internal/stackcap": 3, "internal/features": 3,
 	"internal/session": 3,
 	// 4. The language and what its runs need.
-	"internal/printf": 4, "internal/btlang": 4, "internal/btgen": 4, "internal/btrun": 4, "internal/eventfmt": 4,
+	"internal/printf": 4, "internal/layout": 4, "internal/btlang": 4, "internal/btgen": 4, "internal/btrun": 4, "internal/eventfmt": 4,
 	"internal/symbolize": 4, "internal/unwind": 4, "internal/flame": 4, "internal/launch": 4,
 	// 5. Public cores.
 	"trace": 5, "usdtlink": 5, "dynsdt": 5, "dynsdt/postlink": 5, "agent": 5,
@@ -46,6 +46,8 @@ var noDeps = []struct {
 	{"uprobe", "listing functions loads no BPF and no DWARF reader", []string{"github.com/cilium/ebpf", "github.com/go-delve/"}},
 	{"internal/btlang", "the front end runs without a kernel", []string{"github.com/cilium/ebpf"}},
 	{"dynsdt", "an instrumented program links no BPF loader", []string{"github.com/cilium/ebpf", "github.com/go-delve/"}},
+	{"internal/btgen", "codegen does not import the printer", []string{module + "internal/eventfmt"}},
+	{"internal/btlang", "the front end does not import the printer", []string{module + "internal/eventfmt"}},
 }
 
 type pkg struct {
