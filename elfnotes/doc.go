@@ -16,7 +16,7 @@
 //
 //	ELF header → section headers → SHT_NOTE sections → Note → Stapsdt → SDTProbe
 //	                                                                      ↓
-//	                                      PT_LOAD program headers → AddrToOffset
+//	                                      PT_LOAD program headers → AddrToOffset, OffsetToAddr
 //
 // [File.Notes] walks every SHT_NOTE section (or, in a file without section
 // headers, every PT_NOTE segment). SHT_NOBITS sections have no bytes in the
@@ -54,15 +54,21 @@
 // a .stapsdt.base section is not adjusted. [File.SDTProbes] applies this;
 // [SDTProbe] keeps the raw note values next to the adjusted ones.
 //
-// # Address to offset
+// # Addresses and offsets
 //
 // [File.AddrToOffset] maps a virtual address through the first PT_LOAD
-// segment with Vaddr <= addr < Vaddr+Filesz to Off + (addr − Vaddr).
-// Addresses in no segment, or in the zero-filled Memsz tail (.bss), give an
-// error wrapping [ErrNoSegment]. Separate debug files keep the program
-// headers but with Filesz 0 for everything except the first page of
-// headers and notes, so translating a probe address there fails instead of
-// returning an offset that holds other bytes.
+// segment with Vaddr <= addr < Vaddr+Filesz to Off + (addr − Vaddr);
+// [File.AddrRangeToOffset] does so for a range of bytes, all in one
+// segment. Addresses in no segment, or in the zero-filled Memsz tail
+// (.bss), give an error wrapping [ErrNoSegment]. Separate debug files keep
+// the program headers but with Filesz 0 for everything except the first
+// page of headers and notes, so translating a probe address there fails
+// instead of returning an offset that holds other bytes.
+// [File.OffsetToAddr] is the inverse, through the first PT_LOAD segment
+// with Off <= off < Off+Filesz. A [LoadMap] copies the segments out of the
+// File and answers both, without errors or allocations, for callers that
+// translate many offsets (symbolizers, unwinders). No other package does
+// this arithmetic.
 //
 // # Errors
 //

@@ -8,7 +8,8 @@ import (
 // ErrNoSegment is wrapped by [File.AddrToOffset] when no PT_LOAD segment
 // holds file bytes for the address: it lies in no segment, in the
 // zero-filled tail of one (.bss), or the file is a separate debug file whose
-// segments carry no data.
+// segments carry no data. [File.OffsetToAddr] wraps it when no PT_LOAD
+// segment holds the file offset.
 var ErrNoSegment = errors.New("no PT_LOAD segment with file data contains the address")
 
 // ErrNotELF is wrapped by the *FormatError of [NewFile] and [Open] when the

@@ -158,27 +158,6 @@ func (f *File) Section(name string) *Section {
 	return nil
 }
 
-// AddrToOffset translates a virtual address, as found in symbols and SDT
-// notes, to an offset in the file: the first PT_LOAD segment with
-// Vaddr <= vaddr < Vaddr+Filesz gives Off + (vaddr - Vaddr). The returned
-// error wraps [ErrNoSegment] when no segment holds file data for vaddr,
-// which is always the case for addresses outside the first segment of a
-// separate debug file. A segment whose file bytes would lie past the end of
-// the file gives a *[FormatError] instead of an offset that cannot be read.
-func (f *File) AddrToOffset(vaddr uint64) (uint64, error) {
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_LOAD || vaddr < p.Vaddr || vaddr-p.Vaddr >= p.Filesz {
-			continue
-		}
-		off := p.Off + (vaddr - p.Vaddr)
-		if off < p.Off || (f.size >= 0 && off >= uint64(f.size)) {
-			return 0, formatErr(clampOff(p.Off), "PT_LOAD segment extends past end of file", fmt.Sprintf("address %#x", vaddr))
-		}
-		return off, nil
-	}
-	return 0, fmt.Errorf("address %#x: %w", vaddr, ErrNoSegment)
-}
-
 // Data reads and returns the contents of the section. A SHT_NOBITS section
 // has no contents in the file and returns nil, nil. A section reaching past
 // the end of the file gives a *[FormatError].

@@ -128,6 +128,9 @@ func checkFixture(t *testing.T, f *File, class elf.Class, data elf.Data, adjust 
 		if want := text.Offset + p.Addr - fixText; off != want {
 			t.Errorf("AddrToOffset(%#x): have %#x, want %#x", p.Addr, off, want)
 		}
+		if addr, err := f.OffsetToAddr(off); err != nil || addr != p.Addr {
+			t.Errorf("OffsetToAddr(%#x): have %#x, %v, want %#x", off, addr, err, p.Addr)
+		}
 		if p.SemaphoreAddr != 0 {
 			off, err := f.AddrToOffset(p.SemaphoreAddr)
 			if want := f.Section(".data").Offset + 4; err != nil || off != want {

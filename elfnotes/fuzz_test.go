@@ -35,6 +35,7 @@ type fileResult struct {
 	notes    []Note
 	probes   []SDTProbe
 	offsets  []uint64
+	addrs    []uint64 // OffsetToAddr of segment edges, which ignores the size
 }
 
 // checkWarnings checks that every warning is a *FormatError.
@@ -109,7 +110,51 @@ func readAll(t *testing.T, r interface {
 			res.offsets = append(res.offsets, off)
 		}
 	}
+	res.addrs = checkTranslations(t, f, size)
 	return res
+}
+
+// checkTranslations translates the edges of f's first segments both ways.
+// Properties: no panic; an error wraps ErrNoSegment or is a *FormatError,
+// and comes with a zero result; an offset's bytes are inside the file of
+// size bytes (when size >= 0); a LoadMap gives the File's answers, with
+// ok false for its errors. It returns the addresses OffsetToAddr gave.
+func checkTranslations(t *testing.T, f *File, size int) []uint64 {
+	check := func(what string, v, res uint64, err error) {
+		var fe *FormatError
+		if err != nil && (res != 0 || !errors.Is(err, ErrNoSegment) && !errors.As(err, &fe)) {
+			t.Fatalf("%s(%#x): %#x with error %v", what, v, res, err)
+		}
+	}
+	m := f.LoadMap()
+	var addrs []uint64
+	// A fuzzed file may have 65536 segments; the first ones suffice.
+	for _, p := range f.Progs[:min(len(f.Progs), 16)] {
+		for _, off := range []uint64{p.Off, p.Off + p.Filesz/2, p.Off + p.Filesz - 1, p.Off + p.Filesz} {
+			addr, err := f.OffsetToAddr(off)
+			check("OffsetToAddr", off, addr, err)
+			if have, ok := m.OffsetToAddr(off); have != addr || ok != (err == nil) {
+				t.Fatalf("LoadMap.OffsetToAddr(%#x) = %#x, %v; File's %#x, %v", off, have, ok, addr, err)
+			}
+			addrs = append(addrs, addr)
+		}
+		for _, vaddr := range []uint64{p.Vaddr, p.Vaddr + p.Filesz - 1, p.Vaddr + p.Memsz - 1, p.Vaddr + p.Memsz} {
+			off, err := f.AddrToOffset(vaddr)
+			check("AddrToOffset", vaddr, off, err)
+			if err == nil && size >= 0 && off >= uint64(size) {
+				t.Fatalf("AddrToOffset(%#x) = %#x, past end of %d-byte file", vaddr, off, size)
+			}
+			if have, ok := m.AddrToOffset(vaddr); have != off || ok != (err == nil) {
+				t.Fatalf("LoadMap.AddrToOffset(%#x) = %#x, %v; File's %#x, %v", vaddr, have, ok, off, err)
+			}
+		}
+		off, err := f.AddrRangeToOffset(p.Vaddr, p.Filesz)
+		check("AddrRangeToOffset", p.Vaddr, off, err)
+		if err == nil && size >= 0 && (off > uint64(size) || p.Filesz > uint64(size)-off) {
+			t.Fatalf("AddrRangeToOffset(%#x, %#x) = %#x, past end of %d-byte file", p.Vaddr, p.Filesz, off, size)
+		}
+	}
+	return addrs
 }
 
 func FuzzNewFile(f *testing.F) {

@@ -327,6 +327,23 @@ func TestAddrToOffsetPython(t *testing.T) {
 			t.Errorf("AddrToOffset(%#x): have %#x, %v, want %#x", addr, have, err, segmentMath(addr))
 		}
 	}
+	// The first, middle and last file byte of each readelf LOAD map back
+	// to their addresses, as a symbolizer maps a PC's file offset.
+	m := f.LoadMap()
+	for _, l := range loads {
+		if l.Filesz == 0 {
+			continue
+		}
+		for _, d := range []uint64{0, l.Filesz / 2, l.Filesz - 1} {
+			want := l.Vaddr + d
+			if have, err := f.OffsetToAddr(l.Off + d); err != nil || have != want {
+				t.Errorf("OffsetToAddr(%#x): have %#x, %v, want %#x", l.Off+d, have, err, want)
+			}
+			if have, ok := m.OffsetToAddr(l.Off + d); !ok || have != want {
+				t.Errorf("LoadMap.OffsetToAddr(%#x): have %#x, %v, want %#x", l.Off+d, have, ok, want)
+			}
+		}
+	}
 }
 
 // TestDebugFile reads a separate debug file: notes kept, code sections

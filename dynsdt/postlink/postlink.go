@@ -758,8 +758,8 @@ type section struct {
 // ref_ctr from the .probes section, where sys/sdt.h puts semaphores; without
 // one it enables no semaphore. It is only a header: the bytes are
 // .noptrdata's. ok is false when the file already has a .probes section
-// or the semaphores are not in one segment that lies in the file, of size
-// bytes.
+// or the semaphores are not in the file data of one PT_LOAD segment,
+// inside the file of size bytes.
 func probesSection(f *elfnotes.File, tables []table, size uint64) (section, bool) {
 	if f.Section(".probes") != nil {
 		return section{}, false
@@ -770,15 +770,15 @@ func probesSection(f *elfnotes.File, tables []table, size uint64) (section, bool
 		lo = min(lo, start)
 		hi = max(hi, start+2*uint64(len(t.Probes)))
 	}
-	for _, p := range f.Progs {
-		// The segment must lie in the file (a crafted one may not), so
-		// that the header does not point outside it.
-		if p.Type == elf.PT_LOAD && lo >= p.Vaddr && hi <= p.Vaddr+p.Filesz && p.Off <= size && p.Filesz <= size-p.Off {
-			return section{name: ".probes", typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC | elf.SHF_WRITE, align: 2,
-				addr: lo, offset: p.Off + (lo - p.Vaddr), size: hi - lo}, true
-		}
+	off, err := f.AddrRangeToOffset(lo, hi-lo)
+	// The range must lie in the file (a crafted segment may not), so that
+	// the header does not point outside it. f checks that only when its
+	// reader tells it the size.
+	if err != nil || off > size || hi-lo > size-off {
+		return section{}, false
 	}
-	return section{}, false
+	return section{name: ".probes", typ: elf.SHT_PROGBITS, flags: elf.SHF_ALLOC | elf.SHF_WRITE, align: 2,
+		addr: lo, offset: off, size: hi - lo}, true
 }
 
 // putSection adds section sec to the image: the header of a section of

@@ -22,30 +22,14 @@ type funcSym struct {
 	name        string // demangled where it was mangled
 }
 
-// load is one PT_LOAD segment, to turn file offsets into addresses.
-type load struct {
-	off, vaddr, filesz uint64
-}
-
 // objectSyms is what symbolization needs of one object file; immutable
 // once built, shared by every process that maps the file.
 type objectSyms struct {
-	funcs []funcSym // sorted by value; one per value
-	loads []load
+	funcs []funcSym        // sorted by value; one per value
+	loads elfnotes.LoadMap // to turn file offsets into the addresses of funcs
 	go_   *symtab.GoLines
 	// debug says where a separate debug file came from, "" without one.
 	debug string
-}
-
-// offsetToVaddr maps a file offset to the virtual address the object's
-// symbols use.
-func (o *objectSyms) offsetToVaddr(off uint64) (uint64, bool) {
-	for _, l := range o.loads {
-		if off >= l.off && off-l.off < l.filesz {
-			return l.vaddr + (off - l.off), true
-		}
-	}
-	return 0, false
 }
 
 // lookup returns the function containing vaddr. A symbol without a size
@@ -105,12 +89,7 @@ func readObject(f *os.File, path string, root *os.File, dirs []string) (*objectS
 	if err != nil {
 		return nil, err
 	}
-	o := &objectSyms{}
-	for _, p := range ef.Progs {
-		if p.Type == elf.PT_LOAD && p.Filesz > 0 {
-			o.loads = append(o.loads, load{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz})
-		}
-	}
+	o := &objectSyms{loads: ef.LoadMap()}
 	if symtab.IsGo(ef) {
 		if g, err := symtab.ReadGoLines(ef); err == nil {
 			o.go_ = g

@@ -380,7 +380,7 @@ func (s *Symbolizer) appendFrames(out []Frame, a uint64, m *mapping, ret bool) [
 	if syms == nil {
 		return append(out, fr)
 	}
-	vaddr, ok := syms.offsetToVaddr(off)
+	vaddr, ok := syms.loads.OffsetToAddr(off)
 	if !ok {
 		return append(out, fr)
 	}

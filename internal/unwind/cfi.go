@@ -24,7 +24,7 @@ const maxRows = 1 << 14
 
 // cfi is the parsed call frame information of one object.
 type cfi struct {
-	loads   []*elfnotes.Prog // PT_LOAD segments, to turn file offsets into addresses
+	loads   elfnotes.LoadMap // to turn file offsets into addresses
 	fdes    frame.FrameDescriptionEntries
 	machine elf.Machine
 	err     error // why the object has no usable CFI (nil with fdes empty: none present)
@@ -39,16 +39,6 @@ type row struct {
 	regs map[uint64]frame.DWRule
 	ra   uint64 // return address column
 	err  error
-}
-
-// vaddr turns a file offset into the object's virtual address.
-func (c *cfi) vaddr(off uint64) (uint64, bool) {
-	for _, p := range c.loads {
-		if off >= p.Off && off-p.Off < p.Filesz {
-			return p.Vaddr + (off - p.Off), true
-		}
-	}
-	return 0, false
 }
 
 // row returns the rules at virtual address pc, or nil when no FDE covers it.
@@ -103,11 +93,7 @@ func loadCFI(r io.ReaderAt) *cfi {
 		return c
 	}
 	c.machine = f.Machine
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
-			c.loads = append(c.loads, p)
-		}
-	}
+	c.loads = f.LoadMap()
 	var all frame.FrameDescriptionEntries
 	var errs []error
 	for _, name := range []string{".eh_frame", ".debug_frame"} {

@@ -421,7 +421,7 @@ func (u *Unwinder) step(sp *Space, w *walker, first, entry bool) (uint64, Method
 			// last instruction of its function.
 			lookup--
 		}
-		if va, ok := c.vaddr(lookup - mp.Start + mp.Offset); ok {
+		if va, ok := c.loads.OffsetToAddr(lookup - mp.Start + mp.Offset); ok {
 			if r := c.row(va); r != nil {
 				next, err := w.applyCFI(r)
 				if err != nil {

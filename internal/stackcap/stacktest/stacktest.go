@@ -330,7 +330,7 @@ func (s *Symbols) Name(addr uint64) string {
 type Namer struct {
 	maps []procfs.Mapping
 	syms map[string]*Symbols
-	bias map[string][]elfnotes.Prog
+	load map[string]elfnotes.LoadMap
 }
 
 // NewNamer snapshots the mappings of process pid.
@@ -340,7 +340,7 @@ func NewNamer(tb testing.TB, pid int) *Namer {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Namer{maps: maps, syms: map[string]*Symbols{}, bias: map[string][]elfnotes.Prog{}}
+	return &Namer{maps: maps, syms: map[string]*Symbols{}, load: map[string]elfnotes.LoadMap{}}
 }
 
 // Object returns the path of the file mapped at pc, or "".
@@ -369,19 +369,12 @@ func (n *Namer) Name(tb testing.TB, pc uint64, symbolize ...string) string {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			for _, p := range f.Progs {
-				if p.Type == elf.PT_LOAD {
-					n.bias[m.Path] = append(n.bias[m.Path], *p)
-				}
-			}
+			n.load[m.Path] = f.LoadMap()
 			f.Close()
 		}
-		off := pc - m.Start + m.Offset
-		for _, p := range n.bias[m.Path] {
-			if off >= p.Off && off < p.Off+p.Filesz {
-				if s := n.syms[m.Path].Name(p.Vaddr + off - p.Off); s != "" {
-					return s
-				}
+		if vaddr, ok := n.load[m.Path].OffsetToAddr(pc - m.Start + m.Offset); ok {
+			if s := n.syms[m.Path].Name(vaddr); s != "" {
+				return s
 			}
 		}
 		return "[" + filepath.Base(m.Path) + "]"
