@@ -53,12 +53,16 @@ func TestGoSymbols(t *testing.T) {
 	// unstripped binary's .symtab at the same address. Where a function
 	// has an ABI wrapper, .symtab names the ABI0 one "name.abi0"; the
 	// gopclntab does not.
-	inSymtab := make(map[refKey]bool, len(fullSyms))
+	type key struct {
+		name  string
+		value uint64
+	}
+	inSymtab := make(map[key]bool, len(fullSyms))
 	for _, s := range fullSyms {
-		inSymtab[refKey{strings.TrimSuffix(s.Name, ".abi0"), s.Value}] = true
+		inSymtab[key{strings.TrimSuffix(s.Name, ".abi0"), s.Value}] = true
 	}
 	for _, s := range strippedSyms {
-		if s.Source == SourceGopclntab && !inSymtab[refKey{s.Name, s.Value}] {
+		if s.Source == SourceGopclntab && !inSymtab[key{s.Name, s.Value}] {
 			t.Errorf("gopclntab has %s at %#x, .symtab does not", s.Name, s.Value)
 		}
 	}

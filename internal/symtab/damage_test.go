@@ -99,7 +99,7 @@ func TestPartialDamage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareSymbols(t, have, readelfSymbols(t, path))
+			compareSymbols(t, have, symtabtest.Readelf(t, path))
 			if tt.header {
 				if len(warnings) != 0 {
 					t.Errorf("ReadPartial: have warnings %v, want none", warnings)
@@ -136,10 +136,10 @@ func TestSparseTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantDyn := map[refKey]bool{}
+	wantDyn := map[symtabtest.RefKey]bool{}
 	for _, s := range orig {
 		if s.Dynamic {
-			wantDyn[refKey{s.Name, s.Value}] = true
+			wantDyn[symtabtest.RefKey{Name: s.Name, Value: s.Value}] = true
 		}
 	}
 	le := binary.LittleEndian
@@ -191,10 +191,10 @@ func TestSparseTables(t *testing.T) {
 			if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
 				t.Errorf("allocated %d MiB", n>>20)
 			}
-			have := map[refKey]bool{}
+			have := map[symtabtest.RefKey]bool{}
 			for _, s := range syms {
 				if s.Dynamic {
-					have[refKey{s.Name, s.Value}] = true
+					have[symtabtest.RefKey{Name: s.Name, Value: s.Value}] = true
 				}
 			}
 			if !reflect.DeepEqual(have, wantDyn) {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -114,7 +115,7 @@ func buildDataProgram(t *testing.T) string {
 // addresses readelf gives them.
 func TestLookupC(t *testing.T) {
 	path := buildDataProgram(t)
-	want := readelfSymbols(t, path)
+	want := symtabtest.Readelf(t, path)
 	tab := NewTable(readFile(t, path))
 	for _, tc := range []struct {
 		name     string
@@ -137,21 +138,21 @@ func TestLookupC(t *testing.T) {
 			if err != nil {
 				return
 			}
-			ref, ok := want[refKey{tc.name, have.Value}]
+			ref, ok := want[symtabtest.RefKey{Name: tc.name, Value: have.Value}]
 			if !ok {
 				t.Fatalf("readelf has no %s at %#x", tc.name, have.Value)
 			}
-			if have.Type != tc.wantType || have.Bind != tc.bind || have.Size != ref.size ||
+			if have.Type != tc.wantType || have.Bind != tc.bind || have.Size != ref.Size ||
 				(tc.size != 0 && have.Size != tc.size) || have.Source != SourceSymtab {
-				t.Errorf("have %+v, want %v %v size %d from .symtab", have, tc.wantType, tc.bind, ref.size)
+				t.Errorf("have %+v, want %v %v size %d from .symtab", have, tc.wantType, tc.bind, ref.Size)
 			}
 		})
 	}
 	// Both statics are there, as LOCAL OBJECTs at different addresses.
 	statics := map[uint64]bool{}
 	for k, w := range want {
-		if k.name == "hidden_count" && w.typ == "OBJECT" {
-			statics[k.value] = true
+		if k.Name == "hidden_count" && w.Type == "OBJECT" {
+			statics[k.Value] = true
 		}
 	}
 	if len(statics) != 2 {
@@ -162,7 +163,7 @@ func TestLookupC(t *testing.T) {
 // TestLookupLibc finds versioned symbols of glibc, functions and data.
 func TestLookupLibc(t *testing.T) {
 	path := testutil.RequireFile(t, libc)
-	want := readelfSymbols(t, path)
+	want := symtabtest.Readelf(t, path)
 	tab := NewTable(readFile(t, path))
 	for _, tc := range []struct {
 		name     string
@@ -192,7 +193,7 @@ func TestLookupLibc(t *testing.T) {
 			if have.Type != tc.wantType || have.Version != tc.wantVer || !have.Dynamic {
 				t.Errorf("have %+v, want %v version %q from .dynsym", have, tc.wantType, tc.wantVer)
 			}
-			if _, ok := want[refKey{PlainName(tc.name), have.Value}]; !ok {
+			if _, ok := want[symtabtest.RefKey{Name: PlainName(tc.name), Value: have.Value}]; !ok {
 				t.Errorf("readelf has no %s at %#x", tc.name, have.Value)
 			}
 		})

@@ -1,5 +1,7 @@
-// Package symtabtest builds small ELF files with symbol tables, for the
-// tests and fuzz seeds of package symtab and its users. The files have an
+// Package symtabtest holds the test helpers of package symtab and its
+// users: it builds small ELF files with symbol tables, for tests and fuzz
+// seeds, and reads what GNU readelf says about a file's symbols ([Readelf]),
+// to cross-check a reader with a tool we did not write. The files have an
 // ELF header, one PT_LOAD segment mapping the whole file at Base, and the
 // given sections laid out from DataOff in order, each 16-byte aligned.
 //
