@@ -212,7 +212,7 @@ func TestSparseTables(t *testing.T) {
 // 16 GiB in a hole: ReadPartial refuses the table with one warning at the
 // section, lists what else there is, and allocates little.
 func TestSparseGopclntab(t *testing.T) {
-	good, err := os.ReadFile(buildGo(t, "-ldflags=-s -w"))
+	good, err := os.ReadFile(testutil.BuildGoSource(t, goProgram, "-ldflags=-s -w"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package symtab
 import (
 	"debug/elf"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -109,6 +110,13 @@ func buildDataProgram(t *testing.T) string {
 		t.Fatalf("gcc %v: %v\n%s", args, err, msg)
 	}
 	return filepath.Join(dir, "data")
+}
+
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestLookupC finds the data symbols of a gcc-built program at the
