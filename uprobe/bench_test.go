@@ -1,16 +1,18 @@
 package uprobe
 
 import (
-	"debug/elf"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-// BenchmarkSymbols lists libc's functions. The read-tables sibling only
-// reads the sections Symbols reads (.dynsym, .dynstr, .gnu.version*): the
-// floor that I/O sets, to compare the parsing cost against.
+// BenchmarkSymbols lists libc's functions. The symtab-read sibling only
+// reads libc's symbols with the table reader Symbols calls
+// (internal/symtab's BenchmarkRead times that against the I/O): the
+// floor to compare what Symbols adds (filtering, file offsets,
+// demangling) against.
 func BenchmarkSymbols(b *testing.B) {
 	f, err := elfnotes.Open(testutil.RequireFile(b, libc))
 	if err != nil {
@@ -18,16 +20,12 @@ func BenchmarkSymbols(b *testing.B) {
 	}
 	b.Cleanup(func() { f.Close() })
 
-	b.Run("read-tables", func(b *testing.B) {
+	b.Run("symtab-read", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			for _, s := range f.Sections {
-				switch s.Type {
-				case elf.SHT_DYNSYM, elf.SHT_SYMTAB, elf.SHT_STRTAB, elf.SHT_GNU_VERSYM, elf.SHT_GNU_VERDEF, elf.SHT_GNU_VERNEED:
-					if _, err := s.Data(); err != nil {
-						b.Fatal(err)
-					}
-				}
+			syms, err := symtab.Read(f)
+			if err != nil || len(syms) == 0 {
+				b.Fatal(len(syms), err)
 			}
 		}
 	})

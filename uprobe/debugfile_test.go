@@ -44,14 +44,14 @@ func TestListDebugFileBpftrace(t *testing.T) {
 	ours := make(map[string]bool)
 	fromDebug := 0
 	for _, s := range libc.Symbols {
-		ours[plain(s.Name)] = true
+		ours[symtab.PlainName(s.Name)] = true
 		if s.Source == SourceDebug {
 			fromDebug++
 		}
 	}
 	ownNames := make(map[string]bool)
 	for _, s := range own {
-		ownNames[plain(s.Name)] = true
+		ownNames[symtab.PlainName(s.Name)] = true
 	}
 	added := 0
 	for n := range ours {
@@ -70,7 +70,7 @@ func TestListDebugFileBpftrace(t *testing.T) {
 	theirs := make(map[string]bool)
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if name, ok := strings.CutPrefix(line, "uprobe:"+libc.Path+":"); ok {
-			theirs[plain(name)] = true
+			theirs[symtab.PlainName(name)] = true
 		}
 	}
 	if len(theirs) <= len(ownNames) {
@@ -112,11 +112,4 @@ func TestListDebugFileBpftrace(t *testing.T) {
 		}
 		break
 	}
-}
-
-func plain(name string) string {
-	if i := strings.IndexByte(name, '@'); i > 0 {
-		return name[:i]
-	}
-	return name
 }

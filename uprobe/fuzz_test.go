@@ -3,8 +3,6 @@ package uprobe
 import (
 	"bytes"
 	"cmp"
-	"debug/elf"
-	"encoding/binary"
 	"slices"
 	"testing"
 
@@ -18,10 +16,8 @@ import (
 // the corpus of real files; this one covers what Symbols adds (file
 // offsets, demangling) and is seeded with the generated libraries.
 func FuzzSymbols(f *testing.F) {
-	for _, c := range []elf.Class{elf.ELFCLASS32, elf.ELFCLASS64} {
-		for _, bo := range []symtabtest.Order{binary.LittleEndian, binary.BigEndian} {
-			f.Add(symtabtest.Lib(c, bo).Bytes())
-		}
+	for _, l := range symtabtest.Layouts() {
+		f.Add(symtabtest.Lib(l.Class, l.Order).Bytes())
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ef, err := elfnotes.NewFile(bytes.NewReader(b))

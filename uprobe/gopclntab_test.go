@@ -1,9 +1,6 @@
 package uprobe
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,28 +18,9 @@ func (t *T) M() int { return t.n + 1 }
 func main() { println((&T{1}).M()) }
 `
 
-// buildGo builds goProgram with the given go build flags into a temporary
-// directory and returns the binary's path.
-func buildGo(t *testing.T, flags ...string) string {
-	t.Helper()
-	gobin := testutil.RequireTool(t, "go")
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/prog\n\ngo 1.22\n")
-	writeFile(t, filepath.Join(dir, "main.go"), goProgram)
-	bin := filepath.Join(dir, "prog")
-	args := append(append([]string{"build", "-trimpath", "-o", bin}, flags...), ".")
-	cmd := exec.Command(gobin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, msg)
-	}
-	return bin
-}
-
 func TestGoSymbols(t *testing.T) {
-	full := buildGo(t)
-	stripped := buildGo(t, "-ldflags=-s -w")
+	full := testutil.BuildGoSource(t, goProgram)
+	stripped := testutil.BuildGoSource(t, goProgram, "-ldflags=-s -w")
 
 	// The unstripped binary's .symtab is checked against readelf like any
 	// other file.
@@ -53,19 +31,23 @@ func TestGoSymbols(t *testing.T) {
 	// unstripped binary's .symtab at the same address. Where a function
 	// has an ABI wrapper, .symtab names the ABI0 one "name.abi0"; the
 	// gopclntab does not.
-	inSymtab := make(map[refKey]bool, len(fullSyms))
+	type key struct {
+		name  string
+		value uint64
+	}
+	inSymtab := make(map[key]bool, len(fullSyms))
 	for _, s := range fullSyms {
-		inSymtab[refKey{strings.TrimSuffix(s.Name, ".abi0"), s.Value}] = true
+		inSymtab[key{strings.TrimSuffix(s.Name, ".abi0"), s.Value}] = true
 	}
 	for _, s := range strippedSyms {
-		if s.Source == SourceGopclntab && !inSymtab[refKey{s.Name, s.Value}] {
+		if s.Source == SourceGopclntab && !inSymtab[key{s.Name, s.Value}] {
 			t.Errorf("gopclntab has %s at %#x, .symtab does not", s.Name, s.Value)
 		}
 	}
 
 	// A stripped PIE keeps its table in .data.rel.ro.gopclntab and has a
 	// .dynsym of imports only; its addresses differ from full's.
-	pie := buildGo(t, "-buildmode=pie", "-ldflags=-s -w")
+	pie := testutil.BuildGoSource(t, goProgram, "-buildmode=pie", "-ldflags=-s -w")
 
 	for _, tc := range []struct {
 		name    string

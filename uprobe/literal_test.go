@@ -1,7 +1,6 @@
 package uprobe
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -120,23 +119,6 @@ func buildCxx(t *testing.T) string {
 	return bin
 }
 
-// buildGoGeneric builds goGenericSrc and returns the binary.
-func buildGoGeneric(t *testing.T) string {
-	t.Helper()
-	gobin := testutil.RequireTool(t, "go")
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/prog\n\ngo 1.22\n")
-	writeFile(t, filepath.Join(dir, "main.go"), goGenericSrc)
-	bin := filepath.Join(dir, "prog")
-	cmd := exec.Command(gobin, "build", "-trimpath", "-o", bin, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, msg)
-	}
-	return bin
-}
-
 // TestListLiteralAgrees checks that a listing whose selectors all name
 // functions by name, which reads only the symbols they can match, lists
 // what the listing of every symbol gives for them: for every name,
@@ -169,7 +151,7 @@ func TestListLiteralAgrees(t *testing.T) {
 			return ListOptions{Paths: []string{buildCxx(t)}}
 		}, []string{"ns::f(int)", "ns::f(double)", "ns::S::m() const", "plain_c"}},
 		{"go-generic", func(t *testing.T) ListOptions {
-			return ListOptions{Paths: []string{buildGoGeneric(t)}}
+			return ListOptions{Paths: []string{testutil.BuildGoSource(t, goGenericSrc)}}
 		}, []string{"main.Map", "main.main"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,8 +1,7 @@
 package uprobe
 
 import (
-	"bufio"
-	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,103 +10,37 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
 // This file cross-checks Symbols with GNU readelf, which we did not write.
 
-// refKey identifies a function symbol: its name without a "@VERSION"
-// suffix, and its value.
-type refKey struct {
-	name  string
-	value uint64
-}
+// readelfKinds are the kinds of the symbol types readelf names.
+var readelfKinds = map[string]SymbolKind{"FUNC": SymFunc, "IFUNC": SymIFunc}
 
-// refSym is what readelf says about a defined function symbol.
-type refSym struct {
-	kind    SymbolKind
-	size    uint64
-	dynamic bool
-	version string // from .dynsym
-	// defaultVer reports that version is the default ("@@") one.
-	defaultVer bool
-}
-
-// readelfSymbols runs readelf -sW --dyn-syms and returns the defined
-// FUNC/IFUNC symbols of both tables, merged by refKey.
-func readelfSymbols(t *testing.T, path string) map[refKey]refSym {
+// readelfFunctions returns the defined FUNC and IFUNC symbols readelf -sW
+// --dyn-syms lists (see symtabtest.Readelf).
+func readelfFunctions(t *testing.T, path string) map[symtabtest.RefKey]symtabtest.RefSym {
 	t.Helper()
-	out := runReadelf(t, "-sW", "--dyn-syms", path)
-	syms := make(map[refKey]refSym)
-	dynamic := false
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "Symbol table '") {
-			dynamic = strings.HasPrefix(line, "Symbol table '.dynsym'")
-			continue
-		}
-		// "   Num:    Value          Size Type    Bind   Vis      Ndx Name"
-		var f [7]string
-		rest := line
-		for i := range f {
-			f[i], rest = nextField(rest)
-		}
-		if !strings.HasSuffix(f[0], ":") || f[0] == "Num:" {
-			continue
-		}
-		var kind SymbolKind
-		switch f[3] {
-		case "FUNC":
-			kind = SymFunc
-		case "IFUNC":
-			kind = SymIFunc
-		default:
-			continue
-		}
-		if f[6] == "UND" {
-			continue
-		}
-		value, err := strconv.ParseUint(f[1], 16, 64)
-		if err != nil {
-			t.Fatalf("readelf value %q: %v", f[1], err)
-		}
-		size, err := strconv.ParseUint(f[2], 0, 64)
-		if err != nil {
-			t.Fatalf("readelf size %q: %v", f[2], err)
-		}
-		// "name@@V" is the default version, "name@V" a hidden one. One
-		// address may carry several versions of a name (glibc 2.34's
-		// libpthread move); the default one is expected.
-		name, version, _ := strings.Cut(rest, "@")
-		isDefault := strings.HasPrefix(version, "@")
-		version = strings.TrimPrefix(version, "@")
-		k := refKey{name, value}
-		s := syms[k]
-		s.kind, s.size = kind, size
-		if dynamic && (!s.dynamic || (isDefault && !s.defaultVer)) {
-			s.dynamic, s.version, s.defaultVer = true, version, isDefault
-		}
-		syms[k] = s
-	}
+	syms := symtabtest.Readelf(t, path)
+	maps.DeleteFunc(syms, func(_ symtabtest.RefKey, s symtabtest.RefSym) bool { return readelfKinds[s.Type] == 0 })
 	return syms
-}
-
-// nextField splits off the first space-separated field of s.
-func nextField(s string) (field, rest string) {
-	s = strings.TrimLeft(s, " ")
-	field, rest, _ = strings.Cut(s, " ")
-	return field, strings.TrimLeft(rest, " ")
 }
 
 // refLoad is a PT_LOAD segment as readelf -lW prints it.
 type refLoad struct{ off, vaddr, filesz uint64 }
 
+// readelfLoads runs readelf -lW and returns the PT_LOAD segments of path.
 func readelfLoads(t *testing.T, path string) []refLoad {
 	t.Helper()
+	readelf := testutil.RequireTool(t, "readelf")
+	out, err := exec.Command(readelf, "-lW", path).Output()
+	if err != nil {
+		t.Fatalf("readelf -lW %s: %v", path, err)
+	}
 	var loads []refLoad
-	for line := range strings.Lines(string(runReadelf(t, "-lW", path))) {
+	for line := range strings.Lines(string(out)) {
 		f := strings.Fields(line)
 		if len(f) < 5 || f[0] != "LOAD" {
 			continue
@@ -136,31 +69,21 @@ func refOffset(loads []refLoad, vaddr uint64) uint64 {
 	return 0
 }
 
-func runReadelf(t *testing.T, args ...string) []byte {
-	t.Helper()
-	readelf := testutil.RequireTool(t, "readelf")
-	out, err := exec.Command(readelf, args...).Output()
-	if err != nil {
-		t.Fatalf("readelf %v: %v", args, err)
-	}
-	return out
-}
-
 // compareReadelf checks that Symbols(path) lists exactly the defined
 // function symbols readelf shows, with the same kind, size, version and the
 // offset that readelf -lW gives.
 func compareReadelf(t *testing.T, path string) []Symbol {
 	t.Helper()
 	have := openSymbols(t, path)
-	want := readelfSymbols(t, path)
+	want := readelfFunctions(t, path)
 	loads := readelfLoads(t, path)
 	if len(want) == 0 {
 		t.Fatalf("readelf lists no function symbols in %s", path)
 	}
-	seen := make(map[refKey]bool, len(have))
+	seen := make(map[symtabtest.RefKey]bool, len(have))
 	for _, s := range have {
 		name, _, _ := strings.Cut(s.Name, "@")
-		k := refKey{name, s.Value}
+		k := symtabtest.RefKey{Name: name, Value: s.Value}
 		if seen[k] {
 			t.Errorf("%s@%#x listed twice", s.Name, s.Value)
 		}
@@ -170,9 +93,9 @@ func compareReadelf(t *testing.T, path string) []Symbol {
 			t.Errorf("have %s at %#x, readelf does not", s.Name, s.Value)
 			continue
 		}
-		if s.Kind != w.kind || s.Size != w.size || s.Dynamic != w.dynamic || s.Version != w.version {
+		if s.Kind != readelfKinds[w.Type] || s.Size != w.Size || s.Dynamic != w.Dynamic || s.Version != w.Version {
 			t.Errorf("%s: have kind %v size %d dynamic %v version %q; readelf %v %d %v %q",
-				s.Name, s.Kind, s.Size, s.Dynamic, s.Version, w.kind, w.size, w.dynamic, w.version)
+				s.Name, s.Kind, s.Size, s.Dynamic, s.Version, w.Type, w.Size, w.Dynamic, w.Version)
 		}
 		if wantOff := refOffset(loads, s.Value); s.Offset != wantOff {
 			t.Errorf("%s: have offset %#x, want %#x", s.Name, s.Offset, wantOff)
@@ -180,7 +103,7 @@ func compareReadelf(t *testing.T, path string) []Symbol {
 	}
 	for k := range want {
 		if !seen[k] {
-			t.Errorf("readelf has %s at %#x, Symbols does not", k.name, k.value)
+			t.Errorf("readelf has %s at %#x, Symbols does not", k.Name, k.Value)
 		}
 	}
 	return have

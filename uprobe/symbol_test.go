@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -42,7 +43,7 @@ func TestSymbolsReadelf(t *testing.T) {
 func TestSymbolsLibc(t *testing.T) {
 	path := testutil.RequireFile(t, libc)
 	syms := compareReadelf(t, path)
-	want := readelfSymbols(t, path)
+	want := readelfFunctions(t, path)
 	loads := readelfLoads(t, path)
 	for _, tc := range []struct {
 		name    string
@@ -74,7 +75,7 @@ func TestSymbolsLibc(t *testing.T) {
 			if have.Kind != tc.kind || !have.Dynamic || have.Source != SourceDynsym || have.Bind != elf.STB_GLOBAL {
 				t.Errorf("have %+v, want kind %v from .dynsym, global", *have, tc.kind)
 			}
-			if _, ok := want[refKey{tc.name, have.Value}]; !ok {
+			if _, ok := want[symtabtest.RefKey{Name: tc.name, Value: have.Value}]; !ok {
 				t.Errorf("readelf has no %s at %#x", tc.name, have.Value)
 			}
 			if wantOff := refOffset(loads, have.Value); have.Offset != wantOff || wantOff == 0 {

@@ -4,52 +4,56 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/symtab"
 	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
 )
 
+// TestSymbolsSynthetic checks what Symbols adds to the symbols the table
+// reader returns (internal/symtab's TestReadSynthetic checks those, of
+// the same files): it keeps the functions, in their order, gives each its
+// kind and the file offset of its address, and copies the other fields.
 func TestSymbolsSynthetic(t *testing.T) {
-	const text = symtabtest.Base + symtabtest.DataOff
-	for _, tc := range []struct {
-		class elf.Class
-		order symtabtest.Order
-	}{
-		{elf.ELFCLASS64, binary.LittleEndian},
-		{elf.ELFCLASS64, binary.BigEndian},
-		{elf.ELFCLASS32, binary.LittleEndian},
-		{elf.ELFCLASS32, binary.BigEndian},
-	} {
-		t.Run(fmt.Sprintf("%v/%v", tc.class, tc.order), func(t *testing.T) {
-			f := symtabtest.NewFile(t, symtabtest.Lib(tc.class, tc.order).Bytes())
+	type added struct {
+		kind   SymbolKind
+		offset uint64
+	}
+	// symtabtest.Lib's functions; its OBJECT obj is not one.
+	funcs := map[string]added{
+		"f1":  {SymFunc, symtabtest.DataOff},
+		"f2":  {SymIFunc, symtabtest.DataOff + 4},
+		"loc": {SymFunc, symtabtest.DataOff + 8},
+	}
+	for _, l := range symtabtest.Layouts() {
+		t.Run(l.String(), func(t *testing.T) {
+			f := symtabtest.NewFile(t, symtabtest.Lib(l.Class, l.Order).Bytes())
 			have, err := Symbols(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []Symbol{
-				{Name: "f1", Value: text, Size: 4, Offset: symtabtest.DataOff, Kind: SymFunc, Bind: elf.STB_GLOBAL,
-					Dynamic: true, Version: "V1", Source: SourceSymtab},
-				{Name: "f2", Value: text + 4, Offset: symtabtest.DataOff + 4, Kind: SymIFunc, Bind: elf.STB_GLOBAL,
-					Dynamic: true, Version: "V2", Source: SourceDynsym},
-				{Name: "loc", Value: text + 8, Size: 8, Offset: symtabtest.DataOff + 8, Kind: SymFunc, Bind: elf.STB_LOCAL,
-					Source: SourceSymtab},
+			read, err := symtab.Read(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []Symbol
+			for _, s := range read {
+				a, ok := funcs[s.Name]
+				if !ok {
+					continue
+				}
+				want = append(want, Symbol{Name: s.Name, Value: s.Value, Size: s.Size, Offset: a.offset, Kind: a.kind,
+					Bind: s.Bind, Dynamic: s.Dynamic, Version: s.Version, Source: s.Source})
+			}
+			if len(want) != len(funcs) {
+				t.Fatalf("symtab.Read lists %+v, want %d functions among them", read, len(funcs))
 			}
 			if !reflect.DeepEqual(have, want) {
 				t.Errorf("have %+v\nwant %+v", have, want)
 			}
 		})
-	}
-}
-
-func TestSymbolsNoTables(t *testing.T) {
-	e := symtabtest.ELF{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Type: elf.ET_EXEC,
-		Sections: []symtabtest.Section{{Name: ".text", Type: elf.SHT_PROGBITS, Data: make([]byte, 16)}}}
-	have, err := Symbols(symtabtest.NewFile(t, e.Bytes()))
-	if !errors.Is(err, ErrNoSymbols) || have != nil {
-		t.Errorf("have %v, %v; want nil, ErrNoSymbols", have, err)
 	}
 }
 
@@ -91,86 +95,52 @@ func TestSymbolsRelocatable(t *testing.T) {
 	}
 }
 
-// TestSymbolsMalformed checks that broken tables give a *FormatError that
-// points at the broken bytes.
-func TestSymbolsMalformed(t *testing.T) {
+// TestSymbolsErrors checks what Symbols adds to the table reader's errors
+// (internal/symtab's TestReadNoTables and TestReadMalformed check which
+// error, at which offset, each damage gives): ErrNoSymbols is uprobe's,
+// and the first warning SymbolsPartial reports, which lists the other
+// functions, is the error of Symbols, with no symbols.
+func TestSymbolsErrors(t *testing.T) {
 	bo := binary.LittleEndian
+	noTables := symtabtest.ELF{Class: elf.ELFCLASS64, Order: bo, Type: elf.ET_EXEC,
+		Sections: []symtabtest.Section{{Name: ".text", Type: elf.SHT_PROGBITS, Data: make([]byte, 16)}}}
+	// The version index of f2, which only .dynsym has, names no version
+	// (.gnu.version is section 6; f2 is .dynsym entry 2).
+	badVersion := symtabtest.Lib(elf.ELFCLASS64, bo)
+	badVersion.Sections[5].Data = symtabtest.EncodeVersym(bo, 2, 9, 0)
 	for _, tc := range []struct {
-		name    string
-		edit    func(e *symtabtest.ELF)
-		wantOff func(e symtabtest.ELF) uint64
+		name        string
+		file        symtabtest.ELF
+		wantIs      error
+		wantOff     int64    // of the *FormatError, without wantIs
+		wantPartial []string // the functions SymbolsPartial lists
 	}{
-		{
-			name:    "entsize",
-			edit:    func(e *symtabtest.ELF) { e.Sections[1].Entsize = 20 },
-			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(2) },
-		},
-		{
-			name:    "size not a multiple",
-			edit:    func(e *symtabtest.ELF) { e.Sections[1].Data = e.Sections[1].Data[:len(e.Sections[1].Data)-1] },
-			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(2) },
-		},
-		{
-			name: "name out of range",
-			edit: func(e *symtabtest.ELF) {
-				// Entry 1 (f1): st_name is its first word.
-				bo.PutUint32(e.Sections[1].Data[symtabtest.Sym64Size:], 0xffff)
-			},
-			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(2) + symtabtest.Sym64Size },
-		},
-		{
-			name: "name not terminated",
-			edit: func(e *symtabtest.ELF) {
-				s := &e.Sections[2]
-				s.Data = s.Data[:len(s.Data)-1]
-				bo.PutUint32(e.Sections[1].Data[2*symtabtest.Sym64Size:], uint32(len(s.Data)-2)) // loc: last name
-			},
-			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(2) + 2*symtabtest.Sym64Size },
-		},
-		{
-			name:    "link out of range",
-			edit:    func(e *symtabtest.ELF) { e.Sections[3].Link = 99 },
-			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(4) },
-		},
-		{
-			name:    "link not a string table",
-			edit:    func(e *symtabtest.ELF) { e.Sections[1].Link = 1 },
-			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(1) },
-		},
-		{
-			name: "version index undefined",
-			edit: func(e *symtabtest.ELF) {
-				e.Sections[5].Data = symtabtest.EncodeVersym(bo, 9, 2, 0)
-			},
-			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(6) + 2 },
-		},
-		{
-			name:    "versym too short",
-			edit:    func(e *symtabtest.ELF) { e.Sections[5].Data = e.Sections[5].Data[:4] },
-			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(6) },
-		},
-		{
-			name: "verdef truncated",
-			edit: func(e *symtabtest.ELF) {
-				s := &e.Sections[6]
-				s.Data = s.Data[:symtabtest.VerdefSize+symtabtest.VerdauxSize+symtabtest.VerdefSize-1]
-			},
-			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(7) + symtabtest.VerdefSize + symtabtest.VerdauxSize },
-		},
+		{"no tables", noTables, ErrNoSymbols, 0, nil},
+		{"version index undefined", badVersion, nil, int64(badVersion.SectionOff(6) + 4), []string{"f1", "loc"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := symtabtest.Lib(elf.ELFCLASS64, bo)
-			tc.edit(&e)
-			have, err := Symbols(symtabtest.NewFile(t, e.Bytes()))
-			var fe *elfnotes.FormatError
-			if !errors.As(err, &fe) {
-				t.Fatalf("have %v, %v; want a *FormatError", have, err)
-			}
+			f := symtabtest.NewFile(t, tc.file.Bytes())
+			have, err := Symbols(f)
 			if have != nil {
-				t.Errorf("have %d symbols with an error, want none", len(have))
+				t.Errorf("have %d symbols with error %v, want none", len(have), err)
 			}
-			if want := tc.wantOff(e); fe.Off != int64(want) {
-				t.Errorf("have offset %#x, want %#x (%v)", fe.Off, want, err)
+			partial, warnings, perr := SymbolsPartial(f)
+			if tc.wantIs != nil {
+				if !errors.Is(err, tc.wantIs) || !errors.Is(perr, tc.wantIs) || partial != nil {
+					t.Errorf("have %v; SymbolsPartial %d symbols, %v; want %v", err, len(partial), perr, tc.wantIs)
+				}
+				return
+			}
+			var fe *elfnotes.FormatError
+			if !errors.As(err, &fe) || fe.Off != tc.wantOff {
+				t.Fatalf("have %v, want a *FormatError at %#x", err, tc.wantOff)
+			}
+			var names []string
+			for _, s := range partial {
+				names = append(names, s.Name)
+			}
+			if perr != nil || len(warnings) != 1 || !reflect.DeepEqual(warnings[0], err) || !reflect.DeepEqual(names, tc.wantPartial) {
+				t.Errorf("SymbolsPartial: have %v, %v, %v; want %v and the one warning %v", names, warnings, perr, tc.wantPartial, err)
 			}
 		})
 	}
@@ -178,15 +148,12 @@ func TestSymbolsMalformed(t *testing.T) {
 
 func TestKindString(t *testing.T) {
 	for _, tc := range []struct {
-		have fmt.Stringer
+		have SymbolKind
 		want string
 	}{
 		{SymFunc, "func"},
 		{SymIFunc, "ifunc"},
 		{SymbolKind(9), "SymbolKind(9)"},
-		{SourceSymtab, "symtab"},
-		{SourceDynsym, "dynsym"},
-		{SourceGopclntab, "gopclntab"},
 	} {
 		if have := tc.have.String(); have != tc.want {
 			t.Errorf("have %q, want %q", have, tc.want)

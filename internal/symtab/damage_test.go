@@ -99,7 +99,7 @@ func TestPartialDamage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareSymbols(t, have, readelfSymbols(t, path))
+			compareSymbols(t, have, symtabtest.Readelf(t, path))
 			if tt.header {
 				if len(warnings) != 0 {
 					t.Errorf("ReadPartial: have warnings %v, want none", warnings)
@@ -117,18 +117,66 @@ func TestPartialDamage(t *testing.T) {
 	}
 }
 
+// sparseCopy writes a copy of good, an ELF64 little-endian file, whose
+// section named name claims size bytes from the first page boundary past
+// the end of good, a hole in the copy, and returns the copy's path and
+// that offset.
+func sparseCopy(t *testing.T, good []byte, name string, size uint64) (path string, off uint64) {
+	t.Helper()
+	ef, err := elf.NewFile(bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := -1
+	for i, s := range ef.Sections {
+		if s.Name == name {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		t.Fatalf("no %s", name)
+	}
+	le := binary.LittleEndian
+	raw := bytes.Clone(good)
+	// e_shoff is at byte 40 of the header; sh_offset and sh_size at 24
+	// and 32 of a 64-byte section header.
+	hdr := le.Uint64(raw[40:]) + uint64(idx)*64
+	off = (uint64(len(raw)) + 0xfff) &^ 0xfff
+	le.PutUint64(raw[hdr+24:], off)
+	le.PutUint64(raw[hdr+32:], size)
+	path = filepath.Join(t.TempDir(), "sparse")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, int64(off+size)); err != nil {
+		t.Fatal(err)
+	}
+	return path, off
+}
+
+// readPartialAllocs opens path and returns what ReadPartial returns, and
+// the bytes it allocated.
+func readPartialAllocs(t *testing.T, path string) (syms []Symbol, warnings []error, allocated uint64, err error) {
+	t.Helper()
+	f, err := elfnotes.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	syms, warnings, err = ReadPartial(f)
+	runtime.ReadMemStats(&after)
+	return syms, warnings, after.TotalAlloc - before.TotalAlloc, err
+}
+
 // TestSparseTables gives a gcc-built program a .symtab, or a .strtab,
 // that claims gigabytes in a hole at the end of the file (issue 10, item
 // 3, through list --symbols): ReadPartial still lists the .dynsym
 // symbols, reads a bounded prefix, allocates a few megabytes, and warns
 // when it stops at a limit.
 func TestSparseTables(t *testing.T) {
-	bin := buildDataProgram(t)
-	good, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ef, err := elf.NewFile(bytes.NewReader(good))
+	good, err := os.ReadFile(buildDataProgram(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +184,12 @@ func TestSparseTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantDyn := map[refKey]bool{}
+	wantDyn := map[symtabtest.RefKey]bool{}
 	for _, s := range orig {
 		if s.Dynamic {
-			wantDyn[refKey{s.Name, s.Value}] = true
+			wantDyn[symtabtest.RefKey{Name: s.Name, Value: s.Value}] = true
 		}
 	}
-	le := binary.LittleEndian
-	shoff := le.Uint64(good[40:])
 	for _, tc := range []struct {
 		section   string
 		size      uint64
@@ -154,47 +200,18 @@ func TestSparseTables(t *testing.T) {
 		{".strtab", 16 << 30, false}, // names in the hole are empty: no symbols, no warning
 	} {
 		t.Run(fmt.Sprintf("%s/%dMiB", tc.section, tc.size>>20), func(t *testing.T) {
-			raw := bytes.Clone(good)
-			idx := -1
-			for i, s := range ef.Sections {
-				if s.Name == tc.section {
-					idx = i
-				}
-			}
-			if idx < 0 {
-				t.Fatalf("no %s", tc.section)
-			}
-			hdr := shoff + uint64(idx)*64
-			off := (uint64(len(raw)) + 0xfff) &^ 0xfff
-			size := tc.size / sym64Size * sym64Size
-			le.PutUint64(raw[hdr+24:], off)
-			le.PutUint64(raw[hdr+32:], size)
-			path := filepath.Join(t.TempDir(), "sparse")
-			if err := os.WriteFile(path, raw, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Truncate(path, int64(off+size)); err != nil {
-				t.Fatal(err)
-			}
-			f, err := elfnotes.Open(path)
+			path, _ := sparseCopy(t, good, tc.section, tc.size/sym64Size*sym64Size)
+			syms, warnings, allocated, err := readPartialAllocs(t, path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			syms, warnings, err := ReadPartial(f)
-			runtime.ReadMemStats(&after)
-			if err != nil {
-				t.Fatal(err)
+			if allocated > 16<<20 {
+				t.Errorf("allocated %d MiB", allocated>>20)
 			}
-			if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
-				t.Errorf("allocated %d MiB", n>>20)
-			}
-			have := map[refKey]bool{}
+			have := map[symtabtest.RefKey]bool{}
 			for _, s := range syms {
 				if s.Dynamic {
-					have[refKey{s.Name, s.Value}] = true
+					have[symtabtest.RefKey{Name: s.Name, Value: s.Value}] = true
 				}
 			}
 			if !reflect.DeepEqual(have, wantDyn) {
@@ -212,46 +229,12 @@ func TestSparseTables(t *testing.T) {
 // 16 GiB in a hole: ReadPartial refuses the table with one warning at the
 // section, lists what else there is, and allocates little.
 func TestSparseGopclntab(t *testing.T) {
-	good, err := os.ReadFile(buildGo(t, "-ldflags=-s -w"))
+	good, err := os.ReadFile(testutil.BuildGoSource(t, goProgram, "-ldflags=-s -w"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ef, err := elf.NewFile(bytes.NewReader(good))
-	if err != nil {
-		t.Fatal(err)
-	}
-	le := binary.LittleEndian
-	idx := -1
-	for i, s := range ef.Sections {
-		if s.Name == ".gopclntab" {
-			idx = i
-		}
-	}
-	if idx < 0 {
-		t.Fatal("no .gopclntab")
-	}
-	raw := bytes.Clone(good)
-	hdr := le.Uint64(raw[40:]) + uint64(idx)*64
-	off := (uint64(len(raw)) + 0xfff) &^ 0xfff
-	const size = 16 << 30
-	le.PutUint64(raw[hdr+24:], off)
-	le.PutUint64(raw[hdr+32:], size)
-	path := filepath.Join(t.TempDir(), "sparse")
-	if err := os.WriteFile(path, raw, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(path, int64(off+size)); err != nil {
-		t.Fatal(err)
-	}
-	f, err := elfnotes.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	syms, warnings, err := ReadPartial(f)
-	runtime.ReadMemStats(&after)
+	path, off := sparseCopy(t, good, ".gopclntab", 16<<30)
+	syms, warnings, allocated, err := readPartialAllocs(t, path)
 	if err != nil || syms == nil {
 		t.Fatalf("have %d symbols, %v", len(syms), err)
 	}
@@ -259,7 +242,7 @@ func TestSparseGopclntab(t *testing.T) {
 	if len(warnings) != 1 || !errors.As(warnings[0], &fe) || fe.Off != int64(off) {
 		t.Errorf("have warnings %v, want one *FormatError at %#x", warnings, off)
 	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
-		t.Errorf("allocated %d MiB", n>>20)
+	if allocated > 16<<20 {
+		t.Errorf("allocated %d MiB", allocated>>20)
 	}
 }

@@ -20,10 +20,8 @@ import (
 // fuzzSeeds returns the generated ELF files used as fuzz seeds.
 func fuzzSeeds() [][]byte {
 	var seeds [][]byte
-	for _, c := range []elf.Class{elf.ELFCLASS32, elf.ELFCLASS64} {
-		for _, bo := range []symtabtest.Order{binary.LittleEndian, binary.BigEndian} {
-			seeds = append(seeds, symtabtest.Lib(c, bo).Bytes())
-		}
+	for _, l := range symtabtest.Layouts() {
+		seeds = append(seeds, symtabtest.Lib(l.Class, l.Order).Bytes())
 	}
 	seeds = append(seeds, dataLib().Bytes())
 	// A Go-looking file with no .symtab and a Go 1.20 pclntab header:

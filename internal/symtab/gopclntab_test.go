@@ -5,9 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
@@ -24,32 +21,6 @@ func bump() { Counter++ }
 func main() { bump(); println(Counter) }
 `
 
-// buildGo builds goProgram with the given go build flags into a temporary
-// directory and returns the binary's path.
-func buildGo(t *testing.T, flags ...string) string {
-	t.Helper()
-	gobin := testutil.RequireTool(t, "go")
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/prog\n\ngo 1.22\n")
-	writeFile(t, filepath.Join(dir, "main.go"), goProgram)
-	bin := filepath.Join(dir, "prog")
-	args := append(append([]string{"build", "-trimpath", "-o", bin}, flags...), ".")
-	cmd := exec.Command(gobin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, msg)
-	}
-	return bin
-}
-
-func writeFile(t *testing.T, path, data string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestReadGo reads a Go binary with .symtab, where data symbols are
 // listed, and one stripped of it, where only the functions of .gopclntab
 // are.
@@ -64,7 +35,7 @@ func TestReadGo(t *testing.T) {
 		{"stripped", []string{"-ldflags=-s -w"}, SourceGopclntab, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := elfnotes.Open(buildGo(t, tc.flags...))
+			f, err := elfnotes.Open(testutil.BuildGoSource(t, goProgram, tc.flags...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +75,7 @@ func TestReadGo(t *testing.T) {
 // *FormatError. Before checkPclntab, such inputs made debug/gosym ask for
 // tens of GiB.
 func TestParseGopclntabMutated(t *testing.T) {
-	f, err := elfnotes.Open(buildGo(t, "-ldflags=-s -w"))
+	f, err := elfnotes.Open(testutil.BuildGoSource(t, goProgram, "-ldflags=-s -w"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,8 +105,8 @@ func TestReadKeepAgrees(t *testing.T) {
 		{"data", bytesFile(dataLib().Bytes())},
 		{"versioned-symtab", bytesFile(versionedSymtab().Bytes())},
 		{"gcc-data", pathFile(buildDataProgram)},
-		{"go", pathFile(func(t *testing.T) string { return buildGo(t) })},
-		{"go-stripped", pathFile(func(t *testing.T) string { return buildGo(t, "-ldflags=-s -w") })},
+		{"go", pathFile(func(t *testing.T) string { return testutil.BuildGoSource(t, goProgram) })},
+		{"go-stripped", pathFile(func(t *testing.T) string { return testutil.BuildGoSource(t, goProgram, "-ldflags=-s -w") })},
 		{"libc", pathFile(func(t *testing.T) string { return installedLibc(t) })},
 	}
 	elfs, err := filepath.Glob("testdata/*.elf")

@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"reflect"
 	"testing"
 
@@ -14,17 +13,9 @@ import (
 
 func TestReadSynthetic(t *testing.T) {
 	const text = symtabtest.Base + symtabtest.DataOff
-	for _, tc := range []struct {
-		class elf.Class
-		order symtabtest.Order
-	}{
-		{elf.ELFCLASS64, binary.LittleEndian},
-		{elf.ELFCLASS64, binary.BigEndian},
-		{elf.ELFCLASS32, binary.LittleEndian},
-		{elf.ELFCLASS32, binary.BigEndian},
-	} {
-		t.Run(fmt.Sprintf("%v/%v", tc.class, tc.order), func(t *testing.T) {
-			have, err := Read(symtabtest.NewFile(t, symtabtest.Lib(tc.class, tc.order).Bytes()))
+	for _, l := range symtabtest.Layouts() {
+		t.Run(l.String(), func(t *testing.T) {
+			have, err := Read(symtabtest.NewFile(t, symtabtest.Lib(l.Class, l.Order).Bytes()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,6 +116,22 @@ func TestReadMalformed(t *testing.T) {
 			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(2) },
 		},
 		{
+			// Entry 1 is the FUNC f1: st_name is its first word.
+			name:    "name out of range",
+			edit:    func(e *symtabtest.ELF) { bo.PutUint32(e.Sections[1].Data[symtabtest.Sym64Size:], 0xffff) },
+			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(2) + symtabtest.Sym64Size },
+		},
+		{
+			// .strtab loses its last NUL; entry 2 (loc) names its last byte.
+			name: "name not terminated",
+			edit: func(e *symtabtest.ELF) {
+				s := &e.Sections[2]
+				s.Data = s.Data[:len(s.Data)-1]
+				bo.PutUint32(e.Sections[1].Data[2*symtabtest.Sym64Size:], uint32(len(s.Data)-2))
+			},
+			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(2) + 2*symtabtest.Sym64Size },
+		},
+		{
 			// Entry 3 is the OBJECT obj: data symbols are checked too.
 			name:    "object name out of range",
 			edit:    func(e *symtabtest.ELF) { bo.PutUint32(e.Sections[1].Data[3*symtabtest.Sym64Size:], 0xffff) },
@@ -149,6 +156,15 @@ func TestReadMalformed(t *testing.T) {
 			name:    "versym too short",
 			edit:    func(e *symtabtest.ELF) { e.Sections[5].Data = e.Sections[5].Data[:4] },
 			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(6) },
+		},
+		{
+			// The second Verdef (V1) is whole, the third cut short.
+			name: "verdef truncated",
+			edit: func(e *symtabtest.ELF) {
+				s := &e.Sections[6]
+				s.Data = s.Data[:symtabtest.VerdefSize+symtabtest.VerdauxSize+symtabtest.VerdefSize-1]
+			},
+			wantOff: func(e symtabtest.ELF) uint64 { return e.SectionOff(7) + symtabtest.VerdefSize + symtabtest.VerdauxSize },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,10 +3,12 @@ package symtab
 import (
 	"debug/elf"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -110,11 +112,18 @@ func buildDataProgram(t *testing.T) string {
 	return filepath.Join(dir, "data")
 }
 
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestLookupC finds the data symbols of a gcc-built program at the
 // addresses readelf gives them.
 func TestLookupC(t *testing.T) {
 	path := buildDataProgram(t)
-	want := readelfSymbols(t, path)
+	want := symtabtest.Readelf(t, path)
 	tab := NewTable(readFile(t, path))
 	for _, tc := range []struct {
 		name     string
@@ -137,21 +146,21 @@ func TestLookupC(t *testing.T) {
 			if err != nil {
 				return
 			}
-			ref, ok := want[refKey{tc.name, have.Value}]
+			ref, ok := want[symtabtest.RefKey{Name: tc.name, Value: have.Value}]
 			if !ok {
 				t.Fatalf("readelf has no %s at %#x", tc.name, have.Value)
 			}
-			if have.Type != tc.wantType || have.Bind != tc.bind || have.Size != ref.size ||
+			if have.Type != tc.wantType || have.Bind != tc.bind || have.Size != ref.Size ||
 				(tc.size != 0 && have.Size != tc.size) || have.Source != SourceSymtab {
-				t.Errorf("have %+v, want %v %v size %d from .symtab", have, tc.wantType, tc.bind, ref.size)
+				t.Errorf("have %+v, want %v %v size %d from .symtab", have, tc.wantType, tc.bind, ref.Size)
 			}
 		})
 	}
 	// Both statics are there, as LOCAL OBJECTs at different addresses.
 	statics := map[uint64]bool{}
 	for k, w := range want {
-		if k.name == "hidden_count" && w.typ == "OBJECT" {
-			statics[k.value] = true
+		if k.Name == "hidden_count" && w.Type == "OBJECT" {
+			statics[k.Value] = true
 		}
 	}
 	if len(statics) != 2 {
@@ -162,7 +171,7 @@ func TestLookupC(t *testing.T) {
 // TestLookupLibc finds versioned symbols of glibc, functions and data.
 func TestLookupLibc(t *testing.T) {
 	path := testutil.RequireFile(t, libc)
-	want := readelfSymbols(t, path)
+	want := symtabtest.Readelf(t, path)
 	tab := NewTable(readFile(t, path))
 	for _, tc := range []struct {
 		name     string
@@ -192,7 +201,7 @@ func TestLookupLibc(t *testing.T) {
 			if have.Type != tc.wantType || have.Version != tc.wantVer || !have.Dynamic {
 				t.Errorf("have %+v, want %v version %q from .dynsym", have, tc.wantType, tc.wantVer)
 			}
-			if _, ok := want[refKey{PlainName(tc.name), have.Value}]; !ok {
+			if _, ok := want[symtabtest.RefKey{Name: PlainName(tc.name), Value: have.Value}]; !ok {
 				t.Errorf("readelf has no %s at %#x", tc.name, have.Value)
 			}
 		})

@@ -1,5 +1,7 @@
-// Package symtabtest builds small ELF files with symbol tables, for the
-// tests and fuzz seeds of package symtab and its users. The files have an
+// Package symtabtest holds the test helpers of package symtab and its
+// users: it builds small ELF files with symbol tables, for tests and fuzz
+// seeds, and reads what GNU readelf says about a file's symbols ([Readelf]),
+// to cross-check a reader with a tool we did not write. The files have an
 // ELF header, one PT_LOAD segment mapping the whole file at Base, and the
 // given sections laid out from DataOff in order, each 16-byte aligned.
 //
@@ -11,8 +13,10 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"github.com/usdtkit/usdtkit/elfnotes"
+	"fmt"
 	"testing"
+
+	"github.com/usdtkit/usdtkit/elfnotes"
 )
 
 const (
@@ -314,6 +318,25 @@ func Lib(class elf.Class, bo Order) ELF {
 type Order interface {
 	binary.ByteOrder
 	binary.AppendByteOrder
+}
+
+// Layout is the class and byte order of a file to build.
+type Layout struct {
+	Class elf.Class
+	Order Order
+}
+
+func (l Layout) String() string { return fmt.Sprintf("%v/%v", l.Class, l.Order) }
+
+// Layouts returns the four layouts a reader must handle: ELF64 and ELF32,
+// each little- and big-endian.
+func Layouts() []Layout {
+	return []Layout{
+		{elf.ELFCLASS64, binary.LittleEndian},
+		{elf.ELFCLASS64, binary.BigEndian},
+		{elf.ELFCLASS32, binary.LittleEndian},
+		{elf.ELFCLASS32, binary.BigEndian},
+	}
 }
 
 // NewFile parses b with elfnotes.NewFile and fails the test if it can't.
