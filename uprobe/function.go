@@ -68,27 +68,16 @@ func Functions(opts *ListOptions) ([]Function, error) {
 	if opts == nil || len(opts.Selectors) == 0 {
 		return nil, fmt.Errorf("functions: no selectors")
 	}
-	scope, err := target.NewScopeOf(opts.Paths, opts.PID, opts.Selectors, selectorPath)
-	if err != nil {
-		return nil, err
-	}
 	var fns []Function
-	for _, t := range scope.Objects {
-		if !scope.Wanted(t) {
-			continue
-		}
-		obj, ok, err := readObject(t, opts.Warn, keepNames(applying(opts.Selectors, scope, t)))
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
+	err := eachObject(opts, func(scope *target.Scope, t target.Object, obj *Object) {
 		for i, sel := range opts.Selectors {
 			if scope.Applies(i, t) {
-				fns = appendFunctions(fns, &obj, sel)
+				fns = appendFunctions(fns, obj, sel)
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return dedupeSites(fns), nil
 }

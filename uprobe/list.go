@@ -227,22 +227,8 @@ func List(opts *ListOptions) ([]Object, error) {
 	if opts == nil {
 		opts = &ListOptions{}
 	}
-	scope, err := target.NewScopeOf(opts.Paths, opts.PID, opts.Selectors, selectorPath)
-	if err != nil {
-		return nil, err
-	}
 	var objs []Object
-	for _, t := range scope.Objects {
-		if !scope.Wanted(t) {
-			continue
-		}
-		obj, ok, err := readObject(t, opts.Warn, keepNames(applying(opts.Selectors, scope, t)))
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
+	err := eachObject(opts, func(scope *target.Scope, t target.Object, obj *Object) {
 		for _, w := range obj.warnings {
 			if opts.Warn != nil {
 				opts.Warn(w)
@@ -258,10 +244,35 @@ func List(opts *ListOptions) ([]Object, error) {
 			obj.Symbols = kept
 		}
 		if len(obj.Symbols) > 0 || len(opts.Selectors) == 0 {
-			objs = append(objs, obj)
+			objs = append(objs, *obj)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return objs, nil
+}
+
+// eachObject reads each object opts selects, in order, keeping the
+// symbols its selectors name, and calls fn with those that have symbols.
+func eachObject(opts *ListOptions, fn func(scope *target.Scope, t target.Object, obj *Object)) error {
+	scope, err := target.NewScopeOf(opts.Paths, opts.PID, opts.Selectors, selectorPath)
+	if err != nil {
+		return err
+	}
+	for _, t := range scope.Objects {
+		if !scope.Wanted(t) {
+			continue
+		}
+		obj, ok, err := readObject(t, opts.Warn, keepNames(applying(opts.Selectors, scope, t)))
+		if err != nil {
+			return err
+		}
+		if ok {
+			fn(scope, t, &obj)
+		}
+	}
+	return nil
 }
 
 func selectorPath(s Selector) string { return s.Path }
