@@ -210,9 +210,9 @@ func TestAgentMaxProcesses(t *testing.T) {
 // pause, over 10 traced processes of 1 000 keys each, do not keep a new
 // process from being traced: collection reads the maps outside the lock
 // that attaching takes (before, 12 curl loops kept a new process
-// unattached for over 10 s, and its hits were lost). The bound is loose
-// (a loaded CI host); the log has the time beside the time without
-// scrapers.
+// unattached for over 10 s, and its hits were lost). The time is measured
+// once scrapes are being served. The bound is loose (a loaded CI host);
+// the log has the time beside the time without scrapers.
 func TestAgentAttachesWhileScraped(t *testing.T) {
 	testutil.RequireBPF(t)
 	target, comm := uniqueComm(t, buildTarget(t))
@@ -255,7 +255,11 @@ func TestAgentAttachesWhileScraped(t *testing.T) {
 		}()
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	time.Sleep(time.Second)
+	// Measure once the scrapers are served: under the race detector on a
+	// loaded host the first collections can take over a second.
+	waitFor(t, "a scrape served", time.Minute, func() (bool, string) {
+		return scrapes.Load() > 0, fmt.Sprintf("%d scrapes served", scrapes.Load())
+	})
 	busy := attachTime()
 	cancel()
 	wg.Wait()
