@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -392,21 +391,12 @@ func TestJitdump(t *testing.T) {
 
 			// A dump another user owns is not the process's: ignored,
 			// until it is the process's user's again.
-			st, err := os.Stat(dump)
-			if err != nil {
-				t.Fatal(err)
-			}
-			owner := st.Sys().(*syscall.Stat_t).Uid
-			if err := os.Chown(dump, 54321, -1); err != nil {
-				t.Fatal(err)
-			}
+			owner := chownTo(t, dump, 54321)
 			other := newSymbolizer(t, tr.PID(), nil)
 			if f := other.Frames([]uint64{want["jit_hot"]})[0]; f.Symbol != "" {
 				t.Errorf("dump owned by uid 54321, the process's uid %d: have %+v, want no symbol", owner, f)
 			}
-			if err := os.Chown(dump, int(owner), -1); err != nil {
-				t.Fatal(err)
-			}
+			chownTo(t, dump, owner)
 			if f := other.Frames([]uint64{want["jit_hot"]})[0]; f.Symbol != "jit_hot" {
 				t.Errorf("dump owned by the process's uid %d again: have %+v, want jit_hot", owner, f)
 			}

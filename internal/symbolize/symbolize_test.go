@@ -359,22 +359,13 @@ func TestPerfMap(t *testing.T) {
 	}
 
 	// A map another user owns is not the process's (/tmp is everyone's).
-	st, err := os.Stat(perf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner := st.Sys().(*syscall.Stat_t).Uid
-	if err := os.Chown(perf, 54321, -1); err != nil {
-		t.Fatal(err)
-	}
+	owner := chownTo(t, perf, 54321)
 	other := newSymbolizer(t, tr.PID(), nil)
 	first := want["LJava/lang/String;::hashCode"]
 	if fr := other.Frames([]uint64{first})[0]; fr.Symbol != "" {
 		t.Errorf("perf map owned by uid 54321, process's uid %d: have %+v, want no symbol", owner, fr)
 	}
-	if err := os.Chown(perf, int(owner), -1); err != nil {
-		t.Fatal(err)
-	}
+	chownTo(t, perf, owner)
 	if fr := other.Frames([]uint64{first})[0]; fr.Symbol != "LJava/lang/String;::hashCode" {
 		t.Errorf("perf map owned by the process's uid %d again: have %+v, want its symbol", owner, fr)
 	}
@@ -563,4 +554,17 @@ func TestCacheShared(t *testing.T) {
 	if t1, t2 := table(s1), table(s2); t1 == nil || t1 != t2 {
 		t.Errorf("tables of %s: %p and %p, want one shared", bin, t1, t2)
 	}
+}
+
+// chownTo gives path to uid and returns its owner before.
+func chownTo(t *testing.T, path string, uid int) int {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, uid, -1); err != nil {
+		t.Fatal(err)
+	}
+	return int(st.Sys().(*syscall.Stat_t).Uid)
 }
