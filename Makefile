@@ -11,7 +11,7 @@ FUZZTIME ?= 10s
 # with 1 s, 100 000). A failing input is still written, less minimized.
 FUZZMINTIME ?= 1s
 
-.PHONY: all build test test-race bench fuzz lint demo clean libstapsdt install-libstapsdt
+.PHONY: all build test test-race bench fuzz lint demo clean libstapsdt install-libstapsdt docs
 
 # install-libstapsdt puts the library in $(DESTDIR)$(LIBDIR), its header in
 # $(DESTDIR)$(INCLUDEDIR).
@@ -30,6 +30,10 @@ build:
 test: lint libstapsdt
 	$(GO) test -count=1 -timeout 25m $(PKGS)
 	$(GO) test -count=1 -timeout 25m -race -short $(PKGS)
+
+# docs/cli from the commands' own help (a test fails when it is stale).
+docs:
+	$(GO) test -count=1 -run '^TestCLIDocs$$' ./cmd/usdtkit ./cmd/usdtkit-agent -args -update-docs
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /bench$$)
