@@ -49,7 +49,7 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestParsePrintfErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	for _, tt := range []struct {
 		format string
 		off    int
@@ -74,9 +74,10 @@ func TestParsePrintfErrors(t *testing.T) {
 	}
 }
 
-// FuzzParsePrintf checks that any format parses or fails cleanly, that
-// formatting never panics, and that a format whose verbs are all given
-// arguments keeps its literal text.
+// FuzzParse checks that any format parses or fails cleanly, that
+// formatting never panics, that a format whose verbs are all given
+// arguments keeps its literal text, that Verbs and Args agree, and that
+// Strict's error, if any, is inside the format.
 func FuzzParse(f *testing.F) {
 	seeds, err := filepath.Glob(filepath.Join("testdata", "printf", "*.txt"))
 	if err != nil || len(seeds) == 0 {
@@ -104,6 +105,21 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		kinds := p.Args()
+		verbs := p.Verbs()
+		if len(verbs) != len(kinds) {
+			t.Fatalf("%d verbs, %d arguments", len(verbs), len(kinds))
+		}
+		for i, v := range verbs {
+			if (v.Conv == 's') != (kinds[i] == ArgString) || !strings.HasPrefix(v.Token, "%") || v.Token[len(v.Token)-1] != v.Conv {
+				t.Fatalf("verb %d %+v, argument %v", i, v, kinds[i])
+			}
+		}
+		if err := p.Strict(); err != nil {
+			var fe *FormatError
+			if !errors.As(err, &fe) || fe.Off < 0 || fe.Off >= len(s) || s[fe.Off] != '%' {
+				t.Fatalf("Strict: %v: want a *FormatError at a '%%' of the format", err)
+			}
+		}
 		args := make([]Arg, len(kinds))
 		for i := range args {
 			args[i] = Arg{Int: int64(i) * -12345, Str: "s"}
