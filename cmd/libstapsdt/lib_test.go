@@ -652,7 +652,9 @@ fire:
 //     function of its own, all counted by a trace program (@[probe] =
 //     count(), its counts checked against the hits): "ns:probeFire3"
 //     (the function), "ns:inline-probeFire3" (the macro), "ns:sdt3",
-//     "ns:sdtfunc3" and the ratios of the first two to the others. Also
+//     "ns:sdtfunc3" and the ratios of the first two to the others;
+//     "ns:probeIsEnabled" and "ns:inline-probeIsEnabled" while the probe
+//     is traced, with their ratios to the floor. Also
 //     the site forms alone: "ns:nop1func3" and "ns:nop5func3", calls to a
 //     function whose first instruction is a 1-byte or 5-byte nop site,
 //     and "ns:nop1midfunc3", the 1-byte nop after the first instruction;
@@ -783,6 +785,23 @@ func benchmarkC(b *testing.B, bin string) {
 			m[op] = median(total[op])
 			b.ReportMetric(median(bpf[op]), "ns:bpf:"+op)
 			b.ReportMetric(m[op]-median(bpf[op]), "ns:rest:"+op)
+		}
+		// probeIsEnabled while traced: the same load of the semaphore,
+		// now non-zero; beside the empty call, as untraced.
+		en := map[string][]float64{}
+		for range 5 {
+			for _, op := range []string{"floor", "enabled", "ienabled"} {
+				out := t.Do(b, fmt.Sprint(op, " ", 1_000_000))
+				v, err := strconv.ParseFloat(out[0], 64)
+				if err != nil {
+					b.Fatalf("%s: %q", op, out)
+				}
+				en[op] = append(en[op], v)
+			}
+		}
+		for _, v := range []struct{ op, name string }{{"enabled", "probeIsEnabled"}, {"ienabled", "inline-probeIsEnabled"}} {
+			b.ReportMetric(median(en[v.op]), "ns:"+v.name)
+			b.ReportMetric(median(en[v.op])/median(en["floor"]), "x:"+v.name+"/floor")
 		}
 		// Whether the kernel turned the nop5 sites into calls: it maps
 		// its trampoline into the process. Read before Run detaches.
