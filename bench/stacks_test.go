@@ -85,6 +85,7 @@ func BenchmarkUnwind(b *testing.B) {
 	testutil.RequireBPF(b)
 	exe := stacktest.BuildChain(b, "-O2", "-fomit-frame-pointer")
 	tr := testutil.StartTracee(b, exe)
+	tr.WaitReady(b)
 	p := stacktest.Attach(b, exe, "leaf", &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: tr.PID()})
 	var spaces unwind.Spaces
 	sp, err := spaces.Get(tr.PID())

@@ -139,6 +139,17 @@ func (t *Tracee) Do(tb testing.TB, command string) []string {
 	return nil
 }
 
+// WaitReady returns once the tracee has answered an empty command: it
+// then reads its commands, so the dynamic loader has mapped every library
+// it links. WaitExec only sees the executable mapped; a test that reads
+// the tracee's mappings once (and keeps them after it exits) waits here,
+// or a loaded machine leaves libc out. Only for tracees that answer any
+// line with "done" (tracee.c, chain.c).
+func (t *Tracee) WaitReady(tb testing.TB) {
+	tb.Helper()
+	t.Do(tb, "")
+}
+
 // Send sends one command without waiting for its answer ("loop N" with a
 // large N keeps a probe firing while the test does something else).
 func (t *Tracee) Send(tb testing.TB, command string) {

@@ -27,6 +27,7 @@ func captureAndUnwind(t *testing.T, flags []string, command string, opts *unwind
 func captureAndUnwindExe(t *testing.T, exe, fn, command string, opts *unwind.Options, entry bool) ([]string, []unwind.Method, unwind.Result) {
 	t.Helper()
 	tr := testutil.StartTracee(t, exe)
+	tr.WaitReady(t)
 	p := stacktest.Attach(t, exe, fn, &stacktest.Options{Mode: stacktest.Both, Entry: true, PID: tr.PID()})
 	var spaces unwind.Spaces
 	sp, err := spaces.Get(tr.PID())
@@ -184,6 +185,7 @@ func TestUnwindAfterExit(t *testing.T) {
 	testutil.RequireBPF(t)
 	exe := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
 	tr := testutil.StartTracee(t, exe)
+	tr.WaitReady(t)
 	p := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: tr.PID()})
 	var spaces unwind.Spaces
 	sp, err := spaces.Get(tr.PID())
