@@ -29,6 +29,11 @@ type cfi struct {
 	machine elf.Machine
 	err     error // why the object has no usable CFI (nil with fdes empty: none present)
 
+	bigEndian bool
+	tableOnce sync.Once
+	tab       *Table
+	tableErr  error
+
 	mu   sync.Mutex
 	rows map[uint64]*row
 }
@@ -93,6 +98,7 @@ func loadCFI(r io.ReaderAt) *cfi {
 		return c
 	}
 	c.machine = f.Machine
+	c.bigEndian = f.ByteOrder == binary.BigEndian
 	c.loads = f.LoadMap()
 	var all frame.FrameDescriptionEntries
 	var errs []error

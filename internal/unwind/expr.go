@@ -80,57 +80,7 @@ func evalExpr(expr []byte, env exprEnv, push *uint64) (uint64, error) {
 		st[0] = *push
 		n = 1
 	}
-	pos := 0
-	uleb := func() (uint64, error) {
-		var v uint64
-		var shift uint
-		for pos < len(expr) {
-			b := expr[pos]
-			pos++
-			if shift < 64 {
-				v |= uint64(b&0x7f) << shift
-			}
-			shift += 7
-			if b&0x80 == 0 {
-				return v, nil
-			}
-		}
-		return 0, errors.New("truncated LEB128")
-	}
-	sleb := func() (int64, error) {
-		var v int64
-		var shift uint
-		for pos < len(expr) {
-			b := expr[pos]
-			pos++
-			if shift < 64 {
-				v |= int64(b&0x7f) << shift
-			}
-			shift += 7
-			if b&0x80 == 0 {
-				if shift < 64 && b&0x40 != 0 {
-					v |= -1 << shift
-				}
-				return v, nil
-			}
-		}
-		return 0, errors.New("truncated LEB128")
-	}
-	fixed := func(size int, signed bool) (uint64, error) {
-		if len(expr)-pos < size {
-			return 0, errors.New("truncated constant")
-		}
-		var v uint64
-		for i := size - 1; i >= 0; i-- {
-			v = v<<8 | uint64(expr[pos+i]) // little-endian: the machines we unwind
-		}
-		pos += size
-		if signed && size < 8 {
-			sh := uint(64 - 8*size)
-			v = uint64(int64(v<<sh) >> sh)
-		}
-		return v, nil
-	}
+	in := &operands{b: expr}
 	push1 := func(v uint64) error {
 		if n == maxExprStack {
 			return errors.New("expression stack overflow")
@@ -139,10 +89,10 @@ func evalExpr(expr []byte, env exprEnv, push *uint64) (uint64, error) {
 		n++
 		return nil
 	}
-	for pos < len(expr) {
-		op := expr[pos]
-		at := pos
-		pos++
+	for !in.done() {
+		at := in.pos
+		op := expr[at]
+		in.pos++
 		var err error
 		var v uint64
 		switch {
@@ -151,12 +101,12 @@ func evalExpr(expr []byte, env exprEnv, push *uint64) (uint64, error) {
 		case op >= opBreg0 && op <= opBreg31, op == opBregx:
 			r := uint64(op - opBreg0)
 			if op == opBregx {
-				if r, err = uleb(); err != nil {
+				if r, err = in.uleb(); err != nil {
 					break
 				}
 			}
 			var off int64
-			if off, err = sleb(); err != nil {
+			if off, err = in.sleb(); err != nil {
 				break
 			}
 			rv, ok := env.reg(r)
@@ -166,16 +116,16 @@ func evalExpr(expr []byte, env exprEnv, push *uint64) (uint64, error) {
 			err = push1(rv + uint64(off))
 		case op >= opConst1u && op <= opConst8s:
 			size := 1 << ((op - opConst1u) / 2)
-			if v, err = fixed(size, (op-opConst1u)%2 == 1); err == nil {
+			if v, err = in.fixed(size, (op-opConst1u)%2 == 1); err == nil {
 				err = push1(v)
 			}
 		case op == opConstu:
-			if v, err = uleb(); err == nil {
+			if v, err = in.uleb(); err == nil {
 				err = push1(v)
 			}
 		case op == opConsts:
 			var s int64
-			if s, err = sleb(); err == nil {
+			if s, err = in.sleb(); err == nil {
 				err = push1(uint64(s))
 			}
 		case op == opNop:
@@ -185,11 +135,11 @@ func evalExpr(expr []byte, env exprEnv, push *uint64) (uint64, error) {
 				idx = 1
 			}
 			if op == opPick {
-				if pos >= len(expr) {
-					return 0, errors.New("truncated DW_OP_pick")
+				b, err := in.byte()
+				if err != nil {
+					return 0, fmt.Errorf("DW_OP_pick: %w", err)
 				}
-				idx = int(expr[pos])
-				pos++
+				idx = int(b)
 			}
 			if idx >= n {
 				return 0, fmt.Errorf("operation %#x at %d: stack underflow", op, at)
@@ -227,7 +177,7 @@ func evalExpr(expr []byte, env exprEnv, push *uint64) (uint64, error) {
 				a = ^a
 			case opPlusUconst:
 				var u uint64
-				if u, err = uleb(); err != nil {
+				if u, err = in.uleb(); err != nil {
 					break
 				}
 				a += u

@@ -367,6 +367,14 @@ func (w *walker) read(addr uint64) (uint64, bool) { return w.stack.read(addr) }
 // It returns an error only for an unknown machine; how the walk ended is
 // Result.Stop.
 func (u *Unwinder) Unwind(sp *Space, m elf.Machine, regs Regs, stack Stack) (Result, error) {
+	return u.walk(m, regs, stack, func(w *walker, first bool) (uint64, Method, Stop, error) {
+		return u.step(sp, w, first, regs.Entry)
+	})
+}
+
+// walk runs step from regs until it stops, the return address is 0, SP
+// does not grow or MaxDepth frames.
+func (u *Unwinder) walk(m elf.Machine, regs Regs, stack Stack, step func(w *walker, first bool) (uint64, Method, Stop, error)) (Result, error) {
 	a, err := archOf(m)
 	if err != nil {
 		return Result{}, err
@@ -386,7 +394,7 @@ func (u *Unwinder) Unwind(sp *Space, m elf.Machine, regs Regs, stack Stack) (Res
 			return res, nil
 		}
 		curSP := w.regs.sp
-		next, method, stop, err := u.step(sp, w, len(res.Frames) == 1, regs.Entry)
+		next, method, stop, err := step(w, len(res.Frames) == 1)
 		if stop != 0 {
 			res.Stop, res.Err = stop, err
 			return res, nil
@@ -437,6 +445,12 @@ func (u *Unwinder) step(sp *Space, w *walker, first, entry bool) (uint64, Method
 			}
 		}
 	}
+	return w.stepFP(first, entry)
+}
+
+// stepFP unwinds one frame without CFI: from the frame record at the
+// frame pointer, or at a function's entry (frame 0) from SP or LR.
+func (w *walker) stepFP(first, entry bool) (uint64, Method, Stop, error) {
 	if first && entry {
 		next, err := w.applyEntry()
 		if err != nil {
