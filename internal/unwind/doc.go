@@ -66,6 +66,17 @@
 // process is first seen, stacks of it still unwind with CFI after it
 // exits (its files can then no longer be opened through it).
 //
+// # Tables
+//
+// NewTable (or Unwinder.Table) compiles an object's CFI into a Table:
+// 16-byte Rows sorted by address of the ELF image (a PC minus its
+// mapping's load bias, Table.Bias), each a CFA on SP or the frame pointer
+// (or the x86-64 PLT rule) plus offset, the return address at CFA+offset
+// or in LR, and the frame pointer unchanged or at CFA+offset; KindNone,
+// KindEnd and KindUnsupported rows say "frame pointers", "outermost" and
+// "cannot express". It is what a BPF unwinder binary-searches;
+// Unwinder.UnwindTables walks with Tables alone, as that unwinder will.
+//
 // # Errors and concurrency
 //
 // Unwind returns an error only for bad arguments; damage in objects (a

@@ -179,35 +179,54 @@ func TestUnwindGo(t *testing.T) {
 	}
 }
 
+// loaded is chain.c built -O2 -fomit-frame-pointer, running, with stack
+// copies captured at leaf's entry, its Space remembered and its objects
+// loaded into an Unwinder.
+type loaded struct {
+	exe    string
+	tr     *testutil.Tracee
+	p      *stacktest.Probe
+	spaces *unwind.Spaces
+	sp     *unwind.Space
+	u      *unwind.Unwinder
+	n      *stacktest.Namer
+}
+
+func startLoaded(t *testing.T) *loaded {
+	t.Helper()
+	testutil.RequireBPF(t)
+	l := &loaded{exe: stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer"), spaces: &unwind.Spaces{}}
+	l.tr = testutil.StartTracee(t, l.exe)
+	l.tr.WaitReady(t)
+	l.p = stacktest.Attach(t, l.exe, "leaf", &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: l.tr.PID()})
+	var err error
+	if l.sp, err = l.spaces.Get(l.tr.PID()); err != nil {
+		t.Fatal(err)
+	}
+	if l.u, err = unwind.New(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.u.Load(l.sp); err != nil {
+		t.Fatal(err)
+	}
+	l.n = stacktest.NewNamer(t, l.tr.PID())
+	return l
+}
+
 // TestUnwindAfterExit unwinds a stack of a process that has exited: its
 // mappings were remembered and its objects loaded when it was first seen.
 func TestUnwindAfterExit(t *testing.T) {
-	testutil.RequireBPF(t)
-	exe := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
-	tr := testutil.StartTracee(t, exe)
-	tr.WaitReady(t)
-	p := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: tr.PID()})
-	var spaces unwind.Spaces
-	sp, err := spaces.Get(tr.PID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := unwind.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := u.Load(sp); err != nil {
-		t.Fatal(err)
-	}
-	n := stacktest.NewNamer(t, tr.PID())
+	l := startLoaded(t)
+	exe, tr, p, sp, u, n := l.exe, l.tr, l.p, l.sp, l.u, l.n
 	tr.Do(t, "sort")
 	c := p.Next(t).Copy
 	tr.Cmd.Process.Kill()
 	tr.Cmd.Wait()
+	spaces := l.spaces
 	if _, err := spaces.Refresh(tr.PID()); err == nil {
 		t.Fatal("the process still has mappings after it was killed")
 	}
-	sp, err = spaces.Get(tr.PID())
+	sp, err := spaces.Get(tr.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,5 +240,48 @@ func TestUnwindAfterExit(t *testing.T) {
 	}
 	if len(names) < 2 || names[0] != "leaf" || names[1] != "cmp" || !slices.Contains(names, "sort_them") || !slices.Contains(names, "main") {
 		t.Fatalf("have %v, want leaf, cmp, …, sort_them, main", names)
+	}
+}
+
+// TestUnwindTablesLive unwinds stacks captured at leaf's entry in chain.c
+// built -O2 -fomit-frame-pointer with the objects' tables and with their
+// CFI: the same frames, methods and stop, every frame after the first
+// from CFI, whole stacks to the outermost frame.
+func TestUnwindTablesLive(t *testing.T) {
+	l := startLoaded(t)
+	exe, tr, p, sp, u, n := l.exe, l.tr, l.p, l.sp, l.u, l.n
+	// sort calls leaf once per comparison: it goes last, and only its
+	// first stack is read.
+	for _, command := range []string{"levels", "deep 3", "sort"} {
+		t.Run(command, func(t *testing.T) {
+			tr.Do(t, command)
+			c := p.Next(t).Copy
+			regs := unwind.Regs{PC: c.IP, SP: c.SP, FP: c.FP, Entry: true}
+			stack := unwind.Stack{Base: c.Base, Data: c.Stack}
+			want, err := u.Unwind(sp, elf.EM_X86_64, regs, stack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			have, err := u.UnwindTables(sp, elf.EM_X86_64, regs, stack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, f := range have.Frames {
+				names = append(names, n.Name(t, f.PC, exe))
+			}
+			t.Logf("frames %v, stop %v (%v)", names, have.Stop, have.Err)
+			if !slices.Equal(have.Frames, want.Frames) || have.Stop != want.Stop {
+				t.Fatalf("tables: %+v, stop %v (%v); CFI: %+v, stop %v (%v)", have.Frames, have.Stop, have.Err, want.Frames, want.Stop, want.Err)
+			}
+			if have.Stop != unwind.StopEnd || !slices.Contains(names, "main") {
+				t.Errorf("have %v, stop %v: want a whole stack to main and the end", names, have.Stop)
+			}
+			for i, f := range have.Frames[1:] {
+				if f.Method != unwind.MethodCFI {
+					t.Errorf("frame %d (%s): method %v, want %v", i+1, names[i+1], f.Method, unwind.MethodCFI)
+				}
+			}
+		})
 	}
 }

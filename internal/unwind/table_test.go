@@ -131,14 +131,15 @@ func expectRow(r *row, a arch) (Row, string) {
 }
 
 // restoresFP reports whether the FDE covering pc has a DW_CFA_restore of
-// the frame pointer (or the byte of one as an operand) and no rule for it
-// at its start.
+// the frame pointer (or the byte of one as an operand) and its CIE no rule
+// for it.
 func restoresFP(c *cfi, pc uint64, a arch) bool {
 	fde, err := c.fdes.FDEForPC(pc)
 	if err != nil {
 		return false
 	}
-	init, err := fde.EstablishFrame(fde.Begin())
+	// An FDE without instructions gives its CIE's initial rules.
+	init, err := (&frame.FrameDescriptionEntry{CIE: fde.CIE}).EstablishFrame(0)
 	if err != nil {
 		return false
 	}
