@@ -91,7 +91,7 @@ func TestStaticGoProbe(t *testing.T) {
 	for _, classic := range []bool{false, true} {
 		l := load(t, obj, classic)
 		k := l.attach(t, bin, "byo", "twelve", &usdtlink.Options{Cookie: cookie, Classic: classic})
-		fire.do(t, "fire")
+		fire.Do(t, "fire")
 		got := l.read(t, 1)[0]
 		k.Close()
 		t.Logf("classic %v, multi %v: %s", classic, k.Multi(), got.String())
