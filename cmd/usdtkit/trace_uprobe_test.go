@@ -36,11 +36,7 @@ func (m *mallocsTarget) pid() string { return strconv.Itoa(m.PID()) }
 func (m *mallocsTarget) round(t *testing.T) []string {
 	t.Helper()
 	m.Send(t, "go")
-	var lines []string
-	for l := m.Line(t); l != "DONE"; l = m.Line(t) {
-		lines = append(lines, l)
-	}
-	return lines
+	return m.Until(t, "DONE")
 }
 
 // sizesAndPtrs parses the "SIZE n PTR p" lines of a round.

@@ -176,17 +176,22 @@ func (t *Tracee) Stdin() io.WriteCloser { return t.stdin }
 // the tracee printed before "done".
 func (t *Tracee) Do(tb testing.TB, command string) []string {
 	tb.Helper()
-	if _, err := fmt.Fprintln(t.stdin, command); err != nil {
-		tb.Fatal(err)
-	}
+	t.Send(tb, command)
+	return t.Until(tb, "done")
+}
+
+// Until returns the lines the process prints before the line end, and
+// fails the test if it ends first.
+func (t *Tracee) Until(tb testing.TB, end string) []string {
+	tb.Helper()
 	var lines []string
 	for t.out.Scan() {
-		if t.out.Text() == "done" {
+		if t.out.Text() == end {
 			return lines
 		}
 		lines = append(lines, t.out.Text())
 	}
-	tb.Fatalf("tracee ended before answering %q: %v", command, t.out.Err())
+	tb.Fatalf("%s ended before %q (have %q): %v", t.Cmd.Path, end, lines, t.out.Err())
 	return nil
 }
 
