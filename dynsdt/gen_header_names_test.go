@@ -1,9 +1,7 @@
 package dynsdt
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,32 +145,15 @@ func TestHeaderHostileNamesFire(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	c := exec.Command(bin)
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	out := bufio.NewScanner(stdout)
-	if !out.Scan() || out.Text() != "ready" {
-		t.Fatalf("caller: have %q, want ready", out.Text())
-	}
-	probes, err := sdt.List(&sdt.ListOptions{PID: c.Process.Pid, Selectors: []sdt.Selector{{Provider: "hn"}}})
+	c := testutil.StartCmd(t, exec.Command(bin))
+	c.Expect(t, "ready")
+	probes, err := sdt.List(&sdt.ListOptions{PID: c.PID(), Selectors: []sdt.Selector{{Provider: "hn"}}})
 	if err != nil || len(probes) != len(spec.Probes) {
 		t.Fatalf("list: %v, %d probes, want %d", err, len(probes), len(spec.Probes))
 	}
-	tr := tracetest.Start(t, []trace.EventProbe{{Probe: "usdt::hn:*"}}, c.Process.Pid, nil)
-	io.WriteString(stdin, "\n")
-	if !out.Scan() || out.Text() != "fired" {
-		t.Fatalf("caller: have %q, want fired", out.Text())
-	}
+	tr := tracetest.Start(t, []trace.EventProbe{{Probe: "usdt::hn:*"}}, c.PID(), nil)
+	c.Send(t, "")
+	c.Expect(t, "fired")
 	var have []string
 	for range spec.Probes {
 		ev := tr.Next(t)

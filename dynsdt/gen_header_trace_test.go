@@ -1,7 +1,6 @@
 package dynsdt
 
 import (
-	"bufio"
 	"github.com/usdtkit/usdtkit/trace"
 	"io"
 	"os"
@@ -63,32 +62,24 @@ func TestHeaderEnabledSeesTracer(t *testing.T) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("gcc: %v\n%s", err, out)
 			}
-			c := exec.Command(bin)
-			stdin, _ := c.StdinPipe()
-			stdout, _ := c.StdoutPipe()
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-			out := bufio.NewScanner(stdout)
-			out.Scan()
+			c := testutil.StartCmd(t, exec.Command(bin))
+			c.Line(t)
 			ask := func() string {
-				io.WriteString(stdin, "?\n")
-				out.Scan()
-				return out.Text()
+				c.Send(t, "?")
+				return c.Line(t)
 			}
 			if have := ask(); have != "0" {
 				t.Fatalf("before attach: ENABLED() = %s, want 0", have)
 			}
-			probes, err := sdt.List(&sdt.ListOptions{PID: c.Process.Pid, Selectors: []sdt.Selector{{Provider: "hdr"}}})
+			probes, err := sdt.List(&sdt.ListOptions{PID: c.PID(), Selectors: []sdt.Selector{{Provider: "hdr"}}})
 			if err != nil || len(probes) != 1 {
 				t.Fatalf("list: %v, %d probes", err, len(probes))
 			}
-			prog, err := trace.Compile("count", "usdt::hdr:* { @ = count(); }", &trace.CompileOptions{PID: c.Process.Pid})
+			prog, err := trace.Compile("count", "usdt::hdr:* { @ = count(); }", &trace.CompileOptions{PID: c.PID()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr, err := trace.Start(prog, &trace.Options{PID: c.Process.Pid, Stdout: io.Discard})
+			tr, err := trace.Start(prog, &trace.Options{PID: c.PID(), Stdout: io.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}
