@@ -46,6 +46,7 @@ var noDeps = []struct {
 	{"uprobe", "listing functions loads no BPF and no DWARF reader", []string{"github.com/cilium/ebpf", "github.com/go-delve/"}},
 	{"internal/btlang", "the front end runs without a kernel", []string{"github.com/cilium/ebpf"}},
 	{"dynsdt", "an instrumented program links no BPF loader", []string{"github.com/cilium/ebpf", "github.com/go-delve/"}},
+	{"dynsdt", "an instrumented program links no code generator; those are in dynsdt/gen", []string{"go/parser", "go/format", "go/printer", "regexp"}},
 	{"internal/btgen", "codegen does not import the printer", []string{module + "internal/eventfmt"}},
 	{"internal/btlang", "the front end does not import the printer", []string{module + "internal/eventfmt"}},
 }
