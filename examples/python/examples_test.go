@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/dynsdt/gen"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/trace"
@@ -38,12 +38,12 @@ func generate(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs, err := dynsdt.ParseD(f, "myapp.d")
+	specs, err := gen.ParseD(f, "myapp.d")
 	f.Close()
 	if err != nil || len(specs) != 1 {
 		t.Fatalf("ParseD: %v", err)
 	}
-	files, err := dynsdt.GenerateFiles(&specs[0], nil)
+	files, err := gen.Files(&specs[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
-package dynsdt
+package gen
 
 import (
-	"github.com/usdtkit/usdtkit/trace"
 	"io"
 	"os"
 	"os/exec"
@@ -9,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 // enabledCaller prints its probe's _ENABLED() for each line it reads.
@@ -39,9 +40,9 @@ int main(void) {
 func TestHeaderEnabledSeesTracer(t *testing.T) {
 	testutil.RequireBPF(t)
 	gcc := testutil.RequireTool(t, "gcc")
-	spec := &ProviderSpec{Name: "hdr", Probes: []ProbeSpec{{Name: "ping", Args: []ArgType{Int32}}}}
+	spec := &dynsdt.ProviderSpec{Name: "hdr", Probes: []dynsdt.ProbeSpec{{Name: "ping", Args: []dynsdt.ArgType{dynsdt.Int32}}}}
 	dir := t.TempDir()
-	files, err := GenerateFiles(spec, nil)
+	files, err := Files(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestHeaderEnabledSeesTracer(t *testing.T) {
 	for _, flags := range [][]string{{"-O2"}, {"-O2", "-no-pie"}, {"-O2", "-fPIE", "-pie"}} {
 		t.Run(strings.Join(flags, " "), func(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), "caller")
-			args := append(append([]string{}, flags...), "-o", bin, "caller.c", SOName("hdr"), "-Wl,-rpath,"+dir)
+			args := append(append([]string{}, flags...), "-o", bin, "caller.c", dynsdt.SOName("hdr"), "-Wl,-rpath,"+dir)
 			cmd := exec.Command(gcc, args...)
 			cmd.Dir = dir
 			if out, err := cmd.CombinedOutput(); err != nil {
