@@ -23,6 +23,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/dynsdt/gen"
 	"github.com/usdtkit/usdtkit/internal/features"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -131,7 +132,7 @@ int main(void)
 func buildStubCaller(tb testing.TB) string {
 	tb.Helper()
 	gcc := testutil.RequireTool(tb, "gcc")
-	files, err := dynsdt.GenerateFiles(&stubSpec, nil)
+	files, err := gen.Files(&stubSpec, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

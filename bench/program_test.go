@@ -283,7 +283,7 @@ func BenchmarkProgramStartUprobe(b *testing.B) {
 	testutil.RequireTracefs(b)
 	testutil.DefaultSIGINTForChildren()
 	tc := testutil.StartTracee(b, testutil.BuildTracee(b, "-O2", "-DTRACEE_NO_WIDE"))
-	tc.Do(b, "sem") // the tracee runs: libc is mapped
+	tc.WaitReady(b)
 	programStart(b, tc.PID(), `BEGIN { printf("ready\n"); } uprobe:libc:malloc { @ = count(); }`)
 }
 

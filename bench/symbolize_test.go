@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"bufio"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -50,37 +48,18 @@ func BenchmarkSymbolize(b *testing.B) {
 func BenchmarkSymbolizeGo(b *testing.B) {
 	testutil.RequireRoot(b)
 	bin := testutil.BuildGo(b, "gotarget")
-	benchSymbolize(b, exec.Command(bin), "pid\n")
+	benchSymbolize(b, exec.Command(bin), "pid")
 }
 
-// benchSymbolize starts cmd, writes hello to it and waits for its "done"
-// line, then symbolizes random stacks of it.
+// benchSymbolize starts cmd, sends it the line hello (if any), waits for
+// its "done" line, then symbolizes random stacks of it.
 func benchSymbolize(b *testing.B, cmd *exec.Cmd, hello string) {
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
+	p := testutil.StartCmd(b, cmd)
+	if hello != "" {
+		p.Send(b, hello)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-	if _, err := io.WriteString(stdin, hello); err != nil {
-		b.Fatal(err)
-	}
-	for r := bufio.NewReader(stdout); ; {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			b.Fatalf("%s: %v", cmd.Path, err)
-		}
-		if line == "done\n" {
-			break
-		}
-	}
-	pid := cmd.Process.Pid
+	p.Until(b, "done")
+	pid := p.PID()
 	stacks := randomStacks(b, pid)
 
 	b.Run("cold", func(b *testing.B) {

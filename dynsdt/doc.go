@@ -18,12 +18,13 @@
 //	ProviderSpec → Build → Object (.so bytes) → mapped file → stub call
 //	    → uprobe at the stub's first byte → BPF reads regs/stack per spec
 //
-// usdtkit gen writes the same object as a standalone .so for dlopen and any
-// language's FFI.
+// usdtkit gen (package dynsdt/gen, which also writes the Go code and C
+// header that use it) writes the same object as a standalone .so for
+// dlopen and any language's FFI.
 //
-// Static probes (GenerateStatic, usdtkit gen --static) are the other way:
+// Static probes (gen.Static, usdtkit gen --static) are the other way:
 // the same Go API, but the stubs are Go assembly compiled into the program
-// and the semaphores live in its data, in a table (StaticTable) that the
+// and the semaphores live in its data, in a table (gen.StaticTable) that the
 // post-link step of package dynsdt/postlink reads to add the notes to the
 // linked executable. Tracers then attach by path to every process of it.
 // On amd64 a static stub is StaticStubAMD64(SiteNop): the 1-byte nop stub

@@ -2,8 +2,9 @@ package dynsdt
 
 import "debug/elf"
 
-// hostMachine is the ELF machine Load builds objects for.
-const hostMachine = elf.EM_AARCH64
+// HostMachine is the ELF machine Load builds objects for, and the one
+// usdtkit gen writes for by default.
+const HostMachine = elf.EM_AARCH64
 
 // fire calls pr's stub (Probe.stub) with the first n of the values at
 // args as its integer arguments, in the C calling convention; n > MaxArgs

@@ -4,9 +4,9 @@ package dynsdt
 
 import "debug/elf"
 
-// hostMachine is EM_NONE where Load has no trampoline: Load fails with an
+// HostMachine is EM_NONE where Load has no trampoline: Load fails with an
 // error wrapping errors.ErrUnsupported.
-const hostMachine = elf.EM_NONE
+const HostMachine = elf.EM_NONE
 
 // fire is never called: no Probe exists on this architecture.
 func fire(pr *Probe, args *uint64, n int) {}

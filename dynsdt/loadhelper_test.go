@@ -1,12 +1,12 @@
 package dynsdt
 
 import (
-	"bufio"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
 // HelperDirEnv makes a test binary of this package run TestHelperLoad as a
@@ -21,30 +21,13 @@ const HelperDirEnv = "DYNSDT_TEST_HELPER_DIR"
 // when the test ends. Exported for the external test package.
 func StartLoadHelper(t *testing.T, cmd *exec.Cmd, dir string) (io.Closer, string) {
 	t.Helper()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	h := testutil.StartCmd(t, cmd)
+	path, ok := h.Next()
+	if !ok {
+		t.Fatalf("%s: no output", cmd)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		t.Fatalf("%s: no output: %v", cmd, sc.Err())
-	}
-	path := sc.Text()
 	if filepath.Dir(path) != dir {
 		t.Fatalf("%s: object %s is not in %s", cmd, path, dir)
 	}
-	return stdin, path
+	return h.Stdin(), path
 }

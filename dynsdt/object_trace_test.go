@@ -1,12 +1,9 @@
 package dynsdt_test
 
 import (
-	"bufio"
 	"debug/elf"
 	"fmt"
 	"github.com/usdtkit/usdtkit/trace"
-	"io"
-	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -86,7 +83,7 @@ func TestBuildTrace(t *testing.T) {
 	tr := tracetest.Start(t, []trace.EventProbe{
 		{Probe: "usdt:" + path + ":dyntest:all", Strings: []int{10}},
 		{Probe: "usdt:" + path + ":dyntest:pair", Strings: []int{0}},
-	}, py.cmd.Process.Pid, nil)
+	}, py.PID(), nil)
 	if have := py.do(t, "sem"); have == "0" {
 		t.Error("semaphore while attached: have 0, want non-zero")
 	}
@@ -131,49 +128,20 @@ func TestBuildTrace(t *testing.T) {
 	}
 }
 
-type pythonProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
-}
+type pythonProc struct{ *testutil.Tracee }
 
 // startPython runs script with args and waits for its "ready" line; the
 // process is killed when the test ends.
 func startPython(t *testing.T, python, script string, args ...string) *pythonProc {
 	t.Helper()
-	cmd := exec.Command(python, append([]string{"-c", script}, args...)...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	p := &pythonProc{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
-	if !p.out.Scan() || p.out.Text() != "ready" {
-		t.Fatalf("python did not start: %q %v", p.out.Text(), p.out.Err())
-	}
+	p := &pythonProc{testutil.StartCmd(t, exec.Command(python, append([]string{"-c", script}, args...)...))}
+	p.Expect(t, "ready")
 	return p
 }
 
 // do sends one command and returns the line it printed.
 func (p *pythonProc) do(t *testing.T, command string) string {
 	t.Helper()
-	if _, err := fmt.Fprintln(p.stdin, command); err != nil {
-		t.Fatal(err)
-	}
-	if !p.out.Scan() {
-		t.Fatalf("%s: no answer: %v", command, p.out.Err())
-	}
-	return strings.TrimSpace(p.out.Text())
+	p.Send(t, command)
+	return strings.TrimSpace(p.Line(t))
 }

@@ -113,14 +113,14 @@ func Load(spec *ProviderSpec, opts *Options) (*Provider, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	if hostMachine == 0 {
+	if HostMachine == 0 {
 		return nil, fmt.Errorf("load provider on %s: %w", runtime.GOARCH, errors.ErrUnsupported)
 	}
 	site, err := ResolveSite(opts.Site)
 	if err != nil {
 		return nil, fmt.Errorf("load provider %s: %w", spec.Name, err)
 	}
-	obj, err := BuildWith(spec, hostMachine, &BuildOptions{Site: site})
+	obj, err := BuildWith(spec, HostMachine, &BuildOptions{Site: site})
 	if err != nil {
 		return nil, err
 	}

@@ -33,3 +33,9 @@ func ExampleLoad() {
 	// /memfd:myapp.so (deleted)
 	// traced: false
 }
+
+func ExampleParseProbeSpec() {
+	pr, err := dynsdt.ParseProbeSpec("request__start:string,int64")
+	fmt.Println(pr.Name, pr.Args, err)
+	// Output: request__start [string int64] <nil>
+}

@@ -56,7 +56,7 @@ func TestTraceSelf(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { p.Close() })
-			if p.Site() != c.site && hostMachine == elf.EM_X86_64 {
+			if p.Site() != c.site && HostMachine == elf.EM_X86_64 {
 				t.Fatalf("site %v, want %v", p.Site(), c.site)
 			}
 
@@ -96,7 +96,7 @@ func TestTraceSelf(t *testing.T) {
 				p.Probe("twelve").Fire(args[:]...)
 			}
 
-			if c.site == SiteNop5 && hostMachine == elf.EM_X86_64 {
+			if c.site == SiteNop5 && HostMachine == elf.EM_X86_64 {
 				// Which path the second hits took: int3 still there, or
 				// the call to the trampoline the kernel made of the nop5.
 				opt, err := features.Nop5Optimized()

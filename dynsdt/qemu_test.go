@@ -223,9 +223,9 @@ func TestLoadedStubs(t *testing.T) {
 			Int64, Int64, Int64, Int64, Int64, Int32}},
 		{Name: "none"},
 	}}
-	mach, _ := lookupMachine(hostMachine)
+	mach, _ := lookupMachine(HostMachine)
 	sites := []Site{SiteNop, SiteNop5, SiteNop10}
-	if hostMachine != elf.EM_X86_64 {
+	if HostMachine != elf.EM_X86_64 {
 		sites = []Site{SiteAuto}
 	}
 	for _, site := range sites {
@@ -234,7 +234,7 @@ func TestLoadedStubs(t *testing.T) {
 }
 
 func testLoadedStubs(t *testing.T, spec *ProviderSpec, mach *machine, site Site) {
-	obj, err := BuildWith(spec, hostMachine, &BuildOptions{Site: site})
+	obj, err := BuildWith(spec, HostMachine, &BuildOptions{Site: site})
 	if err != nil {
 		t.Fatal(err)
 	}

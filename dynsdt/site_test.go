@@ -42,7 +42,7 @@ func TestResolveSite(t *testing.T) {
 // TestLoadSiteEnv: Load takes USDTKIT_SITE for SiteAuto, and fails on a
 // bad value.
 func TestLoadSiteEnv(t *testing.T) {
-	if hostMachine == 0 {
+	if HostMachine == 0 {
 		t.Skip("no dynsdt on this architecture")
 	}
 	spec := &ProviderSpec{Name: "kenv", Probes: []ProbeSpec{{Name: "a"}}}
@@ -52,7 +52,7 @@ func TestLoadSiteEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if want := map[bool]Site{true: SiteNop10, false: SiteNop}[hostMachine == elf.EM_X86_64]; p.Site() != want {
+	if want := map[bool]Site{true: SiteNop10, false: SiteNop}[HostMachine == elf.EM_X86_64]; p.Site() != want {
 		t.Errorf("site %v, want %v", p.Site(), want)
 	}
 	t.Setenv(SiteEnv, "nop7")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
 )
@@ -128,4 +129,41 @@ func isIdent(s string) bool {
 		}
 	}
 	return true
+}
+
+// ParseProbeSpec parses a probe declared on the command line,
+// "name:type,type,..." with the names of ArgType.String ("int64", "string",
+// "pointer"); "name" and "name:" declare a probe without arguments. Errors
+// wrap ErrSpec.
+func ParseProbeSpec(s string) (ProbeSpec, error) {
+	name, list, _ := strings.Cut(s, ":")
+	if !isIdent(name) {
+		return ProbeSpec{}, fmt.Errorf("probe %q: name %q is not a C identifier: %w", s, name, ErrSpec)
+	}
+	pr := ProbeSpec{Name: name}
+	if list == "" {
+		return pr, nil
+	}
+	types := strings.Split(list, ",")
+	if len(types) > MaxArgs {
+		return ProbeSpec{}, fmt.Errorf("probe %q: %d arguments, at most %d: %w", s, len(types), MaxArgs, ErrSpec)
+	}
+	for i, ts := range types {
+		a := parseArgType(strings.TrimSpace(ts))
+		if a == ArgInvalid {
+			return ProbeSpec{}, fmt.Errorf("probe %q: argument %d: unknown type %q (want one of %s): %w",
+				s, i, ts, strings.Join(argTypeNames[1:], ", "), ErrSpec)
+		}
+		pr.Args = append(pr.Args, a)
+	}
+	return pr, nil
+}
+
+func parseArgType(s string) ArgType {
+	for i, n := range argTypeNames {
+		if i > 0 && n == s {
+			return ArgType(i)
+		}
+	}
+	return ArgInvalid
 }

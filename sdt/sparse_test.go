@@ -1,7 +1,6 @@
 package sdt_test
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
@@ -141,29 +140,9 @@ int main(int argc, char **argv) {
 	if out, err := exec.Command(gcc, "-o", bin, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if line != "ready\n" {
-		t.Fatalf("mapper: have %q, %v, want ready", line, err)
-	}
-	return cmd.Process.Pid
+	m := testutil.StartCmd(t, exec.Command(bin, path))
+	m.Expect(t, "ready")
+	return m.PID()
 }
 
 // probeNames returns "provider:name@address" for each location of probes.

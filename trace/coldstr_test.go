@@ -1,7 +1,6 @@
 package trace_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -191,27 +190,8 @@ func TestGoStringInColdPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe := testutil.BuildGo(t, "testdata/gocold")
-	cmd := exec.Command(exe, data)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	sc := bufio.NewScanner(stdout)
-	pid := cmd.Process.Pid
+	target := testutil.StartCmd(t, exec.Command(exe, data))
+	pid := target.PID()
 	tests := []struct {
 		name   string
 		faulty bool
@@ -236,9 +216,8 @@ func TestGoStringInColdPage(t *testing.T) {
 			t.Cleanup(func() { tr.Close() })
 			done := make(chan error, 1)
 			go func() { done <- tr.Run(context.Background()) }()
-			fmt.Fprintln(stdin, tt.page)
-			if !sc.Scan() || sc.Text() != "done" {
-				t.Fatalf("target: %q, %v: %s", sc.Text(), sc.Err(), stderr.String())
+			if l := target.Do(t, fmt.Sprint(tt.page)); len(l) != 0 {
+				t.Fatalf("target: %q before done", l)
 			}
 			if err := <-done; err != nil {
 				t.Fatal(err)

@@ -38,7 +38,7 @@ func BenchmarkCompileUSDT(b *testing.B) {
 func BenchmarkCompileUprobe(b *testing.B) {
 	bin := testutil.BuildTracee(b, "-O2", "-DTRACEE_NO_WIDE")
 	tc := testutil.StartTracee(b, bin)
-	tc.Do(b, "sem") // the tracee runs: libc is mapped
+	tc.WaitReady(b)
 	names := []string{"malloc", "free", "calloc", "realloc", "strlen"}
 	for _, n := range []int{1, 5} {
 		b.Run(fmt.Sprintf("probes=%d", n), func(b *testing.B) {

@@ -120,7 +120,7 @@ func TestCompileEmptyPath(t *testing.T) {
 		t.Errorf("Executable: %d sites, want fbench's entry and return", prog.Sites())
 	}
 	tr := testutil.StartTracee(t, bin)
-	tr.Do(t, "sem") // the tracee runs: libc is mapped
+	tr.WaitReady(t)
 	prog, err = trace.Compile("t.bt", src+"\nuprobe::malloc { @m = count(); }", &trace.CompileOptions{PID: tr.PID()})
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package trace
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/btrun"
@@ -29,7 +27,7 @@ func (e *CompileError) Unwrap() error { return e.Err }
 
 // Error returns "file:line:col: sentence".
 func (e *CompileError) Error() string {
-	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+	return (&btlang.Error{Pos: btlang.Pos{File: e.File, Line: e.Line, Col: e.Col}, Msg: e.Msg}).Error()
 }
 
 // CompileErrors is every error Compile found, in source order; its Error
@@ -37,28 +35,14 @@ func (e *CompileError) Error() string {
 type CompileErrors []*CompileError
 
 // Error returns the errors, one per line.
-func (l CompileErrors) Error() string {
-	var b strings.Builder
-	for i, e := range l {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(e.Error())
-	}
-	return b.String()
-}
+func (l CompileErrors) Error() string { return btlang.JoinErrors(l) }
 
 // Unwrap returns the errors, for errors.As.
-func (l CompileErrors) Unwrap() []error {
-	errs := make([]error, len(l))
-	for i, e := range l {
-		errs[i] = e
-	}
-	return errs
-}
+func (l CompileErrors) Unwrap() []error { return btlang.UnwrapErrors(l) }
 
-// compileErrors turns the front and back end's errors into CompileErrors;
-// other errors are returned as they are.
+// compileErrors turns the front and back end's errors (btlang's) into
+// CompileErrors, their public form, in this one place; other errors are
+// returned as they are.
 func compileErrors(err error) error {
 	var list btlang.ErrorList
 	if errors.As(err, &list) {

@@ -43,7 +43,7 @@ func TestNoteFunctionNames(t *testing.T) {
 // attach to the same sites of the same objects.
 func TestCompileNamedFunctions(t *testing.T) {
 	tc := testutil.StartTracee(t, testutil.BuildTracee(t, "-O2", "-DTRACEE_NO_WIDE"))
-	tc.Do(t, "sem") // the tracee runs: libc is mapped
+	tc.WaitReady(t)
 	opts := &CompileOptions{PID: tc.PID()}
 	named, err := Compile("n.bt", `uprobe:libc:malloc { @a = count(); } uretprobe:libc:free, uprobe:libc:calloc { @b = count(); }`, opts)
 	if err != nil {

@@ -48,7 +48,7 @@ func BenchmarkSymbols(b *testing.B) {
 // only, as a glob would need); glob is a glob that matches the name.
 func BenchmarkFunctionsLibc(b *testing.B) {
 	tc := testutil.StartTracee(b, testutil.BuildTracee(b, "-O2"))
-	tc.Do(b, "sem") // the tracee runs: libc is mapped
+	tc.WaitReady(b)
 	pid := tc.PID()
 	for _, bc := range []struct {
 		name string

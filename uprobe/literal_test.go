@@ -137,7 +137,7 @@ func TestListLiteralAgrees(t *testing.T) {
 	}{
 		{"libc", func(t *testing.T) ListOptions {
 			tc := testutil.StartTracee(t, testutil.BuildTracee(t, "-O2"))
-			tc.Do(t, "sem") // the tracee runs: libc is mapped
+			tc.WaitReady(t)
 			return ListOptions{PID: tc.PID(), Selectors: []Selector{{Path: "libc"}}}
 		}, []string{"malloc", "free"}},
 		{"gcc-exe", func(t *testing.T) ListOptions {

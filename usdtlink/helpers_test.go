@@ -1,11 +1,9 @@
 package usdtlink_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,8 +152,7 @@ func (l *loaded) attach(t *testing.T, target, provider, name string, opts *usdtl
 
 // loader is testdata/libbpf_loader.c running on one probe.
 type loader struct {
-	stdin   io.WriteCloser
-	out     *bufio.Scanner
+	p       *testutil.Tracee
 	refused string
 }
 
@@ -173,35 +170,20 @@ func startLoader(t *testing.T, exe, obj, target, provider, name string, pid int,
 		pid = -1
 	}
 	cmd := exec.Command(exe, obj, target, provider, name, fmt.Sprint(pid), fmt.Sprint(cookie))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	ld := &loader{stdin: stdin, out: bufio.NewScanner(stdout)}
+	ld := &loader{p: testutil.StartCmd(t, cmd)}
 	// stderr is complete, and safe to read, once the loader has exited.
 	stderrText := func() string {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return strings.TrimSpace(stderr.String())
 	}
-	if !ld.out.Scan() {
-		t.Fatalf("libbpf loader ended: %v\n%s", ld.out.Err(), stderrText())
+	line, ok := ld.p.Next()
+	if !ok {
+		t.Fatalf("libbpf loader ended\n%s", stderrText())
 	}
-	switch line := ld.out.Text(); {
+	switch {
 	case line == "ready":
 	case strings.HasPrefix(line, "refused"):
 		ld.refused = line + ": " + stderrText()
@@ -215,11 +197,12 @@ func startLoader(t *testing.T, exe, obj, target, provider, name string, pid int,
 func (ld *loader) lines(t *testing.T, n int) []string {
 	t.Helper()
 	var out []string
-	for len(out) < n && ld.out.Scan() {
-		out = append(out, ld.out.Text())
-	}
-	if len(out) < n {
-		t.Fatalf("libbpf loader: %d of %d events: %v", len(out), n, ld.out.Err())
+	for len(out) < n {
+		l, ok := ld.p.Next()
+		if !ok {
+			t.Fatalf("libbpf loader: %d of %d events", len(out), n)
+		}
+		out = append(out, l)
 	}
 	return out
 }
@@ -232,59 +215,11 @@ func exists(path string) bool {
 // committedObject is the object examples/byo-c commits (bpf2go's output).
 const committedObject = "../examples/byo-c/byo_x86_bpfel.o"
 
-// proc is a child process spoken to in lines, killed when the test ends.
-type proc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
-}
-
-func startProc(t *testing.T, name string, args ...string) *proc {
+// startProc runs name with args, spoken to in lines.
+func startProc(t *testing.T, name string, args ...string) *testutil.Tracee {
 	t.Helper()
-	cmd := exec.Command(name, args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return &proc{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	return testutil.StartCmd(t, exec.Command(name, args...))
 }
-
-// line returns the next line the process prints.
-func (p *proc) line(t *testing.T) string {
-	t.Helper()
-	if !p.out.Scan() {
-		t.Fatalf("%s ended: %v", p.cmd.Path, p.out.Err())
-	}
-	return p.out.Text()
-}
-
-// do sends command and returns the lines before "done".
-func (p *proc) do(t *testing.T, command string) []string {
-	t.Helper()
-	if _, err := fmt.Fprintln(p.stdin, command); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for l := p.line(t); l != "done"; l = p.line(t) {
-		lines = append(lines, l)
-	}
-	return lines
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 // requireAMD64 skips tests whose C programs and pt_regs are x86-64's.
 func requireAMD64(t *testing.T) {

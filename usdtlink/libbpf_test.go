@@ -30,14 +30,14 @@ func TestLibbpfAgrees(t *testing.T) {
 		for k, p := range operandProbes {
 			t.Run(p.name, func(t *testing.T) {
 				cookie := uint64(100 + k)
-				ld := startLoader(t, ldr, obj, exe, "t", p.name, tr.pid(), cookie)
+				ld := startLoader(t, ldr, obj, exe, "t", p.name, tr.PID(), cookie)
 				o := obj
 				if p.sib {
 					o = sibObj // the installed usdt.bpf.h has no SIB
 				}
 				l := load(t, o, false)
-				l.attach(t, exe, "t", p.name, &usdtlink.Options{Cookie: cookie, PID: tr.pid()})
-				tr.do(t, "fire")
+				l.attach(t, exe, "t", p.name, &usdtlink.Options{Cookie: cookie, PID: tr.PID()})
+				tr.Do(t, "fire")
 				got := l.read(t, 1)[0]
 				if ld.refused != "" {
 					switch p.name {
@@ -58,10 +58,10 @@ func TestLibbpfAgrees(t *testing.T) {
 	t.Run("python", func(t *testing.T) {
 		python := testutil.RequireFile(t, "/usr/bin/python3.11")
 		py := startProc(t, python, "testdata/python_target.py")
-		first := py.line(t)
+		first := py.Line(t)
 		// arg1 (funcname) is read as a string: cookie 2.
 		const cookie = 2
-		ld := startLoader(t, ldr, obj, python, "python", "function__entry", py.pid(), cookie)
+		ld := startLoader(t, ldr, obj, python, "python", "function__entry", py.PID(), cookie)
 		if ld.refused != "" {
 			t.Fatalf("libbpf: %s", ld.refused)
 		}
@@ -69,12 +69,12 @@ func TestLibbpfAgrees(t *testing.T) {
 		// CPython 3.11 fires function__entry only on its tracing path,
 		// which it takes while the line probe's semaphore is raised (see
 		// sdt.Companions): attach line too, with a cookie of its own.
-		l.attach(t, "", "python", "line", &usdtlink.Options{Cookie: 50, PID: py.pid()})
-		k := l.attach(t, "", "python", "function__entry", &usdtlink.Options{Cookie: cookie, PID: py.pid()})
+		l.attach(t, "", "python", "line", &usdtlink.Options{Cookie: 50, PID: py.PID()})
+		k := l.attach(t, "", "python", "function__entry", &usdtlink.Options{Cookie: cookie, PID: py.PID()})
 		if k.Sites() == 0 {
 			t.Fatal("no sites")
 		}
-		py.do(t, "go")
+		py.Do(t, "go")
 		// Lines, and calls of other Python functions, may come first.
 		var got *event
 		for got == nil {
@@ -103,16 +103,16 @@ func TestLibbpfAgrees(t *testing.T) {
 			t.Fatal(err)
 		}
 		fire := startProc(t, testutil.BuildGo(t, "testdata/dynfire"), dir)
-		path := fire.line(t)
+		path := fire.Line(t)
 		// arg10 is the string: cookie 11.
 		const cookie = 11
-		ld := startLoader(t, ldr, obj, path, "byo", "twelve", fire.pid(), cookie)
+		ld := startLoader(t, ldr, obj, path, "byo", "twelve", fire.PID(), cookie)
 		if ld.refused != "" {
 			t.Fatalf("libbpf: %s", ld.refused)
 		}
 		l := load(t, obj, false)
-		l.attach(t, "", "byo", "twelve", &usdtlink.Options{Cookie: cookie, PID: fire.pid()})
-		fire.do(t, "fire")
+		l.attach(t, "", "byo", "twelve", &usdtlink.Options{Cookie: cookie, PID: fire.PID()})
+		fire.Do(t, "fire")
 		got := l.read(t, 1)[0]
 		want := []int64{-3, 250, -1000, 65000, -100000, 4000000000, -1 << 40, -1<<63 + 5, 1, 0x1234, 0, -128}
 		for i, w := range want {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,31 +68,13 @@ func TestNamesEscaped(t *testing.T) {
 	}
 
 	testutil.RequireBPF(t)
-	cmd := exec.Command(bin)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() || sc.Text() != "READY" {
-		t.Fatal("no READY line")
-	}
+	target := testutil.StartCmd(t, exec.Command(bin))
+	target.Expect(t, "READY")
 	for _, output := range []string{"text", "json"} {
 		t.Run(output, func(t *testing.T) {
-			tr := startTrace(t, "trace", "-p", strconv.Itoa(cmd.Process.Pid), "-o", output, "uprobe:"+bin+":"+escaped)
-			if _, err := io.WriteString(stdin, "go\n"); err != nil {
-				t.Fatal(err)
-			}
-			for sc.Scan() && sc.Text() != "DONE" {
-			}
+			tr := startTrace(t, "trace", "-p", strconv.Itoa(target.PID()), "-o", output, "uprobe:"+bin+":"+escaped)
+			target.Send(t, "go")
+			target.Until(t, "DONE")
 			tr.stop()
 			code, out, errs := tr.wait(t)
 			if code != 0 {

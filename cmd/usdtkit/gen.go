@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/dynsdt/gen"
 )
 
 type genOptions struct {
@@ -97,15 +98,15 @@ func runGen(cmd *cobra.Command, o *genOptions, args []string) error {
 	if o.pkg != "" && len(provs) > 1 {
 		return fmt.Errorf("--package names one Go package, but %s declares %d providers", args[0], len(provs))
 	}
-	var files []dynsdt.GeneratedFile
+	var files []gen.File
 	for i := range provs {
-		fs, err := dynsdt.GenerateFiles(&provs[i], &dynsdt.GenerateOptions{Package: o.pkg, Machine: machine, Static: o.static, Site: site})
+		fs, err := gen.Files(&provs[i], &gen.Options{Package: o.pkg, Machine: machine, Static: o.static, Site: site})
 		if err != nil {
 			return fmt.Errorf("provider %s: %w", provs[i].Name, err)
 		}
 		files = append(files, fs...)
 	}
-	paths, err := dynsdt.WriteFiles(o.dir, files)
+	paths, err := gen.WriteFiles(o.dir, files)
 	for _, path := range paths {
 		fmt.Fprintln(cmd.OutOrStdout(), path)
 	}
@@ -124,7 +125,7 @@ func genProviders(o *genOptions, args []string) ([]dynsdt.ProviderSpec, error) {
 			return nil, err
 		}
 		defer f.Close()
-		return dynsdt.ParseD(f, args[0])
+		return gen.ParseD(f, args[0])
 	}
 	if o.provider == "" || len(o.probes) == 0 {
 		return nil, fmt.Errorf("give a .d file, or --provider NAME and at least one --probe NAME:TYPES")

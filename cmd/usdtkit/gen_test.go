@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/dynsdt/gen"
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -33,8 +34,8 @@ var genSpec = dynsdt.ProviderSpec{Name: "myapp", Probes: []dynsdt.ProbeSpec{
 	{Name: "tick"},
 }}
 
-// gen runs usdtkit gen with args into a new directory and returns it.
-func gen(t *testing.T, args ...string) string {
+// genDir runs usdtkit gen with args into a new directory and returns it.
+func genDir(t *testing.T, args ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "out")
 	out := usdtkit(t, append([]string{"gen", "-o", dir}, args...)...)
@@ -67,17 +68,17 @@ func readFile(t *testing.T, path string) []byte {
 // the same files: the library's header and Go code, and a shared object
 // whose notes readelf reads as declared.
 func TestGen(t *testing.T) {
-	fromD := gen(t, writeGenD(t))
-	fromFlags := gen(t, genFlags...)
+	fromD := genDir(t, writeGenD(t))
+	fromFlags := genDir(t, genFlags...)
 	for _, name := range []string{"myapp.so", "myapp.h", "myapp.go"} {
 		if !bytes.Equal(readFile(t, filepath.Join(fromD, name)), readFile(t, filepath.Join(fromFlags, name))) {
 			t.Errorf("%s differs between the .d file and --probe", name)
 		}
 	}
-	if have, want := readFile(t, filepath.Join(fromD, "myapp.h")), dynsdt.GenerateHeader(&genSpec); !bytes.Equal(have, want) {
+	if have, want := readFile(t, filepath.Join(fromD, "myapp.h")), gen.Header(&genSpec); !bytes.Equal(have, want) {
 		t.Errorf("myapp.h: have\n%s\nwant\n%s", have, want)
 	}
-	wantGo, err := dynsdt.GenerateGo(&genSpec, "myapp")
+	wantGo, err := gen.Go(&genSpec, "myapp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestGenPackage(t *testing.T) {
 }
 
 func TestGenArm64(t *testing.T) {
-	dir := gen(t, append([]string{"--arch", "arm64"}, genFlags...)...)
+	dir := genDir(t, append([]string{"--arch", "arm64"}, genFlags...)...)
 	so := filepath.Join(dir, "myapp.so")
 	out, err := exec.Command(testutil.RequireTool(t, "readelf"), "-h", so).Output()
 	if err != nil || !bytes.Contains(out, []byte("AArch64")) {
@@ -146,7 +147,7 @@ func TestGenC(t *testing.T) {
 	gcc := testutil.RequireTool(t, "gcc")
 	for _, site := range []string{"auto", "nop5"} {
 		t.Run(site, func(t *testing.T) {
-			dir := gen(t, "--site="+site, writeGenD(t))
+			dir := genDir(t, "--site="+site, writeGenD(t))
 			if err := os.WriteFile(filepath.Join(dir, "use.c"), []byte(genUseC), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +179,7 @@ print("ok" if sem.value == 0 else "semaphore %d" % sem.value)
 
 func TestGenPythonCtypes(t *testing.T) {
 	python := testutil.RequireTool(t, "python3")
-	dir := gen(t, genFlags...)
+	dir := genDir(t, genFlags...)
 	out, err := exec.Command(python, "-c", genPython, filepath.Join(dir, "myapp.so")).CombinedOutput()
 	if err != nil || string(out) != "ok\n" {
 		t.Fatalf("python: %v\n%s", err, out)
@@ -234,9 +235,9 @@ func TestGenErrors(t *testing.T) {
 // TestGenParseErrorKept checks that the CLI keeps ParseD's error as data.
 func TestGenParseErrorKept(t *testing.T) {
 	_, err := genProviders(&genOptions{}, []string{writeBad(t)})
-	var perr *dynsdt.ParseError
+	var perr *gen.ParseError
 	if !errors.As(err, &perr) || perr.Line != 1 {
-		t.Errorf("have %v, want a *dynsdt.ParseError at line 1", err)
+		t.Errorf("have %v, want a *gen.ParseError at line 1", err)
 	}
 }
 
@@ -319,8 +320,8 @@ func genSites(t *testing.T, dir string) [][]byte {
 func TestGenSite(t *testing.T) {
 	t.Setenv(dynsdt.SiteEnv, "nop10")
 	amd := []string{"--arch", "amd64"}
-	def := gen(t, append(amd, genFlags...)...)
-	nop5 := gen(t, append(append(amd, "--site=nop5"), genFlags...)...)
+	def := genDir(t, append(amd, genFlags...)...)
+	nop5 := genDir(t, append(append(amd, "--site=nop5"), genFlags...)...)
 	nop5Insn := []byte{0x0f, 0x1f, 0x44, 0x00, 0x00}
 	defSites, nop5Sites := genSites(t, def), genSites(t, nop5)
 	for i := range defSites {
@@ -332,15 +333,15 @@ func TestGenSite(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"--site=auto"}, {"--site", "nop"}} {
-		dir := gen(t, append(append(amd, args...), genFlags...)...)
+		dir := genDir(t, append(append(amd, args...), genFlags...)...)
 		if !bytes.Equal(readFile(t, filepath.Join(dir, "myapp.so")), readFile(t, filepath.Join(def, "myapp.so"))) {
 			t.Errorf("%v: myapp.so differs from the default's", args)
 		}
 	}
 
 	arm := []string{"--arch", "arm64"}
-	armDef := gen(t, append(arm, genFlags...)...)
-	armNop5 := gen(t, append(append(arm, "--site=nop5"), genFlags...)...)
+	armDef := genDir(t, append(arm, genFlags...)...)
+	armNop5 := genDir(t, append(append(arm, "--site=nop5"), genFlags...)...)
 	if !bytes.Equal(readFile(t, filepath.Join(armDef, "myapp.so")), readFile(t, filepath.Join(armNop5, "myapp.so"))) {
 		t.Error("--arch arm64 --site=nop5: myapp.so differs from --arch arm64's")
 	}

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -39,30 +36,10 @@ func startPython(t *testing.T) int {
 	testutil.RequireRoot(t)
 	py := testutil.RequireFile(t, testutil.Python311)
 	testutil.RequireFile(t, testutil.LibStdcxx)
-	cmd := exec.Command(py, "-c", pythonTarget, testutil.LibStdcxx, t.TempDir())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("target: %q, %v", line, err)
-	}
-	go io.Copy(io.Discard, stdout)
-	return cmd.Process.Pid
+	py3 := testutil.StartCmd(t, exec.Command(py, "-c", pythonTarget, testutil.LibStdcxx, t.TempDir()))
+	py3.Expect(t, "ready")
+	py3.Discard()
+	return py3.PID()
 }
 
 func TestListPID(t *testing.T) {

@@ -28,7 +28,7 @@ func TestTraceSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			testutil.DefaultSIGINTForChildren()
-			cmd := exec.Command(bin, "trace", "-p", strconv.Itoa(py.cmd.Process.Pid), "usdt::python:line")
+			cmd := exec.Command(bin, "trace", "-p", strconv.Itoa(py.PID()), "usdt::python:line")
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
 				t.Fatal(err)

@@ -299,30 +299,13 @@ func TestFlagProbeNameInjection(t *testing.T) {
 	}
 
 	testutil.RequireBPF(t)
-	cmd := exec.Command(bin)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	buf := make([]byte, 6)
-	if _, err := stdout.Read(buf); err != nil || string(buf) != "READY\n" {
-		t.Fatalf("no READY line: %q %v", buf, err)
-	}
-	tr := startTrace(t, "trace", "-p", strconv.Itoa(cmd.Process.Pid), "-o", "json", "--count", "uprobe:"+bin+":b*", "uprobe:"+bin+":q*")
+	target := testutil.StartCmd(t, exec.Command(bin))
+	target.Expect(t, "READY")
+	tr := startTrace(t, "trace", "-p", strconv.Itoa(target.PID()), "-o", "json", "--count", "uprobe:"+bin+":b*", "uprobe:"+bin+":q*")
 	for range 2 {
-		if _, err := stdin.Write([]byte("go\n")); err != nil {
-			t.Fatal(err)
-		}
+		target.Send(t, "go")
 	}
-	stdin.Close()
+	target.Stdin().Close()
 	code, out, errs := tr.wait(t)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

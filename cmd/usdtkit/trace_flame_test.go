@@ -25,7 +25,7 @@ var levelsChain = []string{"main", "level1", "level2", "level3", "leaf"}
 func traceLevels(t *testing.T, bin string, n int, args ...string) (string, string) {
 	t.Helper()
 	tc := testutil.StartTracee(t, bin)
-	tc.Do(t, "loop 0") // the C library is mapped once it answers
+	tc.WaitReady(t)
 	run := startTrace(t, append([]string{"trace", "-p", strconv.Itoa(tc.PID())}, args...)...)
 	for range n {
 		tc.Do(t, "levels")

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"reflect"
 	"regexp"
@@ -18,30 +16,13 @@ import (
 )
 
 // goTarget is testdata/gofuncs running, waiting for a line.
-type goTarget struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
-}
+type goTarget struct{ *testutil.Tracee }
 
 func startGoTarget(t *testing.T, bin string) *goTarget {
 	t.Helper()
-	cmd := exec.Command(bin)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	g := &goTarget{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
-	if !g.out.Scan() || !strings.HasPrefix(g.out.Text(), "ready ") {
-		t.Fatalf("gofuncs: want ready, have %q", g.out.Text())
+	g := &goTarget{testutil.StartCmd(t, exec.Command(bin))}
+	if l := g.Line(t); !strings.HasPrefix(l, "ready ") {
+		t.Fatalf("gofuncs: want ready, have %q", l)
 	}
 	return g
 }
@@ -50,14 +31,7 @@ func startGoTarget(t *testing.T, bin string) *goTarget {
 // printed, one per call.
 func (g *goTarget) calls(t *testing.T) []string {
 	t.Helper()
-	if _, err := io.WriteString(g.stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for g.out.Scan() && g.out.Text() != "done" {
-		lines = append(lines, g.out.Text())
-	}
-	return lines
+	return g.Do(t, "go")
 }
 
 // decodeJSON decodes s keeping numbers exact.
@@ -111,13 +85,13 @@ func TestTraceGoFunctions(t *testing.T) {
 		t.Run(build.name, func(t *testing.T) {
 			bin := testutil.BuildGo(t, "testdata/gofuncs", build.flags...)
 			g := startGoTarget(t, bin)
-			pid := strconv.Itoa(g.cmd.Process.Pid)
+			pid := strconv.Itoa(g.PID())
 			tr := startTrace(t, "trace", "-p", pid, "-o", "json",
 				"uprobe::main.[A-Z]*", "uprobe::main.(*Server).Handle",
 				"uretprobe::main.[A-Z]*", "uretprobe::main.(*Server).Handle",
 				"--field", "s.hits", "--field", "s.next.hits")
 			calls := g.calls(t)
-			g.stdin.Close()
+			g.Stdin().Close()
 			code, stdout, stderr := tr.wait(t)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
@@ -182,10 +156,10 @@ func mustJSON(v any) string {
 func runGoTrace(t *testing.T, bin string, args ...string) (string, string) {
 	t.Helper()
 	g := startGoTarget(t, bin)
-	pid := strconv.Itoa(g.cmd.Process.Pid)
+	pid := strconv.Itoa(g.PID())
 	tr := startTrace(t, append([]string{"trace", "-p", pid}, args...)...)
 	g.calls(t)
-	g.stdin.Close()
+	g.Stdin().Close()
 	code, stdout, stderr := tr.wait(t)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -245,7 +219,7 @@ func TestTraceGoByName(t *testing.T) {
 	})
 	t.Run("errors", func(t *testing.T) {
 		g := startGoTarget(t, bin)
-		pid := strconv.Itoa(g.cmd.Process.Pid)
+		pid := strconv.Itoa(g.PID())
 		for _, tt := range []struct {
 			args []string
 			want string
@@ -304,10 +278,10 @@ func TestTraceGoTextAndKeys(t *testing.T) {
 	})
 	t.Run("count by pid", func(t *testing.T) {
 		g := startGoTarget(t, bin)
-		pid := strconv.Itoa(g.cmd.Process.Pid)
+		pid := strconv.Itoa(g.PID())
 		tr := startTrace(t, "trace", "-p", pid, "uprobe::main.Str", "--count", "--by", "pid", "-o", "json")
 		g.calls(t)
-		g.stdin.Close()
+		g.Stdin().Close()
 		code, stdout, stderr := tr.wait(t)
 		if want := `{"probe":"uprobe:main.Str","pid":` + pid + `,"count":2}` + "\n"; code != 0 || stdout != want {
 			t.Errorf("exit %d, stdout %q, want %q\n%s", code, stdout, want, stderr)

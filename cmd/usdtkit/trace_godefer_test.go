@@ -20,10 +20,10 @@ func TestTraceGoDeferredResults(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := testutil.BuildGo(t, "testdata/godefer")
 	g := startGoTarget(t, bin)
-	pid := strconv.Itoa(g.cmd.Process.Pid)
+	pid := strconv.Itoa(g.PID())
 	tr := startTrace(t, "trace", "-p", pid, "-o", "json", "uretprobe::main.Deferred", "uretprobe::main.Tail")
 	calls := g.calls(t)
-	g.stdin.Close()
+	g.Stdin().Close()
 	code, stdout, stderr := tr.wait(t)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

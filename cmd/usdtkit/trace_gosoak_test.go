@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -46,37 +44,24 @@ type soakReport struct {
 // soakTarget is testdata/gosoak started with -wait: it has printed its
 // ready line and runs once go is called.
 type soakTarget struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	out    *bufio.Scanner
+	*testutil.Tracee
 	mu     sync.Mutex
 	stderr strings.Builder
 }
 
 func startSoak(t *testing.T, bin string, env []string, args ...string) *soakTarget {
 	t.Helper()
-	s := &soakTarget{cmd: exec.Command(bin, append([]string{"-wait"}, args...)...)}
-	s.cmd.Env = append(os.Environ(), env...)
-	s.cmd.Stderr = writerFunc(func(p []byte) (int, error) {
+	s := &soakTarget{}
+	cmd := exec.Command(bin, append([]string{"-wait"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.stderr.Write(p)
 	})
-	var err error
-	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := s.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
-	s.out = bufio.NewScanner(stdout)
-	if !s.out.Scan() || !strings.HasPrefix(s.out.Text(), "ready ") {
-		t.Fatalf("gosoak: want ready, have %q; stderr: %s", s.out.Text(), s.errText())
+	s.Tracee = testutil.StartCmd(t, cmd)
+	if l, _ := s.Next(); !strings.HasPrefix(l, "ready ") {
+		t.Fatalf("gosoak: want ready, have %q; stderr: %s", l, s.errText())
 	}
 	return s
 }
@@ -91,14 +76,12 @@ func (s *soakTarget) errText() string {
 // Any crash (a nonzero exit) fails the test with the program's stderr.
 func (s *soakTarget) run(t *testing.T) soakReport {
 	t.Helper()
-	if _, err := io.WriteString(s.stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
+	s.Send(t, "go")
 	var lines []string
-	for s.out.Scan() {
-		lines = append(lines, s.out.Text())
+	for l, ok := s.Next(); ok; l, ok = s.Next() {
+		lines = append(lines, l)
 	}
-	if err := s.cmd.Wait(); err != nil {
+	if err := s.Cmd.Wait(); err != nil {
 		t.Fatalf("gosoak: %v; stdout %q; stderr:\n%.20000s", err, lines, s.errText())
 	}
 	var r soakReport
@@ -167,7 +150,7 @@ func TestTraceGoSoak(t *testing.T) {
 			}
 			bin := testutil.BuildGo(t, "testdata/gosoak", tc.flags...)
 			s := startSoak(t, bin, nil, "-d", d.String())
-			tr := startTrace(t, append([]string{"trace", "-p", strconv.Itoa(s.cmd.Process.Pid), "--count", "-o", "json"}, soakProbes()...)...)
+			tr := startTrace(t, append([]string{"trace", "-p", strconv.Itoa(s.PID()), "--count", "-o", "json"}, soakProbes()...)...)
 			r := s.run(t)
 			code, stdout, stderr := tr.waitFor(t, time.Minute)
 			if code != 0 {
@@ -249,7 +232,7 @@ func TestTraceGoSoakEvents(t *testing.T) {
 	bin := testutil.BuildGo(t, "testdata/gosoak")
 	s := startSoak(t, bin, []string{"GODEBUG=asyncpreemptoff=1"},
 		"-d", d.String(), "-g", "32", "-depth", "12", "-sleep", "40ms")
-	tr := startTrace(t, append([]string{"trace", "-p", strconv.Itoa(s.cmd.Process.Pid), "-o", "json"}, soakProbes()...)...)
+	tr := startTrace(t, append([]string{"trace", "-p", strconv.Itoa(s.PID()), "-o", "json"}, soakProbes()...)...)
 	r := s.run(t)
 	code, stdout, stderr := tr.waitFor(t, time.Minute)
 	if code != 0 {

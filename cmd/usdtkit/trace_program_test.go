@@ -188,7 +188,7 @@ uprobe:BIN:work { @u[usym(reg("ip")), usym(16)] = count(); print(usym(reg("ip"))
 		src := `usdt::python:function__entry /str(arg1) == "f"/ { @calls[str(arg1), arg2] = count(); }
 usdt::python:function__return /str(arg1) == "f"/ { @returns = count(); }
 usdt::python:line {}`
-		theirs, ours := runBothOn(t, bpftrace, py.cmd.Process.Pid, src, nil, func() { py.run(t) })
+		theirs, ours := runBothOn(t, bpftrace, py.PID(), src, nil, func() { py.run(t) })
 		compareProgramOutput(t, ours, theirs)
 		if !strings.Contains(theirs, "@calls[f, 2]: 50") {
 			t.Errorf("bpftrace saw too little:\n%s", theirs)

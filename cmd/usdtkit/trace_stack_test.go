@@ -150,7 +150,7 @@ func runBothStacks(t *testing.T, bpftrace string, tr *testutil.Tracee, bt, ours 
 	// Both end at exit(), while the process lives: bpftrace symbolizes
 	// only when it prints, and prints bare addresses for a process that
 	// has exited (TestStacksExitedProcess shows usdtkit does not).
-	tr.Do(t, "loop 0") // the C library is mapped once it answers
+	tr.WaitReady(t)
 	libc := libcPath(t, tr.PID())
 	bt += "\nuprobe:" + libc + ":atol { exit(); }"
 	ours += "\nuprobe:" + libc + ":atol { exit(); }"

@@ -25,7 +25,7 @@ func TestTraceStacksUnwindCFI(t *testing.T) {
 	for _, unwind := range []string{"fp", "cfi"} {
 		t.Run(unwind, func(t *testing.T) {
 			tc := testutil.StartTracee(t, bin)
-			tc.Do(t, "loop 0") // the C library is mapped once it answers
+			tc.WaitReady(t)
 			run := startTrace(t, "trace", "-p", strconv.Itoa(tc.PID()), probe, "--stacks", "--unwind", unwind, "-o", "folded")
 			for range 3 {
 				tc.Do(t, "levels")

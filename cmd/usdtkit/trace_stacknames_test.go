@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"debug/elf"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,42 +158,23 @@ func TestTraceStackJava(t *testing.T) {
 	// -Xbatch compiles in the foreground: Hot.work is compiled before
 	// "ready", not whenever a loaded machine's compiler thread gets to it
 	// (a fresh-root CI run once saw it still interpreted).
-	cmd := exec.Command(java, "-Xbatch", "-XX:+PreserveFramePointer", "-cp", dir, "Hot")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pid := strconv.Itoa(cmd.Process.Pid)
+	hot := testutil.StartCmd(t, exec.Command(java, "-Xbatch", "-XX:+PreserveFramePointer", "-cp", dir, "Hot"))
+	pid := strconv.Itoa(hot.PID())
 	perfMap := "/tmp/perf-" + pid + ".map"
 	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
+		hot.Stdin().Close()
+		hot.Cmd.Process.Kill()
+		hot.Cmd.Wait()
 		os.Remove(perfMap)
 	})
-	lines := bufio.NewReader(stdout)
 	// Hot.work is compiled before "ready"; the perf map lists it then.
-	if line, err := lines.ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("java: %q, %v", line, err)
-	}
+	hot.Expect(t, "ready")
 	if out, err := exec.Command(jcmd, pid, "Compiler.perfmap").CombinedOutput(); err != nil {
 		t.Fatalf("jcmd: %v\n%s", err, out)
 	}
 	run := startTrace(t, "trace", "-p", pid, "-e", "uprobe:libc:sched_yield { @[ustack] = count(); }")
-	if _, err := io.WriteString(stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-	if line, err := lines.ReadString('\n'); err != nil || line != "done\n" {
-		t.Fatalf("java: %q, %v", line, err)
-	}
+	hot.Send(t, "go")
+	hot.Expect(t, "done")
 	// Methods compiled since are added to the map, which is read again
 	// when the stacks are named at the end and an address is not in it.
 	if out, err := exec.Command(jcmd, pid, "Compiler.perfmap").CombinedOutput(); err != nil {

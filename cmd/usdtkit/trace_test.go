@@ -135,8 +135,7 @@ for i in range(int(sys.argv[1])):
 `
 
 type pyTarget struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	*testutil.Tracee
 	script string
 }
 
@@ -147,35 +146,18 @@ func startPyScript(t *testing.T, calls int) *pyTarget {
 	if err := os.WriteFile(script, []byte(pyScript), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, script, strconv.Itoa(calls))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	p := testutil.StartCmd(t, exec.Command(py, script, strconv.Itoa(calls)))
 	// Once it says ready, python3.11 runs (the child has exec'd), so
 	// listing its probes by PID finds them.
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if line != "ready\n" {
-		t.Fatalf("python script: %q, %v", line, err)
-	}
-	return &pyTarget{cmd: cmd, stdin: stdin, script: script}
+	p.Expect(t, "ready")
+	return &pyTarget{Tracee: p, script: script}
 }
 
 // run lets the script call f and waits for it to exit.
 func (p *pyTarget) run(t *testing.T) {
 	t.Helper()
-	if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
+	p.Send(t, "go")
+	if err := p.Cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -235,7 +217,7 @@ func checkEntries(t *testing.T, evs []traceEvent, pid, calls int, script string)
 func TestTracePythonPID(t *testing.T) {
 	const calls = 25
 	py := startPyScript(t, calls)
-	pid := py.cmd.Process.Pid
+	pid := py.PID()
 	tr := startTrace(t, "trace", "-p", strconv.Itoa(pid), "-o", "json", "--str", "0", "--str", "1",
 		"usdt::python:function__entry", "usdt::python:line")
 	py.run(t)
@@ -262,7 +244,7 @@ func TestTracePythonPath(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	checkEntries(t, parseEvents(t, out), py.cmd.Process.Pid, calls, py.script)
+	checkEntries(t, parseEvents(t, out), py.PID(), calls, py.script)
 }
 
 // TestTraceCommand runs python3.11 under -c, traced from its first
@@ -291,7 +273,7 @@ func TestTraceCommand(t *testing.T) {
 // not fire it then, and the trace ends with a hint naming the line probe.
 func TestTracePythonCompanionHint(t *testing.T) {
 	py := startPyScript(t, 5)
-	tr := startTrace(t, "trace", "-p", strconv.Itoa(py.cmd.Process.Pid), "usdt::python:function__entry")
+	tr := startTrace(t, "trace", "-p", strconv.Itoa(py.PID()), "usdt::python:function__entry")
 	py.run(t)
 	code, out, errs := tr.wait(t)
 	if code != 0 {

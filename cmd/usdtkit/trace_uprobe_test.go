@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -16,11 +14,7 @@ import (
 )
 
 // mallocsTarget is testdata/mallocs.c running, waiting for a line.
-type mallocsTarget struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
-}
+type mallocsTarget struct{ *testutil.Tracee }
 
 func startMallocs(t *testing.T) *mallocsTarget {
 	t.Helper()
@@ -30,49 +24,19 @@ func startMallocs(t *testing.T) *mallocsTarget {
 	if out, err := exec.Command(gcc, "-O0", "-g", "-o", bin, "testdata/mallocs.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	m := &mallocsTarget{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
-	if !m.out.Scan() || m.out.Text() != "READY" {
-		t.Fatalf("mallocs: want READY, have %q", m.out.Text())
-	}
+	m := &mallocsTarget{testutil.StartCmd(t, exec.Command(bin))}
+	m.Expect(t, "READY")
 	return m
 }
 
-func (m *mallocsTarget) pid() string { return strconv.Itoa(m.cmd.Process.Pid) }
+func (m *mallocsTarget) pid() string { return strconv.Itoa(m.PID()) }
 
 // round makes the target call add3 and malloc once each, and returns the
 // lines it printed, up to DONE.
 func (m *mallocsTarget) round(t *testing.T) []string {
 	t.Helper()
-	if _, err := io.WriteString(m.stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for m.out.Scan() && m.out.Text() != "DONE" {
-		lines = append(lines, m.out.Text())
-	}
-	return lines
-}
-
-// quit closes the target's stdin, so that it exits and a -p trace ends.
-func (m *mallocsTarget) quit(t *testing.T) {
-	t.Helper()
-	m.stdin.Close()
-	if err := m.cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	m.Send(t, "go")
+	return m.Until(t, "DONE")
 }
 
 // sizesAndPtrs parses the "SIZE n PTR p" lines of a round.
@@ -108,7 +72,7 @@ func TestTraceUprobeMallocHist(t *testing.T) {
 			want[bpfgen.HistBucket(n, false)]++
 		}
 	}
-	m.quit(t)
+	m.Quit(t)
 	code, out, errs := tr.wait(t)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -145,7 +109,7 @@ func TestTraceUprobeArgsAndRetval(t *testing.T) {
 	m := startMallocs(t)
 	tr := startTrace(t, "trace", "-p", m.pid(), "uretprobe:libc:malloc", "-o", "json")
 	_, ptrs := sizesAndPtrs(t, m.round(t))
-	m.quit(t)
+	m.Quit(t)
 	code, out, errs := tr.wait(t)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -182,7 +146,7 @@ func TestTraceUprobeLocalFunc(t *testing.T) {
 	m := startMallocs(t)
 	tr := startTrace(t, "trace", "-p", m.pid(), "u::add3", "-F", "%d %d %d")
 	lines := m.round(t)
-	m.quit(t)
+	m.Quit(t)
 	code, out, errs := tr.wait(t)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

@@ -53,8 +53,8 @@ func countProbes(t *testing.T, m *mallocsTarget, args ...string) map[string]int 
 // add3, whether selected by address or by a glob matching both names.
 func TestTraceUprobeAliasOneSite(t *testing.T) {
 	m := startMallocs(t)
-	pid := m.cmd.Process.Pid
-	bin := m.cmd.Path
+	pid := m.Cmd.Process.Pid
+	bin := m.Cmd.Path
 	add3 := function(t, pid, "uprobe:"+bin+":add3")
 	if alias := function(t, pid, "uprobe:"+bin+":add3_alias"); alias.Symbol.Value != add3.Symbol.Value {
 		t.Fatalf("add3 at %#x, add3_alias at %#x: want one address", add3.Symbol.Value, alias.Symbol.Value)
@@ -103,7 +103,7 @@ func x86Boundaries(t *testing.T, path string, addr uint64) []uint64 {
 // and malloc still returns what it should.
 func TestTraceUprobeInstructionBoundary(t *testing.T) {
 	m := startMallocs(t)
-	pid := m.cmd.Process.Pid
+	pid := m.Cmd.Process.Pid
 	malloc := function(t, pid, "uprobe:libc:malloc")
 	if malloc.Machine.String() != "EM_X86_64" {
 		t.Skipf("objdump cross-check is for x86-64, not %v", malloc.Machine)

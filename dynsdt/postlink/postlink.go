@@ -1,6 +1,6 @@
 // Package postlink is the post-link step of static Go probes (usdtkit gen
 // --static): it finds, in a linked Go executable, the probe tables and
-// stubs the generated code put there (see dynsdt.StaticTable) and adds the
+// stubs the generated code put there (see gen.StaticTable) and adds the
 // NT_STAPSDT notes that tracers read, so that readelf -n, tplist, bpftrace
 // and usdtkit see the probes by path, before the program runs, and attach
 // to every process of it.
@@ -8,7 +8,7 @@
 // # Model
 //
 //	linked executable ──.symtab's PKG.usdtkitSDT, else a scan of the
-//	                    writable data for dynsdt.StaticMagic──────────► tables
+//	                    writable data for gen.StaticMagic─────────────► tables
 //	                  ──symbols (.symtab, else .gopclntab)──────────► stubs
 //	                  ──► one note per probe whose stub was linked
 //	                  ──► .note.stapsdt appended, section headers rewritten
@@ -56,7 +56,7 @@
 //
 // Only 64-bit little-endian executables for x86-64 and arm64 are
 // processed; a file with a table but another machine, a malformed table
-// (wrapping dynsdt.ErrStaticTable), a table whose stubs are missing while
+// (wrapping gen.ErrStaticTable), a table whose stubs are missing while
 // others are present, or a malformed ELF file is an error, and the file
 // is left unchanged. File appends to the file, rewrites the stubs whose
 // kind changes and then rewrites its ELF header, so an error or a crash
@@ -80,6 +80,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/dynsdt/gen"
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
@@ -505,7 +506,7 @@ func plan(r io.ReaderAt, size int64, opts *Options) (*image, *Result, error) {
 // table is a static probe table found in the file, at virtual address
 // addr.
 type table struct {
-	*dynsdt.StaticTable
+	*gen.StaticTable
 	addr uint64
 }
 
@@ -513,12 +514,12 @@ type table struct {
 const scanChunk = 1 << 20
 
 // tableSymbol is the name, without package, of the variable that holds a
-// static probe table in the generated code (see dynsdt.GenerateStatic).
+// static probe table in the generated code (see gen.Static).
 const tableSymbol = "usdtkitSDT"
 
 // findTables returns the static probe tables of the file (size bytes of
 // r): the variables its .symtab names PKG.usdtkitSDT that start with
-// dynsdt.StaticMagic or, when there is no such symbol (a file without
+// gen.StaticMagic or, when there is no such symbol (a file without
 // .symtab), what scanTables finds.
 func findTables(f *elfnotes.File, st *symtab, r io.ReaderAt, size uint64) ([]table, error) {
 	var tables []table
@@ -534,8 +535,8 @@ func findTables(f *elfnotes.File, st *symtab, r io.ReaderAt, size uint64) ([]tab
 		if s.Offset > size || s.Size > size-s.Offset {
 			return fmt.Errorf("section %s: %d bytes at %#x beyond the file's %d", s.Name, s.Size, s.Offset, size)
 		}
-		magic := make([]byte, len(dynsdt.StaticMagic))
-		if err := readAt(r, magic, s.Offset+at); err != nil || string(magic) != dynsdt.StaticMagic {
+		magic := make([]byte, len(gen.StaticMagic))
+		if err := readAt(r, magic, s.Offset+at); err != nil || string(magic) != gen.StaticMagic {
 			return err
 		}
 		if slices.ContainsFunc(tables, func(t table) bool { return t.addr == value }) {
@@ -563,7 +564,7 @@ func isData(s *elfnotes.Section) bool {
 // scanTables scans the allocated, writable sections with file contents
 // (size bytes of r) for static probe tables, a chunk at a time.
 func scanTables(f *elfnotes.File, r io.ReaderAt, size uint64) ([]table, error) {
-	magic := []byte(dynsdt.StaticMagic)
+	magic := []byte(gen.StaticMagic)
 	var tables []table
 	var buf []byte
 	for _, s := range f.Sections {
@@ -605,19 +606,19 @@ func scanTables(f *elfnotes.File, r io.ReaderAt, size uint64) ([]table, error) {
 
 // tableHeader is the size of a static probe table's header: the magic,
 // then the description's length and the probe count, uint32 each.
-const tableHeader = len(dynsdt.StaticMagic) + 8
+const tableHeader = len(gen.StaticMagic) + 8
 
 // readTable reads and parses the static probe table at off, of at most
 // limit bytes (the rest of its section).
-func readTable(r io.ReaderAt, off, limit uint64) (*dynsdt.StaticTable, int, error) {
+func readTable(r io.ReaderAt, off, limit uint64) (*gen.StaticTable, int, error) {
 	hdr := make([]byte, min(uint64(tableHeader), limit))
 	if err := readAt(r, hdr, off); err != nil {
 		return nil, 0, err
 	}
 	n := uint64(tableHeader)
 	if len(hdr) == tableHeader {
-		desc := binary.LittleEndian.Uint32(hdr[len(dynsdt.StaticMagic):])
-		count := binary.LittleEndian.Uint32(hdr[len(dynsdt.StaticMagic)+4:])
+		desc := binary.LittleEndian.Uint32(hdr[len(gen.StaticMagic):])
+		count := binary.LittleEndian.Uint32(hdr[len(gen.StaticMagic)+4:])
 		n += uint64(desc) + 2*uint64(count)
 	}
 	// ParseStaticTable reports a table longer than its section.
@@ -625,7 +626,7 @@ func readTable(r io.ReaderAt, off, limit uint64) (*dynsdt.StaticTable, int, erro
 	if err := readAt(r, b, off); err != nil {
 		return nil, 0, err
 	}
-	return dynsdt.ParseStaticTable(b)
+	return gen.ParseStaticTable(b)
 }
 
 // stubAddrs returns the addresses of the tables' stubs that the file has,
@@ -679,7 +680,7 @@ func stubAddrs(f *elfnotes.File, st *symtab, tables []table) (map[string]uint64,
 	return addrs, nil
 }
 
-// stubPrefix starts the name of every stub (see dynsdt.StaticTable.Stub).
+// stubPrefix starts the name of every stub (see gen.StaticTable.Stub).
 const stubPrefix = "usdtkit_"
 
 // symtab is an ELF64 little-endian file's .symtab with its string table,

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/dynsdt/gen"
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -333,13 +334,13 @@ func mustRead(t *testing.T, path string) []byte {
 // TestBytesErrors: damaged tables and files are errors, not panics.
 func TestBytesErrors(t *testing.T) {
 	data := buildGoStatic(t, nil)
-	i := bytes.Index(data, []byte(dynsdt.StaticMagic))
+	i := bytes.Index(data, []byte(gen.StaticMagic))
 	if i < 0 {
 		t.Fatal("no table in the program")
 	}
 	bad := bytes.Clone(data)
-	bad[i+len(dynsdt.StaticMagic)] ^= 0x10 // the description's length
-	if _, _, err := Bytes(bad); !errors.Is(err, dynsdt.ErrStaticTable) {
+	bad[i+len(gen.StaticMagic)] ^= 0x10 // the description's length
+	if _, _, err := Bytes(bad); !errors.Is(err, gen.ErrStaticTable) {
 		t.Errorf("damaged table: %v", err)
 	}
 	if _, _, err := Bytes(data[:100]); err == nil {
@@ -359,7 +360,7 @@ func tinyELF(t testing.TB) []byte { return tinyELFAt(t, 0, false) }
 // without, the step finds it by scanning.
 func tinyELFAt(t testing.TB, pad int, named bool) []byte {
 	p := tinyProvider
-	tab, _, err := dynsdt.ParseStaticTable(dynsdt.StaticTableData(p))
+	tab, _, err := gen.ParseStaticTable(gen.StaticTableData(p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,14 +377,14 @@ func tinyELFAt(t testing.TB, pad int, named bool) []byte {
 		tsym[4] = byte(elf.STB_GLOBAL)<<4 | byte(elf.STT_OBJECT)
 		binary.LittleEndian.PutUint16(tsym[6:], 2)
 		binary.LittleEndian.PutUint64(tsym[8:], uint64(0x402000+pad))
-		binary.LittleEndian.PutUint64(tsym[16:], uint64(len(dynsdt.StaticTableData(p))))
+		binary.LittleEndian.PutUint64(tsym[16:], uint64(len(gen.StaticTableData(p))))
 		sym = append(sym, tsym...)
 		strtab = append(append(strtab, "main."+tableSymbol...), 0)
 	}
 	b := elfnotes.Builder{Class: elf.ELFCLASS64, Data: elf.ELFDATA2LSB, Type: elf.ET_EXEC, Machine: elf.EM_X86_64,
 		Sections: []elfnotes.BuildSection{
 			{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addr: 0x401000, Align: 16, Data: []byte{0x0f, 0x1f, 0x44, 0, 0, 0xc3}},
-			{Name: ".noptrdata", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: 0x402000, Align: 8, Data: append(make([]byte, pad), dynsdt.StaticTableData(p)...)},
+			{Name: ".noptrdata", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Addr: 0x402000, Align: 8, Data: append(make([]byte, pad), gen.StaticTableData(p)...)},
 			{Name: ".symtab", Type: elf.SHT_SYMTAB, Link: 4, Info: 1, Entsize: 24, Align: 8, Data: sym},
 			{Name: ".strtab", Type: elf.SHT_STRTAB, Data: strtab},
 		},
@@ -420,13 +421,13 @@ func TestTinyELF(t *testing.T) {
 // TestScanChunks: a table found by scanning (no symbol names it) is found
 // wherever it lies in its section, across the scan's chunks too.
 func TestScanChunks(t *testing.T) {
-	for _, pad := range []int{0, scanChunk - len(dynsdt.StaticMagic)/2, scanChunk - len(dynsdt.StaticMagic), scanChunk + 3} {
+	for _, pad := range []int{0, scanChunk - len(gen.StaticMagic)/2, scanChunk - len(gen.StaticMagic), scanChunk + 3} {
 		data := tinyELFAt(t, pad, false)
 		_, res, err := Bytes(data)
 		if err != nil || !res.Changed || len(res.Probes) != 1 {
 			t.Fatalf("table at %d: %+v, %v", pad, res, err)
 		}
-		if have, want := res.Probes[0].Semaphore, uint64(0x402000+pad+len(dynsdt.StaticTableData(tinyProvider))-2); have != want {
+		if have, want := res.Probes[0].Semaphore, uint64(0x402000+pad+len(gen.StaticTableData(tinyProvider))-2); have != want {
 			t.Errorf("table at %d: semaphore at %#x, want %#x", pad, have, want)
 		}
 	}

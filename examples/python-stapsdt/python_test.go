@@ -33,58 +33,20 @@ func buildLib(t *testing.T) string {
 }
 
 // proc is a Python program driven through stdin and stdout.
-type proc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
-}
+type proc struct{ *testutil.Tracee }
 
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	py := testutil.RequireTool(t, "python3.11")
 	cmd := exec.Command(py, args...)
 	cmd.Env = append(os.Environ(), env...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return &proc{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
-}
-
-// lines reads the lines before the next "done".
-func (p *proc) lines(t *testing.T) []string {
-	t.Helper()
-	var lines []string
-	for p.out.Scan() {
-		if p.out.Text() == "done" {
-			return lines
-		}
-		lines = append(lines, p.out.Text())
-	}
-	t.Fatalf("program ended: %v (have %q)", p.out.Err(), lines)
-	return nil
+	return &proc{testutil.StartCmd(t, cmd)}
 }
 
 // do sends a command and returns its answer's lines.
 func (p *proc) do(t *testing.T, command string) string {
 	t.Helper()
-	if _, err := fmt.Fprintln(p.stdin, command); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(p.lines(t), "\n")
+	return strings.Join(p.Do(t, command), "\n")
 }
 
 // startTrace lists provider's probes in pid, checks there is one, and
@@ -133,7 +95,7 @@ func TestServer(t *testing.T) {
 			}
 			p := start(t, []string{"LIBSTAPSDT=" + filepath.Join(lib, "libstapsdt.so.0")}, args...)
 			get := httpGetter(t, p, "server.py", body)
-			pid := p.cmd.Process.Pid
+			pid := p.PID()
 			tr := startTrace(t, pid, "simplehttp", 0, 1)
 			get()
 			ev := read(t, tr)
@@ -234,13 +196,13 @@ func TestCompatPrefork(t *testing.T) {
 	lib := buildLib(t)
 	p := start(t, []string{"LD_LIBRARY_PATH=" + lib, "PYTHONPATH=testdata/compat"}, "testdata/prefork.py")
 	var cpid int
-	if _, err := fmt.Sscanf(strings.Join(p.lines(t), "\n"), "child %d", &cpid); err != nil {
+	if _, err := fmt.Sscanf(strings.Join(p.Until(t, "done"), "\n"), "child %d", &cpid); err != nil {
 		t.Fatal(err)
 	}
 	if have := p.do(t, "fire"); have != "not enabled" {
 		t.Errorf("child, untraced: %q", have)
 	}
-	for _, pid := range []int{cpid, p.cmd.Process.Pid} {
+	for _, pid := range []int{cpid, p.PID()} {
 		tr := startTrace(t, pid, "pyfork", 0)
 		if have := p.do(t, "fire"); have != "fired" {
 			t.Fatalf("%d traced: %q", pid, have)
@@ -257,7 +219,7 @@ func TestCompatPrefork(t *testing.T) {
 			}
 		}
 	}
-	tr := startTrace(t, p.cmd.Process.Pid, "pyfork", 0)
+	tr := startTrace(t, p.PID(), "pyfork", 0)
 	if have := p.do(t, "unload"); have != "unload False" {
 		t.Errorf("unload: %q", have)
 	}
@@ -265,8 +227,8 @@ func TestCompatPrefork(t *testing.T) {
 		t.Errorf("after unload: %q", have)
 	}
 	tr.Close()
-	p.stdin.Close()
-	if err := p.cmd.Wait(); err != nil {
+	p.Stdin().Close()
+	if err := p.Cmd.Wait(); err != nil {
 		t.Errorf("prefork.py: %v", err)
 	}
 }
@@ -278,13 +240,13 @@ func TestTypes(t *testing.T) {
 	testutil.RequireBPF(t)
 	lib := buildLib(t)
 	p := start(t, []string{"LIBSTAPSDT=" + filepath.Join(lib, "libstapsdt.so.0")}, "testdata/all_types.py")
-	if have := strings.Join(p.lines(t), "\n"); !strings.HasPrefix(have, "refused: ") {
+	if have := strings.Join(p.Until(t, "done"), "\n"); !strings.HasPrefix(have, "refused: ") {
 		t.Errorf("13 arguments: %q", have)
 	}
 	if have := p.do(t, "fire"); have != "not enabled" {
 		t.Errorf("untraced: %q", have)
 	}
-	tr := startTrace(t, p.cmd.Process.Pid, "pytypes", 8, 10)
+	tr := startTrace(t, p.PID(), "pytypes", 8, 10)
 	if have := p.do(t, "fire"); have != "fired" {
 		t.Fatalf("traced: %q", have)
 	}
@@ -340,7 +302,7 @@ func TestPythonStapsdt(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := start(t, append([]string{"LD_LIBRARY_PATH=" + lib}, c.env...), "testdata/simplehttp.py", www)
 			get := httpGetter(t, p, "simplehttp.py", body)
-			pid := p.cmd.Process.Pid
+			pid := p.PID()
 			maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
 			if err != nil {
 				t.Fatal(err)
@@ -367,10 +329,11 @@ func TestPythonStapsdt(t *testing.T) {
 // returns what GETs /hello.txt from it and checks that it is body.
 func httpGetter(t *testing.T, p *proc, name, body string) func() {
 	t.Helper()
-	if !p.out.Scan() || !strings.HasPrefix(p.out.Text(), "ready ") {
-		t.Fatalf("%s: %q", name, p.out.Text())
+	ready := p.Line(t)
+	if !strings.HasPrefix(ready, "ready ") {
+		t.Fatalf("%s: %q", name, ready)
 	}
-	url := "http://127.0.0.1:" + strings.TrimPrefix(p.out.Text(), "ready ") + "/hello.txt"
+	url := "http://127.0.0.1:" + strings.TrimPrefix(ready, "ready ") + "/hello.txt"
 	return func() {
 		t.Helper()
 		resp, err := http.Get(url)

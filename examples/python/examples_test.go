@@ -5,7 +5,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/dynsdt/gen"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/trace"
@@ -24,27 +23,11 @@ const requests = 10
 
 // startApp runs app.py with the shared object so and returns once it waits
 // for the go-ahead line on stdin.
-func startApp(t *testing.T, py, so string) (*exec.Cmd, io.Writer, *bufio.Scanner) {
+func startApp(t *testing.T, py, so string) *testutil.Tracee {
 	t.Helper()
-	cmd := exec.Command(py, "app.py", so, fmt.Sprint(requests))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-	out := bufio.NewScanner(stdout)
-	if !out.Scan() || out.Text() != "ready" {
-		t.Fatalf("app.py: %q", out.Text())
-	}
-	return cmd, stdin, out
+	app := testutil.StartCmd(t, exec.Command(py, "app.py", so, fmt.Sprint(requests)))
+	app.Expect(t, "ready")
+	return app
 }
 
 // generate runs usdtkit gen's library on myapp.d into a temporary directory
@@ -55,12 +38,12 @@ func generate(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs, err := dynsdt.ParseD(f, "myapp.d")
+	specs, err := gen.ParseD(f, "myapp.d")
 	f.Close()
 	if err != nil || len(specs) != 1 {
 		t.Fatalf("ParseD: %v", err)
 	}
-	files, err := dynsdt.GenerateFiles(&specs[0], nil)
+	files, err := gen.Files(&specs[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,19 +77,19 @@ func TestExample(t *testing.T) {
 	testutil.RequireBPF(t)
 	py := testutil.RequireFile(t, testutil.Python311)
 	so := generate(t)
-	cmd, stdin, out := startApp(t, py, so)
+	app := startApp(t, py, so)
 
 	sel, _ := sdt.ParseSelector("myapp:*")
-	probes, err := sdt.List(&sdt.ListOptions{PID: cmd.Process.Pid, Selectors: []sdt.Selector{sel}})
+	probes, err := sdt.List(&sdt.ListOptions{PID: app.PID(), Selectors: []sdt.Selector{sel}})
 	if err != nil || len(probes) != 2 {
 		t.Fatalf("listing the process: %d probes, %v", len(probes), err)
 	}
-	prog, err := trace.CompileEvents([]trace.EventProbe{{Probe: "usdt::myapp:*", Strings: []int{0}}}, &trace.CompileOptions{PID: cmd.Process.Pid})
+	prog, err := trace.CompileEvents([]trace.EventProbe{{Probe: "usdt::myapp:*", Strings: []int{0}}}, &trace.CompileOptions{PID: app.PID()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var have []string
-	tr, err := trace.Start(prog, &trace.Options{PID: cmd.Process.Pid, OnEvent: func(ev *trace.Event) error {
+	tr, err := trace.Start(prog, &trace.Options{PID: app.PID(), OnEvent: func(ev *trace.Event) error {
 		have = append(have, fmt.Sprintf("%s %s %d", ev.Name, ev.Args[0].Str, ev.Args[1].Int()))
 		return nil
 	}})
@@ -115,9 +98,9 @@ func TestExample(t *testing.T) {
 	}
 	defer tr.Close()
 
-	fmt.Fprintln(stdin)
-	if !out.Scan() || out.Text() != "done" {
-		t.Fatalf("app.py: %q", out.Text())
+	app.Send(t, "")
+	if l, _ := app.Next(); l != "done" {
+		t.Fatalf("app.py: %q", l)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // collect what was delivered, then detach
@@ -152,8 +135,8 @@ func TestExamplePeers(t *testing.T) {
 		}
 	}
 
-	cmd, stdin, out := startApp(t, py, so)
-	pid := strconv.Itoa(cmd.Process.Pid)
+	app := startApp(t, py, so)
+	pid := strconv.Itoa(app.PID())
 	tplist, err := exec.Command(testutil.RequireTool(t, "tplist-bpfcc"), "-p", pid).Output()
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +162,7 @@ usdt:%[1]s:myapp:request__done { printf("request__done %%s %%d\n", str(arg0), ar
 	lines := bufio.NewScanner(btOut)
 	for lines.Scan() && lines.Text() != "ready" {
 	}
-	fmt.Fprintln(stdin)
+	app.Send(t, "")
 	var have []string
 	for lines.Scan() {
 		if l := lines.Text(); strings.HasPrefix(l, "request__") {
@@ -192,7 +175,7 @@ usdt:%[1]s:myapp:request__done { printf("request__done %%s %%d\n", str(arg0), ar
 	if want := wantEvents(""); !slices.Equal(have, want) {
 		t.Errorf("bpftrace:\nhave %q\nwant %q", have, want)
 	}
-	if !out.Scan() || out.Text() != "done" {
-		t.Errorf("app.py: %q", out.Text())
+	if l, _ := app.Next(); l != "done" {
+		t.Errorf("app.py: %q", l)
 	}
 }

@@ -32,7 +32,14 @@ func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 type ErrorList []*Error
 
 // Error returns the errors, one per line.
-func (l ErrorList) Error() string {
+func (l ErrorList) Error() string { return JoinErrors(l) }
+
+// Unwrap returns the errors so that errors.As finds each *Error.
+func (l ErrorList) Unwrap() []error { return UnwrapErrors(l) }
+
+// JoinErrors is the text of a list of compile errors, one per line: what
+// ErrorList and package trace's public list print.
+func JoinErrors[E error](l []E) string {
 	var b strings.Builder
 	for i, e := range l {
 		if i > 0 {
@@ -43,8 +50,8 @@ func (l ErrorList) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the errors so that errors.As finds each *Error.
-func (l ErrorList) Unwrap() []error {
+// UnwrapErrors returns l as []error, for a list's Unwrap.
+func UnwrapErrors[E error](l []E) []error {
 	errs := make([]error, len(l))
 	for i, e := range l {
 		errs[i] = e

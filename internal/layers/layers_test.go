@@ -27,7 +27,7 @@ var layer = map[string]int{
 	"internal/printf": 4, "internal/layout": 4, "internal/btlang": 4, "internal/btgen": 4, "internal/btrun": 4, "internal/eventfmt": 4,
 	"internal/symbolize": 4, "internal/unwind": 4, "internal/flame": 4, "internal/launch": 4,
 	// 5. Public cores.
-	"trace": 5, "usdtlink": 5, "dynsdt": 5, "dynsdt/postlink": 5, "agent": 5,
+	"trace": 5, "usdtlink": 5, "dynsdt": 5, "dynsdt/gen": 5, "dynsdt/postlink": 5, "agent": 5,
 	// 6. Commands, examples, benchmarks, test helpers.
 	"cmd/usdtkit": 6, "cmd/usdtkit-agent": 6, "cmd/libstapsdt": 6,
 	"examples": 6, "bench": 6, "internal/layers": 6,
@@ -46,6 +46,7 @@ var noDeps = []struct {
 	{"uprobe", "listing functions loads no BPF and no DWARF reader", []string{"github.com/cilium/ebpf", "github.com/go-delve/"}},
 	{"internal/btlang", "the front end runs without a kernel", []string{"github.com/cilium/ebpf"}},
 	{"dynsdt", "an instrumented program links no BPF loader", []string{"github.com/cilium/ebpf", "github.com/go-delve/"}},
+	{"dynsdt", "an instrumented program links no code generator; those are in dynsdt/gen", []string{"go/parser", "go/format", "go/printer", "regexp"}},
 	{"internal/btgen", "codegen does not import the printer", []string{module + "internal/eventfmt"}},
 	{"internal/btlang", "the front end does not import the printer", []string{module + "internal/eventfmt"}},
 }

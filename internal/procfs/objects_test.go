@@ -1,7 +1,6 @@
 package procfs
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
 // findObject returns the object of objs whose file is the one at path.
@@ -140,31 +141,10 @@ func TestObjectsSelf(t *testing.T) {
 // it has echoed a line: by then the loader has mapped all its libraries.
 func startDynamic(t *testing.T) int {
 	t.Helper()
-	cmd := exec.Command("cat")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // it may have exited already
-		_ = cmd.Wait()         // killed: the exit status is expected to be an error
-		in.Close()
-	})
-	if _, err := io.WriteString(in, "ready\n"); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("have %q, %v from cat, want \"ready\\n\"", line, err)
-	}
-	return cmd.Process.Pid
+	cat := testutil.StartCmd(t, exec.Command("cat"))
+	cat.Send(t, "ready")
+	cat.Expect(t, "ready")
+	return cat.PID()
 }
 
 // lddPaths runs ldd(1) on prog and returns the paths it resolved.

@@ -41,17 +41,27 @@ func BuildTracee(tb testing.TB, flags ...string) string {
 	return out
 }
 
-// Tracee is a running tracee.c, killed when the test ends.
+// Tracee is a child process a test speaks to in lines over its stdin and
+// stdout (tracee.c, chain.c, or any helper program), killed when the test
+// ends.
 type Tracee struct {
 	Cmd   *exec.Cmd
 	stdin io.WriteCloser
 	out   *bufio.Scanner
 }
 
-// StartTracee runs the executable at path.
+// StartTracee runs the executable at path and waits until it has exec'd.
 func StartTracee(tb testing.TB, path string) *Tracee {
 	tb.Helper()
-	cmd := exec.Command(path)
+	t := StartCmd(tb, exec.Command(path))
+	WaitExec(tb, t.PID(), path)
+	return t
+}
+
+// StartCmd starts cmd with pipes to its stdin and stdout; its stderr is
+// the test's unless cmd.Stderr is set. It is killed when the test ends.
+func StartCmd(tb testing.TB, cmd *exec.Cmd) *Tracee {
+	tb.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -60,7 +70,9 @@ func StartTracee(tb testing.TB, path string) *Tracee {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -71,7 +83,6 @@ func StartTracee(tb testing.TB, path string) *Tracee {
 			cmd.Wait()
 		}
 	})
-	WaitExec(tb, cmd.Process.Pid, path)
 	return &Tracee{Cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
 }
 
@@ -121,21 +132,66 @@ func mapsFile(pid int, path string) bool {
 	return false
 }
 
+// Next returns the next line the process prints, or false when its
+// output ended.
+func (t *Tracee) Next() (string, bool) {
+	if !t.out.Scan() {
+		return "", false
+	}
+	return t.out.Text(), true
+}
+
+// Line returns the next line the process prints, and fails the test if
+// it ended first.
+func (t *Tracee) Line(tb testing.TB) string {
+	tb.Helper()
+	l, ok := t.Next()
+	if !ok {
+		tb.Fatalf("%s ended: %v", t.Cmd.Path, t.out.Err())
+	}
+	return l
+}
+
+// Expect fails the test unless the next line the process prints is want.
+func (t *Tracee) Expect(tb testing.TB, want string) {
+	tb.Helper()
+	if l := t.Line(tb); l != want {
+		tb.Fatalf("%s: have %q, want %q", t.Cmd.Path, l, want)
+	}
+}
+
+// Discard reads and drops the rest of the process's output, so that it
+// never blocks writing it.
+func (t *Tracee) Discard() {
+	go func() {
+		for t.out.Scan() {
+		}
+	}()
+}
+
+// Stdin is the process's standard input; closing it ends a tracee.
+func (t *Tracee) Stdin() io.WriteCloser { return t.stdin }
+
 // Do sends one command ("run 3", "sem", "loop 1000") and returns the lines
 // the tracee printed before "done".
 func (t *Tracee) Do(tb testing.TB, command string) []string {
 	tb.Helper()
-	if _, err := fmt.Fprintln(t.stdin, command); err != nil {
-		tb.Fatal(err)
-	}
+	t.Send(tb, command)
+	return t.Until(tb, "done")
+}
+
+// Until returns the lines the process prints before the line end, and
+// fails the test if it ends first.
+func (t *Tracee) Until(tb testing.TB, end string) []string {
+	tb.Helper()
 	var lines []string
 	for t.out.Scan() {
-		if t.out.Text() == "done" {
+		if t.out.Text() == end {
 			return lines
 		}
 		lines = append(lines, t.out.Text())
 	}
-	tb.Fatalf("tracee ended before answering %q: %v", command, t.out.Err())
+	tb.Fatalf("%s ended before %q (have %q): %v", t.Cmd.Path, end, lines, t.out.Err())
 	return nil
 }
 

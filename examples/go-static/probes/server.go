@@ -16,9 +16,9 @@ import (
 // every process of it. Without the step the program runs and the probes
 // never fire. Every function is safe for concurrent use.
 
-// usdtkitSDT is provider server's static probe table (dynsdt.StaticTable):
-// what the post-link step reads, and the probes' semaphores, which
-// tracers raise while attached.
+// usdtkitSDT is provider server's static probe table (StaticTable in
+// package dynsdt/gen): what the post-link step reads, and the probes'
+// semaphores, which tracers raise while attached.
 var usdtkitSDT = struct {
 	hdr  [24]byte
 	desc [96]byte

@@ -2,7 +2,7 @@
 // are dynsdt's types as in testdata/dynfire, once for each "fire" line on
 // stdin with the values TestLibbpfAgrees wants, then prints "done". The
 // probe's Go files (Twelve) are generated beside it at test time
-// (dynsdt.GenerateStatic), and the executable gets its notes from the
+// (package dynsdt/gen's Static), and the executable gets its notes from the
 // post-link step (postlink.File).
 package main
 

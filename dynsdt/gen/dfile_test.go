@@ -1,4 +1,4 @@
-package dynsdt
+package gen
 
 import (
 	"errors"
@@ -11,13 +11,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-func dprobe(name string, args ...ArgType) ProbeSpec { return ProbeSpec{Name: name, Args: args} }
+func dprobe(name string, args ...dynsdt.ArgType) dynsdt.ProbeSpec {
+	return dynsdt.ProbeSpec{Name: name, Args: args}
+}
 
-func drepeat(a ArgType, n int) []ArgType {
-	s := make([]ArgType, n)
+func drepeat(a dynsdt.ArgType, n int) []dynsdt.ArgType {
+	s := make([]dynsdt.ArgType, n)
 	for i := range s {
 		s[i] = a
 	}
@@ -25,76 +28,76 @@ func drepeat(a ArgType, n int) []ArgType {
 }
 
 // dFiles are testdata/dfile/*.d and what ParseD must make of them.
-var dFiles = map[string][]ProviderSpec{
-	"interp.d": {{Name: "interp", Probes: []ProbeSpec{
-		dprobe("function__entry", String, String, Int32),
-		dprobe("function__return", String, String, Int32),
-		dprobe("instance__new__start", String, String),
-		dprobe("instance__new__done", String, String),
-		dprobe("line", String, String, Int32),
-		dprobe("heap__collect__start", Int32),
-		dprobe("heap__collect__done", Int64),
-		dprobe("module__load__start", String),
-		dprobe("module__load__done", String, Int32),
-		dprobe("audit", String, Pointer),
+var dFiles = map[string][]dynsdt.ProviderSpec{
+	"interp.d": {{Name: "interp", Probes: []dynsdt.ProbeSpec{
+		dprobe("function__entry", dynsdt.String, dynsdt.String, dynsdt.Int32),
+		dprobe("function__return", dynsdt.String, dynsdt.String, dynsdt.Int32),
+		dprobe("instance__new__start", dynsdt.String, dynsdt.String),
+		dprobe("instance__new__done", dynsdt.String, dynsdt.String),
+		dprobe("line", dynsdt.String, dynsdt.String, dynsdt.Int32),
+		dprobe("heap__collect__start", dynsdt.Int32),
+		dprobe("heap__collect__done", dynsdt.Int64),
+		dprobe("module__load__start", dynsdt.String),
+		dprobe("module__load__done", dynsdt.String, dynsdt.Int32),
+		dprobe("audit", dynsdt.String, dynsdt.Pointer),
 		dprobe("ready"),
 	}}},
-	"database.d": {{Name: "dbserver", Probes: []ProbeSpec{
-		dprobe("txn__begin", Uint32),
-		dprobe("txn__commit", Uint32),
-		dprobe("txn__abort", Uint32),
-		dprobe("latch__acquire", String, Int32),
-		dprobe("latch__release", String),
-		dprobe("latch__wait__start", String, Int32),
-		dprobe("latch__wait__done", String, Int32),
-		dprobe("latch__try__acquire", String, Int32),
-		dprobe("latch__try__acquire__fail", String, Int32),
-		dprobe("lock__wait__start", Uint32, Uint32, Uint32, Uint32, Uint32, Int32),
-		dprobe("lock__wait__done", Uint32, Uint32, Uint32, Uint32, Uint32, Int32),
-		dprobe("stmt__parse__start", String),
-		dprobe("stmt__parse__done", String),
+	"database.d": {{Name: "dbserver", Probes: []dynsdt.ProbeSpec{
+		dprobe("txn__begin", dynsdt.Uint32),
+		dprobe("txn__commit", dynsdt.Uint32),
+		dprobe("txn__abort", dynsdt.Uint32),
+		dprobe("latch__acquire", dynsdt.String, dynsdt.Int32),
+		dprobe("latch__release", dynsdt.String),
+		dprobe("latch__wait__start", dynsdt.String, dynsdt.Int32),
+		dprobe("latch__wait__done", dynsdt.String, dynsdt.Int32),
+		dprobe("latch__try__acquire", dynsdt.String, dynsdt.Int32),
+		dprobe("latch__try__acquire__fail", dynsdt.String, dynsdt.Int32),
+		dprobe("lock__wait__start", dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32),
+		dprobe("lock__wait__done", dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32),
+		dprobe("stmt__parse__start", dynsdt.String),
+		dprobe("stmt__parse__done", dynsdt.String),
 		dprobe("stmt__execute__start"),
 		dprobe("stmt__execute__done"),
-		dprobe("sort__start", Int32, Uint8, Int32, Int32, Uint8, Int32),
-		dprobe("sort__done", Uint8, Int64),
-		dprobe("page__read__start", Int32, Uint32, Uint32, Uint32, Uint32, Int32, Uint8),
-		dprobe("page__read__done", Int32, Uint32, Uint32, Uint32, Uint32, Int32, Uint8, Uint8),
-		dprobe("page__flush__start", Int32, Uint32, Uint32, Uint32, Uint32),
-		dprobe("page__sync__written", Int32),
+		dprobe("sort__start", dynsdt.Int32, dynsdt.Uint8, dynsdt.Int32, dynsdt.Int32, dynsdt.Uint8, dynsdt.Int32),
+		dprobe("sort__done", dynsdt.Uint8, dynsdt.Int64),
+		dprobe("page__read__start", dynsdt.Int32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32, dynsdt.Uint8),
+		dprobe("page__read__done", dynsdt.Int32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Int32, dynsdt.Uint8, dynsdt.Uint8),
+		dprobe("page__flush__start", dynsdt.Int32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32, dynsdt.Uint32),
+		dprobe("page__sync__written", dynsdt.Int32),
 		dprobe("deadlock__found"),
-		dprobe("checkpoint__start", Int32),
-		dprobe("checkpoint__done", Int32, Int32, Int32, Int32, Int32),
-		dprobe("log__insert", Uint8, Uint8),
+		dprobe("checkpoint__start", dynsdt.Int32),
+		dprobe("checkpoint__done", dynsdt.Int32, dynsdt.Int32, dynsdt.Int32, dynsdt.Int32, dynsdt.Int32),
+		dprobe("log__insert", dynsdt.Uint8, dynsdt.Uint8),
 		dprobe("log__switch"),
 		dprobe("log__buffer__write__dirty__start"),
 		dprobe("log__buffer__write__dirty__done"),
 	}}},
-	"web.d": {{Name: "webrt", Probes: []ProbeSpec{
-		dprobe("gc__start", Int32, Int32, Pointer),
-		dprobe("gc__done", Int32, Int32, Pointer),
-		dprobe("net__server__connection", Pointer, String, Int32, Int32),
-		dprobe("http__server__request", Pointer, Pointer, String, Int32, String, String, Int32),
-		dprobe("http__client__response", Pointer, String, Int32, Int32),
+	"web.d": {{Name: "webrt", Probes: []dynsdt.ProbeSpec{
+		dprobe("gc__start", dynsdt.Int32, dynsdt.Int32, dynsdt.Pointer),
+		dprobe("gc__done", dynsdt.Int32, dynsdt.Int32, dynsdt.Pointer),
+		dprobe("net__server__connection", dynsdt.Pointer, dynsdt.String, dynsdt.Int32, dynsdt.Int32),
+		dprobe("http__server__request", dynsdt.Pointer, dynsdt.Pointer, dynsdt.String, dynsdt.Int32, dynsdt.String, dynsdt.String, dynsdt.Int32),
+		dprobe("http__client__response", dynsdt.Pointer, dynsdt.String, dynsdt.Int32, dynsdt.Int32),
 	}}},
 	"types.d": {
-		{Name: "types", Probes: []ProbeSpec{
-			dprobe("strings", drepeat(String, 5)...),
-			dprobe("int8", drepeat(Int8, 3)...),
-			dprobe("uint8", drepeat(Uint8, 2)...),
-			dprobe("int16", drepeat(Int16, 4)...),
-			dprobe("uint16", drepeat(Uint16, 3)...),
-			dprobe("int32", drepeat(Int32, 5)...),
-			dprobe("uint32", drepeat(Uint32, 3)...),
-			dprobe("int64", drepeat(Int64, 7)...),
-			dprobe("uint64", drepeat(Uint64, 5)...),
-			dprobe("bools", drepeat(Bool, 2)...),
-			dprobe("pointers", drepeat(Pointer, 8)...),
+		{Name: "types", Probes: []dynsdt.ProbeSpec{
+			dprobe("strings", drepeat(dynsdt.String, 5)...),
+			dprobe("int8", drepeat(dynsdt.Int8, 3)...),
+			dprobe("uint8", drepeat(dynsdt.Uint8, 2)...),
+			dprobe("int16", drepeat(dynsdt.Int16, 4)...),
+			dprobe("uint16", drepeat(dynsdt.Uint16, 3)...),
+			dprobe("int32", drepeat(dynsdt.Int32, 5)...),
+			dprobe("uint32", drepeat(dynsdt.Uint32, 3)...),
+			dprobe("int64", drepeat(dynsdt.Int64, 7)...),
+			dprobe("uint64", drepeat(dynsdt.Uint64, 5)...),
+			dprobe("bools", drepeat(dynsdt.Bool, 2)...),
+			dprobe("pointers", drepeat(dynsdt.Pointer, 8)...),
 		}},
-		{Name: "empty", Probes: []ProbeSpec{dprobe("none")}},
+		{Name: "empty", Probes: []dynsdt.ProbeSpec{dprobe("none")}},
 	},
 }
 
-func parseDFile(t *testing.T, name string) []ProviderSpec {
+func parseDFile(t *testing.T, name string) []dynsdt.ProviderSpec {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata/dfile", name))
 	if err != nil {
@@ -148,7 +151,7 @@ var dErrors = []struct {
 	{"missing paren", "provider p { probe x; };", 1, 21},
 	{"duplicate probe", "provider p {\n\tprobe x(int);\n\tprobe x(long);\n};", 3, 8},
 	{"duplicate provider", "provider p { };\nprovider p { };", 2, 1},
-	{"too many args", "provider p { probe x(" + strings.Repeat("int, ", MaxArgs) + "int); };", 1, 20},
+	{"too many args", "provider p { probe x(" + strings.Repeat("int, ", dynsdt.MaxArgs) + "int); };", 1, 20},
 	{"unknown type", "provider p {\n\tprobe x(int, Oid);\n};", 2, 15},
 	{"float", "provider p { probe x(double); };", 1, 22},
 	{"long double", "provider p { probe x(long double); };", 1, 22},
@@ -198,21 +201,21 @@ func TestParseDAccepts(t *testing.T) {
 	tests := []struct {
 		name string
 		src  string
-		want []ProviderSpec
+		want []dynsdt.ProviderSpec
 	}{
-		{"no trailing semicolon", "provider p { probe x(); }", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("x")}}}},
-		{"empty provider", "provider p {};", []ProviderSpec{{Name: "p"}}},
-		{"stray semicolons", ";provider p { ; probe x(); ; };;", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("x")}}}},
-		{"macro in macro", "#define A B\n#define B unsigned long\nprovider p { probe x(A); };", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("x", Uint64)}}}},
-		{"self-referencing macro", "#define int int\nprovider p { probe x(int); };", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("x", Int32)}}}},
-		{"undef", "#define N int\n#undef N\n#define N long\nprovider p { probe x(N); };", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("x", Int64)}}}},
-		{"macro names the provider", "#define PROV app\nprovider PROV { probe x(); };", []ProviderSpec{{Name: "app", Probes: []ProbeSpec{dprobe("x")}}}},
-		{"continued directive", "#define T unsigned \\\n  short\nprovider p { probe x(T); };", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("x", Uint16)}}}},
-		{"comment in directive", "#define T /* a\n comment */ char\nprovider p { probe x(T); };", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("x", Int8)}}}},
-		{"object macro with paren", "#define T (int)\nprovider p { probe y(); };", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("y")}}}},
-		{"pointer qualifiers", "provider p { probe x(volatile int * restrict const p, char * const * q); };", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("x", Pointer, Pointer)}}}},
-		{"twelve args", "provider p { probe x(" + strings.Repeat("int, ", MaxArgs-1) + "int); };", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("x", drepeat(Int32, MaxArgs)...)}}}},
-		{"CRLF", "provider p {\r\n\tprobe x(int);\r\n};\r\n", []ProviderSpec{{Name: "p", Probes: []ProbeSpec{dprobe("x", Int32)}}}},
+		{"no trailing semicolon", "provider p { probe x(); }", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("x")}}}},
+		{"empty provider", "provider p {};", []dynsdt.ProviderSpec{{Name: "p"}}},
+		{"stray semicolons", ";provider p { ; probe x(); ; };;", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("x")}}}},
+		{"macro in macro", "#define A B\n#define B unsigned long\nprovider p { probe x(A); };", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("x", dynsdt.Uint64)}}}},
+		{"self-referencing macro", "#define int int\nprovider p { probe x(int); };", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("x", dynsdt.Int32)}}}},
+		{"undef", "#define N int\n#undef N\n#define N long\nprovider p { probe x(N); };", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("x", dynsdt.Int64)}}}},
+		{"macro names the provider", "#define PROV app\nprovider PROV { probe x(); };", []dynsdt.ProviderSpec{{Name: "app", Probes: []dynsdt.ProbeSpec{dprobe("x")}}}},
+		{"continued directive", "#define T unsigned \\\n  short\nprovider p { probe x(T); };", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("x", dynsdt.Uint16)}}}},
+		{"comment in directive", "#define T /* a\n comment */ char\nprovider p { probe x(T); };", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("x", dynsdt.Int8)}}}},
+		{"object macro with paren", "#define T (int)\nprovider p { probe y(); };", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("y")}}}},
+		{"pointer qualifiers", "provider p { probe x(volatile int * restrict const p, char * const * q); };", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("x", dynsdt.Pointer, dynsdt.Pointer)}}}},
+		{"twelve args", "provider p { probe x(" + strings.Repeat("int, ", dynsdt.MaxArgs-1) + "int); };", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("x", drepeat(dynsdt.Int32, dynsdt.MaxArgs)...)}}}},
+		{"CRLF", "provider p {\r\n\tprobe x(int);\r\n};\r\n", []dynsdt.ProviderSpec{{Name: "p", Probes: []dynsdt.ProbeSpec{dprobe("x", dynsdt.Int32)}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,8 +1,6 @@
-package dynsdt
+package gen
 
 import (
-	"bufio"
-	"github.com/usdtkit/usdtkit/trace"
 	"io"
 	"os"
 	"os/exec"
@@ -10,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 // enabledCaller prints its probe's _ENABLED() for each line it reads.
@@ -40,9 +40,9 @@ int main(void) {
 func TestHeaderEnabledSeesTracer(t *testing.T) {
 	testutil.RequireBPF(t)
 	gcc := testutil.RequireTool(t, "gcc")
-	spec := &ProviderSpec{Name: "hdr", Probes: []ProbeSpec{{Name: "ping", Args: []ArgType{Int32}}}}
+	spec := &dynsdt.ProviderSpec{Name: "hdr", Probes: []dynsdt.ProbeSpec{{Name: "ping", Args: []dynsdt.ArgType{dynsdt.Int32}}}}
 	dir := t.TempDir()
-	files, err := GenerateFiles(spec, nil)
+	files, err := Files(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,38 +57,30 @@ func TestHeaderEnabledSeesTracer(t *testing.T) {
 	for _, flags := range [][]string{{"-O2"}, {"-O2", "-no-pie"}, {"-O2", "-fPIE", "-pie"}} {
 		t.Run(strings.Join(flags, " "), func(t *testing.T) {
 			bin := filepath.Join(t.TempDir(), "caller")
-			args := append(append([]string{}, flags...), "-o", bin, "caller.c", SOName("hdr"), "-Wl,-rpath,"+dir)
+			args := append(append([]string{}, flags...), "-o", bin, "caller.c", dynsdt.SOName("hdr"), "-Wl,-rpath,"+dir)
 			cmd := exec.Command(gcc, args...)
 			cmd.Dir = dir
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("gcc: %v\n%s", err, out)
 			}
-			c := exec.Command(bin)
-			stdin, _ := c.StdinPipe()
-			stdout, _ := c.StdoutPipe()
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-			out := bufio.NewScanner(stdout)
-			out.Scan()
+			c := testutil.StartCmd(t, exec.Command(bin))
+			c.Line(t)
 			ask := func() string {
-				io.WriteString(stdin, "?\n")
-				out.Scan()
-				return out.Text()
+				c.Send(t, "?")
+				return c.Line(t)
 			}
 			if have := ask(); have != "0" {
 				t.Fatalf("before attach: ENABLED() = %s, want 0", have)
 			}
-			probes, err := sdt.List(&sdt.ListOptions{PID: c.Process.Pid, Selectors: []sdt.Selector{{Provider: "hdr"}}})
+			probes, err := sdt.List(&sdt.ListOptions{PID: c.PID(), Selectors: []sdt.Selector{{Provider: "hdr"}}})
 			if err != nil || len(probes) != 1 {
 				t.Fatalf("list: %v, %d probes", err, len(probes))
 			}
-			prog, err := trace.Compile("count", "usdt::hdr:* { @ = count(); }", &trace.CompileOptions{PID: c.Process.Pid})
+			prog, err := trace.Compile("count", "usdt::hdr:* { @ = count(); }", &trace.CompileOptions{PID: c.PID()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr, err := trace.Start(prog, &trace.Options{PID: c.Process.Pid, Stdout: io.Discard})
+			tr, err := trace.Start(prog, &trace.Options{PID: c.PID(), Stdout: io.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package dynsdt
+package gen
 
 import (
 	"bytes"
@@ -13,10 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -24,13 +24,13 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // goldenProviders returns the first provider of each testdata/dfile/*.d,
 // by the file's base name without ".d".
-func goldenProviders(t *testing.T) map[string]*ProviderSpec {
+func goldenProviders(t *testing.T) map[string]*dynsdt.ProviderSpec {
 	t.Helper()
 	files, err := filepath.Glob("testdata/dfile/*.d")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no testdata/dfile/*.d: %v", err)
 	}
-	m := make(map[string]*ProviderSpec)
+	m := make(map[string]*dynsdt.ProviderSpec)
 	for _, f := range files {
 		name := filepath.Base(f)
 		m[strings.TrimSuffix(name, ".d")] = &parseDFile(t, name)[0]
@@ -58,7 +58,7 @@ func checkGolden(t *testing.T, path string, have []byte) {
 func TestGenerateGoGolden(t *testing.T) {
 	for base, p := range goldenProviders(t) {
 		t.Run(base, func(t *testing.T) {
-			src, err := GenerateGo(p, p.Name)
+			src, err := Go(p, p.Name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestGenerateGoGolden(t *testing.T) {
 func TestGenerateHeaderGolden(t *testing.T) {
 	for base, p := range goldenProviders(t) {
 		t.Run(base, func(t *testing.T) {
-			checkGolden(t, filepath.Join("testdata/dfile", base+".golden.h"), GenerateHeader(p))
+			checkGolden(t, filepath.Join("testdata/dfile", base+".golden.h"), Header(p))
 		})
 	}
 }
@@ -128,14 +128,14 @@ func TestGenerateGoTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	provs := goldenProviders(t)
-	provs["all"] = &ProviderSpec{Name: "all", Probes: []ProbeSpec{
-		{Name: "every__type", Args: []ArgType{Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Bool, Pointer, String, Bytes}},
-		{Name: "ints", Args: []ArgType{Int64}},
+	provs["all"] = &dynsdt.ProviderSpec{Name: "all", Probes: []dynsdt.ProbeSpec{
+		{Name: "every__type", Args: []dynsdt.ArgType{dynsdt.Int8, dynsdt.Int16, dynsdt.Int32, dynsdt.Int64, dynsdt.Uint8, dynsdt.Uint16, dynsdt.Uint32, dynsdt.Uint64, dynsdt.Bool, dynsdt.Pointer, dynsdt.String, dynsdt.Bytes}},
+		{Name: "ints", Args: []dynsdt.ArgType{dynsdt.Int64}},
 	}}
-	provs["noargs"] = &ProviderSpec{Name: "noargs", Probes: []ProbeSpec{{Name: "tick"}}}
+	provs["noargs"] = &dynsdt.ProviderSpec{Name: "noargs", Probes: []dynsdt.ProbeSpec{{Name: "tick"}}}
 	for name, p := range provs {
 		t.Run(name, func(t *testing.T) {
-			src, err := GenerateGo(p, "gen")
+			src, err := Go(p, "gen")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,27 +193,27 @@ func sameSet(a, b []string) bool {
 func TestGenerateGoErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		p    ProviderSpec
+		p    dynsdt.ProviderSpec
 		pkg  string
 		spec bool // the error wraps ErrSpec
 	}{
-		{"invalid spec", ProviderSpec{Name: "1x"}, "x", true},
-		{"bad package", ProviderSpec{Name: "p"}, "my-pkg", false},
-		{"keyword package", ProviderSpec{Name: "p"}, "go", false},
-		{"blank package", ProviderSpec{Name: "p"}, "_", false},
-		{"same Go name", ProviderSpec{Name: "p", Probes: []ProbeSpec{{Name: "a__b"}, {Name: "a_b"}}}, "p", true},
-		{"Enabled clash", ProviderSpec{Name: "p", Probes: []ProbeSpec{{Name: "a"}, {Name: "a__enabled"}}}, "p", true},
-		{"Load clash", ProviderSpec{Name: "p", Probes: []ProbeSpec{{Name: "load"}}}, "p", true},
-		{"no Go name", ProviderSpec{Name: "p", Probes: []ProbeSpec{{Name: "__"}}}, "p", true},
-		{"digit first", ProviderSpec{Name: "p", Probes: []ProbeSpec{{Name: "_2x"}}}, "p", true},
+		{"invalid spec", dynsdt.ProviderSpec{Name: "1x"}, "x", true},
+		{"bad package", dynsdt.ProviderSpec{Name: "p"}, "my-pkg", false},
+		{"keyword package", dynsdt.ProviderSpec{Name: "p"}, "go", false},
+		{"blank package", dynsdt.ProviderSpec{Name: "p"}, "_", false},
+		{"same Go name", dynsdt.ProviderSpec{Name: "p", Probes: []dynsdt.ProbeSpec{{Name: "a__b"}, {Name: "a_b"}}}, "p", true},
+		{"Enabled clash", dynsdt.ProviderSpec{Name: "p", Probes: []dynsdt.ProbeSpec{{Name: "a"}, {Name: "a__enabled"}}}, "p", true},
+		{"Load clash", dynsdt.ProviderSpec{Name: "p", Probes: []dynsdt.ProbeSpec{{Name: "load"}}}, "p", true},
+		{"no Go name", dynsdt.ProviderSpec{Name: "p", Probes: []dynsdt.ProbeSpec{{Name: "__"}}}, "p", true},
+		{"digit first", dynsdt.ProviderSpec{Name: "p", Probes: []dynsdt.ProbeSpec{{Name: "_2x"}}}, "p", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src, err := GenerateGo(&tt.p, tt.pkg)
+			src, err := Go(&tt.p, tt.pkg)
 			if err == nil || src != nil {
 				t.Fatalf("have %d bytes, %v; want an error", len(src), err)
 			}
-			if errors.Is(err, ErrSpec) != tt.spec {
+			if errors.Is(err, dynsdt.ErrSpec) != tt.spec {
 				t.Errorf("have %v; want errors.Is(err, ErrSpec) == %v", err, tt.spec)
 			}
 		})
@@ -237,42 +237,6 @@ func TestGoName(t *testing.T) {
 	}
 }
 
-func TestParseProbeSpec(t *testing.T) {
-	tests := []struct {
-		in   string
-		want ProbeSpec
-		err  bool
-	}{
-		{in: "request__start:string,int32", want: ProbeSpec{Name: "request__start", Args: []ArgType{String, Int32}}},
-		{in: "tick", want: ProbeSpec{Name: "tick"}},
-		{in: "tick:", want: ProbeSpec{Name: "tick"}},
-		{in: "all:int8,int16,int32,int64,uint8,uint16,uint32,uint64,bool,pointer,string,bytes",
-			want: ProbeSpec{Name: "all", Args: []ArgType{Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Bool, Pointer, String, Bytes}}},
-		{in: "x: int64 , string", want: ProbeSpec{Name: "x", Args: []ArgType{Int64, String}}},
-		{in: "", err: true},
-		{in: ":int64", err: true},
-		{in: "a-b:int64", err: true},
-		{in: "x:int", err: true},
-		{in: "x:invalid", err: true},
-		{in: "x:int64,", err: true},
-		{in: "x:" + strings.Repeat("int8,", MaxArgs) + "int8", err: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			have, err := ParseProbeSpec(tt.in)
-			if tt.err {
-				if !errors.Is(err, ErrSpec) {
-					t.Errorf("have %+v, %v; want an error wrapping ErrSpec", have, err)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(have, tt.want) {
-				t.Errorf("have %+v, %v; want %+v", have, err, tt.want)
-			}
-		})
-	}
-}
-
 // TestGenerateHeaderCompiles compiles a C file that uses every declaration
 // and macro of each golden header, as C11 and as C++, with warnings as
 // errors.
@@ -280,14 +244,14 @@ func TestGenerateHeaderCompiles(t *testing.T) {
 	for _, compiler := range []struct{ tool, lang, std string }{{"gcc", "c", "-std=c11"}, {"g++", "c++", "-std=c++17"}} {
 		tool := testutil.RequireTool(t, compiler.tool)
 		provs := goldenProviders(t)
-		provs["all"] = &ProviderSpec{Name: "all", Probes: []ProbeSpec{
-			{Name: "every__type", Args: []ArgType{Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Bool, Pointer, String, Bytes}},
-			{Name: "a__b"}, {Name: "a_b", Args: []ArgType{Int8}},
+		provs["all"] = &dynsdt.ProviderSpec{Name: "all", Probes: []dynsdt.ProbeSpec{
+			{Name: "every__type", Args: []dynsdt.ArgType{dynsdt.Int8, dynsdt.Int16, dynsdt.Int32, dynsdt.Int64, dynsdt.Uint8, dynsdt.Uint16, dynsdt.Uint32, dynsdt.Uint64, dynsdt.Bool, dynsdt.Pointer, dynsdt.String, dynsdt.Bytes}},
+			{Name: "a__b"}, {Name: "a_b", Args: []dynsdt.ArgType{dynsdt.Int8}},
 		}}
 		for name, p := range provs {
 			t.Run(compiler.lang+"/"+name, func(t *testing.T) {
 				dir := t.TempDir()
-				if err := os.WriteFile(filepath.Join(dir, p.Name+".h"), GenerateHeader(p), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, p.Name+".h"), Header(p), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				c := useHeader(p)
@@ -306,7 +270,7 @@ func TestGenerateHeaderCompiles(t *testing.T) {
 
 // useHeader returns C code that includes p's header twice and calls each
 // probe, guarded by its _ENABLED macro, both by function and by macro.
-func useHeader(p *ProviderSpec) string {
+func useHeader(p *dynsdt.ProviderSpec) string {
 	var b strings.Builder
 	b.WriteString("#include \"" + p.Name + ".h\"\n#include \"" + p.Name + ".h\"\nint main(void) {\n")
 	seen := make(map[string]bool)
@@ -317,8 +281,8 @@ func useHeader(p *ProviderSpec) string {
 		}
 		call := "(" + strings.Join(args, ", ") + ");\n"
 		m := macroName(p.Name, pr.Name)
-		b.WriteString("\t" + FireSymbol(p.Name, pr.Name) + call)
-		b.WriteString("\tif (" + SemaphoreSymbol(p.Name, pr.Name) + ") {}\n")
+		b.WriteString("\t" + dynsdt.FireSymbol(p.Name, pr.Name) + call)
+		b.WriteString("\tif (" + dynsdt.SemaphoreSymbol(p.Name, pr.Name) + ") {}\n")
 		if !seen[m] {
 			seen[m] = true
 			b.WriteString("\tif (" + m + "_ENABLED()) " + m + call)
@@ -368,9 +332,9 @@ func main() {
 }
 `
 
-var allProvider = &ProviderSpec{Name: "all", Probes: []ProbeSpec{
-	{Name: "every__type", Args: []ArgType{Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Bool, Pointer, String, Bytes}},
-	{Name: "ints", Args: []ArgType{Int64}},
+var allProvider = &dynsdt.ProviderSpec{Name: "all", Probes: []dynsdt.ProbeSpec{
+	{Name: "every__type", Args: []dynsdt.ArgType{dynsdt.Int8, dynsdt.Int16, dynsdt.Int32, dynsdt.Int64, dynsdt.Uint8, dynsdt.Uint16, dynsdt.Uint32, dynsdt.Uint64, dynsdt.Bool, dynsdt.Pointer, dynsdt.String, dynsdt.Bytes}},
+	{Name: "ints", Args: []dynsdt.ArgType{dynsdt.Int64}},
 	{Name: "tick"},
 }}
 
@@ -381,11 +345,11 @@ func TestGenerateGoRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program")
 	}
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := GenerateGo(allProvider, "all")
+	src, err := Go(allProvider, "all")
 	if err != nil {
 		t.Fatal(err)
 	}

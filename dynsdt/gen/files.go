@@ -1,4 +1,4 @@
-package dynsdt
+package gen
 
 import (
 	"crypto/rand"
@@ -10,67 +10,69 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/usdtkit/usdtkit/dynsdt"
 )
 
-// GenerateOptions are the options of GenerateFiles; nil means defaults.
-type GenerateOptions struct {
+// Options are the options of Files; nil means defaults.
+type Options struct {
 	// Package is the Go file's package name. Default: the provider's name.
 	Package string
 	// Machine is the ELF machine of the shared object, elf.EM_X86_64 or
 	// elf.EM_AARCH64. Default: the machine this program runs on.
 	Machine elf.Machine
-	// Static asks for static probes instead (GenerateStatic): Go files
+	// Static asks for static probes instead (Static): Go files
 	// and assembly stubs for amd64 and arm64, no shared object or header.
 	Static bool
 	// Site is the kind of the shared object's x86-64 probe sites, as
-	// BuildOptions.Site: SiteAuto, the default, is the kind that suits
+	// dynsdt.BuildOptions.Site: SiteAuto, the default, is the kind that suits
 	// every kernel (SiteNop). No effect with Static (static stubs are
 	// SiteNop's; postlink sets their kind) or for elf.EM_AARCH64 (one
 	// kind).
-	Site Site
+	Site dynsdt.Site
 }
 
-// GeneratedFile is a file's base name and contents.
-type GeneratedFile struct {
+// File is a file's base name and contents.
+type File struct {
 	Name string
 	Data []byte
 }
 
-// GenerateFiles returns what usdtkit gen writes for p: the shared object
-// (BuildWith with opts.Site; named SOName(p.Name), "myapp.so"), its C
-// header ("myapp.h", GenerateHeader) and the Go file ("myapp.go",
-// GenerateGo), in that order. With opts.Static, it returns GenerateStatic's
-// files instead. Errors wrap ErrSpec for a spec Build or GenerateGo
-// rejects, ErrUnsupportedMachine for another machine and ErrSite for an
-// opts.Site that is no kind (also with Static).
-func GenerateFiles(p *ProviderSpec, opts *GenerateOptions) ([]GeneratedFile, error) {
-	var o GenerateOptions
+// Files returns what usdtkit gen writes for p: the shared object
+// (dynsdt.BuildWith with opts.Site; named dynsdt.SOName(p.Name),
+// "myapp.so"), its C header ("myapp.h", Header) and the Go file
+// ("myapp.go", Go), in that order. With opts.Static, it returns Static's
+// files instead. Errors wrap dynsdt.ErrSpec for a spec dynsdt.Build or Go
+// rejects, dynsdt.ErrUnsupportedMachine for another machine and
+// dynsdt.ErrSite for an opts.Site that is no kind (also with Static).
+func Files(p *dynsdt.ProviderSpec, opts *Options) ([]File, error) {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	if o.Package == "" {
 		o.Package = p.Name
 	}
-	if o.Site > SiteNop10 {
-		return nil, fmt.Errorf("field Site: %v: %w", o.Site, ErrSite)
+	if o.Site > dynsdt.SiteNop10 {
+		return nil, fmt.Errorf("field Site: %v: %w", o.Site, dynsdt.ErrSite)
 	}
 	if o.Static {
-		return GenerateStatic(p, o.Package)
+		return Static(p, o.Package)
 	}
 	if o.Machine == elf.EM_NONE {
-		o.Machine = hostMachine
+		o.Machine = dynsdt.HostMachine
 	}
-	obj, err := BuildWith(p, o.Machine, &BuildOptions{Site: o.Site})
+	obj, err := dynsdt.BuildWith(p, o.Machine, &dynsdt.BuildOptions{Site: o.Site})
 	if err != nil {
 		return nil, err
 	}
-	src, err := GenerateGo(p, o.Package)
+	src, err := Go(p, o.Package)
 	if err != nil {
 		return nil, fmt.Errorf("generate Go: %w", err)
 	}
-	return []GeneratedFile{
-		{SOName(p.Name), obj.Bytes},
-		{p.Name + ".h", GenerateHeader(p)},
+	return []File{
+		{dynsdt.SOName(p.Name), obj.Bytes},
+		{p.Name + ".h", Header(p)},
 		{p.Name + ".go", src},
 	}, nil
 }
@@ -87,7 +89,7 @@ var ErrNotRegularFile = errors.New("not a regular file")
 // followed. A name that already is a symbolic link or not a regular file is
 // refused with an error wrapping ErrNotRegularFile, before anything is
 // written. Files written before an error stay.
-func WriteFiles(dir string, files []GeneratedFile) ([]string, error) {
+func WriteFiles(dir string, files []File) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -146,9 +148,13 @@ func replaceFile(dirfd int, name string, data []byte) error {
 	if fd < 0 {
 		return fmt.Errorf("create temporary file: %w", unix.EEXIST)
 	}
-	err := writeAll(fd, data)
-	if cerr := unix.Close(fd); err == nil && cerr != nil {
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err := f.Write(data)
+	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
+	}
+	if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+		err = pe.Err // WriteFiles names the file
 	}
 	if err == nil {
 		// rename(2) replaces the entry name, whatever it is, and never

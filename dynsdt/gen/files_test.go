@@ -1,4 +1,4 @@
-package dynsdt
+package gen
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/usdtkit/usdtkit/dynsdt"
 )
 
 // TestWriteFiles plants what an attacker could in the output directory
@@ -54,7 +56,7 @@ func TestWriteFiles(t *testing.T) {
 			}
 		}, true},
 	}
-	files := []GeneratedFile{{"a.so", []byte("so\n")}, {"a.h", []byte("header\n")}}
+	files := []File{{"a.so", []byte("so\n")}, {"a.h", []byte("header\n")}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			victim := filepath.Join(t.TempDir(), "victim")
@@ -110,7 +112,7 @@ func TestWriteFiles(t *testing.T) {
 func TestWriteFilesBadName(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"", ".", "..", "../x", "a/b"} {
-		if _, err := WriteFiles(dir, []GeneratedFile{{name, nil}}); err == nil {
+		if _, err := WriteFiles(dir, []File{{name, nil}}); err == nil {
 			t.Errorf("%q: no error", name)
 		}
 	}
@@ -121,7 +123,7 @@ func TestWriteFilesBadName(t *testing.T) {
 // from it, not that tracing needs root). /proc/self takes no new files,
 // even from root.
 func TestWriteFilesPathError(t *testing.T) {
-	_, err := WriteFiles("/proc/self", []GeneratedFile{{"p.so", []byte("x")}})
+	_, err := WriteFiles("/proc/self", []File{{"p.so", []byte("x")}})
 	var pe *os.PathError
 	if !errors.As(err, &pe) || pe.Op != "write" || pe.Path != "/proc/self/p.so" {
 		t.Errorf("WriteFiles: %v; want a *PathError write /proc/self/p.so", err)
@@ -129,28 +131,28 @@ func TestWriteFilesPathError(t *testing.T) {
 }
 
 // TestGenerateFilesSite: the shared object GenerateFiles returns is
-// BuildWith's for GenerateOptions.Site, also for an arm64 object (one
+// BuildWith's for Options.Site, also for an arm64 object (one
 // kind); a Site that is no kind is ErrSite, also with Static.
 func TestGenerateFilesSite(t *testing.T) {
-	spec := &ProviderSpec{Name: "ksite", Probes: []ProbeSpec{{Name: "a", Args: []ArgType{Int32}}}}
+	spec := &dynsdt.ProviderSpec{Name: "ksite", Probes: []dynsdt.ProbeSpec{{Name: "a", Args: []dynsdt.ArgType{dynsdt.Int32}}}}
 	for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64} {
-		for _, site := range []Site{SiteAuto, SiteNop, SiteNop5, SiteNop10} {
-			files, err := GenerateFiles(spec, &GenerateOptions{Machine: m, Site: site})
+		for _, site := range []dynsdt.Site{dynsdt.SiteAuto, dynsdt.SiteNop, dynsdt.SiteNop5, dynsdt.SiteNop10} {
+			files, err := Files(spec, &Options{Machine: m, Site: site})
 			if err != nil {
 				t.Fatalf("%v %v: %v", m, site, err)
 			}
-			obj, err := BuildWith(spec, m, &BuildOptions{Site: site})
+			obj, err := dynsdt.BuildWith(spec, m, &dynsdt.BuildOptions{Site: site})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if files[0].Name != SOName(spec.Name) || !bytes.Equal(files[0].Data, obj.Bytes) {
+			if files[0].Name != dynsdt.SOName(spec.Name) || !bytes.Equal(files[0].Data, obj.Bytes) {
 				t.Errorf("%v %v: %s is not BuildWith's object (site %v)", m, site, files[0].Name, obj.Site)
 			}
 		}
 	}
 	for _, static := range []bool{false, true} {
-		if _, err := GenerateFiles(spec, &GenerateOptions{Static: static, Site: SiteNop10 + 1}); !errors.Is(err, ErrSite) {
-			t.Errorf("static %v, site %v: %v, want ErrSite", static, SiteNop10+1, err)
+		if _, err := Files(spec, &Options{Static: static, Site: dynsdt.SiteNop10 + 1}); !errors.Is(err, dynsdt.ErrSite) {
+			t.Errorf("static %v, site %v: %v, want ErrSite", static, dynsdt.SiteNop10+1, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package dynsdt
+package gen
 
 import (
 	"errors"
@@ -7,10 +7,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/usdtkit/usdtkit/dynsdt"
 )
 
 // writeD returns a .d file declaring provs, for round trips through ParseD.
-func writeD(provs []ProviderSpec) string {
+func writeD(provs []dynsdt.ProviderSpec) string {
 	var b strings.Builder
 	for _, p := range provs {
 		b.WriteString("provider " + p.Name + " {\n")
@@ -59,9 +61,9 @@ func FuzzParseD(f *testing.F) {
 				t.Fatalf("accepted an invalid spec: %v", err)
 			}
 			// Generating from whatever parsed must not panic.
-			GenerateHeader(&provs[i])
-			if src, err := GenerateGo(&provs[i], "p"); err != nil && !errors.Is(err, ErrSpec) {
-				t.Fatalf("GenerateGo: %v\n%s", err, src)
+			Header(&provs[i])
+			if src, err := Go(&provs[i], "p"); err != nil && !errors.Is(err, dynsdt.ErrSpec) {
+				t.Fatalf("Go: %v\n%s", err, src)
 			}
 		}
 		again, err := ParseD(strings.NewReader(writeD(provs)), "again.d")
@@ -70,33 +72,6 @@ func FuzzParseD(f *testing.F) {
 		}
 		if !reflect.DeepEqual(again, provs) {
 			t.Fatalf("round trip: have %+v, want %+v", again, provs)
-		}
-	})
-}
-
-func FuzzParseProbeSpec(f *testing.F) {
-	for _, s := range []string{"request__start:string,int32", "tick", "tick:", "x: int64 , bytes", "x:bool,pointer,uint8", ":int64", "x:int64,"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		pr, err := ParseProbeSpec(s)
-		if err != nil {
-			if !errors.Is(err, ErrSpec) {
-				t.Fatalf("have %v, want an error wrapping ErrSpec", err)
-			}
-			return
-		}
-		p := ProviderSpec{Name: "p", Probes: []ProbeSpec{pr}}
-		if err := p.Validate(); err != nil {
-			t.Fatalf("accepted an invalid probe: %v", err)
-		}
-		var types []string
-		for _, a := range pr.Args {
-			types = append(types, a.String())
-		}
-		again, err := ParseProbeSpec(pr.Name + ":" + strings.Join(types, ","))
-		if err != nil || !reflect.DeepEqual(again, pr) {
-			t.Fatalf("round trip: have %+v, %v; want %+v", again, err, pr)
 		}
 	})
 }

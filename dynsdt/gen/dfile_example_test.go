@@ -1,10 +1,10 @@
-package dynsdt_test
+package gen_test
 
 import (
 	"fmt"
 	"strings"
 
-	"github.com/usdtkit/usdtkit/dynsdt"
+	"github.com/usdtkit/usdtkit/dynsdt/gen"
 )
 
 func ExampleParseD() {
@@ -14,7 +14,7 @@ provider myapp {
 	probe request__start(const char *path, int n);
 	probe cache__miss(Oid, struct entry *);
 };`
-	provs, err := dynsdt.ParseD(strings.NewReader(d), "myapp.d")
+	provs, err := gen.ParseD(strings.NewReader(d), "myapp.d")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -24,16 +24,10 @@ provider myapp {
 			fmt.Println(p.Name, pr.Name, pr.Args)
 		}
 	}
-	_, err = dynsdt.ParseD(strings.NewReader("provider myapp {\n\tprobe x(double);\n};"), "bad.d")
+	_, err = gen.ParseD(strings.NewReader("provider myapp {\n\tprobe x(double);\n};"), "bad.d")
 	fmt.Println(err)
 	// Output:
 	// myapp request__start [string int32]
 	// myapp cache__miss [uint32 pointer]
 	// bad.d:2:10: argument 0 of probe x: floating-point arguments are not supported (double)
-}
-
-func ExampleParseProbeSpec() {
-	pr, err := dynsdt.ParseProbeSpec("request__start:string,int64")
-	fmt.Println(pr.Name, pr.Args, err)
-	// Output: request__start [string int64] <nil>
 }

@@ -1,4 +1,4 @@
-package dynsdt
+package gen
 
 import (
 	"crypto/rand"
@@ -10,19 +10,21 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/usdtkit/usdtkit/dynsdt"
 )
 
 // manyProbes returns a provider of n probes cycling through argument
 // lists of every type and length.
-func manyProbes(n int) *ProviderSpec {
-	all := []ArgType{Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Bool, Pointer, String, Bytes}
-	p := &ProviderSpec{Name: "many"}
+func manyProbes(n int) *dynsdt.ProviderSpec {
+	all := []dynsdt.ArgType{dynsdt.Int8, dynsdt.Int16, dynsdt.Int32, dynsdt.Int64, dynsdt.Uint8, dynsdt.Uint16, dynsdt.Uint32, dynsdt.Uint64, dynsdt.Bool, dynsdt.Pointer, dynsdt.String, dynsdt.Bytes}
+	p := &dynsdt.ProviderSpec{Name: "many"}
 	for i := range n {
-		args := make([]ArgType, i%(MaxArgs+1))
+		args := make([]dynsdt.ArgType, i%(dynsdt.MaxArgs+1))
 		for j := range args {
 			args[j] = all[(i+j)%len(all)]
 		}
-		p.Probes = append(p.Probes, ProbeSpec{Name: fmt.Sprintf("probe__%d", i), Args: args})
+		p.Probes = append(p.Probes, dynsdt.ProbeSpec{Name: fmt.Sprintf("probe__%d", i), Args: args})
 	}
 	return p
 }
@@ -33,13 +35,13 @@ func manyProbes(n int) *ProviderSpec {
 // and the compiler it runs: unlike the wall time, neither depends on what
 // else the machine runs. A random comment keeps the build cache from
 // answering.
-func buildGenerated(t *testing.T, p *ProviderSpec) (cpu time.Duration, rss int64) {
+func buildGenerated(t *testing.T, p *dynsdt.ProviderSpec) (cpu time.Duration, rss int64) {
 	t.Helper()
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := GenerateGo(p, "probes")
+	src, err := Go(p, "probes")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package dynsdt
+package gen
 
 // The .d lexer and its small preprocessor.
 //

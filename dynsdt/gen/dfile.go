@@ -1,4 +1,4 @@
-package dynsdt
+package gen
 
 // Parsing DTrace provider (.d) files.
 //
@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/usdtkit/usdtkit/dynsdt"
 )
 
 // ParseError is a syntax or type error in a .d file, at a 1-based line and
@@ -48,7 +50,7 @@ func (e *ParseError) Error() string {
 // order; filename is used only in errors. Every returned spec passes
 // Validate. All errors are *ParseError, except those of reading r, which
 // are wrapped. A file without any provider is an error.
-func ParseD(r io.Reader, filename string) ([]ProviderSpec, error) {
+func ParseD(r io.Reader, filename string) ([]dynsdt.ProviderSpec, error) {
 	src, err := io.ReadAll(io.LimitReader(r, maxDSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", filename, err)
@@ -116,8 +118,8 @@ func (p *dparser) accept(s string) bool {
 	return false
 }
 
-func (p *dparser) file_() ([]ProviderSpec, error) {
-	var provs []ProviderSpec
+func (p *dparser) file_() ([]dynsdt.ProviderSpec, error) {
+	var provs []dynsdt.ProviderSpec
 	where := make(map[string]dtoken)
 	for {
 		t := p.peek()
@@ -151,16 +153,16 @@ func (p *dparser) file_() ([]ProviderSpec, error) {
 	}
 }
 
-func (p *dparser) provider() (ProviderSpec, error) {
+func (p *dparser) provider() (dynsdt.ProviderSpec, error) {
 	p.next() // "provider"
 	name := p.next()
 	if name.kind != tokIdent {
-		return ProviderSpec{}, p.errorf(name, "expected provider name, found %s", ddescribe(name))
+		return dynsdt.ProviderSpec{}, p.errorf(name, "expected provider name, found %s", ddescribe(name))
 	}
 	if _, err := p.expect("{", "after provider name"); err != nil {
-		return ProviderSpec{}, err
+		return dynsdt.ProviderSpec{}, err
 	}
-	prov := ProviderSpec{Name: name.text}
+	prov := dynsdt.ProviderSpec{Name: name.text}
 	where := make(map[string]dtoken)
 	for !p.accept("}") {
 		t := p.next()
@@ -169,35 +171,35 @@ func (p *dparser) provider() (ProviderSpec, error) {
 			continue
 		case t.kind == tokIdent && t.text == "probe":
 		default:
-			return ProviderSpec{}, p.errorf(t, "expected probe declaration or '}' in provider %s, found %s", prov.Name, ddescribe(t))
+			return dynsdt.ProviderSpec{}, p.errorf(t, "expected probe declaration or '}' in provider %s, found %s", prov.Name, ddescribe(t))
 		}
 		pname := p.next()
 		if pname.kind != tokIdent {
-			return ProviderSpec{}, p.errorf(pname, "expected probe name, found %s", ddescribe(pname))
+			return dynsdt.ProviderSpec{}, p.errorf(pname, "expected probe name, found %s", ddescribe(pname))
 		}
 		if first, dup := where[pname.text]; dup {
-			return ProviderSpec{}, p.errorf(pname, "probe %s declared twice in provider %s (first at line %d)", pname.text, prov.Name, first.line)
+			return dynsdt.ProviderSpec{}, p.errorf(pname, "probe %s declared twice in provider %s (first at line %d)", pname.text, prov.Name, first.line)
 		}
 		where[pname.text] = pname
 		args, err := p.params(pname.text)
 		if err != nil {
-			return ProviderSpec{}, err
+			return dynsdt.ProviderSpec{}, err
 		}
-		if len(args) > MaxArgs {
-			return ProviderSpec{}, p.errorf(pname, "probe %s has %d arguments, at most %d", pname.text, len(args), MaxArgs)
+		if len(args) > dynsdt.MaxArgs {
+			return dynsdt.ProviderSpec{}, p.errorf(pname, "probe %s has %d arguments, at most %d", pname.text, len(args), dynsdt.MaxArgs)
 		}
 		// Node writes the D view of the arguments after a colon:
 		// "probe x(conn_t *c) : (node_connection_t *c);". It only
 		// matters to translators, which USDT has not.
 		if p.accept(":") {
 			if err := p.skipParens(); err != nil {
-				return ProviderSpec{}, err
+				return dynsdt.ProviderSpec{}, err
 			}
 		}
 		if _, err := p.expect(";", "after probe "+pname.text); err != nil {
-			return ProviderSpec{}, err
+			return dynsdt.ProviderSpec{}, err
 		}
-		prov.Probes = append(prov.Probes, ProbeSpec{Name: pname.text, Args: args})
+		prov.Probes = append(prov.Probes, dynsdt.ProbeSpec{Name: pname.text, Args: args})
 	}
 	// dtrace requires "};"; we accept a missing ';' as systemtap's dtrace does.
 	p.accept(";")
@@ -224,7 +226,7 @@ func (p *dparser) skipParens() error {
 }
 
 // params parses "(T1 [name], T2 [name], ...)", "()" or "(void)".
-func (p *dparser) params(probe string) ([]ArgType, error) {
+func (p *dparser) params(probe string) ([]dynsdt.ArgType, error) {
 	if _, err := p.expect("(", "after probe name "+probe); err != nil {
 		return nil, err
 	}
@@ -235,7 +237,7 @@ func (p *dparser) params(probe string) ([]ArgType, error) {
 		p.pos += 2
 		return nil, nil
 	}
-	var args []ArgType
+	var args []dynsdt.ArgType
 	for {
 		a, err := p.param(probe, len(args))
 		if err != nil {
@@ -301,7 +303,7 @@ func (c *cType) hasBase() bool {
 	return c.signed+c.unsigned+c.short+c.long+c.char+c.int_+c.bool_+c.void+c.float > 0 || c.named != "" || c.tag != ""
 }
 
-func (p *dparser) param(probe string, index int) (ArgType, error) {
+func (p *dparser) param(probe string, index int) (dynsdt.ArgType, error) {
 	c := cType{first: p.peek()}
 specifiers:
 	for {
@@ -369,17 +371,17 @@ specifiers:
 
 // namedTypes are the typedef names of <stdint.h>, <stddef.h> and D that
 // have a fixed meaning on LP64 targets.
-var namedTypes = map[string]ArgType{
-	"int8_t": Int8, "int16_t": Int16, "int32_t": Int32, "int64_t": Int64,
-	"uint8_t": Uint8, "uint16_t": Uint16, "uint32_t": Uint32, "uint64_t": Uint64,
-	"ssize_t": Int64, "intptr_t": Int64, "size_t": Uint64, "uintptr_t": Uint64,
-	"string": String, // D's string: a char * in C
+var namedTypes = map[string]dynsdt.ArgType{
+	"int8_t": dynsdt.Int8, "int16_t": dynsdt.Int16, "int32_t": dynsdt.Int32, "int64_t": dynsdt.Int64,
+	"uint8_t": dynsdt.Uint8, "uint16_t": dynsdt.Uint16, "uint32_t": dynsdt.Uint32, "uint64_t": dynsdt.Uint64,
+	"ssize_t": dynsdt.Int64, "intptr_t": dynsdt.Int64, "size_t": dynsdt.Uint64, "uintptr_t": dynsdt.Uint64,
+	"string": dynsdt.String, // D's string: a char * in C
 }
 
 // argType maps a C type on an LP64 target (x86-64, arm64: long and
 // pointers 8 bytes) to an ArgType. char is signed, as on x86-64 and as
 // DTrace's own type model has it.
-func argType(c *cType) (ArgType, error) {
+func argType(c *cType) (dynsdt.ArgType, error) {
 	// others reports whether words other than the allowed keywords
 	// (counts of c) were given; a named type or tag is never allowed with
 	// keywords.
@@ -397,7 +399,7 @@ func argType(c *cType) (ArgType, error) {
 			return 0, bad
 		}
 		if c.pointers > 0 {
-			return Pointer, nil
+			return dynsdt.Pointer, nil
 		}
 		if a, ok := namedTypes[c.named]; ok {
 			return a, nil
@@ -408,10 +410,10 @@ func argType(c *cType) (ArgType, error) {
 			return 0, bad
 		}
 		if c.pointers > 0 {
-			return Pointer, nil
+			return dynsdt.Pointer, nil
 		}
 		if strings.HasPrefix(c.tag, "enum ") {
-			return Int32, nil
+			return dynsdt.Int32, nil
 		}
 		return 0, fmt.Errorf("%s passed by value is not supported; pass a pointer", c.tag)
 	case c.signed+c.unsigned > 1, c.short > 1, c.long > 2, c.char > 1, c.int_ > 1, c.bool_ > 1, c.void > 1,
@@ -424,7 +426,7 @@ func argType(c *cType) (ArgType, error) {
 			}
 			return 0, bad
 		}
-		return Pointer, nil
+		return dynsdt.Pointer, nil
 	case c.void > 0:
 		if others(c.void) {
 			return 0, bad
@@ -432,44 +434,44 @@ func argType(c *cType) (ArgType, error) {
 		if c.pointers == 0 {
 			return 0, fmt.Errorf("void argument; write \"()\" or \"(void)\" for a probe without arguments")
 		}
-		return Pointer, nil
+		return dynsdt.Pointer, nil
 	case c.bool_ > 0:
 		if others(c.bool_) {
 			return 0, bad
 		}
 		if c.pointers > 0 {
-			return Pointer, nil
+			return dynsdt.Pointer, nil
 		}
-		return Bool, nil
+		return dynsdt.Bool, nil
 	case c.char > 0:
 		if others(c.char, c.signed, c.unsigned) {
 			return 0, bad
 		}
 		switch {
 		case c.pointers == 1 && c.signed+c.unsigned == 0:
-			return String, nil
+			return dynsdt.String, nil
 		case c.pointers > 0:
-			return Pointer, nil
+			return dynsdt.Pointer, nil
 		case c.unsigned > 0:
-			return Uint8, nil
+			return dynsdt.Uint8, nil
 		}
-		return Int8, nil
+		return dynsdt.Int8, nil
 	}
 	// Some of signed, unsigned, short, long, int: an integer.
 	if c.pointers > 0 {
-		return Pointer, nil
+		return dynsdt.Pointer, nil
 	}
 	u := c.unsigned > 0
 	switch {
 	case c.short > 0:
-		return pickArgType(u, Uint16, Int16), nil
+		return pickArgType(u, dynsdt.Uint16, dynsdt.Int16), nil
 	case c.long > 0:
-		return pickArgType(u, Uint64, Int64), nil
+		return pickArgType(u, dynsdt.Uint64, dynsdt.Int64), nil
 	}
-	return pickArgType(u, Uint32, Int32), nil
+	return pickArgType(u, dynsdt.Uint32, dynsdt.Int32), nil
 }
 
-func pickArgType(cond bool, yes, no ArgType) ArgType {
+func pickArgType(cond bool, yes, no dynsdt.ArgType) dynsdt.ArgType {
 	if cond {
 		return yes
 	}

@@ -1,9 +1,7 @@
-package dynsdt
+package gen
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/internal/tracetest"
 	"github.com/usdtkit/usdtkit/sdt"
@@ -21,24 +20,24 @@ import (
 // names of the standard headers and the C runtime, names the header's
 // own macros take and the macros' parameters: each used to give a header
 // that did not compile, or a macro that called something else.
-var hostileProviders = []*ProviderSpec{
-	{Name: "hn", Probes: []ProbeSpec{
-		{Name: "int", Args: []ArgType{Int32}}, {Name: "stdin", Args: []ArgType{Int32}},
-		{Name: "main", Args: []ArgType{Int32}}, {Name: "arg0", Args: []ArgType{Int32, Int32}},
-		{Name: "arg1", Args: []ArgType{String}}, {Name: "bool", Args: []ArgType{Bool}},
+var hostileProviders = []*dynsdt.ProviderSpec{
+	{Name: "hn", Probes: []dynsdt.ProbeSpec{
+		{Name: "int", Args: []dynsdt.ArgType{dynsdt.Int32}}, {Name: "stdin", Args: []dynsdt.ArgType{dynsdt.Int32}},
+		{Name: "main", Args: []dynsdt.ArgType{dynsdt.Int32}}, {Name: "arg0", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
+		{Name: "arg1", Args: []dynsdt.ArgType{dynsdt.String}}, {Name: "bool", Args: []dynsdt.ArgType{dynsdt.Bool}},
 		{Name: "true"}, {Name: "int32_t"}, {Name: "linux"}, {Name: "unix"}, {Name: "class"},
 		{Name: "and"}, {Name: "NULL"}, {Name: "EOF"}, {Name: "errno"}, {Name: "size_t"},
 		{Name: "__x"}, {Name: "_X"}, {Name: "HN_INT"}, {Name: "x__enabled"}, {Name: "x"},
-		{Name: "USDTKIT_UNLIKELY"}, {Name: "ok", Args: []ArgType{Int64}},
+		{Name: "USDTKIT_UNLIKELY"}, {Name: "ok", Args: []dynsdt.ArgType{dynsdt.Int64}},
 	}},
-	{Name: "int8", Probes: []ProbeSpec{{Name: "max"}, {Name: "c", Args: []ArgType{Int32}}, {Name: "min"}, {Name: "fine"}}},
-	{Name: "usdtkit", Probes: []ProbeSpec{{Name: "semaphore"}, {Name: "unlikely", Args: []ArgType{Int32}}, {Name: "usdtkit_h"}}},
+	{Name: "int8", Probes: []dynsdt.ProbeSpec{{Name: "max"}, {Name: "c", Args: []dynsdt.ArgType{dynsdt.Int32}}, {Name: "min"}, {Name: "fine"}}},
+	{Name: "usdtkit", Probes: []dynsdt.ProbeSpec{{Name: "semaphore"}, {Name: "unlikely", Args: []dynsdt.ArgType{dynsdt.Int32}}, {Name: "usdtkit_h"}}},
 }
 
 // useHostile returns C code that includes the standard headers a program
 // would, then p's header twice, fires every probe the header offers a way
 // to fire, and uses the standard names afterwards.
-func useHostile(p *ProviderSpec) string {
+func useHostile(p *dynsdt.ProviderSpec) string {
 	var b strings.Builder
 	b.WriteString("#include <assert.h>\n#include <errno.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\n")
 	b.WriteString("#include \"" + p.Name + ".h\"\n#include \"" + p.Name + ".h\"\nint main(void) {\n")
@@ -49,7 +48,7 @@ func useHostile(p *ProviderSpec) string {
 			args = append(args, "0")
 		}
 		call := "(" + strings.Join(args, ", ") + ");\n"
-		b.WriteString("\t" + FireSymbol(p.Name, pr.Name) + call)
+		b.WriteString("\t" + dynsdt.FireSymbol(p.Name, pr.Name) + call)
 		if h.macro != "" {
 			b.WriteString("\tif (" + h.macro + "_ENABLED()) " + h.macro + call)
 		}
@@ -70,11 +69,11 @@ func TestGenerateHeaderHostileNames(t *testing.T) {
 		tool := testutil.RequireTool(t, c.tool)
 		for _, p := range hostileProviders {
 			t.Run(c.std+"/"+p.Name, func(t *testing.T) {
-				if _, err := Build(p, hostMachine); err != nil {
+				if _, err := dynsdt.Build(p, dynsdt.HostMachine); err != nil {
 					t.Fatal(err)
 				}
 				dir := t.TempDir()
-				if err := os.WriteFile(filepath.Join(dir, p.Name+".h"), GenerateHeader(p), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, p.Name+".h"), Header(p), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				src := useHostile(p)
@@ -84,7 +83,7 @@ func TestGenerateHeaderHostileNames(t *testing.T) {
 				cmd := exec.Command(tool, "-x", c.lang, c.std, "-fsyntax-only", "-Wall", "-Wextra", "-pedantic", "-Werror", "use.c")
 				cmd.Dir = dir
 				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("%s %s: %v\n%s\n%s\n%s", tool, c.std, err, out, src, GenerateHeader(p))
+					t.Fatalf("%s %s: %v\n%s\n%s\n%s", tool, c.std, err, out, src, Header(p))
 				}
 			})
 		}
@@ -126,12 +125,12 @@ int main(void) {
 func TestHeaderHostileNamesFire(t *testing.T) {
 	testutil.RequireBPF(t)
 	gcc := testutil.RequireTool(t, "gcc")
-	spec := &ProviderSpec{Name: "hn", Probes: []ProbeSpec{
-		{Name: "int", Args: []ArgType{Int32}}, {Name: "stdin", Args: []ArgType{Int32}},
-		{Name: "main", Args: []ArgType{Int32}}, {Name: "arg0", Args: []ArgType{Int32, Int32}},
+	spec := &dynsdt.ProviderSpec{Name: "hn", Probes: []dynsdt.ProbeSpec{
+		{Name: "int", Args: []dynsdt.ArgType{dynsdt.Int32}}, {Name: "stdin", Args: []dynsdt.ArgType{dynsdt.Int32}},
+		{Name: "main", Args: []dynsdt.ArgType{dynsdt.Int32}}, {Name: "arg0", Args: []dynsdt.ArgType{dynsdt.Int32, dynsdt.Int32}},
 	}}
 	dir := t.TempDir()
-	files, err := GenerateFiles(spec, nil)
+	files, err := Files(spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,37 +141,20 @@ func TestHeaderHostileNamesFire(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "caller")
-	build := exec.Command(gcc, "-O2", "-Wall", "-Werror", "-o", bin, "caller.c", SOName("hn"), "-Wl,-rpath,"+dir)
+	build := exec.Command(gcc, "-O2", "-Wall", "-Werror", "-o", bin, "caller.c", dynsdt.SOName("hn"), "-Wl,-rpath,"+dir)
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	c := exec.Command(bin)
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	out := bufio.NewScanner(stdout)
-	if !out.Scan() || out.Text() != "ready" {
-		t.Fatalf("caller: have %q, want ready", out.Text())
-	}
-	probes, err := sdt.List(&sdt.ListOptions{PID: c.Process.Pid, Selectors: []sdt.Selector{{Provider: "hn"}}})
+	c := testutil.StartCmd(t, exec.Command(bin))
+	c.Expect(t, "ready")
+	probes, err := sdt.List(&sdt.ListOptions{PID: c.PID(), Selectors: []sdt.Selector{{Provider: "hn"}}})
 	if err != nil || len(probes) != len(spec.Probes) {
 		t.Fatalf("list: %v, %d probes, want %d", err, len(probes), len(spec.Probes))
 	}
-	tr := tracetest.Start(t, []trace.EventProbe{{Probe: "usdt::hn:*"}}, c.Process.Pid, nil)
-	io.WriteString(stdin, "\n")
-	if !out.Scan() || out.Text() != "fired" {
-		t.Fatalf("caller: have %q, want fired", out.Text())
-	}
+	tr := tracetest.Start(t, []trace.EventProbe{{Probe: "usdt::hn:*"}}, c.PID(), nil)
+	c.Send(t, "")
+	c.Expect(t, "fired")
 	var have []string
 	for range spec.Probes {
 		ev := tr.Next(t)
