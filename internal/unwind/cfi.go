@@ -84,6 +84,27 @@ func establish(fde *frame.FrameDescriptionEntry, pc uint64) (r *row) {
 	if err != nil {
 		return &row{err: fmt.Errorf("CFI program of FDE at %#x: %w", fde.Begin(), err)}
 	}
+	// DW_CFA_restore returns a register to its rule in the CIE; delve
+	// makes one the CIE gives no rule undefined, where the ABI (and gcc,
+	// which restores rbp after "pop %rbp") means the caller's value: no
+	// rule here. Compilers mark only the return address undefined (a
+	// thread's first frame), so that rule stays.
+	var cie map[uint64]frame.DWRule
+	for reg, rule := range fc.Regs {
+		if rule.Rule != frame.RuleUndefined || reg == fc.RetAddrReg {
+			continue
+		}
+		if cie == nil {
+			init, err := (&frame.FrameDescriptionEntry{CIE: fde.CIE}).EstablishFrame(0)
+			if err != nil {
+				break
+			}
+			cie = init.Regs
+		}
+		if _, ok := cie[reg]; !ok {
+			delete(fc.Regs, reg)
+		}
+	}
 	return &row{cfa: fc.CFA, regs: fc.Regs, ra: fc.RetAddrReg}
 }
 

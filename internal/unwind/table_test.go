@@ -1,7 +1,6 @@
 package unwind
 
 import (
-	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -130,25 +129,6 @@ func expectRow(r *row, a arch) (Row, string) {
 	return want, ""
 }
 
-// restoresFP reports whether the FDE covering pc has a DW_CFA_restore of
-// the frame pointer (or the byte of one as an operand) and its CIE no rule
-// for it.
-func restoresFP(c *cfi, pc uint64, a arch) bool {
-	fde, err := c.fdes.FDEForPC(pc)
-	if err != nil {
-		return false
-	}
-	// An FDE without instructions gives its CIE's initial rules.
-	init, err := (&frame.FrameDescriptionEntry{CIE: fde.CIE}).EstablishFrame(0)
-	if err != nil {
-		return false
-	}
-	if _, ok := init.Regs[a.fp]; ok {
-		return false
-	}
-	return bytes.IndexByte(fde.Instructions, byte(cfaRestore|a.fp)) >= 0
-}
-
 // TestTableMatchesCFI compiles the tables of real objects and checks, at
 // each row's first and last address and its middle, that the row is what
 // delve's interpretation of the FDE at that address gives, wherever a
@@ -197,13 +177,6 @@ func TestTableMatchesCFI(t *testing.T) {
 					}
 					expressible++
 					want.PC = have.PC
-					if have.FP == FPSame && want.FP == FPUndefined && restoresFP(c, pc, a) {
-						// delve's DW_CFA_restore sets the rule to
-						// undefined, not to the CIE's (none: same
-						// value, DWARF 5 6.4.2.3).
-						want.FP = FPSame
-						reasons["fp restored (delve: undefined)"]++
-					}
 					if have != want {
 						if bad++; bad <= 10 {
 							t.Errorf("%#x: have %+v, want %+v", pc, have, want)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-delve/delve/pkg/dwarf/frame"
+
 	"github.com/usdtkit/usdtkit/elfnotes"
 	"github.com/usdtkit/usdtkit/internal/procfs"
 )
@@ -315,5 +317,36 @@ func TestUnwindARM64Entry(t *testing.T) {
 		if res.Frames[i] != want[i] {
 			t.Fatalf("have %+v, want %+v", res.Frames, want)
 		}
+	}
+}
+
+// TestRestoreKeepsCallersValue: after DW_CFA_restore of a register the
+// CIE gives no rule (gcc's epilogue after "pop %rbp"), the frame pointer
+// is the caller's value again, not unknown.
+func TestRestoreKeepsCallersValue(t *testing.T) {
+	// CIE: x86-64, CFA rsp+8, RA at CFA-8; no rule for rbp (6).
+	cie := []byte{0x14, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 0, 1, 0x78, 16, 0x0c, 7, 8, 0x90, 1, 0, 0, 0, 0, 0, 0}
+	// FDE over 0x1000..0x1010: at +1 CFA rsp+16 and rbp at CFA-16
+	// (push %rbp); at +2 rbp restored and CFA rsp+8 (pop %rbp).
+	insns := []byte{0x41, 0x0e, 16, 0x86, 2, 0x41, 0xc6, 0x0e, 8}
+	fde := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x10, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0}
+	fde = append(fde, insns...)
+	for (len(fde))%8 != 0 {
+		fde = append(fde, 0)
+	}
+	binary.LittleEndian.PutUint32(fde, uint32(len(fde)-4))
+	fdes, err := parseCFI(append(cie, fde...), binary.LittleEndian, 0)
+	if err != nil || len(fdes) != 1 {
+		t.Fatalf("%d FDEs, %v", len(fdes), err)
+	}
+	if r := establish(fdes[0], 0x1001); r.err != nil || r.regs[6].Rule != frame.RuleOffset || r.regs[6].Offset != -16 {
+		t.Fatalf("after push: rbp rule %+v, %v; want at CFA-16", r.regs[6], r.err)
+	}
+	r := establish(fdes[0], 0x1002)
+	if rule, ok := r.regs[6]; r.err != nil || ok {
+		t.Fatalf("after restore: rbp rule %+v (%v), %v; want none (the caller's value)", rule, ok, r.err)
+	}
+	if rule := r.regs[16]; rule.Rule != frame.RuleOffset || rule.Offset != -8 {
+		t.Errorf("return address rule %+v, want at CFA-8", rule)
 	}
 }
