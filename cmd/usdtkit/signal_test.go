@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -127,7 +129,7 @@ func TestTraceSecondSignal(t *testing.T) {
 		}
 		exited <- cmd.Wait()
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitPipeFull(t, r)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -154,5 +156,30 @@ func TestTraceSecondSignal(t *testing.T) {
 	// The kernel detached with usdtkit's fds; the tracee runs on.
 	if err := tc.Cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("tracee: %v", err)
+	}
+}
+
+// waitPipeFull returns once the pipe r reads from holds data and has not
+// grown for 200 ms: its writer is blocked. A fixed sleep was not enough
+// on a loaded machine, where the tracee fired too few events to fill it.
+func waitPipeFull(t *testing.T, r *os.File) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	last, same := -1, 0
+	for same < 10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pipe holds %d bytes and still changes after 30 s", last)
+		}
+		time.Sleep(20 * time.Millisecond)
+		n, err := unix.IoctlGetInt(int(r.Fd()), unix.TIOCINQ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 && n == last {
+			same++
+		} else {
+			same = 0
+		}
+		last = n
 	}
 }
