@@ -5,11 +5,13 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -85,7 +87,7 @@ const maxStackText = 1 << 16
 
 func (s *stacks) init() {
 	if s.procs == nil {
-		s.unw, _ = unwind.New(nil)
+		s.unw, _ = unwind.New(&unwind.Options{Open: s.openObject})
 		s.spaces = map[int]*unwind.Space{}
 		s.cache = &symbolize.Cache{}
 		s.procs = map[int]*symbolize.Symbolizer{}
@@ -118,6 +120,22 @@ func (s *stacks) remember(pid int) *symbolize.Symbolizer {
 		}
 	}
 	return sym
+}
+
+// openObject opens an object a process maps, for its CFI: through the
+// process, or else through the file its Symbolizer opened while it lived
+// (it may exit between the reading of its mappings and of its objects).
+func (s *stacks) openObject(o procfs.Object) (*os.File, error) {
+	f, err := procfs.Open(o)
+	if err == nil {
+		return f, nil
+	}
+	if sym := s.procs[o.PID]; sym != nil {
+		if f, ok := sym.Reopen(procfs.FileID{Dev: unix.Mkdev(o.Major, o.Minor), Inode: o.Inode}); ok {
+			return f, nil
+		}
+	}
+	return nil, err
 }
 
 // readSpace reads the mappings of process pid for unwinding; false when

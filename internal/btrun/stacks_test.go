@@ -11,7 +11,11 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/internal/layout"
+	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/stackcap"
+	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/symbolize"
+	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/internal/unwind"
 )
 
@@ -130,6 +134,57 @@ func TestFormatEmptyStack(t *testing.T) {
 	for _, info := range []*btgen.StackInfo{{Frames: 127}, {Frames: 127, Perf: true}} {
 		if have := formatStack(nil, info, 4); have != "" {
 			t.Errorf("perf %v: %q, want \"\"", info.Perf, have)
+		}
+	}
+}
+
+// TestUnwindObjectsAfterExit: a process that exits after its mappings
+// are read but before its objects' CFI is (its stacks still in the ring
+// buffer) has its objects read through the files its Symbolizer opened,
+// so that stacks through its libraries unwind with CFI: an object that
+// cannot be opened through the process anymore is not left without CFI.
+func TestUnwindObjectsAfterExit(t *testing.T) {
+	bin := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
+	tc := testutil.StartTracee(t, bin)
+	tc.WaitReady(t)
+	pid := tc.PID()
+	s := &stacks{copies: true}
+	s.init()
+	t.Cleanup(s.close)
+	sym, err := symbolize.New(pid, &symbolize.Options{Cache: s.cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.procs[pid] = sym
+	maps, err := procfs.ReadMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := unwind.NewSpace(pid, maps)
+	tc.Quit(t)
+
+	var objs []procfs.Mapping
+	for _, m := range maps {
+		if m.Exec() && m.FileBacked() {
+			objs = append(objs, m)
+		}
+	}
+	if len(objs) < 3 { // the program, libc, ld.so
+		t.Fatalf("%d objects mapped executable, want the program, libc and ld.so: %v", len(objs), objs)
+	}
+	for _, m := range objs {
+		o := procfs.Object{PID: pid, Path: m.Path, Major: m.Major, Minor: m.Minor, Inode: m.Inode, Mappings: []procfs.Mapping{m}}
+		if f, err := procfs.Open(o); err == nil {
+			f.Close()
+			t.Fatalf("%s still opens through the exited process", m.Path)
+		}
+	}
+	if err := s.unw.Load(sp); err != nil {
+		t.Fatalf("Load after exit: %v", err)
+	}
+	for _, m := range objs {
+		if err := s.unw.ObjectError(sp, m); err != nil {
+			t.Errorf("%s: %v", m.Path, err)
 		}
 	}
 }

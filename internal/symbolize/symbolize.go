@@ -232,6 +232,25 @@ func (s *Symbolizer) object(m procfs.Mapping) *object {
 	return o
 }
 
+// Reopen returns a new descriptor of the object with identity id that the
+// process mapped, as New or Refresh opened it while the process lived;
+// false when there is none (never mapped executable, or not opened). The
+// caller closes it. Readers of a process that may have exited since New
+// (its objects can then no longer be opened through it) use it.
+func (s *Symbolizer) Reopen(id procfs.FileID) (*os.File, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.files[id]
+	if o == nil || o.file == nil {
+		return nil, false
+	}
+	fd, err := unix.FcntlInt(o.file.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	return os.NewFile(uintptr(fd), o.file.Name()), true
+}
+
 // find returns the mapping containing addr.
 func (s *Symbolizer) find(addr uint64) (*mapping, bool) {
 	i, _ := slices.BinarySearchFunc(s.maps, addr, func(m mapping, a uint64) int {

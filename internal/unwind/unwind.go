@@ -254,6 +254,11 @@ func (u *Unwinder) object(sp *Space, m procfs.Mapping) *cfi {
 	f, err := u.opts.Open(sp.object(m))
 	if err != nil {
 		c = &cfi{err: err, rows: map[uint64]*row{}}
+		if errors.Is(err, procfs.ErrNoProcess) {
+			// Says nothing of the file: another process mapping it
+			// may open it.
+			return c
+		}
 	} else {
 		c = loadCFI(f)
 		f.Close()

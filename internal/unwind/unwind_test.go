@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -293,6 +294,38 @@ func TestDamagedObject(t *testing.T) {
 	}
 	if opened != 1 {
 		t.Fatalf("opened %d times, want once", opened)
+	}
+}
+
+// TestObjectOfExitedProcess: an object that could not be opened because
+// its process is gone is opened again for the next process mapping it
+// (another process, or a later try): a gone process says nothing of the
+// file. Other errors are remembered (TestDamagedObject).
+func TestObjectOfExitedProcess(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := 0
+	u, err := New(&Options{Open: func(o procfs.Object) (*os.File, error) {
+		opened++
+		if o.PID == 1 {
+			return nil, fmt.Errorf("pid 1: %w", procfs.ErrNoProcess)
+		}
+		return os.Open(exe)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := procfs.Mapping{Start: 0x400000, End: 0x500000, Perms: "r-xp", Major: 8, Inode: 1234, Path: "/exe"}
+	if err := u.ObjectError(NewSpace(1, []procfs.Mapping{m}), m); !errors.Is(err, procfs.ErrNoProcess) {
+		t.Fatalf("ObjectError of a gone process: have %v, want ErrNoProcess", err)
+	}
+	if err := u.ObjectError(NewSpace(2, []procfs.Mapping{m}), m); err != nil {
+		t.Fatalf("ObjectError through a live process: %v", err)
+	}
+	if opened != 2 {
+		t.Fatalf("opened %d times, want twice", opened)
 	}
 }
 
