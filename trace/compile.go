@@ -186,6 +186,7 @@ type compilation struct {
 	r          *resolver
 	prog       *btlang.Program
 	args       probeTable
+	gopts      *btgen.Options
 	out        *Program
 }
 
@@ -204,6 +205,9 @@ var passes = []struct {
 	// resolve pass found; probes that match nothing are skipped when
 	// others match.
 	{"check", (*compilation).check},
+	// support: what the checked program asks that cannot be generated
+	// (btgen.Support), on the sites the resolve pass found.
+	{"support", (*compilation).support},
 	// generate: BPF for the checked program and its sites (btgen).
 	{"generate", (*compilation).generate},
 }
@@ -253,7 +257,9 @@ func (c *compilation) programErrors(err error) error {
 	return err
 }
 
-func (c *compilation) generate() error {
+// support lays out the sites of each block and asks btgen.Support whether
+// the program can be generated for them.
+func (c *compilation) support() error {
 	r, prog, opts, events := c.r, c.prog, c.opts, c.events
 	out := &Program{names: r.names, goLayouts: r.goLayouts, ast: prog}
 	var all [][]btgen.Site
@@ -304,6 +310,12 @@ func (c *compilation) generate() error {
 		// Room for bursts of events between reads.
 		gopts.RingSize = bpfgen.DefaultRingSize
 	}
+	c.out, c.gopts = out, gopts
+	return compileErrors(btgen.Support(prog, gopts))
+}
+
+func (c *compilation) generate() error {
+	prog, opts, out, gopts := c.prog, c.opts, c.out, c.gopts
 	var err error
 	out.gen, err = btgen.Generate(prog, gopts)
 	if err != nil {

@@ -334,6 +334,9 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	if len(o.Sites) != len(prog.Blocks) {
 		return nil, fmt.Errorf("btgen: %d site lists for %d probe blocks", len(o.Sites), len(prog.Blocks))
 	}
+	if err := Support(prog, &o); err != nil {
+		return nil, err
+	}
 	out := &Program{Spec: &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}}
 	mapIdx := map[*btlang.Map]int{}
 	deleted := deletedMaps(prog)
@@ -389,7 +392,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		}
 		if kind == btlang.ProbeProfile {
 			if o.Machine != elf.EM_X86_64 {
-				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("profile probes on %v: %v", o.Machine, ebpf.ErrNotSupported)}
+				return nil, internal(b.At, "profile probes on %v", o.Machine)
 			}
 			o.Sites[i] = nil
 		} else if kind != 0 {
@@ -481,8 +484,10 @@ func referencesMap(spec *ebpf.CollectionSpec, name string) bool {
 	return false
 }
 
-func unsupported(pos btlang.Pos, format string, args ...any) error {
-	return &btlang.Error{Pos: pos, Msg: fmt.Sprintf(format, args...) + " is not supported yet"}
+// internal returns the error of Generate meeting what Support refuses: a
+// bug of this package (Support let it through), not of the program.
+func internal(pos btlang.Pos, format string, args ...any) error {
+	return fmt.Errorf("btgen: internal error at %s: %s, which Support refuses", pos, fmt.Sprintf(format, args...))
 }
 
 // deletedMaps returns the maps a delete() names: they stay hash maps, as
@@ -899,7 +904,7 @@ func (g *gen) program() (asm.Instructions, error) {
 			g.zero(loc.off, loc.size)
 			g.vars[v] = loc
 		default:
-			return nil, unsupported(v.Pos, "a %s variable", v.Type)
+			return nil, internal(v.Pos, "a %s variable", v.Type)
 		}
 	}
 	if b.Pred != nil {

@@ -329,7 +329,7 @@ func (g *gen) setEvent(i int) error {
 		return nil
 	}
 	if g.special != 0 {
-		return unsupported(g.block.At, "an event of a BEGIN, END or interval block")
+		return internal(g.block.At, "an event of a BEGIN, END or interval block")
 	}
 	ev, err := newEvent(g.opts.Events[i], i, g.sites, g.block.At)
 	if err != nil {

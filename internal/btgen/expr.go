@@ -32,7 +32,7 @@ type strBuf struct{ off, size int }
 // intExpr emits e, an integer expression, leaving its value in R0.
 func (g *gen) intExpr(e btlang.Expr) {
 	if t := e.Type(); t.Kind != btlang.KindInt {
-		g.fail(unsupported(e.Pos(), "a %s value here", t))
+		g.fail(internal(e.Pos(), "a %s value here", t))
 		return
 	}
 	switch e := e.(type) {
@@ -45,7 +45,7 @@ func (g *gen) intExpr(e btlang.Expr) {
 	case *btlang.Var:
 		loc, ok := g.vars[e.Decl]
 		if !ok {
-			g.fail(unsupported(e.At, "variable %s", e.Name))
+			g.fail(internal(e.At, "variable %s", e.Name))
 			return
 		}
 		g.emit(asm.LoadMem(asm.R0, asm.R10, loc.stack, asm.DWord))
@@ -61,7 +61,7 @@ func (g *gen) intExpr(e btlang.Expr) {
 		case "!":
 			g.boolOf(asm.JEq, 0)
 		default:
-			g.fail(unsupported(e.At, "operator %s", e.Op))
+			g.fail(internal(e.At, "operator %s", e.Op))
 		}
 	case *btlang.Binary:
 		g.binary(e)
@@ -90,7 +90,7 @@ func (g *gen) intExpr(e btlang.Expr) {
 			return
 		}
 		if e.Name != "strncmp" {
-			g.fail(unsupported(e.At, "%s() here", e.Name))
+			g.fail(internal(e.At, "%s() here", e.Name))
 			return
 		}
 		n, _ := btlang.ConstValue(e.Args[2])
@@ -107,7 +107,7 @@ func (g *gen) intExpr(e btlang.Expr) {
 		g.intExpr(e.Else)
 		g.label(end)
 	default:
-		g.fail(unsupported(e.Pos(), "this expression (%s)", btlang.ExprString(e)))
+		g.fail(internal(e.Pos(), "this expression (%s)", btlang.ExprString(e)))
 	}
 }
 
@@ -164,7 +164,7 @@ func (g *gen) builtin(e *btlang.Builtin) {
 		g.startSlot(1)
 		g.emit(asm.Mov.Reg(asm.R0, asm.R1))
 	default:
-		g.fail(unsupported(e.At, "builtin %s", e.Name))
+		g.fail(internal(e.At, "builtin %s", e.Name))
 	}
 }
 
@@ -199,7 +199,7 @@ func (g *gen) binary(e *btlang.Binary) {
 	}
 	if e.X.Type().Kind == btlang.KindString {
 		if e.Op != "==" && e.Op != "!=" {
-			g.fail(unsupported(e.At, "string operator %s", e.Op))
+			g.fail(internal(e.At, "string operator %s", e.Op))
 			return
 		}
 		a := g.strExpr(e.X)
@@ -226,7 +226,7 @@ func (g *gen) binary(e *btlang.Binary) {
 	}
 	ops, ok := cmpOps[e.Op]
 	if !ok {
-		g.fail(unsupported(e.At, "operator %s", e.Op))
+		g.fail(internal(e.At, "operator %s", e.Op))
 		return
 	}
 	op := ops[0]
@@ -281,7 +281,7 @@ func (g *gen) startSlot(key int32) {
 func (g *gen) reg(e *btlang.Call) {
 	lit, _ := e.Args[0].(*btlang.StrLit)
 	if lit == nil || g.opts.Machine != elf.EM_X86_64 || g.special != 0 {
-		g.fail(unsupported(e.At, "reg() here"))
+		g.fail(internal(e.At, "reg() here"))
 		return
 	}
 	name := lit.Val
@@ -355,7 +355,7 @@ func (g *gen) strPrefixDiffers(a, b strBuf, n int64) {
 func (g *gen) strExpr(e btlang.Expr) strBuf {
 	t := e.Type()
 	if t.Kind != btlang.KindString {
-		g.fail(unsupported(e.Pos(), "a %s value here", t))
+		g.fail(internal(e.Pos(), "a %s value here", t))
 		return strBuf{off: zeroOff, size: 8}
 	}
 	switch e := e.(type) {
@@ -406,7 +406,7 @@ func (g *gen) strExpr(e btlang.Expr) strBuf {
 		variable := len(e.Args) == 2 && !literal
 		if e.Args[0].Type().Kind == btlang.KindString {
 			if variable {
-				g.fail(unsupported(e.Args[1].Pos(), "a length of str() of a string that is not a literal"))
+				g.fail(internal(e.Args[1].Pos(), "a length of str() of a string that is not a literal"))
 			}
 			src := g.strExpr(e.Args[0])
 			g.copyStr(b, src)
@@ -459,7 +459,7 @@ func (g *gen) strExpr(e btlang.Expr) strBuf {
 	case *btlang.ArgField:
 		return g.argFieldStr(e)
 	}
-	g.fail(unsupported(e.Pos(), "this string expression (%s)", btlang.ExprString(e)))
+	g.fail(internal(e.Pos(), "this string expression (%s)", btlang.ExprString(e)))
 	return strBuf{off: zeroOff, size: 8}
 }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // regArgs returns register fetches of the x86-64 calling convention.
-func regArgs(t *testing.T, n int) []bpfgen.Fetch {
+func regArgs(t testing.TB, n int) []bpfgen.Fetch {
 	t.Helper()
 	names := []string{"rdi", "rsi", "rdx", "rcx", "r8", "r9", "rax", "rbx", "r10", "r11", "r12", "r13"}
 	var fs []bpfgen.Fetch
@@ -39,13 +39,20 @@ func compile(t *testing.T, src string) (*btlang.Program, *btgen.Options) {
 	if err != nil {
 		t.Fatalf("compile %q: %v", src, err)
 	}
+	return prog, sitesOf(t, prog)
+}
+
+// sitesOf returns Options with three sites of six register arguments per
+// block of prog, return sites for uretprobes.
+func sitesOf(tb testing.TB, prog *btlang.Program) *btgen.Options {
+	tb.Helper()
 	opts := &btgen.Options{Machine: elf.EM_X86_64}
 	rax, _ := bpfgen.PtRegs(elf.EM_X86_64, "rax")
 	for _, b := range prog.Blocks {
 		ret := b.Probes[0].Kind == btlang.ProbeUretprobe
 		var sites []btgen.Site
 		for i := range 3 {
-			s := btgen.Site{Path: "/bin/true", Offset: uint64(0x1000 + i), Args: regArgs(t, 6), Return: ret, Func: fmt.Sprintf("f%d", i%2)}
+			s := btgen.Site{Path: "/bin/true", Offset: uint64(0x1000 + i), Args: regArgs(tb, 6), Return: ret, Func: fmt.Sprintf("f%d", i%2)}
 			if i == 2 {
 				// A memory argument: bpfgen's fetch code with a fault bit.
 				s.Args[1] = bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: 4, HasBase: true, Reg: s.Args[0].Reg, Offset: 16}
@@ -57,7 +64,7 @@ func compile(t *testing.T, src string) (*btlang.Program, *btgen.Options) {
 		}
 		opts.Sites = append(opts.Sites, sites)
 	}
-	return prog, opts
+	return opts
 }
 
 var loadTests = []struct{ name, src string }{
@@ -212,6 +219,12 @@ func TestCorpus(t *testing.T) {
 
 // corpus returns the names and sources of btlang's corpus of valid programs.
 func corpus(t *testing.T) (names, srcs []string) {
+	t.Helper()
+	return corpusOf(t)
+}
+
+// corpusOf returns the names and sources of btlang's valid corpus.
+func corpusOf(t testing.TB) (names, srcs []string) {
 	t.Helper()
 	data, err := os.ReadFile("../btlang/testdata/valid.txt")
 	if err != nil {

@@ -99,7 +99,7 @@ func (g *gen) namedItems(i int, s *Site) ([]fetchItem, error) {
 func (g *gen) argFieldInt(e *btlang.ArgField) {
 	ns, ok := g.named[e.Name]
 	if !ok || ns.string {
-		g.fail(unsupported(e.At, "args.%s here", e.Name))
+		g.fail(internal(e.At, "args.%s here", e.Name))
 		return
 	}
 	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(ns.off), asm.DWord))
@@ -108,7 +108,7 @@ func (g *gen) argFieldInt(e *btlang.ArgField) {
 // goid leaves the goroutine id in R0.
 func (g *gen) goid(e *btlang.Builtin) {
 	if g.goidOff < 0 {
-		g.fail(unsupported(e.At, "goid here"))
+		g.fail(internal(e.At, "goid here"))
 		return
 	}
 	g.emit(asm.LoadMem(asm.R0, asm.R7, int16(g.goidOff), asm.DWord))
@@ -120,7 +120,7 @@ func (g *gen) argFieldStr(e *btlang.ArgField) strBuf {
 	size := e.Type().Size
 	ns, ok := g.named[e.Name]
 	if !ok || !ns.string || size < 1 {
-		g.fail(unsupported(e.At, "args.%s here", e.Name))
+		g.fail(internal(e.At, "args.%s here", e.Name))
 		return strBuf{off: zeroOff, size: 8}
 	}
 	b := strBuf{off: g.alloc(size), size: size}

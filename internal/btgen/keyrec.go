@@ -118,7 +118,7 @@ func (g *gen) keyRecord(r *btlang.MapRef, call *btlang.Call, mi *MapInfo) {
 	rec := g.alloc(size)
 	if mi.Map.Agg == btlang.AggSum {
 		if len(call.Args) == 0 {
-			g.fail(unsupported(call.At, "%s() without a value", call.Name))
+			g.fail(internal(call.At, "%s() without a value", call.Name))
 			return
 		}
 		g.intExpr(call.Args[0])

@@ -1,7 +1,6 @@
 package btgen
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/cilium/ebpf/asm"
@@ -116,7 +115,7 @@ func (g *gen) stmt(s btlang.Stmt) {
 	case *btlang.ExprStmt:
 		g.call(s.X)
 	default:
-		g.fail(unsupported(s.Pos(), "this statement"))
+		g.fail(internal(s.Pos(), "this statement"))
 	}
 }
 
@@ -134,12 +133,12 @@ func (g *gen) assign(s *btlang.Assign) {
 	case *btlang.Var:
 		loc, ok := g.vars[t.Decl]
 		if !ok {
-			g.fail(unsupported(t.At, "variable %s", t.Name))
+			g.fail(internal(t.At, "variable %s", t.Name))
 			return
 		}
 		if t.Decl.Type.Kind == btlang.KindString {
 			if s.Op != "=" {
-				g.fail(unsupported(s.At, "%s on a string", s.Op))
+				g.fail(internal(s.At, "%s on a string", s.Op))
 				return
 			}
 			src := g.strExpr(s.Value)
@@ -154,19 +153,19 @@ func (g *gen) assign(s *btlang.Assign) {
 				asm.Mov.Reg(asm.R0, asm.R1),
 			)
 		} else if s.Op != "=" {
-			g.fail(unsupported(s.At, "operator %s", s.Op))
+			g.fail(internal(s.At, "operator %s", s.Op))
 		}
 		g.emit(asm.StoreMem(asm.R10, loc.stack, asm.R0, asm.DWord))
 	case *btlang.MapRef:
 		m := t.Map
 		if m == nil {
-			g.fail(unsupported(t.At, "this map"))
+			g.fail(internal(t.At, "this map"))
 			return
 		}
 		if m.Agg != btlang.AggNone {
 			call, ok := s.Value.(*btlang.Call)
 			if !ok {
-				g.fail(unsupported(s.At, "this aggregation"))
+				g.fail(internal(s.At, "this aggregation"))
 				return
 			}
 			g.aggregate(t, call)
@@ -175,7 +174,7 @@ func (g *gen) assign(s *btlang.Assign) {
 		mi := &g.out.Maps[g.mapIdx[m]]
 		if m.Value.Kind == btlang.KindString {
 			if s.Op != "=" {
-				g.fail(unsupported(s.At, "%s on a string", s.Op))
+				g.fail(internal(s.At, "%s on a string", s.Op))
 				return
 			}
 			src := g.strExpr(s.Value)
@@ -190,7 +189,7 @@ func (g *gen) assign(s *btlang.Assign) {
 		}
 		if mi.ValueName {
 			if s.Op != "=" {
-				g.fail(unsupported(s.At, "%s on a %s", s.Op, m.Value))
+				g.fail(internal(s.At, "%s on a %s", s.Op, m.Value))
 				return
 			}
 			g.nameID(s.Value)
@@ -209,7 +208,7 @@ func (g *gen) assign(s *btlang.Assign) {
 				asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
 			)
 		} else if s.Op != "=" {
-			g.fail(unsupported(s.At, "operator %s", s.Op))
+			g.fail(internal(s.At, "operator %s", s.Op))
 		}
 		if mi.Array {
 			val := g.alloc(mi.ValueSize)
@@ -223,7 +222,7 @@ func (g *gen) assign(s *btlang.Assign) {
 		}
 		g.update(mi, key, asm.R10, int32(slot))
 	default:
-		g.fail(unsupported(s.At, "assigning to this"))
+		g.fail(internal(s.At, "assigning to this"))
 	}
 }
 
@@ -240,7 +239,7 @@ func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 func (g *gen) nameID(e btlang.Expr) {
 	if r, ok := e.(*btlang.MapRef); ok {
 		if r.Map == nil || r.Map.Agg != btlang.AggNone {
-			g.fail(unsupported(r.At, "reading %s here", r.Name))
+			g.fail(internal(r.At, "reading %s here", r.Name))
 			return
 		}
 		mi := &g.out.Maps[g.mapIdx[r.Map]]
@@ -272,7 +271,7 @@ func (g *gen) keyAt(r *btlang.MapRef, mi *MapInfo, off int) {
 		return
 	}
 	if len(r.Keys) != len(mi.Keys) {
-		g.fail(unsupported(r.At, "a key of %d fields for %s", len(r.Keys), r.Name))
+		g.fail(internal(r.At, "a key of %d fields for %s", len(r.Keys), r.Name))
 		return
 	}
 	for i, k := range r.Keys {
@@ -283,7 +282,7 @@ func (g *gen) keyAt(r *btlang.MapRef, mi *MapInfo, off int) {
 			g.emit(asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
 		case i < len(mi.KeyUsym) && mi.KeyUsym[i]:
 			if mi.User {
-				g.fail(unsupported(k.Pos(), "a usym() key with stacks unwound with CFI (--unwind cfi)"))
+				g.fail(internal(k.Pos(), "a usym() key with stacks unwound with CFI (--unwind cfi)"))
 				return
 			}
 			g.usymAt(k, f)
@@ -375,7 +374,7 @@ func (g *gen) lost(idx int) {
 
 func (g *gen) mapReadInt(r *btlang.MapRef) {
 	if r.Map == nil || r.Map.Agg != btlang.AggNone || r.Map.Value.Kind != btlang.KindInt {
-		g.fail(unsupported(r.At, "reading %s here", r.Name))
+		g.fail(internal(r.At, "reading %s here", r.Name))
 		return
 	}
 	mi := &g.out.Maps[g.mapIdx[r.Map]]
@@ -386,7 +385,7 @@ func (g *gen) mapReadInt(r *btlang.MapRef) {
 func (g *gen) mapReadStr(r *btlang.MapRef) strBuf {
 	b := strBuf{off: zeroOff, size: 8}
 	if r.Map == nil || r.Map.Agg != btlang.AggNone || r.Map.Value.Kind != btlang.KindString {
-		g.fail(unsupported(r.At, "reading %s here", r.Name))
+		g.fail(internal(r.At, "reading %s here", r.Name))
 		return b
 	}
 	mi := &g.out.Maps[g.mapIdx[r.Map]]
@@ -416,7 +415,7 @@ func (g *gen) aggregate(r *btlang.MapRef, call *btlang.Call) {
 	defer g.pop()
 	if m.Agg != btlang.AggCount {
 		if len(call.Args) == 0 {
-			g.fail(unsupported(call.At, "%s() without a value", call.Name))
+			g.fail(internal(call.At, "%s() without a value", call.Name))
 			return
 		}
 		g.intExpr(call.Args[0])
@@ -491,7 +490,7 @@ func (g *gen) aggregate(r *btlang.MapRef, call *btlang.Call) {
 		g.lhistIndex(m)
 		g.bucketAdd(mi.Buckets)
 	default:
-		g.fail(unsupported(call.At, "%s()", call.Name))
+		g.fail(internal(call.At, "%s()", call.Name))
 	}
 	g.label(done)
 	g.emit(nop())
@@ -577,7 +576,7 @@ func (g *gen) call(c *btlang.Call) {
 			sig = int(v)
 		}
 		if sig < 1 || sig > 64 {
-			g.fail(unsupported(c.At, "this signal()"))
+			g.fail(internal(c.At, "this signal()"))
 			return
 		}
 		g.emit(asm.Mov.Imm(asm.R1, int32(sig)), asm.FnSendSignal.Call())
@@ -586,7 +585,7 @@ func (g *gen) call(c *btlang.Call) {
 		if len(c.Args) == 1 {
 			lit, ok := c.Args[0].(*btlang.StrLit)
 			if !ok {
-				g.fail(unsupported(c.At, "a time() format that is not a literal"))
+				g.fail(internal(c.At, "a time() format that is not a literal"))
 				return
 			}
 			format = lit.Val
@@ -608,19 +607,19 @@ func (g *gen) call(c *btlang.Call) {
 		for i, a := range c.Args[1:] {
 			lit, ok := a.(*btlang.IntLit)
 			if !ok || lit.Val > 1<<31 {
-				g.fail(unsupported(a.Pos(), "a print() top or divisor that is not a literal"))
+				g.fail(internal(a.Pos(), "a print() top or divisor that is not a literal"))
 				return
 			}
 			consts[i] = lit.Val
 		}
 		r, _ := c.Args[0].(*btlang.MapRef)
 		if r == nil || r.Map == nil {
-			g.fail(unsupported(c.At, "%s() of this", c.Name))
+			g.fail(internal(c.At, "%s() of this", c.Name))
 			return
 		}
 		idx, ok := g.mapIdx[r.Map]
 		if !ok {
-			g.fail(unsupported(c.At, "%s() of a map never assigned", c.Name))
+			g.fail(internal(c.At, "%s() of a map never assigned", c.Name))
 			return
 		}
 		if c.Name == "print" {
@@ -633,12 +632,12 @@ func (g *gen) call(c *btlang.Call) {
 	case "delete":
 		r, _ := c.Args[0].(*btlang.MapRef)
 		if r == nil || r.Map == nil {
-			g.fail(unsupported(c.At, "delete() of this"))
+			g.fail(internal(c.At, "delete() of this"))
 			return
 		}
 		mi := &g.out.Maps[g.mapIdx[r.Map]]
 		if mi.User {
-			g.fail(&btlang.Error{Pos: c.At, Msg: fmt.Sprintf("with stacks unwound with CFI (--unwind cfi), delete() of %s, a map keyed by ustack, is not supported: clear() it, or use --unwind fp", r.Name)})
+			g.fail(internal(c.At, "delete() of %s, a map counted in user space", r.Name))
 			return
 		}
 		key := g.key(r, mi)
@@ -649,7 +648,7 @@ func (g *gen) call(c *btlang.Call) {
 			asm.FnMapDeleteElem.Call(),
 		)
 	default:
-		g.fail(unsupported(c.At, "%s()", c.Name))
+		g.fail(internal(c.At, "%s()", c.Name))
 	}
 }
 
@@ -693,7 +692,7 @@ func (g *gen) output(off, size int) {
 func (g *gen) printf(c *btlang.Call) {
 	lit, ok := c.Args[0].(*btlang.StrLit)
 	if !ok {
-		g.fail(unsupported(c.At, "a printf format that is not a literal"))
+		g.fail(internal(c.At, "a printf format that is not a literal"))
 		return
 	}
 	f, err := printf.Parse(lit.Val)
@@ -728,7 +727,7 @@ func (g *gen) printf(c *btlang.Call) {
 			info.Args = append(info.Args, RecordArg{Off: size, Stack: si, Size: n})
 			size += round8(n)
 		default:
-			g.fail(unsupported(a.Pos(), "printing a %s", t))
+			g.fail(internal(a.Pos(), "printing a %s", t))
 			return
 		}
 	}
@@ -770,7 +769,7 @@ func (g *gen) printf(c *btlang.Call) {
 func (g *gen) usymAt(e btlang.Expr, off int) {
 	c, ok := e.(*btlang.Call)
 	if !ok || c.Name != "usym" || len(c.Args) != 1 {
-		g.fail(unsupported(e.Pos(), "this usym value"))
+		g.fail(internal(e.Pos(), "this usym value"))
 		return
 	}
 	g.intExpr(c.Args[0])
