@@ -711,7 +711,7 @@ func (g *gen) pop() { g.stack -= 8 }
 // checkSites checks that the block has not too many sites.
 func (g *gen) checkSites() error {
 	if len(g.sites) > bpfgen.MaxSites {
-		return &btlang.Error{Pos: g.block.At, Msg: fmt.Sprintf("%d sites exceed %d", len(g.sites), bpfgen.MaxSites)}
+		return internal(g.block.At, "%d sites", len(g.sites))
 	}
 	return nil
 }
@@ -732,34 +732,18 @@ func (g *gen) program() (asm.Instructions, error) {
 			return asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}, nil
 		}
 	}
-	// Which arguments the block reads.
-	var used uint16
-	usesRet, usesProbe, usesFunc := false, false, false
-	btlang.Inspect(b, func(n btlang.Node) bool {
-		if e, ok := n.(*btlang.Builtin); ok {
-			switch {
-			case e.Arg >= 0:
-				used |= 1 << e.Arg
-			case e.Name == "retval":
-				usesRet = true
-			case e.Name == "probe":
-				usesProbe = true
-			case e.Name == "func":
-				usesFunc = true
-			}
-		}
-		return true
-	})
-	usesProbe = usesProbe || g.event != nil
+	u := blockUses(b)
+	used, usesRet, usesFunc := u.args, u.ret, u.fn
+	usesProbe := u.probe || g.event != nil
 	for i := range g.sites {
 		s := &g.sites[i]
 		for a := range bpfgen.MaxArgs {
 			if used&(1<<a) != 0 && a >= len(s.Args) {
-				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("arg%d is read but site %d (offset %#x in %s) has %d arguments", a, i, s.Offset, s.Path, len(s.Args))}
+				return nil, internal(b.At, "arg%d at site %d of %d arguments", a, i, len(s.Args))
 			}
 		}
 		if usesRet && s.Ret.Kind == 0 {
-			return nil, &btlang.Error{Pos: b.At, Msg: "retval is read but a site of this block is not a return probe"}
+			return nil, internal(b.At, "retval at site %d, not a return probe", i)
 		}
 	}
 	g.layoutNamed()
@@ -795,7 +779,7 @@ func (g *gen) program() (asm.Instructions, error) {
 		if g.funcOff >= 0 {
 			name := g.sites[i].Func
 			if name == "" {
-				return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("func is read but site %d (offset %#x in %s) does not say which function it probes", i, g.sites[i].Offset, g.sites[i].Path)}
+				return nil, internal(b.At, "func at site %d, which names no function", i)
 			}
 			items = append(items, fetchItem{f: bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8, Value: int64(g.probeID(name))}, slot: g.funcOff, bit: bpfgen.MaxArgs + 3})
 		}
@@ -975,7 +959,7 @@ func (g *gen) siteProbeID(b *btlang.ProbeBlock, i int) (int, error) {
 	name := g.sites[i].Probe
 	if name == "" {
 		if len(b.Probes) > 1 {
-			return 0, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("probe is read but site %d does not say which probe it is", i)}
+			return 0, internal(b.At, "probe at site %d, which names no probe", i)
 		}
 		name = b.Probes[0].String()
 	}

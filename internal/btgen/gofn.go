@@ -1,7 +1,6 @@
 package btgen
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/cilium/ebpf/asm"
@@ -75,11 +74,11 @@ func (g *gen) namedItems(i int, s *Site) ([]fetchItem, error) {
 		ns := g.named[name]
 		k := slices.IndexFunc(s.Named, func(f NamedFetch) bool { return f.Name == name })
 		if k < 0 {
-			return nil, &btlang.Error{Pos: g.block.At, Msg: fmt.Sprintf("args.%s is read but site %d (offset %#x in %s) does not provide it", name, i, s.Offset, s.Path)}
+			return nil, internal(g.block.At, "args.%s at site %d, which does not provide it", name, i)
 		}
 		f := &s.Named[k]
 		if ns.string != (f.Len.Kind != 0) {
-			return nil, &btlang.Error{Pos: g.block.At, Msg: fmt.Sprintf("args.%s is a string at some sites of the block and not at site %d", name, i)}
+			return nil, internal(g.block.At, "args.%s, not a string at site %d", name, i)
 		}
 		items = append(items, fetchItem{f: f.Value, slot: ns.off, bit: bit})
 		if ns.string {
@@ -88,7 +87,7 @@ func (g *gen) namedItems(i int, s *Site) ([]fetchItem, error) {
 	}
 	if g.goidOff >= 0 {
 		if s.GoID.Kind == 0 {
-			return nil, &btlang.Error{Pos: g.block.At, Msg: fmt.Sprintf("goid is read but site %d (offset %#x in %s) cannot read it", i, s.Offset, s.Path)}
+			return nil, internal(g.block.At, "goid at site %d, which cannot read it", i)
 		}
 		items = append(items, fetchItem{f: s.GoID, slot: g.goidOff, bit: bit})
 	}

@@ -3,9 +3,12 @@ package btgen
 import (
 	"debug/elf"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/cilium/ebpf"
 
+	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/layout"
 	"github.com/usdtkit/usdtkit/internal/printf"
@@ -60,6 +63,11 @@ func Support(prog *btlang.Program, opts *Options) error {
 			continue
 		}
 		s.special, s.machine = kind, machine
+		if kind == 0 {
+			if err := siteSupport(b, opts.Sites[i], i < len(opts.Events) && opts.Events[i] != nil); err != nil {
+				return err
+			}
+		}
 		if err := s.block(b); err != nil {
 			return err
 		}
@@ -512,4 +520,95 @@ func (s *support) printArgs(args []btlang.Expr) {
 			s.intExpr(a)
 		}
 	}
+}
+
+// uses is what a block reads that its sites provide.
+type uses struct {
+	args           uint16 // bit N: argN
+	ret, probe, fn bool   // retval, probe, func
+}
+
+// blockUses returns what block b reads that its sites provide, in every
+// statement, built or not.
+func blockUses(b *btlang.ProbeBlock) uses {
+	var u uses
+	btlang.Inspect(b, func(n btlang.Node) bool {
+		if e, ok := n.(*btlang.Builtin); ok {
+			switch {
+			case e.Arg >= 0:
+				u.args |= 1 << e.Arg
+			case e.Name == "retval":
+				u.ret = true
+			case e.Name == "probe":
+				u.probe = true
+			case e.Name == "func":
+				u.fn = true
+			}
+		}
+		return true
+	})
+	return u
+}
+
+// namedArgs returns the args.NAME values block b reads, by name, true for
+// a string, and whether it reads goid.
+func namedArgs(b *btlang.ProbeBlock) (named map[string]bool, goid bool) {
+	named = map[string]bool{}
+	btlang.Inspect(b, func(n btlang.Node) bool {
+		switch e := n.(type) {
+		case *btlang.ArgField:
+			if _, ok := named[e.Name]; !ok {
+				named[e.Name] = e.Type().Kind == btlang.KindString
+			}
+		case *btlang.Builtin:
+			goid = goid || e.Name == "goid"
+		}
+		return true
+	})
+	return named, goid
+}
+
+// siteSupport returns what block b reads that one of its sites cannot
+// give, in the order Generate would meet it. event: the block sends an
+// event, which names its probe.
+func siteSupport(b *btlang.ProbeBlock, sites []Site, event bool) error {
+	if len(sites) > bpfgen.MaxSites {
+		return &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("%d sites exceed %d", len(sites), bpfgen.MaxSites)}
+	}
+	u := blockUses(b)
+	for i := range sites {
+		s := &sites[i]
+		for a := range bpfgen.MaxArgs {
+			if u.args&(1<<a) != 0 && a >= len(s.Args) {
+				return &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("arg%d is read but site %d (offset %#x in %s) has %d arguments", a, i, s.Offset, s.Path, len(s.Args))}
+			}
+		}
+		if u.ret && s.Ret.Kind == 0 {
+			return &btlang.Error{Pos: b.At, Msg: "retval is read but a site of this block is not a return probe"}
+		}
+	}
+	named, goid := namedArgs(b)
+	names := slices.Sorted(maps.Keys(named))
+	for i := range sites {
+		s := &sites[i]
+		for _, name := range names {
+			k := slices.IndexFunc(s.Named, func(f NamedFetch) bool { return f.Name == name })
+			if k < 0 {
+				return &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("args.%s is read but site %d (offset %#x in %s) does not provide it", name, i, s.Offset, s.Path)}
+			}
+			if named[name] != (s.Named[k].Len.Kind != 0) {
+				return &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("args.%s is a string at some sites of the block and not at site %d", name, i)}
+			}
+		}
+		if goid && s.GoID.Kind == 0 {
+			return &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("goid is read but site %d (offset %#x in %s) cannot read it", i, s.Offset, s.Path)}
+		}
+		if (u.probe || event) && s.Probe == "" && len(b.Probes) > 1 {
+			return &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("probe is read but site %d does not say which probe it is", i)}
+		}
+		if u.fn && s.Func == "" {
+			return &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("func is read but site %d (offset %#x in %s) does not say which function it probes", i, s.Offset, s.Path)}
+		}
+	}
+	return nil
 }
