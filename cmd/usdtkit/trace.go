@@ -46,10 +46,6 @@ type traceOptions struct {
 	// the flame graph's title.
 	flame      *flameOutput
 	flameTitle string
-	// goMaps, set by runTrace for --count, --hist and --latency, prints
-	// the maps of a trace of Go functions as the flags always printed
-	// them (writeGoMaps), not as bpftrace does.
-	goMaps bool
 }
 
 func newTraceCmd() *cobra.Command {
@@ -176,7 +172,6 @@ func runTrace(cmd *cobra.Command, o *traceOptions, args []string) error {
 		o.pids[i] = processOf(pid, cmd.ErrOrStderr(), "tracing")
 	}
 	o.flameTitle = flameTitle("", "", args)
-	o.goMaps = o.count || o.hist != "" || o.latency != ""
 	flags := o.flags(args)
 	return runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
 		return trace.CompileFlags(flags, copts)

@@ -190,7 +190,7 @@ func TestTraceGoByName(t *testing.T) {
 	})
 	t.Run("hist", func(t *testing.T) {
 		stdout, _ := runGoTrace(t, bin, handle, "--hist", "n")
-		if !strings.Contains(stdout, "@[uprobe:main.(*Server).Handle]") || !strings.Contains(stdout, "[2, 4)") {
+		if !strings.Contains(stdout, ":main.(*Server).Handle]: \n") || !strings.Contains(stdout, "[2, 4)") {
 			t.Errorf("hist n: %s", stdout)
 		}
 	})
@@ -203,15 +203,18 @@ func TestTraceGoByName(t *testing.T) {
 	t.Run("latency", func(t *testing.T) {
 		stdout, _ := runGoTrace(t, bin, "-o", "json", "uprobe::main.Str", "uretprobe::main.Str",
 			"--latency", "uprobe:main.Str,uretprobe:main.Str")
+		// bpftrace's -f json: {"type": "hist", "data": {"@latency_ns": {PROBE: [{"min": …, "max": …, "count": …}…]}}}.
 		var h struct {
-			Buckets []uint64 `json:"log2_buckets"`
+			Data map[string]map[string][]struct{ Count uint64 } `json:"data"`
 		}
 		if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &h); err != nil {
 			t.Fatalf("%v: %s", err, stdout)
 		}
 		total := uint64(0)
-		for _, b := range h.Buckets {
-			total += b
+		for _, buckets := range h.Data["@latency_ns"] {
+			for _, b := range buckets {
+				total += b.Count
+			}
 		}
 		if total != 2 {
 			t.Errorf("latency: %d samples, want the 2 calls of main.Str: %s", total, stdout)
@@ -246,9 +249,10 @@ func TestTraceGoStripped(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := testutil.BuildGo(t, "testdata/gofuncs", "-ldflags=-s -w")
 	stdout, stderr := runGoTrace(t, bin, "uprobe::main.Str", "uretprobe::main.Str", "--count")
-	for _, want := range []string{"@[uprobe:main.Str]: 2", "@[uretprobe:main.Str]: 2"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+	counts := goCounts(t, stdout)
+	for _, probe := range []string{"uprobe:main.Str", "uretprobe:main.Str"} {
+		if counts[probe] != 2 {
+			t.Errorf("%s: %d hits, want 2:\n%s", probe, counts[probe], stdout)
 		}
 	}
 	if !strings.Contains(stderr, "has no DWARF") || strings.Contains(stderr, "Warning: no debug info") {
@@ -283,8 +287,20 @@ func TestTraceGoTextAndKeys(t *testing.T) {
 		g.calls(t)
 		g.Stdin().Close()
 		code, stdout, stderr := tr.wait(t)
-		if want := `{"probe":"uprobe:main.Str","pid":` + pid + `,"count":2}` + "\n"; code != 0 || stdout != want {
-			t.Errorf("exit %d, stdout %q, want %q\n%s", code, stdout, want, stderr)
+		// bpftrace's -f json: {"type": "map", "data": {"@": {"PROBE,PID": N}}}.
+		var m struct {
+			Data map[string]map[string]uint64 `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(stdout)), &m); code != 0 || err != nil {
+			t.Fatalf("exit %d, %v: stdout %q\n%s", code, err, stdout, stderr)
+		}
+		if len(m.Data["@"]) != 1 {
+			t.Fatalf("stdout %q, want one key", stdout)
+		}
+		for k, n := range m.Data["@"] {
+			if !strings.HasPrefix(k, "uprobe:") || !strings.HasSuffix(k, ":main.Str,"+pid) || n != 2 {
+				t.Errorf("@[%s] = %d, want @[uprobe:PATH:main.Str,%s] = 2", k, n, pid)
+			}
 		}
 	})
 	t.Run("address", func(t *testing.T) {
@@ -304,8 +320,27 @@ func TestTraceGoTextAndKeys(t *testing.T) {
 			}
 		}
 		stdout, _ := runGoTrace(t, bin, "uprobe:"+bin+":0x"+strconv.FormatUint(addr, 16), "--count")
-		if stdout != "@[uprobe:main.Str]: 2\n" {
+		if counts := goCounts(t, stdout); len(counts) != 1 || counts["uprobe:main.Str"] != 2 {
 			t.Errorf("stdout %q, want the 2 calls of main.Str", stdout)
 		}
 	})
+}
+
+// goCounts reads the text of a --count map ("@[uprobe:PATH:main.F]: N"
+// lines, as bpftrace prints them), keyed by the probe without its path
+// (uprobe:main.F).
+func goCounts(t *testing.T, stdout string) map[string]uint64 {
+	t.Helper()
+	counts := map[string]uint64{}
+	for _, line := range nonEmptyLines(stdout) {
+		key, n, ok := strings.Cut(strings.TrimPrefix(line, "@["), "]: ")
+		v, err := strconv.ParseUint(n, 10, 64)
+		if !ok || err != nil {
+			t.Fatalf("count line %q", line)
+		}
+		kind, rest, _ := strings.Cut(key, ":")
+		_, fn, _ := strings.Cut(rest, ":")
+		counts[kind+":"+fn] += v
+	}
+	return counts
 }

@@ -1,18 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/usdtkit/usdtkit/internal/escape"
-	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/trace"
 )
 
@@ -126,118 +119,4 @@ func appendGoJSON(b []byte, v *trace.Value) []byte {
 		return append(b, '}')
 	}
 	return appendJSON(b, v.Go)
-}
-
-// goHistBuckets is the number of log2 buckets -o json has always listed
-// for --hist and --latency of Go functions (the 65 of hist() and one
-// for unsigned values of 2^63 and more).
-const goHistBuckets = 66
-
-// writeGoMaps prints the maps of --count, --hist or --latency of a trace
-// of Go functions as the flags have always printed them: a count per
-// line, "@[uprobe:main.F, KEY...]: N" or {"probe":…,"pid":…,"count":N},
-// most first; a histogram per probe as bpftrace draws one, or
-// {"probe":…,"log2_buckets":[…]} ("latency_ns":true for --latency). On
-// stderr, how many map updates failed. by are the keys after the probe
-// (--by).
-func writeGoMaps(w, stderr io.Writer, t *trace.Tracer, prog *trace.Program, output string, by []string) error {
-	maps, err := t.Maps()
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(w)
-	for _, m := range maps {
-		if m.Name != "@" && m.Name != "@latency_ns" {
-			continue
-		}
-		type line struct {
-			key   string
-			entry *trace.MapEntry
-		}
-		var lines []line
-		for i := range m.Entries {
-			e := &m.Entries[i]
-			if len(e.Key) == 0 {
-				continue
-			}
-			keys := []string{escape.Name(goProbeName(prog, e.Key[0].Str))}
-			for j, k := range e.Key[1:] {
-				if j+1 < len(m.KeyStrings) && m.KeyStrings[j+1] {
-					keys = append(keys, escape.Name(k.Str))
-				} else {
-					keys = append(keys, strconv.FormatInt(k.Int, 10))
-				}
-			}
-			lines = append(lines, line{strings.Join(keys, ", "), e})
-		}
-		slices.SortStableFunc(lines, func(a, b line) int { return cmp.Compare(a.key, b.key) })
-		switch m.Kind {
-		case trace.MapCount:
-			slices.SortStableFunc(lines, func(a, b line) int { return cmp.Compare(b.entry.Value, a.entry.Value) })
-			for _, l := range lines {
-				if output != "json" {
-					fmt.Fprintf(bw, "@[%s]: %d\n", l.key, l.entry.Value)
-					continue
-				}
-				b := appendJSON(append([]byte(nil), `{"probe":`...), goProbeName(prog, l.entry.Key[0].Str))
-				for j, k := range l.entry.Key[1:] {
-					name := "key" + strconv.Itoa(j+1)
-					if j < len(by) {
-						name = by[j]
-					}
-					b = append(appendJSON(append(b, ','), name), ':')
-					if j+1 < len(m.KeyStrings) && m.KeyStrings[j+1] {
-						b = appendJSON(b, escape.Name(k.Str))
-					} else {
-						b = strconv.AppendInt(b, k.Int, 10)
-					}
-				}
-				b = strconv.AppendUint(append(b, `,"count":`...), l.entry.Value, 10)
-				bw.Write(append(b, "}\n"...))
-			}
-		case trace.MapHist:
-			latency := m.Name == "@latency_ns"
-			for _, l := range lines {
-				buckets := l.entry.Buckets
-				if len(buckets) < goHistBuckets {
-					buckets = append(buckets, make([]uint64, goHistBuckets-len(buckets))...)
-				}
-				if output == "json" {
-					b, err := json.Marshal(struct {
-						Probe   string   `json:"probe"`
-						Latency bool     `json:"latency_ns,omitempty"`
-						Buckets []uint64 `json:"log2_buckets"`
-					}{l.key, latency, buckets})
-					if err != nil {
-						return err
-					}
-					bw.Write(append(b, '\n'))
-					continue
-				}
-				bw.Write(eventfmt.AppendHist(nil, m.Name+"["+l.key+"]", buckets))
-			}
-		}
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	_, failed, err := t.Lost()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "%d aggregation updates failed (map full).\n", failed)
-	return nil
-}
-
-// goProbeName is a probe as the flags print it: uprobe:FUNC for a
-// function, PROVIDER:NAME for a USDT probe.
-func goProbeName(prog *trace.Program, full string) string {
-	name, _, ok := prog.ProbeName(full)
-	if !ok {
-		return full
-	}
-	if kind, _, _ := strings.Cut(full, ":"); kind != "usdt" {
-		return kind + ":" + name
-	}
-	return name
 }

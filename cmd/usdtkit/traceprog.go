@@ -158,10 +158,6 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	if o.flame != nil && !prog.CountsStacks() {
 		return noStacksError(o.output)
 	}
-	goMaps := o.goMaps && prog.GoFunctions() && o.flame == nil
-	if goMaps {
-		topts.Stdout = io.Discard
-	}
 	var events *eventCounter
 	if prog.SendsEvents() {
 		events = &eventCounter{out: newEventWriter(topts.Stdout, output), perName: make(map[string]uint64)}
@@ -184,11 +180,7 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 			return err
 		}
 	}
-	if goMaps {
-		if err := writeGoMaps(cmd.OutOrStdout(), stderr, t, prog, output, append(append([]string(nil), o.countBy...), o.by...)); err != nil {
-			return err
-		}
-	}
+
 	if output == "json" && prog.CountsStacks() {
 		if err := writeStacksJSON(topts.Stdout, t); err != nil {
 			return err
