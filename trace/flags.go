@@ -276,9 +276,9 @@ type goVal struct {
 // IsFunctionSelector reports whether s selects functions (uprobe:,
 // uretprobe:, u:, ur:) rather than USDT probes.
 func IsFunctionSelector(s string) bool {
-	name, _, _ := strings.Cut(s, ":")
+	name, _, ok := strings.Cut(s, ":")
 	kind, _ := btlang.LookupProbeKind(name)
-	return kind == btlang.ProbeUprobe || kind == btlang.ProbeUretprobe
+	return ok && (kind == btlang.ProbeUprobe || kind == btlang.ProbeUretprobe)
 }
 
 func parseSelectors(probes []string) ([]*flagSelector, error) {
