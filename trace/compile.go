@@ -556,7 +556,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 		if err := r.setMachine(p.Machine, p.Path); err != nil {
 			return nil, 0, err
 		}
-		name := "usdt:" + p.Path + ":" + p.Provider + ":" + p.Name
+		name := (&btlang.Probe{Kind: btlang.ProbeUSDT, Path: p.Path, Provider: p.Provider, Name: p.Name}).FullName()
 		r.names[name] = probeName{name: p.Provider + ":" + p.Name, path: p.Path}
 		for j := range p.Locations {
 			loc := &p.Locations[j]
@@ -591,6 +591,16 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 // functions turns native functions into sites that read the C ABI's
 // argument registers at entry, the return register at return, and Go
 // functions into sites that read their values by name (see goFunction).
+// functionProbe is the probe of function fn's site, by its displayed
+// (demangled) name: its FullName is the probe builtin's value there.
+func functionProbe(fn *uprobe.Function) *btlang.Probe {
+	p := &btlang.Probe{Kind: btlang.ProbeUprobe, Path: fn.Path, Name: fn.Symbol.DisplayName(), Offset: fn.Delta}
+	if fn.Return {
+		p.Kind = btlang.ProbeUretprobe
+	}
+	return p
+}
+
 func (r *resolver) functions(fns []uprobe.Function, warn func(error), p *btlang.Probe) (*resolved, btlang.ProbeArgs, error) {
 	res := &resolved{}
 	count := 0
@@ -636,15 +646,11 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error), p *btlang.
 		if err != nil {
 			return fail(err)
 		}
-		kind := "uprobe:"
-		if fn.Return {
-			kind = "uretprobe:"
-		}
 		short := fn.Symbol.DisplayName()
 		if fn.Delta != 0 {
 			short += fmt.Sprintf("+%d", fn.Delta)
 		}
-		name := kind + fn.Path + ":" + short
+		name := functionProbe(fn).FullName()
 		r.names[name] = probeName{name: short, path: fn.Path}
 		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name, Func: fn.Symbol.DisplayName(), Entry: fn.Delta == 0 && !fn.Return}
 		if fn.Return {

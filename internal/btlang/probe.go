@@ -83,6 +83,23 @@ func (p *Probe) String() string {
 	return s
 }
 
+// FullName returns the probe as bpftrace's probe builtin names it: its
+// kind and parts, unquoted, a usdt probe's provider always
+// ("usdt:/bin/app:prov:name", "uprobe:/lib/libc.so.6:malloc+4").
+func (p *Probe) FullName() string {
+	switch p.Kind {
+	case ProbeUSDT:
+		return "usdt:" + p.Path + ":" + p.Provider + ":" + p.Name
+	case ProbeUprobe, ProbeUretprobe:
+		s := p.Kind.String() + ":" + p.Path + ":" + p.Name
+		if p.Offset != 0 {
+			s += "+" + strconv.FormatUint(p.Offset, 10)
+		}
+		return s
+	}
+	return p.String()
+}
+
 // Printable returns an error when String cannot write p so that it parses
 // back to p: a part holding a '"' or a newline, which a quoted part
 // cannot hold (quotes have no escapes).

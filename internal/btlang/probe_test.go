@@ -78,3 +78,21 @@ func TestQuoteGlob(t *testing.T) {
 		}
 	}
 }
+
+// TestFullName checks the probe builtin's names: unquoted, a usdt probe's
+// provider always.
+func TestFullName(t *testing.T) {
+	for _, tt := range []struct {
+		p    Probe
+		want string
+	}{
+		{Probe{Kind: ProbeUSDT, Path: "/bin/a b", Provider: "p", Name: "n"}, "usdt:/bin/a b:p:n"},
+		{Probe{Kind: ProbeUprobe, Path: "/bin/x", Name: "main.(*T).m", Offset: 4}, "uprobe:/bin/x:main.(*T).m+4"},
+		{Probe{Kind: ProbeUretprobe, Path: "/bin/x", Name: "ns::f(int)"}, "uretprobe:/bin/x:ns::f(int)"},
+		{Probe{Kind: ProbeProfile, Unit: "hz", Period: 99}, "profile:hz:99"},
+	} {
+		if have := tt.p.FullName(); have != tt.want {
+			t.Errorf("%+v: have %q, want %q", tt.p, have, tt.want)
+		}
+	}
+}
