@@ -94,6 +94,8 @@ func TestFlagProgramErrors(t *testing.T) {
 		{"hist arg12", Flags{Probes: []string{str}, Hist: "arg12"}, "--hist", "want argN"},
 		{"string order", Flags{Probes: []string{str}, Count: true, Filters: []string{`str(arg0) < "a"`}}, `--filter str(arg0) < "a"`, "== or != only"},
 		{"string unclosed", Flags{Probes: []string{str}, Count: true, Filters: []string{`str(arg0) == "a`}}, `--filter str(arg0) == "a`, "a string is written"},
+		{"syntax", Flags{Probes: []string{str}, Count: true, Filters: []string{"arg0 >\n )"}}, "--filter arg0 >\n )", "at byte 9: expected an expression"},
+		{"two comparisons", Flags{Probes: []string{str}, Count: true, Filters: []string{"arg1 > 1 && arg1 < 3"}}, "--filter arg1 > 1 && arg1 < 3", "one comparison per --filter"},
 		{"str int", Flags{Probes: []string{str}, Count: true, Filters: []string{`str(arg0) == 1`}}, "--filter str(arg0) == 1", "compares with a"},
 		{"string of an int", Flags{Probes: []string{str}, Count: true, Filters: []string{`arg1 == "x"`}}, `--filter arg1 == "x"`, "read it as one with --str 1"},
 		{"format flag", Flags{Probes: []string{str}, Formats: []string{"%+d"}}, "--format %+d", "not + #"},

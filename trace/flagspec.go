@@ -261,8 +261,18 @@ func fragmentError(err error, src string) string {
 	if !errors.As(err, &e) {
 		return err.Error()
 	}
-	msg := fmt.Sprintf("at byte %d: %s", e.Pos.Col, e.Msg)
-	if q := strings.IndexByte(src, '"'); q >= 0 && e.Pos.Col > q {
+	// The byte of src, counted from 1, at the error's line and column.
+	at := e.Pos.Col
+	for line, rest := 1, src; line < e.Pos.Line; line++ {
+		i := strings.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		at += i + 1
+		rest = rest[i+1:]
+	}
+	msg := fmt.Sprintf("at byte %d: %s", at, e.Msg)
+	if q := strings.IndexByte(src, '"'); q >= 0 && at > q {
 		msg += stringHint
 	}
 	return msg
