@@ -149,13 +149,13 @@ func (p *Program) Sites() int {
 // that is not ELF, permissions) are returned wrapped behind the probe's
 // position, for errors.Is.
 func Compile(name, src string, opts *CompileOptions) (*Program, error) {
-	return compile(name, src, opts, nil, nil, nil)
+	return compile(&compilation{name: name, src: src, opts: opts})
 }
 
-// compile is Compile with, per block, the events it sends (see
-// btgen.Options.Events) and the field paths of Go functions they carry
-// (EventProbe.Fields), and a check of the checked program.
-func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fields [][]string, check func(*btlang.Program) error) (*Program, error) {
+// compile runs the passes on c, whose name, src or prog, opts, events,
+// fields and extraCheck say what to compile.
+func compile(c *compilation) (*Program, error) {
+	opts := c.opts
 	pids, err := compilePIDs(opts)
 	if err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 	}
 	r.commandLibs = commandLibs{exe: r.opts.Executable, warn: r.opts.Warn}
 	defer r.closeGo()
-	c := &compilation{name: name, src: src, opts: opts, events: events, fields: fields, extraCheck: check, r: r}
+	c.r = r
 	for _, pass := range passes {
 		if err := pass.run(c); err != nil {
 			return nil, err
@@ -178,10 +178,16 @@ func compile(name, src string, opts *CompileOptions, events []*btgen.Event, fiel
 
 // compilation is what Compile's passes read and write.
 type compilation struct {
-	name, src  string
-	opts       *CompileOptions
-	events     []*btgen.Event
-	fields     [][]string
+	// name is the source's file name; src the source, or prog the
+	// program when it was built as a tree (the flags), not parsed.
+	name, src string
+	opts      *CompileOptions
+	// events are, per block, the events it sends (see
+	// btgen.Options.Events); fields the field paths of Go functions
+	// they carry (EventProbe.Fields).
+	events []*btgen.Event
+	fields [][]string
+	// extraCheck checks the checked program further.
 	extraCheck func(*btlang.Program) error
 	r          *resolver
 	prog       *btlang.Program
@@ -213,6 +219,10 @@ var passes = []struct {
 }
 
 func (c *compilation) parse() error {
+	if c.prog != nil {
+		// Built as a tree.
+		return nil
+	}
 	prog, err := btlang.ParseWith(c.name, []byte(c.src), &btlang.ParseOptions{Params: c.r.opts.Params})
 	if err != nil {
 		return c.programErrors(err)
@@ -558,7 +568,7 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 		if err := r.setMachine(p.Machine, p.Path); err != nil {
 			return nil, 0, err
 		}
-		name := "usdt:" + p.Path + ":" + p.Provider + ":" + p.Name
+		name := (&btlang.Probe{Kind: btlang.ProbeUSDT, Path: p.Path, Provider: p.Provider, Name: p.Name}).FullName()
 		r.names[name] = probeName{name: p.Provider + ":" + p.Name, path: p.Path}
 		for j := range p.Locations {
 			loc := &p.Locations[j]
@@ -593,6 +603,16 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 // functions turns native functions into sites that read the C ABI's
 // argument registers at entry, the return register at return, and Go
 // functions into sites that read their values by name (see goFunction).
+// functionProbe is the probe of function fn's site, by its displayed
+// (demangled) name: its FullName is the probe builtin's value there.
+func functionProbe(fn *uprobe.Function) *btlang.Probe {
+	p := &btlang.Probe{Kind: btlang.ProbeUprobe, Path: fn.Path, Name: fn.Symbol.DisplayName(), Offset: fn.Delta}
+	if fn.Return {
+		p.Kind = btlang.ProbeUretprobe
+	}
+	return p
+}
+
 func (r *resolver) functions(fns []uprobe.Function, warn func(error), p *btlang.Probe) (*resolved, btlang.ProbeArgs, error) {
 	res := &resolved{}
 	count := 0
@@ -638,15 +658,11 @@ func (r *resolver) functions(fns []uprobe.Function, warn func(error), p *btlang.
 		if err != nil {
 			return fail(err)
 		}
-		kind := "uprobe:"
-		if fn.Return {
-			kind = "uretprobe:"
-		}
 		short := fn.Symbol.DisplayName()
 		if fn.Delta != 0 {
 			short += fmt.Sprintf("+%d", fn.Delta)
 		}
-		name := kind + fn.Path + ":" + short
+		name := functionProbe(fn).FullName()
 		r.names[name] = probeName{name: short, path: fn.Path}
 		s := btgen.Site{Path: fn.Path, Offset: off, Return: fn.Return, Probe: name, Func: fn.Symbol.DisplayName(), Entry: fn.Delta == 0 && !fn.Return}
 		if fn.Return {

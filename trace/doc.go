@@ -111,18 +111,21 @@
 //
 // # Flags
 //
-// The trace command's flags are shorthands for programs, written in one
-// place: FlagProgram turns Flags into a program's text (--count is
+// The trace command's flags are shorthands for programs, built in one
+// place: CompileFlags compiles the program Flags stand for (--count is
 // @[probe] = count(), --hist argN --by pid is @[probe, pid] =
 // hist(argN), --filter a predicate, -F a printf, --latency the
-// @start[tid] pair, @start[pid, goid] for Go functions) and FlagEvents, for
-// flags that only print hits, into EventProbes; CompileFlags compiles
-// either. Go functions' values are named in the flags ('n > 3',
-// --hist n, --field s.hits) and written args.NAME. They list the probes
-// first, to check each argument a flag reads and to write per-probe flags
-// (PROVIDER:NAME=…) as blocks of their own. Selectors, filters and formats
-// become program text only through quoting that cannot end a string or a
-// probe early (FlagError otherwise), so no flag adds program text.
+// @start[tid] pair, @start[pid, goid] for Go functions), or for flags
+// that only print hits the EventProbes of FlagEvents. FlagProgram prints
+// that program. Filters and formats are fragments of the language (a
+// filter is one comparison, a format a string and its arguments); Go
+// functions' values are named in the flags ('n > 3', --hist n, --field
+// s.hits) and read as args.NAME. The flags list the probes first, to
+// check each argument a flag reads and to build per-probe flags
+// (PROVIDER:NAME=…) as blocks of their own. The program is built as a
+// syntax tree, so no flag adds program text; a probe whose name no
+// program can hold (a '"' or a newline) is refused (FlagError), so that
+// FlagProgram's text is what CompileFlags compiles.
 //
 // # Stacks
 //

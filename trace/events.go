@@ -210,9 +210,9 @@ func CompileEvents(probes []EventProbe, opts *CompileOptions) (*Program, error) 
 		}
 		src.WriteString(" {}\n")
 	}
-	prog, err := compile(eventsFile, src.String(), opts, events, fields, func(p *btlang.Program) error {
+	prog, err := compile(&compilation{name: eventsFile, src: src.String(), opts: opts, events: events, fields: fields, extraCheck: func(p *btlang.Program) error {
 		return checkEvents(p, probes)
-	})
+	}})
 	if err != nil {
 		return nil, eventErrors(err, probes)
 	}

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/gofunc"
 	"github.com/usdtkit/usdtkit/internal/procfs"
@@ -117,15 +117,18 @@ func CompileFlags(f *Flags, opts *CompileOptions) (*Program, error) {
 		}
 		return prog, nil
 	}
-	src, err := FlagProgram(f, &quiet)
+	tree, err := flagTree(f, &quiet)
 	if err != nil {
 		return nil, err
 	}
-	if prog, err = Compile("flags", src, &o); err != nil {
+	if prog, err = compile(&compilation{name: flagsFile, prog: tree, opts: &o}); err != nil {
 		return nil, unplaced(err)
 	}
 	return prog, nil
 }
+
+// flagsFile is the file of the positions of a flag program's nodes.
+const flagsFile = "flags"
 
 // unplacedErrors are CompileErrors without their positions.
 type unplacedErrors struct{ list CompileErrors }
@@ -164,10 +167,12 @@ func FlagEvents(f *Flags, opts *CompileOptions) ([]EventProbe, error) {
 // FlagProgram returns the program in bpftrace's language that f stands
 // for: it lists the probes (as Compile does, with opts) to check every
 // argument the flags read against every probe, to resolve per-probe
-// flags and Latency's names, and writes one block per group of probes
-// the same flags apply to. Probe names are written quoted, and a name no
-// program can hold (with a '"' or a newline) is refused, so that no
-// selector, filter or format can add program text.
+// flags and Latency's names, and builds one block per group of probes
+// the same flags apply to, printed in canonical form (as usdtkit trace
+// --dump ast prints it). Filters and formats are read as fragments of
+// the language; a probe name no program can hold (with a '"' or a
+// newline) is refused, so that the program parses back to what
+// CompileFlags compiles.
 //
 // A function selected by its address (uprobe:PATH:0xADDR) is written as
 // its symbol and offset (uprobe:PATH:FUNC+OFFSET). Go functions' values
@@ -178,9 +183,18 @@ func FlagEvents(f *Flags, opts *CompileOptions) ([]EventProbe, error) {
 // does not have; ErrNoProgram; errors listing the objects
 // (os.ErrPermission, sdt.ErrNotFound) wrapped.
 func FlagProgram(f *Flags, opts *CompileOptions) (string, error) {
-	sp, sels, err := prepareFlags(f, opts, false)
+	tree, err := flagTree(f, opts)
 	if err != nil {
 		return "", err
+	}
+	return tree.String(), nil
+}
+
+// flagTree is FlagProgram's program as a syntax tree.
+func flagTree(f *Flags, opts *CompileOptions) (*btlang.Program, error) {
+	sp, sels, err := prepareFlags(f, opts, false)
+	if err != nil {
+		return nil, err
 	}
 	return sp.program(sels)
 }
@@ -227,8 +241,9 @@ const (
 type flagSelector struct {
 	text string
 	kind int
-	// spec is the selector as a program's probe.
-	spec  string
+	// probe is the selector as a program's probe; nil for a function
+	// by its address, named by what it lists.
+	probe *btlang.Probe
 	sdt   sdt.Selector
 	fn    uprobe.Selector
 	found []flagProbe
@@ -239,13 +254,13 @@ type flagSelector struct {
 type flagProbe struct {
 	// name is as the trace command shows it: PROVIDER:NAME, uprobe:FUNC.
 	name string
-	// spec names just this probe in a program.
-	spec string
-	// specErr is why no program can name just this probe (a '"' in
-	// its name): an error only when spec is needed.
-	specErr error
-	args    int
-	ret     bool
+	// probe names just this probe in a program.
+	probe *btlang.Probe
+	// probeErr is why no program can name just this probe (a '"' in
+	// its name): an error only when probe is needed.
+	probeErr error
+	args     int
+	ret      bool
 	// goVals are, for a Go function at its entry or return, the names
 	// and kinds of its parameters (entry) or results (return) when
 	// flags name values (else empty, not nil); nil for other probes.
@@ -261,8 +276,9 @@ type goVal struct {
 // IsFunctionSelector reports whether s selects functions (uprobe:,
 // uretprobe:, u:, ur:) rather than USDT probes.
 func IsFunctionSelector(s string) bool {
-	kind, _, _ := strings.Cut(s, ":")
-	return kind == "uprobe" || kind == "u" || kind == "uretprobe" || kind == "ur"
+	name, _, ok := strings.Cut(s, ":")
+	kind, _ := btlang.LookupProbeKind(name)
+	return ok && (kind == btlang.ProbeUprobe || kind == btlang.ProbeUretprobe)
 }
 
 func parseSelectors(probes []string) ([]*flagSelector, error) {
@@ -278,25 +294,9 @@ func parseSelectors(probes []string) ([]*flagSelector, error) {
 				return nil, err
 			}
 			s.kind, s.fn = kindUprobe, sel
-			kind := "uprobe"
+			s.probe = &btlang.Probe{Kind: btlang.ProbeUprobe, Path: anyPath(sel.Path), Name: sel.Func, Offset: sel.Offset}
 			if sel.Return {
-				s.kind, kind = kindUretprobe, "uretprobe"
-			}
-			path, err := probePart(p, anyPath(sel.Path), false)
-			if err != nil {
-				return nil, err
-			}
-			fn, err := probePart(p, sel.Func, true)
-			if err != nil {
-				return nil, err
-			}
-			s.spec = kind + ":" + path + ":" + fn
-			if sel.Offset != 0 {
-				s.spec += "+" + strconv.FormatUint(sel.Offset, 10)
-			}
-			if sel.Address != 0 {
-				// Named by the functions it lists: FUNC+OFFSET.
-				s.spec = ""
+				s.kind, s.probe.Kind = kindUretprobe, btlang.ProbeUretprobe
 			}
 		} else {
 			sel, err := sdt.ParseSelector(p)
@@ -304,10 +304,14 @@ func parseSelectors(probes []string) ([]*flagSelector, error) {
 				return nil, err
 			}
 			s.kind, s.sdt = kindUSDT, sel
-			s.spec, err = usdtSpec(p, anyPath(sel.Path), or(sel.Provider, "*"), or(sel.Name, "*"))
-			if err != nil {
-				return nil, err
-			}
+			s.probe = &btlang.Probe{Kind: btlang.ProbeUSDT, Path: anyPath(sel.Path), Provider: or(sel.Provider, "*"), Name: or(sel.Name, "*")}
+		}
+		if err := s.probe.Printable(); err != nil {
+			return nil, flagErrorf(escape.Name(p), "%v", err)
+		}
+		if s.kind != kindUSDT && s.fn.Address != 0 {
+			// Named by the functions it lists: FUNC+OFFSET.
+			s.probe = nil
 		}
 		sels = append(sels, s)
 	}
@@ -328,56 +332,6 @@ func or(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func usdtSpec(sel, path, provider, name string) (string, error) {
-	parts := []string{path, provider, name}
-	for i, p := range parts {
-		q, err := probePart(sel, p, false)
-		if err != nil {
-			return "", err
-		}
-		parts[i] = q
-	}
-	return "usdt:" + strings.Join(parts, ":"), nil
-}
-
-// probePart writes one part of a probe as a program reads it back: bare
-// when it holds only characters a bare part may, else in double quotes,
-// which take any byte but '"' and a newline (they have no escapes).
-func probePart(sel, s string, isFunc bool) (string, error) {
-	bare := !(isFunc && s != "" && s[0] >= '0' && s[0] <= '9')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\n':
-			return "", flagErrorf(escape.Name(sel), "a probe part with %q cannot be written in a program", c)
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_':
-		case strings.IndexByte("-./*#[]?", c) >= 0:
-		case c == '+' && !isFunc:
-		default:
-			bare = false
-		}
-	}
-	if bare {
-		return s, nil
-	}
-	return `"` + s + `"`, nil
-}
-
-// globQuote quotes path.Match's metacharacters in a literal name.
-func globQuote(s string) string {
-	if !strings.ContainsAny(s, `*?[]\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if strings.IndexByte(`*?[]\`, s[i]) >= 0 {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // listSelectors lists each selector's probes as Compile will: a selector
@@ -437,8 +391,8 @@ func listSelectors(sels []*flagSelector, o *CompileOptions, goNames bool) error 
 						n = k
 					}
 				}
-				spec, err := usdtSpec(p.String(), p.Path, globQuote(p.Provider), globQuote(p.Name))
-				s.found = append(s.found, flagProbe{name: p.String(), spec: spec, specErr: err, args: max(n, 0)})
+				pr := &btlang.Probe{Kind: btlang.ProbeUSDT, Path: p.Path, Provider: btlang.QuoteGlob(p.Provider), Name: btlang.QuoteGlob(p.Name)}
+				s.found = append(s.found, flagProbe{name: p.String(), probe: pr, probeErr: nameError(p.String(), pr), args: max(n, 0)})
 			}
 			continue
 		}
@@ -455,10 +409,10 @@ func listSelectors(sels []*flagSelector, o *CompileOptions, goNames bool) error 
 		}
 		for i := range fns {
 			fn := &fns[i]
-			kind := "uprobe"
+			kind := btlang.ProbeUprobe
 			args := 6
 			if fn.Return {
-				kind, args = "uretprobe", 1
+				kind, args = btlang.ProbeUretprobe, 1
 			}
 			var vals []goVal
 			if fn.Go && fn.Delta == 0 {
@@ -469,14 +423,9 @@ func listSelectors(sels []*flagSelector, o *CompileOptions, goNames bool) error 
 					}
 				}
 			}
-			path, err := probePart(fn.Name(), fn.Path, false)
-			name, err2 := probePart(fn.Name(), globQuote(fn.Symbol.Name), true)
-			spec := kind + ":" + path + ":" + name
-			if fn.Delta != 0 {
-				spec += "+" + strconv.FormatUint(fn.Delta, 10)
-			}
-			if !slices.ContainsFunc(s.found, func(p flagProbe) bool { return p.spec == spec }) {
-				s.found = append(s.found, flagProbe{name: fn.Name(), spec: spec, specErr: errors.Join(err, err2), args: args, ret: fn.Return, goVals: vals})
+			pr := &btlang.Probe{Kind: kind, Path: fn.Path, Name: btlang.QuoteGlob(fn.Symbol.Name), Offset: fn.Delta}
+			if !slices.ContainsFunc(s.found, func(p flagProbe) bool { return *p.probe == *pr }) {
+				s.found = append(s.found, flagProbe{name: fn.Name(), probe: pr, probeErr: nameError(fn.Name(), pr), args: args, ret: fn.Return, goVals: vals})
 			}
 		}
 	}
@@ -487,6 +436,15 @@ func listSelectors(sels []*flagSelector, o *CompileOptions, goNames bool) error 
 		return fmt.Errorf("no function matches %s", strings.Join(fnSels, " "))
 	}
 	return fmt.Errorf("no probe matches %s", strings.Join(append(usdtSels, fnSels...), " "))
+}
+
+// nameError is why no program can name probe p, which a listing calls
+// name, as a FlagError; nil if one can.
+func nameError(name string, p *btlang.Probe) error {
+	if err := p.Printable(); err != nil {
+		return flagErrorf(escape.Name(name), "%v", err)
+	}
+	return nil
 }
 
 // goValsOf returns the parameters (entry) or results (return) of Go

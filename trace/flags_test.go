@@ -12,8 +12,20 @@ import (
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
+// canonical returns program src as the language's printer writes it,
+// which FlagProgram returns.
+func canonical(t *testing.T, src string) string {
+	t.Helper()
+	prog, err := btlang.Parse("want", []byte(src))
+	if err != nil {
+		t.Fatalf("want %q: %v", src, err)
+	}
+	return prog.String()
+}
+
 // TestFlagProgram checks the program each set of flags stands for, on
-// tracee.c's probes (str: a string and an int; consts: four ints).
+// tracee.c's probes (str: a string and an int; consts: four ints),
+// written as the test reads best and compared in canonical form.
 func TestFlagProgram(t *testing.T) {
 	bin := testutil.BuildTracee(t, "-O0")
 	str, consts := "usdt:"+bin+":tracee:str", "usdt:"+bin+":tracee:consts"
@@ -52,7 +64,7 @@ func TestFlagProgram(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := strings.ReplaceAll(tt.want, "BIN", bin); have != want {
+			if want := canonical(t, strings.ReplaceAll(tt.want, "BIN", bin)); have != want {
 				t.Errorf("have\n%s\nwant\n%s", have, want)
 			}
 			if _, err := Compile("flags", have, nil); err != nil {
@@ -82,6 +94,8 @@ func TestFlagProgramErrors(t *testing.T) {
 		{"hist arg12", Flags{Probes: []string{str}, Hist: "arg12"}, "--hist", "want argN"},
 		{"string order", Flags{Probes: []string{str}, Count: true, Filters: []string{`str(arg0) < "a"`}}, `--filter str(arg0) < "a"`, "== or != only"},
 		{"string unclosed", Flags{Probes: []string{str}, Count: true, Filters: []string{`str(arg0) == "a`}}, `--filter str(arg0) == "a`, "a string is written"},
+		{"syntax", Flags{Probes: []string{str}, Count: true, Filters: []string{"arg0 >\n )"}}, "--filter arg0 >\n )", "at byte 9: expected an expression"},
+		{"two comparisons", Flags{Probes: []string{str}, Count: true, Filters: []string{"arg1 > 1 && arg1 < 3"}}, "--filter arg1 > 1 && arg1 < 3", "one comparison per --filter"},
 		{"str int", Flags{Probes: []string{str}, Count: true, Filters: []string{`str(arg0) == 1`}}, "--filter str(arg0) == 1", "compares with a"},
 		{"string of an int", Flags{Probes: []string{str}, Count: true, Filters: []string{`arg1 == "x"`}}, `--filter arg1 == "x"`, "read it as one with --str 1"},
 		{"format flag", Flags{Probes: []string{str}, Formats: []string{"%+d"}}, "--format %+d", "not + #"},
@@ -115,69 +129,8 @@ func TestFlagProgramErrors(t *testing.T) {
 	}
 }
 
-// TestProbePartRoundTrip checks that a probe part written by probePart
-// reads back as itself, and that the bytes no part can hold are refused.
-func TestProbePartRoundTrip(t *testing.T) {
-	for _, s := range []string{"a", "*", "lib c", "{x}", "a:b", "x/*", "f+1", "1f", `\*`, "é\x00\x1b", "BEGIN", "a,b"} {
-		checkProbePart(t, s)
-	}
-	for _, s := range []string{`a"b`, "a\nb"} {
-		if _, err := usdtSpec("sel", "/bin/x", "p", s); err == nil {
-			t.Errorf("%q: no error", s)
-		}
-	}
-}
-
-func checkProbePart(t *testing.T, s string) {
-	t.Helper()
-	spec, err := usdtSpec("sel", "/x y/"+s, "p", s)
-	if err != nil {
-		if !strings.ContainsAny(s, "\"\n") {
-			t.Errorf("%q: %v", s, err)
-		}
-		return
-	}
-	prog, err := btlang.Parse("f", []byte(spec+" {}"))
-	if err != nil {
-		t.Fatalf("%q: spec %q: %v", s, spec, err)
-	}
-	if len(prog.Blocks) != 1 || len(prog.Blocks[0].Probes) != 1 {
-		t.Fatalf("%q: spec %q parses as %d blocks", s, spec, len(prog.Blocks))
-	}
-	p := prog.Blocks[0].Probes[0]
-	if p.Kind != btlang.ProbeUSDT || p.Path != "/x y/"+s || p.Provider != "p" || p.Name != s {
-		t.Errorf("%q: spec %q parses as %+v", s, spec, p)
-	}
-	fn, err := probePart("sel", s, true)
-	if err != nil {
-		t.Fatalf("%q: %v", s, err)
-	}
-	prog, err = btlang.Parse("f", []byte("uprobe:/x:"+fn+" {}"))
-	if err != nil {
-		t.Fatalf("%q: function %q: %v", s, fn, err)
-	}
-	if p := prog.Blocks[0].Probes[0]; p.Name != s || p.Offset != 0 {
-		t.Errorf("%q: function %q parses as %+v", s, fn, p)
-	}
-}
-
-// FuzzProbePart: every probe part is written so that it parses back as
-// itself, in one probe of one block, or refused.
-func FuzzProbePart(f *testing.F) {
-	for _, s := range flagSeeds(f, "probe ") {
-		f.Add(s)
-	}
-	f.Add("x\ny")
-	f.Fuzz(func(t *testing.T, s string) {
-		if s == "" {
-			return
-		}
-		checkProbePart(t, s)
-	})
-}
-
 // flagSeeds returns the values of testdata/flags.txt's lines that start
-// with prefix (filter, format or probe: seeds of the fuzz targets).
+// with prefix (filter or format: seeds of the fuzz targets).
 func flagSeeds(tb testing.TB, prefix string) []string {
 	tb.Helper()
 	data, err := os.ReadFile("testdata/flags.txt")
@@ -196,29 +149,34 @@ func flagSeeds(tb testing.TB, prefix string) []string {
 	return seeds
 }
 
-// FuzzFlagFilter: a filter that parses becomes exactly one predicate, and
-// a string it compares is the literal's value.
+// FuzzFlagFilter: a filter that parses becomes exactly one predicate,
+// printed so that it parses back as itself, and a string it compares is
+// the literal's value.
 func FuzzFlagFilter(f *testing.F) {
 	for _, s := range flagSeeds(f, "filter ") {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		// Filters by name (a Go function's value) are program text too:
-		// args.NAME.
+		// Filters by name (a Go function's value) read args.NAME.
 		ff, _, err := parseFlagFilter(s)
 		if err != nil {
 			return
 		}
 		ff.probe = ""
 		sp := &flagSpec{filters: []flagFilter{ff}, strs: map[string]uint16{"": 1<<maxFlagArgs - 1}, strLen: 64}
-		var b strings.Builder
-		sp.block(&b, &flagGroup{specs: []string{"usdt:/x:p:n"}}, "", "exit();")
-		prog, err := btlang.Parse("f", []byte(b.String()))
+		tb := &flagTreeBuilder{prog: &btlang.Program{}}
+		g := &flagGroup{probes: []*btlang.Probe{{Kind: btlang.ProbeUSDT, Path: "/x", Provider: "p", Name: "n"}}}
+		tb.block(sp, g, nil, func() []btlang.Stmt { return []btlang.Stmt{tb.stmt(tb.call("exit"))} })
+		src := tb.prog.String()
+		prog, err := btlang.Parse("f", []byte(src))
 		if err != nil {
-			t.Fatalf("filter %q: program %q: %v", s, b.String(), err)
+			t.Fatalf("filter %q: program %q: %v", s, src, err)
 		}
 		if len(prog.Blocks) != 1 || prog.Blocks[0].Pred == nil || len(prog.Blocks[0].Body) != 1 {
-			t.Fatalf("filter %q: program %q is not one block with a predicate and one statement", s, b.String())
+			t.Fatalf("filter %q: program %q is not one block with a predicate and one statement", s, src)
+		}
+		if again := prog.String(); again != src {
+			t.Errorf("filter %q: program %q prints back as %q", s, src, again)
 		}
 		if ff.isText {
 			var lit *btlang.StrLit
@@ -229,7 +187,7 @@ func FuzzFlagFilter(f *testing.F) {
 				return true
 			})
 			if lit == nil || lit.Val != ff.text {
-				t.Errorf("filter %q: program %q compares with %+v, want %q", s, b.String(), lit, ff.text)
+				t.Errorf("filter %q: program %q compares with %+v, want %q", s, src, lit, ff.text)
 			}
 		}
 	})
@@ -247,10 +205,12 @@ func FuzzFlagFormat(f *testing.F) {
 			return
 		}
 		sp := &flagSpec{mode: modeFormat, formats: map[string]*flagFormat{"": ff}, strs: map[string]uint16{}, strLen: 64}
-		src, err := sp.program([]*flagSelector{{spec: "usdt:/x:p:n", found: []flagProbe{{name: "p:n", spec: "usdt:/x:p:n", args: maxFlagArgs}}}})
+		probe := &btlang.Probe{Kind: btlang.ProbeUSDT, Path: "/x", Provider: "p", Name: "n"}
+		tree, err := sp.program([]*flagSelector{{probe: probe, found: []flagProbe{{name: "p:n", probe: probe, args: maxFlagArgs}}}})
 		if err != nil {
 			t.Fatalf("format %q: %v", s, err)
 		}
+		src := tree.String()
 		prog, err := btlang.Parse("f", []byte(src))
 		if err != nil {
 			t.Fatalf("format %q: program %q: %v", s, src, err)
@@ -302,7 +262,7 @@ func TestFlagGoFunctions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := strings.ReplaceAll(tt.want, "BIN", bin); have != want {
+			if want := canonical(t, strings.ReplaceAll(tt.want, "BIN", bin)); have != want {
 				t.Errorf("have\n%s\nwant\n%s", have, want)
 			}
 			if _, err := Compile("flags", have, nil); err != nil {
@@ -408,7 +368,7 @@ func TestFlagAddress(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := strings.ReplaceAll(tt.want, "BIN", bin); have != want {
+		if want := canonical(t, strings.ReplaceAll(tt.want, "BIN", bin)); have != want {
 			t.Errorf("%s: have\n%s\nwant\n%s", sel, have, want)
 		}
 	}

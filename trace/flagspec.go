@@ -1,11 +1,13 @@
 package trace
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/gofunc"
 )
@@ -59,8 +61,10 @@ type flagFilter struct {
 	probe string
 	lhs   flagValue
 	op    string
-	// num is an integer's decimal text; text a string's bytes (isText).
-	num    string
+	// num is an integer, negated when neg (never for 0); text a
+	// string's bytes (isText).
+	num    uint64
+	neg    bool
 	text   string
 	isText bool
 }
@@ -95,7 +99,7 @@ func parseFlags(f *Flags, events bool) (*flagSpec, error) {
 	if f.Hist != "" {
 		modes++
 		sp.mode = modeHist
-		v, named, err := parseValue(f.Hist, false)
+		v, named, err := parseValue("--hist", f.Hist, false)
 		if named {
 			sp.names = "--hist " + f.Hist
 		} else if err != nil || v.builtin != "" || v.str {
@@ -125,7 +129,7 @@ func parseFlags(f *Flags, events bool) (*flagSpec, error) {
 		return nil, flagErrorf("--by", "--by (--count-by) needs --count, --stacks or --hist")
 	}
 	for _, b := range f.By {
-		v, named, err := parseValue(b, true)
+		v, named, err := parseValue("--by", b, true)
 		if err != nil || named {
 			return nil, flagErrorf("--by", "%q: want pid, tid, comm, argN or str(argN)", b)
 		}
@@ -184,39 +188,44 @@ func parseFlags(f *Flags, events bool) (*flagSpec, error) {
 	return sp, nil
 }
 
-// parseArg parses argN, N from 0 to 11.
-func parseArg(s string) (int, bool) {
-	n, ok := strings.CutPrefix(s, "arg")
-	if !ok || n == "" || len(n) > 2 || strings.Trim(n, "0123456789") != "" {
-		return 0, false
+// parseValue parses argN, str(argN) and, with builtins, pid, tid and
+// comm; without, a Go value's name (an identifier or a dotted path of
+// them), which named reports. flag names s in errors.
+func parseValue(flag, s string, builtins bool) (v flagValue, named bool, err error) {
+	x, err := btlang.ParseExpr(flag, s, &btlang.ExprOptions{Names: !builtins})
+	if err != nil {
+		return v, false, err
 	}
-	i, _ := strconv.Atoi(n)
-	return i, i < maxFlagArgs
+	return flagValueOf(x, builtins)
 }
 
-// parseValue parses argN, str(argN) and, with builtins, pid, tid and
-// comm. named reports a Go value's name (an identifier or a dotted path
-// of them).
-func parseValue(s string, builtins bool) (v flagValue, named bool, err error) {
-	s = strings.TrimSpace(s)
-	if builtins && (s == "pid" || s == "tid" || s == "comm") {
-		return flagValue{builtin: s}, false, nil
-	}
-	if inner, ok := strings.CutPrefix(s, "str("); ok {
-		inner, ok = strings.CutSuffix(inner, ")")
-		n, isArg := parseArg(strings.TrimSpace(inner))
-		if !ok || !isArg {
-			return v, false, fmt.Errorf("%q: want str(argN)", s)
+// flagValueOf is what a flag reads as expression x says: argN, str(argN),
+// with builtins pid, tid or comm, or a Go value by name (named).
+func flagValueOf(x btlang.Expr, builtins bool) (v flagValue, named bool, err error) {
+	switch x := x.(type) {
+	case *btlang.Builtin:
+		if x.Arg >= 0 {
+			return flagValue{arg: x.Arg}, false, nil
 		}
-		return flagValue{arg: n, str: true}, false, nil
+		if builtins && (x.Name == "pid" || x.Name == "tid" || x.Name == "comm") {
+			return flagValue{builtin: x.Name}, false, nil
+		}
+	case *btlang.Call:
+		if x.Name != "str" {
+			break
+		}
+		if len(x.Args) == 1 {
+			if a, ok := x.Args[0].(*btlang.Builtin); ok && a.Arg >= 0 {
+				return flagValue{arg: a.Arg, str: true}, false, nil
+			}
+		}
+		return v, false, fmt.Errorf("%q: want str(argN)", btlang.ExprString(x))
+	case *btlang.ArgField:
+		if !x.Arrow {
+			return flagValue{name: x.Name}, true, nil
+		}
 	}
-	if n, ok := parseArg(s); ok {
-		return flagValue{arg: n}, false, nil
-	}
-	if isName(s) {
-		return flagValue{name: s}, true, nil
-	}
-	return v, false, fmt.Errorf("%q: want argN", s)
+	return v, false, fmt.Errorf("%q: want argN", btlang.ExprString(x))
 }
 
 // isName reports whether s is a Go identifier or a dotted path of them,
@@ -239,11 +248,38 @@ func isName(s string) bool {
 	return true
 }
 
-// filterOps are the comparisons a filter takes, two-character ones first
-// so that "<=" is not read as "<".
-var filterOps = []string{"==", "!=", "<=", ">=", "<", ">"}
+// filterOps are the comparisons a filter takes.
+var filterOps = map[string]bool{"==": true, "!=": true, "<": true, "<=": true, ">": true, ">=": true}
 
-// parseFlagFilter parses [PROVIDER:NAME=]LHS OP VALUE.
+// stringHint says how strings are written, for errors in a fragment at
+// or after a '"'.
+const stringHint = "; a string is written \"TEXT\" with the escapes \\n \\t \\\\ \\\" \\xNN"
+
+// fragmentError is the sentence of err, btlang's error in fragment src.
+func fragmentError(err error, src string) string {
+	var e *btlang.Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	// The byte of src, counted from 1, at the error's line and column.
+	at := e.Pos.Col
+	for line, rest := 1, src; line < e.Pos.Line; line++ {
+		i := strings.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		at += i + 1
+		rest = rest[i+1:]
+	}
+	msg := fmt.Sprintf("at byte %d: %s", at, e.Msg)
+	if q := strings.IndexByte(src, '"'); q >= 0 && at > q {
+		msg += stringHint
+	}
+	return msg
+}
+
+// parseFlagFilter parses [PROVIDER:NAME=]LHS OP VALUE, LHS OP VALUE an
+// expression of the language with Go values by name.
 func parseFlagFilter(s string) (ff flagFilter, named bool, err error) {
 	bad := func(why string) error {
 		return flagErrorf("--filter "+s, "%s: want argN OP VALUE, str(argN) OP \"TEXT\" or PROVIDER:NAME=…, OP one of == != < <= > >=", why)
@@ -254,94 +290,58 @@ func parseFlagFilter(s string) (ff flagFilter, named bool, err error) {
 		(i+1 == len(s) || s[i+1] != '=') && strings.Contains(s[:i], ":") && !strings.ContainsAny(s[:i], "\" (") {
 		ff.probe, expr = escape.Literal(s[:i]), s[i+1:]
 	}
-	// The operator is the first one outside a quoted string.
-	at, op := -1, ""
-	for i := 0; i < len(expr) && at < 0; i++ {
-		if expr[i] == '"' {
-			break
-		}
-		for _, o := range filterOps {
-			if strings.HasPrefix(expr[i:], o) {
-				at, op = i, o
-				break
-			}
-		}
+	x, err := btlang.ParseExpr("--filter", expr, &btlang.ExprOptions{Names: true})
+	if err != nil {
+		return ff, false, bad(fragmentError(err, expr))
 	}
-	if at < 0 {
+	cmp, ok := x.(*btlang.Binary)
+	switch {
+	case !ok:
 		return ff, false, bad("no operator")
+	case cmp.Op == "&&":
+		return ff, false, bad("one comparison per --filter (they are ANDed)")
+	case !filterOps[cmp.Op]:
+		return ff, false, bad(fmt.Sprintf("%s is not a comparison", cmp.Op))
 	}
-	lhs, rhs := strings.TrimSpace(expr[:at]), strings.TrimSpace(expr[at+len(op):])
-	v, named, err := parseValue(lhs, false)
+	v, named, err := flagValueOf(cmp.X, false)
 	if err != nil {
 		return ff, false, bad(err.Error())
 	}
-	ff.lhs, ff.op = v, op
-	if strings.HasPrefix(rhs, `"`) {
-		text, rest, err := unquoteFlag(rhs)
-		if err != nil || strings.TrimSpace(rest) != "" {
-			return ff, false, bad("a string is written \"TEXT\" with the escapes \\n \\t \\\\ \\\" \\xNN")
-		}
-		if op != "==" && op != "!=" {
+	ff.lhs, ff.op = v, cmp.Op
+	if lit, ok := cmp.Y.(*btlang.StrLit); ok {
+		if ff.op != "==" && ff.op != "!=" {
 			return ff, false, bad("strings compare with == or != only")
 		}
-		if len(text) >= 64 {
+		if len(lit.Val) >= 64 {
 			return ff, false, bad("a string to compare is at most 63 bytes")
 		}
-		ff.text, ff.isText = text, true
+		ff.text, ff.isText = lit.Val, true
 		return ff, named, nil
 	}
 	if v.str {
 		return ff, false, bad("str(argN) compares with a \"string\"")
 	}
-	if n, err := strconv.ParseInt(rhs, 0, 64); err == nil {
-		ff.num = strconv.FormatInt(n, 10)
-	} else if u, err := strconv.ParseUint(rhs, 0, 64); err == nil {
-		ff.num = strconv.FormatUint(u, 10)
-	} else {
-		return ff, false, bad(fmt.Sprintf("value %q is not an integer", rhs))
+	if ff.num, ff.neg, ok = intValue(cmp.Y); !ok {
+		return ff, false, bad(fmt.Sprintf("value %q is not an integer", btlang.ExprString(cmp.Y)))
 	}
 	return ff, named, nil
 }
 
-// unquoteFlag reads a double-quoted string with the escapes \n \t \\ \"
-// and \xNN from the start of s and returns it with the text after the
-// closing quote.
-func unquoteFlag(s string) (text, rest string, err error) {
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '"':
-			return b.String(), s[i+1:], nil
-		case '\\':
-			i++
-			if i == len(s) {
-				return "", "", fmt.Errorf("unterminated escape")
-			}
-			switch s[i] {
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			case '\\', '"':
-				b.WriteByte(s[i])
-			case 'x':
-				if i+2 >= len(s) {
-					return "", "", fmt.Errorf("\\x wants two hexadecimal digits")
-				}
-				v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
-				if err != nil {
-					return "", "", fmt.Errorf("\\x wants two hexadecimal digits")
-				}
-				b.WriteByte(byte(v))
-				i += 2
-			default:
-				return "", "", fmt.Errorf("unknown escape \\%c", s[i])
-			}
-		default:
-			b.WriteByte(c)
+// intValue returns the integer x is, a literal or a negated one from
+// -2^63 (neg, never for 0).
+func intValue(x btlang.Expr) (n uint64, neg, ok bool) {
+	if u, isUnary := x.(*btlang.Unary); isUnary && u.Op == "-" {
+		n, neg, ok = intValue(u.X)
+		if !ok || neg || n > 1<<63 {
+			return 0, false, false
 		}
+		return n, n != 0, true
 	}
-	return "", "", fmt.Errorf("missing closing quote")
+	lit, ok := x.(*btlang.IntLit)
+	if !ok || lit.Param != "" {
+		return 0, false, false
+	}
+	return lit.Val, false, true
 }
 
 // parseFlagFormat parses '"TEXT", argN, str(argN)...' or 'TEXT' whose
@@ -353,27 +353,24 @@ func parseFlagFormat(s string) (ff *flagFormat, named bool, err error) {
 	text := s
 	var refs []flagValue
 	quoted := false
-	if t := strings.TrimSpace(s); strings.HasPrefix(t, `"`) {
+	if strings.HasPrefix(strings.TrimSpace(s), `"`) {
 		quoted = true
-		var rest string
-		text, rest, err = unquoteFlag(t)
+		list, err := btlang.ParseExprList("--format", s, &btlang.ExprOptions{Names: true})
 		if err != nil {
-			return nil, false, bad(err.Error())
+			return nil, false, bad(fragmentError(err, s))
 		}
-		rest = strings.TrimSpace(rest)
-		if rest != "" {
-			r, ok := strings.CutPrefix(rest, ",")
-			if !ok {
-				return nil, false, bad(fmt.Sprintf("want a comma after the format, have %q", rest))
+		lit, ok := list[0].(*btlang.StrLit)
+		if !ok {
+			return nil, false, bad(fmt.Sprintf("want \"FORMAT\", then its arguments, have %s first", btlang.ExprString(list[0])))
+		}
+		text = lit.Val
+		for _, a := range list[1:] {
+			v, isName, err := flagValueOf(a, false)
+			if err != nil {
+				return nil, false, bad(err.Error())
 			}
-			for _, a := range strings.Split(r, ",") {
-				v, isName, err := parseValue(a, false)
-				if err != nil {
-					return nil, false, bad(err.Error())
-				}
-				named = named || isName
-				refs = append(refs, v)
-			}
+			named = named || isName
+			refs = append(refs, v)
 		}
 	}
 	var b strings.Builder
@@ -437,396 +434,6 @@ func parseFlagFormat(s string) (ff *flagFormat, named bool, err error) {
 	}
 	ff.text = b.String()
 	return ff, named, nil
-}
-
-// strLit writes s as a string literal of the language: printable ASCII
-// as it is, '"' and '\' escaped, every other byte as \xNN.
-func strLit(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c < 0x20 || c >= 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-// flagGroup is the probes one block of a flag program runs for: the
-// same per-probe flags (probe, "" for none) and kind of arg0 (ret: a
-// uretprobe's arg0 is retval).
-type flagGroup struct {
-	probe string
-	ret   bool
-	specs []string
-	names []string
-	// args is the least count of arguments of the probes.
-	args int
-	// gos and others count the Go functions and the other probes.
-	gos, others int
-}
-
-// count counts p among the Go functions or the others.
-func (g *flagGroup) count(p flagProbe) {
-	if p.goVals != nil {
-		g.gos++
-	} else {
-		g.others++
-	}
-}
-
-func (g *flagGroup) add(p flagProbe) error {
-	if p.specErr != nil {
-		return p.specErr
-	}
-	g.count(p)
-	if len(g.specs) == 0 || p.args < g.args {
-		g.args = p.args
-	}
-	g.specs = append(g.specs, p.spec)
-	g.names = append(g.names, p.name)
-	return nil
-}
-
-// prepared is what program and events share: every probe once, the
-// names, and the probes per-probe flags name.
-type prepared struct {
-	all      []flagProbe
-	names    []string
-	perProbe map[string]bool
-}
-
-// prepare checks the flags against the probes the selectors list.
-func (sp *flagSpec) prepare(sels []*flagSelector) (*prepared, error) {
-	pr := &prepared{perProbe: make(map[string]bool)}
-	seen := make(map[string]bool)
-	for _, s := range sels {
-		for _, p := range s.found {
-			// A probe whose spec has an error is named by its
-			// selector only, which lists it once.
-			if !seen[p.spec] || p.specErr != nil {
-				seen[p.spec] = true
-				pr.all = append(pr.all, p)
-			}
-		}
-	}
-	for _, p := range pr.all {
-		if !slices.Contains(pr.names, p.name) {
-			pr.names = append(pr.names, p.name)
-		}
-	}
-	check := func(probe string) error {
-		if probe == "" {
-			return nil
-		}
-		if !slices.Contains(pr.names, probe) {
-			return fmt.Errorf("%s is not among the traced probes (%s)", escape.Name(probe), escape.Name(strings.Join(pr.names, ", ")))
-		}
-		pr.perProbe[probe] = true
-		return nil
-	}
-	for k := range sp.strs {
-		if err := check(k); err != nil {
-			return nil, err
-		}
-	}
-	for k := range sp.formats {
-		if err := check(k); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range sp.filters {
-		if err := check(f.probe); err != nil {
-			return nil, err
-		}
-	}
-	for _, p := range pr.all {
-		if err := sp.checkArgs(p); err != nil {
-			return nil, err
-		}
-	}
-	return pr, nil
-}
-
-// groups returns the blocks to write: the selectors as written when no
-// per-probe flag applies, else the probes one by one, by the per-probe
-// flags that apply to them.
-func (sp *flagSpec) groups(sels []*flagSelector, pr *prepared) ([]*flagGroup, error) {
-	var groups []*flagGroup
-	group := func(probe string, ret bool) *flagGroup {
-		for _, g := range groups {
-			if g.probe == probe && g.ret == ret {
-				return g
-			}
-		}
-		g := &flagGroup{probe: probe, ret: ret}
-		groups = append(groups, g)
-		return g
-	}
-	if len(pr.perProbe) == 0 {
-		// The selectors as written: Compile lists each once.
-		for _, s := range sels {
-			if len(s.found) == 0 {
-				continue
-			}
-			g := group("", s.kind == kindUretprobe)
-			if s.spec == "" {
-				// A function at an address: named by what it lists.
-				for _, p := range s.found {
-					if err := g.add(p); err != nil {
-						return nil, err
-					}
-				}
-				continue
-			}
-			for _, p := range s.found {
-				g.count(p)
-				if len(g.specs) == 0 || p.args < g.args {
-					g.args = p.args
-				}
-			}
-			g.specs = append(g.specs, s.spec)
-			g.names = append(g.names, s.found[0].name)
-		}
-		return groups, nil
-	}
-	for _, p := range pr.all {
-		key := ""
-		if pr.perProbe[p.name] {
-			key = p.name
-		}
-		if err := group(key, p.ret).add(p); err != nil {
-			return nil, err
-		}
-	}
-	return groups, nil
-}
-
-// program writes the program: one block per group (two for --latency).
-func (sp *flagSpec) program(sels []*flagSelector) (string, error) {
-	pr, err := sp.prepare(sels)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	if sp.mode == modeLatency {
-		start, err := sp.latencyGroup(pr.all, sp.start)
-		if err != nil {
-			return "", err
-		}
-		done, err := sp.latencyGroup(pr.all, sp.done)
-		if err != nil {
-			return "", err
-		}
-		if start == nil || done == nil {
-			return "", flagErrorf("--latency", "%s and %s must be among the traced probes (%s)", escape.Name(sp.start), escape.Name(sp.done), escape.Name(strings.Join(pr.names, ", ")))
-		}
-		// Go functions pair by goroutine, which may change threads
-		// between its start and its done; goroutine ids are per
-		// process, and 0 is none read.
-		key, cond := "pid, goid", "goid != 0"
-		for _, g := range append(start, done...) {
-			if g.others > 0 {
-				key, cond = "tid", ""
-			}
-		}
-		for _, g := range start {
-			sp.block(&b, g, cond, "@start["+key+"] = nsecs;")
-		}
-		for _, g := range done {
-			sp.block(&b, g, "@start["+key+"]", "@latency_ns[probe] = hist(nsecs - @start["+key+"]); delete(@start["+key+"]);")
-		}
-		return b.String(), nil
-	}
-	groups, err := sp.groups(sels, pr)
-	if err != nil {
-		return "", err
-	}
-	for _, g := range groups {
-		var action string
-		switch sp.mode {
-		case modeCount, modeHist:
-			keys := []string{"probe"}
-			for _, v := range sp.by {
-				keys = append(keys, sp.expr(v, g, true))
-			}
-			if sp.stacks {
-				keys = append(keys, "ustack")
-			}
-			agg := "count()"
-			if sp.mode == modeHist {
-				agg = "hist(" + sp.expr(sp.hist, g, false) + ")"
-			}
-			action = "@[" + strings.Join(keys, ", ") + "] = " + agg + ";"
-		case modeFormat:
-			f := sp.formats[g.probe]
-			if f == nil {
-				f = sp.formats[""]
-			}
-			if f == nil {
-				action = sp.defaultPrintf(g)
-				break
-			}
-			text := f.text
-			if !strings.HasSuffix(text, "\n") {
-				text += "\n"
-			}
-			args := []string{strLit(text)}
-			for _, v := range f.args {
-				args = append(args, sp.expr(v, g, false))
-			}
-			action = "printf(" + strings.Join(args, ", ") + ");"
-		}
-		sp.block(&b, g, "", action)
-	}
-	return b.String(), nil
-}
-
-// events returns the EventProbes of events mode: one per group.
-func (sp *flagSpec) events(sels []*flagSelector) ([]EventProbe, error) {
-	pr, err := sp.prepare(sels)
-	if err != nil {
-		return nil, err
-	}
-	groups, err := sp.groups(sels, pr)
-	if err != nil {
-		return nil, err
-	}
-	var eps []EventProbe
-	for _, g := range groups {
-		ep := EventProbe{Probe: strings.Join(g.specs, ","), Filter: strings.Join(sp.preds(g), " && ")}
-		if sp.strLen != DefaultStrLen {
-			ep.StrLen = sp.strLen
-		}
-		if g.gos > 0 && !g.ret {
-			ep.Fields = sp.fields
-		}
-		strs := sp.strs[""] | sp.strs[g.probe]
-		if g.others == 0 {
-			// Go functions' strings are read by their types.
-			strs = 0
-		}
-		for i := range maxFlagArgs {
-			// An argument a probe lacks is not read: events carry
-			// the arguments each site has.
-			if strs&(1<<i) != 0 {
-				ep.Strings = append(ep.Strings, i)
-			}
-		}
-		eps = append(eps, ep)
-	}
-	return eps, nil
-}
-
-// latencyGroup returns the groups of the probes name means: NAME or
-// PROVIDER:NAME of a USDT probe, or a function as uprobe:FUNC; nil if
-// none.
-func (sp *flagSpec) latencyGroup(all []flagProbe, name string) ([]*flagGroup, error) {
-	var groups []*flagGroup
-	for _, ret := range []bool{false, true} {
-		g := &flagGroup{ret: ret}
-		for _, p := range all {
-			_, short, _ := strings.Cut(p.name, ":")
-			if p.ret == ret && (p.name == name || short == name) {
-				if err := g.add(p); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if len(g.specs) > 0 {
-			groups = append(groups, g)
-		}
-	}
-	return groups, nil
-}
-
-// defaultPrintf prints what a probe without a format prints among probes
-// with one: its name and every argument.
-func (sp *flagSpec) defaultPrintf(g *flagGroup) string {
-	strs := sp.strs[""] | sp.strs[g.probe]
-	// The group's probes share their per-probe flags, not their count of
-	// arguments: print the ones every probe has.
-	n := max(g.args, 0)
-	text := "%s"
-	args := []string{"probe"}
-	for i := range n {
-		v := flagValue{arg: i, str: strs&(1<<i) != 0}
-		if v.str {
-			text += " arg" + strconv.Itoa(i) + "=\"%s\""
-		} else {
-			text += " arg" + strconv.Itoa(i) + "=%lld"
-		}
-		args = append(args, sp.expr(v, g, false))
-	}
-	return "printf(" + strLit(text+"\n") + ", " + strings.Join(args, ", ") + ");"
-}
-
-// block writes one probe block: g's probes, the filters that apply to
-// them ANDed after cond, and action.
-func (sp *flagSpec) block(b *strings.Builder, g *flagGroup, cond, action string) {
-	b.WriteString(strings.Join(g.specs, ",\n"))
-	var preds []string
-	if cond != "" {
-		preds = append(preds, cond)
-	}
-	preds = append(preds, sp.preds(g)...)
-	if len(preds) > 0 {
-		b.WriteString("\n/" + strings.Join(preds, " && ") + "/")
-	}
-	b.WriteString("\n{ " + action + " }\n")
-}
-
-// preds returns the filters that apply to g's probes as predicates.
-func (sp *flagSpec) preds(g *flagGroup) []string {
-	var preds []string
-	for _, f := range sp.filters {
-		if f.probe != "" && f.probe != g.probe {
-			continue
-		}
-		rhs := f.num
-		if f.isText {
-			rhs = strLit(f.text)
-		}
-		lhs := f.lhs
-		if f.isText {
-			lhs.str = true
-		}
-		preds = append(preds, sp.expr(lhs, g, false)+" "+f.op+" "+rhs)
-	}
-	return preds
-}
-
-// expr writes v for g's probes: a uretprobe's arg0 is retval; an
-// argument --str names is read as a string.
-func (sp *flagSpec) expr(v flagValue, g *flagGroup, auto bool) string {
-	if v.builtin != "" {
-		return v.builtin
-	}
-	if v.name != "" {
-		return "args." + v.name
-	}
-	a := "arg" + strconv.Itoa(v.arg)
-	if g.ret {
-		a = "retval"
-	}
-	if v.str || auto && (sp.strs[""]|sp.strs[g.probe])&(1<<v.arg) != 0 {
-		if sp.strLen == 64 {
-			return "str(" + a + ")"
-		}
-		return "str(" + a + ", " + strconv.Itoa(sp.strLen-1) + ")"
-	}
-	return a
 }
 
 // checkArgs checks that every argument the flags read for p is one p

@@ -122,14 +122,7 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error), p *btlang.P
 		return nil, args, err
 	}
 	fname := fn.Symbol.DisplayName()
-	kind := "uprobe:"
-	if fn.Return {
-		kind = "uretprobe:"
-	}
-	name := kind + fn.Path + ":" + fname
-	if fn.Delta != 0 {
-		name += fmt.Sprintf("+%d", fn.Delta)
-	}
+	name := functionProbe(fn).FullName()
 	short := fname
 	if fn.Delta != 0 {
 		short += fmt.Sprintf("+%d", fn.Delta)

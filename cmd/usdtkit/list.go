@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usdtkit/usdtkit/sdt"
+	"github.com/usdtkit/usdtkit/trace"
 )
 
 type listOptions struct {
@@ -58,7 +59,7 @@ func parseListArgs(args []string) (listArgs, error) {
 	var la listArgs
 	for _, a := range args {
 		switch {
-		case isUprobeSelector(a):
+		case trace.IsFunctionSelector(a):
 			la.uprobes = append(la.uprobes, a)
 		case strings.Contains(a, ":"):
 			sel, err := sdt.ParseSelector(a)
@@ -72,15 +73,6 @@ func parseListArgs(args []string) (listArgs, error) {
 		}
 	}
 	return la, nil
-}
-
-func isUprobeSelector(s string) bool {
-	for _, p := range []string{"uprobe:", "uretprobe:", "u:", "ur:"} {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
 }
 
 func runList(cmd *cobra.Command, o *listOptions, args []string) error {

@@ -8,7 +8,10 @@
 //
 // A Program is a list of ProbeBlocks: PROBE[, PROBE…] [/predicate/] { body }.
 // Each Probe is a usdt, uprobe, uretprobe, BEGIN, END, interval or profile probe with
-// its parts unquoted (Probe.String prints it back). The body is statements
+// its parts unquoted (Probe.String prints it back, Probe.FullName names it as
+// the probe builtin does). ParseExpr and ParseExprList read fragments of a
+// program, a predicate or printf's arguments, as usdtkit trace's flags take
+// them; a Program may also be built node by node and printed with String. The body is statements
 // (Assign, IncDec, If, ExprStmt) over expressions (IntLit, StrLit, Builtin,
 // ArgField, Var, MapRef, Call, Unary, Cast, Deref, Binary, Ternary, Tuple, TupleIndex).
 //

@@ -52,6 +52,71 @@ func ParseWith(file string, src []byte, opts *ParseOptions) (*Program, error) {
 	return prog, nil
 }
 
+// ExprOptions are what ParseExpr and ParseExprList need besides the
+// source.
+type ExprOptions struct {
+	// Names reads a bare identifier that is not argN, and a dotted path
+	// of them, as a probe argument by name: n is args.n and s.hits is
+	// args.s.hits, builtins' names (pid, comm…) and args included. A
+	// name followed by "(" stays a call. usdtkit trace's flags take Go
+	// functions' values so.
+	Names bool
+}
+
+// ParseExpr parses src as one expression, a fragment of a program such as
+// a predicate; file names it in positions (line 1, the column its byte).
+// Errors are an ErrorList holding one *Error. The Expr has no type yet.
+func ParseExpr(file, src string, opts *ExprOptions) (Expr, error) {
+	list, err := parseExprs(file, src, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	return list[0], nil
+}
+
+// ParseExprList parses src as expressions separated by commas (at least
+// one), as the arguments of a call such as printf's, with ParseExpr's
+// positions and errors.
+func ParseExprList(file, src string, opts *ExprOptions) ([]Expr, error) {
+	return parseExprs(file, src, opts, true)
+}
+
+func parseExprs(file, src string, opts *ExprOptions, list bool) ([]Expr, error) {
+	start := Pos{File: file, Line: 1, Col: 1}
+	if len(src) > MaxSourceSize {
+		return nil, ErrorList{errorf(start, "the expression is larger than %d bytes", MaxSourceSize)}
+	}
+	p := &parser{lx: lexer{file: file, src: src, line: 1, col: 1}}
+	if opts != nil {
+		p.names = opts.Names
+	}
+	p.next(false)
+	var es []Expr
+	for p.err == nil {
+		es = append(es, p.expr())
+		if !list || !p.tok.is(",") {
+			break
+		}
+		p.next(false)
+	}
+	if p.err == nil && p.tok.kind != tEOF {
+		want := "the end of the expression"
+		if list {
+			want = "\",\" or the end of the list"
+		}
+		p.failf(p.tok.pos, "expected %s, found %s", want, p.tok.describe())
+	}
+	if p.err != nil {
+		return nil, ErrorList{p.err}
+	}
+	for _, e := range es {
+		if pos, deep := tooDeep(e, 0); deep {
+			return nil, ErrorList{errorf(pos, "the expression nests deeper than %d levels", maxDepth)}
+		}
+	}
+	return es, nil
+}
+
 // Compile parses src and checks it: Parse, then Check with opts. On error
 // the Program is nil; errors in the program come as an ErrorList.
 func Compile(file string, src []byte, opts *CheckOptions) (*Program, error) {
@@ -76,6 +141,8 @@ type parser struct {
 	params []string
 	// loops counts the while loops the parser is in.
 	loops int
+	// names reads bare identifiers as argument names (ExprOptions.Names).
+	names bool
 }
 
 func (p *parser) fail(err *Error) {
@@ -623,6 +690,9 @@ func (p *parser) exprList(closing string) []Expr {
 func (p *parser) ident() Expr {
 	t := p.tok
 	p.next(false)
+	if _, isArg := argIndex(t.text); p.names && !isArg && !p.tok.is("(") {
+		return p.namePath(t)
+	}
 	if p.tok.is("(") {
 		p.next(false)
 		c := &Call{ExprBase: ExprBase{At: t.pos}, Name: t.text}
@@ -708,6 +778,22 @@ func (p *parser) ident() Expr {
 	}
 	p.failf(t.pos, "unknown identifier %s", t.text)
 	return &IntLit{ExprBase: ExprBase{At: t.pos}}
+}
+
+// namePath parses the rest of a bare name whose first identifier is t
+// (ExprOptions.Names): .IDENT…, an argument's fields.
+func (p *parser) namePath(t token) Expr {
+	f := &ArgField{ExprBase: ExprBase{At: t.pos}, Name: t.text}
+	for p.tok.is(".") {
+		p.next(false)
+		if p.tok.kind != tIdent {
+			p.failf(p.tok.pos, "expected a field name after %s., found %s", f.Name, p.tok.describe())
+			break
+		}
+		f.Name += "." + p.tok.text
+		p.next(false)
+	}
+	return f
 }
 
 // stackModes are the modes ustack() takes as its first argument

@@ -154,3 +154,61 @@ func TestCheckOptions(t *testing.T) {
 		t.Errorf("map value %s, want string[128]", have)
 	}
 }
+
+// TestParseExpr checks the fragments' entry points: names with
+// ExprOptions.Names, lists, and an error for what follows an expression.
+func TestParseExpr(t *testing.T) {
+	tests := []struct {
+		src   string
+		names bool
+		list  bool
+		want  string // the expressions printed, "|" between; "" for an error
+	}{
+		{"arg1 >= 0x10", false, false, "arg1 >= 16"},
+		{`str(arg0) != "a\x01"`, false, false, `str(arg0) != "a\001"`},
+		{"n > 3", true, false, "args.n > 3"},
+		{"s.hits >= -1", true, false, "args.s.hits >= (-1)"},
+		{"pid", true, false, "args.pid"},
+		{"str(arg0)", true, false, "str(arg0)"},
+		{"n > 3", false, false, ""},
+		{"arg0 ~ 1", false, false, ""},
+		{"arg0, arg1", false, false, ""},
+		{`"%s %d", path, n`, true, true, `"%s %d"|args.path|args.n`},
+		{`"%d",`, false, true, ""},
+		{"", false, false, ""},
+	}
+	for _, tt := range tests {
+		opts := &ExprOptions{Names: tt.names}
+		var es []Expr
+		var err error
+		if tt.list {
+			es, err = ParseExprList("f", tt.src, opts)
+		} else {
+			var e Expr
+			if e, err = ParseExpr("f", tt.src, opts); err == nil {
+				es = []Expr{e}
+			}
+		}
+		if tt.want == "" {
+			var e *Error
+			if !errors.As(err, &e) || e.Pos.File != "f" || e.Pos.Line != 1 {
+				t.Errorf("%q: error %v, want an *Error at f:1", tt.src, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.src, err)
+			continue
+		}
+		have := ""
+		for i, e := range es {
+			if i > 0 {
+				have += "|"
+			}
+			have += ExprString(e)
+		}
+		if have != tt.want {
+			t.Errorf("%q: have %s, want %s", tt.src, have, tt.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package btlang
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -80,6 +81,61 @@ func (p *Probe) String() string {
 		s += "+" + strconv.FormatUint(p.Offset, 10)
 	}
 	return s
+}
+
+// FullName returns the probe as bpftrace's probe builtin names it: its
+// kind and parts, unquoted, a usdt probe's provider always
+// ("usdt:/bin/app:prov:name", "uprobe:/lib/libc.so.6:malloc+4").
+func (p *Probe) FullName() string {
+	switch p.Kind {
+	case ProbeUSDT:
+		return "usdt:" + p.Path + ":" + p.Provider + ":" + p.Name
+	case ProbeUprobe, ProbeUretprobe:
+		s := p.Kind.String() + ":" + p.Path + ":" + p.Name
+		if p.Offset != 0 {
+			s += "+" + strconv.FormatUint(p.Offset, 10)
+		}
+		return s
+	}
+	return p.String()
+}
+
+// Printable returns an error when String cannot write p so that it parses
+// back to p: a part holding a '"' or a newline, which a quoted part
+// cannot hold (quotes have no escapes).
+func (p *Probe) Printable() error {
+	for _, part := range []string{p.Path, p.Provider, p.Name} {
+		if i := strings.IndexAny(part, "\"\n"); i >= 0 {
+			return fmt.Errorf("a probe part with %q cannot be written in a program", part[i])
+		}
+	}
+	return nil
+}
+
+// QuoteGlob returns s, a literal name, as a Provider or Name that matches
+// it only: the glob characters * ? [ ] and \ escaped with a "\".
+func QuoteGlob(s string) string {
+	if !strings.ContainsAny(s, globChars) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(globChars, s[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// globChars are the characters QuoteGlob escapes: path.Match's.
+const globChars = `*?[]\`
+
+// LookupProbeKind returns the kind a probe type's name or alias ("usdt",
+// "U", "uprobe", "ur"…) stands for.
+func LookupProbeKind(name string) (ProbeKind, bool) {
+	k, ok := probeAliases[name]
+	return k, ok
 }
 
 // quotePart quotes s when it holds characters a bare probe part cannot, or,

@@ -1,0 +1,98 @@
+package btlang
+
+import (
+	"path"
+	"testing"
+)
+
+// TestProbeStringRoundTrip checks that a probe whose parts are Printable
+// prints as a spec that parses back to it, and that the bytes no part can
+// hold are refused.
+func TestProbeStringRoundTrip(t *testing.T) {
+	for _, s := range probePartSeeds {
+		checkProbeString(t, s)
+	}
+	for _, s := range []string{`a"b`, "a\nb"} {
+		if err := (&Probe{Kind: ProbeUSDT, Path: "/bin/x", Provider: "p", Name: s}).Printable(); err == nil {
+			t.Errorf("%q: no error", s)
+		}
+	}
+}
+
+// probePartSeeds are parts that need quoting, or not.
+var probePartSeeds = []string{
+	"a", "*", "lib c", "{x}", "a:b", "x/*", "f+1", "1f", `\*`, "é\x00\x1b", "BEGIN", "a,b",
+	"} BEGIN { exit(); } x", `a"b`, "/memfd:x (deleted)", "main.(*T).m", "$1", "ns::f(int)",
+}
+
+func checkProbeString(t *testing.T, s string) {
+	t.Helper()
+	usdt := &Probe{Kind: ProbeUSDT, Path: "/x y/" + s, Provider: "p", Name: s}
+	fn := &Probe{Kind: ProbeUprobe, Path: "/x", Name: s}
+	for _, want := range []*Probe{usdt, fn} {
+		if err := want.Printable(); err != nil {
+			return
+		}
+		spec := want.String()
+		prog, err := Parse("f", []byte(spec+" {}"))
+		if err != nil {
+			t.Fatalf("%q: spec %q: %v", s, spec, err)
+		}
+		if len(prog.Blocks) != 1 || len(prog.Blocks[0].Probes) != 1 {
+			t.Fatalf("%q: spec %q parses as %d blocks", s, spec, len(prog.Blocks))
+		}
+		have := *prog.Blocks[0].Probes[0]
+		have.At = Pos{}
+		if have != *want {
+			t.Errorf("%q: spec %q parses as %+v, want %+v", s, spec, have, *want)
+		}
+	}
+}
+
+// FuzzProbeString: every Printable probe prints as a spec that parses
+// back to it, in one probe of one block.
+func FuzzProbeString(f *testing.F) {
+	for _, s := range probePartSeeds {
+		f.Add(s)
+	}
+	f.Add("x\ny")
+	f.Fuzz(func(t *testing.T, s string) {
+		if s == "" {
+			return
+		}
+		checkProbeString(t, s)
+	})
+}
+
+// TestQuoteGlob checks that a quoted name matches itself only.
+func TestQuoteGlob(t *testing.T) {
+	for _, s := range []string{"a", "operator[]", "main.(*T).m", `a\b`, "x?", "*"} {
+		q := QuoteGlob(s)
+		if ok, err := path.Match(q, s); !ok || err != nil {
+			t.Errorf("%q: %q does not match it (%v)", s, q, err)
+		}
+		if s != "a" {
+			if ok, _ := path.Match(q, "a"); ok {
+				t.Errorf("%q: %q matches %q", s, q, "a")
+			}
+		}
+	}
+}
+
+// TestFullName checks the probe builtin's names: unquoted, a usdt probe's
+// provider always.
+func TestFullName(t *testing.T) {
+	for _, tt := range []struct {
+		p    Probe
+		want string
+	}{
+		{Probe{Kind: ProbeUSDT, Path: "/bin/a b", Provider: "p", Name: "n"}, "usdt:/bin/a b:p:n"},
+		{Probe{Kind: ProbeUprobe, Path: "/bin/x", Name: "main.(*T).m", Offset: 4}, "uprobe:/bin/x:main.(*T).m+4"},
+		{Probe{Kind: ProbeUretprobe, Path: "/bin/x", Name: "ns::f(int)"}, "uretprobe:/bin/x:ns::f(int)"},
+		{Probe{Kind: ProbeProfile, Unit: "hz", Period: 99}, "profile:hz:99"},
+	} {
+		if have := tt.p.FullName(); have != tt.want {
+			t.Errorf("%+v: have %q, want %q", tt.p, have, tt.want)
+		}
+	}
+}
