@@ -57,10 +57,10 @@
 // # Errors
 //
 // A note section that cannot be read fails the object with an
-// *elfnotes.FormatError (for a process's object: a warning, see above). An argument that does not parse does not: its
-// [Arg.Err] holds an *ArgError and the other arguments are still usable. A
-// missing file, library or process wraps os.ErrNotExist, target.ErrNotFound
-// or procfs.ErrNoProcess.
+// *elfnotes.FormatError (for a process's object: a warning, see above). An
+// argument that does not parse does not: its [Arg.Err] holds an *ArgError
+// and the other arguments are still usable. A missing file, library or
+// process wraps os.ErrNotExist, [ErrNotFound] or [ErrNoProcess].
 //
 // # Sources
 //

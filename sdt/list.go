@@ -23,7 +23,9 @@ var (
 // ListOptions says where List looks and what it keeps.
 type ListOptions struct {
 	// Paths are files, globs or library short names. With PID they filter
-	// the process's objects instead (see target.Match).
+	// the process's objects instead: a path or glob matches an object's
+	// whole path or its base name, a short name its library ("libc" and
+	// "c" match .../libc.so.6).
 	Paths []string
 	// PID is a process whose mapped objects are searched; 0 for none.
 	PID int

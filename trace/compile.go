@@ -53,7 +53,7 @@ type CompileOptions struct {
 	// FramePointerStacks says, whatever Unwind is.
 	Unwind Unwind
 	// Params are the program's positional parameters, $1, $2… and $#
-	// (bpftrace's arguments after the program; see btlang.ParseOptions).
+	// (bpftrace's arguments after the program).
 	Params []string
 	// Unsafe allows what changes the traced processes, as bpftrace's
 	// --unsafe: signal(), which sends a signal to the process that hit

@@ -59,7 +59,7 @@
 // [List] reads an object stripped of its .symtab (Debian's libc, most
 // distribution libraries) together with its separate debug file, found by
 // build ID or .gnu_debuglink in /usr/lib/debug inside the root of the
-// object's process (see symtab.OpenDebugFile): the debug file's .symtab
+// object's process: the debug file's .symtab
 // takes the place of the missing one, its symbols marked [SourceDebug],
 // with offsets computed in the object itself. So functions only the debug
 // file names (glibc's _int_malloc) can be listed and traced. A malformed
@@ -97,7 +97,7 @@
 // no glob, no address), which is what tracing uprobe:libc:malloc needs,
 // reads only the symbols that can match (those of the name, of a Go
 // generic function's instances, and mangled names, which may demangle to
-// it; see symtab.ReadOptions.Keep), in one pass over the tables, instead
+// it), in one pass over the tables, instead
 // of sorting and merging every symbol of the object. What it returns is
 // what the listing of every symbol gives for those selectors; damage in
 // the entries it skips is not warned about.

@@ -42,20 +42,50 @@ func (k SymbolKind) String() string {
 }
 
 // SymbolSource names the table a [Symbol] was read from.
-type SymbolSource = symtab.Source
+type SymbolSource uint8
 
 const (
 	// SourceSymtab is the static symbol table, .symtab (SHT_SYMTAB).
-	SourceSymtab = symtab.SourceSymtab
+	SourceSymtab SymbolSource = iota + 1
 	// SourceDynsym is the dynamic symbol table, .dynsym (SHT_DYNSYM).
-	SourceDynsym = symtab.SourceDynsym
+	SourceDynsym
 	// SourceGopclntab is the Go runtime's function table, .gopclntab,
 	// used for Go binaries stripped of .symtab.
-	SourceGopclntab = symtab.SourceGopclntab
+	SourceGopclntab
 	// SourceDebug is the .symtab of the object's separate debug file,
 	// found by build ID or .gnu_debuglink.
-	SourceDebug = symtab.SourceDebug
+	SourceDebug
 )
+
+// String returns "symtab", "dynsym", "gopclntab" or "debug".
+func (s SymbolSource) String() string {
+	switch s {
+	case SourceSymtab:
+		return "symtab"
+	case SourceDynsym:
+		return "dynsym"
+	case SourceGopclntab:
+		return "gopclntab"
+	case SourceDebug:
+		return "debug"
+	}
+	return fmt.Sprintf("SymbolSource(%d)", uint8(s))
+}
+
+// sourceOf returns the SymbolSource of a table symtab read.
+func sourceOf(s symtab.Source) SymbolSource {
+	switch s {
+	case symtab.SourceSymtab:
+		return SourceSymtab
+	case symtab.SourceDynsym:
+		return SourceDynsym
+	case symtab.SourceGopclntab:
+		return SourceGopclntab
+	case symtab.SourceDebug:
+		return SourceDebug
+	}
+	return 0
+}
 
 // Symbol is a function symbol of an ELF file. It is plain data.
 type Symbol struct {
@@ -172,7 +202,7 @@ func symbolsPartial(f, debug *elfnotes.File, keep func(plain string) bool) (syms
 			Bind:      s.Bind,
 			Dynamic:   s.Dynamic,
 			Version:   s.Version,
-			Source:    s.Source,
+			Source:    sourceOf(s.Source),
 		})
 	}
 	return out, warnings, nil

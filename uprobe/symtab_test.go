@@ -45,7 +45,7 @@ func TestSymbolsSynthetic(t *testing.T) {
 					continue
 				}
 				want = append(want, Symbol{Name: s.Name, Value: s.Value, Size: s.Size, Offset: a.offset, Kind: a.kind,
-					Bind: s.Bind, Dynamic: s.Dynamic, Version: s.Version, Source: s.Source})
+					Bind: s.Bind, Dynamic: s.Dynamic, Version: s.Version, Source: sourceOf(s.Source)})
 			}
 			if len(want) != len(funcs) {
 				t.Fatalf("symtab.Read lists %+v, want %d functions among them", read, len(funcs))
@@ -157,6 +157,16 @@ func TestKindString(t *testing.T) {
 	} {
 		if have := tc.have.String(); have != tc.want {
 			t.Errorf("have %q, want %q", have, tc.want)
+		}
+	}
+}
+
+// TestSymbolSources: each table symtab reads has its SymbolSource, named
+// as symtab names it.
+func TestSymbolSources(t *testing.T) {
+	for _, s := range []symtab.Source{symtab.SourceSymtab, symtab.SourceDynsym, symtab.SourceGopclntab, symtab.SourceDebug} {
+		if u := sourceOf(s); u == 0 || u.String() != s.String() {
+			t.Errorf("%v: SymbolSource %v", s, u)
 		}
 	}
 }
