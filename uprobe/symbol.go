@@ -57,32 +57,33 @@ const (
 	SourceDebug
 )
 
+// sources pairs each SymbolSource with the table symtab reads.
+var sources = [...]struct {
+	s   SymbolSource
+	tab symtab.Source
+}{
+	{SourceSymtab, symtab.SourceSymtab},
+	{SourceDynsym, symtab.SourceDynsym},
+	{SourceGopclntab, symtab.SourceGopclntab},
+	{SourceDebug, symtab.SourceDebug},
+}
+
 // String returns "symtab", "dynsym", "gopclntab" or "debug".
 func (s SymbolSource) String() string {
-	switch s {
-	case SourceSymtab:
-		return "symtab"
-	case SourceDynsym:
-		return "dynsym"
-	case SourceGopclntab:
-		return "gopclntab"
-	case SourceDebug:
-		return "debug"
+	for _, x := range sources {
+		if x.s == s {
+			return x.tab.String()
+		}
 	}
 	return fmt.Sprintf("SymbolSource(%d)", uint8(s))
 }
 
 // sourceOf returns the SymbolSource of a table symtab read.
-func sourceOf(s symtab.Source) SymbolSource {
-	switch s {
-	case symtab.SourceSymtab:
-		return SourceSymtab
-	case symtab.SourceDynsym:
-		return SourceDynsym
-	case symtab.SourceGopclntab:
-		return SourceGopclntab
-	case symtab.SourceDebug:
-		return SourceDebug
+func sourceOf(tab symtab.Source) SymbolSource {
+	for _, x := range sources {
+		if x.tab == tab {
+			return x.s
+		}
 	}
 	return 0
 }

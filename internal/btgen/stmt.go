@@ -569,12 +569,7 @@ func (g *gen) call(c *btlang.Call) {
 		g.record(RecExit, 0)
 	case "signal":
 		// bpf_send_signal: to the process that hit the probe.
-		sig := 0
-		if lit, ok := c.Args[0].(*btlang.StrLit); ok {
-			sig = btlang.SignalNumber(lit.Val)
-		} else if v, ok := btlang.ConstValue(c.Args[0]); ok {
-			sig = int(v)
-		}
+		sig := signalOf(c)
 		if sig < 1 || sig > 64 {
 			g.fail(internal(c.At, "this signal()"))
 			return

@@ -428,13 +428,7 @@ func (s *support) call(c *btlang.Call) {
 		s.printf(c)
 	case "exit":
 	case "signal":
-		sig := 0
-		if lit, ok := c.Args[0].(*btlang.StrLit); ok {
-			sig = btlang.SignalNumber(lit.Val)
-		} else if v, ok := btlang.ConstValue(c.Args[0]); ok {
-			sig = int(v)
-		}
-		if sig < 1 || sig > 64 {
+		if sig := signalOf(c); sig < 1 || sig > 64 {
 			s.fail(unsupported(c.At, "this signal()"))
 		}
 	case "time":
@@ -611,4 +605,16 @@ func siteSupport(b *btlang.ProbeBlock, sites []Site, event bool) error {
 		}
 	}
 	return nil
+}
+
+// signalOf returns the signal signal(SIG) sends: its number, by name or
+// constant, or 0.
+func signalOf(c *btlang.Call) int {
+	if lit, ok := c.Args[0].(*btlang.StrLit); ok {
+		return btlang.SignalNumber(lit.Val)
+	}
+	if v, ok := btlang.ConstValue(c.Args[0]); ok {
+		return int(v)
+	}
+	return 0
 }
