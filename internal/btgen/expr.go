@@ -89,6 +89,23 @@ func (g *gen) intExpr(e btlang.Expr) {
 			g.reg(e)
 			return
 		}
+		if e.Name == "bswap" {
+			g.intExpr(e.Args[0])
+			// To big endian from the host's little endian: the bytes
+			// reversed, the upper ones zeroed (unsigned). An int8 is
+			// its byte.
+			switch btlang.ByteWidth(e.Args[0]) {
+			case 1:
+				g.emit(asm.And.Imm(asm.R0, 0xff))
+			case 2:
+				g.emit(asm.HostTo(asm.BE, asm.R0, asm.Half))
+			case 4:
+				g.emit(asm.HostTo(asm.BE, asm.R0, asm.Word))
+			case 8:
+				g.emit(asm.HostTo(asm.BE, asm.R0, asm.DWord))
+			}
+			return
+		}
 		if e.Name != "strncmp" {
 			g.fail(internal(e.At, "%s() here", e.Name))
 			return
@@ -147,6 +164,10 @@ func (g *gen) builtin(e *btlang.Builtin) {
 		g.emit(asm.FnKtimeGetNs.Call())
 	case "cpu":
 		g.emit(asm.FnGetSmpProcessorId.Call())
+	case "rand":
+		g.emit(asm.FnGetPrandomU32.Call())
+	case "numaid":
+		g.emit(asm.FnGetNumaNodeId.Call())
 	case "elapsed":
 		// nsecs minus the runner's start, which it writes in MapStart
 		// (CLOCK_MONOTONIC, as bpf_ktime_get_ns) before attaching.

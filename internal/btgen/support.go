@@ -336,6 +336,8 @@ func (s *support) intExpr(e btlang.Expr) {
 		case "strncmp":
 			s.strExpr(e.Args[0])
 			s.strExpr(e.Args[1])
+		case "bswap":
+			s.intExpr(e.Args[0])
 		default:
 			s.fail(unsupported(e.At, "%s() here", e.Name))
 		}
@@ -351,7 +353,7 @@ func (s *support) intExpr(e btlang.Expr) {
 // intBuiltins are the builtins gen.builtin reads, besides argN.
 var intBuiltins = map[string]bool{
 	"retval": true, "goid": true, "pid": true, "tid": true, "uid": true, "gid": true,
-	"nsecs": true, "cpu": true, "elapsed": true, "cpid": true,
+	"nsecs": true, "cpu": true, "elapsed": true, "cpid": true, "rand": true, "numaid": true,
 }
 
 // binary is the walk of gen.binary.

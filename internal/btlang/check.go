@@ -598,7 +598,7 @@ var unsupportedCalls = map[string]bool{
 	"join": true, "system": true, "cat": true, "override": true, "kaddr": true,
 	"uaddr": true, "ksym": true, "buf": true, "ntop": true, "pton": true,
 	"strftime": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
-	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true, "bswap": true,
+	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true,
 	"cgroup_path": true, "kstack": true, "strcontains": true, "has_key": true, "debugf": true,
 	"offsetof": true, "percpu_kaddr": true, "nsecs": true, "socket_cookie": true,
 }
@@ -1151,6 +1151,21 @@ func (c *checker) call(e *Call) Type {
 		}
 		c.expr(lit)
 		return uint64T
+	case "bswap":
+		// bpftrace's bswap(x): x's bytes in reverse order, unsigned, of
+		// x's width (ByteWidth; an int8 is itself).
+		if len(e.Args) != 1 {
+			c.errorf(e.At, "bswap() takes one integer")
+			return Type{}
+		}
+		t := c.expr(e.Args[0])
+		if t.Kind != KindInt {
+			if t.Kind != KindNone {
+				c.errorf(e.Args[0].Pos(), "bswap() takes an integer, not %s", t)
+			}
+			return Type{}
+		}
+		return uint64T
 	case "usym":
 		if len(e.Args) != 1 {
 			c.errorf(e.At, "usym() takes one address")
@@ -1264,4 +1279,18 @@ func SignalNumber(name string) int {
 		name = "SIG" + name
 	}
 	return int(unix.SignalNum(name))
+}
+
+// ByteWidth returns the width in bytes of integer expression e as C (and
+// bpftrace) types it: a cast's or a dereference's size, else 8. Integer
+// values are 64-bit here; bswap reverses ByteWidth bytes. A variable is
+// 8 bytes wide even when a narrower cast was assigned to it.
+func ByteWidth(e Expr) int {
+	switch e := e.(type) {
+	case *Cast:
+		return e.Size
+	case *Deref:
+		return e.X.Size
+	}
+	return 8
 }

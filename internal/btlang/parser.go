@@ -495,7 +495,7 @@ func (p *parser) postfix(x Expr) Expr {
 var builtins = map[string]bool{
 	"pid": true, "tid": true, "uid": true, "gid": true, "comm": true, "nsecs": true,
 	"elapsed": true, "cpu": true, "probe": true, "func": true, "retval": true, "ustack": true,
-	"goid": true, "cpid": true,
+	"goid": true, "cpid": true, "rand": true, "numaid": true,
 }
 
 // unsupportedBuiltins are bpftrace builtins usdtkit does not offer.
@@ -503,10 +503,8 @@ var unsupportedBuiltins = map[string]string{
 	"kstack":   "kstack is not supported: usdtkit traces user space only (use ustack)",
 	"cgroup":   "the cgroup builtin is not supported yet",
 	"curtask":  "the curtask builtin is not supported",
-	"rand":     "the rand builtin is not supported yet",
 	"ctx":      "the ctx builtin is not supported",
 	"username": "the username builtin is not supported yet",
-	"numaid":   "the numaid builtin is not supported yet",
 	"jiffies":  "the jiffies builtin is not supported",
 }
 
