@@ -287,4 +287,7 @@ type Variable struct {
 	Name string
 	Type Type
 	Pos  Pos
+	// Narrow: an integer narrower than 8 bytes (ByteWidth) was assigned
+	// to it, whose width bpftrace keeps and usdtkit does not.
+	Narrow bool
 }

@@ -579,6 +579,7 @@ func (c *checker) assignVar(v *Var, op string, value Expr) {
 	} else {
 		decl.Type = decl.Type.widen(t)
 	}
+	decl.Narrow = decl.Narrow || t.Kind == KindInt && ByteWidth(value) < 8
 	v.Decl, v.T = decl, t
 }
 
@@ -1163,6 +1164,10 @@ func (c *checker) call(e *Call) Type {
 			if t.Kind != KindNone {
 				c.errorf(e.Args[0].Pos(), "bswap() takes an integer, not %s", t)
 			}
+			return Type{}
+		}
+		if v, ok := e.Args[0].(*Var); ok && v.Decl != nil && v.Decl.Narrow {
+			c.errorf(v.At, "bswap(%s): %s was assigned a value narrower than 8 bytes, whose width bswap would not know here; cast it, as in bswap((uint16)%s)", v.Name, v.Name, v.Name)
 			return Type{}
 		}
 		return uint64T
