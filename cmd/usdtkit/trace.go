@@ -55,7 +55,7 @@ type traceOptions struct {
 func newTraceCmd() *cobra.Command {
 	var o traceOptions
 	cmd := &cobra.Command{
-		Use:   "trace [-p PID | -c 'CMD ARGS'] {PROBE... | -e PROGRAM [ARG...] | FILE.bt [ARG...]} [flags]",
+		Use:   "trace [-p PID | -c 'CMD ARGS'] {PROBE... | -e PROGRAM [ARG...] | FILE.bt [ARG...] | - [ARG...]} [flags]",
 		Short: "Trace USDT probes and functions: print their arguments, or count and histogram them in the kernel",
 		Long: `Attach to USDT probes and print each hit, or aggregate hits in the kernel.
 
@@ -80,8 +80,9 @@ name from DWARF and Go's register ABI, events carry the goroutine id, and filter
 --hist and formats take names ('n > 3', --hist n, '"%s %d", path, n'); --field s.hits
 reads a field through a pointer parameter. A Go uretprobe is a uprobe on every RET.
 
-Programs: -e 'PROGRAM' or FILE.bt runs a program in bpftrace's language, compiled to
-BPF in Go, and prints what bpftrace prints (-o json: bpftrace's -f json). Probes:
+Programs: -e 'PROGRAM', FILE.bt (a first argument without a colon is a program file,
+.bt or not, as bpftrace's FILENAME) or - (the program on stdin, as bpftrace's -) runs
+a program in bpftrace's language, compiled to BPF in Go, and prints what bpftrace prints (-o json: bpftrace's -f json). Probes:
 usdt:PATH:PROVIDER:NAME, usdt::PROVIDER:NAME (the -p process's objects, or the -c
 command), uprobe:PATH:FUNC, uretprobe:PATH:FUNC (native functions: arg0..arg5, retval;
 Go functions: parameters and results by name as args.NAME, retval, and goid, the
@@ -134,7 +135,7 @@ not delete() of them.`,
 				return runProgram(cmd, &o, name, src)
 			}
 			if len(args) == 0 {
-				return fmt.Errorf("trace: name a probe, or give a program with -e or FILE.bt")
+				return fmt.Errorf("trace: name a probe, or give a program with -e or FILE.bt (or - for stdin)")
 			}
 			return runTrace(cmd, &o, args)
 		},

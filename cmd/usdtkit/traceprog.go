@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"regexp"
@@ -28,8 +30,21 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 	switch {
 	case fl.Changed("program"):
 		name, src, o.params = "-e", o.program, args
-	case len(args) >= 1 && strings.HasSuffix(args[0], ".bt") && !strings.Contains(args[0], ":"):
+	case len(args) >= 1 && args[0] == "-":
+		// bpftrace's program file "-"; "stdin" is the name bpftrace's
+		// errors give it too.
+		b, err := trace.ReadProgramFrom(cmd.InOrStdin())
+		if err != nil {
+			return "", "", false, fmt.Errorf("program on stdin: %w", err)
+		}
+		name, src, o.params = "stdin", b, args[1:]
+	case len(args) >= 1 && args[0] != "" && !strings.Contains(args[0], ":"):
+		// Every PROBE has a colon: a first argument without one is a
+		// program file, .bt or not, as bpftrace's FILENAME.
 		b, err := trace.ReadProgram(args[0])
+		if errors.Is(err, fs.ErrNotExist) && !strings.HasSuffix(args[0], ".bt") {
+			return "", "", false, fmt.Errorf("program file: %w (a PROBE has colons: usdt:PATH:PROVIDER:NAME, uprobe:PATH:FUNC)", err)
+		}
 		if err != nil {
 			return "", "", false, fmt.Errorf("program file: %w", err)
 		}
