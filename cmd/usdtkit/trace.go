@@ -42,9 +42,11 @@ type traceOptions struct {
 	stacks bool
 	unwind string
 
-	// Set by checkRun: -o's flame graph output, nil for text and json;
-	// the flame graph's title.
-	flame      *flameOutput
+	// format is -f, bpftrace's output format.
+	format string
+
+	// Set by checkRun: what -o and -f ask for; the flame graph's title.
+	out        outputSpec
 	flameTitle string
 	// goMaps, set by runTrace for --count, --hist and --latency, prints
 	// the maps of a trace of Go functions as the flags always printed
@@ -82,7 +84,9 @@ reads a field through a pointer parameter. A Go uretprobe is a uprobe on every R
 
 Programs: -e 'PROGRAM', FILE.bt (a first argument without a colon is a program file,
 .bt or not, as bpftrace's FILENAME) or - (the program on stdin, as bpftrace's -) runs
-a program in bpftrace's language, compiled to BPF in Go, and prints what bpftrace prints (-o json: bpftrace's -f json). Probes:
+a program in bpftrace's language, compiled to BPF in Go, and prints what bpftrace prints
+(-f json or -o json: bpftrace's -f json; -o FILE, a path with a dot or a slash, writes it
+to FILE, as bpftrace's -o). Probes:
 usdt:PATH:PROVIDER:NAME, usdt::PROVIDER:NAME (the -p process's objects, or the -c
 command), uprobe:PATH:FUNC, uretprobe:PATH:FUNC (native functions: arg0..arg5, retval;
 Go functions: parameters and results by name as args.NAME, retval, and goid, the
@@ -143,7 +147,8 @@ not delete() of them.`,
 	f := cmd.Flags()
 	f.VarP(&pidsFlag{pids: &o.pids}, "pid", "p", "trace only this process (and the objects it has mapped); a thread's ID means its process; repeatable")
 	f.StringVarP(&o.command, "command", "c", "", "run this command and trace it from its first instruction; when the trace ends first, it gets SIGTERM (SIGKILL 2s later); usdtkit exits with its status when it ends by itself. With -o json, folded, pprof or html on stdout, the command's stdout goes to stderr")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event); or the counts of stacks (--stacks, @[ustack] = count()) as a flame graph: folded, pprof or html on stdout (what the trace prints goes to stderr), or a file FILE.folded, FILE.pb.gz or FILE.html")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event); or the counts of stacks (--stacks, @[ustack] = count()) as a flame graph: folded, pprof or html on stdout (what the trace prints goes to stderr), or a file FILE.folded, FILE.pb.gz or FILE.html; or, as bpftrace's -o FILE, any other path with a dot or a slash (out.txt, ./json), which gets what would go to stdout, in -f's format. A format name is always a format: -o json is JSON on stdout, -o ./json a file")
+	f.StringVarP(&o.format, "output-format", "f", "", "bpftrace's -f: the format of what goes to stdout (or to -o FILE): text, json (one object per line, as bpftrace's -f json), or a flame graph, folded, pprof or html (as -o FORMAT)")
 	f.StringArrayVar(&o.strs, "str", nil, "read argument N as a string, of every probe (N) or of one (PROVIDER:NAME=N); repeatable")
 	f.IntVar(&o.strLen, "strlen", 64, "bytes read per string argument, the NUL included")
 	f.StringArrayVarP(&o.formats, "format", "F", nil, "printf at every hit of every probe, or of one (PROVIDER:NAME=FORMAT)")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,126 @@ func TestProgramFileMissing(t *testing.T) {
 			btCode, _, btErr := bpftraceStdin(t, "", path)
 			if btCode == 0 || !strings.Contains(btErr, path) {
 				t.Errorf("bpftrace: exit %d, stderr %q; want a failure naming %s", btCode, btErr, path)
+			}
+		})
+	}
+}
+
+// TestParseOutput: how -o and -f are read together. -o keeps what it
+// meant (a format name, a flame graph file; a bare word or FILE.svg is a
+// mistake); any other path with a dot or a slash gets what would go to
+// stdout, in -f's format, as bpftrace's -f FORMAT -o FILE.
+func TestParseOutput(t *testing.T) {
+	type flameWant struct{ format, path string }
+	tests := []struct {
+		name           string
+		output, format string
+		wantErr        bool
+		wantFormat     string
+		wantFlame      *flameWant
+		wantFile       string
+	}{
+		{name: "default", wantFormat: "text"},
+		{name: "-o json", output: "json", wantFormat: "json"},
+		{name: "-o folded", output: "folded", wantFormat: "text", wantFlame: &flameWant{"folded", ""}},
+		{name: "-o FILE.pb.gz", output: "x.pb.gz", wantFormat: "text", wantFlame: &flameWant{"pprof", "x.pb.gz"}},
+		{name: "-o FILE.html", output: "d/x.html", wantFormat: "text", wantFlame: &flameWant{"html", "d/x.html"}},
+		{name: "-o yaml", output: "yaml", wantErr: true},
+		{name: "-o FILE.svg", output: "flame.svg", wantErr: true},
+		{name: "-f json", format: "json", wantFormat: "json"},
+		{name: "-f text", format: "text", wantFormat: "text"},
+		{name: "-f html", format: "html", wantFormat: "text", wantFlame: &flameWant{"html", ""}},
+		{name: "-f ndjson", format: "ndjson", wantErr: true},
+		{name: "-o json -f json", output: "json", format: "json", wantFormat: "json"},
+		{name: "-o json -f text", output: "json", format: "text", wantErr: true},
+		{name: "-o out.txt", output: "out.txt", wantFormat: "text", wantFile: "out.txt"},
+		{name: "-o ./json", output: "./json", wantFormat: "text", wantFile: "./json"},
+		{name: "-o /tmp/x -f json", output: "/tmp/x", format: "json", wantFormat: "json", wantFile: "/tmp/x"},
+		{name: "-o out.txt -f folded", output: "out.txt", format: "folded", wantFormat: "text", wantFlame: &flameWant{"folded", "out.txt"}},
+		{name: "-o FILE.folded -f json", output: "x.folded", format: "json", wantFormat: "json", wantFlame: &flameWant{"folded", "x.folded"}},
+		{name: "-o FILE.folded -f html", output: "x.folded", format: "html", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			have, err := parseOutput(tt.output, tt.format)
+			if tt.wantErr {
+				if err == nil {
+					t.Errorf("parseOutput(%q, %q) = %+v; want an error", tt.output, tt.format, have)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseOutput(%q, %q): %v", tt.output, tt.format, err)
+			}
+			var flame *flameWant
+			if have.flame != nil {
+				flame = &flameWant{string(have.flame.format), have.flame.path}
+			}
+			if have.format != tt.wantFormat || have.file != tt.wantFile || (flame == nil) != (tt.wantFlame == nil) || flame != nil && *flame != *tt.wantFlame {
+				t.Errorf("parseOutput(%q, %q) = format %q, file %q, flame %+v; want %q, %q, %+v", tt.output, tt.format, have.format, have.file, flame, tt.wantFormat, tt.wantFile, tt.wantFlame)
+			}
+		})
+	}
+}
+
+// TestOutputFlagErrors: an unknown -f lists the valid formats (bpftrace's
+// are text and json); a format -o and -f disagree on is refused.
+func TestOutputFlagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // on stderr
+	}{
+		{"-f unknown", []string{"trace", "-f", "ndjson", "-e", "BEGIN { exit(); }"}, `usdtkit: -f "ndjson": want one of text, json, folded, pprof, html`},
+		{"-o and -f", []string{"trace", "-o", "json", "-f", "text", "-e", "BEGIN { exit(); }"}, "usdtkit: -o json and -f text ask for two formats"},
+		{"-f flame without stacks", []string{"trace", "-f", "folded", "-e", "BEGIN { @[1] = count(); exit(); }"}, "usdtkit: -f folded writes the counts of stacks"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runStdin(t, "", tt.args...)
+			if code != 1 || out != "" || !strings.HasPrefix(errOut, tt.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and stderr starting %q", code, out, errOut, tt.want)
+			}
+		})
+	}
+}
+
+// TestOutputFileAgainstBpftrace: -f FORMAT -o FILE writes to FILE what
+// would go to stdout, in FORMAT, and nothing to stdout; its lines are
+// bpftrace's -f FORMAT -o FILE's. (bpftrace 0.17 writes its "Attaching"
+// line to the file and the blank lines before the maps to stdout: blank
+// lines and that line are not compared.)
+func TestOutputFileAgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	testutil.RequireTool(t, "bpftrace")
+	const prog = `BEGIN { printf("a %d %s\n", 1, "x"); @x[1] = 2; @s = hist(3); @c = count(); exit(); }`
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			ourFile, theirFile := filepath.Join(dir, "ours.out"), filepath.Join(dir, "theirs.out")
+			code, stdout, errOut := runStdin(t, "", "trace", "-f", format, "-o", ourFile, "-e", prog)
+			if code != 0 || stdout != "" {
+				t.Fatalf("usdtkit: exit %d, stdout %q, stderr %s; want exit 0 and nothing on stdout", code, stdout, errOut)
+			}
+			code, wantStdout, errOut := runStdin(t, "", "trace", "-f", format, "-e", prog)
+			if code != 0 {
+				t.Fatalf("usdtkit without -o: exit %d: %s", code, errOut)
+			}
+			ours := string(readFile(t, ourFile))
+			if ours != wantStdout {
+				t.Errorf("-o FILE has\n%q\nwant what stdout has without it\n%q", ours, wantStdout)
+			}
+			if _, err := testutil.RunBpftrace(t, "-f", format, "-o", theirFile, "-e", prog); err != nil {
+				t.Fatal(err)
+			}
+			var theirLines []string
+			for _, l := range nonEmptyLines(string(readFile(t, theirFile))) {
+				if !strings.HasPrefix(l, "Attaching ") && !strings.Contains(l, `"attached_probes"`) {
+					theirLines = append(theirLines, l)
+				}
+			}
+			if ourLines := nonEmptyLines(ours); !slices.Equal(ourLines, theirLines) {
+				t.Errorf("have lines\n%q\nbpftrace\n%q", ourLines, theirLines)
 			}
 		})
 	}

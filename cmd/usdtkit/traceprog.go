@@ -81,11 +81,15 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 // checkRun validates the flags every trace takes.
 func checkRun(cmd *cobra.Command, o *traceOptions) error {
 	fl := cmd.Flags()
-	fo, err := parseOutput(o.output)
+	output := ""
+	if fl.Changed("output") {
+		output = o.output
+	}
+	out, err := parseOutput(output, o.format)
 	if err != nil {
 		return err
 	}
-	o.flame = fo
+	o.out = out
 	if len(o.pids) > 0 && o.command != "" {
 		return fmt.Errorf("-p and -c exclude each other")
 	}
@@ -125,7 +129,7 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 // runSource is runProgram once the flags are checked: compile compiles
 // the program given where its probes are looked for (-p's processes, or
 // -c's executable). A program that sends events has them printed.
-func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileOptions) (*trace.Program, error)) error {
+func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileOptions) (*trace.Program, error)) (err error) {
 	ctx := cmd.Context()
 	if o.duration > 0 {
 		var cancel context.CancelFunc
@@ -138,23 +142,17 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	if o.unwind == "cfi" {
 		copts.Unwind = trace.UnwindCFI
 	}
-	topts := &trace.Options{PIDs: o.pids, Stdout: cmd.OutOrStdout(), Classic: o.classic, CommandGrace: commandGrace, Warn: warn}
-	output := o.output
-	if o.flame != nil {
-		// A flame graph on stdout keeps stdout to itself.
-		output = "text"
-		if o.flame.path == "" {
-			topts.Stdout = stderr
-		}
-	}
+	topts := &trace.Options{PIDs: o.pids, Classic: o.classic, CommandGrace: commandGrace, Warn: warn}
+	output, fo := o.out.format, o.out.flame
 	if output == "json" {
 		topts.Output = trace.OutputJSON
 	}
 	if o.command != "" {
-		// Structured output keeps stdout to itself: the command's lines
-		// would corrupt the JSON, gzip or HTML a reader parses.
+		// Structured output on stdout keeps stdout to itself: the
+		// command's lines would corrupt the JSON, gzip or HTML a reader
+		// parses. (-o FILE does not take them, as bpftrace's.)
 		cmdOut := os.Stdout
-		if output == "json" || o.flame != nil && o.flame.path == "" {
+		if o.out.file == "" && (output == "json" || fo != nil && fo.path == "") {
 			cmdOut = os.Stderr
 		}
 		c, err := commandOf(o.command, cmdOut)
@@ -167,13 +165,31 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	if err != nil {
 		return err
 	}
+	stdout := cmd.OutOrStdout()
+	if o.out.file != "" {
+		f, err := os.Create(o.out.file)
+		if err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("-o: %w", cerr)
+			}
+		}()
+		stdout = f
+	}
+	topts.Stdout = stdout
+	if fo != nil && fo.path == "" {
+		// A flame graph on stdout keeps stdout to itself.
+		topts.Stdout = stderr
+	}
 	if o.dump != "" {
-		return prog.Dump(cmd.OutOrStdout(), trace.Stage(o.dump))
+		return prog.Dump(stdout, trace.Stage(o.dump))
 	}
-	if o.flame != nil && !prog.CountsStacks() {
-		return noStacksError(o.output)
+	if fo != nil && !prog.CountsStacks() {
+		return noStacksError(o.out.flag)
 	}
-	goMaps := o.goMaps && prog.GoFunctions() && o.flame == nil
+	goMaps := o.goMaps && prog.GoFunctions() && fo == nil
 	if goMaps {
 		topts.Stdout = io.Discard
 	}
@@ -200,7 +216,7 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		}
 	}
 	if goMaps {
-		if err := writeGoMaps(cmd.OutOrStdout(), stderr, t, prog, output, append(append([]string(nil), o.countBy...), o.by...)); err != nil {
+		if err := writeGoMaps(stdout, stderr, t, prog, output, append(append([]string(nil), o.countBy...), o.by...)); err != nil {
 			return err
 		}
 	}
@@ -209,8 +225,8 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 			return err
 		}
 	}
-	if o.flame != nil {
-		if err := writeFlame(cmd.OutOrStdout(), stderr, t, o.flame, o.flameTitle); err != nil {
+	if fo != nil {
+		if err := writeFlame(stdout, stderr, t, fo, o.flameTitle); err != nil {
 			return err
 		}
 	}
