@@ -44,6 +44,8 @@ type traceOptions struct {
 
 	// format is -f, bpftrace's output format.
 	format string
+	// dryRun loads and attaches, then ends, as bpftrace's --dry-run.
+	dryRun bool
 
 	// Set by checkRun: what -o and -f ask for; the flame graph's title.
 	out        outputSpec
@@ -165,6 +167,7 @@ not delete() of them.`,
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
 	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
 	f.StringVarP(&o.program, "program", "e", "", "run this program in bpftrace's language instead of tracing PROBEs")
+	f.BoolVar(&o.dryRun, "dry-run", false, "as bpftrace's --dry-run: compile, load into the kernel and attach every probe, then detach and exit 0 without running anything (no BEGIN, no output; a -c command is killed before its first instruction)")
 	f.StringVar(&o.dump, "dump", "", "print one stage of the compilation on stdout and exit without tracing: ast (the program as parsed), types (maps' and variables' types) or bpf (the generated maps and instructions)")
 	return cmd
 }

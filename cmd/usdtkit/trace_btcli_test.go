@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -222,5 +223,34 @@ func TestOutputFileAgainstBpftrace(t *testing.T) {
 				t.Errorf("have lines\n%q\nbpftrace\n%q", ourLines, theirLines)
 			}
 		})
+	}
+}
+
+// TestDryRun: --dry-run compiles, loads and attaches, then exits 0 having
+// run nothing: no BEGIN or END output, no maps, and the -c command killed
+// before its first instruction. bpftrace 0.17 has no --dry-run; 0.2x's man
+// page: "Terminate execution right after attaching all the probes".
+func TestDryRun(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := buildBtTarget(t)
+	touch := testutil.RequireTool(t, "touch")
+	mark := filepath.Join(t.TempDir(), "ran")
+	prog := `BEGIN { printf("begin\n"); @b = 1; } uprobe:` + bin + `:work { @c = count(); } END { printf("end\n"); }`
+	code, out, errOut := runStdin(t, "", "trace", "--dry-run", "-c", touch+" "+mark, "-e", prog)
+	if code != 0 || out != "" || !strings.HasPrefix(errOut, "Dry run: ") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 0, nothing on stdout and the dry run's line", code, out, errOut)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Errorf("the -c command ran: %s exists", mark)
+	}
+	// Without -c: the probes of a file, attached for every process.
+	code, out, errOut = runStdin(t, "", "trace", "--dry-run", "-e", prog)
+	if code != 0 || out != "" || !strings.HasPrefix(errOut, "Dry run: ") {
+		t.Errorf("without -c: exit %d, stdout %q, stderr %q; want exit 0, nothing on stdout and the dry run's line", code, out, errOut)
+	}
+	// A program that does not compile is still an error.
+	code, _, errOut = runStdin(t, "", "trace", "--dry-run", "-e", "uprobe:"+bin+":nosuch { @ = count(); }")
+	if code != 1 || !strings.Contains(errOut, "matches nothing") {
+		t.Errorf("no match: exit %d, stderr %q; want exit 1 and the compile error", code, errOut)
 	}
 }

@@ -201,6 +201,13 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		defer close(stop)
 		events.endAt(ctx, stop)
 	}
+	if o.dryRun {
+		if err := trace.DryRun(prog, topts); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Dry run: %d probes at %d sites loaded and attached; nothing ran.\n", prog.Probes(), prog.Sites())
+		return nil
+	}
 	t, err := trace.Start(prog, topts)
 	if err != nil {
 		return err
