@@ -46,6 +46,9 @@ type traceOptions struct {
 	format string
 	// dryRun loads and attaches, then ends, as bpftrace's --dry-run.
 	dryRun bool
+	// list and verbose are bpftrace's -l and -v: list probes, with
+	// their arguments.
+	list, verbose bool
 
 	// Set by checkRun: what -o and -f ask for; the flame graph's title.
 	out        outputSpec
@@ -134,6 +137,12 @@ not delete() of them.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The kernel's wait at the first uprobe runs while the
 			// probes are looked up and the program compiled.
+			if o.list {
+				return runTraceList(cmd, &o, args)
+			}
+			if o.verbose {
+				return fmt.Errorf("-v goes with -l (-lv: list probes with their arguments)")
+			}
 			trace.Warm()
 			if name, src, ok, err := programOf(cmd, &o, args); err != nil {
 				return err
@@ -167,6 +176,8 @@ not delete() of them.`,
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
 	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
 	f.StringVarP(&o.program, "program", "e", "", "run this program in bpftrace's language instead of tracing PROBEs")
+	f.BoolVarP(&o.list, "list", "l", false, "as bpftrace's -l [SEARCH]: list the probes that match SEARCH (usdt:PATH:PROVIDER:NAME, uprobe:PATH:FUNC, globs, several comma-separated; PATH * with -p) as bpftrace prints them, and exit; with -p and no SEARCH, every USDT probe and function of the process")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "with -l (-lv): also print each USDT argument's type and specs, and Go functions' parameters and results")
 	f.BoolVar(&o.dryRun, "dry-run", false, "as bpftrace's --dry-run: compile, load into the kernel and attach every probe, then detach and exit 0 without running anything (no BEGIN, no output; a -c command is killed before its first instruction)")
 	f.StringVar(&o.dump, "dump", "", "print one stage of the compilation on stdout and exit without tracing: ast (the program as parsed), types (maps' and variables' types) or bpf (the generated maps and instructions)")
 	return cmd

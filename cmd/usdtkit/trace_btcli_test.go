@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +255,124 @@ func TestDryRun(t *testing.T) {
 	code, _, errOut = runStdin(t, "", "trace", "--dry-run", "-e", "uprobe:"+bin+":nosuch { @ = count(); }")
 	if code != 1 || !strings.Contains(errOut, "matches nothing") {
 		t.Errorf("no match: exit %d, stderr %q; want exit 1 and the compile error", code, errOut)
+	}
+}
+
+// definedFuncs returns the names of the functions path defines (not the
+// ones it imports), from its symbol tables.
+func definedFuncs(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	names := map[string]bool{}
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	for _, s := range append(syms, dyn...) {
+		typ := elf.ST_TYPE(s.Info)
+		if s.Section != elf.SHN_UNDEF && (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) {
+			names[s.Name] = true
+		}
+	}
+	return names
+}
+
+// TestTraceListAgainstBpftrace: trace -l prints the probes bpftrace -l
+// prints, line for line (sorted), by file, by PID and with wildcards; the
+// expectations are bpftrace's output on this machine's python3.11.
+// bpftrace 0.17 also lists the functions a file imports (undefined
+// symbols, which cannot be probed there): those are left out of its lines.
+func TestTraceListAgainstBpftrace(t *testing.T) {
+	testutil.RequireRoot(t)
+	py := testutil.RequireFile(t, testutil.Python311)
+	bpftraceLines := func(t *testing.T, args ...string) []string {
+		t.Helper()
+		out, err := testutil.RunBpftrace(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := nonEmptyLines(string(out))
+		slices.Sort(lines)
+		return slices.Compact(lines)
+	}
+	defined := definedFuncs(t, py)
+	pid := strconv.Itoa(testutil.StartCmd(t, exec.Command(py, "-c", "import sys; print('ready', flush=True); sys.stdin.read()")).PID())
+	tests := []struct {
+		name string
+		args []string // after -l, for both
+	}{
+		{"usdt by file", []string{"usdt:" + py + ":*"}},
+		{"usdt glob", []string{"usdt:" + py + ":python:*gc*"}},
+		{"uprobe by file", []string{"uprobe:" + py + ":*"}},
+		{"uprobe glob", []string{"uprobe:" + py + ":PyObject_Get*"}},
+		{"usdt by PID", []string{"-p", pid, "usdt:*"}},
+		{"uprobe by PID and file", []string{"-p", pid, "uprobe:" + py + ":Py_Initialize*"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var want []string
+			for _, l := range bpftraceLines(t, append([]string{"-l"}, tt.args...)...) {
+				if fn, ok := strings.CutPrefix(l, "uprobe:"+py+":"); ok && !defined[fn] {
+					continue
+				}
+				want = append(want, l)
+			}
+			if len(want) == 0 {
+				t.Fatalf("bpftrace -l %q listed nothing", tt.args)
+			}
+			ours := nonEmptyLines(usdtkit(t, append([]string{"trace", "-l"}, tt.args...)...))
+			if !slices.Equal(ours, want) {
+				t.Errorf("trace -l %q:\nhave %d lines %q\nbpftrace %d lines %q", tt.args, len(ours), head(ours), len(want), head(want))
+			}
+		})
+	}
+}
+
+// TestTraceListVerbose: -lv prints under each USDT probe its arguments as
+// bpftrace types with their specs, as many as the probe's notes have
+// (bpftrace 0.17's -lv prints no arguments for USDT probes), and the same
+// probe lines as -l.
+func TestTraceListVerbose(t *testing.T) {
+	py := testutil.RequireFile(t, testutil.Python311)
+	search := "usdt:" + py + ":*"
+	plain := nonEmptyLines(usdtkit(t, "trace", "-l", search))
+	verbose := usdtkit(t, "trace", "-lv", search)
+	nargs := map[string]int{}
+	for _, l := range listJSON(t, py) {
+		nargs["usdt:"+py+":"+l.Provider+":"+l.Name] = len(l.Args)
+	}
+	argRE := regexp.MustCompile(`^    u?int(8|16|32|64) arg([0-9]+) \(.+\)$`)
+	var probes []string
+	seen := map[string]int{}
+	for l := range strings.Lines(verbose) {
+		l = strings.TrimSuffix(l, "\n")
+		m := argRE.FindStringSubmatch(l)
+		if m == nil {
+			probes = append(probes, l)
+			continue
+		}
+		if len(probes) == 0 {
+			t.Fatalf("argument line %q before a probe", l)
+		}
+		last := probes[len(probes)-1]
+		if n, _ := strconv.Atoi(m[2]); n != seen[last] {
+			t.Errorf("%s: line %q, want arg%d", last, l, seen[last])
+		}
+		seen[last]++
+	}
+	total := 0
+	for _, p := range probes {
+		if seen[p] != nargs[p] {
+			t.Errorf("%s: %d argument lines, want %d", p, seen[p], nargs[p])
+		}
+		total += seen[p]
+	}
+	if total == 0 {
+		t.Errorf("-lv printed no argument:\n%s", verbose)
+	}
+	if !slices.Equal(probes, plain) {
+		t.Errorf("-lv probes %q, want -l's %q", probes, plain)
 	}
 }
