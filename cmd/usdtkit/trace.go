@@ -120,7 +120,11 @@ built without frame pointers (Debian's libc, most -O2 C code); --unwind cfi copi
 stack per hit into the ring buffer and unwinds it with each object's CFI in usdtkit, as
 printf'd stacks always are: every frame is kept, each hit costs more, and hits are lost
 (and counted) when the ring is full; it supports count() and sum() maps keyed by one ustack,
-not delete() of them.`,
+not delete() of them.
+
+Environment: BPFTRACE_MAX_STRLEN (bpftrace 0.2x), or else BPFTRACE_STRLEN (0.17), sets the
+bytes a program's str() reads, the NUL included (default 64, at most 1024); the other
+BPFTRACE_* variables are ignored.`,
 		Example: `  usdtkit trace -p 1234 usdt::python:function__entry -F '%s %s:%d'
   usdtkit trace usdt:/usr/bin/python3.11:python:gc__start --count --by comm
   usdtkit trace -p 1234 -p 5678 uprobe:libc:malloc --hist arg0 --by pid
@@ -133,7 +137,11 @@ not delete() of them.`,
   usdtkit trace -c './server' -e 'uprobe::handle { @start[tid] = nsecs; } uretprobe::handle /@start[tid]/ { @ns = hist(nsecs - @start[tid]); delete(@start[tid]); }'
   usdtkit trace -p 1234 tools/latency.bt -o json
   usdtkit trace -p 1234 uprobe:libc:malloc --stacks -o flame.html
-  usdtkit trace -c './server' -e 'uprobe::handle { @[ustack] = count(); }' -o pprof > server.pb.gz`,
+  usdtkit trace -c './server' -e 'uprobe::handle { @[ustack] = count(); }' -o pprof > server.pb.gz
+  usdtkit trace -l 'usdt:/usr/bin/python3.11:*'
+  usdtkit trace -p 1234 -lv 'usdt:*:python:function__*'
+  usdtkit trace -f json -o trace.out tools/latency.bt
+  echo 'BEGIN { printf("hi\n"); exit(); }' | usdtkit trace --dry-run -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The kernel's wait at the first uprobe runs while the
 			// probes are looked up and the program compiled.

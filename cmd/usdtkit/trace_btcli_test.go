@@ -376,3 +376,66 @@ func TestTraceListVerbose(t *testing.T) {
 		t.Errorf("-lv probes %q, want -l's %q", probes, plain)
 	}
 }
+
+// TestEnvStrLen: BPFTRACE_MAX_STRLEN (bpftrace 0.2x) or else
+// BPFTRACE_STRLEN (0.17) sets the bytes str() reads; a value that is not
+// a length is an error, as in bpftrace.
+func TestEnvStrLen(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    int
+		wantErr bool
+	}{
+		{"unset", nil, 0, false},
+		{"STRLEN", map[string]string{"BPFTRACE_STRLEN": "8"}, 8, false},
+		{"MAX_STRLEN", map[string]string{"BPFTRACE_MAX_STRLEN": "300"}, 300, false},
+		{"both", map[string]string{"BPFTRACE_STRLEN": "8", "BPFTRACE_MAX_STRLEN": "16"}, 16, false},
+		{"not a number", map[string]string{"BPFTRACE_STRLEN": "abc"}, 0, true},
+		{"zero", map[string]string{"BPFTRACE_MAX_STRLEN": "0"}, 0, true},
+		{"too large", map[string]string{"BPFTRACE_MAX_STRLEN": "1025"}, 0, true},
+		{"others ignored", map[string]string{"BPFTRACE_MAP_KEYS_MAX": "abc"}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			have, err := envStrLen(func(k string) string { return tt.env[k] })
+			if have != tt.want || (err != nil) != tt.wantErr {
+				t.Errorf("envStrLen = %d, %v; want %d, error %v", have, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestStrLenAgainstBpftrace: BPFTRACE_STRLEN cuts what str() reads, as in
+// bpftrace 0.17 (N bytes with the NUL: N-1 characters); its newer name
+// BPFTRACE_MAX_STRLEN, which bpftrace 0.17 does not read, does the same.
+func TestStrLenAgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := buildBtTarget(t)
+	prog := `usdt:` + bin + `:demo:req /arg0 < 4/ { printf("%s|\n", str(arg1)); @[str(arg1)] = count(); }`
+	t.Run("BPFTRACE_STRLEN", func(t *testing.T) {
+		t.Setenv("BPFTRACE_STRLEN", "4")
+		ours := runProgramCLI(t, "trace", "-c", bin+" run", "-e", prog)
+		theirs := runBpftrace(t, testutil.RequireTool(t, "bpftrace"), "-c", bin+" run", "-e", prog)
+		want := "alp|\nbet|\ngam|\ndel|\n\n\n@[alp]: 1\n@[bet]: 1\n@[del]: 1\n@[gam]: 1\n"
+		if ours != want {
+			t.Errorf("have\n%q\nwant\n%q", ours, want)
+		}
+		compareProgramOutput(t, ours, theirs)
+	})
+	t.Run("BPFTRACE_MAX_STRLEN", func(t *testing.T) {
+		t.Setenv("BPFTRACE_MAX_STRLEN", "3")
+		ours := runProgramCLI(t, "trace", "-c", bin+" run", "-e", prog)
+		want := "al|\nbe|\nga|\nde|\n\n\n@[al]: 1\n@[be]: 1\n@[de]: 1\n@[ga]: 1\n"
+		if ours != want {
+			t.Errorf("have\n%q\nwant\n%q", ours, want)
+		}
+	})
+	t.Run("invalid", func(t *testing.T) {
+		t.Setenv("BPFTRACE_STRLEN", "abc")
+		code, out, errOut := runStdin(t, "", "trace", "-e", prog)
+		if code != 1 || out != "" || !strings.HasPrefix(errOut, "usdtkit: BPFTRACE_STRLEN=abc: ") {
+			t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and the variable named", code, out, errOut)
+		}
+	})
+}

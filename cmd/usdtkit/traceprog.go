@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -121,9 +122,32 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 		o.pids[i] = processOf(pid, cmd.ErrOrStderr(), "tracing")
 	}
 	o.flameTitle = flameTitle(name, src, nil)
+	strLen, err := envStrLen(os.Getenv)
+	if err != nil {
+		return err
+	}
 	return runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
+		copts.StrLen = strLen
 		return trace.Compile(name, src, copts)
 	})
+}
+
+// envStrLen reads bpftrace's variables for the bytes str() reads:
+// BPFTRACE_MAX_STRLEN (bpftrace 0.2x), else BPFTRACE_STRLEN (0.17); 0
+// when neither is set. Other BPFTRACE_* variables are ignored.
+func envStrLen(getenv func(string) string) (int, error) {
+	for _, name := range []string{"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"} {
+		v := getenv(name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > trace.MaxProgramStrLen {
+			return 0, fmt.Errorf("%s=%s: want the bytes str() reads, the NUL included, from 1 to %d", name, v, trace.MaxProgramStrLen)
+		}
+		return n, nil
+	}
+	return 0, nil
 }
 
 // runSource is runProgram once the flags are checked: compile compiles
