@@ -59,7 +59,14 @@ type CompileOptions struct {
 	// --unsafe: signal(), which sends a signal to the process that hit
 	// the probe.
 	Unsafe bool
+	// StrLen is the bytes str(x) reads, the NUL included, as bpftrace's
+	// BPFTRACE_STRLEN (BPFTRACE_MAX_STRLEN in bpftrace 0.2x): 0 means 64,
+	// the most is MaxProgramStrLen; str(x, n) reads at most that too.
+	StrLen int
 }
+
+// MaxProgramStrLen is the most CompileOptions.StrLen may be.
+const MaxProgramStrLen = 1024
 
 // Unwind is how the stacks of map keys (@[ustack] = count()) are
 // captured.
@@ -239,11 +246,12 @@ func (c *compilation) resolve() error {
 }
 
 func (c *compilation) check() error {
-	err := btlang.Check(c.prog, &btlang.CheckOptions{Probes: c.args, Unsafe: c.r.opts.Unsafe})
+	copts := &btlang.CheckOptions{Probes: c.args, Unsafe: c.r.opts.Unsafe, StrLen: c.r.opts.StrLen}
+	err := btlang.Check(c.prog, copts)
 	if err != nil && c.r.skipUnmatched(c.prog, err) {
 		// The checker fills in the program (map types, prog.Maps) only
 		// when it finds no error: check what is left.
-		err = btlang.Check(c.prog, &btlang.CheckOptions{Probes: c.args, Unsafe: c.r.opts.Unsafe})
+		err = btlang.Check(c.prog, copts)
 	}
 	if err == nil && c.extraCheck != nil {
 		err = c.extraCheck(c.prog)

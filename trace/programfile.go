@@ -49,6 +49,20 @@ func ReadProgram(path string) (string, error) {
 	return string(b), nil
 }
 
+// ReadProgramFrom reads a program from r, such as standard input
+// (bpftrace's program file "-"), to its end: at most MaxProgramSize
+// bytes, more is an error wrapping ErrProgramFile.
+func ReadProgramFrom(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxProgramSize+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > MaxProgramSize {
+		return "", fmt.Errorf("%w: more than %d bytes", ErrProgramFile, MaxProgramSize)
+	}
+	return string(b), nil
+}
+
 // fileKind names the type of a file that is not regular.
 func fileKind(m os.FileMode) string {
 	switch {

@@ -63,3 +63,28 @@ func TestReadProgram(t *testing.T) {
 		})
 	}
 }
+
+// TestReadProgramFrom: standard input as a program (bpftrace's "-") is
+// read to its end, and refused past MaxProgramSize.
+func TestReadProgramFrom(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantErr bool
+	}{
+		{"program", "BEGIN { exit(); }\n", false},
+		{"empty", "", false},
+		{"too large", strings.Repeat("/* */", trace.MaxProgramSize/5+1), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := trace.ReadProgramFrom(strings.NewReader(tt.in))
+			switch {
+			case tt.wantErr && !errors.Is(err, trace.ErrProgramFile):
+				t.Errorf("ReadProgramFrom = %d bytes, %v; want ErrProgramFile", len(src), err)
+			case !tt.wantErr && (err != nil || src != tt.in):
+				t.Errorf("ReadProgramFrom = %q, %v; want %q", src, err, tt.in)
+			}
+		})
+	}
+}

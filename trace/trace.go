@@ -100,6 +100,24 @@ type Tracer struct {
 // program (Options.Warn); when it refuses every site, the error is a
 // *RefusedError listing them.
 func Start(prog *Program, opts *Options) (*Tracer, error) {
+	return start(prog, opts, true)
+}
+
+// DryRun loads and attaches the program as Start does, then detaches it,
+// as bpftrace's --dry-run: no block runs, nothing is printed, and
+// Options.Command is started stopped and killed before its first
+// instruction. It returns Start's errors: nil means the kernel took every
+// program and attached them.
+func DryRun(prog *Program, opts *Options) error {
+	t, err := start(prog, opts, false)
+	if err != nil {
+		return err
+	}
+	return t.Close()
+}
+
+// start is Start; resume false leaves Options.Command stopped.
+func start(prog *Program, opts *Options, resume bool) (*Tracer, error) {
 	if prog == nil || prog.gen == nil {
 		return nil, fmt.Errorf("start: no program (use Compile)")
 	}
@@ -186,7 +204,7 @@ func Start(prog *Program, opts *Options) (*Tracer, error) {
 		return nil, refusedError(err)
 	}
 	t := &Tracer{r: r, cmd: cmd}
-	if cmd != nil {
+	if cmd != nil && resume {
 		if err := cmd.resume(); err != nil {
 			t.Close()
 			return nil, err

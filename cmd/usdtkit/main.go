@@ -30,10 +30,17 @@ func main() {
 	os.Exit(code)
 }
 
-// run executes one command line and returns the exit code.
+// run executes one command line with os.Stdin and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runIn(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runIn is run with stdin as the commands' standard input (trace's
+// program file -).
+func runIn(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)

@@ -42,16 +42,23 @@ type traceOptions struct {
 	stacks bool
 	unwind string
 
-	// Set by checkRun: -o's flame graph output, nil for text and json;
-	// the flame graph's title.
-	flame      *flameOutput
+	// format is -f, bpftrace's output format.
+	format string
+	// dryRun loads and attaches, then ends, as bpftrace's --dry-run.
+	dryRun bool
+	// list and verbose are bpftrace's -l and -v: list probes, with
+	// their arguments.
+	list, verbose bool
+
+	// Set by checkRun: what -o and -f ask for; the flame graph's title.
+	out        outputSpec
 	flameTitle string
 }
 
 func newTraceCmd() *cobra.Command {
 	var o traceOptions
 	cmd := &cobra.Command{
-		Use:   "trace [-p PID | -c 'CMD ARGS'] {PROBE... | -e PROGRAM [ARG...] | FILE.bt [ARG...]} [flags]",
+		Use:   "trace [-p PID | -c 'CMD ARGS'] {PROBE... | -e PROGRAM [ARG...] | FILE.bt [ARG...] | - [ARG...]} [flags]",
 		Short: "Trace USDT probes and functions: print their arguments, or count and histogram them in the kernel",
 		Long: `Attach to USDT probes and print each hit, or aggregate hits in the kernel.
 
@@ -76,8 +83,11 @@ name from DWARF and Go's register ABI, events carry the goroutine id, and filter
 --hist and formats take names ('n > 3', --hist n, '"%s %d", path, n'); --field s.hits
 reads a field through a pointer parameter. A Go uretprobe is a uprobe on every RET.
 
-Programs: -e 'PROGRAM' or FILE.bt runs a program in bpftrace's language, compiled to
-BPF in Go, and prints what bpftrace prints (-o json: bpftrace's -f json). Probes:
+Programs: -e 'PROGRAM', FILE.bt (a first argument without a colon is a program file,
+.bt or not, as bpftrace's FILENAME) or - (the program on stdin, as bpftrace's -) runs
+a program in bpftrace's language, compiled to BPF in Go, and prints what bpftrace prints
+(-f json or -o json: bpftrace's -f json; -o FILE, a path with a dot or a slash, writes it
+to FILE, as bpftrace's -o). Probes:
 usdt:PATH:PROVIDER:NAME, usdt::PROVIDER:NAME (the -p process's objects, or the -c
 command), uprobe:PATH:FUNC, uretprobe:PATH:FUNC (native functions: arg0..arg5, retval;
 Go functions: parameters and results by name as args.NAME, retval, and goid, the
@@ -106,7 +116,11 @@ built without frame pointers (Debian's libc, most -O2 C code); --unwind cfi copi
 stack per hit into the ring buffer and unwinds it with each object's CFI in usdtkit, as
 printf'd stacks always are: every frame is kept, each hit costs more, and hits are lost
 (and counted) when the ring is full; it supports count() and sum() maps keyed by one ustack,
-not delete() of them.`,
+not delete() of them.
+
+Environment: BPFTRACE_MAX_STRLEN (bpftrace 0.2x), or else BPFTRACE_STRLEN (0.17), sets the
+bytes a program's str() reads, the NUL included (default 64, at most 1024); the other
+BPFTRACE_* variables are ignored.`,
 		Example: `  usdtkit trace -p 1234 usdt::python:function__entry -F '%s %s:%d'
   usdtkit trace usdt:/usr/bin/python3.11:python:gc__start --count --by comm
   usdtkit trace -p 1234 -p 5678 uprobe:libc:malloc --hist arg0 --by pid
@@ -119,10 +133,20 @@ not delete() of them.`,
   usdtkit trace -c './server' -e 'uprobe::handle { @start[tid] = nsecs; } uretprobe::handle /@start[tid]/ { @ns = hist(nsecs - @start[tid]); delete(@start[tid]); }'
   usdtkit trace -p 1234 tools/latency.bt -o json
   usdtkit trace -p 1234 uprobe:libc:malloc --stacks -o flame.html
-  usdtkit trace -c './server' -e 'uprobe::handle { @[ustack] = count(); }' -o pprof > server.pb.gz`,
+  usdtkit trace -c './server' -e 'uprobe::handle { @[ustack] = count(); }' -o pprof > server.pb.gz
+  usdtkit trace -l 'usdt:/usr/bin/python3.11:*'
+  usdtkit trace -p 1234 -lv 'usdt:*:python:function__*'
+  usdtkit trace -f json -o trace.out tools/latency.bt
+  echo 'BEGIN { printf("hi\n"); exit(); }' | usdtkit trace --dry-run -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The kernel's wait at the first uprobe runs while the
 			// probes are looked up and the program compiled.
+			if o.list {
+				return runTraceList(cmd, &o, args)
+			}
+			if o.verbose {
+				return fmt.Errorf("-v goes with -l (-lv: list probes with their arguments)")
+			}
 			trace.Warm()
 			if name, src, ok, err := programOf(cmd, &o, args); err != nil {
 				return err
@@ -130,7 +154,7 @@ not delete() of them.`,
 				return runProgram(cmd, &o, name, src)
 			}
 			if len(args) == 0 {
-				return fmt.Errorf("trace: name a probe, or give a program with -e or FILE.bt")
+				return fmt.Errorf("trace: name a probe, or give a program with -e or FILE.bt (or - for stdin)")
 			}
 			return runTrace(cmd, &o, args)
 		},
@@ -138,7 +162,8 @@ not delete() of them.`,
 	f := cmd.Flags()
 	f.VarP(&pidsFlag{pids: &o.pids}, "pid", "p", "trace only this process (and the objects it has mapped); a thread's ID means its process; repeatable")
 	f.StringVarP(&o.command, "command", "c", "", "run this command and trace it from its first instruction; when the trace ends first, it gets SIGTERM (SIGKILL 2s later); usdtkit exits with its status when it ends by itself. With -o json, folded, pprof or html on stdout, the command's stdout goes to stderr")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event); or the counts of stacks (--stacks, @[ustack] = count()) as a flame graph: folded, pprof or html on stdout (what the trace prints goes to stderr), or a file FILE.folded, FILE.pb.gz or FILE.html")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json (one object per event); or the counts of stacks (--stacks, @[ustack] = count()) as a flame graph: folded, pprof or html on stdout (what the trace prints goes to stderr), or a file FILE.folded, FILE.pb.gz or FILE.html; or, as bpftrace's -o FILE, any other path with a dot or a slash (out.txt, ./json), which gets what would go to stdout, in -f's format. A format name is always a format: -o json is JSON on stdout, -o ./json a file")
+	f.StringVarP(&o.format, "output-format", "f", "", "bpftrace's -f: the format of what goes to stdout (or to -o FILE): text, json (one object per line, as bpftrace's -f json), or a flame graph, folded, pprof or html (as -o FORMAT)")
 	f.StringArrayVar(&o.strs, "str", nil, "read argument N as a string, of every probe (N) or of one (PROVIDER:NAME=N); repeatable")
 	f.IntVar(&o.strLen, "strlen", 64, "bytes read per string argument, the NUL included")
 	f.StringArrayVarP(&o.formats, "format", "F", nil, "printf at every hit of every probe, or of one (PROVIDER:NAME=FORMAT)")
@@ -155,6 +180,9 @@ not delete() of them.`,
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
 	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
 	f.StringVarP(&o.program, "program", "e", "", "run this program in bpftrace's language instead of tracing PROBEs")
+	f.BoolVarP(&o.list, "list", "l", false, "as bpftrace's -l [SEARCH]: list the probes that match SEARCH (usdt:PATH:PROVIDER:NAME, uprobe:PATH:FUNC, globs, several comma-separated; PATH * with -p) as bpftrace prints them, and exit; with -p and no SEARCH, every USDT probe and function of the process")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "with -l (-lv): also print each USDT argument's type and specs, and Go functions' parameters and results")
+	f.BoolVar(&o.dryRun, "dry-run", false, "as bpftrace's --dry-run: compile, load into the kernel and attach every probe, then detach and exit 0 without running anything (no BEGIN, no output; a -c command is killed before its first instruction)")
 	f.StringVar(&o.dump, "dump", "", "print one stage of the compilation on stdout and exit without tracing: ast (the program as parsed), types (maps' and variables' types) or bpf (the generated maps and instructions)")
 	return cmd
 }

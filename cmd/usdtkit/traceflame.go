@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/usdtkit/usdtkit/internal/flame"
@@ -33,21 +35,75 @@ var flameFileFormats = []struct {
 	{".htm", flame.HTML},
 }
 
-// parseOutput parses -o: text and json print what the trace prints; a
-// flame graph format or file returns a *flameOutput.
-func parseOutput(s string) (*flameOutput, error) {
-	switch s {
-	case "text", "json":
-		return nil, nil
-	case string(flame.Folded), string(flame.Pprof), string(flame.HTML):
-		return &flameOutput{format: flame.Format(s)}, nil
+// outputFormats are -f's values and the format names -o takes.
+var outputFormats = []string{"text", "json", string(flame.Folded), string(flame.Pprof), string(flame.HTML)}
+
+// outputSpec is what -o and -f ask for.
+type outputSpec struct {
+	// format is how what the trace prints is printed: text or json.
+	format string
+	// flame is the flame graph to write after the trace, nil for none.
+	flame *flameOutput
+	// file receives what the trace prints, "" for stdout.
+	file string
+	// flag names the flag that asked for the flame graph, for errors:
+	// "-o folded", "-f html".
+	flag string
+}
+
+// parseOutput reads -o (output, "" when not given) and -f (format, ""
+// when not given). -f is bpftrace's: the format of what goes to stdout,
+// text, json or a flame graph. -o is a format name (one meaning whatever
+// -f says: -o json is JSON; ./json is a file); FILE.folded, FILE.pb.gz
+// (.pprof) or FILE.html (.htm), a flame graph file; or, as bpftrace's -o,
+// any other path with a dot or a slash, which receives what would go to
+// stdout. A bare word that is not a format (-o yaml) is a mistake, and so
+// is FILE.svg, a flame graph usdtkit does not draw.
+func parseOutput(output, format string) (outputSpec, error) {
+	if format != "" && !slices.Contains(outputFormats, format) {
+		return outputSpec{}, fmt.Errorf("-f %q: want one of %s", format, strings.Join(outputFormats, ", "))
 	}
-	for _, f := range flameFileFormats {
-		if strings.HasSuffix(s, f.suffix) && len(s) > len(f.suffix) {
-			return &flameOutput{format: f.format, path: s}, nil
+	var file string
+	flag := "-f " + format
+	switch {
+	case output == "" || slices.Contains(outputFormats, output):
+		if output != "" && format != "" && output != format {
+			return outputSpec{}, fmt.Errorf("-o %s and -f %s ask for two formats: give one (-f FORMAT -o FILE writes FORMAT to FILE)", output, format)
+		}
+		if format == "" {
+			format, flag = cmp.Or(output, "text"), "-o "+output
+		}
+	case flameFile(output) != nil:
+		if format != "" && format != "text" && format != "json" {
+			return outputSpec{}, fmt.Errorf("-o %s and -f %s ask for two flame graphs: give one (-f %s -o FILE writes it to FILE)", output, format, format)
+		}
+		return outputSpec{format: cmp.Or(format, "text"), flame: flameFile(output), flag: "-o " + output}, nil
+	case strings.HasSuffix(output, ".svg"):
+		return outputSpec{}, fmt.Errorf("--output %q: want text, json, folded, pprof, html, or a flame graph file FILE.folded, FILE.pb.gz or FILE.html (usdtkit draws no SVG: flamegraph.pl draws FILE.folded)", output)
+	case !strings.ContainsAny(output, "./"):
+		return outputSpec{}, fmt.Errorf("--output %q: want text, json, folded, pprof, html, a flame graph file FILE.folded, FILE.pb.gz or FILE.html, or a file for what the trace prints (a path with a dot or a slash, such as out.txt or ./%s)", output, output)
+	default:
+		file, format = output, cmp.Or(format, "text")
+		if format != "text" && format != "json" {
+			flag = "-f " + format
 		}
 	}
-	return nil, fmt.Errorf("--output %q: want text, json, folded, pprof, html, or a file FILE.folded, FILE.pb.gz or FILE.html", s)
+	if format == "text" || format == "json" {
+		return outputSpec{format: format, file: file}, nil
+	}
+	// A flame graph where stdout would be: stdout, or -o's file.
+	return outputSpec{format: "text", flame: &flameOutput{format: flame.Format(format), path: file}, flag: flag}, nil
+}
+
+// flameFile returns the flame graph file that path's ending names, nil if
+// none does.
+func flameFile(path string) *flameOutput {
+	for _, f := range flameFileFormats {
+		if strings.HasSuffix(path, f.suffix) && len(path) > len(f.suffix) {
+			return &flameOutput{format: f.format, path: path}
+		}
+	}
+	return nil
 }
 
 // flameSamples turns stack counts into flame graph samples. Each sample's
@@ -148,10 +204,10 @@ func flameTitle(name, src string, probes []string) string {
 	return "usdtkit trace -e '" + text + "'"
 }
 
-// noStacksError is the error for a flame graph output of a program that
-// counts no stacks.
-func noStacksError(output string) error {
-	return fmt.Errorf("-o %s writes the counts of stacks, and this trace counts none: add --stacks, or key a map by ustack in the program (@[ustack] = count())", output)
+// noStacksError is the error for a flame graph output (flag: "-o
+// folded", "-f html") of a program that counts no stacks.
+func noStacksError(flag string) error {
+	return fmt.Errorf("%s writes the counts of stacks, and this trace counts none: add --stacks, or key a map by ustack in the program (@[ustack] = count())", flag)
 }
 
 // stackJSON is one line of writeStacksJSON.

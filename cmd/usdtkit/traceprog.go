@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,8 +31,21 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 	switch {
 	case fl.Changed("program"):
 		name, src, o.params = "-e", o.program, args
-	case len(args) >= 1 && strings.HasSuffix(args[0], ".bt") && !strings.Contains(args[0], ":"):
+	case len(args) >= 1 && args[0] == "-":
+		// bpftrace's program file "-"; "stdin" is the name bpftrace's
+		// errors give it too.
+		b, err := trace.ReadProgramFrom(cmd.InOrStdin())
+		if err != nil {
+			return "", "", false, fmt.Errorf("program on stdin: %w", err)
+		}
+		name, src, o.params = "stdin", b, args[1:]
+	case len(args) >= 1 && args[0] != "" && !strings.Contains(args[0], ":"):
+		// Every PROBE has a colon: a first argument without one is a
+		// program file, .bt or not, as bpftrace's FILENAME.
 		b, err := trace.ReadProgram(args[0])
+		if errors.Is(err, fs.ErrNotExist) && !strings.HasSuffix(args[0], ".bt") {
+			return "", "", false, fmt.Errorf("program file: %w (a PROBE has colons: usdt:PATH:PROVIDER:NAME, uprobe:PATH:FUNC)", err)
+		}
 		if err != nil {
 			return "", "", false, fmt.Errorf("program file: %w", err)
 		}
@@ -66,11 +82,15 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 // checkRun validates the flags every trace takes.
 func checkRun(cmd *cobra.Command, o *traceOptions) error {
 	fl := cmd.Flags()
-	fo, err := parseOutput(o.output)
+	output := ""
+	if fl.Changed("output") {
+		output = o.output
+	}
+	out, err := parseOutput(output, o.format)
 	if err != nil {
 		return err
 	}
-	o.flame = fo
+	o.out = out
 	if len(o.pids) > 0 && o.command != "" {
 		return fmt.Errorf("-p and -c exclude each other")
 	}
@@ -102,15 +122,38 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 		o.pids[i] = processOf(pid, cmd.ErrOrStderr(), "tracing")
 	}
 	o.flameTitle = flameTitle(name, src, nil)
+	strLen, err := envStrLen(os.Getenv)
+	if err != nil {
+		return err
+	}
 	return runSource(cmd, o, func(copts *trace.CompileOptions) (*trace.Program, error) {
+		copts.StrLen = strLen
 		return trace.Compile(name, src, copts)
 	})
+}
+
+// envStrLen reads bpftrace's variables for the bytes str() reads:
+// BPFTRACE_MAX_STRLEN (bpftrace 0.2x), else BPFTRACE_STRLEN (0.17); 0
+// when neither is set. Other BPFTRACE_* variables are ignored.
+func envStrLen(getenv func(string) string) (int, error) {
+	for _, name := range []string{"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"} {
+		v := getenv(name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > trace.MaxProgramStrLen {
+			return 0, fmt.Errorf("%s=%s: want the bytes str() reads, the NUL included, from 1 to %d", name, v, trace.MaxProgramStrLen)
+		}
+		return n, nil
+	}
+	return 0, nil
 }
 
 // runSource is runProgram once the flags are checked: compile compiles
 // the program given where its probes are looked for (-p's processes, or
 // -c's executable). A program that sends events has them printed.
-func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileOptions) (*trace.Program, error)) error {
+func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileOptions) (*trace.Program, error)) (err error) {
 	ctx := cmd.Context()
 	if o.duration > 0 {
 		var cancel context.CancelFunc
@@ -123,23 +166,17 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	if o.unwind == "cfi" {
 		copts.Unwind = trace.UnwindCFI
 	}
-	topts := &trace.Options{PIDs: o.pids, Stdout: cmd.OutOrStdout(), Classic: o.classic, CommandGrace: commandGrace, Warn: warn}
-	output := o.output
-	if o.flame != nil {
-		// A flame graph on stdout keeps stdout to itself.
-		output = "text"
-		if o.flame.path == "" {
-			topts.Stdout = stderr
-		}
-	}
+	topts := &trace.Options{PIDs: o.pids, Classic: o.classic, CommandGrace: commandGrace, Warn: warn}
+	output, fo := o.out.format, o.out.flame
 	if output == "json" {
 		topts.Output = trace.OutputJSON
 	}
 	if o.command != "" {
-		// Structured output keeps stdout to itself: the command's lines
-		// would corrupt the JSON, gzip or HTML a reader parses.
+		// Structured output on stdout keeps stdout to itself: the
+		// command's lines would corrupt the JSON, gzip or HTML a reader
+		// parses. (-o FILE does not take them, as bpftrace's.)
 		cmdOut := os.Stdout
-		if output == "json" || o.flame != nil && o.flame.path == "" {
+		if o.out.file == "" && (output == "json" || fo != nil && fo.path == "") {
 			cmdOut = os.Stderr
 		}
 		c, err := commandOf(o.command, cmdOut)
@@ -152,11 +189,29 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	if err != nil {
 		return err
 	}
-	if o.dump != "" {
-		return prog.Dump(cmd.OutOrStdout(), trace.Stage(o.dump))
+	stdout := cmd.OutOrStdout()
+	if o.out.file != "" {
+		f, err := os.Create(o.out.file)
+		if err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("-o: %w", cerr)
+			}
+		}()
+		stdout = f
 	}
-	if o.flame != nil && !prog.CountsStacks() {
-		return noStacksError(o.output)
+	topts.Stdout = stdout
+	if fo != nil && fo.path == "" {
+		// A flame graph on stdout keeps stdout to itself.
+		topts.Stdout = stderr
+	}
+	if o.dump != "" {
+		return prog.Dump(stdout, trace.Stage(o.dump))
+	}
+	if fo != nil && !prog.CountsStacks() {
+		return noStacksError(o.out.flag)
 	}
 	var events *eventCounter
 	if prog.SendsEvents() {
@@ -165,6 +220,13 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		stop := make(chan struct{})
 		defer close(stop)
 		events.endAt(ctx, stop)
+	}
+	if o.dryRun {
+		if err := trace.DryRun(prog, topts); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Dry run: %d probes at %d sites loaded and attached; nothing ran.\n", prog.Probes(), prog.Sites())
+		return nil
 	}
 	t, err := trace.Start(prog, topts)
 	if err != nil {
@@ -180,14 +242,13 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 			return err
 		}
 	}
-
 	if output == "json" && prog.CountsStacks() {
 		if err := writeStacksJSON(topts.Stdout, t); err != nil {
 			return err
 		}
 	}
-	if o.flame != nil {
-		if err := writeFlame(cmd.OutOrStdout(), stderr, t, o.flame, o.flameTitle); err != nil {
+	if fo != nil {
+		if err := writeFlame(stdout, stderr, t, fo, o.flameTitle); err != nil {
 			return err
 		}
 	}
