@@ -198,7 +198,7 @@ usdt::python:line {}`
 	})
 	t.Run("-o json", func(t *testing.T) {
 		src := strings.ReplaceAll(`usdt:BIN:demo:req { @h = hist(arg0); @st = stats(arg0); @by[arg0 % 7] = sum(arg0); }
-usdt:BIN:demo:req /arg0 < 3/ { printf("req %d \"%s\"\t%x\n", arg0, str(arg1), arg0); }`, "BIN", bin)
+usdt:BIN:demo:req /arg0 < 3/ { printf("req %d \"%s\"\t%x\n", arg0, str(arg1), arg0); print(arg0); print((int32)arg2 - 1000); print(str(arg1)); }`, "BIN", bin)
 		theirs, ours := runBothPID(t, bpftrace, bin, src, []string{"-f", "json"})
 		have, want := strings.Split(ours, "\n"), strings.Split(theirs, "\n")
 		slices.Sort(have)

@@ -267,6 +267,9 @@ type PrintfInfo struct {
 	Format *printf.Format
 	Args   []RecordArg
 	Size   int
+	// Value: print(value) of Args[0], printed as eventfmt.AppendValue
+	// prints it, an integer signed when ValueSigned.
+	Value, ValueSigned bool
 }
 
 // RecordArg is one printf argument in a record: an integer of 8 bytes or

@@ -596,6 +596,8 @@ func (g *gen) call(c *btlang.Call) {
 			}
 			lit := &btlang.StrLit{ExprBase: btlang.ExprBase{At: c.At, T: btlang.StringType(len(format) + 1)}, Val: format}
 			g.printf(&btlang.Call{ExprBase: c.ExprBase, Name: "printf", Args: []btlang.Expr{lit, c.Args[0]}})
+			info := &g.out.Printfs[len(g.out.Printfs)-1]
+			info.Value, info.ValueSigned = true, c.Args[0].Type().Signed
 			return
 		}
 		var consts [2]uint64

@@ -591,7 +591,15 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Int = int64(binary.NativeEndian.Uint64(rec[a.Off:]))
 			}
 		}
-		r.buf = eventfmt.AppendPrintf(r.buf[:0], p.Format, args, r.opts.Output)
+		if p.Value {
+			v := eventfmt.Value{Kind: eventfmt.ValueString, Str: args[0].Str}
+			if a := p.Args[0]; !a.String && !a.Probe && !a.Usym && a.Stack == nil {
+				v = eventfmt.Value{Kind: eventfmt.ValueInt, Int: args[0].Int, Signed: p.ValueSigned}
+			}
+			r.buf = eventfmt.AppendValue(r.buf[:0], v, r.opts.Output)
+		} else {
+			r.buf = eventfmt.AppendPrintf(r.buf[:0], p.Format, args, r.opts.Output)
+		}
 		if r.opts.Output == eventfmt.OutputJSON && len(stacks) > 0 {
 			r.buf = appendPrintfStacks(r.buf, stacks)
 		}
