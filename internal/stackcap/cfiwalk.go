@@ -98,7 +98,8 @@ func CFIWalkScratchSize(opts *CFIWalkOptions) int {
 // dst+off a stack id record in the frames map named framesMap, as
 // EmitWalkID does (the same record, hash and frames map), and the
 // callback the walk's bpf_loop calls, a function the caller appends to
-// the program after its last instruction. A program with a callback
+// the program after its last instruction (none for one frame). A
+// program with a callback
 // needs BTF function information: its first instruction must be marked
 // with WithProgramFunc. x86-64 only: other machines give an error
 // wrapping ErrUnsupported. Needs bpf_loop (kernel 5.17). R0..R5 are
@@ -197,6 +198,9 @@ func EmitCFIWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap st
 		asm.StoreMem(asm.R10, sH, asm.R1, asm.DWord),
 	)
 	insns = append(insns, emitStoreFrames(dst, off, s+cfiState, sN, sH, max, framesMap, l)...)
+	if max == 1 {
+		return insns, nil, nil
+	}
 	return insns, w.step(), nil
 }
 

@@ -2,7 +2,12 @@ package stackcap_test
 
 import (
 	"debug/elf"
+	"flag"
+	"fmt"
+	"maps"
+	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/cilium/ebpf/asm"
@@ -68,5 +73,85 @@ func TestEmitCFIWalkOptions(t *testing.T) {
 	}
 	if _, _, err := stackcap.EmitCFIWalkID(elf.EM_X86_64, asm.R6, asm.R7, 0, "frames", &ok, "w"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/golden")
+
+// TestCFIWalkGolden keeps the listing of a walk with call frame
+// information (127 frames, at a function's entry) in
+// testdata/golden/cfiwalk.txt: a change that should not alter the BPF
+// leaves it as it is (go test -update rewrites it).
+func TestCFIWalkGolden(t *testing.T) {
+	insns, callback, err := stackcap.EmitCFIWalkID(elf.EM_X86_64, asm.R6, asm.R7, 0, "frames", &stackcap.CFIWalkOptions{Entry: true, Scratch: 16, Stack: -32}, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing := fmt.Sprintf("; EmitCFIWalkID(x86-64, ctx R6, dst R7, 0, frames, {Entry, Scratch 16, Stack -32}, w)\n%v; callback\n%v", insns, callback)
+	testutil.GoldenDir(t, "testdata/golden", map[string][]byte{"cfiwalk.txt": []byte(listing)},
+		func(name string) bool { return name == "cfiwalk.txt" }, *update, "go test ./internal/stackcap -run TestCFIWalkGolden -update")
+}
+
+// TestCFIWalkShape: the callback has no loop (every jump goes forward,
+// so the verifier walks each of its paths once per call site), looks up
+// the tables map once and the rows map once per search step and once
+// for the row, and reads the stack at most twice per path.
+func TestCFIWalkShape(t *testing.T) {
+	_, callback, err := stackcap.EmitCFIWalkID(elf.EM_X86_64, asm.R6, asm.R7, 0, "frames", &stackcap.CFIWalkOptions{Entry: true, Stack: -32}, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]int{}
+	for i, ins := range callback {
+		if s := ins.Symbol(); s != "" {
+			at[s] = i
+		}
+	}
+	lookups := map[string]int{}
+	reads := 0
+	for i, ins := range callback {
+		if ins.OpCode.JumpOp() != asm.InvalidJumpOp && ins.OpCode.JumpOp() != asm.Call && ins.OpCode.JumpOp() != asm.Exit {
+			if j, ok := at[ins.Reference()]; !ok || j <= i {
+				t.Errorf("instruction %d: %v jumps back or nowhere", i, ins)
+			}
+		}
+		if ins.IsBuiltinCall() && asm.BuiltinFunc(ins.Constant) == asm.FnProbeReadUser {
+			reads++
+		}
+		if ins.IsLoadFromMap() {
+			lookups[ins.Reference()]++
+		}
+	}
+	if want := map[string]int{"cfi_tables": 1, "cfi_rows": 22}; !maps.Equal(lookups, want) {
+		t.Errorf("map lookups %v, want %v", lookups, want)
+	}
+	if reads != 4 {
+		t.Errorf("%d stack reads, want 4 (return address, frame pointer; at entry; frame record)", reads)
+	}
+}
+
+// TestCFIWalkVerifier: the kernel's verifier accepts the walk for 1 to
+// MaxFrames frames, at a function's entry or not, and the instructions it
+// processes do not grow with the frames (the loop is bpf_loop's).
+func TestCFIWalkVerifier(t *testing.T) {
+	testutil.RequireBPF(t)
+	processed := map[int]int{}
+	for _, frames := range []int{1, 2, stackcap.DefaultMaxFrames, stackcap.MaxFrames} {
+		for _, entry := range []bool{false, true} {
+			coll, _ := stacktest.Load(t, &stacktest.Options{Mode: stacktest.CFIWalk, Entry: entry, MaxFrames: frames})
+			log := coll.Programs["capture"].VerifierLog
+			m := regexp.MustCompile(`processed (\d+) insns`).FindStringSubmatch(log)
+			if m == nil {
+				t.Fatalf("%d frames: no statistics in the verifier's log:\n%s", frames, log)
+			}
+			n, _ := strconv.Atoi(m[1])
+			t.Logf("%d frames, entry %v: %d instructions processed", frames, entry, n)
+			if entry {
+				processed[frames] = n
+			}
+		}
+	}
+	if processed[stackcap.MaxFrames] > 2*processed[2] {
+		t.Errorf("instructions processed: %v: they grow with the frames", processed)
 	}
 }

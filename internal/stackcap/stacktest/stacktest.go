@@ -201,36 +201,7 @@ func Program(tb testing.TB, o *Options) (asm.Instructions, int) {
 // in the executable at path. The probe is closed when the test ends.
 func Attach(tb testing.TB, path, symbol string, o *Options) *Probe {
 	tb.Helper()
-	testutil.RequireBPF(tb)
-	insns, fsize := Program(tb, o)
-	spec := &ebpf.CollectionSpec{
-		Maps: map[string]*ebpf.MapSpec{
-			"events":  {Name: "events", Type: ebpf.RingBuf, MaxEntries: 4 << 20},
-			"stacks":  stackcap.StackMapSpec("stacks", 1024, 0),
-			"frames":  stackcap.FramesMapSpec("frames", 1024, o.MaxFrames),
-			"scratch": {Name: "scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(stackcap.StackIDSize + max(stackcap.WalkScratchSize(&stackcap.WalkOptions{MaxFrames: o.MaxFrames}), stackcap.CFIWalkScratchSize(&stackcap.CFIWalkOptions{MaxFrames: o.MaxFrames}))), MaxEntries: 1},
-		},
-		Programs: map[string]*ebpf.ProgramSpec{"capture": {
-			Name: "capture", Type: ebpf.Kprobe, License: "GPL", Instructions: insns,
-		}},
-	}
-	var copts ebpf.CollectionOptions
-	if o.Mode == CFIWalk {
-		spec.Maps[stackcap.DefaultCFIProcsMap] = stackcap.CFIProcsMapSpec(stackcap.DefaultCFIProcsMap, 16)
-		spec.Maps[stackcap.DefaultCFITablesMap] = stackcap.CFITablesMapSpec(stackcap.DefaultCFITablesMap, 16)
-		spec.Maps[stackcap.DefaultCFIRowsMap] = stackcap.CFIRowsMapSpec(stackcap.DefaultCFIRowsMap, 16)
-		for name, m := range o.CFIMaps {
-			if ms := spec.Maps[name]; ms != nil {
-				ms.MaxEntries = m.MaxEntries()
-			}
-		}
-		copts.MapReplacements = o.CFIMaps
-	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, copts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(coll.Close)
+	coll, fsize := Load(tb, o)
 	ex, err := link.OpenExecutable(path)
 	if err != nil {
 		tb.Fatal(err)
@@ -407,4 +378,44 @@ func (n *Namer) Name(tb testing.TB, pc uint64, symbolize ...string) string {
 		return "[" + filepath.Base(m.Path) + "]"
 	}
 	return "?"
+}
+
+// Load loads a capture program, closed when the test ends, and returns
+// it with the size of the frames (or stack id) part of its records.
+func Load(tb testing.TB, o *Options) (*ebpf.Collection, int) {
+	tb.Helper()
+	testutil.RequireBPF(tb)
+	insns, fsize := Program(tb, o)
+	spec := &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{
+			"events":  {Name: "events", Type: ebpf.RingBuf, MaxEntries: 4 << 20},
+			"stacks":  stackcap.StackMapSpec("stacks", 1024, 0),
+			"frames":  stackcap.FramesMapSpec("frames", 1024, o.MaxFrames),
+			"scratch": {Name: "scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(stackcap.StackIDSize + max(stackcap.WalkScratchSize(&stackcap.WalkOptions{MaxFrames: o.MaxFrames}), stackcap.CFIWalkScratchSize(&stackcap.CFIWalkOptions{MaxFrames: o.MaxFrames}))), MaxEntries: 1},
+		},
+		Programs: map[string]*ebpf.ProgramSpec{"capture": {
+			Name: "capture", Type: ebpf.Kprobe, License: "GPL", Instructions: insns,
+		}},
+	}
+	var copts ebpf.CollectionOptions
+	if o.Mode == CFIWalk {
+		spec.Maps[stackcap.DefaultCFIProcsMap] = stackcap.CFIProcsMapSpec(stackcap.DefaultCFIProcsMap, 16)
+		spec.Maps[stackcap.DefaultCFITablesMap] = stackcap.CFITablesMapSpec(stackcap.DefaultCFITablesMap, 16)
+		spec.Maps[stackcap.DefaultCFIRowsMap] = stackcap.CFIRowsMapSpec(stackcap.DefaultCFIRowsMap, 16)
+		for name, m := range o.CFIMaps {
+			if ms := spec.Maps[name]; ms != nil {
+				ms.MaxEntries = m.MaxEntries()
+			}
+		}
+		copts.MapReplacements = o.CFIMaps
+	}
+	// The verifier's statistics (instructions processed) in
+	// VerifierLog.
+	copts.Programs.LogLevel = ebpf.LogLevelStats
+	coll, err := ebpf.NewCollectionWithOptions(spec, copts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(coll.Close)
+	return coll, fsize
 }
