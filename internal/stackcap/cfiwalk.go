@@ -469,10 +469,18 @@ func (w *cfiWalk) step() asm.Instructions {
 		ldS(asm.R1, cfiFlags).WithSymbol(l("record")),
 		asm.And.Imm(asm.R1, cfiFPKnown),
 		asm.JEq.Imm(asm.R1, 0, l("stop_nofp")),
+		// A frame pointer in the first page (the 0 at the bottom of a
+		// stack, or a small integer left by code without frame
+		// pointers) or not 8-aligned ends the walk without a read: a
+		// read there faults, which costs more than the rest of a walk.
+		ldS(asm.R3, cfiFP),
+		asm.JLT.Imm(asm.R3, walkChunk, l("stop_fault")),
+		asm.Mov.Reg(asm.R1, asm.R3),
+		asm.And.Imm(asm.R1, 7),
+		asm.JNE.Imm(asm.R1, 0, l("stop_fault")),
 		asm.Mov.Reg(asm.R1, cbS),
 		asm.Add.Imm(asm.R1, cfiBuf),
 		asm.Mov.Imm(asm.R2, 16),
-		ldS(asm.R3, cfiFP),
 		asm.FnProbeReadUser.Call(),
 		asm.JNE.Imm(asm.R0, 0, l("stop_fault")),
 		ldS(asm.R2, cfiFP),

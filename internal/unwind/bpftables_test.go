@@ -8,9 +8,11 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
 	"github.com/usdtkit/usdtkit/internal/stackcap"
 	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
 	"github.com/usdtkit/usdtkit/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // TestRowBPFLayout: a Row is the row the walk in the program reads
@@ -264,4 +266,103 @@ func TestBPFWalkMatchesTables(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkCFIWalk attaches four capture programs to the entry of
+// chain.c's leaf, built -O2 -fno-omit-frame-pointer (so that both walks
+// find leaf, level3, level2, level1, main; past main libc has no frame
+// pointers) and run `loop 1000` per iteration: an empty record (the
+// floor), the frame-pointer walk (stackcap.EmitWalkID), the walk with
+// call frame information on the process's tables, and the same walk
+// without tables (every step by frame pointer: the cost of the loop
+// without the searches). It reports each program's BPF run time per hit
+// (kernel run-time statistics), its frames, and the ratios to the floor
+// and to the frame-pointer walk.
+func BenchmarkCFIWalk(b *testing.B) {
+	testutil.RequireBPF(b)
+	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	exe := stacktest.BuildChain(b, "-O2", "-fno-omit-frame-pointer")
+	tr := testutil.StartTracee(b, exe)
+	tr.WaitReady(b)
+	var spaces Spaces
+	sp, err := spaces.Get(tr.PID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	u, err := New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tabs, err := NewBPFTables(u, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tabs.Close() })
+	if err := tabs.AddProcess(sp); err != nil {
+		b.Fatal(err)
+	}
+	modes := []struct {
+		name string
+		opts stacktest.Options
+	}{
+		{"none", stacktest.Options{Mode: stacktest.None}},
+		{"fp", stacktest.Options{Mode: stacktest.Walk}},
+		{"cfi", stacktest.Options{Mode: stacktest.CFIWalk, CFIMaps: tabs.Maps()}},
+		{"cfi-notables", stacktest.Options{Mode: stacktest.CFIWalk}},
+	}
+	var probes []*stacktest.Probe
+	for _, m := range modes {
+		o := m.opts
+		o.Entry, o.PID, o.NoWakeup = true, tr.PID(), true
+		probes = append(probes, stacktest.Attach(b, exe, "leaf", &o))
+	}
+	// One hit with wakeups off is read after the command's line.
+	tr.Do(b, "levels")
+	frames := make([]int, len(modes))
+	for i, p := range probes {
+		if p.Mode != stacktest.None {
+			frames[i] = len(p.Next(b).Frames)
+		} else {
+			p.Next(b)
+		}
+		p.DiscardAll(b)
+	}
+	tr.Do(b, "loop 1000") // warm up
+	before := runTimes(b, probes)
+	b.ResetTimer()
+	for b.Loop() {
+		tr.Do(b, "loop 1000")
+	}
+	b.StopTimer()
+	after := runTimes(b, probes)
+	ns := make([]float64, len(probes))
+	for i := range probes {
+		ns[i] = (after[i].Runtime - before[i].Runtime).Seconds() * 1e9 / float64(max(after[i].RunCount-before[i].RunCount, 1))
+	}
+	for i, m := range modes {
+		b.ReportMetric(ns[i], m.name+"-bpf-ns/hit")
+		if i > 0 {
+			b.ReportMetric(float64(frames[i]), m.name+"-frames")
+		}
+	}
+	b.ReportMetric(ns[1]/ns[0], "fp/none")
+	b.ReportMetric(ns[2]/ns[0], "cfi/none")
+	b.ReportMetric(ns[2]/ns[1], "cfi/fp")
+	b.ReportMetric(ns[3]/ns[1], "cfi-notables/fp")
+}
+
+func runTimes(b *testing.B, probes []*stacktest.Probe) []*ebpf.ProgramStats {
+	var out []*ebpf.ProgramStats
+	for _, p := range probes {
+		s, err := p.Program().Stats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
 }
