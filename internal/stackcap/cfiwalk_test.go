@@ -2,6 +2,7 @@ package stackcap_test
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"maps"
@@ -153,5 +154,34 @@ func TestCFIWalkVerifier(t *testing.T) {
 	}
 	if processed[stackcap.MaxFrames] > 2*processed[2] {
 		t.Errorf("instructions processed: %v: they grow with the frames", processed)
+	}
+}
+
+func TestMarshalCFIProc(t *testing.T) {
+	m := func(start, end uint64) stackcap.CFIMapping {
+		return stackcap.CFIMapping{Start: start, End: end, Bias: start - 0x1000, Table: 7}
+	}
+	b, err := stackcap.MarshalCFIProc([]stackcap.CFIMapping{m(0x1000, 0x2000), m(0x2000, 0x5000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ne := binary.NativeEndian
+	if len(b) != stackcap.CFIProcSize || ne.Uint32(b) != 2 || ne.Uint64(b[8+32:]) != 0x2000 || ne.Uint64(b[8+32+8:]) != 0x5000 || ne.Uint64(b[8+32+16:]) != 0x1000 || ne.Uint32(b[8+32+24:]) != 7 {
+		t.Fatalf("value % x", b[:8+64])
+	}
+	for _, tc := range []struct {
+		name string
+		ms   []stackcap.CFIMapping
+	}{
+		{"empty mapping", []stackcap.CFIMapping{m(0x1000, 0x1000)}},
+		{"overlap", []stackcap.CFIMapping{m(0x1000, 0x3000), m(0x2000, 0x4000)}},
+		{"unsorted", []stackcap.CFIMapping{m(0x3000, 0x4000), m(0x1000, 0x2000)}},
+		{"too many", make([]stackcap.CFIMapping, stackcap.CFIMaxMappings+1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if b, err := stackcap.MarshalCFIProc(tc.ms); err == nil || b != nil {
+				t.Fatalf("no error")
+			}
+		})
 	}
 }

@@ -327,6 +327,8 @@ func (b *BPFTables) Close() error {
 		return nil
 	}
 	b.closed = true
+	// The maps' memory is unmapped when no longer referenced.
+	b.tabMem, b.rowMem = nil, nil
 	var errs []error
 	for _, m := range []*ebpf.Map{b.procs, b.tables, b.rows} {
 		if m != nil {

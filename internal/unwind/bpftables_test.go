@@ -366,3 +366,31 @@ func runTimes(b *testing.B, probes []*stacktest.Probe) []*ebpf.ProgramStats {
 	}
 	return out
 }
+
+// TestRowSpans: rows are taken first fit and given back merged with
+// their free neighbours.
+func TestRowSpans(t *testing.T) {
+	b := &BPFTables{free: []rowSpan{{0, 100}}}
+	take := func(n uint32, want uint32, ok bool) {
+		t.Helper()
+		first, have := b.alloc(n)
+		if have != ok || ok && first != want {
+			t.Fatalf("alloc(%d): %d, %v; want %d, %v (free %v)", n, first, have, want, ok, b.free)
+		}
+	}
+	take(30, 0, true)
+	take(30, 30, true)
+	take(40, 60, true)
+	take(1, 0, false)
+	b.freeRows(rowSpan{30, 30})
+	take(31, 0, false)
+	b.freeRows(rowSpan{0, 30})
+	if want := []rowSpan{{0, 60}}; !slices.Equal(b.free, want) {
+		t.Fatalf("free %v, want %v", b.free, want)
+	}
+	b.freeRows(rowSpan{60, 40})
+	if want := []rowSpan{{0, 100}}; !slices.Equal(b.free, want) {
+		t.Fatalf("free %v, want %v", b.free, want)
+	}
+	take(100, 0, true)
+}
