@@ -41,6 +41,9 @@ func TestStackKeysCFI(t *testing.T) {
 				t.Fatal(err)
 			}
 			tr := testutil.StartTracee(t, bin)
+			// Its libraries mapped: the tables filled at Start have
+			// them.
+			tr.WaitReady(t)
 			var buf bytes.Buffer
 			var warnings []error
 			r, err := btrun.Start(gp, &btrun.Options{PIDs: []int{tr.PID()}, Out: &buf, Warn: func(err error) { warnings = append(warnings, err) }})
