@@ -486,11 +486,21 @@ func (a *Agent) retireExited(p *program) {
 	a.stopFiles(p, false)
 }
 
+// compileOptions returns o with the agent's stack walk: frame pointers.
+// The walk with call frame information (the default) needs each
+// tracer's own BPF tables, 32 MiB of rows each, one per program and
+// process here; until the agent shares one set (issue 26), its stack
+// keys keep the frame-pointer walk.
+func compileOptions(o *trace.CompileOptions) *trace.CompileOptions {
+	o.Unwind = trace.UnwindFP
+	return o
+}
+
 // attach compiles p's program against process pid and starts it; on
 // success the attachment old (of the same process, before it mapped
 // another object) is retired.
 func (a *Agent) attach(p *program, pid int, sig string, old *attachment) {
-	prog, err := trace.Compile(p.cfg.Name, p.cfg.Source, &trace.CompileOptions{PID: pid})
+	prog, err := trace.Compile(p.cfg.Name, p.cfg.Source, compileOptions(&trace.CompileOptions{PID: pid}))
 	if err == nil && old != nil && prog.Sites() == old.sites {
 		// The objects mapped since (libc as ld.so loads it, say) hold
 		// none of the program's probes: keep the running tracer rather

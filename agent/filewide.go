@@ -96,7 +96,7 @@ func (a *Agent) startFiles(p *program, sels []selector) {
 		if running || p.fileFailed[s.exe] {
 			continue
 		}
-		prog, err := trace.Compile(p.cfg.Name, p.cfg.Source, &trace.CompileOptions{Executable: s.t.Binary})
+		prog, err := trace.Compile(p.cfg.Name, p.cfg.Source, compileOptions(&trace.CompileOptions{Executable: s.t.Binary}))
 		var t *trace.Tracer
 		if err == nil {
 			t, err = trace.Start(prog, &trace.Options{Stdout: io.Discard, Classic: a.opts.Classic})

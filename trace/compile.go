@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/usdtkit/usdtkit/internal/argfetch"
 	"github.com/usdtkit/usdtkit/internal/bpfgen"
 	"github.com/usdtkit/usdtkit/internal/btgen"
@@ -48,9 +50,9 @@ type CompileOptions struct {
 	// By default such strings are read, faulting the page in (see the
 	// package documentation, Strings).
 	FaultingStrings bool
-	// Unwind is how ustack map keys are captured: UnwindFP (the zero
-	// value) or UnwindCFI. printf'd stacks are captured as
-	// FramePointerStacks says, whatever Unwind is.
+	// Unwind is how ustack map keys are captured: UnwindCFIBPF (the
+	// zero value), UnwindFP or UnwindCFI. printf'd stacks are captured
+	// as FramePointerStacks says, whatever Unwind is.
 	Unwind Unwind
 	// Params are the program's positional parameters, $1, $2… and $#
 	// (bpftrace's arguments after the program).
@@ -73,26 +75,41 @@ const MaxProgramStrLen = 1024
 type Unwind int
 
 const (
-	// UnwindFP keys a map by the kernel's frame-pointer walk
-	// (bpf_get_stackid), as bpftrace: equal stacks are counted in the
-	// kernel, and a stack ends at the first function built without
-	// frame pointers (Debian's C library, most -O2 C code).
-	UnwindFP Unwind = iota
+	// UnwindCFIBPF, the default, walks each hit's stack in the BPF
+	// program with the call frame information (.eh_frame, .debug_frame)
+	// of the traced processes' objects, compiled into tables that Start
+	// puts in BPF maps before attaching: equal stacks are counted in the
+	// kernel, as with UnwindFP, and stacks keep their frames through
+	// code without frame pointers, as with UnwindCFI. The processes of
+	// Options.PIDs (and Command) have tables; the stacks of other
+	// processes, and of objects without CFI, are walked by frame
+	// pointer, as with UnwindFP. Needs bpf_loop (Linux 5.17) and x86-64:
+	// elsewhere Compile uses UnwindFP, and says so through
+	// CompileOptions.Warn when the kernel lacks bpf_loop.
+	UnwindCFIBPF Unwind = iota
+	// UnwindFP keys a map by the frame-pointer walk (bpf_get_stackid
+	// off x86-64), as bpftrace: equal stacks are counted in the kernel,
+	// and a stack ends at the first function built without frame
+	// pointers (Debian's C library, most -O2 C code).
+	UnwindFP
 	// UnwindCFI captures each hit's stack as a printf'd stack is, a
 	// copy of the top of the user stack with the registers, sent in a
 	// ring buffer record and unwound in user space with each object's
 	// CFI, where it is counted: stacks keep their frames through code
-	// without frame pointers. Each hit costs a copy of 8 KiB of stack
-	// into the ring and an unwinding in user space; a hit the full ring
-	// refuses is counted as a lost event. Only count() and sum() maps
-	// with one ustack in their key are supported, and not delete() of
-	// them: Compile refuses the rest (CompileError).
+	// without frame pointers, in every process. Each hit costs a copy
+	// of 8 KiB of stack into the ring and an unwinding in user space; a
+	// hit the full ring refuses is counted as a lost event. Only count()
+	// and sum() maps with one ustack in their key are supported, and not
+	// delete() of them: Compile refuses the rest (CompileError).
 	UnwindCFI
 )
 
-// String returns "fp" or "cfi", the names of usdtkit trace --unwind.
+// String returns "cfi-bpf", "fp" or "cfi", the names of usdtkit trace
+// --unwind.
 func (u Unwind) String() string {
 	switch u {
+	case UnwindCFIBPF:
+		return "cfi-bpf"
 	case UnwindFP:
 		return "fp"
 	case UnwindCFI:
@@ -315,14 +332,26 @@ func (c *compilation) support() error {
 	if opts != nil && opts.FramePointerStacks {
 		gopts.StackCopy = -1
 	}
+	unwind := UnwindCFIBPF
 	if opts != nil {
-		switch opts.Unwind {
-		case UnwindFP:
-		case UnwindCFI:
-			gopts.CopyKeyStacks = true
-		default:
-			return fmt.Errorf("compile: field Unwind is %v, want UnwindFP or UnwindCFI", opts.Unwind)
+		unwind = opts.Unwind
+	}
+	switch unwind {
+	case UnwindCFIBPF:
+		if err := features.HaveBPFLoop(); errors.Is(err, ebpf.ErrNotSupported) && hasStackKeys(prog) {
+			// Without the privileges to find out, the program is
+			// generated for a kernel that has it (--dump).
+			gopts.StackKeys = btgen.StackKeysFP
+			if r.opts.Warn != nil {
+				r.opts.Warn(fmt.Errorf("ustack map keys are walked with frame pointers: the walk with call frame information needs bpf_loop (Linux 5.17+): %w", err))
+			}
 		}
+	case UnwindFP:
+		gopts.StackKeys = btgen.StackKeysFP
+	case UnwindCFI:
+		gopts.StackKeys = btgen.StackKeysCopy
+	default:
+		return fmt.Errorf("compile: field Unwind is %v, want UnwindCFIBPF, UnwindFP or UnwindCFI", unwind)
 	}
 	if events != nil {
 		// Room for bursts of events between reads.
@@ -352,6 +381,18 @@ func (c *compilation) generate() error {
 	}
 	c.out = out
 	return nil
+}
+
+// hasStackKeys reports whether a map of prog has a ustack key.
+func hasStackKeys(prog *btlang.Program) bool {
+	for _, m := range prog.Maps {
+		for _, k := range m.Keys {
+			if k.Kind == btlang.KindStack {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // probeTable is what the resolve pass found of each probe's arguments:

@@ -148,18 +148,22 @@
 //
 // How each stack is captured:
 //
-//   - A map key (@[ustack] = count()) is the stack's id in a kernel stack
-//     map (bpf_get_stackid, the frame-pointer walk bpftrace uses), so
-//     equal stacks aggregate in the kernel. At a function's first
-//     instruction the walk misses the immediate caller (bpftrace prints
-//     leaf, level2, level1 for leaf called by level3); usdtkit reads the
-//     return address at the stack pointer there and puts the caller back.
-//     Code without frame pointers ends the walk early, as in bpftrace.
-//     With CompileOptions.Unwind UnwindCFI, a count() or sum() map key
-//     is captured as a printf argument is (below) and sent in a ring
-//     buffer record, unwound and counted in user space: it keeps every
-//     frame, costs a stack copy into the ring and an unwinding per hit,
-//     and a hit the full ring refuses is a lost event.
+//   - A map key (@[ustack] = count()) is, by default (CompileOptions.
+//     Unwind UnwindCFIBPF), the hash of the frames the BPF program found
+//     walking the stack with each object's CFI, compiled into tables that
+//     Start loads into BPF maps for the processes of Options.PIDs (and
+//     Command; a command's libraries are added at its first stack), so
+//     that equal stacks aggregate in the kernel and code built without
+//     frame pointers keeps every frame. Other processes' stacks, and
+//     frames in objects without CFI (JIT code, Go), are walked by frame
+//     pointer. With UnwindFP (and where the kernel lacks bpf_loop, or
+//     off x86-64) it is the frame-pointer walk bpftrace uses: code
+//     without frame pointers ends the walk early, as in bpftrace. At a
+//     function's first instruction the kernel's walk misses the
+//     immediate caller (bpftrace prints leaf, level2, level1 for leaf
+//     called by level3); usdtkit's walks read the return address at the
+//     stack pointer there and keep the caller.
+//     With UnwindCFI, a count() or sum() map key
 //   - A printf argument is a copy of the top of the stack (8 KiB) with
 //     the registers, unwound in user space (internal/unwind) with each
 //     object's CFI (.eh_frame, .debug_frame), and its frame pointers where

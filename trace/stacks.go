@@ -100,7 +100,7 @@ type UnwindMethod struct {
 // UnwindMethods returns how printf'd stacks, and map keys with
 // CompileOptions.Unwind UnwindCFI, were unwound so far, per object and
 // method (for a verbose report), sorted by object and method. Map keys
-// of the kernel's frame-pointer walk (UnwindFP) are not counted.
+// walked in the program (UnwindCFIBPF, UnwindFP) are not counted.
 func (t *Tracer) UnwindMethods() []UnwindMethod {
 	if t.r == nil {
 		return nil

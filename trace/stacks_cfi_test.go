@@ -31,6 +31,8 @@ func buildCFIKeys(t *testing.T) string {
 func runCFIKeys(t *testing.T, bin, src string, unwind trace.Unwind) (*trace.Tracer, string, []uint64) {
 	t.Helper()
 	tr := testutil.StartTracee(t, bin)
+	// Its libraries mapped: the mappings read at Start have them.
+	tr.WaitReady(t)
 	tracer, out := startOn(t, tr, bin, src, &trace.CompileOptions{PID: tr.PID(), Unwind: unwind})
 	var calls []uint64
 	for range 2 {
@@ -59,18 +61,20 @@ func chainBelow(fs []trace.Frame, bin string) bool {
 	return len(syms) >= i+3 && syms[i+1] == "a" && syms[i+2] == "main"
 }
 
-// TestStacksUnwindCFI: with CompileOptions.Unwind UnwindCFI, the stacks
-// of map keys are unwound with CFI and keep every frame through the C
+// TestStacksUnwindCFI: with CompileOptions.Unwind UnwindCFIBPF (the
+// default) and UnwindCFI, the stacks of map keys are unwound with CFI, in
+// the program or in user space, and keep every frame through the C
 // library's qsort, built without frame pointers (so is the program):
 // cmp, qsort's frames, b, a, main, with counts and sums that add up to
-// the calls the program made; with UnwindFP the kernel's walk ends in
-// the C library and no stack reaches b.
+// the calls the program made; with UnwindFP the walk ends in the C
+// library and no stack reaches b.
 func TestStacksUnwindCFI(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := buildCFIKeys(t)
 	const src = `uprobe:BIN:cmp { @[ustack] = count(); @s[ustack, comm, pid] = sum(2); }`
-	for _, unwind := range []trace.Unwind{trace.UnwindFP, trace.UnwindCFI} {
+	for _, unwind := range []trace.Unwind{trace.UnwindFP, trace.UnwindCFI, trace.UnwindCFIBPF} {
 		t.Run(unwind.String(), func(t *testing.T) {
+			cfi := unwind != trace.UnwindFP
 			tracer, out, sorts := runCFIKeys(t, bin, src, unwind)
 			calls := sorts[0] + sorts[1]
 			stacks, err := tracer.Stacks()
@@ -83,7 +87,7 @@ func TestStacksUnwindCFI(t *testing.T) {
 				sums[s.Map] += s.Value
 				if chainBelow(s.Frames, bin) {
 					full[s.Map]++
-				} else if unwind == trace.UnwindCFI {
+				} else if cfi {
 					t.Errorf("%s stack %q: want cmp, the C library, b, a, main", s.Map, symbols(s.Frames))
 				}
 				if slices.Contains(symbols(s.Frames), "b") && unwind == trace.UnwindFP {
@@ -96,12 +100,12 @@ func TestStacksUnwindCFI(t *testing.T) {
 			if sums["@"] != calls || sums["@s"] != 2*calls {
 				t.Errorf("@ counts %d, @s sums %d; want %d and %d (cmp's calls)", sums["@"], sums["@s"], calls, 2*calls)
 			}
-			if unwind == trace.UnwindCFI && (full["@"] == 0 || full["@s"] == 0) {
+			if cfi && (full["@"] == 0 || full["@s"] == 0) {
 				t.Errorf("no full stack: %d in @, %d in @s", full["@"], full["@s"])
 			}
 			// The maps printed at exit have the same stacks.
-			if has := strings.Contains(out, "\n    a+"); has != (unwind == trace.UnwindCFI) {
-				t.Errorf("printed maps name a: %v, want %v:\n%s", has, unwind == trace.UnwindCFI, out)
+			if has := strings.Contains(out, "\n    a+"); has != cfi {
+				t.Errorf("printed maps name a: %v, want %v:\n%s", has, cfi, out)
 			}
 			if strings.Contains(out, "Lost") || strings.Contains(out, "usdtkit:") {
 				t.Errorf("losses printed:\n%s", out)
@@ -133,7 +137,7 @@ func TestStacksUnwindCFIRefused(t *testing.T) {
 				t.Errorf("error %q, want at %s naming --unwind cfi", got, pos)
 			}
 			if _, err := trace.Compile("t.bt", src, nil); err != nil {
-				t.Errorf("with UnwindFP: %v", err)
+				t.Errorf("by default (UnwindCFIBPF): %v", err)
 			}
 		})
 	}

@@ -27,7 +27,7 @@ func runChain(t *testing.T, src string, copts *trace.CompileOptions, flags ...st
 	tr.Do(t, "loop 0")
 	o := trace.CompileOptions{PID: tr.PID()}
 	if copts != nil {
-		o.FramePointerStacks = copts.FramePointerStacks
+		o.FramePointerStacks, o.Unwind = copts.FramePointerStacks, copts.Unwind
 	}
 	tracer, out := startOn(t, tr, bin, src, &o)
 	tr.Do(t, "levels")
@@ -271,43 +271,50 @@ func TestFrameJSON(t *testing.T) {
 	}
 }
 
-// TestStacksKeyMethod: in one block, a map key's stack is the kernel's
-// frame-pointer walk and a printf'd stack is unwound with CFI, whatever
-// the objects: under qsort, whose C library code keeps no frame pointers,
-// the key's stack ends in the C library (as bpftrace's does) while the
-// printf'd one goes on to sort_them and main; Tracer.UnwindMethods counts
-// the printf'd frames only, all by CFI.
+// TestStacksKeyMethod: in one block, a map key's stack is walked in the
+// program and a printf'd stack is unwound with CFI in user space: under
+// qsort, whose C library code keeps no frame pointers, the key's stack
+// walked by frame pointer (UnwindFP) ends in the C library (as
+// bpftrace's does), the key's stack walked with CFI in the program (the
+// default) goes on to sort_them and main, as the printf'd one does;
+// Tracer.UnwindMethods counts the printf'd frames only, all by CFI.
 func TestStacksKeyMethod(t *testing.T) {
-	tracer, out := runChain(t, `uprobe:BIN:leaf { @[ustack] = count(); printf("%s|\n", ustack); }`, nil, "-O0", "-fno-omit-frame-pointer")
-	printed := strings.Split(out, "|\n")
-	if len(printed) < 3 || !strings.Contains(printed[1], "\n        sort_them+") || !strings.Contains(printed[1], "\n        main+") {
-		t.Fatalf("printf'd sort stack without sort_them and main:\n%s", out)
-	}
-	stacks, err := tracer.Stacks()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sorts := 0
-	for _, s := range stacks {
-		syms := symbols(s.Frames)
-		if len(syms) < 2 || syms[1] != "cmp" {
-			continue
-		}
-		sorts++
-		if slices.Contains(syms, "sort_them") || len(s.Frames) < 3 || s.Frames[2].Object == s.Frames[0].Object {
-			t.Errorf("key stack under qsort %q: want cmp, then the C library, not sort_them", syms)
-		}
-	}
-	if sorts == 0 {
-		t.Errorf("no key stack under qsort in %+v", stacks)
-	}
-	methods := tracer.UnwindMethods()
-	if len(methods) == 0 {
-		t.Error("no unwind methods for the printf'd stacks")
-	}
-	for _, m := range methods {
-		if m.Method != "cfi" {
-			t.Errorf("%+v: want only CFI (every object has it)", m)
-		}
+	for _, unwind := range []trace.Unwind{trace.UnwindFP, trace.UnwindCFIBPF} {
+		t.Run(unwind.String(), func(t *testing.T) {
+			tracer, out := runChain(t, `uprobe:BIN:leaf { @[ustack] = count(); printf("%s|\n", ustack); }`, &trace.CompileOptions{Unwind: unwind}, "-O0", "-fno-omit-frame-pointer")
+			printed := strings.Split(out, "|\n")
+			if len(printed) < 3 || !strings.Contains(printed[1], "\n        sort_them+") || !strings.Contains(printed[1], "\n        main+") {
+				t.Fatalf("printf'd sort stack without sort_them and main:\n%s", out)
+			}
+			stacks, err := tracer.Stacks()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sorts := 0
+			for _, s := range stacks {
+				syms := symbols(s.Frames)
+				if len(syms) < 2 || syms[1] != "cmp" {
+					continue
+				}
+				sorts++
+				libc := len(s.Frames) >= 3 && s.Frames[2].Object != s.Frames[0].Object
+				full := slices.Contains(syms, "sort_them") && slices.Contains(syms, "main")
+				if !libc || full != (unwind == trace.UnwindCFIBPF) {
+					t.Errorf("key stack under qsort %q: want cmp, then the C library, then sort_them and main: %v", syms, unwind == trace.UnwindCFIBPF)
+				}
+			}
+			if sorts == 0 {
+				t.Errorf("no key stack under qsort in %+v", stacks)
+			}
+			methods := tracer.UnwindMethods()
+			if len(methods) == 0 {
+				t.Error("no unwind methods for the printf'd stacks")
+			}
+			for _, m := range methods {
+				if m.Method != "cfi" {
+					t.Errorf("%+v: want only CFI (every object has it)", m)
+				}
+			}
+		})
 	}
 }

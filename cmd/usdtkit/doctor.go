@@ -24,8 +24,11 @@ func newDoctorCmd() *cobra.Command {
 		Short: "Check what this kernel and these privileges allow a tracer to do",
 		Long: `Check what this kernel and these privileges allow: loading BPF programs,
 kernel BTF, the uprobe PMU, semaphores (ref_ctr_offset), uprobe_multi links,
-BPF cookies, and whether 5-byte nop sites are optimized into calls (Linux 6.18+
-on x86-64, which pushes below the stack pointer at the site).
+BPF cookies, whether 5-byte nop sites are optimized into calls (Linux 6.18+
+on x86-64, which pushes below the stack pointer at the site), sleepable string
+reads, and bpf_loop, which says how ustack map keys are unwound: with each
+object's CFI in the BPF program (trace --unwind cfi-bpf, the default) where the
+kernel has it, else with frame pointers.
 
 Each check prints one line: ok or missing, its name, what was found and, when
 missing, what usdtkit does without it. With -o json each check is one object:

@@ -16,7 +16,7 @@ import (
 )
 
 // doctorChecks are the checks doctor prints, in order.
-var doctorChecks = []string{"bpf", "btf", "uprobe-pmu", "ref-ctr", "uprobe-multi", "cookies", "nop5-optimization", "sleepable-strings"}
+var doctorChecks = []string{"bpf", "btf", "uprobe-pmu", "ref-ctr", "uprobe-multi", "cookies", "nop5-optimization", "sleepable-strings", "bpf-loop"}
 
 func doctorLines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")

@@ -110,13 +110,17 @@ the trace, to stdout as folded stacks (flamegraph.pl, inferno, speedscope), a gz
 pprof profile (go tool pprof -http=: FILE) or a self-contained HTML flame graph; what
 the trace prints then goes to stderr. -o FILE.folded, FILE.pb.gz or FILE.html writes the
 file instead and prints as -o text. Each stack's root frame is its map's other keys (the
-probe with --stacks), after the map's name when it is not @. Map keys are captured with the
-kernel's frame-pointer walk (--unwind fp, as bpftrace), so a stack ends at the first function
-built without frame pointers (Debian's libc, most -O2 C code); --unwind cfi copies 8 KiB of
-stack per hit into the ring buffer and unwinds it with each object's CFI in usdtkit, as
-printf'd stacks always are: every frame is kept, each hit costs more, and hits are lost
-(and counted) when the ring is full; it supports count() and sum() maps keyed by one ustack,
-not delete() of them.
+probe with --stacks), after the map's name when it is not @. Map keys are walked by the BPF
+program with each object's CFI (--unwind cfi-bpf, the default: tables of the -p and -c
+processes' objects in BPF maps), so stacks keep the frames of code built without frame
+pointers (Debian's libc, most -O2 C code) and are still counted in the kernel; other
+processes' stacks (no -p or -c), the first stacks of a -c command before usdtkit reads its
+libraries, and kernels without bpf_loop (5.17; see usdtkit doctor) use frame pointers.
+--unwind fp is the frame-pointer walk (as bpftrace), so a stack ends at the first function
+built without frame pointers; --unwind cfi copies 8 KiB of stack per hit into the ring
+buffer and unwinds it with each object's CFI in usdtkit, as printf'd stacks always are,
+for every process: each hit costs more, and hits are lost (and counted) when the ring is
+full; it supports count() and sum() maps keyed by one ustack, not delete() of them.
 
 Environment: BPFTRACE_MAX_STRLEN (bpftrace 0.2x), or else BPFTRACE_STRLEN (0.17), sets the
 bytes a program's str() reads, the NUL included (default 64, at most 1024); the other
@@ -169,7 +173,7 @@ BPFTRACE_* variables are ignored.`,
 	f.StringArrayVarP(&o.formats, "format", "F", nil, "printf at every hit of every probe, or of one (PROVIDER:NAME=FORMAT)")
 	f.StringArrayVar(&o.filters, "filter", nil, "keep hits where argN OP VALUE or str(argN) OP \"TEXT\" holds (==, !=, <, <=, >, >=), of every probe or of one (PROVIDER:NAME=EXPR); repeatable, ANDed")
 	f.BoolVar(&o.stacks, "stacks", false, "count hits per probe and user stack in the kernel: @[probe, ustack] = count(); with -o folded, pprof or FILE.html a flame graph")
-	f.StringVar(&o.unwind, "unwind", "fp", "how ustack map keys (--stacks, @[ustack] = count()) are captured: fp, the kernel's frame-pointer walk, counted in the kernel (stacks end in code without frame pointers, such as libc); or cfi, a copy of 8 KiB of stack per hit sent through the ring buffer and unwound with each object's CFI in usdtkit, which keeps every frame but costs more per hit and loses hits when the ring is full (counted as lost events); cfi counts only count() and sum() maps")
+	f.StringVar(&o.unwind, "unwind", "cfi-bpf", "how ustack map keys (--stacks, @[ustack] = count()) are captured: cfi-bpf, walked in the BPF program with the CFI of the -p and -c processes' objects and counted in the kernel (frame pointers for other processes, and where the kernel lacks bpf_loop); fp, the frame-pointer walk (stacks end in code without frame pointers, such as libc); or cfi, a copy of 8 KiB of stack per hit sent through the ring buffer and unwound with each object's CFI in usdtkit, for every process, which costs more per hit and loses hits when the ring is full (counted as lost events); cfi counts only count() and sum() maps")
 	f.BoolVar(&o.count, "count", false, "count hits per probe in the kernel and print the counts at the end: @[probe] = count()")
 	f.StringSliceVar(&o.by, "by", nil, "with --count or --hist, also key by these: pid, tid, comm, argN, str(argN)")
 	f.StringSliceVar(&o.countBy, "count-by", nil, "the same as --by")

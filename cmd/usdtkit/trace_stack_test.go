@@ -27,7 +27,8 @@ var callerFrame = regexp.MustCompile(`(?:\n|\\n)(?: +|\t[0-9a-f]+ |\\t[0-9a-f]+ 
 // usdtkit with -p on one frame-pointer build of chain.c (main → level1 →
 // level2 → level3 → leaf, and main → sort_them → qsort → cmp → leaf)
 // and compares their whole output once the caller bpftrace misses is
-// removed from ours; it also asserts that ours has that caller. Where
+// removed from ours; it also asserts that ours has that caller. Our map
+// keys are walked by frame pointers (--unwind fp) to compare. Where
 // ustack(N) is compared, ours keeps N+1 frames: bpftrace's N frames lack
 // the caller, so they reach one frame further out.
 func TestStacksAgainstBpftrace(t *testing.T) {
@@ -155,7 +156,9 @@ func runBothStacks(t *testing.T, bpftrace string, tr *testutil.Tracee, bt, ours 
 	bt += "\nuprobe:" + libc + ":atol { exit(); }"
 	ours += "\nuprobe:" + libc + ":atol { exit(); }"
 	args := append(append([]string(nil), btArgs...), "-p", pid, "-e", `BEGIN { printf("READY\n"); } `+bt)
-	usArgs := []string{"trace", "-p", pid, "-e", ours}
+	// Map keys walked by frame pointers, as bpftrace's: by default
+	// (--unwind cfi-bpf) ours go on through libc's msort to main.
+	usArgs := []string{"trace", "--unwind", "fp", "-p", pid, "-e", ours}
 	if len(btArgs) > 0 {
 		usArgs = append(usArgs, "-o", "json")
 	}

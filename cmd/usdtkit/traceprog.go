@@ -97,10 +97,8 @@ func checkRun(cmd *cobra.Command, o *traceOptions) error {
 	if fl.Changed("command") && strings.TrimSpace(o.command) == "" {
 		return fmt.Errorf("-c: an empty command (leave -c out to trace every process that maps the file)")
 	}
-	switch o.unwind {
-	case "", "fp", "cfi":
-	default:
-		return fmt.Errorf("--unwind %q: want fp or cfi", o.unwind)
+	if _, err := unwindOf(o.unwind); err != nil {
+		return err
 	}
 	if fl.Changed("duration") && o.duration <= 0 {
 		return fmt.Errorf("-d %v: want a positive duration, such as 10s", o.duration)
@@ -163,9 +161,11 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	stderr := cmd.ErrOrStderr()
 	warn := func(err error) { fmt.Fprintln(stderr, "usdtkit: warning:", err) }
 	copts := &trace.CompileOptions{PIDs: o.pids, Params: o.params, Unsafe: o.unsafe, Warn: warn}
-	if o.unwind == "cfi" {
-		copts.Unwind = trace.UnwindCFI
+	unwind, err := unwindOf(o.unwind)
+	if err != nil {
+		return err
 	}
+	copts.Unwind = unwind
 	topts := &trace.Options{PIDs: o.pids, Classic: o.classic, CommandGrace: commandGrace, Warn: warn}
 	output, fo := o.out.format, o.out.flame
 	if output == "json" {
@@ -253,6 +253,16 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		}
 	}
 	return commandStatus(t, stderr)
+}
+
+// unwindOf returns the trace.Unwind --unwind names ("": the default).
+func unwindOf(name string) (trace.Unwind, error) {
+	for _, u := range []trace.Unwind{trace.UnwindCFIBPF, trace.UnwindFP, trace.UnwindCFI} {
+		if name == u.String() || name == "" && u == trace.UnwindCFIBPF {
+			return u, nil
+		}
+	}
+	return 0, fmt.Errorf("--unwind %q: want cfi-bpf, fp or cfi", name)
 }
 
 // commandOf returns -c's command, not started, with usdtkit's stdin and

@@ -16,6 +16,7 @@ import (
 	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/layout"
 	"github.com/usdtkit/usdtkit/internal/printf"
+	"github.com/usdtkit/usdtkit/internal/stackcap"
 )
 
 // Names of the maps every program has.
@@ -109,7 +110,7 @@ type Options struct {
 	MaxEntries int
 	// RingSize is the ring buffer's size in bytes (a power of two
 	// multiple of the page size); 0 means 1 MiB, KeyRingSize for a
-	// program with maps counted in user space (CopyKeyStacks), and one
+	// program with maps counted in user space (StackKeysCopy), and one
 	// page for a program that sends no record (it only counts in maps).
 	RingSize int
 	// Events has, per probe block (nil or shorter: none), the events the
@@ -126,17 +127,41 @@ type Options struct {
 	// user strings are sleepable and read them faulting pages in (see
 	// strread.go and Block.Sleepable).
 	CopyStr uint32
-	// CopyKeyStacks captures the ustack key fields of count() and sum()
+	// StackKeys is how the ustack key fields of maps are captured;
+	// the zero value, StackKeysCFI, walks them in the program with the
+	// objects' call frame information (see stack.go).
+	StackKeys StackKeys
+}
+
+// StackKeys is how the ustack key fields of maps are captured
+// (Options.StackKeys).
+type StackKeys int
+
+const (
+	// StackKeysCFI walks the stack in the program with the call frame
+	// information of the objects the runner puts in the maps named
+	// stackcap.DefaultCFIProcsMap, DefaultCFITablesMap and
+	// DefaultCFIRowsMap (stackcap.EmitCFIWalkID; the runner replaces the
+	// spec's small maps with those of an unwind.BPFTables), and
+	// with frame pointers in processes and objects those maps do not
+	// have: stacks keep their frames through code built without frame
+	// pointers. Needs bpf_loop (Linux 5.17). x86-64 only: elsewhere it
+	// is StackKeysFP.
+	StackKeysCFI StackKeys = iota
+	// StackKeysFP is the frame-pointer walk: the program's own on
+	// x86-64 (stackcap.EmitWalkID), the kernel's (bpf_get_stackid)
+	// elsewhere, as bpftrace.
+	StackKeysFP
+	// StackKeysCopy captures the ustack key fields of count() and sum()
 	// maps as printf'd stacks are by default: each hit sends a RecKey
 	// record holding the registers and a copy of the top of the user
 	// stack (StackCopy bytes, DefaultStackCopy when StackCopy is not
 	// positive), which user space unwinds with each object's CFI and
 	// counts (see keyrec.go). Such maps have no BPF map (MapInfo.User).
 	// Other maps with a ustack key, a key of two stacks and delete() of
-	// such a map are then refused. False: keys are the kernel's
-	// frame-pointer walk (bpf_get_stackid), as bpftrace.
-	CopyKeyStacks bool
-}
+	// such a map are then refused.
+	StackKeysCopy
+)
 
 // Program is a generated program: plain data, safe for concurrent reads.
 type Program struct {
@@ -249,7 +274,7 @@ type MapInfo struct {
 	Slots string
 	// User: the map has no BPF map (BPF names none in Spec.Maps); each
 	// hit sends a RecKey record (KeyRecord) whose stack user space
-	// unwinds, and user space keeps the counts (Options.CopyKeyStacks).
+	// unwinds, and user space keeps the counts (StackKeysCopy).
 	User bool
 }
 
@@ -334,6 +359,9 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	if o.StackCopy == 0 {
 		o.StackCopy = DefaultStackCopy
 	}
+	if o.StackKeys < StackKeysCFI || o.StackKeys > StackKeysCopy {
+		return nil, fmt.Errorf("btgen: Options.StackKeys %d is not StackKeysCFI, StackKeysFP or StackKeysCopy", o.StackKeys)
+	}
 	if len(o.Sites) != len(prog.Blocks) {
 		return nil, fmt.Errorf("btgen: %d site lists for %d probe blocks", len(o.Sites), len(prog.Blocks))
 	}
@@ -349,7 +377,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
-		if o.CopyKeyStacks {
+		if o.StackKeys == StackKeysCopy {
 			if err := userMap(&mi, &o); err != nil {
 				return nil, err
 			}
@@ -420,6 +448,13 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 		}
 		scratch = max(scratch, g.next)
 		name := fmt.Sprintf("block%d", i)
+		if len(g.callbacks) > 0 {
+			// The CFI walks' bpf_loop callbacks are functions after
+			// the program's last instruction; a program with
+			// functions needs BTF function information.
+			insns[0] = stackcap.WithProgramFunc(insns[0], name)
+			insns = append(insns, g.callbacks...)
+		}
 		ps := &ebpf.ProgramSpec{
 			Name: name, Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti,
 			License: "GPL", Instructions: insns, Flags: g.programFlags(),
@@ -451,7 +486,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	if slices.ContainsFunc(out.Blocks, func(b Block) bool { return b.Kind == btlang.ProbeProfile }) {
 		out.Spec.Maps[MapProfilePIDs] = &ebpf.MapSpec{Name: MapProfilePIDs, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxProfilePIDs}
 	}
-	out.addStackMaps(o.MaxEntries, o.Machine)
+	out.addStackMaps(&o)
 	if scratch > maxScratch {
 		return nil, fmt.Errorf("btgen: the program needs %d bytes of scratch space, more than %d", scratch, maxScratch)
 	}
@@ -638,6 +673,9 @@ type gen struct {
 	// the walk's area per frame count, allocated at its first stack key.
 	walkStack   int16
 	walkScratch map[int]int
+	// callbacks are the functions of the block's CFI walks
+	// (stackcap.EmitCFIWalkID), appended after its program.
+	callbacks asm.Instructions
 	// ctxSlot is, in a profile block that reads ustack, the BPF stack
 	// slot of the context, R6 holding the task's user registers, at
 	// ptRegsIP their instruction pointer (profile.go).

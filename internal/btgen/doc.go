@@ -52,9 +52,13 @@
 // # Stacks
 //
 // A ustack map key is, on x86-64, the hash of the frames the program's
-// own frame-pointer walk found (stackcap.EmitWalkID, the frames kept in
-// one BPF hash per frame count, the caller at a function's entry among
-// them), elsewhere a stack map id (stackcap.EmitStackID, one
+// own walk found (the frames kept in one BPF hash per frame count, the
+// caller at a function's entry among them): by default with the objects'
+// call frame information, in a bpf_loop whose callback unwinds a frame
+// with the tables the runner put in three maps (stackcap.EmitCFIWalkID;
+// frame pointers in processes and objects without a table), or with
+// Options.StackKeys StackKeysFP by frame pointers alone
+// (stackcap.EmitWalkID); elsewhere a stack map id (stackcap.EmitStackID, one
 // BPF_MAP_TYPE_STACK_TRACE map per frame count) with the caller word read
 // at a function's entry (Site.Entry); then the pid; a printf'd ustack is a
 // copy of the stack with the registers (stackcap.EmitCopy, unwound in user
@@ -65,13 +69,16 @@
 // per-CPU array indexed by the stack id (MapInfo.Slots), and the rest in
 // its hash; user space adds both. The pid is a constant the loader puts
 // in MapStackConf when every site is attached for one process. See
-// stack.go. With Options.CopyKeyStacks, a count() or sum() map keyed by a
+// stack.go. With Options.StackKeys StackKeysCopy, a count() or sum() map keyed by a
 // stack has no BPF map: each hit sends a RecKey record with its key and
 // a stack copy, which user space unwinds and counts (keyrec.go).
 //
-// Each hit of `@[ustack] = count()` costs the stack walk (on x86-64 one
-// read of a page of stack, more for a stack spanning pages, and one
-// lookup of the frames' hash; elsewhere bpf_get_stackid and one read of
+// Each hit of `@[ustack] = count()` costs the stack walk (on x86-64 with
+// call frame information, per frame two binary searches, of the
+// process's mappings and of the object's rows, and one or two reads of
+// the stack; with frame pointers one read of a page of stack, more for a
+// stack spanning pages; either way one lookup of the frames' hash;
+// elsewhere bpf_get_stackid and one read of
 // the caller word at an entry whose walk misses it), the pid helper call
 // only when the program traces more than one process, and one inlined
 // array lookup (a hash lookup for the keys slots do not hold): bpftrace

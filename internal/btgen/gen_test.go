@@ -305,7 +305,7 @@ func TestGenerateProfile(t *testing.T) {
 	}{
 		{"walk", btgen.Options{}},
 		{"kernel frames for printf", btgen.Options{StackCopy: -1}},
-		{"keys copied", btgen.Options{CopyKeyStacks: true}},
+		{"keys copied", btgen.Options{StackKeys: btgen.StackKeysCopy}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			prog, base := compile(t, src)

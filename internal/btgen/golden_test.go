@@ -20,7 +20,9 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from what Gener
 // TestGolden compares the BPF that Generate emits for loadTests and for
 // btlang's corpus (on the same made-up sites as the other tests) with the
 // listings in testdata/golden: every map and every program, instruction
-// for instruction. A change to codegen shows here as a diff a reviewer can
+// for instruction; with the default options, and the programs of both
+// that read ustack with StackKeysFP too (stackfp.txt), so that both
+// walks of stack keys stay reviewed. A change to codegen shows here as a diff a reviewer can
 // read without root; one that should not change the BPF (a refactoring)
 // must leave the files as they are. -update rewrites them.
 func TestGolden(t *testing.T) {
@@ -28,21 +30,30 @@ func TestGolden(t *testing.T) {
 		file  string
 		names []string
 		srcs  []string
-	}{{file: "load.txt"}, {file: "corpus.txt"}}
+		keys  btgen.StackKeys
+	}{{file: "load.txt"}, {file: "corpus.txt"}, {file: "stackfp.txt", keys: btgen.StackKeysFP}}
 	for _, tt := range loadTests {
 		sets[0].names = append(sets[0].names, tt.name)
 		sets[0].srcs = append(sets[0].srcs, tt.src)
 	}
 	sets[1].names, sets[1].srcs = corpus(t)
+	for _, set := range sets[:2] {
+		for i, src := range set.srcs {
+			if strings.Contains(src, "ustack") {
+				sets[2].names = append(sets[2].names, set.file+": "+set.names[i])
+				sets[2].srcs = append(sets[2].srcs, src)
+			}
+		}
+	}
 	for _, set := range sets {
 		t.Run(set.file, func(t *testing.T) {
 			var got bytes.Buffer
 			for i, src := range set.srcs {
 				fmt.Fprintf(&got, "-- %s\n", set.names[i])
-				got.WriteString(listing(t, src))
+				got.WriteString(listing(t, src, set.keys))
 			}
 			// The same source twice gives the same BPF.
-			if again := listing(t, set.srcs[0]); !strings.Contains(got.String(), again) {
+			if again := listing(t, set.srcs[0], set.keys); !strings.Contains(got.String(), again) {
 				t.Errorf("%s: a second Generate differs from the first", set.names[0])
 			}
 			path := filepath.Join("testdata", "golden", set.file)
@@ -67,14 +78,16 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// listing is what Generate emits for src, or the error it returns, as text.
-func listing(t *testing.T, src string) string {
+// listing is what Generate emits for src with stack keys captured as
+// keys says, or the error it returns, as text.
+func listing(t *testing.T, src string, keys btgen.StackKeys) string {
 	t.Helper()
 	prog, err := btlang.Compile("golden.bt", []byte(src), &btlang.CheckOptions{Probes: anyArgs{}})
 	if err != nil {
 		return "compile error: " + err.Error() + "\n"
 	}
 	_, opts := compile(t, src)
+	opts.StackKeys = keys
 	out, err := btgen.Generate(prog, opts)
 	if err != nil {
 		var e *btlang.Error

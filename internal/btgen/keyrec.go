@@ -10,11 +10,11 @@ import (
 	"github.com/usdtkit/usdtkit/internal/stackcap"
 )
 
-// Stack keys counted in user space (Options.CopyKeyStacks).
+// Stack keys counted in user space (Options.StackKeys StackKeysCopy).
 //
 // The kernel's frame-pointer walk (bpf_get_stackid) ends at the first
 // function built without frame pointers, Debian's C library among them:
-// a profile of a qsort callback stops in qsort. With CopyKeyStacks a
+// a profile of a qsort callback stops in qsort. With StackKeysCopy a
 // count() or sum() map keyed by a ustack is no BPF map: each hit builds
 // its key's other fields as a BPF key would be, captures the stack as a
 // printf argument is captured (registers and a copy of the top of the
@@ -69,7 +69,7 @@ func (mi *MapInfo) StackField() int {
 }
 
 // userMap makes mi, a map with a stack key, a map counted in user space
-// (Options.CopyKeyStacks), or says why it cannot be.
+// (Options.StackKeys StackKeysCopy), or says why it cannot be.
 func userMap(mi *MapInfo, o *Options) error {
 	n := 0
 	for _, s := range mi.KeyStacks {

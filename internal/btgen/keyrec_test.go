@@ -12,14 +12,14 @@ import (
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
-// TestCopyKeyStacks: with Options.CopyKeyStacks, count() and sum() maps
+// TestCopyKeyStacks: with Options.StackKeys StackKeysCopy, count() and sum() maps
 // keyed by a stack are counted in user space: no BPF map, no stack map,
 // a record layout holding the key and a stack copy, the larger ring;
 // other maps keep their BPF maps; and the programs load.
 func TestCopyKeyStacks(t *testing.T) {
 	src := `uprobe:/x:f { @[ustack, comm] = count(); @s[pid, ustack(3), "k"] = sum(arg0); @n[comm] = count(); }`
 	prog, opts := compile(t, src)
-	opts.CopyKeyStacks = true
+	opts.StackKeys = btgen.StackKeysCopy
 	out, err := btgen.Generate(prog, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestCopyKeyStacks(t *testing.T) {
 	mustLoad(t, out.Spec)
 }
 
-// TestCopyKeyStacksRefused: under CopyKeyStacks, what is not counted in
+// TestCopyKeyStacksRefused: under StackKeysCopy, what is not counted in
 // user space is an error at the map (or the delete() call).
 func TestCopyKeyStacksRefused(t *testing.T) {
 	for _, tc := range []struct {
@@ -91,7 +91,7 @@ func TestCopyKeyStacksRefused(t *testing.T) {
 			if _, err := btgen.Generate(prog, opts); err != nil {
 				t.Fatalf("frame-pointer keys: %v", err)
 			}
-			opts.CopyKeyStacks = true
+			opts.StackKeys = btgen.StackKeysCopy
 			_, err := btgen.Generate(prog, opts)
 			e, ok := err.(*btlang.Error)
 			if !ok || e.Pos.Line != tc.line || e.Pos.Col != tc.col {
@@ -108,7 +108,7 @@ func FuzzDecodeKeyRecord(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	out, err := btgen.Generate(prog, &btgen.Options{Sites: [][]btgen.Site{{{Path: "/bin/true", Offset: 0x1000}}}, CopyKeyStacks: true, StackCopy: 512})
+	out, err := btgen.Generate(prog, &btgen.Options{Sites: [][]btgen.Site{{{Path: "/bin/true", Offset: 0x1000}}}, StackKeys: btgen.StackKeysCopy, StackCopy: 512})
 	if err != nil {
 		f.Fatal(err)
 	}

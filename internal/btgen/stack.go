@@ -21,10 +21,16 @@ import (
 //
 // A stack in a map key is an id that equal stacks share, whose frames
 // user space looks up when it prints the map in a map per frame count
-// (StackInfo.Map). On x86-64 the program walks the frame pointers itself
-// (stackcap.EmitWalkID): the id is a 64-bit hash of the frames, kept in
-// a BPF hash. Elsewhere it is captured as bpftrace captures it: the id of
-// the user stack in a BPF_MAP_TYPE_STACK_TRACE map (stackcap.EmitStackID).
+// (StackInfo.Map). On x86-64 the program walks the stack itself: by
+// default with the objects' call frame information (Options.StackKeys
+// StackKeysCFI: stackcap.EmitCFIWalkID, one bpf_loop whose callback
+// unwinds a frame, with the tables of the maps cfi_procs, cfi_tables and
+// cfi_rows, which the runner fills for the traced processes; frame
+// pointers in processes and objects it has no table of), or with frame
+// pointers alone (StackKeysFP: stackcap.EmitWalkID). Either way the id
+// is a 64-bit hash of the frames, kept in a BPF hash. Elsewhere it is
+// captured as bpftrace captures it: the id of the user stack in a
+// BPF_MAP_TYPE_STACK_TRACE map (stackcap.EmitStackID).
 // The key field is StackKeySize bytes: the stack id, the caller word read
 // at a function's entry (see below; 0 with the walk, whose frames hold
 // the caller) and the process id (tgid), which says
@@ -232,10 +238,12 @@ func stackInfo(t btlang.Type) *StackInfo {
 	return &StackInfo{Frames: t.Size, Perf: t.Perf, Map: stackMapName(t.Size)}
 }
 
-// addStackMaps adds the stack maps the program's stack keys use, and the
-// announced processes' map when the program captures stacks at all.
-func (out *Program) addStackMaps(entries int, m elf.Machine) {
-	any := false
+// addStackMaps adds the stack maps the program's stack keys use, the
+// tables of the CFI walk when it walks them, and the announced
+// processes' map when the program captures stacks at all.
+func (out *Program) addStackMaps(o *Options) {
+	entries, m := o.MaxEntries, o.Machine
+	any, cfi := false, false
 	for _, mi := range out.Maps {
 		// usym() keys announce their processes as stacks do.
 		any = any || slices.Contains(mi.KeyUsym, true)
@@ -252,6 +260,7 @@ func (out *Program) addStackMaps(entries int, m elf.Machine) {
 			}
 			if _, ok := out.Spec.Maps[s.Map]; !ok {
 				if walks(m) {
+					cfi = cfi || cfiWalks(o)
 					out.Spec.Maps[s.Map] = stackcap.FramesMapSpec(s.Map, entries, s.Frames)
 				} else {
 					out.Spec.Maps[s.Map] = stackcap.StackMapSpec(s.Map, entries, s.Frames)
@@ -263,6 +272,14 @@ func (out *Program) addStackMaps(entries int, m elf.Machine) {
 		for _, a := range p.Args {
 			any = any || a.Stack != nil || a.Usym
 		}
+	}
+	if cfi {
+		// Placeholders, one entry each: the runner replaces them with
+		// the maps of its unwind.BPFTables (a program loaded with these
+		// walks every stack with frame pointers).
+		out.Spec.Maps[stackcap.DefaultCFIProcsMap] = stackcap.CFIProcsMapSpec(stackcap.DefaultCFIProcsMap, 1)
+		out.Spec.Maps[stackcap.DefaultCFITablesMap] = stackcap.CFITablesMapSpec(stackcap.DefaultCFITablesMap, 1)
+		out.Spec.Maps[stackcap.DefaultCFIRowsMap] = stackcap.CFIRowsMapSpec(stackcap.DefaultCFIRowsMap, 1)
 	}
 	if any {
 		out.Spec.Maps[MapStackPIDs] = &ebpf.MapSpec{Name: MapStackPIDs, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxStackPIDs}
@@ -305,7 +322,11 @@ func (g *gen) layoutStack() {
 	if (g.special == 0 || g.special == btlang.ProbeProfile) && usesStack(g.block) {
 		g.entryOff = g.alloc(8)
 		if g.walks() {
-			for range stackcap.WalkStackSlots {
+			slots := stackcap.WalkStackSlots
+			if g.cfiWalks() {
+				slots = stackcap.CFIWalkStackSlots
+			}
+			for range slots {
 				g.walkStack = g.push()
 			}
 		}
@@ -318,6 +339,12 @@ func (g *gen) walks() bool { return walks(g.opts.Machine) }
 
 func walks(m elf.Machine) bool { return m == 0 || m == elf.EM_X86_64 }
 
+// cfiWalks reports whether the program's walk of stack keys is the one
+// with call frame information (stackcap.EmitCFIWalkID).
+func (g *gen) cfiWalks() bool { return cfiWalks(g.opts) }
+
+func cfiWalks(o *Options) bool { return walks(o.Machine) && o.StackKeys == StackKeysCFI }
+
 // walkArea returns the scratch offset of the walk's area for stacks of
 // frames frames.
 func (g *gen) walkArea(frames int) int {
@@ -327,7 +354,11 @@ func (g *gen) walkArea(frames int) int {
 	if g.walkScratch == nil {
 		g.walkScratch = map[int]int{}
 	}
-	off := g.alloc(stackcap.WalkScratchSize(&stackcap.WalkOptions{MaxFrames: frames}))
+	size := stackcap.WalkScratchSize(&stackcap.WalkOptions{MaxFrames: frames})
+	if g.cfiWalks() {
+		size = stackcap.CFIWalkScratchSize(&stackcap.CFIWalkOptions{MaxFrames: frames})
+	}
+	off := g.alloc(size)
 	g.walkScratch[frames] = off
 	return off
 }
@@ -476,6 +507,11 @@ func (g *gen) stackKey(off int, s *StackInfo) {
 		scratch := g.walkArea(s.Frames)
 		done := g.noUserStack(off)
 		g.stackCapture(true, func(entry bool, prefix string) (asm.Instructions, error) {
+			if g.cfiWalks() {
+				insns, callback, err := stackcap.EmitCFIWalkID(elf.EM_X86_64, asm.R6, asm.R7, int16(off), s.Map, &stackcap.CFIWalkOptions{MaxFrames: s.Frames, Entry: entry, Scratch: int16(scratch), Stack: g.walkStack}, prefix)
+				g.callbacks = append(g.callbacks, callback...)
+				return insns, err
+			}
 			return stackcap.EmitWalkID(elf.EM_X86_64, asm.R6, asm.R7, int16(off), s.Map, &stackcap.WalkOptions{MaxFrames: s.Frames, Entry: entry, Scratch: int16(scratch), Stack: g.walkStack}, prefix)
 		})
 		if done != "" {

@@ -112,12 +112,14 @@ func TestStackCallerRead(t *testing.T) {
 	}
 }
 
-// TestStackKeyWalk: on x86-64 a stack key is walked in the program
-// (stackcap.EmitWalkID: two bpf_probe_read_user calls per capture path,
-// no bpf_get_stackid), which takes the caller word from the stack it
-// reads at every entry: sites that are all entries, or all not, have one
-// capture path, whatever their first instruction; entries mixed with a
-// body test the entry flag.
+// TestStackKeyWalk: on x86-64 a stack key is walked in the program, no
+// bpf_get_stackid: by default with call frame information
+// (stackcap.EmitCFIWalkID: one bpf_loop per capture path), with
+// StackKeysFP by frame pointers (stackcap.EmitWalkID: two
+// bpf_probe_read_user calls per capture path). The walk takes the caller
+// word from the stack it reads at every entry: sites that are all
+// entries, or all not, have one capture path, whatever their first
+// instruction; entries mixed with a body test the entry flag.
 func TestStackKeyWalk(t *testing.T) {
 	obj := stackSitesObject(t)
 	tests := []struct {
@@ -132,25 +134,39 @@ func TestStackKeyWalk(t *testing.T) {
 		{"body", []uint64{24}, []bool{false}, 1},
 		{"entry and body", []uint64{0, 24}, []bool{true, false}, 2},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			prog, opts := compile(t, `uprobe:/x:f { @[ustack] = count(); }`)
-			var sites []btgen.Site
-			for i, off := range tt.offs {
-				sites = append(sites, stackSites(obj, []uint64{off}, tt.entry[i], opts.Sites[0][0].Args)...)
-			}
-			opts.Sites[0] = sites
-			out, err := btgen.Generate(prog, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := countCalls(out, asm.FnGetStackid); n != 0 {
-				t.Errorf("%d bpf_get_stackid calls, want 0", n)
-			}
-			if n := countCalls(out, asm.FnProbeReadUser); n != 2*tt.paths {
-				t.Errorf("%d bpf_probe_read_user calls, want %d (%d capture paths)", n, 2*tt.paths, tt.paths)
-			}
-		})
+	for _, m := range []struct {
+		name string
+		mode btgen.StackKeys
+	}{{"cfi", btgen.StackKeysCFI}, {"fp", btgen.StackKeysFP}} {
+		mode := m.mode
+		for _, tt := range tests {
+			t.Run(m.name+"/"+tt.name, func(t *testing.T) {
+				prog, opts := compile(t, `uprobe:/x:f { @[ustack] = count(); }`)
+				var sites []btgen.Site
+				for i, off := range tt.offs {
+					sites = append(sites, stackSites(obj, []uint64{off}, tt.entry[i], opts.Sites[0][0].Args)...)
+				}
+				opts.Sites[0] = sites
+				opts.StackKeys = mode
+				out, err := btgen.Generate(prog, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := countCalls(out, asm.FnGetStackid); n != 0 {
+					t.Errorf("%d bpf_get_stackid calls, want 0", n)
+				}
+				_, cfiMaps := out.Spec.Maps[stackcap.DefaultCFIRowsMap]
+				if mode == btgen.StackKeysCFI {
+					if n := countCalls(out, asm.FnLoop); n != tt.paths || !cfiMaps {
+						t.Errorf("%d bpf_loop calls, want %d (%d capture paths); tables maps: %v, want true", n, tt.paths, tt.paths, cfiMaps)
+					}
+					return
+				}
+				if n := countCalls(out, asm.FnProbeReadUser); n != 2*tt.paths || cfiMaps {
+					t.Errorf("%d bpf_probe_read_user calls, want %d (%d capture paths); tables maps: %v, want false", n, 2*tt.paths, tt.paths, cfiMaps)
+				}
+			})
+		}
 	}
 }
 

@@ -39,7 +39,7 @@ func Support(prog *btlang.Program, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		if opts.CopyKeyStacks {
+		if opts.StackKeys == StackKeysCopy {
 			if err := userMap(&mi, opts); err != nil {
 				return err
 			}

@@ -47,7 +47,9 @@ func TestSupport(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			prog, opts := compile(t, tt.src)
-			opts.CopyKeyStacks = tt.cfi
+			if tt.cfi {
+				opts.StackKeys = btgen.StackKeysCopy
+			}
 			if tt.sites != nil {
 				tt.sites(opts)
 			}
@@ -87,7 +89,9 @@ func FuzzSupport(f *testing.F) {
 			return
 		}
 		opts := sitesOf(t, prog)
-		opts.CopyKeyStacks = cfi
+		if cfi {
+			opts.StackKeys = btgen.StackKeysCopy
+		}
 		if _, err := btgen.Generate(prog, opts); err != nil && strings.Contains(err.Error(), "internal error") {
 			t.Fatalf("%q: %v", src, err)
 		}

@@ -61,7 +61,12 @@
 // map: its btgen.RecKey records are unwound as printf'd stacks and
 // counted here, and read, printed, cleared and returned by StackCounts
 // like the others (keymaps.go). Start fills btgen.MapStackConf (the one traced process, or 0)
-// and freezes it before loading. See stacks.go.
+// and freezes it before loading. See stacks.go. A program that walks
+// stack keys with call frame information (btgen.StackKeysCFI) gets the
+// maps of an unwind.BPFTables the Runner owns, filled before loading
+// with the traced processes' mappings and objects' tables, and kept up
+// to date while they live; other processes' stacks walk with frame
+// pointers (cfitables.go).
 //
 // # Output
 //
@@ -127,7 +132,12 @@ type Options struct {
 	PollInterval time.Duration
 	// Warn, when not nil, is called once by Start with a *RefusedError
 	// when the kernel refused some sites of the program's probes (and
-	// took others: when it took none, Start returns the error).
+	// took others: when it took none, Start returns the error); and, by
+	// Start or Run, once per object of a traced process through which
+	// the walk of stack keys with call frame information steps by frame
+	// pointer instead: an object whose CFI has no table
+	// (unwind.ErrTableTooLarge, damage), or for which the tables have no
+	// room (an error wrapping unwind.ErrTablesFull). See cfitables.go.
 	Warn func(error)
 	// CPID is the PID of the command the caller started for the
 	// program, what cpid reads; a program that reads it (Program.CPID)
@@ -198,7 +208,12 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 			p.AttachType = ebpf.AttachNone
 		}
 	}
-	r.coll, err = loadCollection(spec, onlyPID(prog, r.opts.PIDs))
+	// The traced processes' mappings, and the tables of a walk with
+	// CFI, before the program loads: its first hit finds them.
+	if err := r.rememberTargets(spec); err != nil {
+		return nil, err
+	}
+	r.coll, err = loadCollection(spec, onlyPID(prog, r.opts.PIDs), r.stacks.tableMaps(spec))
 	if err != nil {
 		return nil, fmt.Errorf("load program: %w", err)
 	}
@@ -270,7 +285,6 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 			r.opts.Warn(rerr)
 		}
 	}
-	r.rememberTargets()
 	var now unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
 		return nil, fmt.Errorf("clock: %w", err)
@@ -546,6 +560,7 @@ func (r *Runner) targetGone() bool {
 		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
 			unix.Close(fd)
 			r.pidfds[i] = -1
+			r.stacks.removeTables(r.opts.PIDs[i])
 			continue
 		}
 		gone = false

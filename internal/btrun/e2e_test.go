@@ -651,14 +651,14 @@ func TestOutputFlushedWhenIdle(t *testing.T) {
 }
 
 // TestLostKeyRecords: hits of a map counted in user space
-// (btgen.Options.CopyKeyStacks) whose records a full ring refuses are
+// (btgen.Options.StackKeys StackKeysCopy) whose records a full ring refuses are
 // counted and reported as lost events; counted and lost add up to the
 // hits.
 func TestLostKeyRecords(t *testing.T) {
 	testutil.RequireBPF(t)
 	bin := buildTarget(t)
 	// Room for one or two records of an 8 KiB stack copy.
-	r, buf := runUnread(t, bin, `usdt:BIN:demo:req { @[ustack] = count(); }`, &btgen.Options{CopyKeyStacks: true, RingSize: 1 << 15})
+	r, buf := runUnread(t, bin, `usdt:BIN:demo:req { @[ustack] = count(); }`, &btgen.Options{StackKeys: btgen.StackKeysCopy, RingSize: 1 << 15})
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

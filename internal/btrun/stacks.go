@@ -56,6 +56,16 @@ type stacks struct {
 	// rereads counts, per process, the mappings read again because a
 	// stack's instruction pointer was in none (unwind).
 	rereads map[int]int
+	// targets are the traced processes (Options.PIDs).
+	targets map[int]bool
+	// tables, when the program walks stack keys with CFI, hold the
+	// traced processes' mappings and their objects' tables; added are
+	// the executable mappings given to them last, per process; warn and
+	// warned report the objects they cannot unwind (cfitables.go).
+	tables *unwind.BPFTables
+	added  map[int][]procfs.Mapping
+	warn   func(error)
+	warned map[string]bool
 }
 
 // maxRereads bounds how often unwind reads a process's mappings again.
@@ -113,10 +123,9 @@ func (s *stacks) remember(pid int) *symbolize.Symbolizer {
 		sym = nil
 	}
 	s.procs[pid] = sym
-	if s.copies {
-		if sp, ok := readSpace(pid); ok {
-			s.spaces[pid] = sp
-			s.unw.Load(sp) // damage makes an object use frame pointers
+	if s.copies || s.tables != nil && s.targets[pid] {
+		if maps, ok := readExecMaps(pid); ok {
+			s.addSpace(pid, maps)
 		}
 	}
 	return sym
@@ -138,14 +147,26 @@ func (s *stacks) openObject(o procfs.Object) (*os.File, error) {
 	return nil, err
 }
 
-// readSpace reads the mappings of process pid for unwinding; false when
-// it has none executable: gone, or exiting (its maps then read empty).
-func readSpace(pid int) (*unwind.Space, bool) {
+// addSpace remembers the mappings of process pid for unwinding stack
+// copies and gives them to the tables.
+func (s *stacks) addSpace(pid int, maps []procfs.Mapping) {
+	if s.copies {
+		sp := unwind.NewSpace(pid, maps)
+		s.spaces[pid] = sp
+		s.unw.Load(sp) // damage makes an object use frame pointers
+	}
+	s.addTables(pid, maps)
+}
+
+// readExecMaps reads the mappings of process pid for unwinding; false
+// when it has none executable: gone, or exiting (its maps then read
+// empty).
+func readExecMaps(pid int) ([]procfs.Mapping, bool) {
 	maps, err := procfs.ReadMaps(pid)
 	if err != nil || !slices.ContainsFunc(maps, procfs.Mapping.Exec) {
 		return nil, false
 	}
-	return unwind.NewSpace(pid, maps), true
+	return maps, true
 }
 
 // refresh reads the mappings of process pid again, when it was
@@ -165,7 +186,7 @@ func (s *stacks) refresh(pid int) {
 	if err != nil {
 		return
 	}
-	sp, ok := readSpace(pid)
+	maps, ok := readExecMaps(pid)
 	if !ok {
 		fresh.Close()
 		return
@@ -174,10 +195,7 @@ func (s *stacks) refresh(pid int) {
 		sym.Close()
 	}
 	s.procs[pid] = fresh
-	if s.copies {
-		s.spaces[pid] = sp
-		s.unw.Load(sp)
-	}
+	s.addSpace(pid, maps)
 }
 
 // maxRefreshed bounds the traced processes whose mappings Run reads
@@ -194,8 +212,17 @@ func (s *stacks) refreshTargets(pids []int) {
 		return
 	}
 	for _, pid := range pids[:min(len(pids), maxRefreshed)] {
-		if sym := s.procs[pid]; sym != nil {
+		sym := s.procs[pid]
+		if sym == nil {
+			continue
+		}
+		if s.tables == nil {
 			sym.Refresh() // a process gone keeps what was read
+			continue
+		}
+		if maps, err := procfs.ReadMaps(pid); err == nil {
+			sym.RefreshFrom(maps)
+			s.addTables(pid, maps)
 		}
 	}
 }
@@ -332,13 +359,25 @@ func (s *stacks) close() {
 		}
 	}
 	s.procs = nil
+	if s.tables != nil {
+		s.tables.Close()
+		s.tables = nil
+	}
 }
 
 // rememberTargets reads the mappings of the traced processes when the
-// program captures stacks.
-func (r *Runner) rememberTargets() {
+// program captures stacks, and gives them to the tables of a walk with
+// CFI (cfitables.go), which it makes.
+func (r *Runner) rememberTargets(spec *ebpf.CollectionSpec) error {
 	if _, ok := r.prog.Spec.Maps[btgen.MapStackPIDs]; !ok {
-		return
+		return nil
+	}
+	if err := r.stacks.openTables(spec, r.opts.Warn); err != nil {
+		return err
+	}
+	r.stacks.targets = map[int]bool{}
+	for _, pid := range r.opts.PIDs {
+		r.stacks.targets[pid] = true
 	}
 	for _, p := range r.prog.Printfs {
 		for _, a := range p.Args {
@@ -351,6 +390,7 @@ func (r *Runner) rememberTargets() {
 	for _, pid := range r.opts.PIDs {
 		r.stacks.remember(pid)
 	}
+	return nil
 }
 
 // printfStack returns a printf stack argument (the frames layout, then
@@ -448,9 +488,9 @@ func (r *Runner) keyStack(info *btgen.StackInfo, k []byte) (int64, stackText) {
 
 // loadCollection loads spec with its btgen.MapStackConf, if it has one,
 // holding pid and frozen.
-func loadCollection(spec *ebpf.CollectionSpec, pid int) (*ebpf.Collection, error) {
+func loadCollection(spec *ebpf.CollectionSpec, pid int, repl map[string]*ebpf.Map) (*ebpf.Collection, error) {
 	if _, ok := spec.Maps[btgen.MapStackConf]; !ok {
-		return ebpf.NewCollection(spec)
+		return ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: repl})
 	}
 	ms := btgen.StackConfSpec(pid)
 	spec.Maps[btgen.MapStackConf] = ms
@@ -462,7 +502,11 @@ func loadCollection(spec *ebpf.CollectionSpec, pid int) (*ebpf.Collection, error
 	if err := conf.Freeze(); err != nil {
 		return nil, fmt.Errorf("stack map %s: %w", ms.Name, err)
 	}
-	return ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{ms.Name: conf}})
+	maps := map[string]*ebpf.Map{ms.Name: conf}
+	for name, m := range repl {
+		maps[name] = m
+	}
+	return ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: maps})
 }
 
 // onlyPID returns the process every probe site of prog is attached for

@@ -15,6 +15,8 @@
 //	Nop5Optimized    uprobes on 5-byte nops become calls (6.18+, x86-64)
 //	SleepableCopyStr sleepable uprobe_multi programs may call the kfunc
 //	                 bpf_copy_from_user_str, which faults pages in (6.12+)
+//	HaveBPFLoop      kprobe-type programs may call bpf_loop (5.17+), which the
+//	                 walk of stack keys with CFI in the program needs
 //
 // [Check] runs them all and returns one [Result] per feature in a fixed
 // order, with what was found, why a feature is missing and, in one

@@ -12,8 +12,8 @@ import (
 // doctor` prints it. It is plain data, safe to copy and compare.
 type Result struct {
 	// Name identifies the check: "bpf", "btf", "uprobe-pmu", "ref-ctr",
-	// "uprobe-multi", "cookies", "nop5-optimization" or
-	// "sleepable-strings".
+	// "uprobe-multi", "cookies", "nop5-optimization",
+	// "sleepable-strings" or "bpf-loop".
 	Name string
 	// OK is true when the feature is available (Err is nil).
 	OK bool
@@ -69,6 +69,7 @@ var (
 	cookiesProbe     = newCached(probeCookies)
 	nop5Probe        = newCached(probeNop5)
 	copyStrProbe     = newCached(probeCopyStr)
+	bpfLoopProbe     = newCached(probeBPFLoop)
 )
 
 // sysfsRoot is where sysfs is mounted; tests pass fake trees to the probe
@@ -94,6 +95,10 @@ const (
 	impactNop5 = "5-byte nop sites trap through int3 like 1-byte ones, " +
 		"which costs more per hit (see BenchmarkUprobeHit); attaching to " +
 		"a nop5 inside a function is safe"
+	impactBPFLoop = "ustack map keys (@[ustack], --stacks) fall back to the " +
+		"frame-pointer walk (--unwind fp): their stacks end at code built " +
+		"without frame pointers (Debian's libc, most -O2 C code); --unwind " +
+		"cfi still unwinds them with CFI, in usdtkit"
 	impactCopyStr = "strings are read with bpf_probe_read_user_str, which " +
 		"cannot fault pages in: a string in a page the process has not " +
 		"touched yet reads as empty and faulted, as in bpftrace"
@@ -101,7 +106,8 @@ const (
 
 // Check runs every check, each at most once per process, and returns the
 // results in a stable order: bpf, btf, uprobe-pmu, ref-ctr, uprobe-multi,
-// cookies, nop5-optimization, sleepable-strings. It is safe for concurrent use.
+// cookies, nop5-optimization, sleepable-strings, bpf-loop. It is safe for
+// concurrent use.
 func Check() []Result {
 	return []Result{
 		result("bpf", impactBPF, bpfProbe.outcome),
@@ -112,6 +118,7 @@ func Check() []Result {
 		result("cookies", impactCookies, cookiesProbe.outcome),
 		result("nop5-optimization", impactNop5, nop5Outcome),
 		result("sleepable-strings", impactCopyStr, copyStrProbe.outcome),
+		result("bpf-loop", impactBPFLoop, bpfLoopProbe.outcome),
 	}
 }
 

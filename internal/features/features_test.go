@@ -100,6 +100,12 @@ func TestFeaturesHere(t *testing.T) {
 			}
 		})
 	}
+	t.Run("HaveBPFLoop", func(t *testing.T) {
+		err := HaveBPFLoop()
+		if want := kernelAtLeast(t, 5, 17); (err == nil) != want {
+			t.Errorf("have %v; want nil: %v", err, want)
+		}
+	})
 	t.Run("Nop5Optimized", func(t *testing.T) {
 		want := runtime.GOARCH == "amd64" && kernelAtLeast(t, 6, 18)
 		have, err := Nop5Optimized()
@@ -112,7 +118,7 @@ func TestFeaturesHere(t *testing.T) {
 // TestCheck checks the order and consistency of Check's results.
 func TestCheck(t *testing.T) {
 	testutil.RequireBPF(t)
-	want := []string{"bpf", "btf", "uprobe-pmu", "ref-ctr", "uprobe-multi", "cookies", "nop5-optimization", "sleepable-strings"}
+	want := []string{"bpf", "btf", "uprobe-pmu", "ref-ctr", "uprobe-multi", "cookies", "nop5-optimization", "sleepable-strings", "bpf-loop"}
 	results := Check()
 	var names []string
 	for _, r := range results {
@@ -326,6 +332,7 @@ func TestUnprivileged(t *testing.T) {
 			"HaveBPF":         HaveBPF(),
 			"HaveUprobeMulti": HaveUprobeMulti(),
 			"HaveCookies":     HaveCookies(),
+			"HaveBPFLoop":     HaveBPFLoop(),
 			"CanTrace":        CanTrace(),
 		} {
 			if !errors.Is(err, os.ErrPermission) {

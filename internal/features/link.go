@@ -50,6 +50,28 @@ func probeCookies() (struct{}, string, error) {
 	return struct{}{}, "bpf_get_attach_cookie callable from kprobe-type programs", nil
 }
 
+// HaveBPFLoop reports whether kprobe-type programs may call bpf_loop
+// (Linux 5.17+), which the walk of stack keys with call frame
+// information in the program needs (its callback unwinds a frame; a
+// program with a callback also needs BTF function information, which
+// every kernel with bpf_loop takes). The error wraps
+// ebpf.ErrNotSupported when they may not and os.ErrPermission when this
+// process may not load BPF programs. The result is cached.
+func HaveBPFLoop() error {
+	_, _, err := bpfLoopProbe.get()
+	return err
+}
+
+func probeBPFLoop() (struct{}, string, error) {
+	if err := requireBPF(); err != nil {
+		return struct{}{}, "", err
+	}
+	if err := features.HaveProgramHelper(ebpf.Kprobe, asm.FnLoop); err != nil {
+		return struct{}{}, "", fmt.Errorf("bpf_loop: %w", err)
+	}
+	return struct{}{}, "bpf_loop callable from kprobe-type programs: ustack map keys are unwound with CFI in the program (--unwind cfi-bpf, the default)", nil
+}
+
 // multiTarget is the function the uprobe_multi probe attaches to; it is
 // never called.
 //

@@ -98,6 +98,42 @@
 // frames after a 32-bit hash. The walk needs WalkScratchSize bytes of
 // scratch (a page and the frames) and WalkStackSlots BPF stack slots.
 //
+// # A walk with call frame information
+//
+// EmitCFIWalkID (x86-64, bpf_loop: kernel 5.17) unwinds in the program
+// with the tables internal/unwind compiles from each object's
+// .eh_frame and .debug_frame (unwind.Table), so code built without frame
+// pointers gives whole stacks; it stores the same stack id record, hash
+// and frames map as EmitWalkID. Three maps, filled from user space
+// (unwind.BPFTables), hold them:
+//
+//	procs   hash, u32 tgid → u32 count, pad, then CFIMaxMappings of
+//	        {u64 start, end, bias; u32 table; pad}, sorted by start
+//	tables  array, table id → {u32 first row, u32 count}
+//	rows    array of every table's 16-byte rows (unwind.Row)
+//
+// Frame 0 is the instruction pointer; a bpf_loop callback unwinds one
+// frame per call, so the verifier checks its body once whatever
+// MaxFrames is. A step finds the mapping of the PC by binary search
+// (10 unrolled steps), then the row of PC - bias (a return address
+// minus 1) in the table's rows (21 steps for 2^20 rows), computes the
+// CFA from SP or the frame pointer plus the row's offset (PLT entries:
+// plus 8 past the push), and reads the return address and the saved
+// frame pointer with bpf_probe_read_user at their addresses in the
+// live stack (together when adjacent). A mapping without a table, a PC
+// no row covers and a process the map does not know step by frame
+// pointer (at a function's entry with Entry: the word at SP). The walk
+// ends at an outermost row, a return address of 0, a row it cannot
+// follow, a failed read, a caller's SP not above the callee's (equal
+// allowed for frame 0), a frame pointer in the first page, or
+// MaxFrames; why is left in its scratch (CFIStopOffset). These are
+// unwind.Unwinder.UnwindTables' steps: on the same hit both find the
+// same frames, except that the program is not bounded by a stack copy.
+// Its state lives in the per-CPU scratch (CFIWalkScratchSize), where the
+// verifier tracks no values, so each search step reaches one state and
+// is pruned. A program with the callback needs BTF function
+// information (WithProgramFunc).
+//
 // # Registers and cost
 //
 // The emitted code reads the context (struct pt_regs) from register ctx
@@ -108,7 +144,7 @@
 // # Kernel versions
 //
 // bpf_get_stack: 4.18; bpf_get_stackid for uprobes: 4.6; bpf_probe_read_user:
-// 5.5. The depth of kernel walks is capped by kernel.perf_event_max_stack
+// 5.5; bpf_loop: 5.17. The depth of kernel walks is capped by kernel.perf_event_max_stack
 // (127 by default).
 //
 // # Sources

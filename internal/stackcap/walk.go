@@ -232,9 +232,19 @@ func EmitWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap strin
 		asm.StoreMem(asm.R10, sFP, asm.R1, asm.DWord),
 	)
 	insns = append(insns, frameAt()...)
-	insns = append(insns,
-		asm.Ja.Label(l("loop")),
+	insns = append(insns, asm.Ja.Label(l("loop")))
+	insns = append(insns, emitStoreFrames(dst, off, frames, sN, sH, max, framesMap, l)...)
+	return insns, nil
+}
 
+// emitStoreFrames ends a walk whose frames are at dst+frames, their
+// number in BPF stack slot sN and their running hash in slot sH: it
+// zero-terminates the frames unless there are max, finishes the hash,
+// stores the stack id record at dst+off and adds the frames to the
+// frames map unless there. The walk's code jumps to l("end") to run it.
+// R0..R5 are clobbered.
+func emitStoreFrames(dst asm.Register, off, frames, sN, sH int16, max int, framesMap string, l func(string) string) asm.Instructions {
+	return asm.Instructions{
 		// A zero after the last frame, unless the frames fill the
 		// value; the hash of the frames and their number.
 		asm.LoadMem(asm.R5, asm.R10, sN, asm.DWord).WithSymbol(l("end")),
@@ -279,6 +289,5 @@ func EmitWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap strin
 		asm.JEq.Imm(asm.R0, -eexist, l("done")),
 		asm.StoreMem(dst, off, asm.R0, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol(l("done")),
-	)
-	return insns, nil
+	}
 }

@@ -186,6 +186,12 @@ func (s *Symbolizer) readMaps() error {
 	if err != nil {
 		return err
 	}
+	s.addMaps(maps)
+	return nil
+}
+
+// addMaps adds the mappings of maps and the objects not known yet.
+func (s *Symbolizer) addMaps(maps []procfs.Mapping) {
 	var add []mapping
 	for _, m := range maps {
 		if s.jit.mapped == "" && isJitdump(m.Path) {
@@ -209,7 +215,6 @@ func (s *Symbolizer) readMaps() error {
 	}
 	s.maps = append(s.maps, add...)
 	slices.SortFunc(s.maps, func(a, b mapping) int { return cmp.Compare(a.start, b.start) })
-	return nil
 }
 
 // object returns the object m maps, opening it when it is new.
@@ -308,6 +313,18 @@ func (s *Symbolizer) Refresh() error {
 		return fmt.Errorf("refresh: symbolizer closed")
 	}
 	return s.readMaps()
+}
+
+// RefreshFrom is Refresh with the process's mappings as the caller read
+// them (procfs.ReadMaps), for a caller that needs them too.
+func (s *Symbolizer) RefreshFrom(maps []procfs.Mapping) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.root == nil {
+		return fmt.Errorf("refresh: symbolizer closed")
+	}
+	s.addMaps(maps)
+	return nil
 }
 
 // UnnamedJIT returns how many frames so far were in anonymous executable

@@ -74,8 +74,13 @@
 // (or the x86-64 PLT rule) plus offset, the return address at CFA+offset
 // or in LR, and the frame pointer unchanged or at CFA+offset; KindNone,
 // KindEnd and KindUnsupported rows say "frame pointers", "outermost" and
-// "cannot express". It is what a BPF unwinder binary-searches;
-// Unwinder.UnwindTables walks with Tables alone, as that unwinder will.
+// "cannot express". It is what the BPF unwinder
+// (stackcap.EmitCFIWalkID) binary-searches; Unwinder.UnwindTables walks
+// with Tables alone, as that unwinder does. BPFTables owns its maps: each
+// object's Table once (by device and inode) in one array of rows, and
+// each process's executable mappings with their bias and table; Tables
+// no process uses are dropped, least recently used first, when rows are
+// needed, and ErrTablesFull says when even that leaves no room.
 //
 // # Errors and concurrency
 //

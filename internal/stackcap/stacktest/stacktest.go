@@ -58,6 +58,7 @@ const (
 	Both                // frames, then the copy
 	StackID             // stackcap.EmitStackID into map "stacks"
 	Walk                // stackcap.EmitWalkID into map "frames", its scratch a per-CPU array value, as btgen's
+	CFIWalk             // stackcap.EmitCFIWalkID into map "frames", as Walk, its tables in Options.CFIMaps
 )
 
 // Probe is a loaded and attached capture program.
@@ -87,6 +88,9 @@ type Options struct {
 	// does): in a VM the wakeup's self-IPI costs microseconds per hit.
 	// For benchmarks, with DiscardAll.
 	NoWakeup bool
+	// CFIMaps are the maps of CFIWalk (unwind.BPFTables.Maps); nil:
+	// new empty ones, so that every step is by frame pointer.
+	CFIMaps map[string]*ebpf.Map
 }
 
 // Program returns the instructions of a capture program writing to ring
@@ -107,9 +111,11 @@ func Program(tb testing.TB, o *Options) (asm.Instructions, int) {
 		fsize = stackcap.StackIDSize
 	}
 	wo := &stackcap.WalkOptions{MaxFrames: o.MaxFrames, Entry: o.Entry, Scratch: stackcap.StackIDSize, Stack: -64}
-	if mode == Walk {
+	co := &stackcap.CFIWalkOptions{MaxFrames: o.MaxFrames, Entry: o.Entry, Scratch: stackcap.StackIDSize, Stack: -64}
+	if mode == Walk || mode == CFIWalk {
 		fsize = stackcap.StackIDSize
 	}
+	var callback asm.Instructions
 	size := max(8, fsize+csize)
 	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
@@ -126,10 +132,16 @@ func Program(tb testing.TB, o *Options) (asm.Instructions, int) {
 			tb.Fatal(err)
 		}
 		insns = append(insns, f...)
-	} else if mode == Walk {
+	} else if mode == Walk || mode == CFIWalk {
 		// The walk in the per-CPU scratch value (R8), its id copied to
 		// the record.
-		f, err := stackcap.EmitWalkID(elf.EM_X86_64, asm.R6, asm.R8, 0, "frames", wo, "w")
+		var f asm.Instructions
+		var err error
+		if mode == Walk {
+			f, err = stackcap.EmitWalkID(elf.EM_X86_64, asm.R6, asm.R8, 0, "frames", wo, "w")
+		} else {
+			f, callback, err = stackcap.EmitCFIWalkID(elf.EM_X86_64, asm.R6, asm.R8, 0, "frames", co, "w")
+		}
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -179,31 +191,17 @@ func Program(tb testing.TB, o *Options) (asm.Instructions, int) {
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
 	)
-	return insns, fsize
+	if callback != nil {
+		insns[0] = stackcap.WithProgramFunc(insns[0], "capture")
+	}
+	return append(insns, callback...), fsize
 }
 
 // Attach loads a capture program and attaches it to the start of symbol
 // in the executable at path. The probe is closed when the test ends.
 func Attach(tb testing.TB, path, symbol string, o *Options) *Probe {
 	tb.Helper()
-	testutil.RequireBPF(tb)
-	insns, fsize := Program(tb, o)
-	spec := &ebpf.CollectionSpec{
-		Maps: map[string]*ebpf.MapSpec{
-			"events":  {Name: "events", Type: ebpf.RingBuf, MaxEntries: 4 << 20},
-			"stacks":  stackcap.StackMapSpec("stacks", 1024, 0),
-			"frames":  stackcap.FramesMapSpec("frames", 1024, o.MaxFrames),
-			"scratch": {Name: "scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(stackcap.StackIDSize + stackcap.WalkScratchSize(&stackcap.WalkOptions{MaxFrames: o.MaxFrames})), MaxEntries: 1},
-		},
-		Programs: map[string]*ebpf.ProgramSpec{"capture": {
-			Name: "capture", Type: ebpf.Kprobe, License: "GPL", Instructions: insns,
-		}},
-	}
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(coll.Close)
+	coll, fsize := Load(tb, o)
 	ex, err := link.OpenExecutable(path)
 	if err != nil {
 		tb.Fatal(err)
@@ -232,14 +230,14 @@ func (p *Probe) Next(tb testing.TB) Record {
 	}
 	var r Record
 	b := rec.RawSample
-	if p.Mode == StackID || p.Mode == Walk {
+	if p.Mode == StackID || p.Mode == Walk || p.Mode == CFIWalk {
 		id, err := stackcap.DecodeStackID(b)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		r.ID = id.ID
 		m := p.coll.Maps["stacks"]
-		if p.Mode == Walk {
+		if p.Mode == Walk || p.Mode == CFIWalk {
 			m = p.coll.Maps["frames"]
 		}
 		if r.Frames, err = stackcap.LookupStack(m, id); err != nil {
@@ -380,4 +378,44 @@ func (n *Namer) Name(tb testing.TB, pc uint64, symbolize ...string) string {
 		return "[" + filepath.Base(m.Path) + "]"
 	}
 	return "?"
+}
+
+// Load loads a capture program, closed when the test ends, and returns
+// it with the size of the frames (or stack id) part of its records.
+func Load(tb testing.TB, o *Options) (*ebpf.Collection, int) {
+	tb.Helper()
+	testutil.RequireBPF(tb)
+	insns, fsize := Program(tb, o)
+	spec := &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{
+			"events":  {Name: "events", Type: ebpf.RingBuf, MaxEntries: 4 << 20},
+			"stacks":  stackcap.StackMapSpec("stacks", 1024, 0),
+			"frames":  stackcap.FramesMapSpec("frames", 1024, o.MaxFrames),
+			"scratch": {Name: "scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(stackcap.StackIDSize + max(stackcap.WalkScratchSize(&stackcap.WalkOptions{MaxFrames: o.MaxFrames}), stackcap.CFIWalkScratchSize(&stackcap.CFIWalkOptions{MaxFrames: o.MaxFrames}))), MaxEntries: 1},
+		},
+		Programs: map[string]*ebpf.ProgramSpec{"capture": {
+			Name: "capture", Type: ebpf.Kprobe, License: "GPL", Instructions: insns,
+		}},
+	}
+	var copts ebpf.CollectionOptions
+	if o.Mode == CFIWalk {
+		spec.Maps[stackcap.DefaultCFIProcsMap] = stackcap.CFIProcsMapSpec(stackcap.DefaultCFIProcsMap, 16)
+		spec.Maps[stackcap.DefaultCFITablesMap] = stackcap.CFITablesMapSpec(stackcap.DefaultCFITablesMap, 16)
+		spec.Maps[stackcap.DefaultCFIRowsMap] = stackcap.CFIRowsMapSpec(stackcap.DefaultCFIRowsMap, 16)
+		for name, m := range o.CFIMaps {
+			if ms := spec.Maps[name]; ms != nil {
+				ms.MaxEntries = m.MaxEntries()
+			}
+		}
+		copts.MapReplacements = o.CFIMaps
+	}
+	// The verifier's statistics (instructions processed) in
+	// VerifierLog.
+	copts.Programs.LogLevel = ebpf.LogLevelStats
+	coll, err := ebpf.NewCollectionWithOptions(spec, copts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(coll.Close)
+	return coll, fsize
 }
