@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/procfs"
 	"github.com/usdtkit/usdtkit/internal/stackcap"
@@ -27,13 +28,34 @@ import (
 // objects without a table and in objects for which the maps have no
 // room: each such object is reported once to Options.Warn.
 
-// openTables makes the tables when spec's programs walk with CFI.
-func (s *stacks) openTables(spec *ebpf.CollectionSpec, warn func(error)) error {
+// openTables makes the tables when spec's programs walk with CFI, with
+// room for the rows of the objects traced processes pids map now
+// (tableRows).
+func (s *stacks) openTables(spec *ebpf.CollectionSpec, pids []int, warn func(error)) error {
 	if _, ok := spec.Maps[stackcap.DefaultCFIProcsMap]; !ok {
 		return nil
 	}
 	s.init()
-	t, err := unwind.NewBPFTables(s.unw, nil)
+	need := 0
+	seen := map[procfs.FileID]bool{}
+	for _, pid := range pids {
+		maps, ok := readExecMaps(pid)
+		if !ok {
+			continue
+		}
+		sp := unwind.NewSpace(pid, maps)
+		for _, m := range maps {
+			id := procfs.FileID{Dev: unix.Mkdev(m.Major, m.Minor), Inode: m.Inode}
+			if !m.Exec() || !m.FileBacked() || seen[id] {
+				continue
+			}
+			seen[id] = true
+			if t, err := s.unw.Table(sp, m); err == nil {
+				need += len(t.Rows)
+			}
+		}
+	}
+	t, err := unwind.NewBPFTables(s.unw, &unwind.BPFTablesOptions{Rows: tableRows(need)})
 	if err != nil {
 		return fmt.Errorf("unwind tables: %w", err)
 	}
@@ -41,6 +63,23 @@ func (s *stacks) openTables(spec *ebpf.CollectionSpec, warn func(error)) error {
 	s.added = map[int][]procfs.Mapping{}
 	return nil
 }
+
+// tableRows returns the rows to allocate for tables that need need rows
+// now: twice that, for libraries mapped later (a -c command has mapped
+// only its executable and the dynamic loader at first), at least
+// minTableRows and at most maxTableRows. A full map evicts the tables no
+// process uses, then walks the rest with frame pointers (a warning).
+func tableRows(need int) int {
+	return min(max(2*need, minTableRows), maxTableRows)
+}
+
+// minTableRows (4 MiB of rows) holds the tables of a C or C++ program,
+// its libc and libstdc++ several times over; maxTableRows (32 MiB) is
+// unwind.BPFTables' default.
+const (
+	minTableRows = 1 << 18
+	maxTableRows = 1 << 21
+)
 
 // tableMaps returns the tables' maps for ebpf.CollectionOptions, having
 // set spec's entries for them to their sizes; nil without tables.

@@ -372,7 +372,7 @@ func (r *Runner) rememberTargets(spec *ebpf.CollectionSpec) error {
 	if _, ok := r.prog.Spec.Maps[btgen.MapStackPIDs]; !ok {
 		return nil
 	}
-	if err := r.stacks.openTables(spec, r.opts.Warn); err != nil {
+	if err := r.stacks.openTables(spec, r.opts.PIDs, r.opts.Warn); err != nil {
 		return err
 	}
 	r.stacks.targets = map[int]bool{}

@@ -1,6 +1,8 @@
 package btrun
 
 import (
+	"github.com/cilium/ebpf"
+
 	"debug/elf"
 	"os"
 	"reflect"
@@ -186,5 +188,34 @@ func TestUnwindObjectsAfterExit(t *testing.T) {
 		if err := s.unw.ObjectError(sp, m); err != nil {
 			t.Errorf("%s: %v", m.Path, err)
 		}
+	}
+}
+
+// TestTableRows: the tables' rows map is sized to what the traced
+// processes' objects need now, twice over, within minTableRows and
+// maxTableRows: a C program with libc gets the least, not 32 MiB.
+func TestTableRows(t *testing.T) {
+	for _, tc := range []struct{ need, want int }{
+		{0, minTableRows}, {minTableRows / 2, minTableRows}, {minTableRows, 2 * minTableRows}, {maxTableRows, maxTableRows},
+	} {
+		if have := tableRows(tc.need); have != tc.want {
+			t.Errorf("tableRows(%d) = %d, want %d", tc.need, have, tc.want)
+		}
+	}
+	testutil.RequireBPF(t)
+	bin := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
+	tc := testutil.StartTracee(t, bin)
+	tc.WaitReady(t)
+	s := &stacks{}
+	spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{stackcap.DefaultCFIProcsMap: {}}}
+	if err := s.openTables(spec, []int{tc.PID()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.close)
+	if s.tables == nil {
+		t.Fatal("no tables")
+	}
+	if n := s.tables.Maps()[stackcap.DefaultCFIRowsMap].MaxEntries(); n != minTableRows {
+		t.Errorf("%d rows for chain, libc and ld.so, want %d", n, minTableRows)
 	}
 }
