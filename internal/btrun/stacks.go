@@ -131,20 +131,17 @@ func (s *stacks) remember(pid int) *symbolize.Symbolizer {
 	return sym
 }
 
-// openObject opens an object a process maps, for its CFI: through the
-// process, or else through the file its Symbolizer opened while it lived
-// (it may exit between the reading of its mappings and of its objects).
+// openObject opens an object a process maps, for its CFI: the file its
+// Symbolizer opened while the process lived (it may exit between the
+// reading of its mappings and of its objects), or else through the
+// process.
 func (s *stacks) openObject(o procfs.Object) (*os.File, error) {
-	f, err := procfs.Open(o)
-	if err == nil {
-		return f, nil
-	}
 	if sym := s.procs[o.PID]; sym != nil {
 		if f, ok := sym.Reopen(procfs.FileID{Dev: unix.Mkdev(o.Major, o.Minor), Inode: o.Inode}); ok {
 			return f, nil
 		}
 	}
-	return nil, err
+	return procfs.Open(o)
 }
 
 // addSpace remembers the mappings of process pid for unwinding stack
