@@ -39,9 +39,6 @@
 // bpf_probe_read_user cannot fault pages in: memory the target never
 // touched (a string constant in a fresh .rodata page) reads as a fault.
 //
-// HistBucket is the log2 bucket of bpftrace's hist(), which the programs
-// and the printers share.
-//
 // # Kernel versions
 //
 // bpf_probe_read_user: 5.5. BPF_ST with a 64-bit width: 5.1 or older. The

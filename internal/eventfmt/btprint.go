@@ -206,6 +206,9 @@ func appendValue(dst []byte, m *Map, e *MapEntry, div uint32, quoted bool) []byt
 	return strconv.AppendUint(dst, v/uint64(div), 10)
 }
 
+// histWidth is the width of the bar of the largest bucket, as bpftrace's.
+const histWidth = 52
+
 // histBar is bpftrace's bar length: count/max*52 in float, truncated.
 func histBar(n, max uint64) int {
 	if max == 0 {
@@ -535,4 +538,18 @@ func appendValueJSON(dst []byte, v Value) []byte {
 		return append(dst, ']')
 	}
 	return appendValueText(dst, v)
+}
+
+func maxU(a, b uint64) uint64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func max0(n int) int {
+	if n < 0 {
+		return 0
+	}
+	return n
 }
