@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/internal/layout"
+	"github.com/usdtkit/usdtkit/internal/lang/layout"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
