@@ -113,8 +113,8 @@ func TestArgFetchErrors(t *testing.T) {
 func FuzzArgFetch(f *testing.F) {
 	// The seeds are package sdt's corpora of argument strings.
 	for path, m := range map[string]elf.Machine{
-		"../../sdt/testdata/argspec-x86_64.txt":  elf.EM_X86_64,
-		"../../sdt/testdata/argspec-aarch64.txt": elf.EM_AARCH64,
+		"../../../sdt/testdata/argspec-x86_64.txt":  elf.EM_X86_64,
+		"../../../sdt/testdata/argspec-aarch64.txt": elf.EM_AARCH64,
 	} {
 		data, err := os.ReadFile(path)
 		if err != nil {

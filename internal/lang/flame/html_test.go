@@ -243,7 +243,7 @@ func TestHTMLScreenshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile("../../docs/flamegraph.png", data, 0o644); err != nil {
+		if err := os.WriteFile("../../../docs/flamegraph.png", data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
