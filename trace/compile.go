@@ -216,7 +216,7 @@ type compilation struct {
 	r          *resolver
 	prog       *btlang.Program
 	args       probeTable
-	gopts      *btgen.Options
+	plan       *btgen.Plan // the support pass's result, which generate builds
 	out        *Program
 }
 
@@ -357,14 +357,16 @@ func (c *compilation) support() error {
 		// Room for bursts of events between reads.
 		gopts.RingSize = argread.DefaultRingSize
 	}
-	c.out, c.gopts = out, gopts
-	return compileErrors(btgen.Support(prog, gopts))
+	c.out = out
+	var err error
+	c.plan, err = btgen.Support(prog, gopts)
+	return compileErrors(err)
 }
 
 func (c *compilation) generate() error {
-	prog, opts, out, gopts := c.prog, c.opts, c.out, c.gopts
+	opts, out := c.opts, c.out
 	var err error
-	out.gen, err = btgen.Generate(prog, gopts)
+	out.gen, err = c.plan.Generate()
 	if err != nil {
 		return compileErrors(err)
 	}
@@ -373,8 +375,7 @@ func (c *compilation) generate() error {
 		// faulting pages in. Without it (or without the privileges to
 		// find out), they are read as bpftrace reads them.
 		if id, err := features.SleepableCopyStr(); err == nil {
-			gopts.CopyStr = id
-			if out.gen, err = btgen.Generate(prog, gopts); err != nil {
+			if out.gen, err = c.plan.WithCopyStr(id).Generate(); err != nil {
 				return compileErrors(err)
 			}
 		}

@@ -332,9 +332,20 @@ func round8(n int) int { return (n + 7) &^ 7 }
 
 // Generate compiles a checked program to BPF: one program per probe block
 // (type Kprobe, attach type AttachTraceUprobeMulti), attached to the
-// block's sites with their index as cookie. What the slice does not
-// compile yet is a *btlang.Error ("file:line:col: … not supported yet").
+// block's sites with their index as cookie. It runs Support first: what
+// cannot be built yet is Support's *btlang.Error ("file:line:col: … not
+// supported yet").
 func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
+	p, err := Support(prog, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.Generate()
+}
+
+// withDefaults returns opts with Generate's defaults filled in, or an
+// error for options no program can be built with.
+func withDefaults(prog *btlang.Program, opts *Options) (Options, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -346,43 +357,39 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	if o.MaxEntries == 0 {
 		o.MaxEntries = argread.DefaultMaxEntries
 	}
-	defaultRing := o.RingSize == 0
-	if defaultRing {
-		o.RingSize = 1 << 20
+	if o.RingSize == 0 {
+		o.RingSize = defaultRingSize
 	}
 	if o.RingSize < 4096 || o.RingSize > argread.MaxRingSize || o.RingSize&(o.RingSize-1) != 0 {
-		return nil, fmt.Errorf("btgen: Options.RingSize %d is not a power of two from 4096 to %d", o.RingSize, argread.MaxRingSize)
+		return o, fmt.Errorf("btgen: Options.RingSize %d is not a power of two from 4096 to %d", o.RingSize, argread.MaxRingSize)
 	}
 	if o.MaxEntries < 1 {
-		return nil, fmt.Errorf("btgen: Options.MaxEntries %d is not positive", o.MaxEntries)
+		return o, fmt.Errorf("btgen: Options.MaxEntries %d is not positive", o.MaxEntries)
 	}
 	if o.StackCopy == 0 {
 		o.StackCopy = DefaultStackCopy
 	}
 	if o.StackKeys < StackKeysCFI || o.StackKeys > StackKeysCopy {
-		return nil, fmt.Errorf("btgen: Options.StackKeys %d is not StackKeysCFI, StackKeysFP or StackKeysCopy", o.StackKeys)
+		return o, fmt.Errorf("btgen: Options.StackKeys %d is not StackKeysCFI, StackKeysFP or StackKeysCopy", o.StackKeys)
 	}
 	if len(o.Sites) != len(prog.Blocks) {
-		return nil, fmt.Errorf("btgen: %d site lists for %d probe blocks", len(o.Sites), len(prog.Blocks))
+		return o, fmt.Errorf("btgen: %d site lists for %d probe blocks", len(o.Sites), len(prog.Blocks))
 	}
-	if err := Support(prog, &o); err != nil {
-		return nil, err
-	}
+	return o, nil
+}
+
+// defaultRingSize is the ring buffer's size when Options.RingSize is 0.
+const defaultRingSize = 1 << 20
+
+// Generate builds the program the plan was made for (see Generate).
+func (p *Plan) Generate() (*Program, error) {
+	prog, o := p.prog, p.opts
+	o.Sites = append([][]Site(nil), p.opts.Sites...)
+	defaultRing := p.defaultRing
 	out := &Program{Spec: &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}}
-	mapIdx := map[*btlang.Map]int{}
-	deleted := deletedMaps(prog)
+	mapIdx := p.mapIdx
 	zeroSize := 8
-	for i, m := range prog.Maps {
-		mi, err := mapInfo(m, i, !deleted[m])
-		if err != nil {
-			return nil, err
-		}
-		if o.StackKeys == StackKeysCopy {
-			if err := userMap(&mi, &o); err != nil {
-				return nil, err
-			}
-		}
-		mapIdx[m] = i
+	for _, mi := range p.maps {
 		out.Maps = append(out.Maps, mi)
 		if mi.User {
 			continue
@@ -404,18 +411,7 @@ func Generate(prog *btlang.Program, opts *Options) (*Program, error) {
 	}
 	scratch := zeroOff + zeroSize
 	token := rand.Uint64() &^ 0xffff
-	// Counting blocks (count.go), and the maps they count into, which
-	// every block then adds to atomically.
-	counts := make([][]*btlang.MapRef, len(prog.Blocks))
-	isCount := make([]bool, len(prog.Blocks))
-	atomic := map[*btlang.Map]bool{}
-	for i, b := range prog.Blocks {
-		hasEvent := i < len(o.Events) && o.Events[i] != nil
-		counts[i], isCount[i] = countBlock(b, out.Maps, mapIdx, hasEvent)
-		for _, r := range counts[i] {
-			atomic[r.Map] = true
-		}
-	}
+	counts, isCount, atomic := p.counts, p.isCount, p.atomic
 	for i, b := range prog.Blocks {
 		kind, period, err := special(b)
 		if err != nil {

@@ -16,63 +16,102 @@ import (
 
 // Support is the pass between checking and generating: it returns what a
 // checked program asks that Generate cannot build, as a *btlang.Error at
-// its position ("… is not supported yet"), or nil. Generate runs it
-// first; what it lets through, Generate builds (or refuses for a limit of
-// the kernel's: instructions, stack, scratch space, sites).
+// its position ("… is not supported yet"), or the Plan Generate builds
+// from: what support found out about the program (each map's layout, the
+// blocks that run as counting blocks and the maps they count into). What
+// it lets through, Plan.Generate builds (or refuses for a limit of the
+// kernel's: instructions, stack, scratch space, sites).
 //
 // It walks the program as Generate does, in the same order, so that the
 // error it returns is the first Generate would have met: statements after
 // one that always leaves, and unroll bodies run no times, are not built
 // and not looked at.
-func Support(prog *btlang.Program, opts *Options) error {
-	if opts == nil {
-		opts = &Options{}
+func Support(prog *btlang.Program, opts *Options) (*Plan, error) {
+	o, err := withDefaults(prog, opts)
+	if err != nil {
+		return nil, err
 	}
-	machine := opts.Machine
-	if machine == 0 {
-		machine = elf.EM_X86_64
-	}
+	plan := &Plan{prog: prog, opts: o, mapIdx: map[*btlang.Map]int{}, defaultRing: opts == nil || opts.RingSize == 0}
+	machine := o.Machine
 	deleted := deletedMaps(prog)
 	s := &support{maps: map[*btlang.Map]*MapInfo{}}
 	for i, m := range prog.Maps {
 		mi, err := mapInfo(m, i, !deleted[m])
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if opts.StackKeys == StackKeysCopy {
-			if err := userMap(&mi, opts); err != nil {
-				return err
+		if o.StackKeys == StackKeysCopy {
+			if err := userMap(&mi, &o); err != nil {
+				return nil, err
 			}
 		}
 		s.maps[m] = &mi
+		plan.maps = append(plan.maps, mi)
+		plan.mapIdx[m] = i
 	}
 	for i, b := range prog.Blocks {
 		kind, _, err := special(b)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if kind == btlang.ProbeProfile && machine != elf.EM_X86_64 {
-			return &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("profile probes on %v: %v", machine, ebpf.ErrNotSupported)}
+			return nil, &btlang.Error{Pos: b.At, Msg: fmt.Sprintf("profile probes on %v: %v", machine, ebpf.ErrNotSupported)}
 		}
-		if kind != 0 && i < len(opts.Events) && opts.Events[i] != nil {
-			return unsupported(b.At, "an event of a BEGIN, END or interval block")
+		hasEvent := i < len(o.Events) && o.Events[i] != nil
+		if kind != 0 && hasEvent {
+			return nil, unsupported(b.At, "an event of a BEGIN, END or interval block")
 		}
-		if kind == 0 && (i >= len(opts.Sites) || len(opts.Sites[i]) == 0) {
+		if kind == 0 && len(o.Sites[i]) == 0 {
 			// Every probe of the block was left out: Generate builds
 			// a program that does nothing.
 			continue
 		}
 		s.special, s.machine = kind, machine
 		if kind == 0 {
-			if err := siteSupport(b, opts.Sites[i], i < len(opts.Events) && opts.Events[i] != nil); err != nil {
-				return err
+			if err := siteSupport(b, o.Sites[i], hasEvent); err != nil {
+				return nil, err
 			}
 		}
 		if err := s.block(b); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	// Counting blocks (count.go), and the maps they count into, which
+	// every block then adds to atomically.
+	plan.counts = make([][]*btlang.MapRef, len(prog.Blocks))
+	plan.isCount = make([]bool, len(prog.Blocks))
+	plan.atomic = map[*btlang.Map]bool{}
+	for i, b := range prog.Blocks {
+		hasEvent := i < len(o.Events) && o.Events[i] != nil
+		plan.counts[i], plan.isCount[i] = countBlock(b, plan.maps, plan.mapIdx, hasEvent)
+		for _, r := range plan.counts[i] {
+			plan.atomic[r.Map] = true
+		}
+	}
+	return plan, nil
+}
+
+// Plan is what the support pass found out about a program that Generate
+// needs: options with their defaults, each map's layout, the counting
+// blocks (count.go) and the maps they count into. Support returns it;
+// Plan.Generate builds the program.
+type Plan struct {
+	prog        *btlang.Program
+	opts        Options
+	defaultRing bool // Options.RingSize was 0: Generate sizes the ring
+	maps        []MapInfo
+	mapIdx      map[*btlang.Map]int
+	counts      [][]*btlang.MapRef // each block's count() statements, if it is a counting block
+	isCount     []bool
+	atomic      map[*btlang.Map]bool // maps a counting block counts into
+}
+
+// WithCopyStr returns the plan for a kernel whose bpf_copy_from_user_str
+// kfunc has BTF type id id (Options.CopyStr).
+func (p *Plan) WithCopyStr(id uint32) *Plan {
+	q := *p
+	q.opts.CopyStr = id
+	return &q
 }
 
 // unsupported returns Support's error for what cannot be generated yet.

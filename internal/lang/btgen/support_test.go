@@ -53,7 +53,7 @@ func TestSupport(t *testing.T) {
 			if tt.sites != nil {
 				tt.sites(opts)
 			}
-			err := btgen.Support(prog, opts)
+			_, err := btgen.Support(prog, opts)
 			if tt.err == "" {
 				if err != nil {
 					t.Fatalf("Support: %v", err)
@@ -96,4 +96,39 @@ func FuzzSupport(f *testing.F) {
 			t.Fatalf("%q: %v", src, err)
 		}
 	})
+}
+
+// TestPlanGenerate: a plan builds the same program each time, and a copy
+// made for another kernel (WithCopyStr) leaves it as it was.
+func TestPlanGenerate(t *testing.T) {
+	prog, opts := compile(t, `uprobe:/x:f { @[probe] = count(); } uprobe:/x:f /arg0/ { @[probe] = count(); printf("%s\n", str(arg1)); } BEGIN { @b = 1; }`)
+	plan, err := btgen.Support(prog, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing := func(p *btgen.Plan) string {
+		t.Helper()
+		out, err := p.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Listing()
+	}
+	first := listing(plan)
+	if !strings.Contains(first, "block0") || !strings.Contains(first, "block2") {
+		t.Fatalf("listing has not every block:\n%s", first)
+	}
+	if other := listing(plan.WithCopyStr(12345)); other == first {
+		t.Error("WithCopyStr: the same program as without the kfunc")
+	}
+	if again := listing(plan); again != first {
+		t.Errorf("a second Generate differs:\n%s\nfirst:\n%s", again, first)
+	}
+	want, err := btgen.Generate(prog, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Listing() != first {
+		t.Error("Plan.Generate differs from Generate")
+	}
 }
