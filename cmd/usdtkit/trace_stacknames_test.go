@@ -122,16 +122,22 @@ func TestTraceStackGoInlined(t *testing.T) {
 // into outer: every format has them as frames of their own between leaf
 // and outer, innermost first, as gdb's bt shows them. The text map and
 // printf print them as bpftrace 0.24 and later do: "[inlined] NAME" with
-// no offset, and "ADDR NAME (inlined)" in ustack(perf).
+// no offset, and "ADDR NAME (inlined)" in ustack(perf); ustack(2) keeps
+// leaf and outer's return address with its two inlined calls.
 func TestTraceStackCInlined(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "inlinec")
 	buildTool(t, "gcc", "-O2", "-g", "-o", bin, "testdata/stacks/inlinec.c")
-	prog := "uprobe:" + bin + `:leaf { @[ustack] = count(); printf("%s|\n", ustack(perf)); }`
+	prog := "uprobe:" + bin + `:leaf { @[ustack] = count(); @two[ustack(2)] = count(); printf("%s|\n", ustack(perf)); }`
 	out, errs := traceLevels(t, bin, 2, "-e", prog)
 	want := []string{"leaf", "[inlined] inner", "[inlined] mid", "outer", "main"}
 	checkChain(t, out, want, 2)
 	if !regexp.MustCompile(`\n    leaf\+0\n    \[inlined\] inner\n    \[inlined\] mid\n    outer\+\d+\n    main\+\d+\n`).MatchString(out) {
 		t.Errorf("the map's stack is not leaf+0, [inlined] inner, [inlined] mid, outer+N, main+N:\n%s", out)
+	}
+	// ustack(2) keeps two addresses, each with its inlined calls (as
+	// bpftrace's limit counts addresses, not printed frames).
+	if !regexp.MustCompile(`@two\[\n    leaf\+0\n    \[inlined\] inner\n    \[inlined\] mid\n    outer\+\d+\n\]: 2\n`).MatchString(out) {
+		t.Errorf("@two's stack is not leaf+0, [inlined] inner, [inlined] mid, outer+N, counted 2:\n%s", out)
 	}
 	// ustack(perf): the inlined frames at outer's return address.
 	perf := regexp.MustCompile(`\t([0-9a-f]+) leaf\+0 \(` + regexp.QuoteMeta(bin) + `\)\n\t([0-9a-f]+) inner \(inlined\)\n\t([0-9a-f]+) mid \(inlined\)\n\t([0-9a-f]+) outer\+\d+ \(` + regexp.QuoteMeta(bin) + `\)\n\t[0-9a-f]+ main\+\d+ `)
