@@ -2,6 +2,7 @@ package main
 
 import (
 	"debug/elf"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,7 +78,9 @@ func TestTraceStackCPlusPlus(t *testing.T) {
 // TestTraceStackGoInlined: a Go program built with the default flags, where
 // middle is inlined into outer: the flame graph's stack has middle as a
 // frame of its own between leaf and outer (symbolize reads Go's inline
-// tables). The text map leaves inlined calls out, as bpftrace does.
+// tables), and so has the text map, as "[inlined] main.middle" (bpftrace
+// 0.24 and later print an inlined frame as "[inlined] NAME", without an
+// offset).
 func TestTraceStackGoInlined(t *testing.T) {
 	bin := testutil.BuildGo(t, "testdata/stacks/inlinego")
 	out, errs := traceLevels(t, bin, 3, "-e", "uprobe:"+bin+":main.leaf { @[ustack] = count(); }", "-o", "folded")
@@ -93,7 +96,10 @@ func TestTraceStackGoInlined(t *testing.T) {
 	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) || samples[0].Count != 3 {
 		t.Errorf("folded %q: want the stack to end %q with count 3", out, want)
 	}
-	checkChain(t, errs, []string{"main.leaf", "main.outer", "main.main"}, 3)
+	checkChain(t, errs, []string{"main.leaf", "[inlined] main.middle", "main.outer", "main.main"}, 3)
+	if !strings.Contains(errs, "\n    [inlined] main.middle\n") {
+		t.Errorf("no line \"    [inlined] main.middle\" in the map:\n%s", errs)
+	}
 
 	// The flags' --stacks on the Go function: the same stack, under the
 	// probe's frame.
@@ -108,6 +114,65 @@ func TestTraceStackGoInlined(t *testing.T) {
 	}
 	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) || samples[0].Count != 3 || !strings.Contains(out, "main.leaf") {
 		t.Errorf("--stacks: folded %q: want the stack to end %q with count 3", out, want)
+	}
+}
+
+// TestTraceStackCInlined: a C program built -O2 -g with the default
+// flags, where mid (always_inline) and inner (static inline) are inlined
+// into outer: every format has them as frames of their own between leaf
+// and outer, innermost first, as gdb's bt shows them. The text map and
+// printf print them as bpftrace 0.24 and later do: "[inlined] NAME" with
+// no offset, and "ADDR NAME (inlined)" in ustack(perf); ustack(2) keeps
+// leaf and outer's return address with its two inlined calls.
+func TestTraceStackCInlined(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "inlinec")
+	buildTool(t, "gcc", "-O2", "-g", "-o", bin, "testdata/stacks/inlinec.c")
+	prog := "uprobe:" + bin + `:leaf { @[ustack] = count(); @two[ustack(2)] = count(); printf("%s|\n", ustack(perf)); }`
+	out, errs := traceLevels(t, bin, 2, "-e", prog)
+	want := []string{"leaf", "[inlined] inner", "[inlined] mid", "outer", "main"}
+	checkChain(t, out, want, 2)
+	if !regexp.MustCompile(`\n    leaf\+0\n    \[inlined\] inner\n    \[inlined\] mid\n    outer\+\d+\n    main\+\d+\n`).MatchString(out) {
+		t.Errorf("the map's stack is not leaf+0, [inlined] inner, [inlined] mid, outer+N, main+N:\n%s", out)
+	}
+	// ustack(2) keeps two addresses, each with its inlined calls (as
+	// bpftrace's limit counts addresses, not printed frames).
+	if !regexp.MustCompile(`@two\[\n    leaf\+0\n    \[inlined\] inner\n    \[inlined\] mid\n    outer\+\d+\n\]: 2\n`).MatchString(out) {
+		t.Errorf("@two's stack is not leaf+0, [inlined] inner, [inlined] mid, outer+N, counted 2:\n%s", out)
+	}
+	// ustack(perf): the inlined frames at outer's return address.
+	perf := regexp.MustCompile(`\t([0-9a-f]+) leaf\+0 \(` + regexp.QuoteMeta(bin) + `\)\n\t([0-9a-f]+) inner \(inlined\)\n\t([0-9a-f]+) mid \(inlined\)\n\t([0-9a-f]+) outer\+\d+ \(` + regexp.QuoteMeta(bin) + `\)\n\t[0-9a-f]+ main\+\d+ `)
+	m := perf.FindAllStringSubmatch(out, -1)
+	if len(m) != 2 {
+		t.Fatalf("ustack(perf): %d stacks leaf, inner (inlined), mid (inlined), outer, main; want 2:\n%s\n%s", len(m), out, errs)
+	}
+	if m[0][2] != m[0][4] || m[0][3] != m[0][4] {
+		t.Errorf("ustack(perf): the inlined frames' addresses %s, %s are not outer's %s", m[0][2], m[0][3], m[0][4])
+	}
+
+	// JSON: the same frames, the inlined ones marked.
+	out, errs = traceLevels(t, bin, 1, "-o", "json", "-e", "uprobe:"+bin+`:leaf { printf("%s\n", ustack); }`)
+	var names []string
+	for l := range strings.Lines(out) {
+		var ev struct {
+			Type   string
+			Stacks [][]struct {
+				Symbol  string
+				Inlined bool
+			}
+		}
+		if json.Unmarshal([]byte(l), &ev) != nil || ev.Type != "printf" || len(ev.Stacks) != 1 {
+			continue
+		}
+		for _, f := range ev.Stacks[0] {
+			n := f.Symbol
+			if f.Inlined {
+				n = "[inlined] " + n
+			}
+			names = append(names, n)
+		}
+	}
+	if len(names) < len(want) || !slices.Equal(names[:len(want)], want) {
+		t.Errorf("JSON stack %q: want it to begin %q\n%s\n%s", names, want, out, errs)
 	}
 }
 

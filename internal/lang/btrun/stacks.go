@@ -327,25 +327,20 @@ func (s *stacks) frames(pid int, pcs []uint64, n int) []symbolize.Frame {
 	return out
 }
 
-// format prints frames as bpftrace 0.17 prints a ustack: indented by
+// formatStack prints frames as bpftrace prints a ustack: indented by
 // indent spaces (8 in printf, 4 in a map key), or ustack(perf)'s lines.
-// Inlined calls, which bpftrace does not show, are left out.
+// Inlined calls are frames of their own ("[inlined] NAME"), as bpftrace
+// 0.24 and later print them.
 func formatStack(frames []symbolize.Frame, info *btgen.StackInfo, indent int) string {
-	outer := make([]symbolize.Frame, 0, len(frames))
-	for _, f := range frames {
-		if !f.Inlined {
-			outer = append(outer, f)
-		}
-	}
-	if len(outer) == 0 {
+	if len(frames) == 0 {
 		// bpftrace prints an empty stack (a profile sample of a kernel
 		// thread or the idle task) as nothing.
 		return ""
 	}
 	if info.Perf {
-		return symbolize.FormatPerf(outer)
+		return symbolize.FormatPerf(frames)
 	}
-	return symbolize.Format(outer, indent)
+	return symbolize.Format(frames, indent)
 }
 
 // close releases every Symbolizer.

@@ -68,6 +68,8 @@
 // the file and line of its position (for a caller, its call site), as
 // addr2line -i and runtime.CallersFrames give them; the last frame is the
 // function the code is in, with the symbol table's name and offset.
+// Printed, an inlined frame is "[inlined] SYMBOL" (in ustack(perf),
+// "ADDR SYMBOL (inlined)"), as bpftrace 0.24 and later print them.
 //
 // An object's DWARF is read when a Symbolizer that uses it (not
 // Options.NoDWARF) first looks up one of its addresses, and then only the

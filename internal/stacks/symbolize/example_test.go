@@ -17,13 +17,14 @@ func ExampleFormat() {
 		{Addr: 0x10},
 	}
 	fmt.Print(symbolize.Format(frames, 8))
-	fmt.Print(symbolize.FormatPerf(frames[1:3]))
+	fmt.Print(symbolize.FormatPerf(frames[:3]))
 	// Output:
-	//         twice+0
+	//         [inlined] twice
 	//         outer+6
 	//         [libfoo.so+0x1234]
 	//         0x10
 	//
+	// 	401136 twice (inlined)
 	// 	401136 outer+6 (/usr/bin/app)
 	// 	7f0000001234 [libfoo.so+0x1234] (/usr/lib/libfoo.so (deleted))
 }

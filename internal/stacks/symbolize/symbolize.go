@@ -559,11 +559,15 @@ type Frame struct {
 }
 
 // String returns the frame as bpftrace prints a frame of ustack:
-// "SYMBOL+OFFSET" (decimal offset); "[OBJECT+0xOFFSET]" (the object's base
-// name) when the function is unknown but the object is; and the bare hex
-// address only for an address in no known object.
+// "SYMBOL+OFFSET" (decimal offset); "[inlined] SYMBOL" for a function
+// inlined into the next frame (no offset: it has no code of its own), as
+// bpftrace 0.24 and later print inlined frames; "[OBJECT+0xOFFSET]" (the
+// object's base name) when the function is unknown but the object is;
+// and the bare hex address only for an address in no known object.
 func (f Frame) String() string {
 	switch {
+	case f.Inlined && f.Symbol != "":
+		return "[inlined] " + f.Symbol
 	case f.Symbol != "":
 		return f.Symbol + "+" + strconv.FormatUint(f.SymOffset, 10)
 	case f.Object != "":
@@ -593,11 +597,16 @@ func Format(frames []Frame, indent int) string {
 
 // FormatPerf returns frames as bpftrace prints ustack(perf): a newline,
 // then per frame a tab, the address in hex, the frame and, in
-// parentheses, its object.
+// parentheses, its object; an inlined frame is "ADDR SYMBOL (inlined)",
+// as bpftrace 0.24 and later print it in this mode.
 func FormatPerf(frames []Frame) string {
 	var b bytes.Buffer
 	b.WriteByte('\n')
 	for _, f := range frames {
+		if f.Inlined && f.Symbol != "" {
+			fmt.Fprintf(&b, "\t%x %s (inlined)\n", f.Addr, escape.Control(f.Symbol))
+			continue
+		}
 		obj := f.Object
 		if obj == "" {
 			obj = "unknown"
