@@ -60,8 +60,8 @@ var (
 )
 
 // untilWhole sends command to tc until the trace's printing of @ has a
-// key that starts with chain (the tables of a process are added a poll
-// after its first hits), then returns the whole keys.
+// key match accepts (the tables of a process are added a poll after its
+// first hits).
 func untilWhole(t *testing.T, run *traceRun, tc *testutil.Tracee, command string, match func(string) bool) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
@@ -162,4 +162,21 @@ func TestTraceStacksProcessStartedLater(t *testing.T) {
 	if !slices.Equal(a, b) {
 		t.Errorf("default's whole keys:\n%q\n--unwind cfi's:\n%q", a, b)
 	}
+}
+
+// TestTraceProfileProcessStartedLater: profile: samples of a process
+// started after the trace began get whole stacks with default flags
+// once its tables are added: chain.c built -O2 -fomit-frame-pointer
+// looping through level1 → level2 → level3 → leaf has samples whose key
+// goes on from level1 to main and libc's start (without the tables the
+// frame-pointer walk never gets there: no such key is printed).
+func TestTraceProfileProcessStartedLater(t *testing.T) {
+	bin := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
+	run := startTrace(t, "trace", "-e", `profile:hz:997 /comm == "chain"/ { @[ustack] = count(); } interval:ms:10 { print(@); }`)
+	tc := testutil.StartTracee(t, bin)
+	tc.WaitReady(t)
+	untilWhole(t, run, tc, "loop 2000000", func(k string) bool {
+		return strings.Contains(k, " level1 main __libc_start_call_main")
+	})
+	tc.Quit(t)
 }
