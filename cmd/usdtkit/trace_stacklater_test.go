@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
