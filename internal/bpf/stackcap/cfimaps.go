@@ -15,6 +15,7 @@ const (
 	DefaultCFIProcsMap  = "cfi_procs"
 	DefaultCFITablesMap = "cfi_tables"
 	DefaultCFIRowsMap   = "cfi_rows"
+	DefaultCFIWantedMap = "cfi_wanted"
 )
 
 // Layout of a process's value in the procs map: a u32 count and 4 bytes
@@ -119,6 +120,17 @@ func CFITablesMapSpec(name string, tables int) *ebpf.MapSpec {
 // array of rows entries of CFIRowSize bytes, mmapable.
 func CFIRowsMapSpec(name string, rows int) *ebpf.MapSpec {
 	return &ebpf.MapSpec{Name: name, Type: ebpf.Array, KeySize: 4, ValueSize: CFIRowSize, MaxEntries: uint32(rows), Flags: bpfMmapable}
+}
+
+// CFIWantedMapSpec returns the spec of the map in which the walk asks for
+// a process's mappings: a hash keyed by the u32 tgid (its u32 value is
+// unused), for up to processes processes at once. The walk adds the
+// process it finds no mappings of, or whose mappings hold no PC (they
+// changed: exec, dlopen, or another process of the same id), unless it
+// is there already or the map is full; user space takes them out
+// (unwind.BPFTables.TakeWanted).
+func CFIWantedMapSpec(name string, processes int) *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: name, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: uint32(processes)}
 }
 
 // BPF_F_NO_PREALLOC and BPF_F_MMAPABLE (include/uapi/linux/bpf.h).

@@ -30,10 +30,12 @@ type CFIWalkOptions struct {
 	// CFIWalkStackSlots 8-byte slots of the BPF stack the walk may
 	// overwrite.
 	Stack int16
-	// Procs, Tables and Rows name the maps of processes' mappings, of
-	// tables and of rows (CFIProcsMapSpec, CFITablesMapSpec,
-	// CFIRowsMapSpec); "" means DefaultCFIProcsMap and its siblings.
-	Procs, Tables, Rows string
+	// Procs, Tables, Rows and Wanted name the maps of processes'
+	// mappings, of tables, of rows and of the processes whose mappings
+	// the walk asks for (CFIProcsMapSpec, CFITablesMapSpec,
+	// CFIRowsMapSpec, CFIWantedMapSpec); "" means DefaultCFIProcsMap and
+	// its siblings.
+	Procs, Tables, Rows, Wanted string
 }
 
 // CFIWalkStackSlots is the number of 8-byte BPF stack slots
@@ -64,6 +66,7 @@ const (
 
 	cfiFPKnown = 1 << 0 // the frame pointer is known
 	cfiFirstF  = 1 << 1 // the frame is frame 0: its PC is the instruction pointer
+	cfiStale   = 1 << 2 // the process's mappings do not hold the instruction pointer: every step is by frame pointer
 )
 
 // Why a walk with call frame information ended, at offset CFIStopOffset
@@ -131,14 +134,14 @@ func EmitCFIWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap st
 	if opts.Stack >= 0 || opts.Stack%8 != 0 || int(opts.Stack)+8*CFIWalkStackSlots > 0 || opts.Stack < -512 {
 		return nil, nil, fmt.Errorf("stackcap: BPF stack offset %d cannot hold %d slots", opts.Stack, CFIWalkStackSlots)
 	}
-	names := [3]string{opts.Procs, opts.Tables, opts.Rows}
-	for i, d := range [3]string{DefaultCFIProcsMap, DefaultCFITablesMap, DefaultCFIRowsMap} {
+	names := [4]string{opts.Procs, opts.Tables, opts.Rows, opts.Wanted}
+	for i, d := range [4]string{DefaultCFIProcsMap, DefaultCFITablesMap, DefaultCFIRowsMap, DefaultCFIWantedMap} {
 		if names[i] == "" {
 			names[i] = d
 		}
 	}
 	w := cfiWalk{
-		max: max, entry: opts.Entry, procs: names[0], tables: names[1], rows: names[2],
+		max: max, entry: opts.Entry, procs: names[0], tables: names[1], rows: names[2], wanted: names[3],
 		l: func(s string) string { return prefix + "_cfi_" + s },
 	}
 	s := opts.Scratch
@@ -175,6 +178,14 @@ func EmitCFIWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap st
 		asm.StoreMem(asm.R10, sProc, asm.R0, asm.DWord),
 		asm.JNE.Imm(asm.R0, 0, l("proc")),
 		storeImm64(asm.R10, sProc, 0),
+		// Unknown: asked for (once: BPF_NOEXIST; the tgid is both key
+		// and value), this hit walks by frame pointer.
+		asm.LoadMapPtr(asm.R1, 0).WithReference(w.wanted),
+		asm.Mov.Reg(asm.R2, asm.R10),
+		asm.Add.Imm(asm.R2, int32(sN)),
+		asm.Mov.Reg(asm.R3, asm.R2),
+		asm.Mov.Imm(asm.R4, bpfNoExist),
+		asm.FnMapUpdateElem.Call(),
 		asm.Mov.Reg(asm.R1, dst).WithSymbol(l("proc")),
 		asm.Add.Imm(asm.R1, int32(s)),
 		asm.StoreMem(asm.R10, sCtx, asm.R1, asm.DWord),
@@ -205,10 +216,10 @@ func EmitCFIWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap st
 }
 
 type cfiWalk struct {
-	max                 int
-	entry               bool
-	procs, tables, rows string
-	l                   func(string) string
+	max                         int
+	entry                       bool
+	procs, tables, rows, wanted string
+	l                           func(string) string
 }
 
 // Registers of the callback: the scratch (its state at 0), the process's
@@ -256,6 +267,9 @@ func (w *cfiWalk) step() asm.Instructions {
 		asm.Sub.Imm(asm.R1, 1),
 		stS(cfiLook, asm.R1).WithSymbol(l("look")),
 		asm.JEq.Imm(cbProc, 0, l("fp")),
+		ldS(asm.R2, cfiFlags),
+		asm.And.Imm(asm.R2, cfiStale),
+		asm.JNE.Imm(asm.R2, 0, l("fp")),
 
 		// The mapping of the PC: the last whose start is at most the
 		// PC, by binary search of the count first mappings.
@@ -293,7 +307,7 @@ func (w *cfiWalk) step() asm.Instructions {
 	}
 	insns = append(insns,
 		ldS(asm.R4, cfiLo).WithSymbol(l("mdone")),
-		asm.JEq.Imm(asm.R4, 0, l("stop_nomap")),
+		asm.JEq.Imm(asm.R4, 0, l("nomap")),
 		asm.Sub.Imm(asm.R4, 1),
 		asm.And.Imm(asm.R4, CFIMaxMappings-1),
 		asm.LSh.Imm(asm.R4, 5),
@@ -301,7 +315,7 @@ func (w *cfiWalk) step() asm.Instructions {
 		asm.Mov.Reg(cbMap, asm.R4),
 		ldS(asm.R1, cfiPC),
 		asm.LoadMem(asm.R2, cbMap, cfiProcHeader+8, asm.DWord),
-		asm.JGE.Reg(asm.R1, asm.R2, l("stop_nomap")),
+		asm.JGE.Reg(asm.R1, asm.R2, l("nomap")),
 
 		// Its table; none (CFINoTable, out of the map's range, or no
 		// rows): a frame-pointer step.
@@ -470,6 +484,30 @@ func (w *cfiWalk) step() asm.Instructions {
 		ldS(asm.R1, cfiBuf).WithSymbol(l("fpdone")),
 		ldS(asm.R2, cfiCFA),
 		asm.Ja.Label(l("advance")),
+	)
+
+	// A PC in no mapping: the mappings are not the process's any more
+	// (an exec, a library mapped since, another process of the same
+	// id), or the return address is not one. The process is asked for
+	// again (once: BPF_NOEXIST); the walk ends, but for frame 0, which
+	// is certainly mapped: then every step is by frame pointer, as for a
+	// process not known.
+	insns = append(insns,
+		asm.FnGetCurrentPidTgid.Call().WithSymbol(l("nomap")),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.StoreMem(cbS, cfiKey, asm.R0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(w.wanted),
+		asm.Mov.Reg(asm.R2, cbS),
+		asm.Add.Imm(asm.R2, cfiKey),
+		asm.Mov.Reg(asm.R3, asm.R2),
+		asm.Mov.Imm(asm.R4, bpfNoExist),
+		asm.FnMapUpdateElem.Call(),
+		ldS(asm.R2, cfiFlags),
+		asm.Mov.Reg(asm.R1, asm.R2),
+		asm.And.Imm(asm.R1, cfiFirstF),
+		asm.JEq.Imm(asm.R1, 0, l("stop_nomap")),
+		asm.Or.Imm(asm.R2, cfiStale),
+		stS(cfiFlags, asm.R2),
 	)
 
 	// A frame-pointer step: at a function's entry (frame 0) the return

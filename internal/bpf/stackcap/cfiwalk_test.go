@@ -123,7 +123,7 @@ func TestCFIWalkShape(t *testing.T) {
 			lookups[ins.Reference()]++
 		}
 	}
-	if want := map[string]int{"cfi_tables": 1, "cfi_rows": 22}; !maps.Equal(lookups, want) {
+	if want := map[string]int{"cfi_tables": 1, "cfi_rows": 22, "cfi_wanted": 1}; !maps.Equal(lookups, want) {
 		t.Errorf("map lookups %v, want %v", lookups, want)
 	}
 	if reads != 5 {

@@ -105,12 +105,20 @@
 // .eh_frame and .debug_frame (unwind.Table), so code built without frame
 // pointers gives whole stacks; it stores the same stack id record, hash
 // and frames map as EmitWalkID. Three maps, filled from user space
-// (unwind.BPFTables), hold them:
+// (unwind.BPFTables), hold them, and a fourth asks user space for
+// processes:
 //
 //	procs   hash, u32 tgid → u32 count, pad, then CFIMaxMappings of
 //	        {u64 start, end, bias; u32 table; pad}, sorted by start
 //	tables  array, table id → {u32 first row, u32 count}
 //	rows    array of every table's 16-byte rows (unwind.Row)
+//	wanted  hash, u32 tgid → u32 (unused), bounded
+//
+// A process procs does not know is walked by frame pointer and added to
+// wanted (BPF_NOEXIST: once until user space takes it); so is one whose
+// mappings hold no PC of the stack (they changed: an exec, a library
+// mapped since, a process id reused), whose walk then goes on by frame
+// pointer when that PC is the instruction pointer, and ends otherwise.
 //
 // Frame 0 is the instruction pointer; a bpf_loop callback unwinds one
 // frame per call, so the verifier checks its body once whatever

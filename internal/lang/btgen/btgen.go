@@ -144,7 +144,7 @@ const (
 	// DefaultCFIRowsMap (stackcap.EmitCFIWalkID; the runner replaces the
 	// spec's small maps with those of an unwind.BPFTables), and
 	// with frame pointers in processes and objects those maps do not
-	// have: stacks keep their frames through code built without frame
+	// have, asking for those processes in DefaultCFIWantedMap: stacks keep their frames through code built without frame
 	// pointers. Needs bpf_loop (Linux 5.17). x86-64 only: elsewhere it
 	// is StackKeysFP.
 	StackKeysCFI StackKeys = iota

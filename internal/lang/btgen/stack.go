@@ -25,8 +25,9 @@ import (
 // default with the objects' call frame information (Options.StackKeys
 // StackKeysCFI: stackcap.EmitCFIWalkID, one bpf_loop whose callback
 // unwinds a frame, with the tables of the maps cfi_procs, cfi_tables and
-// cfi_rows, which the runner fills for the traced processes; frame
-// pointers in processes and objects it has no table of), or with frame
+// cfi_rows, which the runner fills for the traced processes and for the
+// processes the walk asks for in cfi_wanted; frame pointers in processes
+// and objects it has no table of), or with frame
 // pointers alone (StackKeysFP: stackcap.EmitWalkID). Either way the id
 // is a 64-bit hash of the frames, kept in a BPF hash. Elsewhere it is
 // captured as bpftrace captures it: the id of the user stack in a
@@ -280,6 +281,7 @@ func (out *Program) addStackMaps(o *Options) {
 		out.Spec.Maps[stackcap.DefaultCFIProcsMap] = stackcap.CFIProcsMapSpec(stackcap.DefaultCFIProcsMap, 1)
 		out.Spec.Maps[stackcap.DefaultCFITablesMap] = stackcap.CFITablesMapSpec(stackcap.DefaultCFITablesMap, 1)
 		out.Spec.Maps[stackcap.DefaultCFIRowsMap] = stackcap.CFIRowsMapSpec(stackcap.DefaultCFIRowsMap, 1)
+		out.Spec.Maps[stackcap.DefaultCFIWantedMap] = stackcap.CFIWantedMapSpec(stackcap.DefaultCFIWantedMap, 1)
 	}
 	if any {
 		out.Spec.Maps[MapStackPIDs] = &ebpf.MapSpec{Name: MapStackPIDs, Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: maxStackPIDs}

@@ -65,8 +65,9 @@
 // stack keys with call frame information (btgen.StackKeysCFI) gets the
 // maps of an unwind.BPFTables the Runner owns, filled before loading
 // with the traced processes' mappings and objects' tables, and kept up
-// to date while they live; other processes' stacks walk with frame
-// pointers (cfitables.go).
+// to date while they live; other processes are added when the program
+// asks for them, their first hits walking with frame pointers
+// (cfitables.go).
 //
 // # Output
 //
@@ -391,6 +392,7 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		idle := r.rd.AvailableBytes() == 0
 		if idle || now.Sub(checked) >= r.opts.PollInterval {
 			r.stacks.refreshTargets(r.opts.PIDs)
+			r.stacks.serveWanted(now)
 			if r.targetGone() {
 				break
 			}

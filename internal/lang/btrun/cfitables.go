@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -23,9 +24,21 @@ import (
 // process's mappings are read again at its first stack (a command
 // started stopped has mapped its libraries by then) and at each poll of
 // the traced processes, and given to the tables when they changed; a
-// traced process that exits is removed. The walk steps by frame
-// pointer in other processes (every process without Options.PIDs), in
-// objects without a table and in objects for which the maps have no
+// traced process that exits is removed.
+//
+// Other processes (every process without Options.PIDs: usdt:PATH and
+// uprobe:PATH system-wide, profile:) are added when the program asks for
+// them: a hit of a process the procs map does not know walks by frame
+// pointer and puts its tgid in the wanted map (once, until taken), as
+// does a hit whose PC is in none of its process's mappings (an exec, a
+// library mapped since, a process id reused). At each poll Run takes at
+// most maxWantedPerPoll of them (serveWanted), reads each one's mappings
+// at most once per wantedInterval, and adds them with their objects'
+// tables (built once per object, shared with every process that maps
+// it); at most maxDynamic such processes are known at once, and those
+// that exit are removed (sweepDynamic). The program's later hits of a
+// process added walk with its tables. The walk steps by frame pointer
+// in objects without a table and in objects for which the maps have no
 // room: each such object is reported once to Options.Warn.
 
 // openTables makes the tables when spec's programs walk with CFI, with
@@ -102,15 +115,13 @@ func (s *stacks) tableMaps(spec *ebpf.CollectionSpec) map[string]*ebpf.Map {
 // process pid, to the tables, unless they are the ones given last. Maps
 // without executable mappings (a process gone or exiting) change nothing.
 func (s *stacks) addTables(pid int, maps []procfs.Mapping) {
-	if s.tables == nil || !s.targets[pid] {
+	if s.tables == nil {
 		return
 	}
-	exec := make([]procfs.Mapping, 0, len(maps))
-	for _, m := range maps {
-		if m.Exec() {
-			exec = append(exec, m)
-		}
+	if _, ok := s.dynamic[pid]; !ok && !s.targets[pid] {
+		return
 	}
+	exec := execOnly(maps)
 	if len(exec) == 0 || slices.Equal(exec, s.added[pid]) {
 		return
 	}
@@ -156,13 +167,98 @@ func (s *stacks) warnOnce(err error) {
 // maxWarnings bounds the warnings about the tables.
 const maxWarnings = 64
 
-// removeTables forgets traced process pid, which exited.
+// removeTables forgets process pid, which exited.
 func (s *stacks) removeTables(pid int) {
 	if s.tables == nil {
 		return
 	}
 	delete(s.added, pid)
+	delete(s.dynamic, pid)
 	if err := s.tables.RemoveProcess(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		s.warnOnce(err)
 	}
+}
+
+// Bounds on what processes the program asks for cost: how often they
+// are served, processes served each time, how often one process's
+// mappings are read, processes known at once besides the traced ones
+// (the procs map holds 1024), how often they are checked for exit.
+const (
+	wantedPoll       = DefaultPollInterval
+	maxWantedPerPoll = 16
+	wantedInterval   = time.Second
+	maxDynamic       = 512
+	sweepInterval    = time.Second
+)
+
+// serveWanted adds the processes the program asked for (see above) to
+// the tables, at time now.
+func (s *stacks) serveWanted(now time.Time) {
+	if s.tables == nil {
+		return
+	}
+	if s.dynamic == nil {
+		s.dynamic = map[int]time.Time{}
+	}
+	if now.Sub(s.served) < wantedPoll {
+		return
+	}
+	s.served = now
+	if now.Sub(s.swept) >= sweepInterval {
+		s.sweepDynamic()
+		s.swept = now
+	}
+	pids, err := s.tables.TakeWanted(maxWantedPerPoll)
+	if err != nil {
+		s.warnOnce(err)
+	}
+	for _, pid := range pids {
+		if pid <= 0 {
+			continue
+		}
+		last, known := s.dynamic[pid]
+		if known && now.Sub(last) < wantedInterval {
+			// Asked again soon: its mappings are read again when it
+			// asks after the interval.
+			continue
+		}
+		if !known && !s.targets[pid] && len(s.dynamic) >= maxDynamic {
+			s.warnOnce(fmt.Errorf("stacks of processes beyond %d not traced with -p or -c walk with frame pointers", maxDynamic))
+			continue
+		}
+		maps, ok := readExecMaps(pid)
+		if !ok {
+			continue // gone
+		}
+		if !s.targets[pid] {
+			s.dynamic[pid] = now
+		}
+		if sym := s.procs[pid]; sym != nil && !slices.Equal(execOnly(maps), s.added[pid]) {
+			// Its mappings changed since its Symbolizer read them (an
+			// exec): its stacks are named from the new ones.
+			sym.RefreshFrom(maps)
+		}
+		s.addTables(pid, maps)
+	}
+}
+
+// sweepDynamic removes the processes added on the program's request that
+// exited.
+func (s *stacks) sweepDynamic() {
+	for pid := range s.dynamic {
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			s.removeTables(pid)
+		}
+	}
+}
+
+// execOnly returns the executable mappings of maps.
+func execOnly(maps []procfs.Mapping) []procfs.Mapping {
+	exec := make([]procfs.Mapping, 0, len(maps))
+	for _, m := range maps {
+		if m.Exec() {
+			exec = append(exec, m)
+		}
+	}
+	return exec
 }

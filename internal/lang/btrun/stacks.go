@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -64,8 +65,14 @@ type stacks struct {
 	// warned report the objects they cannot unwind (cfitables.go).
 	tables *unwind.BPFTables
 	added  map[int][]procfs.Mapping
-	warn   func(error)
-	warned map[string]bool
+	// dynamic are the processes added to the tables because the
+	// program asked for them (not traced), with when their mappings
+	// were last read; served is when the wanted processes were last
+	// served, swept when those added were last checked for exit.
+	dynamic       map[int]time.Time
+	served, swept time.Time
+	warn          func(error)
+	warned        map[string]bool
 }
 
 // maxRereads bounds how often unwind reads a process's mappings again.

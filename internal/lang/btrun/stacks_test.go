@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/usdtkit/usdtkit/internal/bpf/stackcap"
 	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
@@ -217,5 +218,57 @@ func TestTableRows(t *testing.T) {
 	}
 	if n := s.tables.Maps()[stackcap.DefaultCFIRowsMap].MaxEntries(); n != minTableRows {
 		t.Errorf("%d rows for chain, libc and ld.so, want %d", n, minTableRows)
+	}
+}
+
+// TestServeWanted: a process the program asks for (in the wanted map)
+// is added to the tables at the next serving, read again no sooner
+// than wantedInterval after, and removed once it exited; a process gone
+// before it is served is skipped.
+func TestServeWanted(t *testing.T) {
+	testutil.RequireBPF(t)
+	bin := stacktest.BuildChain(t, "-O2", "-fomit-frame-pointer")
+	s := &stacks{}
+	spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{stackcap.DefaultCFIProcsMap: {}}}
+	if err := s.openTables(spec, nil, func(err error) { t.Errorf("warning: %v", err) }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.close)
+	maps := s.tables.Maps()
+	ask := func(pid int) {
+		t.Helper()
+		if err := maps[stackcap.DefaultCFIWantedMap].Put(uint32(pid), uint32(pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	known := func(pid int) bool {
+		var v []byte
+		return maps[stackcap.DefaultCFIProcsMap].Lookup(uint32(pid), &v) == nil
+	}
+	tc := testutil.StartTracee(t, bin)
+	tc.WaitReady(t)
+	pid := tc.PID()
+	now := time.Now()
+	ask(pid)
+	s.serveWanted(now)
+	if !known(pid) {
+		t.Fatalf("process %d asked for is not in the procs map", pid)
+	}
+	read := s.dynamic[pid]
+	now = now.Add(wantedPoll)
+	ask(pid)
+	s.serveWanted(now)
+	if s.dynamic[pid] != read {
+		t.Errorf("mappings read again within wantedInterval")
+	}
+	if n, _ := s.tables.TakeWanted(16); len(n) != 0 {
+		t.Errorf("still wanted: %v", n)
+	}
+	tc.Quit(t) // waits for its exit
+	now = now.Add(sweepInterval)
+	ask(pid)
+	s.serveWanted(now)
+	if known(pid) || len(s.dynamic) != 0 {
+		t.Errorf("process %d exited: known %v, dynamic %v", pid, known(pid), s.dynamic)
 	}
 }

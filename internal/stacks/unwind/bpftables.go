@@ -26,6 +26,9 @@ type BPFTablesOptions struct {
 	// Rows is the most rows of all Tables together (16 bytes each,
 	// allocated when the map is made); 0 means 1<<21 (32 MiB).
 	Rows int
+	// Wanted is the most processes the program asks for at once
+	// (TakeWanted); 0 means 256.
+	Wanted int
 }
 
 // BPFTables owns the maps that a walk with call frame information in a
@@ -40,9 +43,9 @@ type BPFTablesOptions struct {
 // process using it was removed): it then finds wrong frames, never
 // reads outside the maps.
 type BPFTables struct {
-	u                   *Unwinder
-	procs, tables, rows *ebpf.Map
-	tabMem, rowMem      *ebpf.Memory
+	u                           *Unwinder
+	procs, tables, rows, wanted *ebpf.Map
+	tabMem, rowMem              *ebpf.Memory
 
 	mu     sync.Mutex
 	objs   map[fileID]*bpfTable
@@ -67,7 +70,7 @@ type rowSpan struct{ first, count uint32 }
 // NewBPFTables makes the maps, empty, with the Tables of u; opts may be
 // nil. Needs kernel 5.5 (mmapable arrays).
 func NewBPFTables(u *Unwinder, opts *BPFTablesOptions) (_ *BPFTables, err error) {
-	o := BPFTablesOptions{Processes: 1024, Tables: 4096, Rows: 1 << 21}
+	o := BPFTablesOptions{Processes: 1024, Tables: 4096, Rows: 1 << 21, Wanted: 256}
 	if opts != nil {
 		for _, f := range []struct {
 			name    string
@@ -78,6 +81,7 @@ func NewBPFTables(u *Unwinder, opts *BPFTablesOptions) (_ *BPFTables, err error)
 			{"Processes", opts.Processes, &o.Processes, 1 << 20},
 			{"Tables", opts.Tables, &o.Tables, 1 << 20},
 			{"Rows", opts.Rows, &o.Rows, 1 << 27},
+			{"Wanted", opts.Wanted, &o.Wanted, 1 << 16},
 		} {
 			if f.v < 0 || f.v > f.maximum {
 				return nil, fmt.Errorf("unwind: BPFTablesOptions.%s %d is not in 0..%d", f.name, f.v, f.maximum)
@@ -102,6 +106,9 @@ func NewBPFTables(u *Unwinder, opts *BPFTablesOptions) (_ *BPFTables, err error)
 	if b.rows, err = ebpf.NewMap(stackcap.CFIRowsMapSpec(stackcap.DefaultCFIRowsMap, o.Rows)); err != nil {
 		return nil, fmt.Errorf("unwind: rows map: %w", err)
 	}
+	if b.wanted, err = ebpf.NewMap(stackcap.CFIWantedMapSpec(stackcap.DefaultCFIWantedMap, o.Wanted)); err != nil {
+		return nil, fmt.Errorf("unwind: wanted map: %w", err)
+	}
 	if b.tabMem, err = b.tables.Memory(); err != nil {
 		return nil, fmt.Errorf("unwind: tables map: %w", err)
 	}
@@ -124,7 +131,40 @@ func (b *BPFTables) Maps() map[string]*ebpf.Map {
 		stackcap.DefaultCFIProcsMap:  b.procs,
 		stackcap.DefaultCFITablesMap: b.tables,
 		stackcap.DefaultCFIRowsMap:   b.rows,
+		stackcap.DefaultCFIWantedMap: b.wanted,
 	}
+}
+
+// TakeWanted removes from the map of wanted processes and returns at
+// most max of the processes the program asked for: those it found no
+// mappings of, and those whose mappings held no PC of a stack (they
+// changed). Each is asked for once until taken; the caller gives each
+// to AddProcess, or remembers that it could not. The map holds
+// BPFTablesOptions.Wanted processes: the program asks for no more until
+// some are taken.
+func (b *BPFTables) TakeWanted(max int) ([]int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, fmt.Errorf("unwind: BPFTables closed")
+	}
+	var pids []int
+	var key, val uint32
+	it := b.wanted.Iterate()
+	for len(pids) < max && it.Next(&key, &val) {
+		pids = append(pids, int(key))
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("unwind: wanted map: %w", err)
+	}
+	// Deleted after the iteration: deleting the key an iteration stands
+	// on restarts it.
+	for _, pid := range pids {
+		if err := b.wanted.Delete(uint32(pid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return pids, fmt.Errorf("unwind: wanted map: %w", err)
+		}
+	}
+	return pids, nil
 }
 
 // AddProcess makes the executable mappings of sp known to the program,
@@ -330,7 +370,7 @@ func (b *BPFTables) Close() error {
 	// The maps' memory is unmapped when no longer referenced.
 	b.tabMem, b.rowMem = nil, nil
 	var errs []error
-	for _, m := range []*ebpf.Map{b.procs, b.tables, b.rows} {
+	for _, m := range []*ebpf.Map{b.procs, b.tables, b.rows, b.wanted} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/usdtkit/usdtkit/internal/bpf/stackcap"
 	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"golang.org/x/sys/unix"
 )
@@ -393,4 +394,78 @@ func TestRowSpans(t *testing.T) {
 		t.Fatalf("free %v, want %v", b.free, want)
 	}
 	take(100, 0, true)
+}
+
+// TestBPFWalkAsksForProcess: a hit of a process the maps do not know
+// walks by frame pointer and puts the process in the wanted map, once
+// however many hits come before TakeWanted takes it; once added, its
+// hits walk with its tables and ask for nothing. A process whose
+// mappings do not hold the instruction pointer (they changed, as after
+// an exec) walks by frame pointer from frame 0 and asks again.
+func TestBPFWalkAsksForProcess(t *testing.T) {
+	tr, sp, u := loadedChain(t, "-O2", "-fomit-frame-pointer")
+	exe := sp.exec[0].Path
+	b, err := NewBPFTables(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	walk := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.CFIWalk, Entry: true, PID: tr.PID(), CFIMaps: b.Maps()})
+	fp := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Walk, Entry: true, PID: tr.PID()})
+	n := stacktest.NewNamer(t, tr.PID())
+	names := func(pcs []uint64) []string {
+		var s []string
+		for _, pc := range pcs {
+			s = append(s, n.Name(t, pc, exe))
+		}
+		return s
+	}
+	wanted := func(want []int) {
+		t.Helper()
+		have, err := b.TakeWanted(16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(have, want) {
+			t.Fatalf("wanted %v, want %v", have, want)
+		}
+	}
+	pid := tr.PID()
+	wanted(nil)
+	byFP := func(what string) {
+		t.Helper()
+		tr.Do(t, "levels")
+		tr.Do(t, "levels")
+		for range 2 {
+			have, want := walk.Next(t).Frames, fp.Next(t).Frames
+			if !slices.Equal(have, want) {
+				t.Fatalf("%s: the walk found %v, the frame-pointer walk %v", what, names(have), names(want))
+			}
+		}
+		wanted([]int{pid})
+	}
+	byFP("unknown")
+
+	if err := b.AddProcess(sp); err != nil {
+		t.Fatal(err)
+	}
+	tr.Do(t, "levels")
+	fp.Next(t)
+	have := names(walk.Next(t).Frames)
+	if chain := []string{"leaf", "level3", "level2", "level1", "main"}; len(have) <= len(chain) || !slices.Equal(have[:len(chain)], chain) {
+		t.Fatalf("added: have %v, want %v then libc's start", have, chain)
+	}
+	wanted(nil)
+
+	// Mappings that are not the process's: its C library alone.
+	var libc []procfs.Mapping
+	for _, m := range sp.all {
+		if m.Path != exe {
+			libc = append(libc, m)
+		}
+	}
+	if err := b.AddProcess(NewSpace(pid, libc)); err != nil {
+		t.Fatal(err)
+	}
+	byFP("stale")
 }

@@ -402,6 +402,7 @@ func Load(tb testing.TB, o *Options) (*ebpf.Collection, int) {
 		spec.Maps[stackcap.DefaultCFIProcsMap] = stackcap.CFIProcsMapSpec(stackcap.DefaultCFIProcsMap, 16)
 		spec.Maps[stackcap.DefaultCFITablesMap] = stackcap.CFITablesMapSpec(stackcap.DefaultCFITablesMap, 16)
 		spec.Maps[stackcap.DefaultCFIRowsMap] = stackcap.CFIRowsMapSpec(stackcap.DefaultCFIRowsMap, 16)
+		spec.Maps[stackcap.DefaultCFIWantedMap] = stackcap.CFIWantedMapSpec(stackcap.DefaultCFIWantedMap, 16)
 		for name, m := range o.CFIMaps {
 			if ms := spec.Maps[name]; ms != nil {
 				ms.MaxEntries = m.MaxEntries()

@@ -7,6 +7,8 @@
 //   levels  main → level1 → level2 → level3 → leaf
 //   loop N  N times levels (for benchmarks)
 //   deep N  main → deep → deep … (N+1 calls, each frame over 1 KiB) → leaf
+//   exec    prints "done", then executes itself again (a new image, the
+//           same process, reading the same stdin)
 // noipa keeps every function a real, separate call (no inlining, cloning
 // or interprocedural shortcuts); each call's result is used after it, so
 // no call becomes a tail jump. leaf never sets up a frame pointer, as
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 volatile int sink;
 
@@ -49,9 +52,19 @@ __attribute__((noipa)) int deep(int n) {
 	return deep(n - 1) + pad[0];
 }
 
+// reexec executes this program again, as "chain".
+__attribute__((noipa)) void reexec(void) {
+	char *argv[] = {"chain", NULL};
+	execv("/proc/self/exe", argv);
+	perror("execv");
+	exit(1);
+}
+
 int main(void) {
 	char line[64];
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	// Unbuffered: no command read ahead is lost at exec.
+	setvbuf(stdin, NULL, _IONBF, 0);
 	while (fgets(line, sizeof line, stdin)) {
 		if (!strncmp(line, "sort", 4)) {
 			int v[4] = {3, 1, 2, 0};
@@ -64,6 +77,9 @@ int main(void) {
 			long n = atol(line + 5);
 			for (long i = 0; i < n; i++)
 				sink += level1(1);
+		} else if (!strncmp(line, "exec", 4)) {
+			printf("done\n");
+			reexec();
 		}
 		printf("done\n");
 	}
