@@ -100,6 +100,29 @@ func TestProgramAgainstBpftrace(t *testing.T) {
 			t.Errorf("bpftrace saw too little:\n%s", theirs)
 		}
 	})
+	t.Run("-p relative path", func(t *testing.T) {
+		// A relative path with -p is taken from the tracer's working
+		// directory, through a symbolic link here, and names the object
+		// the process maps by its real path (bpftrace's abs_path).
+		link := filepath.Join(t.TempDir(), "link")
+		if err := os.Symlink(filepath.Dir(bin), link); err != nil {
+			t.Fatal(err)
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := filepath.Rel(wd, filepath.Join(link, filepath.Base(bin)))
+		if err != nil || filepath.IsAbs(rel) {
+			t.Fatalf("no relative path to %s from %s: %v", bin, wd, err)
+		}
+		src := strings.ReplaceAll(`usdt:REL:demo:req { @[str(arg1)] = sum(arg0); } uretprobe:REL:work { @r = sum(retval); }`, "REL", rel)
+		theirs, ours := runBothPID(t, bpftrace, bin, src, nil)
+		compareProgramOutput(t, ours, theirs)
+		if !strings.Contains(theirs, "@[delta]: 1275") || !strings.Contains(theirs, "@r: 10375") {
+			t.Errorf("bpftrace saw too little:\n%s", theirs)
+		}
+	})
 	t.Run("-p func", func(t *testing.T) {
 		// func in printf, as bpftrace prints it. bpftrace 0.17 gets it
 		// wrong elsewhere: map keys of a process gone print as bare
