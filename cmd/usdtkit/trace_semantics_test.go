@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"testing"
 
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -36,5 +38,32 @@ func TestExitEndsBlockAgainstBpftrace(t *testing.T) {
 				t.Errorf("have\n%q\nwant (bpftrace)\n%q", ours, theirs)
 			}
 		})
+	}
+}
+
+// TestProbeOrderAgainstBpftrace: blocks on one site (a function's entry,
+// its return, a USDT probe) run in the program's order, as bpftrace
+// runs them.
+func TestProbeOrderAgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	bin := buildBtTarget(t)
+	src := strings.ReplaceAll(`uprobe:BIN:work /arg0 < 3/ { printf("entry 1 "); }
+uprobe:BIN:work /arg0 < 3/ { printf("entry 2 "); }
+uprobe:BIN:work /arg0 < 3/ { printf("entry 3\n"); }
+uretprobe:BIN:work /retval < 20/ { printf("return 1 "); }
+uretprobe:BIN:work /retval < 20/ { printf("return 2\n"); }
+usdt:BIN:demo:req /arg0 < 3/ { printf("req 1 "); }
+usdt:BIN:demo:req /arg0 < 3/ { printf("req 2\n"); }`, "BIN", bin)
+	cmdline := bin + " run"
+	ours := runProgramCLI(t, "trace", "-c", cmdline, "-e", src)
+	theirs := runBpftrace(t, bpftrace, "-c", cmdline, "-e", src)
+	if ours != theirs {
+		t.Errorf("have\n%s\nwant (bpftrace)\n%s", ours, theirs)
+	}
+	for _, want := range []string{"entry 1 entry 2 entry 3\n", "return 1 return 2\n", "req 1 req 2\n"} {
+		if !strings.Contains(theirs, want) {
+			t.Errorf("bpftrace printed no %q:\n%s", want, theirs)
+		}
 	}
 }

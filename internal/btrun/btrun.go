@@ -240,7 +240,12 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	}
 	// The sites of probes the kernel refuses, and how many it took.
 	rerr, attached := &RefusedError{}, 0
-	for i := range prog.Blocks {
+	// The kernel runs the consumers of one uprobe newest first
+	// (consumer_add puts each at the head of the list): blocks are
+	// attached last to first so that several on one site run in the
+	// program's order, as bpftrace 0.17 attaches them (attach_reverse).
+	refusedBy := make([]map[int]error, len(prog.Blocks))
+	for i := len(prog.Blocks) - 1; i >= 0; i-- {
 		b := &prog.Blocks[i]
 		if b.Kind == btlang.ProbeProfile {
 			if err := r.attachProfile(r.coll.Programs[b.Prog], b); err != nil {
@@ -269,8 +274,12 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 			continue
 		}
 		attached += n
+		refusedBy[i] = refused
+	}
+	for i := range prog.Blocks {
+		sites := prog.Blocks[i].Sites
 		for j := range sites {
-			if why, ok := refused[j]; ok {
+			if why, ok := refusedBy[i][j]; ok {
 				s := &sites[j]
 				rerr.Sites = append(rerr.Sites, RefusedSite{Probe: s.Probe, Func: symtab.PlainName(s.Func), Object: siteObject(s), Offset: s.Offset, Err: why})
 			}
