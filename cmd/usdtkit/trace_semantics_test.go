@@ -1,7 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
+	"time"
 
 	"testing"
 
@@ -65,5 +71,70 @@ usdt:BIN:demo:req /arg0 < 3/ { printf("req 2\n"); }`, "BIN", bin)
 		if !strings.Contains(theirs, want) {
 			t.Errorf("bpftrace printed no %q:\n%s", want, theirs)
 		}
+	}
+}
+
+// TestSIGUSR1AgainstBpftrace: SIGUSR1 prints every map, as at exit
+// without the two newlines before them, and the trace goes on, in text
+// and JSON, as bpftrace does.
+func TestSIGUSR1AgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	const prog = `BEGIN { @scalar = 5; @m[1] = 2; @h = hist(3); printf("hi\n"); } interval:s:2 { @after = 1; exit(); }`
+	for _, json := range []bool{false, true} {
+		t.Run(fmt.Sprint("json=", json), func(t *testing.T) {
+			btArgs, usArgs := []string{"-e", prog}, []string{"trace", "-e", prog}
+			if json {
+				btArgs = append([]string{"-f", "json"}, btArgs...)
+				usArgs = append(usArgs, "-o", "json")
+			}
+			// bpftrace prints the maps once it reads a record after the
+			// signal: the interval block's.
+			bt := exec.Command(bpftrace, btArgs...)
+			stdout, err := bt.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := bt.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { bt.Process.Kill(); bt.Wait() })
+			var theirs strings.Builder
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "Attaching") || strings.Contains(sc.Text(), "attached_probes") {
+					continue
+				}
+				theirs.WriteString(sc.Text() + "\n")
+				if strings.Contains(sc.Text(), "hi") {
+					break
+				}
+			}
+			if err := bt.Process.Signal(syscall.SIGUSR1); err != nil {
+				t.Fatal(err)
+			}
+			for sc.Scan() {
+				theirs.WriteString(sc.Text() + "\n")
+			}
+			if err := bt.Wait(); err != nil {
+				t.Fatalf("bpftrace: %v", err)
+			}
+
+			run := startTrace(t, usArgs...)
+			run.waitStdout(t, 10*time.Second)
+			if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+				t.Fatal(err)
+			}
+			code, ours, errOut := run.wait(t)
+			if code != 0 {
+				t.Fatalf("usdtkit: exit %d: %s", code, errOut)
+			}
+			if ours != theirs.String() {
+				t.Errorf("have\n%s\nwant (bpftrace)\n%s", ours, theirs.String())
+			}
+			if strings.Count(theirs.String(), "@scalar") != 2 || strings.Count(theirs.String(), "@after") != 1 {
+				t.Errorf("bpftrace did not print the maps twice, @after once:\n%s", theirs.String())
+			}
+		})
 	}
 }

@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -228,6 +230,11 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		fmt.Fprintf(stderr, "Dry run: %d probes at %d sites loaded and attached; nothing ran.\n", prog.Probes(), prog.Sites())
 		return nil
 	}
+	// SIGUSR1 prints the maps and the trace goes on, as bpftrace's.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	topts.PrintMaps = usr1
 	t, err := trace.Start(prog, topts)
 	if err != nil {
 		return err

@@ -143,6 +143,10 @@ type Options struct {
 	// program, what cpid reads; a program that reads it (Program.CPID)
 	// is refused without one.
 	CPID int
+	// PrintMaps, when not nil, is read by Run between records: each
+	// value received (a SIGUSR1 the caller relays) prints every map to
+	// Out as bpftrace does on SIGUSR1, and the trace goes on.
+	PrintMaps <-chan os.Signal
 }
 
 // Runner is a loaded and attached program.
@@ -396,6 +400,13 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	// every PollInterval, not once per record.
 	checked := time.Now()
 	for !stop && ctx.Err() == nil {
+		select {
+		case <-r.opts.PrintMaps:
+			if err := r.printMaps(); err != nil {
+				return err
+			}
+		default:
+		}
 		now := time.Now()
 		idle := r.rd.AvailableBytes() == 0
 		if idle || now.Sub(checked) >= r.opts.PollInterval {
@@ -511,6 +522,18 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		out = fmt.Appendf(out, "usdtkit: %d stack frames in JIT code are unnamed: no perf map (/tmp/perf-PID.map) or jitdump names their addresses (for Java, start it with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit or run jcmd PID Compiler.perfmap)\n", n)
 	}
 	_, err = r.w.Write(out)
+	return err
+}
+
+// printMaps writes every map as bpftrace does on SIGUSR1: as at exit,
+// without the two newlines before them.
+func (r *Runner) printMaps() error {
+	maps, err := r.Maps()
+	if err != nil {
+		return err
+	}
+	r.buf = eventfmt.AppendMaps(r.buf[:0], maps, r.opts.Output)
+	_, err = r.w.Write(r.buf)
 	return err
 }
 
