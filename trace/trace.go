@@ -79,6 +79,11 @@ type Options struct {
 	// SIGUSR1 the caller relays with signal.Notify) prints every map to
 	// Stdout as bpftrace prints them on SIGUSR1, and the trace goes on.
 	PrintMaps <-chan os.Signal
+	// Attached makes Run print bpftrace's "Attaching N probes..." line
+	// (its JSON form with OutputJSON) to Stdout before the BEGIN blocks
+	// run, N as Program.AttachedProbes counts; bpftrace's -q leaves it
+	// out.
+	Attached bool
 }
 
 // Tracer is a started program: loaded and attached. Run it, then Close
@@ -186,6 +191,9 @@ func start(prog *Program, opts *Options, resume bool) (*Tracer, error) {
 		format = eventfmt.OutputJSON
 	}
 	bo := &btrun.Options{PIDs: pids, Out: out, Output: format, Classic: o.Classic, PrintMaps: o.PrintMaps}
+	if o.Attached {
+		bo.Attached = prog.AttachedProbes()
+	}
 	if o.Warn != nil {
 		bo.Warn = func(err error) { o.Warn(refusedError(err)) }
 	}

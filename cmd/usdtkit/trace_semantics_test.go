@@ -25,14 +25,18 @@ func TestExitEndsBlockAgainstBpftrace(t *testing.T) {
 	testutil.RequireBPF(t)
 	progs := []string{
 		`BEGIN { @a = 1; exit(); @a = 2; }`,
-		`interval:ms:10 { @++; exit(); @++ }`,
 		`BEGIN { if (1) { printf("x\n"); exit(); } printf("after\n"); @b = 1 }`,
 		`BEGIN { $i = 0; while ($i < 5) { $i++; if ($i == 2) { exit(); } @n = $i; } @after = 1; }`,
 		`BEGIN { @a = 1; exit(); @a = 2; } END { @e = 1; exit(); @e = 2 }`,
 	}
+	// bpftrace's interval block may run again before it reads exit()'s
+	// event: usdtkit's does not, and each run stops at exit().
+	if code, ours, errOut := runStdin(t, "", "trace", "-q", "-e", `interval:ms:10 { @++; exit(); @++ }`); code != 0 || ours != "\n\n@: 1\n" {
+		t.Errorf("interval: exit %d, stdout %q, stderr %q; want @: 1", code, ours, errOut)
+	}
 	for _, p := range progs {
 		t.Run(p, func(t *testing.T) {
-			code, ours, errOut := runStdin(t, "", "trace", "-e", p)
+			code, ours, errOut := runStdin(t, "", "trace", "-q", "-e", p)
 			if code != 0 {
 				t.Fatalf("usdtkit: exit %d: %s", code, errOut)
 			}
@@ -137,4 +141,59 @@ func TestSIGUSR1AgainstBpftrace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAttachingLineAgainstBpftrace: the first line on stdout is
+// bpftrace's "Attaching N probes...", N counted as bpftrace counts (a
+// block per attach point, each USDT location, a function once), or its
+// JSON object; -q leaves it out.
+func TestAttachingLineAgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	bin := buildBtTarget(t)
+	progs := []string{
+		`BEGIN { exit(); }`,
+		`BEGIN { exit(); } END { printf("end\n"); }`,
+		`uprobe:BIN:work { @a = count(); } uprobe:BIN:work,uretprobe:BIN:work { @b = count(); }
+usdt:BIN:demo:* { @c = count(); } BEGIN { printf("begin\n"); } interval:s:100 { exit(); }`,
+	}
+	for _, p := range progs {
+		p = strings.ReplaceAll(p, "BIN", bin)
+		for _, flags := range [][]string{nil, {"-q"}, {"-f", "json"}, {"-q", "-f", "json"}} {
+			t.Run(fmt.Sprint(p, flags), func(t *testing.T) {
+				args := append(append([]string{"-c", bin + " run"}, flags...), "-e", p)
+				cmd := exec.Command(bpftrace, args...)
+				var errb strings.Builder
+				cmd.Stderr = &errb
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("bpftrace %q: %v\n%s", args, err, errb.String())
+				}
+				code, ours, errOut := runStdin(t, "", append([]string{"trace"}, args...)...)
+				if code != 0 {
+					t.Fatalf("usdtkit: exit %d: %s", code, errOut)
+				}
+				theirs := firstLine(string(out))
+				if have := firstLine(ours); have != theirs {
+					t.Errorf("first line %q, want (bpftrace) %q", have, theirs)
+				}
+				quiet := len(flags) > 0 && flags[0] == "-q"
+				if strings.Contains(theirs, "ttach") == quiet {
+					t.Errorf("bpftrace's first line %q, with -q %v", theirs, quiet)
+				}
+			})
+		}
+	}
+}
+
+// firstLine returns s's first line that the -c target (bttarget) did not
+// print.
+func firstLine(s string) string {
+	for l := range strings.Lines(s) {
+		if strings.HasPrefix(l, "ready ") || l == "done\n" {
+			continue
+		}
+		return l
+	}
+	return ""
 }

@@ -235,12 +235,17 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(usr1)
 	topts.PrintMaps = usr1
+	// bpftrace's "Attaching N probes..." goes where the trace prints
+	// (stderr when a flame graph takes stdout), in -f's format.
+	topts.Attached = !o.quiet
 	t, err := trace.Start(prog, topts)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	fmt.Fprintln(stderr, tracingLine(prog, o.classic))
+	if o.verbose {
+		fmt.Fprintln(stderr, tracingLine(prog, o.classic))
+	}
 	if err := t.Run(ctx); err != nil {
 		return err
 	}

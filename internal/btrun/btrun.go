@@ -147,6 +147,9 @@ type Options struct {
 	// value received (a SIGUSR1 the caller relays) prints every map to
 	// Out as bpftrace does on SIGUSR1, and the trace goes on.
 	PrintMaps <-chan os.Signal
+	// Attached, when not 0, is the count Run prints first, in
+	// bpftrace's line "Attaching N probes..." (eventfmt.AppendAttached).
+	Attached int
 }
 
 // Runner is a loaded and attached program.
@@ -385,6 +388,12 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	// The stub's programs run synchronously within fire, so their
 	// records (an exit() among them) are in the ring when it returns:
 	// handle them before anything fires again.
+	if r.opts.Attached > 0 {
+		r.buf = eventfmt.AppendAttached(r.buf[:0], r.opts.Attached, r.opts.Output)
+		if _, err := r.w.Write(r.buf); err != nil {
+			return err
+		}
+	}
 	r.fireAll(btlang.ProbeBegin)
 	stop, err := r.drain()
 	if err != nil {
