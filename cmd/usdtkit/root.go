@@ -30,6 +30,11 @@ func newRootCmd() *cobra.Command {
 		PersistentPreRun: func(*cobra.Command, []string) { dynsdt.Reap("") },
 	}
 	root.SetVersionTemplate("usdtkit {{.Version}}\n")
+	// A flag the command does not know shows its usage, as bpftrace's
+	// getopt errors do.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{err: err, usage: c.UsageString()}
+	})
 	root.AddCommand(newListCmd())
 	root.AddCommand(newTraceCmd())
 	root.AddCommand(newDoctorCmd())

@@ -90,22 +90,41 @@ func TestProgramStdin(t *testing.T) {
 }
 
 // TestProgramFileMissing: a program file that does not exist, .bt or not,
-// is an error naming the file with exit status 1, as bpftrace's "failed to
-// open file" (bpftrace, too, reads any first argument as the file).
+// is bpftrace's error line, word for word ("ERROR: failed to open file
+// 'NAME': No such file or directory"), with exit status 1 (bpftrace, too,
+// reads any first argument as the file).
 func TestProgramFileMissing(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"missing.bt", "missing"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
 			code, out, errOut := runStdin(t, "", "trace", path)
-			if want := "usdtkit: program file: open " + path + ": no such file or directory"; code != 1 || out != "" || !strings.HasPrefix(errOut, want) {
+			btCode, _, btErr := bpftraceStdin(t, "", path)
+			want := "ERROR: failed to open file '" + path + "': No such file or directory"
+			if btCode == 0 || !strings.Contains(btErr, want+"\n") {
+				t.Errorf("bpftrace: exit %d, stderr %q; want a failure with %q", btCode, btErr, want)
+			}
+			if code != 1 || out != "" || !strings.HasPrefix(errOut, want) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and stderr starting %q", code, out, errOut, want)
 			}
-			btCode, _, btErr := bpftraceStdin(t, "", path)
-			if btCode == 0 || !strings.Contains(btErr, path) {
-				t.Errorf("bpftrace: exit %d, stderr %q; want a failure naming %s", btCode, btErr, path)
-			}
 		})
+	}
+}
+
+// TestUnknownFlagUsage: a flag trace does not know is an error followed by
+// the command's usage, as bpftrace prints its usage after getopt's error.
+func TestUnknownFlagUsage(t *testing.T) {
+	code, out, errOut := runStdin(t, "", "trace", "-idonotexist")
+	if want := "usdtkit: unknown shorthand flag: 'i' in -idonotexist\n\nUsage:\n  usdtkit trace "; code != 1 || out != "" || !strings.HasPrefix(errOut, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and stderr starting %q", code, out, errOut, want)
+	}
+	btCode, _, btErr := bpftraceStdin(t, "", "-idonotexist")
+	if btCode == 0 || !strings.Contains(btErr, "USAGE:") {
+		t.Errorf("bpftrace: exit %d, stderr %q; want its usage", btCode, btErr)
+	}
+	// A usage error of another kind prints no usage.
+	if code, _, errOut := runStdin(t, "", "trace", "-o", "yaml", "-e", "BEGIN { exit(); }"); code != 1 || strings.Contains(errOut, "Usage:") {
+		t.Errorf("exit %d, stderr %q; want exit 1 without the usage", code, errOut)
 	}
 }
 

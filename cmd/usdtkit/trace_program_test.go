@@ -484,7 +484,7 @@ func TestProgramErrors(t *testing.T) {
 		{"-e and -F", []string{"trace", "-F", "%d", "-e", "BEGIN { exit(); }"}, "-e and --format exclude each other"},
 		{"FILE.bt and --hist", []string{"trace", "--hist", "arg0", badFile}, badFile + " and --hist exclude each other"},
 		{"-e and a probe", []string{"trace", "-e", "BEGIN { exit(); }", "python:x"}, "-e takes the whole program"},
-		{"FILE.bt missing", []string{"trace", filepath.Join(dir, "missing.bt")}, "program file: open " + filepath.Join(dir, "missing.bt") + ": no such file or directory"},
+		{"FILE.bt missing", []string{"trace", filepath.Join(dir, "missing.bt")}, "ERROR: failed to open file '" + filepath.Join(dir, "missing.bt") + "': No such file or directory"},
 		{"-e -p and -c", []string{"trace", "-p", "1", "-c", "true", "-e", "BEGIN { exit(); }"}, "-p and -c exclude each other"},
 		{"-e bad output", []string{"trace", "-o", "yaml", "-e", "BEGIN { exit(); }"}, `--output "yaml"`},
 		{"signal without --unsafe", []string{"trace", "-e", "uprobe:" + bin + `:work { signal("SIGUSR1"); }`}, "signal() changes the traced process: it needs --unsafe, as in bpftrace"},
