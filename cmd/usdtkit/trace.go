@@ -51,6 +51,9 @@ type traceOptions struct {
 	list, verbose bool
 	// quiet is bpftrace's -q: no "Attaching N probes..." line.
 	quiet bool
+	// fileActivation is bpftrace's --usdt-file-activation, which is
+	// what usdtkit always does.
+	fileActivation bool
 
 	// Set by checkRun: what -o and -f ask for; the flame graph's title.
 	out        outputSpec
@@ -185,6 +188,7 @@ BPFTRACE_* variables are ignored.`,
 	f.StringVarP(&o.program, "program", "e", "", "run this program in bpftrace's language instead of tracing PROBEs")
 	f.BoolVarP(&o.list, "list", "l", false, "as bpftrace's -l [SEARCH]: list the probes that match SEARCH (usdt:PATH:PROVIDER:NAME, uprobe:PATH:FUNC, globs, several comma-separated; PATH * with -p) as bpftrace prints them, and exit; with -p and no SEARCH, every USDT probe and function of the process")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "with -l (-lv): also print each USDT argument's type and specs, and Go functions' parameters and results; when tracing, also say on stderr how many probes and sites are attached")
+	f.BoolVar(&o.fileActivation, "usdt-file-activation", false, "as bpftrace's --usdt-file-activation, which usdtkit always does: a USDT probe's semaphore is raised in every process that maps the file, now or later (the kernel's uprobe reference counter)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "as bpftrace's -q: leave out the \"Attaching N probes...\" line printed before BEGIN runs (on stdout, in -f's format; on stderr when a flame graph takes stdout)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "as bpftrace's --dry-run: compile, load into the kernel and attach every probe, then detach and exit 0 without running anything (no BEGIN, no output; a -c command is killed before its first instruction)")
 	f.StringVar(&o.dump, "dump", "", "print one stage of the compilation on stdout and exit without tracing: ast (the program as parsed), types (maps' and variables' types) or bpf (the generated maps and instructions)")

@@ -197,3 +197,49 @@ func firstLine(s string) string {
 	}
 	return ""
 }
+
+// TestUSDTFileActivationAgainstBpftrace: with --usdt-file-activation and
+// no process, a probe's semaphore is raised in a process started once the
+// probes are attached, as bpftrace raises it.
+func TestUSDTFileActivationAgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	bin := buildBtTarget(t)
+	src := strings.ReplaceAll(`usdt:BIN:demo:sem { @s = sum(arg0); @n = count(); } usdt:BIN:demo:done { exit(); }`, "BIN", bin)
+	runTarget := func() {
+		if out, err := exec.Command(bin, "run").CombinedOutput(); err != nil {
+			t.Fatalf("%s run: %v\n%s", bin, err, out)
+		}
+	}
+
+	bt := exec.Command(bpftrace, "--usdt-file-activation", "-e", `BEGIN { printf("READY\n"); } `+src)
+	stdout, err := bt.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bt.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bt.Process.Kill(); bt.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && sc.Text() != "READY" {
+	}
+	runTarget()
+	var theirs strings.Builder
+	for sc.Scan() {
+		theirs.WriteString(sc.Text() + "\n")
+	}
+	if err := bt.Wait(); err != nil {
+		t.Fatalf("bpftrace: %v", err)
+	}
+
+	run := startTrace(t, "trace", "--usdt-file-activation", "-e", src)
+	runTarget()
+	code, ours, errOut := run.wait(t)
+	if code != 0 {
+		t.Fatalf("usdtkit: exit %d: %s", code, errOut)
+	}
+	if ours != theirs.String() || !strings.Contains(ours, "@s: 45") {
+		t.Errorf("have\n%s\nwant (bpftrace, with @s: 45)\n%s", ours, theirs.String())
+	}
+}
