@@ -225,16 +225,16 @@ func BenchmarkEventDelivery(b *testing.B) {
 	bt := testutil.RequireTool(b, "bpftrace")
 	uk := usdtkitBinary(b)
 	const hits = 20000
-	// Each tracer says when it is attached: usdtkit on stderr ("Tracing
-	// ..."), bpftrace from BEGIN, which runs once every probe is attached.
+	// Each tracer says when it is attached: usdtkit with -v on stderr
+	// ("Tracing ..."), bpftrace from BEGIN, which runs once every probe is attached.
 	begin := `BEGIN { printf("ready\n"); } `
 	tools := []struct {
 		tool
 		ready string
 	}{
 		{tool{"none", nil}, ""},
-		{tool{"usdtkit-json", []string{uk, "trace", "-p", pid, "-o", "json", "usdt::tracee:bench"}}, "Tracing "},
-		{tool{"usdtkit-count", []string{uk, "trace", "-p", pid, "--count", "usdt::tracee:bench"}}, "Tracing "},
+		{tool{"usdtkit-json", []string{uk, "trace", "-q", "-v", "-p", pid, "-o", "json", "usdt::tracee:bench"}}, "Tracing "},
+		{tool{"usdtkit-count", []string{uk, "trace", "-q", "-v", "-p", pid, "--count", "usdt::tracee:bench"}}, "Tracing "},
 		{tool{"bpftrace-printf", []string{bt, "-p", pid, "-e", begin + "usdt:" + bin + `:tracee:bench { printf("%d %d\n", arg0, arg1); }`}}, "ready"},
 		{tool{"bpftrace-count", []string{bt, "-p", pid, "-e", begin + "usdt:" + bin + ":tracee:bench { @ = count(); }"}}, "ready"},
 	}

@@ -127,6 +127,8 @@ type Program struct {
 	// files[b][i] is the object of site i of block b.
 	files  [][]object
 	probes int
+	// btProbes is AttachedProbes.
+	btProbes int
 	// names are the short names and paths of the probes, by full name
 	// (btgen.Site.Probe).
 	names map[string]probeName
@@ -154,6 +156,12 @@ type object struct {
 // Probes returns how many probes (usdt probes, functions and profile
 // probes) the program attaches to, counting each name once.
 func (p *Program) Probes() int { return p.probes }
+
+// AttachedProbes returns how many probes bpftrace 0.17 says it attaches
+// for this program ("Attaching N probes..."): one per block and attach
+// point, each location of a USDT probe counted, a function once however
+// many sites it has, and BEGIN, END, interval and profile probes.
+func (p *Program) AttachedProbes() int { return p.btProbes }
 
 // Sites returns how many places in objects the program attaches to.
 func (p *Program) Sites() int {
@@ -303,12 +311,19 @@ func (c *compilation) support() error {
 		var sites []btgen.Site
 		var files []object
 		seen := make(map[siteKey]bool)
+		// bpftrace 0.17 counts a probe per block and attach point:
+		// each location of a USDT probe, each function (not its
+		// sites), and BEGIN, END, interval and profile probes.
+		funcs := make(map[string]bool)
 		for _, p := range b.Probes {
 			if p.Kind == btlang.ProbeProfile {
 				names[p.String()] = true
 			}
 			res := r.sites[p]
 			if res == nil {
+				if p.Kind != btlang.ProbeUSDT && p.Kind != btlang.ProbeUprobe && p.Kind != btlang.ProbeUretprobe {
+					out.btProbes++
+				}
 				continue
 			}
 			for i, s := range res.sites {
@@ -322,6 +337,12 @@ func (c *compilation) support() error {
 				sites = append(sites, s)
 				files = append(files, res.files[i])
 				names[s.Probe] = true
+				if p.Kind == btlang.ProbeUSDT {
+					out.btProbes++
+				} else if !funcs[s.Probe] {
+					funcs[s.Probe] = true
+					out.btProbes++
+				}
 			}
 		}
 		all = append(all, sites)

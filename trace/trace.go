@@ -75,6 +75,15 @@ type Options struct {
 	// attaches the others. (When it refuses every site, Start returns
 	// the *RefusedError.)
 	Warn func(error)
+	// PrintMaps, when not nil, is read by Run: each value received (a
+	// SIGUSR1 the caller relays with signal.Notify) prints every map to
+	// Stdout as bpftrace prints them on SIGUSR1, and the trace goes on.
+	PrintMaps <-chan os.Signal
+	// Attached makes Run print bpftrace's "Attaching N probes..." line
+	// (its JSON form with OutputJSON) to Stdout before the BEGIN blocks
+	// run, N as Program.AttachedProbes counts; bpftrace's -q leaves it
+	// out.
+	Attached bool
 }
 
 // Tracer is a started program: loaded and attached. Run it, then Close
@@ -181,7 +190,10 @@ func start(prog *Program, opts *Options, resume bool) (*Tracer, error) {
 	if o.Output == OutputJSON {
 		format = btprint.OutputJSON
 	}
-	bo := &btrun.Options{PIDs: pids, Out: out, Output: format, Classic: o.Classic}
+	bo := &btrun.Options{PIDs: pids, Out: out, Output: format, Classic: o.Classic, PrintMaps: o.PrintMaps}
+	if o.Attached {
+		bo.Attached = prog.AttachedProbes()
+	}
 	if o.Warn != nil {
 		bo.Warn = func(err error) { o.Warn(refusedError(err)) }
 	}

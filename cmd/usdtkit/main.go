@@ -44,12 +44,22 @@ func runIn(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	var status exitStatus
+	var (
+		status exitStatus
+		usage  *usageError
+		bt     *bpftraceError
+	)
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &status):
 		return int(status)
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "usdtkit: %v\n\n%s", usage.err, usage.usage)
+		return 1
+	case errors.As(err, &bt):
+		fmt.Fprintln(stderr, bt.msg)
+		return 1
 	}
 	fmt.Fprintln(stderr, "usdtkit:", userMessage(err))
 	return 1
@@ -60,3 +70,23 @@ func runIn(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// usageError is a command line a command cannot read (an unknown flag):
+// the error, then the command's usage.
+type usageError struct {
+	err   error
+	usage string
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// bpftraceError is an error that usdtkit trace writes on stderr as
+// bpftrace does, word for word, for the scripts that read it.
+type bpftraceError struct {
+	msg string
+	err error
+}
+
+func (e *bpftraceError) Error() string { return e.msg }
+func (e *bpftraceError) Unwrap() error { return e.err }

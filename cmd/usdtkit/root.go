@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/elfnotes"
@@ -30,6 +31,15 @@ func newRootCmd() *cobra.Command {
 		PersistentPreRun: func(*cobra.Command, []string) { dynsdt.Reap("") },
 	}
 	root.SetVersionTemplate("usdtkit {{.Version}}\n")
+	// A flag the command does not know shows its usage, as bpftrace's
+	// getopt errors do.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		var unknown *pflag.NotExistError
+		if !errors.As(err, &unknown) {
+			return err
+		}
+		return &usageError{err: err, usage: c.UsageString()}
+	})
 	root.AddCommand(newListCmd())
 	root.AddCommand(newTraceCmd())
 	root.AddCommand(newDoctorCmd())

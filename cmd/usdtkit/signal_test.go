@@ -30,7 +30,7 @@ func TestTraceSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			testutil.DefaultSIGINTForChildren()
-			cmd := exec.Command(bin, "trace", "-p", strconv.Itoa(py.PID()), "usdt::python:line")
+			cmd := exec.Command(bin, "trace", "-q", "-v", "-p", strconv.Itoa(py.PID()), "usdt::python:line")
 			stderr, err := cmd.StderrPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -101,7 +101,7 @@ func TestTraceSecondSignal(t *testing.T) {
 	tracee := testutil.BuildTracee(t, "-O2")
 	tc := testutil.StartTracee(t, tracee)
 	tc.Send(t, "loop 2000000000")
-	cmd := exec.Command(bin, "trace", "-p", strconv.Itoa(tc.PID()),
+	cmd := exec.Command(bin, "trace", "-v", "-p", strconv.Itoa(tc.PID()),
 		"-e", "usdt:"+tracee+":tracee:bench { printf(\"%d %d\\n\", arg0, arg1); }")
 	// A pipe read by no one: once its buffer is full, usdtkit's writes block.
 	r, w, err := os.Pipe()

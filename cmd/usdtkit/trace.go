@@ -49,6 +49,11 @@ type traceOptions struct {
 	// list and verbose are bpftrace's -l and -v: list probes, with
 	// their arguments.
 	list, verbose bool
+	// quiet is bpftrace's -q: no "Attaching N probes..." line.
+	quiet bool
+	// fileActivation is bpftrace's --usdt-file-activation, which is
+	// what usdtkit always does.
+	fileActivation bool
 
 	// Set by checkRun: what -o and -f ask for; the flame graph's title.
 	out        outputSpec
@@ -148,9 +153,6 @@ BPFTRACE_* variables are ignored.`,
 			if o.list {
 				return runTraceList(cmd, &o, args)
 			}
-			if o.verbose {
-				return fmt.Errorf("-v goes with -l (-lv: list probes with their arguments)")
-			}
 			trace.Warm()
 			if name, src, ok, err := programOf(cmd, &o, args); err != nil {
 				return err
@@ -185,7 +187,9 @@ BPFTRACE_* variables are ignored.`,
 	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
 	f.StringVarP(&o.program, "program", "e", "", "run this program in bpftrace's language instead of tracing PROBEs")
 	f.BoolVarP(&o.list, "list", "l", false, "as bpftrace's -l [SEARCH]: list the probes that match SEARCH (usdt:PATH:PROVIDER:NAME, uprobe:PATH:FUNC, globs, several comma-separated; PATH * with -p) as bpftrace prints them, and exit; with -p and no SEARCH, every USDT probe and function of the process")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "with -l (-lv): also print each USDT argument's type and specs, and Go functions' parameters and results")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "with -l (-lv): also print each USDT argument's type and specs, and Go functions' parameters and results; when tracing, also say on stderr how many probes and sites are attached")
+	f.BoolVar(&o.fileActivation, "usdt-file-activation", false, "as bpftrace's --usdt-file-activation, which usdtkit always does: a USDT probe's semaphore is raised in every process that maps the file, now or later (the kernel's uprobe reference counter)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "as bpftrace's -q: leave out the \"Attaching N probes...\" line printed before BEGIN runs (on stdout, in -f's format; on stderr when a flame graph takes stdout)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "as bpftrace's --dry-run: compile, load into the kernel and attach every probe, then detach and exit 0 without running anything (no BEGIN, no output; a -c command is killed before its first instruction)")
 	f.StringVar(&o.dump, "dump", "", "print one stage of the compilation on stdout and exit without tracing: ast (the program as parsed), types (maps' and variables' types) or bpf (the generated maps and instructions)")
 	return cmd
@@ -293,7 +297,7 @@ func (c *eventCounter) summary(stderr io.Writer, t *trace.Tracer, prog *trace.Pr
 	return nil
 }
 
-// tracingLine is what stderr says once every probe is attached.
+// tracingLine is what stderr says with -v once every probe is attached.
 func tracingLine(prog *trace.Program, classic bool) string {
 	links := ""
 	if classic {

@@ -75,7 +75,7 @@ func TestProgramStdin(t *testing.T) {
 	t.Run("runs", func(t *testing.T) {
 		testutil.RequireBPF(t)
 		const prog = `BEGIN { printf("hi %s %d\n", str($1), $#); @n = 3; exit(); }`
-		code, ours, errOut := runStdin(t, prog, "trace", "-", "abc")
+		code, ours, errOut := runStdin(t, prog, "trace", "-q", "-", "abc")
 		if code != 0 {
 			t.Fatalf("usdtkit trace -: exit %d: %s", code, errOut)
 		}
@@ -90,22 +90,41 @@ func TestProgramStdin(t *testing.T) {
 }
 
 // TestProgramFileMissing: a program file that does not exist, .bt or not,
-// is an error naming the file with exit status 1, as bpftrace's "failed to
-// open file" (bpftrace, too, reads any first argument as the file).
+// is bpftrace's error line, word for word ("ERROR: failed to open file
+// 'NAME': No such file or directory"), with exit status 1 (bpftrace, too,
+// reads any first argument as the file).
 func TestProgramFileMissing(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"missing.bt", "missing"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
 			code, out, errOut := runStdin(t, "", "trace", path)
-			if want := "usdtkit: program file: open " + path + ": no such file or directory"; code != 1 || out != "" || !strings.HasPrefix(errOut, want) {
+			btCode, _, btErr := bpftraceStdin(t, "", path)
+			want := "ERROR: failed to open file '" + path + "': No such file or directory"
+			if btCode == 0 || !strings.Contains(btErr, want+"\n") {
+				t.Errorf("bpftrace: exit %d, stderr %q; want a failure with %q", btCode, btErr, want)
+			}
+			if code != 1 || out != "" || !strings.HasPrefix(errOut, want) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and stderr starting %q", code, out, errOut, want)
 			}
-			btCode, _, btErr := bpftraceStdin(t, "", path)
-			if btCode == 0 || !strings.Contains(btErr, path) {
-				t.Errorf("bpftrace: exit %d, stderr %q; want a failure naming %s", btCode, btErr, path)
-			}
 		})
+	}
+}
+
+// TestUnknownFlagUsage: a flag trace does not know is an error followed by
+// the command's usage, as bpftrace prints its usage after getopt's error.
+func TestUnknownFlagUsage(t *testing.T) {
+	code, out, errOut := runStdin(t, "", "trace", "-idonotexist")
+	if want := "usdtkit: unknown shorthand flag: 'i' in -idonotexist\n\nUsage:\n  usdtkit trace "; code != 1 || out != "" || !strings.HasPrefix(errOut, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and stderr starting %q", code, out, errOut, want)
+	}
+	btCode, _, btErr := bpftraceStdin(t, "", "-idonotexist")
+	if btCode == 0 || !strings.Contains(btErr, "USAGE:") {
+		t.Errorf("bpftrace: exit %d, stderr %q; want its usage", btCode, btErr)
+	}
+	// A usage error of another kind prints no usage.
+	if code, _, errOut := runStdin(t, "", "trace", "-o", "yaml", "-e", "BEGIN { exit(); }"); code != 1 || strings.Contains(errOut, "Usage:") {
+		t.Errorf("exit %d, stderr %q; want exit 1 without the usage", code, errOut)
 	}
 }
 
@@ -216,12 +235,8 @@ func TestOutputFileAgainstBpftrace(t *testing.T) {
 			if _, err := testutil.RunBpftrace(t, "-f", format, "-o", theirFile, "-e", prog); err != nil {
 				t.Fatal(err)
 			}
-			var theirLines []string
-			for _, l := range nonEmptyLines(string(readFile(t, theirFile))) {
-				if !strings.HasPrefix(l, "Attaching ") && !strings.Contains(l, `"attached_probes"`) {
-					theirLines = append(theirLines, l)
-				}
-			}
+			// The "Attaching" line included.
+			theirLines := nonEmptyLines(string(readFile(t, theirFile)))
 			if ourLines := nonEmptyLines(ours); !slices.Equal(ourLines, theirLines) {
 				t.Errorf("have lines\n%q\nbpftrace\n%q", ourLines, theirLines)
 			}

@@ -100,6 +100,29 @@ func TestProgramAgainstBpftrace(t *testing.T) {
 			t.Errorf("bpftrace saw too little:\n%s", theirs)
 		}
 	})
+	t.Run("-p relative path", func(t *testing.T) {
+		// A relative path with -p is taken from the tracer's working
+		// directory, through a symbolic link here, and names the object
+		// the process maps by its real path (bpftrace's abs_path).
+		link := filepath.Join(t.TempDir(), "link")
+		if err := os.Symlink(filepath.Dir(bin), link); err != nil {
+			t.Fatal(err)
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := filepath.Rel(wd, filepath.Join(link, filepath.Base(bin)))
+		if err != nil || filepath.IsAbs(rel) {
+			t.Fatalf("no relative path to %s from %s: %v", bin, wd, err)
+		}
+		src := strings.ReplaceAll(`usdt:REL:demo:req { @[str(arg1)] = sum(arg0); } uretprobe:REL:work { @r = sum(retval); }`, "REL", rel)
+		theirs, ours := runBothPID(t, bpftrace, bin, src, nil)
+		compareProgramOutput(t, ours, theirs)
+		if !strings.Contains(theirs, "@[delta]: 1275") || !strings.Contains(theirs, "@r: 10375") {
+			t.Errorf("bpftrace saw too little:\n%s", theirs)
+		}
+	})
 	t.Run("-p func", func(t *testing.T) {
 		// func in printf, as bpftrace prints it. bpftrace 0.17 gets it
 		// wrong elsewhere: map keys of a process gone print as bare
@@ -461,7 +484,7 @@ func TestProgramErrors(t *testing.T) {
 		{"-e and -F", []string{"trace", "-F", "%d", "-e", "BEGIN { exit(); }"}, "-e and --format exclude each other"},
 		{"FILE.bt and --hist", []string{"trace", "--hist", "arg0", badFile}, badFile + " and --hist exclude each other"},
 		{"-e and a probe", []string{"trace", "-e", "BEGIN { exit(); }", "python:x"}, "-e takes the whole program"},
-		{"FILE.bt missing", []string{"trace", filepath.Join(dir, "missing.bt")}, "program file: open " + filepath.Join(dir, "missing.bt") + ": no such file or directory"},
+		{"FILE.bt missing", []string{"trace", filepath.Join(dir, "missing.bt")}, "ERROR: failed to open file '" + filepath.Join(dir, "missing.bt") + "': No such file or directory"},
 		{"-e -p and -c", []string{"trace", "-p", "1", "-c", "true", "-e", "BEGIN { exit(); }"}, "-p and -c exclude each other"},
 		{"-e bad output", []string{"trace", "-o", "yaml", "-e", "BEGIN { exit(); }"}, `--output "yaml"`},
 		{"signal without --unsafe", []string{"trace", "-e", "uprobe:" + bin + `:work { signal("SIGUSR1"); }`}, "signal() changes the traced process: it needs --unsafe, as in bpftrace"},

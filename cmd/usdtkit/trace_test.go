@@ -30,10 +30,14 @@ type traceRun struct {
 }
 
 // startTrace runs usdtkit with args and returns once it says it is
-// tracing (or has failed).
+// tracing (or has failed). A trace runs with -q -v: its stdout has no
+// "Attaching" line, and stderr says when every probe is attached.
 func startTrace(t *testing.T, args ...string) *traceRun {
 	t.Helper()
 	testutil.RequireBPF(t)
+	if len(args) > 0 && args[0] == "trace" {
+		args = append([]string{"trace", "-q", "-v"}, args[1:]...)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tr := &traceRun{cancel: cancel, done: make(chan int, 1), errDone: make(chan struct{})}
 	errR, errW := io.Pipe()

@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -43,11 +45,8 @@ func programOf(cmd *cobra.Command, o *traceOptions, args []string) (name, src st
 		// Every PROBE has a colon: a first argument without one is a
 		// program file, .bt or not, as bpftrace's FILENAME.
 		b, err := trace.ReadProgram(args[0])
-		if errors.Is(err, fs.ErrNotExist) && !strings.HasSuffix(args[0], ".bt") {
-			return "", "", false, fmt.Errorf("program file: %w (a PROBE has colons: usdt:PATH:PROVIDER:NAME, uprobe:PATH:FUNC)", err)
-		}
 		if err != nil {
-			return "", "", false, fmt.Errorf("program file: %w", err)
+			return "", "", false, programFileError(args[0], err)
 		}
 		name, src, o.params = args[0], b, args[1:]
 	default:
@@ -128,6 +127,26 @@ func runProgram(cmd *cobra.Command, o *traceOptions, name, src string) error {
 		copts.StrLen = strLen
 		return trace.Compile(name, src, copts)
 	})
+}
+
+// programFileError is the error for a program file that cannot be read.
+// One that cannot be opened is bpftrace's line, "ERROR: failed to open
+// file 'NAME': " and C's strerror text, which scripts look for.
+func programFileError(name string, err error) error {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return fmt.Errorf("program file: %w", err)
+	}
+	text := errno.Error()
+	if text != "" {
+		// Go's texts are C's with a lower-case first letter.
+		text = strings.ToUpper(text[:1]) + text[1:]
+	}
+	msg := fmt.Sprintf("ERROR: failed to open file '%s': %s", name, text)
+	if errors.Is(err, fs.ErrNotExist) && !strings.HasSuffix(name, ".bt") {
+		msg += " (a PROBE has colons: usdt:PATH:PROVIDER:NAME, uprobe:PATH:FUNC)"
+	}
+	return &bpftraceError{msg: msg, err: err}
 }
 
 // envStrLen reads bpftrace's variables for the bytes str() reads:
@@ -228,12 +247,22 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		fmt.Fprintf(stderr, "Dry run: %d probes at %d sites loaded and attached; nothing ran.\n", prog.Probes(), prog.Sites())
 		return nil
 	}
+	// SIGUSR1 prints the maps and the trace goes on, as bpftrace's.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	topts.PrintMaps = usr1
+	// bpftrace's "Attaching N probes..." goes where the trace prints
+	// (stderr when a flame graph takes stdout), in -f's format.
+	topts.Attached = !o.quiet
 	t, err := trace.Start(prog, topts)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	fmt.Fprintln(stderr, tracingLine(prog, o.classic))
+	if o.verbose {
+		fmt.Fprintln(stderr, tracingLine(prog, o.classic))
+	}
 	if err := t.Run(ctx); err != nil {
 		return err
 	}

@@ -117,7 +117,7 @@ func TestServer(t *testing.T) {
 func cli(t *testing.T, pid int, hit func(), want string) {
 	t.Helper()
 	usdtkit := testutil.BuildGo(t, "../../cmd/usdtkit")
-	cmd := exec.Command(usdtkit, "trace", "-p", strconv.Itoa(pid), "usdt::simplehttp:file_transfer",
+	cmd := exec.Command(usdtkit, "trace", "-q", "-v", "-p", strconv.Itoa(pid), "usdt::simplehttp:file_transfer",
 		"-F", `simplehttp:file_transfer="%s %s %d", str(arg0), str(arg1), arg2`)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -32,12 +32,15 @@ func (g *gen) stmts(list []btlang.Stmt) {
 }
 
 // leaves reports whether statement s always jumps away, so that what
-// follows it in its list never runs: a return, break or continue, or an
-// if whose branches both leave.
+// follows it in its list never runs: a return, break or continue, exit()
+// (which ends its block as bpftrace's does), or an if whose branches both
+// leave.
 func leaves(s btlang.Stmt) bool {
 	switch s := s.(type) {
 	case *btlang.Return, *btlang.Break, *btlang.Continue:
 		return true
+	case *btlang.ExprStmt:
+		return s.X.Name == "exit"
 	case *btlang.If:
 		return stmtsLeave(s.Then) && stmtsLeave(s.Else)
 	case *btlang.Unroll:
@@ -567,6 +570,9 @@ func (g *gen) call(c *btlang.Call) {
 		g.printf(c)
 	case "exit":
 		g.record(RecExit, 0)
+		// bpftrace 0.17 returns from the program after exit()'s event:
+		// the block's statements after it do not run.
+		g.emit(asm.Ja.Label("exit"))
 	case "signal":
 		// bpf_send_signal: to the process that hit the probe.
 		sig := signalOf(c)

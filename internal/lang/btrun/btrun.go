@@ -144,6 +144,13 @@ type Options struct {
 	// program, what cpid reads; a program that reads it (Program.CPID)
 	// is refused without one.
 	CPID int
+	// PrintMaps, when not nil, is read by Run between records: each
+	// value received (a SIGUSR1 the caller relays) prints every map to
+	// Out as bpftrace does on SIGUSR1, and the trace goes on.
+	PrintMaps <-chan os.Signal
+	// Attached, when not 0, is the count Run prints first, in
+	// bpftrace's line "Attaching N probes..." (btprint.AppendAttached).
+	Attached int
 }
 
 // Runner is a loaded and attached program.
@@ -241,7 +248,12 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 	}
 	// The sites of probes the kernel refuses, and how many it took.
 	rerr, attached := &RefusedError{}, 0
-	for i := range prog.Blocks {
+	// The kernel runs the consumers of one uprobe newest first
+	// (consumer_add puts each at the head of the list): blocks are
+	// attached last to first so that several on one site run in the
+	// program's order, as bpftrace 0.17 attaches them (attach_reverse).
+	refusedBy := make([]map[int]error, len(prog.Blocks))
+	for i := len(prog.Blocks) - 1; i >= 0; i-- {
 		b := &prog.Blocks[i]
 		if b.Kind == btlang.ProbeProfile {
 			if err := r.attachProfile(r.coll.Programs[b.Prog], b); err != nil {
@@ -270,8 +282,12 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 			continue
 		}
 		attached += n
+		refusedBy[i] = refused
+	}
+	for i := range prog.Blocks {
+		sites := prog.Blocks[i].Sites
 		for j := range sites {
-			if why, ok := refused[j]; ok {
+			if why, ok := refusedBy[i][j]; ok {
 				s := &sites[j]
 				rerr.Sites = append(rerr.Sites, RefusedSite{Probe: s.Probe, Func: symtab.PlainName(s.Func), Object: siteObject(s), Offset: s.Offset, Err: why})
 			}
@@ -373,6 +389,12 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	// The stub's programs run synchronously within fire, so their
 	// records (an exit() among them) are in the ring when it returns:
 	// handle them before anything fires again.
+	if r.opts.Attached > 0 {
+		r.buf = btprint.AppendAttached(r.buf[:0], r.opts.Attached, r.opts.Output)
+		if _, err := r.w.Write(r.buf); err != nil {
+			return err
+		}
+	}
 	r.fireAll(btlang.ProbeBegin)
 	stop, err := r.drain()
 	if err != nil {
@@ -388,6 +410,13 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 	// every PollInterval, not once per record.
 	checked := time.Now()
 	for !stop && ctx.Err() == nil {
+		select {
+		case <-r.opts.PrintMaps:
+			if err := r.printMaps(); err != nil {
+				return err
+			}
+		default:
+		}
 		now := time.Now()
 		idle := r.rd.AvailableBytes() == 0
 		if idle || now.Sub(checked) >= r.opts.PollInterval {
@@ -504,6 +533,18 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		out = fmt.Appendf(out, "usdtkit: %d stack frames in JIT code are unnamed: no perf map (/tmp/perf-PID.map) or jitdump names their addresses (for Java, start it with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit or run jcmd PID Compiler.perfmap)\n", n)
 	}
 	_, err = r.w.Write(out)
+	return err
+}
+
+// printMaps writes every map as bpftrace does on SIGUSR1: as at exit,
+// without the two newlines before them.
+func (r *Runner) printMaps() error {
+	maps, err := r.Maps()
+	if err != nil {
+		return err
+	}
+	r.buf = btprint.AppendMaps(r.buf[:0], maps, r.opts.Output)
+	_, err = r.w.Write(r.buf)
 	return err
 }
 

@@ -11,7 +11,11 @@
 //     (see internal/elf/ldso).
 //   - A process (PID) contributes every object it has mapped executable.
 //     Names given together with a PID filter those objects instead of
-//     adding files.
+//     adding files. A relative path among them is taken from the tracer's
+//     working directory and its symbolic links resolved, as bpftrace does,
+//     so "./lib/x.so" names the library the process maps as
+//     "/home/me/lib/x.so"; for a process in another mount namespace, paths
+//     are the process's, and a relative one starts at its root.
 //
 // An [Object] is data. [Object.Open] opens it once, with the rules of
 // procfs.Open (inside the process's root, or through map_files) or
@@ -189,9 +193,13 @@ func resolvePID(names []string, pid int) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	filters := make([]string, len(names))
+	for i, n := range names {
+		filters[i] = pidPath(n, pid)
+	}
 	var objs []Object
 	for _, o := range pobjs {
-		if len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return Match(n, o.Path) }) {
+		if len(names) > 0 && !slices.ContainsFunc(filters, func(n string) bool { return Match(n, o.Path) }) {
 			continue
 		}
 		objs = append(objs, Object{Path: o.Path, PID: pid, proc: o})
@@ -200,6 +208,47 @@ func resolvePID(names []string, pid int) ([]Object, error) {
 		return nil, fmt.Errorf("process %d maps no object matching %s: %w", pid, strings.Join(names, ", "), ErrNotFound)
 	}
 	return objs, nil
+}
+
+// pidPath returns name, a filter of process pid's objects, as a path in
+// the process's mount namespace. bpftrace 0.17 (resolve_binary_path and
+// abs_path) takes a relative path from its own working directory and
+// resolves its symbolic links when the process shares its mount namespace;
+// otherwise it looks for the file under /proc/PID/root. Names without a
+// slash stay names (Match compares them with base names and library short
+// names).
+func pidPath(name string, pid int) string {
+	if !strings.Contains(name, "/") {
+		return name
+	}
+	if !sameMountNS(pid) {
+		if filepath.IsAbs(name) {
+			return name
+		}
+		return path.Join("/", name)
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return name
+	}
+	if hasMeta(abs) {
+		return abs
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
+}
+
+// sameMountNS reports whether process pid is in this process's mount
+// namespace; when either cannot be read it assumes so.
+func sameMountNS(pid int) bool {
+	self, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return true
+	}
+	other, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+	return err != nil || self == other
 }
 
 // Match reports whether the object at objPath is what the selector path

@@ -61,3 +61,39 @@ func TestResolveFiles(t *testing.T) {
 		t.Error("a directory resolved")
 	}
 }
+
+// TestPIDPath: with a process in this mount namespace, a relative path is
+// taken from the working directory with its symbolic links resolved (as
+// bpftrace's abs_path), a glob is made absolute, a name stays a name.
+func TestPIDPath(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "real"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "real", "x.so"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	pid := os.Getpid()
+	tests := []struct{ name, want string }{
+		{"./real/x.so", filepath.Join(dir, "real", "x.so")},
+		{"link/x.so", filepath.Join(dir, "real", "x.so")},
+		{"./link/../real/x.so", filepath.Join(dir, "real", "x.so")},
+		{"./real/*.so", filepath.Join(dir, "real", "*.so")},
+		{"./real/missing.so", filepath.Join(dir, "real", "missing.so")},
+		{"/usr/lib/libc.so.6", "/usr/lib/libc.so.6"},
+		{"libc", "libc"},
+		{"x.so", "x.so"},
+	}
+	for _, tt := range tests {
+		if have := pidPath(tt.name, pid); have != tt.want {
+			t.Errorf("pidPath(%q) = %q, want %q", tt.name, have, tt.want)
+		}
+	}
+}
