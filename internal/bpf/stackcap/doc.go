@@ -100,7 +100,7 @@
 //
 // # A walk with call frame information
 //
-// EmitCFIWalkID (x86-64, bpf_loop: kernel 5.17) unwinds in the program
+// EmitCFIWalkID (x86-64 and arm64, bpf_loop: kernel 5.17) unwinds in the program
 // with the tables internal/stacks/unwind compiles from each object's
 // .eh_frame and .debug_frame (unwind.Table), so code built without frame
 // pointers gives whole stacks; it stores the same stack id record, hash
@@ -130,7 +130,11 @@
 // frame pointer with bpf_probe_read_user at their addresses in the
 // live stack (together when adjacent). A mapping without a table, a PC
 // no row covers and a process the map does not know step by frame
-// pointer (at a function's entry with Entry: the word at SP). The walk
+// pointer (at a function's entry with Entry: the word at SP, on arm64
+// the link register). On arm64 a row may find the return address in the
+// link register, known in frame 0 only (CFIStopNoLR after), and every
+// return address keeps its low ARM64AddressBits bits: code built with
+// pointer authentication saves it signed. The walk
 // ends at an outermost row, a return address of 0, a row it cannot
 // follow, a failed read, a caller's SP not above the callee's (equal
 // allowed for frame 0), a frame pointer in the first page, or

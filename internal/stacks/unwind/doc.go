@@ -41,8 +41,13 @@
 // constant, stack (dup, drop, over, swap, pick), arithmetic and logic,
 // comparison, breg/bregx and deref operations; DW_OP_skip and DW_OP_bra
 // (branches), DW_OP_regN locations, TLS and entry-value operations are not
-// supported and end the walk (StopCFI). DW_CFA_GNU_window_save and other
-// vendor operations are ignored by the parser.
+// supported and end the walk (StopCFI). Vendor operations end the walk
+// too, but for arm64's DW_CFA_AARCH64_negate_ra_state (code built with
+// pointer authentication signs the return address it saves): both walks
+// keep the low ARM64AddressBits bits of every arm64 return address, so the
+// operation changes no rule. On arm64 a DW_CFA_restore of a register the
+// CIE gives no rule means the caller's value (x30: in the link register),
+// not undefined as delve's interpreter has it.
 //
 // # Ending
 //
@@ -72,7 +77,8 @@
 // 16-byte Rows sorted by address of the ELF image (a PC minus its
 // mapping's load bias, Table.Bias), each a CFA on SP or the frame pointer
 // (or the x86-64 PLT rule) plus offset, the return address at CFA+offset
-// or in LR, and the frame pointer unchanged or at CFA+offset; KindNone,
+// or in LR (arm64, at frame 0 only: a caller's link register is not
+// known), and the frame pointer unchanged or at CFA+offset; KindNone,
 // KindEnd and KindUnsupported rows say "frame pointers", "outermost" and
 // "cannot express". It is what the BPF unwinder
 // (stackcap.EmitCFIWalkID) binary-searches; Unwinder.UnwindTables walks
