@@ -232,6 +232,7 @@ func loadARM64Walk(t *testing.T, opts *stackcap.CFIWalkOptions, tabs map[string]
 			stackcap.DefaultCFIProcsMap:  stackcap.CFIProcsMapSpec(stackcap.DefaultCFIProcsMap, 1),
 			stackcap.DefaultCFITablesMap: stackcap.CFITablesMapSpec(stackcap.DefaultCFITablesMap, 1),
 			stackcap.DefaultCFIRowsMap:   stackcap.CFIRowsMapSpec(stackcap.DefaultCFIRowsMap, 1),
+			stackcap.DefaultCFIWantedMap: stackcap.CFIWantedMapSpec(stackcap.DefaultCFIWantedMap, 1),
 		},
 		Programs: map[string]*ebpf.ProgramSpec{"walk": {Name: "walk", Type: ebpf.RawTracepoint, License: "GPL", Instructions: insns}},
 	}
