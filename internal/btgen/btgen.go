@@ -295,7 +295,23 @@ type PrintfInfo struct {
 	// Value: print(value) of Args[0], printed as eventfmt.AppendValue
 	// prints it, an integer signed when ValueSigned.
 	Value, ValueSigned bool
+	// Action is what the formatted text is: printf's output, or the
+	// file cat() prints or the command system() runs.
+	Action PrintfAction
 }
+
+// PrintfAction is what a RecPrintf record's formatted text is for.
+type PrintfAction uint8
+
+const (
+	// ActionPrintf prints the text (printf, print of a value).
+	ActionPrintf PrintfAction = iota
+	// ActionCat prints the file the text names (cat()).
+	ActionCat
+	// ActionSystem runs the text with the shell and prints what it
+	// writes on its standard output (system(), with --unsafe).
+	ActionSystem
+)
 
 // RecordArg is one printf argument in a record: an integer of 8 bytes or
 // a zero-padded string of Size bytes at Off.

@@ -98,6 +98,7 @@ var loadTests = []struct{ name, src string }{
 	{"elapsed", `usdt:/x:p:a { @e = elapsed; @h = hist(elapsed / 1000000); }`},
 	{"time print top", `usdt:/x:p:a { @n[arg0] = count(); print(@n, 3, 2); time(); time("%s\n"); }`},
 	{"probe", `usdt:/x:p:a { @[probe, arg0] = count(); printf("%s\n", probe); }`},
+	{"cat", `usdt:/x:p:a { cat("/proc/%d/comm", pid); cat("%s", str(arg1)); }`},
 	{"casts and reads", `uprobe:/x:f { @[(int8)arg0, (uint16)arg1, (uint32)arg2, (int32)arg3] = sum(*(int16*)(arg1 + 2)); printf("%d %u\n", *(uint8*)arg0, *(int64*)arg2); }`},
 	{"while break continue return", `uprobe:/x:f { $i = 0; while ($i < 20) { $i++; if ($i == arg0) { continue; } if ($i > arg1) { break; } if ($i == 19) { return; } @[$i] = count(); } unroll(3) { @u++; } }`},
 	{"usym", `uprobe:/x:f { @[usym(arg0), pid] = count(); printf("%s %s\n", usym(arg1), usym(reg("ip"))); print(usym(arg2)); }`},

@@ -565,6 +565,12 @@ func (g *gen) call(c *btlang.Call) {
 	switch c.Name {
 	case "printf":
 		g.printf(c)
+	case "cat", "system":
+		n := len(g.out.Printfs)
+		g.printf(c)
+		if len(g.out.Printfs) > n {
+			g.out.Printfs[n].Action = map[string]PrintfAction{"cat": ActionCat, "system": ActionSystem}[c.Name]
+		}
 	case "exit":
 		g.record(RecExit, 0)
 	case "signal":

@@ -32,6 +32,7 @@ func TestSleepableLoads(t *testing.T) {
 		"string predicate":                    {true},
 		"string ne":                           {true},
 		"printf":                              {true},
+		"cat":                                 {true},
 		"variables":                           {true},
 		"string map":                          {true},
 		"string ternary, str variable length": {true},

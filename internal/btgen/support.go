@@ -426,7 +426,7 @@ func (s *support) strExpr(e btlang.Expr) {
 // call is the walk of gen.call.
 func (s *support) call(c *btlang.Call) {
 	switch c.Name {
-	case "printf":
+	case "printf", "cat", "system":
 		s.printf(c)
 	case "exit":
 	case "signal":

@@ -586,7 +586,7 @@ func (c *checker) assignVar(v *Var, op string, value Expr) {
 // statementCalls are the functions that are statements, without a value.
 var statementCalls = map[string]bool{
 	"printf": true, "print": true, "delete": true, "clear": true, "zero": true, "time": true, "exit": true,
-	"signal": true,
+	"signal": true, "cat": true, "system": true,
 }
 
 // RegNames are the names reg() takes: bpftrace's, those of x86-64's
@@ -596,7 +596,7 @@ var RegNames = []string{"ip", "sp", "bp", "ax", "bx", "cx", "dx", "si", "di",
 
 // unsupportedCalls are bpftrace functions usdtkit does not compile yet.
 var unsupportedCalls = map[string]bool{
-	"join": true, "system": true, "cat": true, "override": true, "kaddr": true,
+	"join": true, "override": true, "kaddr": true,
 	"uaddr": true, "ksym": true, "buf": true, "ntop": true, "pton": true,
 	"strftime": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true,
@@ -618,9 +618,13 @@ func (c *checker) statementCall(call *Call) {
 	}
 	args := call.Args
 	switch call.Name {
-	case "printf":
+	case "printf", "cat", "system":
 		if len(args) == 0 {
-			c.errorf(call.At, "printf() needs a format string")
+			c.errorf(call.At, "%s() needs a format string", call.Name)
+			return
+		}
+		if call.Name == "system" && !c.unsafe {
+			c.errorf(call.At, "system() runs a command: it needs --unsafe, as in bpftrace")
 			return
 		}
 		c.printf(call)
@@ -714,7 +718,7 @@ func (c *checker) wholeMap(call *Call, r *MapRef) {
 func (c *checker) printf(call *Call) {
 	f, ok := call.Args[0].(*StrLit)
 	if !ok {
-		c.errorf(call.Args[0].Pos(), "printf() takes a string literal as its format")
+		c.errorf(call.Args[0].Pos(), "%s() takes a string literal as its format", call.Name)
 		return
 	}
 	// A format may be longer than other string literals.
@@ -724,7 +728,7 @@ func (c *checker) printf(call *Call) {
 		err = format.Strict()
 	}
 	if err != nil {
-		c.errorf(f.At, "printf: %v", err.(*printf.FormatError).Msg)
+		c.errorf(f.At, "%s: %v", call.Name, err.(*printf.FormatError).Msg)
 		return
 	}
 	verbs := format.Verbs()
@@ -734,7 +738,7 @@ func (c *checker) printf(call *Call) {
 		types[i] = c.expr(a)
 	}
 	if len(args) != len(verbs) {
-		c.errorf(call.At, "printf: the format takes %s, not %d", plural(len(verbs), "argument"), len(args))
+		c.errorf(call.At, "%s: the format takes %s, not %d", call.Name, plural(len(verbs), "argument"), len(args))
 		return
 	}
 	for i, v := range verbs {
@@ -750,7 +754,7 @@ func (c *checker) printf(call *Call) {
 			if v.Conv == 's' {
 				want = "a string"
 			}
-			c.errorf(args[i].Pos(), "printf: %s takes %s, not %s", v.Token, want, t)
+			c.errorf(args[i].Pos(), "%s: %s takes %s, not %s", call.Name, v.Token, want, t)
 		}
 	}
 }

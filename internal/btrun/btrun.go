@@ -143,7 +143,17 @@ type Options struct {
 	// program, what cpid reads; a program that reads it (Program.CPID)
 	// is refused without one.
 	CPID int
+	// Stderr receives the errors of cat() (a file it cannot read) as
+	// bpftrace prints them; nil means os.Stderr.
+	Stderr io.Writer
+	// CatBytesMax is the most bytes cat() prints of a file, as
+	// bpftrace's BPFTRACE_CAT_BYTES_MAX; 0 means DefaultCatBytesMax.
+	CatBytesMax int
 }
+
+// DefaultCatBytesMax is the most bytes cat() prints of a file by
+// default, as in bpftrace.
+const DefaultCatBytesMax = 10240
 
 // Runner is a loaded and attached program.
 type Runner struct {
@@ -605,6 +615,9 @@ func (r *Runner) handle(rec []byte) error {
 			default:
 				args[i].Int = int64(binary.NativeEndian.Uint64(rec[a.Off:]))
 			}
+		}
+		if p.Action != btgen.ActionPrintf {
+			return r.action(p, args)
 		}
 		if p.Value {
 			v := eventfmt.Value{Kind: eventfmt.ValueString, Str: args[0].Str}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/usdtkit/usdtkit/internal/testutil"
+)
+
+// builtinPrograms run alone, without a target, under bpftrace 0.17 and
+// usdtkit, whose outputs must be equal. FILE is a file the test writes
+// (fileText) and json marks a program run with -f json / -o json.
+var builtinPrograms = []struct {
+	name   string
+	src    string
+	unsafe bool
+	json   bool
+	env    []string
+	// stderr: the program's errors on stderr are compared too.
+	stderr bool
+}{
+	{name: "cat", src: `BEGIN { cat("FILE"); exit(); }`},
+	{name: "cat format", src: `BEGIN { $d = "FILE"; cat("%s%s", $d, ""); cat("%s-%d", "FILE", 1); exit(); }`},
+	{name: "cat bytes max", src: `BEGIN { cat("FILE"); exit(); }`, env: []string{"BPFTRACE_CAT_BYTES_MAX=3"}},
+	{name: "cat missing", src: `BEGIN { cat("FILE.none"); printf("after\n"); exit(); }`, stderr: true},
+	{name: "cat json", src: `BEGIN { cat("FILE"); cat("FILE.none"); exit(); }`, json: true},
+	{name: "system", src: `BEGIN { system("echo %d %s; echo two", 1, "x"); system("printf 'no newline'"); exit(); }`, unsafe: true},
+	{name: "system json", src: `BEGIN { system("echo \"a\" b"); exit(); }`, unsafe: true, json: true},
+}
+
+// fileText is what FILE holds: several lines, a tab and a quote for JSON.
+const fileText = "first line\n\tsecond \"line\"\nthird\n"
+
+func TestBuiltinsAgainstBpftrace(t *testing.T) {
+	testutil.RequireBPF(t)
+	bpftrace := testutil.RequireTool(t, "bpftrace")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, []byte(fileText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file+"-1", []byte("one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range builtinPrograms {
+		t.Run(tt.name, func(t *testing.T) {
+			src := strings.ReplaceAll(tt.src, "FILE", file)
+			var btArgs, usArgs []string
+			if tt.unsafe {
+				btArgs, usArgs = append(btArgs, "--unsafe"), append(usArgs, "--unsafe")
+			}
+			if tt.json {
+				btArgs, usArgs = append(btArgs, "-f", "json"), append(usArgs, "-o", "json")
+			}
+			for _, kv := range tt.env {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			theirs, theirErr := runBpftraceErr(t, bpftrace, append(btArgs, "-e", src)...)
+			run := startTrace(t, append(append([]string{"trace"}, usArgs...), "-e", src)...)
+			code, ours, ourErr := run.wait(t)
+			if code != 0 {
+				t.Fatalf("usdtkit: exit %d: %s", code, ourErr)
+			}
+			if tt.json {
+				theirs = dropLines(theirs, `{"type": "attached_probes"`)
+			}
+			if strings.TrimSpace(theirs) == "" {
+				t.Errorf("bpftrace printed nothing")
+			}
+			if ours != theirs {
+				t.Errorf("stdout differs:\n--- have\n%q\n--- want (bpftrace)\n%q", ours, theirs)
+			}
+			if tt.stderr {
+				ourErr = dropLines(ourErr, "Tracing ")
+				theirErr = dropLines(theirErr, "ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK")
+				if ourErr != theirErr {
+					t.Errorf("stderr differs:\n--- have\n%q\n--- want (bpftrace)\n%q", ourErr, theirErr)
+				}
+			}
+		})
+	}
+}
+
+// dropLines returns s without the lines that start with prefix.
+func dropLines(s, prefix string) string {
+	var b strings.Builder
+	for l := range strings.Lines(s) {
+		if !strings.HasPrefix(l, prefix) {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
+// runBpftraceErr runs bpftrace and returns its stdout without its
+// "Attaching" line, and its stderr.
+func runBpftraceErr(t *testing.T, bpftrace string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, bpftrace, args...)
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bpftrace: %v\n%s", err, errb.String())
+	}
+	return dropLines(string(out), "Attaching "), errb.String()
+}

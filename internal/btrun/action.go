@@ -1,0 +1,86 @@
+package btrun
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/eventfmt"
+	"github.com/usdtkit/usdtkit/internal/printf"
+)
+
+// action runs what a cat() or system() record asks with its formatted
+// text, and prints the result as bpftrace does: the file's or the
+// command's output as is, or a JSON line of type "cat" or "syscall".
+func (r *Runner) action(p *btgen.PrintfInfo, args []printf.Arg) error {
+	text := string(p.Format.Append(nil, args))
+	var out []byte
+	typ := "cat"
+	switch p.Action {
+	case btgen.ActionCat:
+		max := r.opts.CatBytesMax
+		if max <= 0 {
+			max = DefaultCatBytesMax
+		}
+		var err error
+		if out, err = catFile(text, max); err != nil {
+			// bpftrace's message, on stderr, and an empty cat.
+			if err := r.w.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(r.stderr(), "ERROR: failed to open file '%s': %s\n", text, strerror(err))
+		}
+	case btgen.ActionSystem:
+		typ = "syscall"
+		// bpftrace runs the command with popen(3): /bin/sh -c, its
+		// standard error and input those of the tracer, its output
+		// printed when it has ended.
+		cmd := exec.Command("/bin/sh", "-c", text)
+		cmd.Stdin, cmd.Stderr = os.Stdin, r.stderr()
+		out, _ = cmd.Output()
+	default:
+		return fmt.Errorf("printf record of unknown action %d", p.Action)
+	}
+	r.buf = eventfmt.AppendMessage(r.buf[:0], typ, out, r.opts.Output)
+	_, err := r.w.Write(r.buf)
+	return err
+}
+
+func (r *Runner) stderr() io.Writer {
+	if r.opts.Stderr != nil {
+		return r.opts.Stderr
+	}
+	return os.Stderr
+}
+
+// catFile reads at most max bytes of the file at path.
+func catFile(path string, max int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var b bytes.Buffer
+	_, err = io.Copy(&b, io.LimitReader(f, int64(max)))
+	return b.Bytes(), err
+}
+
+// strerror returns C's strerror text of err's errno ("No such file or
+// directory"), which is Go's with a capital.
+func strerror(err error) string {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return err.Error()
+	}
+	s := errno.Error()
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
