@@ -24,6 +24,7 @@ var builtinPrograms = []struct {
 	env    []string
 	// stderr: the program's errors on stderr are compared too.
 	stderr bool
+	params []string
 }{
 	{name: "cat", src: `BEGIN { cat("FILE"); exit(); }`},
 	{name: "cat format", src: `BEGIN { $d = "FILE"; cat("%s%s", $d, ""); cat("%s-%d", "FILE", 1); exit(); }`},
@@ -31,6 +32,9 @@ var builtinPrograms = []struct {
 	{name: "cat missing", src: `BEGIN { cat("FILE.none"); printf("after\n"); exit(); }`, stderr: true},
 	{name: "cat json", src: `BEGIN { cat("FILE"); cat("FILE.none"); exit(); }`, json: true},
 	{name: "system", src: `BEGIN { system("echo %d %s; echo two", 1, "x"); system("printf 'no newline'"); exit(); }`, unsafe: true},
+	{name: "username cgroup", src: `BEGIN { printf("%s|%8s|%d\n", username, username, cgroup); print(username); @c[cgroup] = count(); exit(); }`},
+	{name: "ternary statement", src: `BEGIN { $x = 3; $x > 2 ? printf("yes\n") : printf("no\n"); $x > 5 ? printf("%d\n", $x) : print($x + 1); exit(); }`},
+	{name: "positional string from byte K", src: `BEGIN { printf("%s|%s|%s\n", str($1 + 1), str($1 + 5), str($2 + 0)); exit(); }`, params: []string{"hello", "x"}},
 	{name: "system json", src: `BEGIN { system("echo \"a\" b"); exit(); }`, unsafe: true, json: true},
 }
 
@@ -62,8 +66,13 @@ func TestBuiltinsAgainstBpftrace(t *testing.T) {
 				k, v, _ := strings.Cut(kv, "=")
 				t.Setenv(k, v)
 			}
-			theirs, theirErr := runBpftraceErr(t, bpftrace, append(btArgs, "-e", src)...)
-			run := startTrace(t, append(append([]string{"trace"}, usArgs...), "-e", src)...)
+			btArgs, usArgs = append(btArgs, "-e", src), append(usArgs, "-e", src)
+			if tt.params != nil {
+				btArgs = append(append(btArgs, "--"), tt.params...)
+				usArgs = append(append(usArgs, "--"), tt.params...)
+			}
+			theirs, theirErr := runBpftraceErr(t, bpftrace, btArgs...)
+			run := startTrace(t, append([]string{"trace"}, usArgs...)...)
 			code, ours, ourErr := run.wait(t)
 			if code != 0 {
 				t.Fatalf("usdtkit: exit %d: %s", code, ourErr)

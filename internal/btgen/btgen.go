@@ -324,6 +324,8 @@ type RecordArg struct {
 	// Usym: usym()'s address and process (16 bytes), printed as the
 	// function's name.
 	Usym bool
+	// Username: a user id (8 bytes), printed as the user's name.
+	Username bool
 	// Stack: a ustack, stackcap's frames layout of Size bytes, then the
 	// 8-byte pid.
 	Stack *StackInfo

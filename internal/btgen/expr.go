@@ -168,6 +168,9 @@ func (g *gen) builtin(e *btlang.Builtin) {
 		g.emit(asm.FnGetPrandomU32.Call())
 	case "numaid":
 		g.emit(asm.FnGetNumaNodeId.Call())
+	case "cgroup":
+		// The cgroup v2 id of the task that hit the probe.
+		g.emit(asm.FnGetCurrentCgroupId.Call())
 	case "elapsed":
 		// nsecs minus the runner's start, which it writes in MapStart
 		// (CLOCK_MONOTONIC, as bpf_ktime_get_ns) before attaching.

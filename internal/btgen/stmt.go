@@ -720,6 +720,9 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindUsym:
 			info.Args = append(info.Args, RecordArg{Off: size, Usym: true, Size: 16})
 			size += 16
+		case btlang.KindUsername:
+			info.Args = append(info.Args, RecordArg{Off: size, Username: true, Size: 8})
+			size += 8
 		case btlang.KindStack:
 			si := stackInfo(t)
 			si.Map, si.Machine = "", g.opts.Machine
@@ -753,7 +756,10 @@ func (g *gen) printf(c *btlang.Call) {
 			g.usymAt(a, rec+ra.Off)
 			continue
 		}
-		if ra.Probe {
+		if ra.Username {
+			// The uid, named in user space.
+			g.emit(asm.FnGetCurrentUidGid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
+		} else if ra.Probe {
 			g.nameID(a)
 		} else {
 			g.intExpr(a)

@@ -353,7 +353,7 @@ func (s *support) intExpr(e btlang.Expr) {
 // intBuiltins are the builtins gen.builtin reads, besides argN.
 var intBuiltins = map[string]bool{
 	"retval": true, "goid": true, "pid": true, "tid": true, "uid": true, "gid": true,
-	"nsecs": true, "cpu": true, "elapsed": true, "cpid": true, "rand": true, "numaid": true,
+	"nsecs": true, "cpu": true, "elapsed": true, "cpid": true, "rand": true, "numaid": true, "cgroup": true,
 }
 
 // binary is the walk of gen.binary.
@@ -497,7 +497,7 @@ func (s *support) printf(c *btlang.Call) {
 func (s *support) printArgs(args []btlang.Expr) {
 	for _, a := range args {
 		switch t := a.Type(); t.Kind {
-		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack:
+		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername:
 		default:
 			s.fail(unsupported(a.Pos(), "printing a %s", t))
 			return
@@ -510,6 +510,10 @@ func (s *support) printArgs(args []btlang.Expr) {
 		case btlang.KindStack:
 		case btlang.KindUsym:
 			s.usym(a)
+		case btlang.KindUsername:
+			if b, ok := a.(*btlang.Builtin); !ok || b.Name != "username" {
+				s.fail(unsupported(a.Pos(), "this username value"))
+			}
 		case btlang.KindProbe, btlang.KindSym:
 			s.nameID(a)
 		default:

@@ -48,14 +48,17 @@ type IntLit struct {
 }
 
 // StrLit is a string literal; Val holds the bytes after escapes. Param
-// is the positional parameter it stands for (str($1)), if any.
+// is the positional parameter it stands for (str($1)), if any, and Skip
+// the bytes of it str($1 + Skip) leaves out (Val is the rest).
 type StrLit struct {
 	ExprBase
 	Val   string
 	Param string
+	Skip  int
 }
 
 // Builtin is a builtin variable: pid tid uid gid comm nsecs elapsed cpu
+// cgroup username rand numaid cpid
 // probe func retval arg0…arg11 ustack goid. Arg is N for argN and -1
 // otherwise.
 type Builtin struct {

@@ -659,7 +659,7 @@ func (c *checker) statementCall(call *Call) {
 				return
 			}
 			switch t := c.expr(args[0]); t.Kind {
-			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym:
+			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym, KindUsername:
 			default:
 				c.errorf(args[0].Pos(), "print() of a %s is not supported yet; print a map, an integer or a string", t)
 			}
@@ -1031,6 +1031,8 @@ func (c *checker) builtin(e *Builtin) Type {
 	switch e.Name {
 	case "comm":
 		return StringType(16)
+	case "username":
+		return Type{Kind: KindUsername}
 	case "probe":
 		return Type{Kind: KindProbe}
 	case "func":

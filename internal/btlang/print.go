@@ -150,6 +150,9 @@ func (w *printer) expr(e Expr) {
 	case *StrLit:
 		if e.Param != "" {
 			w.WriteString(e.Param)
+			if e.Skip > 0 {
+				w.WriteString(" + " + strconv.Itoa(e.Skip))
+			}
 			break
 		}
 		w.WriteString(quoteString(e.Val))

@@ -8,7 +8,7 @@ import "github.com/usdtkit/usdtkit/internal/printf"
 func verbAccepts(v printf.Verb, t Type) bool {
 	if v.Conv == 's' {
 		switch t.Kind {
-		case KindString, KindStack, KindProbe, KindSym, KindUsym:
+		case KindString, KindStack, KindProbe, KindSym, KindUsym, KindUsername:
 			return true
 		}
 		return false

@@ -31,9 +31,13 @@ const (
 	// printed as the name of the function it is in (usym()); the back
 	// end stores the address and the process.
 	KindUsym
+	// KindUsername is the user id of the task that hit the probe,
+	// printed as the user's name (the username builtin); the back end
+	// stores the id.
+	KindUsername
 )
 
-var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym"}
+var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym", "username"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -135,6 +139,8 @@ func (t Type) String() string {
 		return "probe"
 	case KindSym, KindUsym:
 		return "usym"
+	case KindUsername:
+		return "username"
 	case KindTuple:
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {

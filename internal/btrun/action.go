@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -83,4 +85,21 @@ func strerror(err error) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// username returns the name of user id uid, as bpftrace's username
+// prints it: the first /etc/passwd entry with that id, "" for none.
+func (r *Runner) username(uid uint64) string {
+	if name, ok := r.users[uid]; ok {
+		return name
+	}
+	name := ""
+	if u, err := user.LookupId(strconv.FormatUint(uid, 10)); err == nil {
+		name = u.Username
+	}
+	if r.users == nil {
+		r.users = map[uint64]string{}
+	}
+	r.users[uid] = name
+	return name
 }

@@ -183,6 +183,8 @@ type Runner struct {
 	user        []*userMap
 	userDropped uint64
 	keyBuf      []byte
+	// users caches the names of user ids (username).
+	users map[uint64]string
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
@@ -608,6 +610,8 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Str = r.probeName(binary.NativeEndian.Uint64(rec[a.Off:]))
 			case a.Usym:
 				args[i].Str = r.usymName(rec[a.Off:])
+			case a.Username:
+				args[i].Str = r.username(binary.NativeEndian.Uint64(rec[a.Off:]))
 			case a.Stack != nil:
 				var frames []symbolize.Frame
 				args[i].Str, frames = r.printfStack(&a, rec)
@@ -621,7 +625,7 @@ func (r *Runner) handle(rec []byte) error {
 		}
 		if p.Value {
 			v := eventfmt.Value{Kind: eventfmt.ValueString, Str: args[0].Str}
-			if a := p.Args[0]; !a.String && !a.Probe && !a.Usym && a.Stack == nil {
+			if a := p.Args[0]; !a.String && !a.Probe && !a.Usym && !a.Username && a.Stack == nil {
 				v = eventfmt.Value{Kind: eventfmt.ValueInt, Int: args[0].Int, Signed: p.ValueSigned}
 			}
 			r.buf = eventfmt.AppendValue(r.buf[:0], v, r.opts.Output)
