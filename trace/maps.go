@@ -100,7 +100,7 @@ var mapKinds = map[eventfmt.Agg]MapKind{
 	eventfmt.AggInt: MapInt, eventfmt.AggString: MapString, eventfmt.AggCount: MapCount,
 	eventfmt.AggSum: MapSum, eventfmt.AggMin: MapMin, eventfmt.AggMax: MapMax,
 	eventfmt.AggAvg: MapAvg, eventfmt.AggStats: MapStats, eventfmt.AggHist: MapHist,
-	eventfmt.AggLhist: MapLhist,
+	eventfmt.AggLhist: MapLhist, eventfmt.AggTuple: MapString,
 }
 
 // Maps reads every map of the program now, values summed over CPUs: what

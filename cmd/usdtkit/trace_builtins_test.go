@@ -35,8 +35,27 @@ var builtinPrograms = []struct {
 	{name: "username cgroup", src: `BEGIN { printf("%s|%8s|%d\n", username, username, cgroup); print(username); @c[cgroup] = count(); exit(); }`},
 	{name: "ternary statement", src: `BEGIN { $x = 3; $x > 2 ? printf("yes\n") : printf("no\n"); $x > 5 ? printf("%d\n", $x) : print($x + 1); exit(); }`},
 	{name: "positional string from byte K", src: `BEGIN { printf("%s|%s|%s\n", str($1 + 1), str($1 + 5), str($2 + 0)); exit(); }`, params: []string{"hello", "x"}},
+	{name: "tuples", src: tupleProgram},
+	{name: "tuples json", src: tupleProgram, json: true},
 	{name: "system json", src: `BEGIN { system("echo \"a\" b"); exit(); }`, unsafe: true, json: true},
 }
+
+// tupleProgram uses tuples in variables, map values (keyed and not, a
+// string element that grows), print(), fields of fields and reads
+// back from a map.
+const tupleProgram = `BEGIN {
+	$t = (1, (int8)-2, "str", (5, "x\"y"));
+	print($t);
+	printf("%d %d %s %d %s\n", $t.0, $t.1, $t.2, $t.3.0, $t.3.1);
+	@m = $t;
+	@n[3] = (1, "ab");
+	@n[4] = (-7, "a longer one");
+	@k = @m.3.1;
+	@i = @m.3.0 + @n[4].0;
+	@c = @n[3];
+	print(((int32)-100, (uint8)300, "", ("nested", (1, 2))));
+	exit();
+}`
 
 // fileText is what FILE holds: several lines, a tab and a quote for JSON.
 const fileText = "first line\n\tsecond \"line\"\nthird\n"

@@ -326,6 +326,9 @@ type RecordArg struct {
 	Usym bool
 	// Username: a user id (8 bytes), printed as the user's name.
 	Username bool
+	// Tuple is a tuple's type, laid out as TupleLayout says (Size
+	// bytes); nil for the other kinds.
+	Tuple *btlang.Type
 	// Stack: a ustack, stackcap's frames layout of Size bytes, then the
 	// 8-byte pid.
 	Stack *StackInfo
@@ -622,6 +625,11 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			mi.ValueSize = round8(m.Value.Size)
 		case btlang.KindProbe, btlang.KindSym:
 			mi.ValueSize, mi.ValueName = 8, true
+		case btlang.KindTuple:
+			if !tupleElems(m.Value) {
+				return mi, unsupported(m.Pos, "a %s value of %s", m.Value, m.Name)
+			}
+			_, mi.ValueSize = TupleLayout(m.Value)
 		default:
 			return mi, unsupported(m.Pos, "a %s value of %s", m.Value, m.Name)
 		}
@@ -944,6 +952,11 @@ func (g *gen) program() (asm.Instructions, error) {
 			g.vars[v] = loc
 		case btlang.KindString:
 			loc := varLoc{off: g.alloc(v.Type.Size), size: v.Type.Size}
+			g.zero(loc.off, loc.size)
+			g.vars[v] = loc
+		case btlang.KindTuple:
+			_, n := TupleLayout(v.Type)
+			loc := varLoc{off: g.alloc(n), size: n}
 			g.zero(loc.off, loc.size)
 			g.vars[v] = loc
 		default:

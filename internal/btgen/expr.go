@@ -114,6 +114,9 @@ func (g *gen) intExpr(e btlang.Expr) {
 		a := g.strExpr(e.Args[0])
 		b := g.strExpr(e.Args[1])
 		g.strPrefixDiffers(a, b, n)
+	case *btlang.TupleIndex:
+		b := g.tupleExpr(e)
+		g.emit(asm.LoadMem(asm.R0, asm.R7, int16(b.off), asm.DWord))
 	case *btlang.Ternary:
 		els, end := g.newLabel("else"), g.newLabel("fi")
 		g.intExpr(e.Cond)
@@ -482,6 +485,12 @@ func (g *gen) strExpr(e btlang.Expr) strBuf {
 		return g.mapReadStr(e)
 	case *btlang.ArgField:
 		return g.argFieldStr(e)
+	case *btlang.TupleIndex:
+		b := g.tupleExpr(e)
+		if b.t.Kind != btlang.KindString {
+			break
+		}
+		return strBuf{off: b.off, size: b.t.Size}
 	}
 	g.fail(internal(e.Pos(), "this string expression (%s)", btlang.ExprString(e)))
 	return strBuf{off: zeroOff, size: 8}

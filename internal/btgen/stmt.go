@@ -145,6 +145,14 @@ func (g *gen) assign(s *btlang.Assign) {
 			g.copyStr(strBuf{off: loc.off, size: loc.size}, src)
 			return
 		}
+		if t.Decl.Type.Kind == btlang.KindTuple {
+			if s.Op != "=" {
+				g.fail(internal(s.At, "%s on a tuple", s.Op))
+				return
+			}
+			g.copyTuple(tupleBuf{off: loc.off, t: t.Decl.Type}, g.tupleExpr(s.Value))
+			return
+		}
 		g.intExpr(s.Value)
 		if op, ok := compound(s.Op); ok {
 			g.emit(
@@ -172,6 +180,20 @@ func (g *gen) assign(s *btlang.Assign) {
 			return
 		}
 		mi := &g.out.Maps[g.mapIdx[m]]
+		if m.Value.Kind == btlang.KindTuple {
+			if s.Op != "=" {
+				g.fail(internal(s.At, "%s on a tuple", s.Op))
+				return
+			}
+			val := tupleBuf{off: g.alloc(mi.ValueSize), t: m.Value}
+			g.copyTuple(val, g.tupleExpr(s.Value))
+			if mi.Array {
+				g.emit(storeImm64(asm.R7, int16(val.off+mi.SetOff), 1))
+			}
+			key := g.key(t, mi)
+			g.update(mi, key, asm.R7, int32(val.off))
+			return
+		}
 		if m.Value.Kind == btlang.KindString {
 			if s.Op != "=" {
 				g.fail(internal(s.At, "%s on a string", s.Op))
@@ -723,6 +745,10 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindUsername:
 			info.Args = append(info.Args, RecordArg{Off: size, Username: true, Size: 8})
 			size += 8
+		case btlang.KindTuple:
+			_, n := TupleLayout(t)
+			info.Args = append(info.Args, RecordArg{Off: size, Tuple: &t, Size: n})
+			size += n
 		case btlang.KindStack:
 			si := stackInfo(t)
 			si.Map, si.Machine = "", g.opts.Machine
@@ -743,6 +769,10 @@ func (g *gen) printf(c *btlang.Call) {
 	rec := g.alloc(size)
 	for i, a := range c.Args[1:] {
 		ra := info.Args[i]
+		if ra.Tuple != nil {
+			g.copyTuple(tupleBuf{off: rec + ra.Off, t: *ra.Tuple}, g.tupleExpr(a))
+			continue
+		}
 		if ra.String {
 			src := g.strExpr(a)
 			g.copyStr(strBuf{off: rec + ra.Off, size: ra.Size}, src)

@@ -33,6 +33,7 @@ func TestSleepableLoads(t *testing.T) {
 		"string ne":                           {true},
 		"printf":                              {true},
 		"cat":                                 {true},
+		"tuples":                              {true},
 		"variables":                           {true},
 		"string map":                          {true},
 		"string ternary, str variable length": {true},

@@ -97,7 +97,7 @@ func (s *support) fail(err error) {
 
 func (s *support) block(b *btlang.ProbeBlock) error {
 	for _, v := range b.Vars {
-		if v.Type.Kind != btlang.KindInt && v.Type.Kind != btlang.KindString {
+		if v.Type.Kind != btlang.KindInt && v.Type.Kind != btlang.KindString && (v.Type.Kind != btlang.KindTuple || !tupleElems(v.Type)) {
 			return unsupported(v.Pos, "a %s variable", v.Type)
 		}
 	}
@@ -164,6 +164,10 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 			s.strExpr(value)
 			return
 		}
+		if t.Decl.Type.Kind == btlang.KindTuple {
+			s.tupleExpr(value)
+			return
+		}
 		intValue()
 		if !isCompound && op != "=" {
 			s.fail(unsupported(at, "operator %s", op))
@@ -194,6 +198,11 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 				return
 			}
 			s.strExpr(value)
+			s.key(t, mi)
+			return
+		}
+		if m.Value.Kind == btlang.KindTuple {
+			s.tupleExpr(value)
 			s.key(t, mi)
 			return
 		}
@@ -345,8 +354,42 @@ func (s *support) intExpr(e btlang.Expr) {
 		s.intExpr(e.Cond)
 		s.intExpr(e.Then)
 		s.intExpr(e.Else)
+	case *btlang.TupleIndex:
+		s.tupleExpr(e.X)
 	default:
 		s.fail(unsupported(e.Pos(), "this expression (%s)", btlang.ExprString(e)))
+	}
+}
+
+// tupleExpr is the walk of gen.tupleExpr.
+func (s *support) tupleExpr(e btlang.Expr) {
+	if t := e.Type(); t.Kind != btlang.KindTuple || !tupleElems(t) {
+		s.fail(unsupported(e.Pos(), "a %s value here", t))
+		return
+	}
+	switch e := e.(type) {
+	case *btlang.Var:
+	case *btlang.Tuple:
+		for _, x := range e.Elems {
+			switch x.Type().Kind {
+			case btlang.KindInt:
+				s.intExpr(x)
+			case btlang.KindString:
+				s.strExpr(x)
+			default:
+				s.tupleExpr(x)
+			}
+		}
+	case *btlang.MapRef:
+		s.mapRead(e, btlang.KindTuple)
+	case *btlang.TupleIndex:
+		s.tupleExpr(e.X)
+	case *btlang.Ternary:
+		s.intExpr(e.Cond)
+		s.tupleExpr(e.Then)
+		s.tupleExpr(e.Else)
+	default:
+		s.fail(unsupported(e.Pos(), "this tuple expression (%s)", btlang.ExprString(e)))
 	}
 }
 
@@ -418,6 +461,9 @@ func (s *support) strExpr(e btlang.Expr) {
 		return
 	case *btlang.MapRef:
 		s.mapRead(e, btlang.KindString)
+		return
+	case *btlang.TupleIndex:
+		s.tupleExpr(e.X)
 		return
 	}
 	s.fail(unsupported(e.Pos(), "this string expression (%s)", btlang.ExprString(e)))
@@ -497,7 +543,7 @@ func (s *support) printf(c *btlang.Call) {
 func (s *support) printArgs(args []btlang.Expr) {
 	for _, a := range args {
 		switch t := a.Type(); t.Kind {
-		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername:
+		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple:
 		default:
 			s.fail(unsupported(a.Pos(), "printing a %s", t))
 			return
@@ -508,6 +554,8 @@ func (s *support) printArgs(args []btlang.Expr) {
 		case btlang.KindString:
 			s.strExpr(a)
 		case btlang.KindStack:
+		case btlang.KindTuple:
+			s.tupleExpr(a)
 		case btlang.KindUsym:
 			s.usym(a)
 		case btlang.KindUsername:

@@ -659,9 +659,9 @@ func (c *checker) statementCall(call *Call) {
 				return
 			}
 			switch t := c.expr(args[0]); t.Kind {
-			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym, KindUsername:
+			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym, KindUsername, KindTuple:
 			default:
-				c.errorf(args[0].Pos(), "print() of a %s is not supported yet; print a map, an integer or a string", t)
+				c.errorf(args[0].Pos(), "print() of a %s is not supported yet; print a map, an integer, a string or a tuple", t)
 			}
 			return
 		}

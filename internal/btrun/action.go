@@ -2,6 +2,7 @@ package btrun
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
+	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/eventfmt"
 	"github.com/usdtkit/usdtkit/internal/printf"
 )
@@ -102,4 +104,30 @@ func (r *Runner) username(uid uint64) string {
 	}
 	r.users[uid] = name
 	return name
+}
+
+// decodeTuple reads a tuple of type t from b, laid out as
+// btgen.TupleLayout says; what b lacks reads as zeros.
+func decodeTuple(t btlang.Type, b []byte) eventfmt.Value {
+	v := eventfmt.Value{Kind: eventfmt.ValueTuple}
+	offs, _ := btgen.TupleLayout(t)
+	for i, et := range t.Elems {
+		var e []byte
+		if offs[i] < len(b) {
+			e = b[offs[i]:]
+		}
+		switch et.Kind {
+		case btlang.KindString:
+			v.Elems = append(v.Elems, eventfmt.Value{Kind: eventfmt.ValueString, Str: cString(e[:min(len(e), et.Size)])})
+		case btlang.KindTuple:
+			v.Elems = append(v.Elems, decodeTuple(et, e))
+		default:
+			var n int64
+			if len(e) >= 8 {
+				n = int64(binary.NativeEndian.Uint64(e))
+			}
+			v.Elems = append(v.Elems, eventfmt.Value{Kind: eventfmt.ValueInt, Int: n, Signed: et.Signed})
+		}
+	}
+	return v
 }

@@ -625,7 +625,9 @@ func (r *Runner) handle(rec []byte) error {
 		}
 		if p.Value {
 			v := eventfmt.Value{Kind: eventfmt.ValueString, Str: args[0].Str}
-			if a := p.Args[0]; !a.String && !a.Probe && !a.Usym && !a.Username && a.Stack == nil {
+			if a := p.Args[0]; a.Tuple != nil {
+				v = decodeTuple(*a.Tuple, rec[a.Off:a.Off+a.Size])
+			} else if !a.String && !a.Probe && !a.Usym && !a.Username && a.Stack == nil {
 				v = eventfmt.Value{Kind: eventfmt.ValueInt, Int: args[0].Int, Signed: p.ValueSigned}
 			}
 			r.buf = eventfmt.AppendValue(r.buf[:0], v, r.opts.Output)
@@ -841,6 +843,8 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 	switch {
 	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName):
 		m.Agg = eventfmt.AggString
+	case bm.Agg == btlang.AggNone && bm.Value.Kind == btlang.KindTuple:
+		m.Agg = eventfmt.AggTuple
 	case bm.Agg == btlang.AggNone:
 		m.Agg, m.Signed = eventfmt.AggInt, bm.Value.Signed
 	default:
@@ -875,6 +879,10 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 		if !mi.PerCPU {
 			if mi.ValueName && len(v) >= 8 {
 				e.Str = r.probeName(binary.NativeEndian.Uint64(v))
+			} else if m.Agg == eventfmt.AggTuple {
+				e.Tuple = decodeTuple(bm.Value, v)
+				e.Str = string(eventfmt.AppendValue(nil, e.Tuple, eventfmt.OutputText))
+				e.Str = e.Str[:len(e.Str)-1]
 			} else if m.Agg == eventfmt.AggString {
 				e.Str = cString(v)
 			} else {

@@ -198,6 +198,11 @@ func appendValue(dst []byte, m *Map, e *MapEntry, div uint32, quoted bool) []byt
 			return append(dst, '"')
 		}
 		return append(dst, escape.Control(e.Str)...)
+	case AggTuple:
+		if quoted {
+			return appendValueJSON(dst, e.Tuple)
+		}
+		return appendValueText(dst, e.Tuple)
 	case AggAvg:
 		return strconv.AppendInt(dst, average(e)/int64(div), 10)
 	case AggCount:
