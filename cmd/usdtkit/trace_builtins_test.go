@@ -35,6 +35,7 @@ var builtinPrograms = []struct {
 	{name: "username cgroup", src: `BEGIN { printf("%s|%8s|%d\n", username, username, cgroup); print(username); @c[cgroup] = count(); exit(); }`},
 	{name: "ternary statement", src: `BEGIN { $x = 3; $x > 2 ? printf("yes\n") : printf("no\n"); $x > 5 ? printf("%d\n", $x) : print($x + 1); exit(); }`},
 	{name: "positional string from byte K", src: `BEGIN { printf("%s|%s|%s\n", str($1 + 1), str($1 + 5), str($2 + 0)); exit(); }`, params: []string{"hello", "x"}},
+	{name: "++ and -- as expressions", src: `BEGIN { $x = 10; @m = 5; printf("%d %d %d %d\n", $x++, ++$x, $x--, --$x); printf("%d %d %d\n", @m--, --@m, @k[1]++ + ++@k[1]); $i = 0; while ($i < 10) { @avg = avg($i++); } @last = $i; exit(); }`},
 	{name: "tuples", src: tupleProgram},
 	{name: "tuples json", src: tupleProgram, json: true},
 	{name: "system json", src: `BEGIN { system("echo \"a\" b"); exit(); }`, unsafe: true, json: true},

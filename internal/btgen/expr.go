@@ -117,6 +117,8 @@ func (g *gen) intExpr(e btlang.Expr) {
 	case *btlang.TupleIndex:
 		b := g.tupleExpr(e)
 		g.emit(asm.LoadMem(asm.R0, asm.R7, int16(b.off), asm.DWord))
+	case *btlang.IncDecExpr:
+		g.incDec(e)
 	case *btlang.Ternary:
 		els, end := g.newLabel("else"), g.newLabel("fi")
 		g.intExpr(e.Cond)

@@ -248,6 +248,60 @@ func (g *gen) assign(s *btlang.Assign) {
 	}
 }
 
+// incDec emits e, ++ or -- as an expression: R0 is the value before
+// (postfix) or after (prefix).
+func (g *gen) incDec(e *btlang.IncDecExpr) {
+	delta := int32(1)
+	if e.Op == "--" {
+		delta = -1
+	}
+	switch t := e.Target.(type) {
+	case *btlang.Var:
+		loc, ok := g.vars[t.Decl]
+		if !ok {
+			g.fail(internal(t.At, "variable %s", t.Name))
+			return
+		}
+		g.emit(
+			asm.LoadMem(asm.R0, asm.R10, loc.stack, asm.DWord),
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.Add.Imm(asm.R1, delta),
+			asm.StoreMem(asm.R10, loc.stack, asm.R1, asm.DWord),
+		)
+		if e.Prefix {
+			g.emit(asm.Mov.Reg(asm.R0, asm.R1))
+		}
+	case *btlang.MapRef:
+		m := t.Map
+		if m == nil || m.Agg != btlang.AggNone || m.Value.Kind != btlang.KindInt {
+			g.fail(internal(t.At, "%s of %s", e.Op, t.Name))
+			return
+		}
+		mi := &g.out.Maps[g.mapIdx[m]]
+		key := g.key(t, mi)
+		val := g.alloc(mi.ValueSize)
+		slot := g.push()
+		defer g.pop()
+		g.lookupOrZero(mi, key)
+		g.emit(
+			asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
+			asm.Add.Imm(asm.R0, delta),
+			asm.StoreMem(asm.R7, int16(val), asm.R0, asm.DWord),
+		)
+		if mi.Array {
+			g.emit(storeImm64(asm.R7, int16(val+mi.SetOff), 1))
+		}
+		g.update(mi, key, asm.R7, int32(val))
+		if e.Prefix {
+			g.emit(asm.LoadMem(asm.R0, asm.R7, int16(val), asm.DWord))
+		} else {
+			g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+		}
+	default:
+		g.fail(internal(e.At, "%s of this", e.Op))
+	}
+}
+
 // key builds r's key for map mi in scratch and returns its offset.
 func (g *gen) key(r *btlang.MapRef, mi *MapInfo) int {
 	off := g.alloc(mi.KeySize)

@@ -356,6 +356,14 @@ func (s *support) intExpr(e btlang.Expr) {
 		s.intExpr(e.Else)
 	case *btlang.TupleIndex:
 		s.tupleExpr(e.X)
+	case *btlang.IncDecExpr:
+		if r, ok := e.Target.(*btlang.MapRef); ok {
+			if r.Map == nil || r.Map.Agg != btlang.AggNone || r.Map.Value.Kind != btlang.KindInt || s.maps[r.Map] == nil || s.maps[r.Map].ValueName || s.maps[r.Map].User {
+				s.fail(unsupported(e.At, "%s of %s", e.Op, r.Name))
+				return
+			}
+			s.key(r, s.maps[r.Map])
+		}
 	default:
 		s.fail(unsupported(e.Pos(), "this expression (%s)", btlang.ExprString(e)))
 	}

@@ -163,6 +163,17 @@ type TupleIndex struct {
 	Index int
 }
 
+// IncDecExpr is Target++ or Target-- (Prefix: ++Target, --Target) as
+// an expression, on a map or variable holding an integer: it adds or
+// subtracts one and is worth the value before (postfix) or after
+// (prefix). Alone as a statement it is an IncDec.
+type IncDecExpr struct {
+	ExprBase
+	Target Expr
+	Op     string // "++" or "--"
+	Prefix bool
+}
+
 // ExprStmt is a call used as a statement (printf, print, delete, clear,
 // zero, time, exit).
 type ExprStmt struct {

@@ -792,6 +792,8 @@ func (c *checker) expr(e Expr) Type {
 		e.T = t
 	case *TupleIndex:
 		e.T = t
+	case *IncDecExpr:
+		e.T = t
 	}
 	return t
 }
@@ -901,6 +903,20 @@ func (c *checker) exprType(e Expr) Type {
 			return Type{}
 		}
 		return t
+	case *IncDecExpr:
+		switch x := e.Target.(type) {
+		case *MapRef:
+			c.assignMap(x, e.Op, nil)
+			if x.Map != nil && x.Map.Value.Kind == KindInt {
+				return x.Map.Value
+			}
+		case *Var:
+			c.assignVar(x, e.Op, nil)
+			if x.Decl != nil && x.Decl.Type.Kind == KindInt {
+				return x.Decl.Type
+			}
+		}
+		return Type{}
 	case *TupleIndex:
 		t := c.expr(e.X)
 		if t.Kind == KindNone {

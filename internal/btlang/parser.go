@@ -365,6 +365,10 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 		p.next(false)
 		return &IncDec{At: t.pos, Target: x, Op: op}, false
 	}
+	if e, ok := x.(*IncDecExpr); ok {
+		// $x++ alone: the statement.
+		return &IncDec{At: t.pos, Target: e.Target, Op: e.Op, Prefix: e.Prefix}, false
+	}
 	if tern, ok := x.(*Ternary); ok {
 		// cond ? printf(…) : printf(…): bpftrace takes a ternary of
 		// calls without a value as a statement, which is an if.
@@ -471,7 +475,12 @@ func (p *parser) unary() Expr {
 	case t.is("&"):
 		p.failf(t.pos, "the address-of operator (&) is not supported")
 	case t.is("++") || t.is("--"):
-		p.failf(t.pos, "%s is a statement in bpftrace, not part of an expression", t.text)
+		p.next(false)
+		p.enter()
+		x := p.unary()
+		p.depth--
+		checkTarget(p, x, t.text)
+		return &IncDecExpr{ExprBase: ExprBase{At: t.pos}, Target: x, Op: t.text, Prefix: true}
 	}
 	return p.postfix(p.primary())
 }
@@ -494,6 +503,14 @@ func (p *parser) postfix(x Expr) Expr {
 			p.failf(t.pos, "struct field access (->) is only supported on args")
 		case t.is("["):
 			p.failf(t.pos, "array indexing is not supported")
+		case t.is("++") || t.is("--"):
+			switch x.(type) {
+			case *Var, *MapRef:
+			default:
+				return x
+			}
+			p.next(false)
+			x = &IncDecExpr{ExprBase: ExprBase{At: x.Pos()}, Target: x, Op: t.text}
 		default:
 			return x
 		}

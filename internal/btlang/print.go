@@ -207,6 +207,16 @@ func (w *printer) expr(e Expr) {
 	case *TupleIndex:
 		w.operand(e.X)
 		w.WriteString("." + strconv.Itoa(e.Index))
+	case *IncDecExpr:
+		w.WriteString("(")
+		if e.Prefix {
+			w.WriteString(e.Op)
+			w.expr(e.Target)
+		} else {
+			w.expr(e.Target)
+			w.WriteString(e.Op)
+		}
+		w.WriteString(")")
 	}
 }
 
