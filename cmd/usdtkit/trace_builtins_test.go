@@ -36,6 +36,8 @@ var builtinPrograms = []struct {
 	{name: "ternary statement", src: `BEGIN { $x = 3; $x > 2 ? printf("yes\n") : printf("no\n"); $x > 5 ? printf("%d\n", $x) : print($x + 1); exit(); }`},
 	{name: "positional string from byte K", src: `BEGIN { printf("%s|%s|%s\n", str($1 + 1), str($1 + 5), str($2 + 0)); exit(); }`, params: []string{"hello", "x"}},
 	{name: "++ and -- as expressions", src: `BEGIN { $x = 10; @m = 5; printf("%d %d %d %d\n", $x++, ++$x, $x--, --$x); printf("%d %d %d\n", @m--, --@m, @k[1]++ + ++@k[1]); $i = 0; while ($i < 10) { @avg = avg($i++); } @last = $i; exit(); }`},
+	{name: "buffers", src: `BEGIN { $a = buf("hi", 2); $b = buf("bye\001\n", 6); @m[buf("ok_key", 8), 1] = count(); @v = buf("value", 3); @h[buf("k", 2)] = hist(5); printf("%r|%rx|%rh|%r\n", $a, $b, $b, @v); $c = $b; printf("%d %d %d %d\n", $a == $a, $a != $b, $c == $b, $c != $a); $n = 4; @runtime = buf("abcdef", $n); exit(); }`},
+	{name: "buffers json", src: `BEGIN { @m[buf("ok_key", 8)] = 1; @v = buf("a\tb", 3); exit(); }`, json: true},
 	{name: "tuples", src: tupleProgram},
 	{name: "tuples json", src: tupleProgram, json: true},
 	{name: "system json", src: `BEGIN { system("echo \"a\" b"); exit(); }`, unsafe: true, json: true},

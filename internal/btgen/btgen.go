@@ -248,6 +248,9 @@ type MapInfo struct {
 	// process (8 bytes each), printed as the function's name (a
 	// KeyString field).
 	KeyUsym []bool
+	// KeyBuf[i] marks a buffer key field (buf()): its length, then its
+	// bytes (BufSize), printed as bpftrace prints a buffer.
+	KeyBuf []bool
 	// KeyStacks[i] says how stack key field i (layout.KeyStack,
 	// StackKeySize bytes) was captured; nil for the other fields.
 	KeyStacks []*StackInfo
@@ -257,6 +260,9 @@ type MapInfo struct {
 	// ValueName: the value (of a map without aggregation) is a probe or
 	// func name id, 8 bytes, printed as the name.
 	ValueName bool
+	// ValueBuf: the value is a buffer (buf()), its length then its
+	// bytes, printed as bpftrace prints a buffer.
+	ValueBuf bool
 	// Buckets is hist's or lhist's bucket count.
 	Buckets int
 	// Array: the map is a BPF array (per-CPU when PerCPU) of u32 keys
@@ -329,6 +335,8 @@ type RecordArg struct {
 	// Tuple is a tuple's type, laid out as TupleLayout says (Size
 	// bytes); nil for the other kinds.
 	Tuple *btlang.Type
+	// Buf: a buffer, its length then its bytes (Size bytes, BufSize).
+	Buf bool
 	// Stack: a ustack, stackcap's frames layout of Size bytes, then the
 	// 8-byte pid.
 	Stack *StackInfo
@@ -605,6 +613,17 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			}
 			mi.KeyUsym = append(mi.KeyUsym, true)
 			off += 16
+		case btlang.KindBuf:
+			// Printed as bpftrace prints a buffer (KeyString).
+			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString, Size: BufSize(k)})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, false)
+			mi.KeyStacks = append(mi.KeyStacks, nil)
+			for len(mi.KeyBuf) < len(mi.Keys)-1 {
+				mi.KeyBuf = append(mi.KeyBuf, false)
+			}
+			mi.KeyBuf = append(mi.KeyBuf, true)
+			off += BufSize(k)
 		case btlang.KindStack:
 			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyStack})
 			mi.KeyOffs = append(mi.KeyOffs, off)
@@ -625,6 +644,8 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			mi.ValueSize = round8(m.Value.Size)
 		case btlang.KindProbe, btlang.KindSym:
 			mi.ValueSize, mi.ValueName = 8, true
+		case btlang.KindBuf:
+			mi.ValueSize, mi.ValueBuf = BufSize(m.Value), true
 		case btlang.KindTuple:
 			if !tupleElems(m.Value) {
 				return mi, unsupported(m.Pos, "a %s value of %s", m.Value, m.Name)
@@ -952,6 +973,11 @@ func (g *gen) program() (asm.Instructions, error) {
 			g.vars[v] = loc
 		case btlang.KindString:
 			loc := varLoc{off: g.alloc(v.Type.Size), size: v.Type.Size}
+			g.zero(loc.off, loc.size)
+			g.vars[v] = loc
+		case btlang.KindBuf:
+			n := BufSize(v.Type)
+			loc := varLoc{off: g.alloc(n), size: n}
 			g.zero(loc.off, loc.size)
 			g.vars[v] = loc
 		case btlang.KindTuple:

@@ -226,6 +226,15 @@ func (g *gen) binary(e *btlang.Binary) {
 		g.emit(nop())
 		return
 	}
+	if e.X.Type().Kind == btlang.KindBuf {
+		a := g.bufExpr(e.X)
+		b := g.bufExpr(e.Y)
+		g.bufEqual(a, b)
+		if e.Op == "!=" {
+			g.emit(asm.Xor.Imm(asm.R0, 1))
+		}
+		return
+	}
 	if e.X.Type().Kind == btlang.KindString {
 		if e.Op != "==" && e.Op != "!=" {
 			g.fail(internal(e.At, "string operator %s", e.Op))

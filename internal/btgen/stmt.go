@@ -145,6 +145,10 @@ func (g *gen) assign(s *btlang.Assign) {
 			g.copyStr(strBuf{off: loc.off, size: loc.size}, src)
 			return
 		}
+		if t.Decl.Type.Kind == btlang.KindBuf {
+			g.copyBuf(strBuf{off: loc.off, size: loc.size}, g.bufExpr(s.Value))
+			return
+		}
 		if t.Decl.Type.Kind == btlang.KindTuple {
 			if s.Op != "=" {
 				g.fail(internal(s.At, "%s on a tuple", s.Op))
@@ -180,6 +184,17 @@ func (g *gen) assign(s *btlang.Assign) {
 			return
 		}
 		mi := &g.out.Maps[g.mapIdx[m]]
+		if m.Value.Kind == btlang.KindBuf {
+			val := g.alloc(mi.ValueSize)
+			n := BufSize(m.Value)
+			g.copyBuf(strBuf{off: val, size: n}, g.bufExpr(s.Value))
+			if mi.Array {
+				g.emit(storeImm64(asm.R7, int16(val+mi.SetOff), 1))
+			}
+			key := g.key(t, mi)
+			g.update(mi, key, asm.R7, int32(val))
+			return
+		}
 		if m.Value.Kind == btlang.KindTuple {
 			if s.Op != "=" {
 				g.fail(internal(s.At, "%s on a tuple", s.Op))
@@ -362,6 +377,8 @@ func (g *gen) keyAt(r *btlang.MapRef, mi *MapInfo, off int) {
 				return
 			}
 			g.usymAt(k, f)
+		case i < len(mi.KeyBuf) && mi.KeyBuf[i]:
+			g.copyBuf(strBuf{off: f, size: mi.Keys[i].Size}, g.bufExpr(k))
 		case mi.Keys[i].Kind == layout.KeyInt:
 			g.intExpr(k)
 			g.emit(asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
@@ -803,6 +820,9 @@ func (g *gen) printf(c *btlang.Call) {
 			_, n := TupleLayout(t)
 			info.Args = append(info.Args, RecordArg{Off: size, Tuple: &t, Size: n})
 			size += n
+		case btlang.KindBuf:
+			info.Args = append(info.Args, RecordArg{Off: size, Buf: true, Size: BufSize(t)})
+			size += BufSize(t)
 		case btlang.KindStack:
 			si := stackInfo(t)
 			si.Map, si.Machine = "", g.opts.Machine
@@ -825,6 +845,10 @@ func (g *gen) printf(c *btlang.Call) {
 		ra := info.Args[i]
 		if ra.Tuple != nil {
 			g.copyTuple(tupleBuf{off: rec + ra.Off, t: *ra.Tuple}, g.tupleExpr(a))
+			continue
+		}
+		if ra.Buf {
+			g.copyBuf(strBuf{off: rec + ra.Off, size: ra.Size}, g.bufExpr(a))
 			continue
 		}
 		if ra.String {

@@ -34,6 +34,7 @@ func TestSleepableLoads(t *testing.T) {
 		"printf":                              {true},
 		"cat":                                 {true},
 		"tuples":                              {true},
+		"buffers":                             {true},
 		"variables":                           {true},
 		"string map":                          {true},
 		"string ternary, str variable length": {true},

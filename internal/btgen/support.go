@@ -97,7 +97,7 @@ func (s *support) fail(err error) {
 
 func (s *support) block(b *btlang.ProbeBlock) error {
 	for _, v := range b.Vars {
-		if v.Type.Kind != btlang.KindInt && v.Type.Kind != btlang.KindString && (v.Type.Kind != btlang.KindTuple || !tupleElems(v.Type)) {
+		if v.Type.Kind != btlang.KindInt && v.Type.Kind != btlang.KindString && v.Type.Kind != btlang.KindBuf && (v.Type.Kind != btlang.KindTuple || !tupleElems(v.Type)) {
 			return unsupported(v.Pos, "a %s variable", v.Type)
 		}
 	}
@@ -168,6 +168,10 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 			s.tupleExpr(value)
 			return
 		}
+		if t.Decl.Type.Kind == btlang.KindBuf {
+			s.bufExpr(value)
+			return
+		}
 		intValue()
 		if !isCompound && op != "=" {
 			s.fail(unsupported(at, "operator %s", op))
@@ -203,6 +207,11 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 		}
 		if m.Value.Kind == btlang.KindTuple {
 			s.tupleExpr(value)
+			s.key(t, mi)
+			return
+		}
+		if m.Value.Kind == btlang.KindBuf {
+			s.bufExpr(value)
 			s.key(t, mi)
 			return
 		}
@@ -260,6 +269,8 @@ func (s *support) key(r *btlang.MapRef, mi *MapInfo) {
 				return
 			}
 			s.usym(k)
+		case i < len(mi.KeyBuf) && mi.KeyBuf[i]:
+			s.bufExpr(k)
 		case mi.KeyStacks[i] != nil:
 		case mi.Keys[i].Kind == layout.KeyString:
 			s.strExpr(k)
@@ -369,6 +380,34 @@ func (s *support) intExpr(e btlang.Expr) {
 	}
 }
 
+// bufExpr is the walk of gen.bufExpr.
+func (s *support) bufExpr(e btlang.Expr) {
+	if t := e.Type(); t.Kind != btlang.KindBuf {
+		s.fail(unsupported(e.Pos(), "a %s value here", t))
+		return
+	}
+	switch e := e.(type) {
+	case *btlang.Var:
+	case *btlang.MapRef:
+		s.mapRead(e, btlang.KindBuf)
+	case *btlang.Call:
+		if e.Name != "buf" || len(e.Args) != 2 {
+			s.fail(unsupported(e.At, "%s() here", e.Name))
+			return
+		}
+		if _, ok := btlang.ConstValue(e.Args[1]); !ok {
+			s.intExpr(e.Args[1])
+		}
+		if e.Args[0].Type().Kind == btlang.KindString {
+			s.strExpr(e.Args[0])
+		} else {
+			s.intExpr(e.Args[0])
+		}
+	default:
+		s.fail(unsupported(e.Pos(), "this buffer expression (%s)", btlang.ExprString(e)))
+	}
+}
+
 // tupleExpr is the walk of gen.tupleExpr.
 func (s *support) tupleExpr(e btlang.Expr) {
 	if t := e.Type(); t.Kind != btlang.KindTuple || !tupleElems(t) {
@@ -413,6 +452,9 @@ func (s *support) binary(e *btlang.Binary) {
 	case e.Op == "&&" || e.Op == "||":
 		s.intExpr(e.X)
 		s.intExpr(e.Y)
+	case e.X.Type().Kind == btlang.KindBuf:
+		s.bufExpr(e.X)
+		s.bufExpr(e.Y)
 	case e.X.Type().Kind == btlang.KindString:
 		if e.Op != "==" && e.Op != "!=" {
 			s.fail(unsupported(e.At, "string operator %s", e.Op))
@@ -551,7 +593,7 @@ func (s *support) printf(c *btlang.Call) {
 func (s *support) printArgs(args []btlang.Expr) {
 	for _, a := range args {
 		switch t := a.Type(); t.Kind {
-		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple:
+		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple, btlang.KindBuf:
 		default:
 			s.fail(unsupported(a.Pos(), "printing a %s", t))
 			return
@@ -564,6 +606,8 @@ func (s *support) printArgs(args []btlang.Expr) {
 		case btlang.KindStack:
 		case btlang.KindTuple:
 			s.tupleExpr(a)
+		case btlang.KindBuf:
+			s.bufExpr(a)
 		case btlang.KindUsym:
 			s.usym(a)
 		case btlang.KindUsername:

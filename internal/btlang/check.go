@@ -597,7 +597,7 @@ var RegNames = []string{"ip", "sp", "bp", "ax", "bx", "cx", "dx", "si", "di",
 // unsupportedCalls are bpftrace functions usdtkit does not compile yet.
 var unsupportedCalls = map[string]bool{
 	"join": true, "override": true, "kaddr": true,
-	"uaddr": true, "ksym": true, "buf": true, "ntop": true, "pton": true,
+	"uaddr": true, "ksym": true, "ntop": true, "pton": true,
 	"strftime": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true,
 	"cgroup_path": true, "kstack": true, "strcontains": true, "has_key": true, "debugf": true,
@@ -751,8 +751,11 @@ func (c *checker) printf(call *Call) {
 		}
 		if !verbAccepts(v, t) {
 			want := "an integer"
-			if v.Conv == 's' {
+			switch v.Conv {
+			case 's':
 				want = "a string"
+			case 'r':
+				want = "a buffer, buf()"
 			}
 			c.errorf(args[i].Pos(), "%s: %s takes %s, not %s", call.Name, v.Token, want, t)
 		}
@@ -948,7 +951,7 @@ func (c *checker) binary(e *Binary) Type {
 	}
 	switch e.Op {
 	case "==", "!=":
-		if a.Kind == KindString && b.Kind == KindString {
+		if a.Kind == KindString && b.Kind == KindString || a.Kind == KindBuf && b.Kind == KindBuf {
 			return uint64T
 		}
 		if a.Kind == KindInt && b.Kind == KindInt {
@@ -1174,6 +1177,35 @@ func (c *checker) call(e *Call) Type {
 		}
 		c.expr(lit)
 		return uint64T
+	case "buf":
+		// bpftrace's buf(x, n): n bytes at address x, or of string x,
+		// at most the length str() reads.
+		if len(e.Args) != 2 {
+			c.errorf(e.At, "buf() takes an address or a string and a length: buf(x, n)")
+			return Type{}
+		}
+		t := c.expr(e.Args[0])
+		if t.Kind != KindNone && t.Kind != KindInt && t.Kind != KindString {
+			c.errorf(e.Args[0].Pos(), "buf() reads an integer address or a string, not %s", t)
+			return Type{}
+		}
+		n := c.expr(e.Args[1])
+		if n.Kind != KindNone && n.Kind != KindInt {
+			c.errorf(e.Args[1].Pos(), "the length of buf() must be an integer, not %s", n)
+			return Type{}
+		}
+		size := c.strLen
+		if v, ok := constValue(e.Args[1]); ok {
+			if v < 0 {
+				c.errorf(e.Args[1].Pos(), "the length of buf() must be 0 or more, not %d", v)
+				return Type{}
+			}
+			size = int(min(v, int64(c.strLen)))
+		}
+		if t.Kind == KindNone || n.Kind == KindNone {
+			return Type{}
+		}
+		return Type{Kind: KindBuf, Size: size}
 	case "bswap":
 		// bpftrace's bswap(x): x's bytes in reverse order, unsigned, of
 		// x's width (ByteWidth; an int8 is itself).

@@ -35,9 +35,12 @@ const (
 	// printed as the user's name (the username builtin); the back end
 	// stores the id.
 	KindUsername
+	// KindBuf is a buffer of at most Type.Size bytes (buf()), stored
+	// with its length; printed with %r.
+	KindBuf
 )
 
-var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym", "username"}
+var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym", "username", "buffer"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -106,7 +109,7 @@ func (t Type) widen(u Type) Type {
 	switch t.Kind {
 	case KindInt:
 		return Type{Kind: KindInt, Signed: t.Signed, Size: 8}
-	case KindString, KindStack:
+	case KindString, KindStack, KindBuf:
 		return Type{Kind: t.Kind, Size: max(t.Size, u.Size), Perf: t.Perf}
 	case KindTuple:
 		elems := make([]Type, len(t.Elems))
@@ -141,6 +144,8 @@ func (t Type) String() string {
 		return "usym"
 	case KindUsername:
 		return "username"
+	case KindBuf:
+		return "buffer[" + strconv.Itoa(t.Size) + "]"
 	case KindTuple:
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {

@@ -131,3 +131,13 @@ func decodeTuple(t btlang.Type, b []byte) eventfmt.Value {
 	}
 	return v
 }
+
+// bufBytes returns the bytes of a buffer laid out as btgen.BufSize says:
+// its length, then its bytes.
+func bufBytes(b []byte) []byte {
+	if len(b) < 8 {
+		return nil
+	}
+	n := binary.NativeEndian.Uint64(b)
+	return b[8 : 8+min(n, uint64(len(b)-8))]
+}

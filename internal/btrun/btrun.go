@@ -610,6 +610,8 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Str = r.probeName(binary.NativeEndian.Uint64(rec[a.Off:]))
 			case a.Usym:
 				args[i].Str = r.usymName(rec[a.Off:])
+			case a.Buf:
+				args[i].Bytes = bufBytes(rec[a.Off : a.Off+a.Size])
 			case a.Username:
 				args[i].Str = r.username(binary.NativeEndian.Uint64(rec[a.Off:]))
 			case a.Stack != nil:
@@ -841,7 +843,7 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 	bm := mi.Map
 	m := &eventfmt.Map{Name: bm.Name, Keys: mi.Keys}
 	switch {
-	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName):
+	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName || mi.ValueBuf):
 		m.Agg = eventfmt.AggString
 	case bm.Agg == btlang.AggNone && bm.Value.Kind == btlang.KindTuple:
 		m.Agg = eventfmt.AggTuple
@@ -879,6 +881,8 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 		if !mi.PerCPU {
 			if mi.ValueName && len(v) >= 8 {
 				e.Str = r.probeName(binary.NativeEndian.Uint64(v))
+			} else if mi.ValueBuf {
+				e.Str = printf.FormatBuffer(bufBytes(v), 0)
 			} else if m.Agg == eventfmt.AggTuple {
 				e.Tuple = decodeTuple(bm.Value, v)
 				e.Str = string(eventfmt.AppendValue(nil, e.Tuple, eventfmt.OutputText))
@@ -968,6 +972,10 @@ func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []eventfmt.Key {
 		case i < len(mi.KeyUsym) && mi.KeyUsym[i]:
 			if off+16 <= len(k) {
 				keys[i].Str = r.usymName(k[off:])
+			}
+		case i < len(mi.KeyBuf) && mi.KeyBuf[i]:
+			if off+f.Size <= len(k) {
+				keys[i].Str = printf.FormatBuffer(bufBytes(k[off:off+f.Size]), 0)
 			}
 		case f.Kind == layout.KeyInt:
 			if off+8 <= len(k) {
