@@ -38,6 +38,7 @@ var builtinPrograms = []struct {
 	{name: "++ and -- as expressions", src: `BEGIN { $x = 10; @m = 5; printf("%d %d %d %d\n", $x++, ++$x, $x--, --$x); printf("%d %d %d\n", @m--, --@m, @k[1]++ + ++@k[1]); $i = 0; while ($i < 10) { @avg = avg($i++); } @last = $i; exit(); }`},
 	{name: "buffers", src: `BEGIN { $a = buf("hi", 2); $b = buf("bye\001\n", 6); @m[buf("ok_key", 8), 1] = count(); @v = buf("value", 3); @h[buf("k", 2)] = hist(5); printf("%r|%rx|%rh|%r\n", $a, $b, $b, @v); $c = $b; printf("%d %d %d %d\n", $a == $a, $a != $b, $c == $b, $c != $a); $n = 4; @runtime = buf("abcdef", $n); exit(); }`},
 	{name: "buffers json", src: `BEGIN { @m[buf("ok_key", 8)] = 1; @v = buf("a\tb", 3); exit(); }`, json: true},
+	{name: "strcontains of literals", src: `BEGIN { if (strcontains("abc", "a")) { printf("OK\n"); } printf("%d %d %d %d\n", strcontains("abc", "bc"), strcontains("abc", "x"), strcontains("abc", ""), strcontains("", "a")); exit(); }`},
 	{name: "tuples", src: tupleProgram},
 	{name: "tuples json", src: tupleProgram, json: true},
 	{name: "system json", src: `BEGIN { system("echo \"a\" b"); exit(); }`, unsafe: true, json: true},

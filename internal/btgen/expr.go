@@ -3,6 +3,7 @@ package btgen
 import (
 	"debug/elf"
 	"math"
+	"strings"
 
 	"github.com/cilium/ebpf/asm"
 
@@ -104,6 +105,21 @@ func (g *gen) intExpr(e btlang.Expr) {
 			case 8:
 				g.emit(asm.HostTo(asm.BE, asm.R0, asm.DWord))
 			}
+			return
+		}
+		if e.Name == "strcontains" {
+			// Two literals (Support refuses the others): a constant.
+			a, _ := e.Args[0].(*btlang.StrLit)
+			b, _ := e.Args[1].(*btlang.StrLit)
+			if a == nil || b == nil {
+				g.fail(internal(e.At, "strcontains() here"))
+				return
+			}
+			v := int64(0)
+			if strings.Contains(a.Val, b.Val) {
+				v = 1
+			}
+			g.loadConst(asm.R0, v)
 			return
 		}
 		if e.Name != "strncmp" {

@@ -102,6 +102,7 @@ var loadTests = []struct{ name, src string }{
 	{"tuples", `usdt:/x:p:a { $t = (arg0, str(arg1), (comm, (int8)arg2)); @m[arg0] = $t; @s = (1, "x"); @s = (2, "longer"); print($t); printf("%d %s %s\n", $t.0, $t.2.0, @m[arg0].1); @i = (1, 2).0; }`},
 	{"++ as an expression", `usdt:/x:p:a { $i = 0; @n[arg0] = 1; @s = sum($i++); printf("%d %d %d\n", ++$i, @n[arg0]++, --@n[arg0]); @c = ++@c; }`},
 	{"buffers", `usdt:/x:p:a { @b[buf(arg1, 8), arg2] = count(); $b = buf(arg1, arg2); @last = $b; printf("%r %rx %d\n", $b, buf(str(arg1), 5), $b == @last); }`},
+	{"strcontains", `usdt:/x:p:a { @[strcontains("abc", "b")] = count(); }`},
 	{"cat", `usdt:/x:p:a { cat("/proc/%d/comm", pid); cat("%s", str(arg1)); }`},
 	{"casts and reads", `uprobe:/x:f { @[(int8)arg0, (uint16)arg1, (uint32)arg2, (int32)arg3] = sum(*(int16*)(arg1 + 2)); printf("%d %u\n", *(uint8*)arg0, *(int64*)arg2); }`},
 	{"while break continue return", `uprobe:/x:f { $i = 0; while ($i < 20) { $i++; if ($i == arg0) { continue; } if ($i > arg1) { break; } if ($i == 19) { return; } @[$i] = count(); } unroll(3) { @u++; } }`},
@@ -165,6 +166,7 @@ func TestGenerateUnsupported(t *testing.T) {
 		{"BEGIN with usdt", `BEGIN, usdt:/x:p:a { @ = count(); }`, "test.bt:1:8"},
 		{"two intervals", `interval:s:1, interval:s:2 { exit(); }`, "test.bt:1:15"},
 		{"tuple of a probe", `usdt:/x:p:a { @t = (1, probe); }`, "test.bt:1:15"},
+		{"strcontains of a variable", `usdt:/x:p:a { $s = "ab"; @ = strcontains($s, "a"); }`, "test.bt:1:30"},
 		{"username key", `usdt:/x:p:a { @[username] = count(); }`, "test.bt:1:15"},
 		{"too many printf'd stacks", `usdt:/x:p:a { printf("%s\n", ustack); printf("%s\n", ustack); printf("%s\n", ustack); printf("%s\n", ustack); }`, "test.bt:1:102"},
 	}

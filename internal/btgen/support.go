@@ -358,6 +358,12 @@ func (s *support) intExpr(e btlang.Expr) {
 			s.strExpr(e.Args[1])
 		case "bswap":
 			s.intExpr(e.Args[0])
+		case "strcontains":
+			_, a := e.Args[0].(*btlang.StrLit)
+			_, b := e.Args[1].(*btlang.StrLit)
+			if !a || !b {
+				s.fail(unsupported(e.At, "strcontains() of strings that are not both literals"))
+			}
 		default:
 			s.fail(unsupported(e.At, "%s() here", e.Name))
 		}

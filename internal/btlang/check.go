@@ -600,7 +600,7 @@ var unsupportedCalls = map[string]bool{
 	"uaddr": true, "ksym": true, "ntop": true, "pton": true,
 	"strftime": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true,
-	"cgroup_path": true, "kstack": true, "strcontains": true, "has_key": true, "debugf": true,
+	"cgroup_path": true, "kstack": true, "has_key": true, "debugf": true,
 	"offsetof": true, "percpu_kaddr": true, "nsecs": true, "socket_cookie": true,
 }
 
@@ -1176,6 +1176,20 @@ func (c *checker) call(e *Call) Type {
 			return Type{}
 		}
 		c.expr(lit)
+		return uint64T
+	case "strcontains":
+		// bpftrace's strcontains(haystack, needle): 1 when needle is in
+		// haystack, else 0.
+		if len(e.Args) != 2 {
+			c.errorf(e.At, "strcontains() takes two strings: strcontains(haystack, needle)")
+			return Type{}
+		}
+		for _, a := range e.Args {
+			if t := c.expr(a); t.Kind != KindNone && t.Kind != KindString {
+				c.errorf(a.Pos(), "strcontains() takes strings, not %s", t)
+				return Type{}
+			}
+		}
 		return uint64T
 	case "buf":
 		// bpftrace's buf(x, n): n bytes at address x, or of string x,
