@@ -39,6 +39,12 @@ var builtinPrograms = []struct {
 	{name: "buffers", src: `BEGIN { $a = buf("hi", 2); $b = buf("bye\001\n", 6); @m[buf("ok_key", 8), 1] = count(); @v = buf("value", 3); @h[buf("k", 2)] = hist(5); printf("%r|%rx|%rh|%r\n", $a, $b, $b, @v); $c = $b; printf("%d %d %d %d\n", $a == $a, $a != $b, $c == $b, $c != $a); $n = 4; @runtime = buf("abcdef", $n); exit(); }`},
 	{name: "buffers json", src: `BEGIN { @m[buf("ok_key", 8)] = 1; @v = buf("a\tb", 3); exit(); }`, json: true},
 	{name: "strcontains of literals", src: `BEGIN { if (strcontains("abc", "a")) { printf("OK\n"); } printf("%d %d %d %d\n", strcontains("abc", "bc"), strcontains("abc", "x"), strcontains("abc", ""), strcontains("", "a")); exit(); }`},
+	// (The formats print hours at most: both tools estimate the boot
+	// time, a few microseconds apart.)
+	{name: "strftime", src: `BEGIN { $ts = strftime("%Y-%m-%d %H", nsecs); printf("%s|%s\n", $ts, strftime("%j %Y", 0)); print($ts); @k[strftime("%y/%m", nsecs)] = 1; @v[1] = $ts; @t = (1, strftime("%d", 86400000000000)); exit(); }`},
+	// (bpftrace 0.17 writes a map's strftime() value in JSON unquoted,
+	// and print()s it so too, which usdtkit does not: "2026", not 2026.)
+	{name: "strftime json", src: `BEGIN { @k[strftime("%y/%m", nsecs)] = 1; exit(); }`, json: true},
 	{name: "tuples", src: tupleProgram},
 	{name: "tuples json", src: tupleProgram, json: true},
 	{name: "system json", src: `BEGIN { system("echo \"a\" b"); exit(); }`, unsafe: true, json: true},

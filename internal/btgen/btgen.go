@@ -176,6 +176,9 @@ type Program struct {
 	// Times are the time() calls' strftime formats, indexed by a RecTime
 	// record's id.
 	Times []string
+	// Strftimes are the strftime() calls' formats, indexed by the id a
+	// timestamp value holds (TimestampSize).
+	Strftimes []string
 	// Probes are the names the probe and func builtins take, indexed by
 	// the id stored in map keys and printf records.
 	Probes []string
@@ -251,6 +254,9 @@ type MapInfo struct {
 	// KeyBuf[i] marks a buffer key field (buf()): its length, then its
 	// bytes (BufSize), printed as bpftrace prints a buffer.
 	KeyBuf []bool
+	// KeyTime[i] marks a strftime() key field (TimestampSize bytes),
+	// printed by its format.
+	KeyTime []bool
 	// KeyStacks[i] says how stack key field i (layout.KeyStack,
 	// StackKeySize bytes) was captured; nil for the other fields.
 	KeyStacks []*StackInfo
@@ -263,6 +269,9 @@ type MapInfo struct {
 	// ValueBuf: the value is a buffer (buf()), its length then its
 	// bytes, printed as bpftrace prints a buffer.
 	ValueBuf bool
+	// ValueTime: the value is a strftime() value (TimestampSize bytes),
+	// printed by its format.
+	ValueTime bool
 	// Buckets is hist's or lhist's bucket count.
 	Buckets int
 	// Array: the map is a BPF array (per-CPU when PerCPU) of u32 keys
@@ -337,6 +346,8 @@ type RecordArg struct {
 	Tuple *btlang.Type
 	// Buf: a buffer, its length then its bytes (Size bytes, BufSize).
 	Buf bool
+	// Time: a strftime() value (TimestampSize bytes).
+	Time bool
 	// Stack: a ustack, stackcap's frames layout of Size bytes, then the
 	// 8-byte pid.
 	Stack *StackInfo
@@ -613,6 +624,17 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			}
 			mi.KeyUsym = append(mi.KeyUsym, true)
 			off += 16
+		case btlang.KindTimestamp:
+			// Printed by its format (KeyString).
+			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, false)
+			mi.KeyStacks = append(mi.KeyStacks, nil)
+			for len(mi.KeyTime) < len(mi.Keys)-1 {
+				mi.KeyTime = append(mi.KeyTime, false)
+			}
+			mi.KeyTime = append(mi.KeyTime, true)
+			off += TimestampSize
 		case btlang.KindBuf:
 			// Printed as bpftrace prints a buffer (KeyString).
 			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString, Size: BufSize(k)})
@@ -646,6 +668,8 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			mi.ValueSize, mi.ValueName = 8, true
 		case btlang.KindBuf:
 			mi.ValueSize, mi.ValueBuf = BufSize(m.Value), true
+		case btlang.KindTimestamp:
+			mi.ValueSize, mi.ValueTime = TimestampSize, true
 		case btlang.KindTuple:
 			if !tupleElems(m.Value) {
 				return mi, unsupported(m.Pos, "a %s value of %s", m.Value, m.Name)
@@ -973,6 +997,10 @@ func (g *gen) program() (asm.Instructions, error) {
 			g.vars[v] = loc
 		case btlang.KindString:
 			loc := varLoc{off: g.alloc(v.Type.Size), size: v.Type.Size}
+			g.zero(loc.off, loc.size)
+			g.vars[v] = loc
+		case btlang.KindTimestamp:
+			loc := varLoc{off: g.alloc(TimestampSize), size: TimestampSize}
 			g.zero(loc.off, loc.size)
 			g.vars[v] = loc
 		case btlang.KindBuf:

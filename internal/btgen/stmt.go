@@ -149,6 +149,10 @@ func (g *gen) assign(s *btlang.Assign) {
 			g.copyBuf(strBuf{off: loc.off, size: loc.size}, g.bufExpr(s.Value))
 			return
 		}
+		if t.Decl.Type.Kind == btlang.KindTimestamp {
+			g.copyBufTo(asm.R7, loc.off, TimestampSize, g.timeExpr(s.Value))
+			return
+		}
 		if t.Decl.Type.Kind == btlang.KindTuple {
 			if s.Op != "=" {
 				g.fail(internal(s.At, "%s on a tuple", s.Op))
@@ -184,10 +188,13 @@ func (g *gen) assign(s *btlang.Assign) {
 			return
 		}
 		mi := &g.out.Maps[g.mapIdx[m]]
-		if m.Value.Kind == btlang.KindBuf {
+		if m.Value.Kind == btlang.KindBuf || m.Value.Kind == btlang.KindTimestamp {
 			val := g.alloc(mi.ValueSize)
-			n := BufSize(m.Value)
-			g.copyBuf(strBuf{off: val, size: n}, g.bufExpr(s.Value))
+			if m.Value.Kind == btlang.KindBuf {
+				g.copyBuf(strBuf{off: val, size: BufSize(m.Value)}, g.bufExpr(s.Value))
+			} else {
+				g.copyBufTo(asm.R7, val, TimestampSize, g.timeExpr(s.Value))
+			}
 			if mi.Array {
 				g.emit(storeImm64(asm.R7, int16(val+mi.SetOff), 1))
 			}
@@ -379,6 +386,8 @@ func (g *gen) keyAt(r *btlang.MapRef, mi *MapInfo, off int) {
 			g.usymAt(k, f)
 		case i < len(mi.KeyBuf) && mi.KeyBuf[i]:
 			g.copyBuf(strBuf{off: f, size: mi.Keys[i].Size}, g.bufExpr(k))
+		case i < len(mi.KeyTime) && mi.KeyTime[i]:
+			g.copyBufTo(asm.R7, f, TimestampSize, g.timeExpr(k))
 		case mi.Keys[i].Kind == layout.KeyInt:
 			g.intExpr(k)
 			g.emit(asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
@@ -823,6 +832,9 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindBuf:
 			info.Args = append(info.Args, RecordArg{Off: size, Buf: true, Size: BufSize(t)})
 			size += BufSize(t)
+		case btlang.KindTimestamp:
+			info.Args = append(info.Args, RecordArg{Off: size, Time: true, Size: TimestampSize})
+			size += TimestampSize
 		case btlang.KindStack:
 			si := stackInfo(t)
 			si.Map, si.Machine = "", g.opts.Machine
@@ -849,6 +861,10 @@ func (g *gen) printf(c *btlang.Call) {
 		}
 		if ra.Buf {
 			g.copyBuf(strBuf{off: rec + ra.Off, size: ra.Size}, g.bufExpr(a))
+			continue
+		}
+		if ra.Time {
+			g.copyBufTo(asm.R7, rec+ra.Off, TimestampSize, g.timeExpr(a))
 			continue
 		}
 		if ra.String {

@@ -97,7 +97,7 @@ func (s *support) fail(err error) {
 
 func (s *support) block(b *btlang.ProbeBlock) error {
 	for _, v := range b.Vars {
-		if v.Type.Kind != btlang.KindInt && v.Type.Kind != btlang.KindString && v.Type.Kind != btlang.KindBuf && (v.Type.Kind != btlang.KindTuple || !tupleElems(v.Type)) {
+		if v.Type.Kind != btlang.KindInt && v.Type.Kind != btlang.KindString && v.Type.Kind != btlang.KindBuf && v.Type.Kind != btlang.KindTimestamp && (v.Type.Kind != btlang.KindTuple || !tupleElems(v.Type)) {
 			return unsupported(v.Pos, "a %s variable", v.Type)
 		}
 	}
@@ -172,6 +172,10 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 			s.bufExpr(value)
 			return
 		}
+		if t.Decl.Type.Kind == btlang.KindTimestamp {
+			s.timeExpr(value)
+			return
+		}
 		intValue()
 		if !isCompound && op != "=" {
 			s.fail(unsupported(at, "operator %s", op))
@@ -212,6 +216,11 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 		}
 		if m.Value.Kind == btlang.KindBuf {
 			s.bufExpr(value)
+			s.key(t, mi)
+			return
+		}
+		if m.Value.Kind == btlang.KindTimestamp {
+			s.timeExpr(value)
 			s.key(t, mi)
 			return
 		}
@@ -271,6 +280,8 @@ func (s *support) key(r *btlang.MapRef, mi *MapInfo) {
 			s.usym(k)
 		case i < len(mi.KeyBuf) && mi.KeyBuf[i]:
 			s.bufExpr(k)
+		case i < len(mi.KeyTime) && mi.KeyTime[i]:
+			s.timeExpr(k)
 		case mi.KeyStacks[i] != nil:
 		case mi.Keys[i].Kind == layout.KeyString:
 			s.strExpr(k)
@@ -386,6 +397,29 @@ func (s *support) intExpr(e btlang.Expr) {
 	}
 }
 
+// timeExpr is the walk of gen.timeExpr.
+func (s *support) timeExpr(e btlang.Expr) {
+	if t := e.Type(); t.Kind != btlang.KindTimestamp {
+		s.fail(unsupported(e.Pos(), "a %s value here", t))
+		return
+	}
+	switch e := e.(type) {
+	case *btlang.Var:
+	case *btlang.MapRef:
+		s.mapRead(e, btlang.KindTimestamp)
+	case *btlang.TupleIndex:
+		s.tupleExpr(e.X)
+	case *btlang.Call:
+		if _, ok := e.Args[0].(*btlang.StrLit); e.Name != "strftime" || !ok {
+			s.fail(unsupported(e.At, "%s() here", e.Name))
+			return
+		}
+		s.intExpr(e.Args[1])
+	default:
+		s.fail(unsupported(e.Pos(), "this strftime() value (%s)", btlang.ExprString(e)))
+	}
+}
+
 // bufExpr is the walk of gen.bufExpr.
 func (s *support) bufExpr(e btlang.Expr) {
 	if t := e.Type(); t.Kind != btlang.KindBuf {
@@ -429,6 +463,8 @@ func (s *support) tupleExpr(e btlang.Expr) {
 				s.intExpr(x)
 			case btlang.KindString:
 				s.strExpr(x)
+			case btlang.KindTimestamp:
+				s.timeExpr(x)
 			default:
 				s.tupleExpr(x)
 			}
@@ -599,7 +635,7 @@ func (s *support) printf(c *btlang.Call) {
 func (s *support) printArgs(args []btlang.Expr) {
 	for _, a := range args {
 		switch t := a.Type(); t.Kind {
-		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple, btlang.KindBuf:
+		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple, btlang.KindBuf, btlang.KindTimestamp:
 		default:
 			s.fail(unsupported(a.Pos(), "printing a %s", t))
 			return
@@ -614,6 +650,8 @@ func (s *support) printArgs(args []btlang.Expr) {
 			s.tupleExpr(a)
 		case btlang.KindBuf:
 			s.bufExpr(a)
+		case btlang.KindTimestamp:
+			s.timeExpr(a)
 		case btlang.KindUsym:
 			s.usym(a)
 		case btlang.KindUsername:

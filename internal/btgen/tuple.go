@@ -25,6 +25,8 @@ func elemSize(t btlang.Type) int {
 	case btlang.KindTuple:
 		_, n := TupleLayout(t)
 		return n
+	case btlang.KindTimestamp:
+		return TimestampSize
 	}
 	return 8
 }
@@ -34,7 +36,7 @@ func elemSize(t btlang.Type) int {
 func tupleElems(t btlang.Type) bool {
 	for _, e := range t.Elems {
 		switch e.Kind {
-		case btlang.KindInt, btlang.KindString:
+		case btlang.KindInt, btlang.KindString, btlang.KindTimestamp:
 		case btlang.KindTuple:
 			if !tupleElems(e) {
 				return false
@@ -137,6 +139,8 @@ func (g *gen) storeElem(off int, t btlang.Type, x btlang.Expr) {
 		g.copyStr(strBuf{off: off, size: t.Size}, g.strExpr(x))
 	case btlang.KindTuple:
 		g.copyTuple(tupleBuf{off: off, t: t}, g.tupleExpr(x))
+	case btlang.KindTimestamp:
+		g.copyBufTo(asm.R7, off, TimestampSize, g.timeExpr(x))
 	default:
 		g.fail(internal(x.Pos(), "a %s tuple element", t))
 	}
@@ -164,6 +168,8 @@ func (g *gen) copyTuple(dst, src tupleBuf) {
 			g.copyStr(strBuf{off: d, size: dt.Size}, strBuf{off: s, size: st.Size})
 		case btlang.KindTuple:
 			g.copyTuple(tupleBuf{off: d, t: dt}, tupleBuf{off: s, t: st})
+		case btlang.KindTimestamp:
+			g.copyBufTo(asm.R7, d, TimestampSize, strBuf{off: s, size: TimestampSize})
 		}
 	}
 }

@@ -598,7 +598,7 @@ var RegNames = []string{"ip", "sp", "bp", "ax", "bx", "cx", "dx", "si", "di",
 var unsupportedCalls = map[string]bool{
 	"join": true, "override": true, "kaddr": true,
 	"uaddr": true, "ksym": true, "ntop": true, "pton": true,
-	"strftime": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
+	"sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true,
 	"cgroup_path": true, "kstack": true, "has_key": true, "debugf": true,
 	"offsetof": true, "percpu_kaddr": true, "nsecs": true, "socket_cookie": true,
@@ -659,7 +659,7 @@ func (c *checker) statementCall(call *Call) {
 				return
 			}
 			switch t := c.expr(args[0]); t.Kind {
-			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym, KindUsername, KindTuple:
+			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym, KindUsername, KindTuple, KindTimestamp:
 			default:
 				c.errorf(args[0].Pos(), "print() of a %s is not supported yet; print a map, an integer, a string or a tuple", t)
 			}
@@ -1177,6 +1177,26 @@ func (c *checker) call(e *Call) Type {
 		}
 		c.expr(lit)
 		return uint64T
+	case "strftime":
+		// bpftrace's strftime(FORMAT, ns): ns since boot, printed in
+		// local time by FORMAT (C's strftime, and %f for microseconds).
+		if len(e.Args) != 2 {
+			c.errorf(e.At, "strftime() takes a format and a time in nanoseconds since boot: strftime(\"%%H:%%M\", nsecs)")
+			return Type{}
+		}
+		lit, ok := e.Args[0].(*StrLit)
+		if !ok {
+			c.errorf(e.Args[0].Pos(), "strftime() takes a string literal as its format")
+			return Type{}
+		}
+		c.expr(lit)
+		if t := c.expr(e.Args[1]); t.Kind != KindInt {
+			if t.Kind != KindNone {
+				c.errorf(e.Args[1].Pos(), "strftime() takes an integer time, not %s", t)
+			}
+			return Type{}
+		}
+		return Type{Kind: KindTimestamp}
 	case "strcontains":
 		// bpftrace's strcontains(haystack, needle): 1 when needle is in
 		// haystack, else 0.

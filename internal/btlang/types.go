@@ -38,9 +38,13 @@ const (
 	// KindBuf is a buffer of at most Type.Size bytes (buf()), stored
 	// with its length; printed with %r.
 	KindBuf
+	// KindTimestamp is a time as strftime(FORMAT, ns) makes it: the
+	// back end stores which format and the nanoseconds since boot,
+	// printed in local time by the format.
+	KindTimestamp
 )
 
-var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym", "username", "buffer"}
+var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym", "username", "buffer", "timestamp"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -146,6 +150,8 @@ func (t Type) String() string {
 		return "username"
 	case KindBuf:
 		return "buffer[" + strconv.Itoa(t.Size) + "]"
+	case KindTimestamp:
+		return "timestamp"
 	case KindTuple:
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {

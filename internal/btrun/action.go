@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/btgen"
 	"github.com/usdtkit/usdtkit/internal/btlang"
@@ -108,7 +111,7 @@ func (r *Runner) username(uid uint64) string {
 
 // decodeTuple reads a tuple of type t from b, laid out as
 // btgen.TupleLayout says; what b lacks reads as zeros.
-func decodeTuple(t btlang.Type, b []byte) eventfmt.Value {
+func (r *Runner) decodeTuple(t btlang.Type, b []byte) eventfmt.Value {
 	v := eventfmt.Value{Kind: eventfmt.ValueTuple}
 	offs, _ := btgen.TupleLayout(t)
 	for i, et := range t.Elems {
@@ -120,7 +123,9 @@ func decodeTuple(t btlang.Type, b []byte) eventfmt.Value {
 		case btlang.KindString:
 			v.Elems = append(v.Elems, eventfmt.Value{Kind: eventfmt.ValueString, Str: cString(e[:min(len(e), et.Size)])})
 		case btlang.KindTuple:
-			v.Elems = append(v.Elems, decodeTuple(et, e))
+			v.Elems = append(v.Elems, r.decodeTuple(et, e))
+		case btlang.KindTimestamp:
+			v.Elems = append(v.Elems, eventfmt.Value{Kind: eventfmt.ValueString, Str: r.timestamp(e)})
 		default:
 			var n int64
 			if len(e) >= 8 {
@@ -140,4 +145,33 @@ func bufBytes(b []byte) []byte {
 	}
 	n := binary.NativeEndian.Uint64(b)
 	return b[8 : 8+min(n, uint64(len(b)-8))]
+}
+
+// timestamp prints a strftime() value (btgen.TimestampSize bytes: the
+// format's id, the nanoseconds since boot) as bpftrace 0.17 does: the
+// boot time (CLOCK_REALTIME minus CLOCK_BOOTTIME) plus the nanoseconds,
+// in local time, by the format with %f the microseconds (6 digits).
+func (r *Runner) timestamp(b []byte) string {
+	if len(b) < btgen.TimestampSize {
+		return ""
+	}
+	id := binary.NativeEndian.Uint64(b)
+	ns := binary.NativeEndian.Uint64(b[8:])
+	if id >= uint64(len(r.prog.Strftimes)) {
+		return ""
+	}
+	if r.boot.IsZero() {
+		var real, boot unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_REALTIME, &real) != nil || unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot) != nil {
+			return "(?)"
+		}
+		r.boot = time.Unix(0, real.Nano()-boot.Nano())
+	}
+	t := r.boot.Add(time.Duration(ns))
+	// bpftrace adds the boot time's nanoseconds and the value before
+	// taking the seconds, then the microseconds of that sum.
+	sec := time.Unix(t.Unix(), 0).Local()
+	us := fmt.Sprintf("%06d", t.Nanosecond()/1000)
+	format := strings.ReplaceAll(r.prog.Strftimes[id], "%f", us)
+	return string(eventfmt.Strftime(nil, format, sec))
 }

@@ -185,6 +185,9 @@ type Runner struct {
 	keyBuf      []byte
 	// users caches the names of user ids (username).
 	users map[uint64]string
+	// boot is when the machine booted, in CLOCK_REALTIME, to print
+	// strftime() values; zero until the first is printed.
+	boot time.Time
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
@@ -612,6 +615,8 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Str = r.usymName(rec[a.Off:])
 			case a.Buf:
 				args[i].Bytes = bufBytes(rec[a.Off : a.Off+a.Size])
+			case a.Time:
+				args[i].Str = r.timestamp(rec[a.Off : a.Off+a.Size])
 			case a.Username:
 				args[i].Str = r.username(binary.NativeEndian.Uint64(rec[a.Off:]))
 			case a.Stack != nil:
@@ -628,8 +633,8 @@ func (r *Runner) handle(rec []byte) error {
 		if p.Value {
 			v := eventfmt.Value{Kind: eventfmt.ValueString, Str: args[0].Str}
 			if a := p.Args[0]; a.Tuple != nil {
-				v = decodeTuple(*a.Tuple, rec[a.Off:a.Off+a.Size])
-			} else if !a.String && !a.Probe && !a.Usym && !a.Username && a.Stack == nil {
+				v = r.decodeTuple(*a.Tuple, rec[a.Off:a.Off+a.Size])
+			} else if !a.String && !a.Probe && !a.Usym && !a.Username && !a.Time && !a.Buf && a.Stack == nil {
 				v = eventfmt.Value{Kind: eventfmt.ValueInt, Int: args[0].Int, Signed: p.ValueSigned}
 			}
 			r.buf = eventfmt.AppendValue(r.buf[:0], v, r.opts.Output)
@@ -843,7 +848,7 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 	bm := mi.Map
 	m := &eventfmt.Map{Name: bm.Name, Keys: mi.Keys}
 	switch {
-	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName || mi.ValueBuf):
+	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName || mi.ValueBuf || mi.ValueTime):
 		m.Agg = eventfmt.AggString
 	case bm.Agg == btlang.AggNone && bm.Value.Kind == btlang.KindTuple:
 		m.Agg = eventfmt.AggTuple
@@ -883,8 +888,10 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 				e.Str = r.probeName(binary.NativeEndian.Uint64(v))
 			} else if mi.ValueBuf {
 				e.Str = printf.FormatBuffer(bufBytes(v), 0)
+			} else if mi.ValueTime {
+				e.Str = r.timestamp(v)
 			} else if m.Agg == eventfmt.AggTuple {
-				e.Tuple = decodeTuple(bm.Value, v)
+				e.Tuple = r.decodeTuple(bm.Value, v)
 				e.Str = string(eventfmt.AppendValue(nil, e.Tuple, eventfmt.OutputText))
 				e.Str = e.Str[:len(e.Str)-1]
 			} else if m.Agg == eventfmt.AggString {
@@ -976,6 +983,10 @@ func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []eventfmt.Key {
 		case i < len(mi.KeyBuf) && mi.KeyBuf[i]:
 			if off+f.Size <= len(k) {
 				keys[i].Str = printf.FormatBuffer(bufBytes(k[off:off+f.Size]), 0)
+			}
+		case i < len(mi.KeyTime) && mi.KeyTime[i]:
+			if off+btgen.TimestampSize <= len(k) {
+				keys[i].Str = r.timestamp(k[off : off+btgen.TimestampSize])
 			}
 		case f.Kind == layout.KeyInt:
 			if off+8 <= len(k) {
