@@ -202,11 +202,13 @@ type IncDec struct {
 }
 
 // If is if (Cond) { Then } else { Else }; "else if" is an Else holding one If.
+// Ternary marks one written Cond ? CALL : CALL as a statement.
 type If struct {
-	At   Pos
-	Cond Expr
-	Then []Stmt
-	Else []Stmt
+	At      Pos
+	Cond    Expr
+	Then    []Stmt
+	Else    []Stmt
+	Ternary bool
 }
 
 // Unroll is unroll(Count) { Body }: Body, Count times (after Check, N),

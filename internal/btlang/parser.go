@@ -375,7 +375,7 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 		a, aok := tern.Then.(*Call)
 		b, bok := tern.Else.(*Call)
 		if aok && bok {
-			return &If{At: t.pos, Cond: tern.Cond, Then: []Stmt{&ExprStmt{At: a.At, X: a}}, Else: []Stmt{&ExprStmt{At: b.At, X: b}}}, false
+			return &If{At: t.pos, Cond: tern.Cond, Then: []Stmt{&ExprStmt{At: a.At, X: a}}, Else: []Stmt{&ExprStmt{At: b.At, X: b}}, Ternary: true}, false
 		}
 	}
 	c, ok := x.(*Call)

@@ -101,6 +101,18 @@ func (w *printer) stmt(s Stmt) {
 			w.WriteString(s.Op)
 		}
 	case *If:
+		if s.Ternary && len(s.Then) == 1 && len(s.Else) == 1 {
+			a, aok := s.Then[0].(*ExprStmt)
+			b, bok := s.Else[0].(*ExprStmt)
+			if aok && bok {
+				w.operand(s.Cond)
+				w.WriteString(" ? ")
+				w.expr(a.X)
+				w.WriteString(" : ")
+				w.expr(b.X)
+				break
+			}
+		}
 		w.WriteString("if (")
 		w.expr(s.Cond)
 		w.WriteString(") ")
