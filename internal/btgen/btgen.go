@@ -348,6 +348,9 @@ type RecordArg struct {
 	Buf bool
 	// Time: a strftime() value (TimestampSize bytes).
 	Time bool
+	// Inet: an ntop() address (InetSize bytes): the address family (8
+	// bytes), then the address's bytes (16, IPv4's in the first 4).
+	Inet bool
 	// Stack: a ustack, stackcap's frames layout of Size bytes, then the
 	// 8-byte pid.
 	Stack *StackInfo

@@ -835,6 +835,9 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindTimestamp:
 			info.Args = append(info.Args, RecordArg{Off: size, Time: true, Size: TimestampSize})
 			size += TimestampSize
+		case btlang.KindInet:
+			info.Args = append(info.Args, RecordArg{Off: size, Inet: true, Size: InetSize})
+			size += InetSize
 		case btlang.KindStack:
 			si := stackInfo(t)
 			si.Map, si.Machine = "", g.opts.Machine
@@ -861,6 +864,10 @@ func (g *gen) printf(c *btlang.Call) {
 		}
 		if ra.Buf {
 			g.copyBuf(strBuf{off: rec + ra.Off, size: ra.Size}, g.bufExpr(a))
+			continue
+		}
+		if ra.Inet {
+			g.inetAt(a, rec+ra.Off)
 			continue
 		}
 		if ra.Time {

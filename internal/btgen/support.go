@@ -635,7 +635,7 @@ func (s *support) printf(c *btlang.Call) {
 func (s *support) printArgs(args []btlang.Expr) {
 	for _, a := range args {
 		switch t := a.Type(); t.Kind {
-		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple, btlang.KindBuf, btlang.KindTimestamp:
+		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple, btlang.KindBuf, btlang.KindTimestamp, btlang.KindInet:
 		default:
 			s.fail(unsupported(a.Pos(), "printing a %s", t))
 			return
@@ -652,6 +652,17 @@ func (s *support) printArgs(args []btlang.Expr) {
 			s.bufExpr(a)
 		case btlang.KindTimestamp:
 			s.timeExpr(a)
+		case btlang.KindInet:
+			c, ok := a.(*btlang.Call)
+			if !ok || c.Name != "ntop" {
+				s.fail(unsupported(a.Pos(), "this ntop() value"))
+				return
+			}
+			for _, x := range c.Args {
+				if p, ok := x.(*btlang.Call); !ok || p.Name != "pton" {
+					s.intExpr(x)
+				}
+			}
 		case btlang.KindUsym:
 			s.usym(a)
 		case btlang.KindUsername:

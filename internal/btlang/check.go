@@ -2,6 +2,7 @@ package btlang
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -597,7 +598,7 @@ var RegNames = []string{"ip", "sp", "bp", "ax", "bx", "cx", "dx", "si", "di",
 // unsupportedCalls are bpftrace functions usdtkit does not compile yet.
 var unsupportedCalls = map[string]bool{
 	"join": true, "override": true, "kaddr": true,
-	"uaddr": true, "ksym": true, "ntop": true, "pton": true,
+	"uaddr": true, "ksym": true,
 	"sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true,
 	"cgroup_path": true, "kstack": true, "has_key": true, "debugf": true,
@@ -659,7 +660,7 @@ func (c *checker) statementCall(call *Call) {
 				return
 			}
 			switch t := c.expr(args[0]); t.Kind {
-			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym, KindUsername, KindTuple, KindTimestamp:
+			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym, KindUsername, KindTuple, KindTimestamp, KindInet:
 			default:
 				c.errorf(args[0].Pos(), "print() of a %s is not supported yet; print a map, an integer, a string or a tuple", t)
 			}
@@ -1177,6 +1178,41 @@ func (c *checker) call(e *Call) Type {
 		}
 		c.expr(lit)
 		return uint64T
+	case "ntop":
+		// bpftrace's ntop([AF, ]ADDR): an IPv4 address in an integer
+		// (AF 2, AF_INET, by default), or the bytes of pton("…").
+		if len(e.Args) < 1 || len(e.Args) > 2 {
+			c.errorf(e.At, "ntop() takes an address, and before it optionally an address family: ntop(2, x)")
+			return Type{}
+		}
+		if len(e.Args) == 2 {
+			if t := c.expr(e.Args[0]); t.Kind != KindInt {
+				if t.Kind != KindNone {
+					c.errorf(e.Args[0].Pos(), "ntop()'s address family must be an integer, not %s", t)
+				}
+				return Type{}
+			}
+		}
+		a := e.Args[len(e.Args)-1]
+		if p, ok := a.(*Call); ok && p.Name == "pton" {
+			lit, ok := PtonArg(p)
+			if !ok {
+				c.errorf(p.At, "pton() takes an IPv4 or IPv6 address in a string literal, as in pton(\"127.0.0.1\")")
+				return Type{}
+			}
+			c.expr(lit)
+			return Type{Kind: KindInet}
+		}
+		if t := c.expr(a); t.Kind != KindInt {
+			if t.Kind != KindNone {
+				c.errorf(a.Pos(), "ntop() takes an integer address or pton(\"…\"), not %s", t)
+			}
+			return Type{}
+		}
+		return Type{Kind: KindInet}
+	case "pton":
+		c.errorf(e.At, "pton() is supported only as ntop()'s argument, as in ntop(2, pton(\"127.0.0.1\"))")
+		return Type{}
 	case "strftime":
 		// bpftrace's strftime(FORMAT, ns): ns since boot, printed in
 		// local time by FORMAT (C's strftime, and %f for microseconds).
@@ -1386,4 +1422,21 @@ func ByteWidth(e Expr) int {
 		return e.X.Size
 	}
 	return 8
+}
+
+// PtonArg returns the string literal of pton("ADDR") and whether it is
+// an address as bpftrace reads it: IPv4 when it has a dot, else IPv6.
+func PtonArg(c *Call) (*StrLit, bool) {
+	if len(c.Args) != 1 {
+		return nil, false
+	}
+	lit, ok := c.Args[0].(*StrLit)
+	if !ok {
+		return nil, false
+	}
+	a, err := netip.ParseAddr(lit.Val)
+	if err != nil || a.Zone() != "" {
+		return lit, false
+	}
+	return lit, a.Is4() == strings.Contains(lit.Val, ".")
 }

@@ -11,7 +11,7 @@ func verbAccepts(v printf.Verb, t Type) bool {
 	}
 	if v.Conv == 's' {
 		switch t.Kind {
-		case KindString, KindStack, KindProbe, KindSym, KindUsym, KindUsername, KindTimestamp:
+		case KindString, KindStack, KindProbe, KindSym, KindUsym, KindUsername, KindTimestamp, KindInet:
 			return true
 		}
 		return false

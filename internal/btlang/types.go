@@ -42,9 +42,12 @@ const (
 	// back end stores which format and the nanoseconds since boot,
 	// printed in local time by the format.
 	KindTimestamp
+	// KindInet is an IP address as ntop() makes it: its address family
+	// and its bytes, printed as inet_ntop(3) prints them.
+	KindInet
 )
 
-var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym", "username", "buffer", "timestamp"}
+var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym", "username", "buffer", "timestamp", "inet"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -152,6 +155,8 @@ func (t Type) String() string {
 		return "buffer[" + strconv.Itoa(t.Size) + "]"
 	case KindTimestamp:
 		return "timestamp"
+	case KindInet:
+		return "inet"
 	case KindTuple:
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/user"
@@ -174,4 +175,19 @@ func (r *Runner) timestamp(b []byte) string {
 	us := fmt.Sprintf("%06d", t.Nanosecond()/1000)
 	format := strings.ReplaceAll(r.prog.Strftimes[id], "%f", us)
 	return string(eventfmt.Strftime(nil, format, sec))
+}
+
+// inetString prints an ntop() value (btgen.InetSize bytes) as
+// inet_ntop(3) does; a family other than AF_INET and AF_INET6 prints "".
+func inetString(b []byte) string {
+	if len(b) < btgen.InetSize {
+		return ""
+	}
+	switch binary.NativeEndian.Uint64(b) {
+	case unix.AF_INET:
+		return netip.AddrFrom4([4]byte(b[8:12])).String()
+	case unix.AF_INET6:
+		return netip.AddrFrom16([16]byte(b[8:24])).String()
+	}
+	return ""
 }

@@ -617,6 +617,8 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Bytes = bufBytes(rec[a.Off : a.Off+a.Size])
 			case a.Time:
 				args[i].Str = r.timestamp(rec[a.Off : a.Off+a.Size])
+			case a.Inet:
+				args[i].Str = inetString(rec[a.Off : a.Off+a.Size])
 			case a.Username:
 				args[i].Str = r.username(binary.NativeEndian.Uint64(rec[a.Off:]))
 			case a.Stack != nil:
@@ -634,7 +636,7 @@ func (r *Runner) handle(rec []byte) error {
 			v := eventfmt.Value{Kind: eventfmt.ValueString, Str: args[0].Str}
 			if a := p.Args[0]; a.Tuple != nil {
 				v = r.decodeTuple(*a.Tuple, rec[a.Off:a.Off+a.Size])
-			} else if !a.String && !a.Probe && !a.Usym && !a.Username && !a.Time && !a.Buf && a.Stack == nil {
+			} else if !a.String && !a.Probe && !a.Usym && !a.Username && !a.Time && !a.Buf && !a.Inet && a.Stack == nil {
 				v = eventfmt.Value{Kind: eventfmt.ValueInt, Int: args[0].Int, Signed: p.ValueSigned}
 			}
 			r.buf = eventfmt.AppendValue(r.buf[:0], v, r.opts.Output)
