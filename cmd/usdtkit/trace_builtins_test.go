@@ -46,6 +46,7 @@ var builtinPrograms = []struct {
 	// and print()s it so too, which usdtkit does not: "2026", not 2026.)
 	{name: "strftime json", src: `BEGIN { @k[strftime("%y/%m", nsecs)] = 1; exit(); }`, json: true},
 	{name: "ntop pton", src: `BEGIN { printf("IP: %s, %s, %s, %s\n", ntop(1), ntop(0x0100007f), ntop(0xffff0000), ntop(0x0000ffff)); printf("%s|%s|%s\n", ntop(2, pton("127.0.0.1")), ntop(10, pton("::1")), ntop(10, pton("fe80::1:2"))); print(ntop(2, pton("10.1.2.3"))); exit() }`},
+	{name: "usym values", src: `BEGIN { @ = usym(1); @a = @; @b[2] = usym(16); exit(); }`},
 	{name: "tuples", src: tupleProgram},
 	{name: "tuples json", src: tupleProgram, json: true},
 	{name: "system json", src: `BEGIN { system("echo \"a\" b"); exit(); }`, unsafe: true, json: true},

@@ -272,6 +272,9 @@ type MapInfo struct {
 	// ValueTime: the value is a strftime() value (TimestampSize bytes),
 	// printed by its format.
 	ValueTime bool
+	// ValueUsym: the value is a usym(): the address, then the process
+	// (8 bytes each), printed as the function's name.
+	ValueUsym bool
 	// Buckets is hist's or lhist's bucket count.
 	Buckets int
 	// Array: the map is a BPF array (per-CPU when PerCPU) of u32 keys
@@ -673,6 +676,8 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			mi.ValueSize, mi.ValueBuf = BufSize(m.Value), true
 		case btlang.KindTimestamp:
 			mi.ValueSize, mi.ValueTime = TimestampSize, true
+		case btlang.KindUsym:
+			mi.ValueSize, mi.ValueUsym = 16, true
 		case btlang.KindTuple:
 			if !tupleElems(m.Value) {
 				return mi, unsupported(m.Pos, "a %s value of %s", m.Value, m.Name)

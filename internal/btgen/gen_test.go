@@ -105,6 +105,7 @@ var loadTests = []struct{ name, src string }{
 	{"strcontains", `usdt:/x:p:a { @[strcontains("abc", "b")] = count(); }`},
 	{"strftime", `usdt:/x:p:a { $t = strftime("%H:%M:%S.%f", nsecs); @k[strftime("%H", nsecs), arg0] = count(); @v[arg0] = $t; @tu = (arg0, $t); printf("%s %s\n", $t, @v[arg0]); }`},
 	{"ntop", `usdt:/x:p:a { printf("%s %s %s\n", ntop(arg0), ntop(arg1, arg2), ntop(10, pton("::1"))); print(ntop(2, pton("1.2.3.4"))); }`},
+	{"usym values", `usdt:/x:p:a { @u[tid] = usym(arg0); @last = @u[tid]; }`},
 	{"cat", `usdt:/x:p:a { cat("/proc/%d/comm", pid); cat("%s", str(arg1)); }`},
 	{"casts and reads", `uprobe:/x:f { @[(int8)arg0, (uint16)arg1, (uint32)arg2, (int32)arg3] = sum(*(int16*)(arg1 + 2)); printf("%d %u\n", *(uint8*)arg0, *(int64*)arg2); }`},
 	{"while break continue return", `uprobe:/x:f { $i = 0; while ($i < 20) { $i++; if ($i == arg0) { continue; } if ($i > arg1) { break; } if ($i == 19) { return; } @[$i] = count(); } unroll(3) { @u++; } }`},

@@ -188,6 +188,20 @@ func (g *gen) assign(s *btlang.Assign) {
 			return
 		}
 		mi := &g.out.Maps[g.mapIdx[m]]
+		if m.Value.Kind == btlang.KindUsym {
+			val := g.alloc(mi.ValueSize)
+			if r, ok := s.Value.(*btlang.MapRef); ok {
+				g.copyMapValue(r, val, 16)
+			} else {
+				g.usymAt(s.Value, val)
+			}
+			if mi.Array {
+				g.emit(storeImm64(asm.R7, int16(val+mi.SetOff), 1))
+			}
+			key := g.key(t, mi)
+			g.update(mi, key, asm.R7, int32(val))
+			return
+		}
 		if m.Value.Kind == btlang.KindBuf || m.Value.Kind == btlang.KindTimestamp {
 			val := g.alloc(mi.ValueSize)
 			if m.Value.Kind == btlang.KindBuf {
@@ -322,6 +336,28 @@ func (g *gen) incDec(e *btlang.IncDecExpr) {
 	default:
 		g.fail(internal(e.At, "%s of this", e.Op))
 	}
+}
+
+// copyMapValue copies the first n bytes of r's value to scratch off,
+// zeros for an absent key.
+func (g *gen) copyMapValue(r *btlang.MapRef, off, n int) {
+	if r.Map == nil || r.Map.Agg != btlang.AggNone {
+		g.fail(internal(r.At, "reading %s here", r.Name))
+		return
+	}
+	mi := &g.out.Maps[g.mapIdx[r.Map]]
+	key := g.key(r, mi)
+	absent, end := g.newLabel("novalue"), g.newLabel("value")
+	g.lookup(mi, key)
+	g.emit(asm.JEq.Imm(asm.R0, 0, absent))
+	for k := 0; k < n; k += 8 {
+		g.emit(asm.LoadMem(asm.R1, asm.R0, int16(k), asm.DWord), asm.StoreMem(asm.R7, int16(off+k), asm.R1, asm.DWord))
+	}
+	g.emit(asm.Ja.Label(end))
+	g.label(absent)
+	g.zero(off, n)
+	g.label(end)
+	g.emit(nop())
 }
 
 // key builds r's key for map mi in scratch and returns its offset.

@@ -224,6 +224,15 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 			s.key(t, mi)
 			return
 		}
+		if m.Value.Kind == btlang.KindUsym {
+			if r, ok := value.(*btlang.MapRef); ok {
+				s.mapRead(r, btlang.KindUsym)
+			} else {
+				s.usym(value)
+			}
+			s.key(t, mi)
+			return
+		}
 		if mi.ValueName {
 			if op != "=" {
 				s.fail(unsupported(at, "%s on a %s", op, m.Value))

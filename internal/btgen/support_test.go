@@ -23,7 +23,6 @@ func TestSupport(t *testing.T) {
 		{"tuple variable", `uprobe:/x:f { $x = (1, probe); }`, false, "test.bt:1:15: a (int64,probe) variable is not supported yet", nil},
 		{"tuple value", `uprobe:/x:f { @t = (1, probe); }`, false, "test.bt:1:15: a (int64,probe) value of @t is not supported yet", nil},
 		{"stack value", `uprobe:/x:f { @x = ustack; }`, false, "test.bt:1:15: a ustack[127] value of @x is not supported yet", nil},
-		{"usym value", `uprobe:/x:f { @u = usym(arg0); }`, false, "test.bt:1:15: a usym value of @u is not supported yet", nil},
 		{"str of a string, variable length", `uprobe:/x:f { printf("%s\n", str("abc", arg1)); }`, false, "test.bt:1:41: a length of str() of a string that is not a literal is not supported yet", nil},
 		{"after return: not built", `uprobe:/x:f { return; printf("%s\n", str("abc", arg1)); }`, false, "", nil},
 		{"after an if that leaves: not built", `uprobe:/x:f { if (arg0) { return; } else { return; } printf("%s\n", str("abc", arg1)); }`, false, "", nil},

@@ -850,7 +850,7 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 	bm := mi.Map
 	m := &eventfmt.Map{Name: bm.Name, Keys: mi.Keys}
 	switch {
-	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName || mi.ValueBuf || mi.ValueTime):
+	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName || mi.ValueBuf || mi.ValueTime || mi.ValueUsym):
 		m.Agg = eventfmt.AggString
 	case bm.Agg == btlang.AggNone && bm.Value.Kind == btlang.KindTuple:
 		m.Agg = eventfmt.AggTuple
@@ -892,6 +892,8 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*eventfmt.Map, error) {
 				e.Str = printf.FormatBuffer(bufBytes(v), 0)
 			} else if mi.ValueTime {
 				e.Str = r.timestamp(v)
+			} else if mi.ValueUsym && len(v) >= 16 {
+				e.Str = r.usymName(v)
 			} else if m.Agg == eventfmt.AggTuple {
 				e.Tuple = r.decodeTuple(bm.Value, v)
 				e.Str = string(eventfmt.AppendValue(nil, e.Tuple, eventfmt.OutputText))
