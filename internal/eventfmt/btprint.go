@@ -202,7 +202,8 @@ func appendValue(dst []byte, m *Map, e *MapEntry, div uint32, quoted bool) []byt
 		if quoted {
 			return appendValueJSON(dst, e.Tuple)
 		}
-		return appendValueText(dst, e.Tuple)
+		// Its strings are the traced process's, as AggString's.
+		return append(dst, escape.Control(string(appendValueText(nil, e.Tuple)))...)
 	case AggAvg:
 		return strconv.AppendInt(dst, average(e)/int64(div), 10)
 	case AggCount:
