@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/exporter-toolkit/web"
 
-	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
 	"github.com/usdtkit/usdtkit/trace"
 )
 

@@ -12,7 +12,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
 	"github.com/usdtkit/usdtkit/trace"
 )
 

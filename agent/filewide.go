@@ -6,8 +6,8 @@ import (
 	"io"
 	"slices"
 
-	"github.com/usdtkit/usdtkit/internal/btlang"
-	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
 	"github.com/usdtkit/usdtkit/trace"
 )
 

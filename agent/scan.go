@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
 )
 
 // proc is what one scan learnt about one process.

@@ -24,8 +24,8 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/dynsdt/gen"
-	"github.com/usdtkit/usdtkit/internal/features"
-	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/bpf/features"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/trace"
@@ -239,7 +239,7 @@ type bareRing struct {
 
 func newBareRing(tb testing.TB, p sdt.Probe, pid int) *bareRing {
 	tb.Helper()
-	const ringSize = 4 << 20 // bpfgen.DefaultRingSize
+	const ringSize = 4 << 20 // argread.DefaultRingSize
 	spec := &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{"events": {Name: "events", Type: ebpf.RingBuf, MaxEntries: ringSize}},
 		Programs: map[string]*ebpf.ProgramSpec{"bare": {
@@ -420,7 +420,7 @@ func BenchmarkEnabled(b *testing.B) {
 //	go-count      the same, --count (@[probe] = count())
 //	go-events     the same, events, read by a goroutine of this process
 //	go-ringbuf-bare  dynsdt Fire, a bare 16-byte ring buffer write without
-//	              wakeup (internal/bpfgen's ringbuf-bare): the event floor
+//	              wakeup (internal/bpf/argread's ringbuf-bare): the event floor
 //	c-untraced    tracee.c's "bench" probe (gcc -O2), no tracer
 //	c-count       the same, --count
 //	c-events      the same, events, read by a goroutine of this process

@@ -7,9 +7,9 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/stacks/unwind"
 	"github.com/usdtkit/usdtkit/internal/testutil"
-	"github.com/usdtkit/usdtkit/internal/unwind"
 )
 
 // stackHits is the number of hits of leaf per iteration of

@@ -17,7 +17,7 @@ import (
 	"github.com/usdtkit/usdtkit/dynsdt"
 	"github.com/usdtkit/usdtkit/dynsdt/postlink"
 	"github.com/usdtkit/usdtkit/elfnotes"
-	"github.com/usdtkit/usdtkit/internal/insn"
+	"github.com/usdtkit/usdtkit/internal/elf/insn"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/trace"
 	"github.com/usdtkit/usdtkit/uprobe"

@@ -14,7 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/usdtkit/usdtkit/internal/features"
+	"github.com/usdtkit/usdtkit/internal/bpf/features"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/trace"
 )

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/usdtkit/usdtkit/internal/symbolize"
+	"github.com/usdtkit/usdtkit/internal/stacks/symbolize"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/dynsdt"
-	"github.com/usdtkit/usdtkit/internal/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usdtkit/usdtkit/internal/features"
+	"github.com/usdtkit/usdtkit/internal/bpf/features"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/internal/tracetest"
 	"github.com/usdtkit/usdtkit/sdt"

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/internal/features"
+	"github.com/usdtkit/usdtkit/internal/bpf/features"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/trace"
 )

@@ -6,7 +6,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/usdtkit/usdtkit/internal/launch"
+	"github.com/usdtkit/usdtkit/internal/proc/launch"
 )
 
 // DefaultCommandGrace is how long Run waits for Options.Command to exit

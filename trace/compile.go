@@ -8,14 +8,14 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/usdtkit/usdtkit/internal/argfetch"
-	"github.com/usdtkit/usdtkit/internal/bpfgen"
-	"github.com/usdtkit/usdtkit/internal/btgen"
-	"github.com/usdtkit/usdtkit/internal/btlang"
-	"github.com/usdtkit/usdtkit/internal/features"
-	"github.com/usdtkit/usdtkit/internal/procfs"
-	"github.com/usdtkit/usdtkit/internal/symtab"
-	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/internal/bpf/argread"
+	"github.com/usdtkit/usdtkit/internal/bpf/features"
+	"github.com/usdtkit/usdtkit/internal/bpf/usdtargs"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab"
+	"github.com/usdtkit/usdtkit/internal/lang/btgen"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/target"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
@@ -355,7 +355,7 @@ func (c *compilation) support() error {
 	}
 	if events != nil {
 		// Room for bursts of events between reads.
-		gopts.RingSize = bpfgen.DefaultRingSize
+		gopts.RingSize = argread.DefaultRingSize
 	}
 	c.out, c.gopts = out, gopts
 	return compileErrors(btgen.Support(prog, gopts))
@@ -629,10 +629,10 @@ func (r *resolver) usdt(probes []sdt.Probe, warn func(error)) (*resolved, int, e
 				s.RefCtrOffset = loc.SemaphoreOffset
 			}
 			for k := range loc.Args {
-				f, err := argfetch.Fetch(loc.Args[k], loc.Address, r.symbols.For(p.OpenPath))
+				f, err := usdtargs.Fetch(loc.Args[k], loc.Address, r.symbols.For(p.OpenPath))
 				if err != nil {
 					warn(fmt.Errorf("%s at %#x: arg%d reads as 0: %w", name, loc.Address, k, err))
-					f = bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8}
+					f = argread.Fetch{Kind: argread.FetchConst, Size: 8}
 				}
 				s.Args = append(s.Args, f)
 			}
@@ -758,10 +758,10 @@ func checkBoundary(fn *uprobe.Function) error {
 	return fn.CheckBoundary(f)
 }
 
-func regFetch(m elf.Machine, name string) (bpfgen.Fetch, error) {
-	off, err := bpfgen.PtRegs(m, name)
+func regFetch(m elf.Machine, name string) (argread.Fetch, error) {
+	off, err := argread.PtRegs(m, name)
 	if err != nil {
-		return bpfgen.Fetch{}, err
+		return argread.Fetch{}, err
 	}
-	return bpfgen.Fetch{Kind: bpfgen.FetchReg, Size: 8, Reg: bpfgen.Reg{Off: off, Width: 8}}, nil
+	return argread.Fetch{Kind: argread.FetchReg, Size: 8, Reg: argread.Reg{Off: off, Width: 8}}, nil
 }

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/internal/btgen"
-	"github.com/usdtkit/usdtkit/internal/gofunc"
+	"github.com/usdtkit/usdtkit/internal/golang/gofunc"
+	"github.com/usdtkit/usdtkit/internal/lang/btgen"
 )
 
 // testDecoder decodes records of one event of 3 arguments, arg1 a

@@ -135,7 +135,7 @@
 // and 8 in printf, ustack(perf) as "\tADDR sym+off (object)"; a function
 // that is not known shows its object and offset ("[libfoo.so+0x1234]"),
 // a bare address only outside any known object. Frames are symbolized
-// when printed (package internal/symbolize: symbol tables, separate debug
+// when printed (package internal/stacks/symbolize: symbol tables, separate debug
 // files, demangled C++, Go, perf maps), with the mappings each process
 // had when the trace first saw it (at Start for Options.PIDs, at its
 // first stack, read again then for a command started stopped): a process
@@ -165,7 +165,7 @@
 //     stack pointer there and keep the caller.
 //     With UnwindCFI, a count() or sum() map key
 //   - A printf argument is a copy of the top of the stack (8 KiB) with
-//     the registers, unwound in user space (internal/unwind) with each
+//     the registers, unwound in user space (internal/stacks/unwind) with each
 //     object's CFI (.eh_frame, .debug_frame), and its frame pointers where
 //     an object has none (JIT code): code built -O2
 //     -fomit-frame-pointer, Debian's C library included, keeps every

@@ -3,8 +3,8 @@ package trace
 import (
 	"errors"
 
-	"github.com/usdtkit/usdtkit/internal/btlang"
-	"github.com/usdtkit/usdtkit/internal/btrun"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
+	"github.com/usdtkit/usdtkit/internal/lang/btrun"
 )
 
 // CompileError is one error in a program: where (file, 1-based line and

@@ -7,14 +7,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/usdtkit/usdtkit/internal/bpfgen"
-	"github.com/usdtkit/usdtkit/internal/btgen"
-	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/bpf/argread"
+	"github.com/usdtkit/usdtkit/internal/lang/btgen"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
 )
 
 // MaxArgs is the most arguments an event carries (arg0…arg11): the most a
 // probe site has.
-const MaxArgs = bpfgen.MaxArgs
+const MaxArgs = argread.MaxArgs
 
 // DefaultStrLen is the bytes read per string argument (NUL included)
 // when EventProbe.StrLen is 0; MaxStrLen is the most.
@@ -219,14 +219,14 @@ func CompileEvents(probes []EventProbe, opts *CompileOptions) (*Program, error) 
 	return prog, nil
 }
 
-// The limits are bpfgen's, which the BPF side enforces.
+// The limits are argread's, which the BPF side enforces.
 var (
-	_ [MaxArgs - bpfgen.MaxArgs]struct{}
-	_ [bpfgen.MaxArgs - MaxArgs]struct{}
-	_ [DefaultStrLen - bpfgen.DefaultStrLen]struct{}
-	_ [bpfgen.DefaultStrLen - DefaultStrLen]struct{}
-	_ [MaxStrLen - bpfgen.MaxStrLen]struct{}
-	_ [bpfgen.MaxStrLen - MaxStrLen]struct{}
+	_ [MaxArgs - argread.MaxArgs]struct{}
+	_ [argread.MaxArgs - MaxArgs]struct{}
+	_ [DefaultStrLen - argread.DefaultStrLen]struct{}
+	_ [argread.DefaultStrLen - DefaultStrLen]struct{}
+	_ [MaxStrLen - argread.MaxStrLen]struct{}
+	_ [argread.MaxStrLen - MaxStrLen]struct{}
 )
 
 // eventsFile is the file name of the program CompileEvents writes.

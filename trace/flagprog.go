@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/escape"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
 )
 
 // flagGroup is the probes one block of a flag program runs for: the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

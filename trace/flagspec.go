@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/usdtkit/usdtkit/internal/btlang"
 	"github.com/usdtkit/usdtkit/internal/escape"
-	"github.com/usdtkit/usdtkit/internal/gofunc"
+	"github.com/usdtkit/usdtkit/internal/golang/gofunc"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
 )
 
 // Modes of Flags.

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

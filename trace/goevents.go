@@ -8,8 +8,8 @@ import (
 
 	"github.com/go-delve/delve/pkg/dwarf/godwarf"
 
-	"github.com/usdtkit/usdtkit/internal/bpfgen"
-	"github.com/usdtkit/usdtkit/internal/gofunc"
+	"github.com/usdtkit/usdtkit/internal/bpf/argread"
+	"github.com/usdtkit/usdtkit/internal/golang/gofunc"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 
@@ -72,13 +72,13 @@ type goSlotValue struct {
 // goLayoutBuilder lays out the slots of one Go site's events.
 type goLayoutBuilder struct {
 	fn      *uprobe.Function
-	args    []bpfgen.Fetch
+	args    []argread.Fetch
 	bytes   uint16
 	layout  goLayout
 	missing []string
 }
 
-func (l *goLayoutBuilder) add(f bpfgen.Fetch) int {
+func (l *goLayoutBuilder) add(f argread.Fetch) int {
 	l.args = append(l.args, f)
 	return len(l.args) - 1
 }
@@ -130,7 +130,7 @@ func (l *goLayoutBuilder) value(p *gofunc.Param) error {
 		} else if p.Kind == gofunc.Slice && p.ElemKind != 0 && p.Words[0].Reg != "" {
 			// The first elements, read through the data pointer.
 			for i := int64(0); i < 4 && l.free() > 0; i++ {
-				f := bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: uint8(min(p.ElemSize, 8)), Signed: p.ElemKind == gofunc.Int,
+				f := argread.Fetch{Kind: argread.FetchMem, Size: uint8(min(p.ElemSize, 8)), Signed: p.ElemKind == gofunc.Int,
 					HasBase: true, Reg: data.Reg, Offset: i * p.ElemSize}
 				v.slots = append(v.slots, l.add(f))
 			}
@@ -161,16 +161,16 @@ func (l *goLayoutBuilder) field(params []gofunc.Param, path string) error {
 // and where each value is. Fields apply to the functions that have a
 // parameter of the path's first name that points to a struct. goidOff
 // and gReg locate the goroutine id (goidOff -1: unknown, slot 0 is 0).
-func goEventLayout(fn *uprobe.Function, gf *gofunc.Func, goidOff int64, gReg string, fields []string, warn func(error)) ([]bpfgen.Fetch, uint16, *goLayout, error) {
+func goEventLayout(fn *uprobe.Function, gf *gofunc.Func, goidOff int64, gReg string, fields []string, warn func(error)) ([]argread.Fetch, uint16, *goLayout, error) {
 	l := &goLayoutBuilder{fn: fn}
 	if goidOff >= 0 {
-		g, err := bpfgen.GoIDFetch(fn.Machine, gReg, goidOff)
+		g, err := argread.GoIDFetch(fn.Machine, gReg, goidOff)
 		if err != nil {
 			return nil, 0, nil, err
 		}
 		l.add(g)
 	} else {
-		l.add(bpfgen.Fetch{Kind: bpfgen.FetchConst, Size: 8})
+		l.add(argread.Fetch{Kind: argread.FetchConst, Size: 8})
 	}
 	values := gf.Params
 	if fn.Return {
@@ -202,9 +202,9 @@ func goEventLayout(fn *uprobe.Function, gf *gofunc.Func, goidOff int64, gReg str
 // goField returns the fetch of a field path through a pointer parameter
 // ("s.hits", "s.next.hits") at the entry of fn, and the value it is.
 // Integer, bool and pointer fields can be read, through registers and at
-// most bpfgen.MaxDerefs pointers past the parameter.
-func goField(fn *uprobe.Function, params []gofunc.Param, path string) (bpfgen.Fetch, goSlotValue, error) {
-	var none bpfgen.Fetch
+// most argread.MaxDerefs pointers past the parameter.
+func goField(fn *uprobe.Function, params []gofunc.Param, path string) (argread.Fetch, goSlotValue, error) {
+	var none argread.Fetch
 	root, rest, ok := strings.Cut(path, ".")
 	if !ok {
 		return none, goSlotValue{}, fmt.Errorf("field %q: want PARAM.FIELD", path)
@@ -260,8 +260,8 @@ func goField(fn *uprobe.Function, params []gofunc.Param, path string) (bpfgen.Fe
 	if leaf == nil {
 		return none, goSlotValue{}, fmt.Errorf("field %q: a struct value; name one of its fields", path)
 	}
-	if len(hops) > 1+bpfgen.MaxDerefs {
-		return none, goSlotValue{}, fmt.Errorf("field %q: more than %d pointers to follow", path, bpfgen.MaxDerefs)
+	if len(hops) > 1+argread.MaxDerefs {
+		return none, goSlotValue{}, fmt.Errorf("field %q: more than %d pointers to follow", path, argread.MaxDerefs)
 	}
 	kind, size := gofunc.Uint, leaf.Size()
 	switch gofunc.Resolve(leaf).(type) {
@@ -285,7 +285,7 @@ func goField(fn *uprobe.Function, params []gofunc.Param, path string) (bpfgen.Fe
 	if err != nil {
 		return none, goSlotValue{}, err
 	}
-	f := bpfgen.Fetch{Kind: bpfgen.FetchMem, Size: uint8(size), Signed: kind == gofunc.Int, HasBase: true, Reg: base.Reg, Offset: hops[0]}
+	f := argread.Fetch{Kind: argread.FetchMem, Size: uint8(size), Signed: kind == gofunc.Int, HasBase: true, Reg: base.Reg, Offset: hops[0]}
 	for i, h := range hops[1:] {
 		f.Path[i] = int32(h)
 		f.Derefs++

@@ -6,12 +6,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/usdtkit/usdtkit/internal/bpfgen"
-	"github.com/usdtkit/usdtkit/internal/btgen"
-	"github.com/usdtkit/usdtkit/internal/btlang"
-	"github.com/usdtkit/usdtkit/internal/gofunc"
-	"github.com/usdtkit/usdtkit/internal/procfs"
-	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/internal/bpf/argread"
+	"github.com/usdtkit/usdtkit/internal/golang/gofunc"
+	"github.com/usdtkit/usdtkit/internal/lang/btgen"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/target"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 
@@ -183,7 +183,7 @@ func (r *resolver) goFunction(fn *uprobe.Function, warn func(error), p *btlang.P
 		}
 	}
 	if b.GoidOffset >= 0 {
-		if site.GoID, err = bpfgen.GoIDFetch(fn.Machine, b.GReg, b.GoidOffset); err != nil {
+		if site.GoID, err = argread.GoIDFetch(fn.Machine, b.GReg, b.GoidOffset); err != nil {
 			return nil, args, err
 		}
 		args.GoID = true
@@ -307,8 +307,8 @@ func goRetval(fn *uprobe.Function, fname string, results []gofunc.Param, args *b
 	return nil
 }
 
-func wordFetch(fn *uprobe.Function, w gofunc.Word, size int64, signed bool) (bpfgen.Fetch, error) {
-	return bpfgen.WordFetch(fn.Machine, w.Reg, w.SPOffset, size, signed)
+func wordFetch(fn *uprobe.Function, w gofunc.Word, size int64, signed bool) (argread.Fetch, error) {
+	return argread.WordFetch(fn.Machine, w.Reg, w.SPOffset, size, signed)
 }
 
 // valueNames lists the names of values for messages.

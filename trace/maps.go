@@ -3,8 +3,8 @@ package trace
 import (
 	"fmt"
 
-	"github.com/usdtkit/usdtkit/internal/eventfmt"
-	"github.com/usdtkit/usdtkit/internal/layout"
+	"github.com/usdtkit/usdtkit/internal/lang/btprint"
+	"github.com/usdtkit/usdtkit/internal/lang/layout"
 )
 
 // MapKind says how a map's values were made: by assignment or by one of
@@ -96,11 +96,11 @@ type MapKey struct {
 	Str string
 }
 
-var mapKinds = map[eventfmt.Agg]MapKind{
-	eventfmt.AggInt: MapInt, eventfmt.AggString: MapString, eventfmt.AggCount: MapCount,
-	eventfmt.AggSum: MapSum, eventfmt.AggMin: MapMin, eventfmt.AggMax: MapMax,
-	eventfmt.AggAvg: MapAvg, eventfmt.AggStats: MapStats, eventfmt.AggHist: MapHist,
-	eventfmt.AggLhist: MapLhist, eventfmt.AggTuple: MapString,
+var mapKinds = map[btprint.Agg]MapKind{
+	btprint.AggInt: MapInt, btprint.AggString: MapString, btprint.AggCount: MapCount,
+	btprint.AggSum: MapSum, btprint.AggMin: MapMin, btprint.AggMax: MapMax,
+	btprint.AggAvg: MapAvg, btprint.AggStats: MapStats, btprint.AggHist: MapHist,
+	btprint.AggLhist: MapLhist, btprint.AggTuple: MapString,
 }
 
 // Maps reads every map of the program now, values summed over CPUs: what

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/usdtkit/usdtkit/internal/btlang"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/uprobe"
 )

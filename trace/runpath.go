@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/usdtkit/usdtkit/internal/ldso"
+	"github.com/usdtkit/usdtkit/internal/elf/ldso"
 )
 
 // maxRunPathSubdirs bounds the subdirectories of one run path directory

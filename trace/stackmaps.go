@@ -1,6 +1,6 @@
 package trace
 
-import "github.com/usdtkit/usdtkit/internal/btlang"
+import "github.com/usdtkit/usdtkit/internal/lang/btlang"
 
 // CountsStacks reports whether the program has a map that Tracer.Stacks
 // returns: one keyed by a stack (@[ustack] = count()) whose values are

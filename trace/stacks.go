@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/usdtkit/usdtkit/internal/layout"
-	"github.com/usdtkit/usdtkit/internal/symbolize"
+	"github.com/usdtkit/usdtkit/internal/lang/layout"
+	"github.com/usdtkit/usdtkit/internal/stacks/symbolize"
 )
 
 // Frame is one symbolized frame of a user stack.

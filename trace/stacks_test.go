@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 	"github.com/usdtkit/usdtkit/trace"
 )

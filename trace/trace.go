@@ -8,11 +8,11 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/usdtkit/usdtkit/internal/btgen"
-	"github.com/usdtkit/usdtkit/internal/btrun"
-	"github.com/usdtkit/usdtkit/internal/eventfmt"
-	"github.com/usdtkit/usdtkit/internal/procfs"
-	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/internal/lang/btgen"
+	"github.com/usdtkit/usdtkit/internal/lang/btprint"
+	"github.com/usdtkit/usdtkit/internal/lang/btrun"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/target"
 )
 
 // ErrChanged is wrapped by Start's error when an object is no longer the
@@ -184,9 +184,9 @@ func start(prog *Program, opts *Options, resume bool) (*Tracer, error) {
 	if out == nil {
 		out = os.Stdout
 	}
-	format := eventfmt.OutputText
+	format := btprint.OutputText
 	if o.Output == OutputJSON {
-		format = eventfmt.OutputJSON
+		format = btprint.OutputJSON
 	}
 	bo := &btrun.Options{PIDs: pids, Out: out, Output: format, Classic: o.Classic, Stderr: o.Stderr, CatBytesMax: o.CatBytesMax}
 	if o.Warn != nil {

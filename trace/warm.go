@@ -1,6 +1,6 @@
 package trace
 
-import "github.com/usdtkit/usdtkit/internal/btrun"
+import "github.com/usdtkit/usdtkit/internal/lang/btrun"
 
 // Warm starts, in the background, the kernel's one-off cost of a first
 // uprobe registration, so that a Start soon after waits for less of it,

@@ -4,13 +4,13 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
-	"github.com/usdtkit/usdtkit/internal/symtab"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
 // BenchmarkSymbols lists libc's functions. The symtab-read sibling only
 // reads libc's symbols with the table reader Symbols calls
-// (internal/symtab's BenchmarkRead times that against the I/O): the
+// (internal/elf/symtab's BenchmarkRead times that against the I/O): the
 // floor to compare what Symbols adds (filtering, file offsets,
 // demangling) against.
 func BenchmarkSymbols(b *testing.B) {

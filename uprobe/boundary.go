@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/usdtkit/usdtkit/internal/insn"
+	"github.com/usdtkit/usdtkit/internal/elf/insn"
 )
 
 // ErrNotBoundary is wrapped by CheckBoundary for a site inside a function

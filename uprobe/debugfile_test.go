@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
-	"github.com/usdtkit/usdtkit/internal/symtab"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

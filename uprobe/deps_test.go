@@ -28,4 +28,4 @@ func TestListingLinksNoTracer(t *testing.T) {
 }
 
 // listingPackages are the packages TestListingLinksNoTracer checks.
-var listingPackages = []string{"elfnotes", "uprobe", "internal/symtab", "internal/procfs", "internal/target"}
+var listingPackages = []string{"elfnotes", "uprobe", "internal/elf/symtab", "internal/proc/procfs", "internal/proc/target"}

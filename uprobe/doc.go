@@ -42,7 +42,7 @@
 //     (memcpy@GLIBC_2.2.5 and memcpy@@GLIBC_2.14), local functions of
 //     different object files.
 //
-// The tables are read by internal/symtab, the one symbol-table reader,
+// The tables are read by internal/elf/symtab, the one symbol-table reader,
 // which also serves package sdt's data symbols; Symbols keeps its
 // functions and adds file offsets and demangled names. SymbolSource and
 // ErrNoSymbols are that package's, so errors.Is works across both.
@@ -111,7 +111,7 @@
 // shorter). A site inside a function (FUNC+OFFSET, 0xADDR) must start an
 // instruction: a uprobe replaces the byte at its address with a breakpoint,
 // and inside an instruction that changes what the program does.
-// [Function.CheckBoundary], which every tracer calls, decodes the function from its first byte (package internal/insn: x86asm
+// [Function.CheckBoundary], which every tracer calls, decodes the function from its first byte (package internal/elf/insn: x86asm
 // for x86-64, 4-byte alignment for arm64) and refuses any other offset with
 // an error wrapping [ErrNotBoundary] that names the boundaries around it,
 // as bpftrace does.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/internal/proc/target"
 )
 
 // ErrUnsupportedArch is wrapped by CRegisters' error for a machine whose

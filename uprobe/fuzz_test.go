@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
-	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab/symtabtest"
 )
 
 // FuzzSymbols checks that no input makes Symbols panic, that it returns

@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab"
 	"github.com/usdtkit/usdtkit/internal/escape"
-	"github.com/usdtkit/usdtkit/internal/procfs"
-	"github.com/usdtkit/usdtkit/internal/symtab"
-	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/target"
 )
 
 // Selector picks functions, in bpftrace's syntax:

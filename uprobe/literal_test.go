@@ -188,7 +188,7 @@ func TestListLiteralAgrees(t *testing.T) {
 			}
 			// Checking each name against each symbol costs their product:
 			// in a large object, every k-th name and the wanted ones
-			// (internal/symtab's TestReadKeepAgrees reads every name).
+			// (internal/elf/symtab's TestReadKeepAgrees reads every name).
 			if k := len(names) / 400; k > 1 {
 				some := slices.Clone(tc.want)
 				for i := 0; i < len(names); i += k {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
-	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab/symtabtest"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

@@ -10,12 +10,12 @@ import (
 	"github.com/ianlancetaylor/demangle"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
-	"github.com/usdtkit/usdtkit/internal/symtab"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab"
 )
 
 // ErrNoSymbols is returned by [Symbols] for a file with neither a .symtab
 // nor a .dynsym section (nor, for a Go binary, a .gopclntab). It is
-// internal/symtab's value, which package sdt also wraps.
+// internal/elf/symtab's value, which package sdt also wraps.
 var ErrNoSymbols = symtab.ErrNoSymbols
 
 // SymbolKind is the ELF symbol type of a function symbol.

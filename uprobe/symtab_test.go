@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/usdtkit/usdtkit/elfnotes"
-	"github.com/usdtkit/usdtkit/internal/symtab"
-	"github.com/usdtkit/usdtkit/internal/symtab/symtabtest"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab/symtabtest"
 )
 
 // TestSymbolsSynthetic checks what Symbols adds to the symbols the table
-// reader returns (internal/symtab's TestReadSynthetic checks those, of
+// reader returns (internal/elf/symtab's TestReadSynthetic checks those, of
 // the same files): it keeps the functions, in their order, gives each its
 // kind and the file offset of its address, and copies the other fields.
 func TestSymbolsSynthetic(t *testing.T) {
@@ -96,7 +96,7 @@ func TestSymbolsRelocatable(t *testing.T) {
 }
 
 // TestSymbolsErrors checks what Symbols adds to the table reader's errors
-// (internal/symtab's TestReadNoTables and TestReadMalformed check which
+// (internal/elf/symtab's TestReadNoTables and TestReadMalformed check which
 // error, at which offset, each damage gives): ErrNoSymbols is uprobe's,
 // and the first warning SymbolsPartial reports, which lists the other
 // functions, is the error of Symbols, with no symbols.

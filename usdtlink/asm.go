@@ -6,11 +6,11 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/usdtkit/usdtkit/internal/argfetch"
-	"github.com/usdtkit/usdtkit/internal/bpfgen"
-	"github.com/usdtkit/usdtkit/internal/procfs"
-	"github.com/usdtkit/usdtkit/internal/symtab"
-	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/internal/bpf/argread"
+	"github.com/usdtkit/usdtkit/internal/bpf/usdtargs"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/target"
 	"github.com/usdtkit/usdtkit/sdt"
 )
 
@@ -75,24 +75,24 @@ func EmitArg(a sdt.Arg, site uint64, dst asm.Register, label string, opts *AsmOp
 	if opts != nil {
 		symbol = opts.Symbol
 	}
-	f, err := argfetch.Fetch(a, site, symbol)
+	f, err := usdtargs.Fetch(a, site, symbol)
 	if err != nil {
-		if ae, ok := err.(*sdt.ArgError); ok && ae.Err == bpfgen.ErrUnsupported {
+		if ae, ok := err.(*sdt.ArgError); ok && ae.Err == argread.ErrUnsupported {
 			c := *ae
 			c.Err = ErrUnsupported
 			err = &c
 		}
 		return nil, err
 	}
-	fetch, err := bpfgen.EmitFetch(a.Machine, &f, stack, 0, label)
+	fetch, err := argread.EmitFetch(a.Machine, &f, stack, 0, label)
 	if err != nil {
 		return nil, &sdt.ArgError{Index: -1, Spec: a.Spec, Reason: err.Error(), Err: ErrUnsupported}
 	}
-	// bpfgen's code reads the context from R6 and stores the value at
+	// argread's code reads the context from R6 and stores the value at
 	// R7+slot, setting a bit of R9 on a fault: R7 is the frame pointer.
 	insns := asm.Instructions{
-		asm.Mov.Reg(bpfgen.FetchBase, asm.R10),
-		asm.Mov.Imm(bpfgen.FetchFaults, 0),
+		asm.Mov.Reg(argread.FetchBase, asm.R10),
+		asm.Mov.Imm(argread.FetchFaults, 0),
 	}
 	insns = append(insns, fetch...)
 	return append(insns, asm.LoadMem(dst, asm.R10, stack, asm.DWord)), nil

@@ -12,10 +12,10 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
-	"github.com/usdtkit/usdtkit/internal/procfs"
-	"github.com/usdtkit/usdtkit/internal/session"
-	"github.com/usdtkit/usdtkit/internal/symtab"
-	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/internal/bpf/attach"
+	"github.com/usdtkit/usdtkit/internal/elf/symtab"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/target"
 	"github.com/usdtkit/usdtkit/sdt"
 )
 
@@ -226,7 +226,7 @@ func (l *Link) attach(prog *ebpf.Program, probes []sdt.Probe, opts *Options, coo
 			f.Close()
 		}
 	}()
-	objects := make(map[fileKey]*session.Object)
+	objects := make(map[fileKey]*attach.Object)
 	var order []fileKey
 	var symbols symtab.Resolvers
 	for i := range probes {
@@ -239,7 +239,7 @@ func (l *Link) attach(prog *ebpf.Program, probes []sdt.Probe, opts *Options, coo
 				return fmt.Errorf("attach usdt %s: %w", p, err)
 			}
 			files[fk] = file
-			objects[fk] = &session.Object{Path: procfs.FDPath(file), Name: p.Path}
+			objects[fk] = &attach.Object{Path: procfs.FDPath(file), Name: p.Path}
 			order = append(order, fk)
 		}
 		obj := objects[fk]
@@ -271,12 +271,12 @@ func (l *Link) attach(prog *ebpf.Program, probes []sdt.Probe, opts *Options, coo
 		if !nonZero(obj.RefCtrOffsets) {
 			obj.RefCtrOffsets = nil
 		}
-		links, err := session.AttachObject(prog, obj, opts.PID, multi)
+		links, err := attach.AttachObject(prog, obj, opts.PID, multi)
 		if err != nil && multi && len(l.links) == 0 && errors.Is(err, unix.EINVAL) {
 			// A program loaded without the uprobe_multi attach type
 			// (see PrepareSpec) takes classic links only.
 			multi = false
-			links, err = session.AttachObject(prog, obj, opts.PID, multi)
+			links, err = attach.AttachObject(prog, obj, opts.PID, multi)
 		}
 		if err != nil && !multi && len(l.links) == 0 && loadedForMulti(prog, obj, opts.PID) {
 			// cilium/ebpf formats the kernel's EINVAL with %v: the
@@ -298,13 +298,13 @@ func (l *Link) attach(prog *ebpf.Program, probes []sdt.Probe, opts *Options, coo
 // loadedForMulti reports whether prog takes a uprobe_multi link on obj,
 // which the kernel refuses to programs of the generic attach type: the
 // link is closed at once. It explains a classic link refused with EINVAL.
-func loadedForMulti(prog *ebpf.Program, obj *session.Object, pid int) bool {
+func loadedForMulti(prog *ebpf.Program, obj *attach.Object, pid int) bool {
 	if features.HaveBPFLinkUprobeMulti() != nil {
 		return false
 	}
 	probe := *obj
 	probe.Offsets, probe.Cookies, probe.RefCtrOffsets = obj.Offsets[:1], obj.Cookies[:1], nil
-	links, err := session.AttachObject(prog, &probe, pid, true)
+	links, err := attach.AttachObject(prog, &probe, pid, true)
 	for _, k := range links {
 		k.Close()
 	}

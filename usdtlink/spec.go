@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/usdtkit/usdtkit/internal/argfetch"
-	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/bpf/argread"
+	"github.com/usdtkit/usdtkit/internal/bpf/usdtargs"
 	"github.com/usdtkit/usdtkit/sdt"
 )
 
@@ -178,10 +178,10 @@ func EncodeArg(a sdt.Arg, site uint64, symbol func(string) (uint64, error), l La
 			return fail("%d-byte address register %s", r.Width, name)
 		}
 	}
-	f, err := argfetch.Fetch(a, site, symbol)
+	f, err := usdtargs.Fetch(a, site, symbol)
 	if err != nil {
 		var ae *sdt.ArgError
-		if errors.As(err, &ae) && errors.Is(err, bpfgen.ErrUnsupported) {
+		if errors.As(err, &ae) && errors.Is(err, argread.ErrUnsupported) {
 			return fail("%s", ae.Reason)
 		}
 		return ArgSpec{}, err
@@ -192,9 +192,9 @@ func EncodeArg(a sdt.Arg, site uint64, symbol func(string) (uint64, error), l La
 	}
 	s := ArgSpec{Signed: f.Signed, BitShift: uint8(64 - 8*size)}
 	switch f.Kind {
-	case bpfgen.FetchConst:
+	case argread.FetchConst:
 		s.Type, s.ValOff = ArgConst, uint64(f.Value)
-	case bpfgen.FetchReg:
+	case argread.FetchReg:
 		s.Type, s.RegOff = ArgReg, f.Reg.Off
 		switch f.Reg.Shift {
 		case 0:
@@ -206,14 +206,14 @@ func EncodeArg(a sdt.Arg, site uint64, symbol func(string) (uint64, error), l La
 		default:
 			return fail("register %s at bit %d", a.Reg, f.Reg.Shift)
 		}
-	case bpfgen.FetchMem:
+	case argread.FetchMem:
 		if f.Derefs != 0 {
 			return fail("pointer chain")
 		}
 		s.Type, s.ValOff = ArgRegDeref, uint64(f.Offset)
 		switch {
 		case f.IPRel:
-			off, err := bpfgen.PtRegs(a.Machine, ipName(a.Machine))
+			off, err := argread.PtRegs(a.Machine, ipName(a.Machine))
 			if err != nil {
 				return fail("instruction pointer: %v", err)
 			}

@@ -1,6 +1,6 @@
 // Command gofire is the Go side of bench's BenchmarkFireTraced: a process
 // that fires a dynsdt probe, so that the benchmark traces it from outside
-// exactly as it traces the C tracee (internal/bpfgen/testdata/tracee.c),
+// exactly as it traces the C tracee (internal/bpf/argread/testdata/tracee.c),
 // with no tracer goroutines sharing its CPUs' run queue with the loop.
 //
 // It loads provider "gofire" with one probe "bench" of two Int32 arguments

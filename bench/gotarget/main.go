@@ -10,7 +10,7 @@
 // and leaves by its RET.
 //
 // It reads commands from stdin, one per line, and answers each with the
-// lines below and then "done", as internal/bpfgen/testdata/tracee.c does:
+// lines below and then "done", as internal/bpf/argread/testdata/tracee.c does:
 //
 //	pid     print "pid PID"
 //	loop N  call Hit N times, with arguments ("gotarget", k for k in

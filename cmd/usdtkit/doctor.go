@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usdtkit/usdtkit/internal/features"
+	"github.com/usdtkit/usdtkit/internal/bpf/features"
 )
 
 type doctorOptions struct {

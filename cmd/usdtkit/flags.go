@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/usdtkit/usdtkit/internal/launch"
+	"github.com/usdtkit/usdtkit/internal/proc/launch"
 )
 
 // pidFlag is -p PID: a process ID above 0, given at most once.

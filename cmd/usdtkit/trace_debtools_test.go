@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usdtkit/usdtkit/internal/ldso"
+	"github.com/usdtkit/usdtkit/internal/elf/ldso"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

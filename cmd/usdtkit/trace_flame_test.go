@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/usdtkit/usdtkit/internal/flame"
-	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/lang/flame"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -118,7 +118,7 @@ func TestTraceStacksPprof(t *testing.T) {
 }
 
 // TestTraceStacksHTML: -o FILE.html writes a flame graph page holding
-// each frame's name (internal/flame tests the page in a browser).
+// each frame's name (internal/lang/flame tests the page in a browser).
 func TestTraceStacksHTML(t *testing.T) {
 	bin := stacktest.BuildChain(t, "-O0", "-fno-omit-frame-pointer")
 	file := filepath.Join(t.TempDir(), "flame.html")

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/internal/flame"
+	"github.com/usdtkit/usdtkit/internal/lang/flame"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usdtkit/usdtkit/internal/procfs"
-	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/internal/flame"
-	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/lang/flame"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/internal/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 

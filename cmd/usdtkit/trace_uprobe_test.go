@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usdtkit/usdtkit/internal/bpfgen"
+	"github.com/usdtkit/usdtkit/internal/bpf/argread"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
 
@@ -65,11 +65,11 @@ func TestTraceUprobeMallocHist(t *testing.T) {
 	tr := startTrace(t, "trace", "-p", m.pid(), "uprobe:libc:malloc", "--hist", "arg0",
 		"--filter", "arg0>=70000", "--filter", "arg0<=140003", "-o", "json")
 	const rounds = 3
-	want := make([]uint64, bpfgen.HistBuckets)
+	want := make([]uint64, argread.HistBuckets)
 	for range rounds {
 		sizes, _ := sizesAndPtrs(t, m.round(t))
 		for _, n := range sizes {
-			want[bpfgen.HistBucket(n, false)]++
+			want[argread.HistBucket(n, false)]++
 		}
 	}
 	m.Quit(t)
@@ -93,9 +93,9 @@ func TestTraceUprobeMallocHist(t *testing.T) {
 		if !strings.HasPrefix(probe, "uprobe:") || !strings.HasSuffix(probe, ":malloc") {
 			t.Errorf("probe: have %q, want uprobe:PATH:malloc", probe)
 		}
-		have := make([]uint64, bpfgen.HistBuckets)
+		have := make([]uint64, argread.HistBuckets)
 		for _, b := range buckets {
-			have[bpfgen.HistBucket(b.Min, false)] += b.Count
+			have[argread.HistBucket(b.Min, false)] += b.Count
 		}
 		for i := range want {
 			if have[i] != want[i] {

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/usdtkit/usdtkit/internal/flame"
+	"github.com/usdtkit/usdtkit/internal/lang/flame"
 	"github.com/usdtkit/usdtkit/trace"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usdtkit/usdtkit/internal/launch"
+	"github.com/usdtkit/usdtkit/internal/proc/launch"
 	"github.com/usdtkit/usdtkit/trace"
 )
 

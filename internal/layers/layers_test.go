@@ -16,23 +16,23 @@ const module = "github.com/usdtkit/usdtkit/"
 // package must be given its layer here.
 var layer = map[string]int{
 	// 1. ELF files and processes.
-	"elfnotes": 1, "internal/symtab": 1, "internal/insn": 1, "internal/procfs": 1,
-	"internal/ldso": 1, "internal/escape": 1, "internal/goabi": 1,
+	"elfnotes": 1, "internal/elf/symtab": 1, "internal/elf/insn": 1, "internal/proc/procfs": 1,
+	"internal/elf/ldso": 1, "internal/escape": 1, "internal/golang/goabi": 1,
 	// 2. What can be probed.
-	"sdt": 2, "uprobe": 2, "uprobe/gosig": 2, "internal/target": 2, "internal/gofunc": 2,
+	"sdt": 2, "uprobe": 2, "uprobe/gosig": 2, "internal/proc/target": 2, "internal/golang/gofunc": 2,
 	// 3. BPF building blocks.
-	"internal/bpfgen": 3, "internal/argfetch": 3, "internal/stackcap": 3, "internal/features": 3,
-	"internal/session": 3,
+	"internal/bpf/argread": 3, "internal/bpf/usdtargs": 3, "internal/bpf/stackcap": 3, "internal/bpf/features": 3,
+	"internal/bpf/attach": 3,
 	// 4. The language and what its runs need.
-	"internal/printf": 4, "internal/layout": 4, "internal/btlang": 4, "internal/btgen": 4, "internal/btrun": 4, "internal/eventfmt": 4,
-	"internal/symbolize": 4, "internal/unwind": 4, "internal/flame": 4, "internal/launch": 4,
+	"internal/lang/printf": 4, "internal/lang/layout": 4, "internal/lang/btlang": 4, "internal/lang/btgen": 4, "internal/lang/btrun": 4, "internal/lang/btprint": 4,
+	"internal/stacks/symbolize": 4, "internal/stacks/unwind": 4, "internal/lang/flame": 4, "internal/proc/launch": 4,
 	// 5. Public cores.
 	"trace": 5, "usdtlink": 5, "dynsdt": 5, "dynsdt/gen": 5, "dynsdt/postlink": 5, "agent": 5,
 	// 6. Commands, examples, benchmarks, test helpers.
 	"cmd/usdtkit": 6, "cmd/usdtkit-agent": 6, "cmd/libstapsdt": 6,
 	"examples": 6, "bench": 6, "internal/layers": 6,
 	// Test helpers, imported by tests only.
-	"internal/testutil": 6, "internal/tracetest": 6, "internal/stackcap/stacktest": 6, "internal/symtab/symtabtest": 6,
+	"internal/testutil": 6, "internal/tracetest": 6, "internal/bpf/stackcap/stacktest": 6, "internal/elf/symtab/symtabtest": 6,
 }
 
 // noDeps are packages that must not link a dependency at all, directly
@@ -44,11 +44,11 @@ var noDeps = []struct {
 	{"elfnotes", "the ELF reader is the standard library only", []string{"github.com/", "golang.org/"}},
 	{"sdt", "listing probes loads no BPF", []string{"github.com/cilium/ebpf"}},
 	{"uprobe", "listing functions loads no BPF and no DWARF reader", []string{"github.com/cilium/ebpf", "github.com/go-delve/"}},
-	{"internal/btlang", "the front end runs without a kernel", []string{"github.com/cilium/ebpf"}},
+	{"internal/lang/btlang", "the front end runs without a kernel", []string{"github.com/cilium/ebpf"}},
 	{"dynsdt", "an instrumented program links no BPF loader", []string{"github.com/cilium/ebpf", "github.com/go-delve/"}},
 	{"dynsdt", "an instrumented program links no code generator; those are in dynsdt/gen", []string{"go/parser", "go/format", "go/printer", "regexp"}},
-	{"internal/btgen", "codegen does not import the printer", []string{module + "internal/eventfmt"}},
-	{"internal/btlang", "the front end does not import the printer", []string{module + "internal/eventfmt"}},
+	{"internal/lang/btgen", "codegen does not import the printer", []string{module + "internal/lang/btprint"}},
+	{"internal/lang/btlang", "the front end does not import the printer", []string{module + "internal/lang/btprint"}},
 }
 
 type pkg struct {
@@ -83,7 +83,7 @@ func listPackages(t *testing.T) []pkg {
 
 // layerOf is the layer of a package of this module: its own entry, or
 // the entry of the nearest parent folder listed (examples/…, bench/…,
-// internal/symtab/symtabtest).
+// internal/elf/symtab/symtabtest).
 func layerOf(path string) (int, bool) {
 	for p := path; p != "."; p = parent(p) {
 		if l, ok := layer[p]; ok {

@@ -16,7 +16,7 @@ import (
 )
 
 // TraceeSource is the path of the C program with USDT probes that tracing
-// tests run (internal/bpfgen/testdata/tracee.c; its comment says what it
+// tests run (internal/bpf/argread/testdata/tracee.c; its comment says what it
 // does).
 func TraceeSource(tb testing.TB) string {
 	tb.Helper()
@@ -24,7 +24,7 @@ func TraceeSource(tb testing.TB) string {
 	if !ok {
 		tb.Fatal("no caller information to find tracee.c")
 	}
-	return RequireFile(tb, filepath.Join(filepath.Dir(file), "..", "bpfgen", "testdata", "tracee.c"))
+	return RequireFile(tb, filepath.Join(filepath.Dir(file), "..", "bpf", "argread", "testdata", "tracee.c"))
 }
 
 // BuildTracee compiles tracee.c with gcc, sys/sdt.h and flags (say "-O2")

@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/usdtkit/usdtkit/internal/gofunc"
-	"github.com/usdtkit/usdtkit/internal/procfs"
-	"github.com/usdtkit/usdtkit/internal/target"
+	"github.com/usdtkit/usdtkit/internal/golang/gofunc"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/target"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 

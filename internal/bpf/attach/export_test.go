@@ -1,0 +1,4 @@
+package attach
+
+// Precheck is precheck, for tests.
+var Precheck = precheck

@@ -1,4 +1,0 @@
-package session
-
-// Precheck is precheck, for tests.
-var Precheck = precheck

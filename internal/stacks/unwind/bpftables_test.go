@@ -1,0 +1,396 @@
+package unwind
+
+import (
+	"debug/elf"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
+	"github.com/usdtkit/usdtkit/internal/testutil"
+	"golang.org/x/sys/unix"
+)
+
+// TestRowBPFLayout: a Row is the row the walk in the program reads
+// (stackcap's offsets and values).
+func TestRowBPFLayout(t *testing.T) {
+	var r Row
+	for _, c := range []struct {
+		name       string
+		have, want uintptr
+	}{
+		{"size", unsafe.Sizeof(r), stackcap.CFIRowSize},
+		{"PC", unsafe.Offsetof(r.PC), stackcap.CFIRowPC},
+		{"CFAOffset", unsafe.Offsetof(r.CFAOffset), stackcap.CFIRowCFAOffset},
+		{"RAOffset", unsafe.Offsetof(r.RAOffset), stackcap.CFIRowRAOffset},
+		{"FPOffset", unsafe.Offsetof(r.FPOffset), stackcap.CFIRowFPOffset},
+		{"Kind", unsafe.Offsetof(r.Kind), stackcap.CFIRowKind},
+		{"Arg", unsafe.Offsetof(r.Arg), stackcap.CFIRowArg},
+		{"RA", unsafe.Offsetof(r.RA), stackcap.CFIRowRA},
+		{"FP", unsafe.Offsetof(r.FP), stackcap.CFIRowFP},
+		{"KindNone", uintptr(KindNone), stackcap.CFIKindNone},
+		{"KindEnd", uintptr(KindEnd), stackcap.CFIKindEnd},
+		{"KindSP", uintptr(KindSP), stackcap.CFIKindSP},
+		{"KindFP", uintptr(KindFP), stackcap.CFIKindFP},
+		{"KindPLT", uintptr(KindPLT), stackcap.CFIKindPLT},
+		{"RAAtCFA", uintptr(RAAtCFA), stackcap.CFIRAAtCFA},
+		{"FPSame", uintptr(FPSame), stackcap.CFIFPSame},
+		{"FPAtCFA", uintptr(FPAtCFA), stackcap.CFIFPAtCFA},
+		{"MaxTableRows", MaxTableRows, stackcap.CFIMaxTableRows},
+	} {
+		if c.have != c.want {
+			t.Errorf("%s: unwind has %d, stackcap %d", c.name, c.have, c.want)
+		}
+	}
+}
+
+// loadedChain starts chain.c built with flags and returns its Space and
+// an Unwinder with its objects loaded.
+func loadedChain(t *testing.T, flags ...string) (*testutil.Tracee, *Space, *Unwinder) {
+	t.Helper()
+	testutil.RequireBPF(t)
+	tr := testutil.StartTracee(t, stacktest.BuildChain(t, flags...))
+	tr.WaitReady(t)
+	var spaces Spaces
+	sp, err := spaces.Get(tr.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := New(&Options{MaxDepth: stackcap.DefaultMaxFrames})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Load(sp); err != nil {
+		t.Fatal(err)
+	}
+	return tr, sp, u
+}
+
+// tableRows returns the rows of each object with a Table sp maps, by
+// device and inode.
+func tableRows(t *testing.T, sp *Space, u *Unwinder) map[fileID]int {
+	t.Helper()
+	rows := map[fileID]int{}
+	for _, m := range sp.exec {
+		if !m.FileBacked() {
+			continue
+		}
+		if tab, err := u.Table(sp, m); err == nil && len(tab.Rows) > 0 {
+			rows[fileID{m.Major, m.Minor, m.Inode}] = len(tab.Rows)
+		}
+	}
+	if len(rows) < 2 {
+		t.Fatalf("tables of %d objects, want the executable's, libc's and ld.so's", len(rows))
+	}
+	return rows
+}
+
+// TestBPFTablesFull: a process whose tables do not fit is added with
+// an error wrapping ErrTablesFull; tables of removed processes make room
+// for others, least recently used first, and those in use are kept.
+func TestBPFTablesFull(t *testing.T) {
+	_, sp1, u := loadedChain(t, "-O2", "-fomit-frame-pointer")
+	tr2, _, _ := loadedChain(t, "-O0")
+	var spaces Spaces
+	sp2, err := spaces.Get(tr2.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows1, rows2 := tableRows(t, sp1, u), tableRows(t, sp2, u)
+	total1 := 0
+	for _, n := range rows1 {
+		total1 += n
+	}
+	var only1, only2 []fileID
+	for id := range rows1 {
+		if _, ok := rows2[id]; !ok {
+			only1 = append(only1, id)
+		}
+	}
+	for id := range rows2 {
+		if _, ok := rows1[id]; !ok {
+			only2 = append(only2, id)
+		}
+	}
+	if len(only1) != 1 || len(only2) != 1 || rows2[only2[0]] > rows1[only1[0]] {
+		t.Fatalf("executables' tables: %v of %v and %v of %v; want one each, the second no larger", only1, rows1, only2, rows2)
+	}
+
+	t.Run("too small", func(t *testing.T) {
+		b, err := NewBPFTables(u, &BPFTablesOptions{Rows: total1 - 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		if err := b.AddProcess(sp1); !errors.Is(err, ErrTablesFull) {
+			t.Fatalf("have %v, want %v", err, ErrTablesFull)
+		}
+		if err := b.AddProcess(sp2); !errors.Is(err, ErrTablesFull) {
+			t.Fatalf("second process: have %v, want %v (the first one's tables are in use)", err, ErrTablesFull)
+		}
+	})
+	t.Run("eviction", func(t *testing.T) {
+		b, err := NewBPFTables(u, &BPFTablesOptions{Rows: total1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		if err := b.AddProcess(sp1); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.RemoveProcess(sp1.PID); err != nil {
+			t.Fatal(err)
+		}
+		if len(b.objs) != len(rows1) {
+			t.Fatalf("%d tables kept after the process left, want %d", len(b.objs), len(rows1))
+		}
+		if err := b.AddProcess(sp2); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := b.objs[only1[0]]; ok {
+			t.Errorf("the first executable's table is still there")
+		}
+		for id := range rows2 {
+			if bt := b.objs[id]; bt == nil || bt.refs != 1 {
+				t.Errorf("table %v: %+v, want one reference", id, bt)
+			}
+		}
+		if err := b.AddProcess(sp1); !errors.Is(err, ErrTablesFull) {
+			t.Fatalf("first process again: have %v, want %v", err, ErrTablesFull)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+	})
+}
+
+// TestBPFWalkMatchesTables: the walk with call frame information in the
+// program (stackcap.EmitCFIWalkID, on the maps of a BPFTables) finds the
+// frames UnwindTables finds in a stack copy of the same hit, at leaf's
+// entry in chain.c built -O2 -fomit-frame-pointer: whole stacks, through
+// libc's qsort, to main and beyond it to the outermost frame. Where the
+// stack is deeper than the copy (deep 40's 41 frames of 1.2 KiB), the
+// program, which reads the stack itself, goes on; it keeps MaxFrames
+// frames (deep 200). CFIWalkOptions.Entry changes nothing where tables
+// cover the function.
+func TestBPFWalkMatchesTables(t *testing.T) {
+	tr, sp, u := loadedChain(t, "-O2", "-fomit-frame-pointer")
+	exe := sp.exec[0].Path
+	b, err := NewBPFTables(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if err := b.AddProcess(sp); err != nil {
+		t.Fatal(err)
+	}
+	ref := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.Copy, Entry: true, PID: tr.PID()})
+	walk := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.CFIWalk, Entry: true, PID: tr.PID(), CFIMaps: b.Maps()})
+	// At a function's entry the table's row (CFA = SP+8) unwinds frame
+	// 0; Entry matters only where the walk steps by frame pointer.
+	noEntry := stacktest.Attach(t, exe, "leaf", &stacktest.Options{Mode: stacktest.CFIWalk, PID: tr.PID(), CFIMaps: b.Maps()})
+	n := stacktest.NewNamer(t, tr.PID())
+	libc := ""
+	// sort calls leaf once per comparison: it goes last, and only its
+	// first stack is read.
+	for _, command := range []string{"levels", "deep 3", "deep 40", "deep 200", "sort"} {
+		t.Run(command, func(t *testing.T) {
+			tr.Do(t, command)
+			c := ref.Next(t).Copy
+			have := walk.Next(t).Frames
+			if ne := noEntry.Next(t).Frames; !slices.Equal(ne, have) {
+				t.Errorf("without Entry: %x\nwith Entry: %x", ne, have)
+			}
+			want, err := u.UnwindTables(sp, elf.EM_X86_64, Regs{PC: c.IP, SP: c.SP, FP: c.FP, Entry: true}, Stack{Base: c.Base, Data: c.Stack})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wantPCs []uint64
+			for _, f := range want.Frames {
+				wantPCs = append(wantPCs, f.PC)
+			}
+			var names []string
+			for _, pc := range have {
+				names = append(names, n.Name(t, pc, exe))
+			}
+			t.Logf("frames %v; tables: stop %v (%v)", names, want.Stop, want.Err)
+			if want.Stop == StopOutsideCopy && strings.HasPrefix(command, "deep ") {
+				if len(have) <= len(wantPCs) || !slices.Equal(have[:len(wantPCs)], wantPCs) {
+					t.Fatalf("program: %x\ntables (to the copy's end): %x", have, wantPCs)
+				}
+			} else if !slices.Equal(have, wantPCs) || want.Stop != StopEnd {
+				t.Fatalf("program: %x\ntables (stop %v): %x", have, want.Stop, wantPCs)
+			}
+			if command == "deep 200" {
+				if len(names) != stackcap.DefaultMaxFrames || names[0] != "leaf" || slices.ContainsFunc(names[1:], func(s string) bool { return s != "deep" }) {
+					t.Errorf("have %d frames %v, want leaf and %d deep", len(names), names, stackcap.DefaultMaxFrames-1)
+				}
+				return
+			}
+			var chain []string
+			switch command {
+			case "levels":
+				chain = []string{"leaf", "level3", "level2", "level1", "main"}
+			case "deep 3", "deep 40":
+				chain = append([]string{"leaf"}, slices.Repeat([]string{"deep"}, map[string]int{"deep 3": 4, "deep 40": 41}[command])...)
+				chain = append(chain, "main")
+			case "sort":
+				if libc = n.Object(have[2]); libc == "" {
+					t.Fatalf("frame 2 (qsort) %#x is in no object", have[2])
+				}
+				chain = []string{"leaf", "cmp"}
+				i := 2
+				for i < len(names) && n.Object(have[i]) == libc {
+					chain = append(chain, names[i])
+					i++
+				}
+				if i == 2 {
+					t.Fatalf("have %v: no libc frames after cmp", names)
+				}
+				chain = append(chain, "sort_them", "main")
+			}
+			if len(names) <= len(chain) || !slices.Equal(names[:len(chain)], chain) {
+				t.Fatalf("have %v, want %v then __libc_start_call_main", names, chain)
+			}
+			// Beyond main: libc's start (__libc_start_call_main,
+			// __libc_start_main) and _start.
+			if obj := n.Object(have[len(chain)]); obj == "" || obj == exe {
+				t.Errorf("frame after main %#x is in %q, want libc", have[len(chain)], obj)
+			}
+		})
+	}
+}
+
+// BenchmarkCFIWalk attaches four capture programs to the entry of
+// chain.c's leaf, built -O2 -fno-omit-frame-pointer (so that both walks
+// find leaf, level3, level2, level1, main; past main libc has no frame
+// pointers) and run `loop 1000` per iteration: an empty record (the
+// floor), the frame-pointer walk (stackcap.EmitWalkID), the walk with
+// call frame information on the process's tables, and the same walk
+// without tables (every step by frame pointer: the cost of the loop
+// without the searches). It reports each program's BPF run time per hit
+// (kernel run-time statistics), its frames, and the ratios to the floor
+// and to the frame-pointer walk.
+func BenchmarkCFIWalk(b *testing.B) {
+	testutil.RequireBPF(b)
+	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	exe := stacktest.BuildChain(b, "-O2", "-fno-omit-frame-pointer")
+	tr := testutil.StartTracee(b, exe)
+	tr.WaitReady(b)
+	var spaces Spaces
+	sp, err := spaces.Get(tr.PID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	u, err := New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tabs, err := NewBPFTables(u, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { tabs.Close() })
+	if err := tabs.AddProcess(sp); err != nil {
+		b.Fatal(err)
+	}
+	modes := []struct {
+		name string
+		opts stacktest.Options
+	}{
+		{"none", stacktest.Options{Mode: stacktest.None}},
+		{"fp", stacktest.Options{Mode: stacktest.Walk}},
+		{"cfi", stacktest.Options{Mode: stacktest.CFIWalk, CFIMaps: tabs.Maps()}},
+		{"cfi-notables", stacktest.Options{Mode: stacktest.CFIWalk}},
+	}
+	var probes []*stacktest.Probe
+	for _, m := range modes {
+		o := m.opts
+		o.Entry, o.PID, o.NoWakeup = true, tr.PID(), true
+		probes = append(probes, stacktest.Attach(b, exe, "leaf", &o))
+	}
+	// One hit with wakeups off is read after the command's line.
+	tr.Do(b, "levels")
+	frames := make([]int, len(modes))
+	for i, p := range probes {
+		if p.Mode != stacktest.None {
+			frames[i] = len(p.Next(b).Frames)
+		} else {
+			p.Next(b)
+		}
+		p.DiscardAll(b)
+	}
+	tr.Do(b, "loop 1000") // warm up
+	before := runTimes(b, probes)
+	b.ResetTimer()
+	for b.Loop() {
+		tr.Do(b, "loop 1000")
+	}
+	b.StopTimer()
+	after := runTimes(b, probes)
+	ns := make([]float64, len(probes))
+	for i := range probes {
+		ns[i] = (after[i].Runtime - before[i].Runtime).Seconds() * 1e9 / float64(max(after[i].RunCount-before[i].RunCount, 1))
+	}
+	for i, m := range modes {
+		b.ReportMetric(ns[i], m.name+"-bpf-ns/hit")
+		if i > 0 {
+			b.ReportMetric(float64(frames[i]), m.name+"-frames")
+		}
+	}
+	b.ReportMetric(ns[1]/ns[0], "fp/none")
+	b.ReportMetric(ns[2]/ns[0], "cfi/none")
+	b.ReportMetric(ns[2]/ns[1], "cfi/fp")
+	b.ReportMetric(ns[3]/ns[1], "cfi-notables/fp")
+}
+
+func runTimes(b *testing.B, probes []*stacktest.Probe) []*ebpf.ProgramStats {
+	var out []*ebpf.ProgramStats
+	for _, p := range probes {
+		s, err := p.Program().Stats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestRowSpans: rows are taken first fit and given back merged with
+// their free neighbours.
+func TestRowSpans(t *testing.T) {
+	b := &BPFTables{free: []rowSpan{{0, 100}}}
+	take := func(n uint32, want uint32, ok bool) {
+		t.Helper()
+		first, have := b.alloc(n)
+		if have != ok || ok && first != want {
+			t.Fatalf("alloc(%d): %d, %v; want %d, %v (free %v)", n, first, have, want, ok, b.free)
+		}
+	}
+	take(30, 0, true)
+	take(30, 30, true)
+	take(40, 60, true)
+	take(1, 0, false)
+	b.freeRows(rowSpan{30, 30})
+	take(31, 0, false)
+	b.freeRows(rowSpan{0, 30})
+	if want := []rowSpan{{0, 60}}; !slices.Equal(b.free, want) {
+		t.Fatalf("free %v, want %v", b.free, want)
+	}
+	b.freeRows(rowSpan{60, 40})
+	if want := []rowSpan{{0, 100}}; !slices.Equal(b.free, want) {
+		t.Fatalf("free %v, want %v", b.free, want)
+	}
+	take(100, 0, true)
+}
