@@ -100,7 +100,7 @@ var mapKinds = map[btprint.Agg]MapKind{
 	btprint.AggInt: MapInt, btprint.AggString: MapString, btprint.AggCount: MapCount,
 	btprint.AggSum: MapSum, btprint.AggMin: MapMin, btprint.AggMax: MapMax,
 	btprint.AggAvg: MapAvg, btprint.AggStats: MapStats, btprint.AggHist: MapHist,
-	btprint.AggLhist: MapLhist,
+	btprint.AggLhist: MapLhist, btprint.AggTuple: MapString,
 }
 
 // Maps reads every map of the program now, values summed over CPUs: what

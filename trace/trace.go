@@ -66,6 +66,13 @@ type Options struct {
 	// Stdout receives printf lines, print() output and the maps at exit;
 	// nil means os.Stdout.
 	Stdout io.Writer
+	// Stderr receives the errors of cat() (a file it cannot read), as
+	// bpftrace prints them; nil means os.Stderr.
+	Stderr io.Writer
+	// CatBytesMax is the most bytes cat() prints of a file, as
+	// bpftrace's BPFTRACE_CAT_BYTES_MAX; 0 means 10240, bpftrace's
+	// default.
+	CatBytesMax int
 	// Classic forces classic uprobe links, one per site; by default one
 	// uprobe_multi link per object and kind is used where the kernel has
 	// it (6.6+).
@@ -190,7 +197,7 @@ func start(prog *Program, opts *Options, resume bool) (*Tracer, error) {
 	if o.Output == OutputJSON {
 		format = btprint.OutputJSON
 	}
-	bo := &btrun.Options{PIDs: pids, Out: out, Output: format, Classic: o.Classic, PrintMaps: o.PrintMaps}
+	bo := &btrun.Options{PIDs: pids, Out: out, Output: format, Classic: o.Classic, PrintMaps: o.PrintMaps, Stderr: o.Stderr, CatBytesMax: o.CatBytesMax}
 	if o.Attached {
 		bo.Attached = prog.AttachedProbes()
 	}

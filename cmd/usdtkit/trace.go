@@ -128,7 +128,8 @@ for every process: each hit costs more, and hits are lost (and counted) when the
 full; it supports count() and sum() maps keyed by one ustack, not delete() of them.
 
 Environment: BPFTRACE_MAX_STRLEN (bpftrace 0.2x), or else BPFTRACE_STRLEN (0.17), sets the
-bytes a program's str() reads, the NUL included (default 64, at most 1024); the other
+bytes a program's str() reads, the NUL included (default 64, at most 1024);
+BPFTRACE_CAT_BYTES_MAX the most bytes cat() prints of a file (default 10240); the other
 BPFTRACE_* variables are ignored.`,
 		Example: `  usdtkit trace -p 1234 usdt::python:function__entry -F '%s %s:%d'
   usdtkit trace usdt:/usr/bin/python3.11:python:gc__start --count --by comm

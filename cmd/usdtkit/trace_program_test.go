@@ -68,6 +68,8 @@ var programOneLiners = []string{
 	`usdt:BIN:demo:req /arg0 < 3/ { print(arg0); print(str(arg1)); print(arg2 - 1000); print((int32)arg2 - 1000); }`,
 	// bswap of each width, rand, numaid
 	`usdt:BIN:demo:req { @bs[bswap((uint16)arg0), bswap((uint32)arg2), bswap(*(uint8*)arg1), bswap((int8)arg2)] = count(); @bs64 = sum(bswap(arg0) >> 56); @rand = sum(rand > 0); @numa[numaid] = count(); }`,
+	// buffers of the process's memory, as keys and values
+	`usdt:BIN:demo:req { @buf[buf(arg1, 4), buf(str(arg1), 2)] = count(); @lastbuf[arg0 % 2] = buf(arg1, arg0 % 8); }`,
 	// a tuple key, a string predicate, stats
 	`usdt:BIN:demo:req /str(arg1) != "beta"/ { @pair[str(arg1), arg0 % 3] = count(); @st = stats(arg2); }`,
 }

@@ -151,7 +151,7 @@ func programFileError(name string, err error) error {
 
 // envStrLen reads bpftrace's variables for the bytes str() reads:
 // BPFTRACE_MAX_STRLEN (bpftrace 0.2x), else BPFTRACE_STRLEN (0.17); 0
-// when neither is set. Other BPFTRACE_* variables are ignored.
+// when neither is set.
 func envStrLen(getenv func(string) string) (int, error) {
 	for _, name := range []string{"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"} {
 		v := getenv(name)
@@ -165,6 +165,20 @@ func envStrLen(getenv func(string) string) (int, error) {
 		return n, nil
 	}
 	return 0, nil
+}
+
+// envCatBytesMax reads BPFTRACE_CAT_BYTES_MAX, the most bytes cat()
+// prints of a file; 0 when it is not set.
+func envCatBytesMax(getenv func(string) string) (int, error) {
+	v := getenv("BPFTRACE_CAT_BYTES_MAX")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("BPFTRACE_CAT_BYTES_MAX=%s: want the most bytes cat() prints of a file, 1 or more", v)
+	}
+	return n, nil
 }
 
 // runSource is runProgram once the flags are checked: compile compiles
@@ -185,7 +199,10 @@ func runSource(cmd *cobra.Command, o *traceOptions, compile func(*trace.CompileO
 		return err
 	}
 	copts.Unwind = unwind
-	topts := &trace.Options{PIDs: o.pids, Classic: o.classic, CommandGrace: commandGrace, Warn: warn}
+	topts := &trace.Options{PIDs: o.pids, Classic: o.classic, CommandGrace: commandGrace, Warn: warn, Stderr: stderr}
+	if topts.CatBytesMax, err = envCatBytesMax(os.Getenv); err != nil {
+		return err
+	}
 	output, fo := o.out.format, o.out.flame
 	if output == "json" {
 		topts.Output = trace.OutputJSON

@@ -176,6 +176,9 @@ type Program struct {
 	// Times are the time() calls' strftime formats, indexed by a RecTime
 	// record's id.
 	Times []string
+	// Strftimes are the strftime() calls' formats, indexed by the id a
+	// timestamp value holds (TimestampSize).
+	Strftimes []string
 	// Probes are the names the probe and func builtins take, indexed by
 	// the id stored in map keys and printf records.
 	Probes []string
@@ -248,6 +251,12 @@ type MapInfo struct {
 	// process (8 bytes each), printed as the function's name (a
 	// KeyString field).
 	KeyUsym []bool
+	// KeyBuf[i] marks a buffer key field (buf()): its length, then its
+	// bytes (BufSize), printed as bpftrace prints a buffer.
+	KeyBuf []bool
+	// KeyTime[i] marks a strftime() key field (TimestampSize bytes),
+	// printed by its format.
+	KeyTime []bool
 	// KeyStacks[i] says how stack key field i (layout.KeyStack,
 	// StackKeySize bytes) was captured; nil for the other fields.
 	KeyStacks []*StackInfo
@@ -257,6 +266,15 @@ type MapInfo struct {
 	// ValueName: the value (of a map without aggregation) is a probe or
 	// func name id, 8 bytes, printed as the name.
 	ValueName bool
+	// ValueBuf: the value is a buffer (buf()), its length then its
+	// bytes, printed as bpftrace prints a buffer.
+	ValueBuf bool
+	// ValueTime: the value is a strftime() value (TimestampSize bytes),
+	// printed by its format.
+	ValueTime bool
+	// ValueUsym: the value is a usym(): the address, then the process
+	// (8 bytes each), printed as the function's name.
+	ValueUsym bool
 	// Buckets is hist's or lhist's bucket count.
 	Buckets int
 	// Array: the map is a BPF array (per-CPU when PerCPU) of u32 keys
@@ -295,7 +313,23 @@ type PrintfInfo struct {
 	// Value: print(value) of Args[0], printed as btprint.AppendValue
 	// prints it, an integer signed when ValueSigned.
 	Value, ValueSigned bool
+	// Action is what the formatted text is: printf's output, or the
+	// file cat() prints or the command system() runs.
+	Action PrintfAction
 }
+
+// PrintfAction is what a RecPrintf record's formatted text is for.
+type PrintfAction uint8
+
+const (
+	// ActionPrintf prints the text (printf, print of a value).
+	ActionPrintf PrintfAction = iota
+	// ActionCat prints the file the text names (cat()).
+	ActionCat
+	// ActionSystem runs the text with the shell and prints what it
+	// writes on its standard output (system(), with --unsafe).
+	ActionSystem
+)
 
 // RecordArg is one printf argument in a record: an integer of 8 bytes or
 // a zero-padded string of Size bytes at Off.
@@ -308,6 +342,18 @@ type RecordArg struct {
 	// Usym: usym()'s address and process (16 bytes), printed as the
 	// function's name.
 	Usym bool
+	// Username: a user id (8 bytes), printed as the user's name.
+	Username bool
+	// Tuple is a tuple's type, laid out as TupleLayout says (Size
+	// bytes); nil for the other kinds.
+	Tuple *btlang.Type
+	// Buf: a buffer, its length then its bytes (Size bytes, BufSize).
+	Buf bool
+	// Time: a strftime() value (TimestampSize bytes).
+	Time bool
+	// Inet: an ntop() address (InetSize bytes): the address family (8
+	// bytes), then the address's bytes (16, IPv4's in the first 4).
+	Inet bool
 	// Stack: a ustack, stackcap's frames layout of Size bytes, then the
 	// 8-byte pid.
 	Stack *StackInfo
@@ -580,6 +626,28 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			}
 			mi.KeyUsym = append(mi.KeyUsym, true)
 			off += 16
+		case btlang.KindTimestamp:
+			// Printed by its format (KeyString).
+			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, false)
+			mi.KeyStacks = append(mi.KeyStacks, nil)
+			for len(mi.KeyTime) < len(mi.Keys)-1 {
+				mi.KeyTime = append(mi.KeyTime, false)
+			}
+			mi.KeyTime = append(mi.KeyTime, true)
+			off += TimestampSize
+		case btlang.KindBuf:
+			// Printed as bpftrace prints a buffer (KeyString).
+			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString, Size: BufSize(k)})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, false)
+			mi.KeyStacks = append(mi.KeyStacks, nil)
+			for len(mi.KeyBuf) < len(mi.Keys)-1 {
+				mi.KeyBuf = append(mi.KeyBuf, false)
+			}
+			mi.KeyBuf = append(mi.KeyBuf, true)
+			off += BufSize(k)
 		case btlang.KindStack:
 			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyStack})
 			mi.KeyOffs = append(mi.KeyOffs, off)
@@ -600,6 +668,17 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			mi.ValueSize = round8(m.Value.Size)
 		case btlang.KindProbe, btlang.KindSym:
 			mi.ValueSize, mi.ValueName = 8, true
+		case btlang.KindBuf:
+			mi.ValueSize, mi.ValueBuf = BufSize(m.Value), true
+		case btlang.KindTimestamp:
+			mi.ValueSize, mi.ValueTime = TimestampSize, true
+		case btlang.KindUsym:
+			mi.ValueSize, mi.ValueUsym = 16, true
+		case btlang.KindTuple:
+			if !tupleElems(m.Value) {
+				return mi, unsupported(m.Pos, "a %s value of %s", m.Value, m.Name)
+			}
+			_, mi.ValueSize = TupleLayout(m.Value)
 		default:
 			return mi, unsupported(m.Pos, "a %s value of %s", m.Value, m.Name)
 		}
@@ -922,6 +1001,20 @@ func (g *gen) program() (asm.Instructions, error) {
 			g.vars[v] = loc
 		case btlang.KindString:
 			loc := varLoc{off: g.alloc(v.Type.Size), size: v.Type.Size}
+			g.zero(loc.off, loc.size)
+			g.vars[v] = loc
+		case btlang.KindTimestamp:
+			loc := varLoc{off: g.alloc(TimestampSize), size: TimestampSize}
+			g.zero(loc.off, loc.size)
+			g.vars[v] = loc
+		case btlang.KindBuf:
+			n := BufSize(v.Type)
+			loc := varLoc{off: g.alloc(n), size: n}
+			g.zero(loc.off, loc.size)
+			g.vars[v] = loc
+		case btlang.KindTuple:
+			_, n := TupleLayout(v.Type)
+			loc := varLoc{off: g.alloc(n), size: n}
 			g.zero(loc.off, loc.size)
 			g.vars[v] = loc
 		default:

@@ -3,6 +3,7 @@ package btgen
 import (
 	"debug/elf"
 	"math"
+	"strings"
 
 	"github.com/cilium/ebpf/asm"
 
@@ -106,6 +107,21 @@ func (g *gen) intExpr(e btlang.Expr) {
 			}
 			return
 		}
+		if e.Name == "strcontains" {
+			// Two literals (Support refuses the others): a constant.
+			a, _ := e.Args[0].(*btlang.StrLit)
+			b, _ := e.Args[1].(*btlang.StrLit)
+			if a == nil || b == nil {
+				g.fail(internal(e.At, "strcontains() here"))
+				return
+			}
+			v := int64(0)
+			if strings.Contains(a.Val, b.Val) {
+				v = 1
+			}
+			g.loadConst(asm.R0, v)
+			return
+		}
 		if e.Name != "strncmp" {
 			g.fail(internal(e.At, "%s() here", e.Name))
 			return
@@ -114,6 +130,11 @@ func (g *gen) intExpr(e btlang.Expr) {
 		a := g.strExpr(e.Args[0])
 		b := g.strExpr(e.Args[1])
 		g.strPrefixDiffers(a, b, n)
+	case *btlang.TupleIndex:
+		b := g.tupleExpr(e)
+		g.emit(asm.LoadMem(asm.R0, asm.R7, int16(b.off), asm.DWord))
+	case *btlang.IncDecExpr:
+		g.incDec(e)
 	case *btlang.Ternary:
 		els, end := g.newLabel("else"), g.newLabel("fi")
 		g.intExpr(e.Cond)
@@ -168,6 +189,9 @@ func (g *gen) builtin(e *btlang.Builtin) {
 		g.emit(asm.FnGetPrandomU32.Call())
 	case "numaid":
 		g.emit(asm.FnGetNumaNodeId.Call())
+	case "cgroup":
+		// The cgroup v2 id of the task that hit the probe.
+		g.emit(asm.FnGetCurrentCgroupId.Call())
 	case "elapsed":
 		// nsecs minus the runner's start, which it writes in MapStart
 		// (CLOCK_MONOTONIC, as bpf_ktime_get_ns) before attaching.
@@ -216,6 +240,15 @@ func (g *gen) binary(e *btlang.Binary) {
 		g.boolOf(asm.JNE, 0)
 		g.label(end)
 		g.emit(nop())
+		return
+	}
+	if e.X.Type().Kind == btlang.KindBuf {
+		a := g.bufExpr(e.X)
+		b := g.bufExpr(e.Y)
+		g.bufEqual(a, b)
+		if e.Op == "!=" {
+			g.emit(asm.Xor.Imm(asm.R0, 1))
+		}
 		return
 	}
 	if e.X.Type().Kind == btlang.KindString {
@@ -479,6 +512,12 @@ func (g *gen) strExpr(e btlang.Expr) strBuf {
 		return g.mapReadStr(e)
 	case *btlang.ArgField:
 		return g.argFieldStr(e)
+	case *btlang.TupleIndex:
+		b := g.tupleExpr(e)
+		if b.t.Kind != btlang.KindString {
+			break
+		}
+		return strBuf{off: b.off, size: b.t.Size}
 	}
 	g.fail(internal(e.Pos(), "this string expression (%s)", btlang.ExprString(e)))
 	return strBuf{off: zeroOff, size: 8}

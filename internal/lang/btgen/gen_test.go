@@ -98,6 +98,15 @@ var loadTests = []struct{ name, src string }{
 	{"elapsed", `usdt:/x:p:a { @e = elapsed; @h = hist(elapsed / 1000000); }`},
 	{"time print top", `usdt:/x:p:a { @n[arg0] = count(); print(@n, 3, 2); time(); time("%s\n"); }`},
 	{"probe", `usdt:/x:p:a { @[probe, arg0] = count(); printf("%s\n", probe); }`},
+	{"cgroup username", `usdt:/x:p:a { @[cgroup] = count(); printf("%s %d\n", username, cgroup); print(username); }`},
+	{"tuples", `usdt:/x:p:a { $t = (arg0, str(arg1), (comm, (int8)arg2)); @m[arg0] = $t; @s = (1, "x"); @s = (2, "longer"); print($t); printf("%d %s %s\n", $t.0, $t.2.0, @m[arg0].1); @i = (1, 2).0; }`},
+	{"++ as an expression", `usdt:/x:p:a { $i = 0; @n[arg0] = 1; @s = sum($i++); printf("%d %d %d\n", ++$i, @n[arg0]++, --@n[arg0]); @c = ++@c; }`},
+	{"buffers", `usdt:/x:p:a { @b[buf(arg1, 8), arg2] = count(); $b = buf(arg1, arg2); @last = $b; printf("%r %rx %d\n", $b, buf(str(arg1), 5), $b == @last); }`},
+	{"strcontains", `usdt:/x:p:a { @[strcontains("abc", "b")] = count(); }`},
+	{"strftime", `usdt:/x:p:a { $t = strftime("%H:%M:%S.%f", nsecs); @k[strftime("%H", nsecs), arg0] = count(); @v[arg0] = $t; @tu = (arg0, $t); printf("%s %s\n", $t, @v[arg0]); }`},
+	{"ntop", `usdt:/x:p:a { printf("%s %s %s\n", ntop(arg0), ntop(arg1, arg2), ntop(10, pton("::1"))); print(ntop(2, pton("1.2.3.4"))); }`},
+	{"usym values", `usdt:/x:p:a { @u[tid] = usym(arg0); @last = @u[tid]; }`},
+	{"cat", `usdt:/x:p:a { cat("/proc/%d/comm", pid); cat("%s", str(arg1)); }`},
 	{"casts and reads", `uprobe:/x:f { @[(int8)arg0, (uint16)arg1, (uint32)arg2, (int32)arg3] = sum(*(int16*)(arg1 + 2)); printf("%d %u\n", *(uint8*)arg0, *(int64*)arg2); }`},
 	{"while break continue return", `uprobe:/x:f { $i = 0; while ($i < 20) { $i++; if ($i == arg0) { continue; } if ($i > arg1) { break; } if ($i == 19) { return; } @[$i] = count(); } unroll(3) { @u++; } }`},
 	{"usym", `uprobe:/x:f { @[usym(arg0), pid] = count(); printf("%s %s\n", usym(arg1), usym(reg("ip"))); print(usym(arg2)); }`},
@@ -159,8 +168,9 @@ func TestGenerateUnsupported(t *testing.T) {
 	tests := []struct{ name, src, pos string }{
 		{"BEGIN with usdt", `BEGIN, usdt:/x:p:a { @ = count(); }`, "test.bt:1:8"},
 		{"two intervals", `interval:s:1, interval:s:2 { exit(); }`, "test.bt:1:15"},
-		{"tuple printf", `usdt:/x:p:a { printf("%d\n", (1, 2).0); }`, "test.bt:1:36"},
-		{"tuple value", `usdt:/x:p:a { @t = (1, 2); }`, "test.bt:1:15"},
+		{"tuple of a probe", `usdt:/x:p:a { @t = (1, probe); }`, "test.bt:1:15"},
+		{"strcontains of a variable", `usdt:/x:p:a { $s = "ab"; @ = strcontains($s, "a"); }`, "test.bt:1:30"},
+		{"username key", `usdt:/x:p:a { @[username] = count(); }`, "test.bt:1:15"},
 		{"too many printf'd stacks", `usdt:/x:p:a { printf("%s\n", ustack); printf("%s\n", ustack); printf("%s\n", ustack); printf("%s\n", ustack); }`, "test.bt:1:102"},
 	}
 	for _, tt := range tests {

@@ -246,8 +246,8 @@ func (out *Program) addStackMaps(o *Options) {
 	entries, m := o.MaxEntries, o.Machine
 	any, cfi := false, false
 	for _, mi := range out.Maps {
-		// usym() keys announce their processes as stacks do.
-		any = any || slices.Contains(mi.KeyUsym, true)
+		// usym() keys and values announce their processes as stacks do.
+		any = any || slices.Contains(mi.KeyUsym, true) || mi.ValueUsym
 		if mi.Slots != "" {
 			out.Spec.Maps[mi.Slots] = &ebpf.MapSpec{Name: mi.Slots, Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: SlotSize, MaxEntries: StackSlots}
 		}

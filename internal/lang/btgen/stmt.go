@@ -148,6 +148,22 @@ func (g *gen) assign(s *btlang.Assign) {
 			g.copyStr(strBuf{off: loc.off, size: loc.size}, src)
 			return
 		}
+		if t.Decl.Type.Kind == btlang.KindBuf {
+			g.copyBuf(strBuf{off: loc.off, size: loc.size}, g.bufExpr(s.Value))
+			return
+		}
+		if t.Decl.Type.Kind == btlang.KindTimestamp {
+			g.copyBufTo(asm.R7, loc.off, TimestampSize, g.timeExpr(s.Value))
+			return
+		}
+		if t.Decl.Type.Kind == btlang.KindTuple {
+			if s.Op != "=" {
+				g.fail(internal(s.At, "%s on a tuple", s.Op))
+				return
+			}
+			g.copyTuple(tupleBuf{off: loc.off, t: t.Decl.Type}, g.tupleExpr(s.Value))
+			return
+		}
 		g.intExpr(s.Value)
 		if op, ok := compound(s.Op); ok {
 			g.emit(
@@ -175,6 +191,48 @@ func (g *gen) assign(s *btlang.Assign) {
 			return
 		}
 		mi := &g.out.Maps[g.mapIdx[m]]
+		if m.Value.Kind == btlang.KindUsym {
+			val := g.alloc(mi.ValueSize)
+			if r, ok := s.Value.(*btlang.MapRef); ok {
+				g.copyMapValue(r, val, 16)
+			} else {
+				g.usymAt(s.Value, val)
+			}
+			if mi.Array {
+				g.emit(storeImm64(asm.R7, int16(val+mi.SetOff), 1))
+			}
+			key := g.key(t, mi)
+			g.update(mi, key, asm.R7, int32(val))
+			return
+		}
+		if m.Value.Kind == btlang.KindBuf || m.Value.Kind == btlang.KindTimestamp {
+			val := g.alloc(mi.ValueSize)
+			if m.Value.Kind == btlang.KindBuf {
+				g.copyBuf(strBuf{off: val, size: BufSize(m.Value)}, g.bufExpr(s.Value))
+			} else {
+				g.copyBufTo(asm.R7, val, TimestampSize, g.timeExpr(s.Value))
+			}
+			if mi.Array {
+				g.emit(storeImm64(asm.R7, int16(val+mi.SetOff), 1))
+			}
+			key := g.key(t, mi)
+			g.update(mi, key, asm.R7, int32(val))
+			return
+		}
+		if m.Value.Kind == btlang.KindTuple {
+			if s.Op != "=" {
+				g.fail(internal(s.At, "%s on a tuple", s.Op))
+				return
+			}
+			val := tupleBuf{off: g.alloc(mi.ValueSize), t: m.Value}
+			g.copyTuple(val, g.tupleExpr(s.Value))
+			if mi.Array {
+				g.emit(storeImm64(asm.R7, int16(val.off+mi.SetOff), 1))
+			}
+			key := g.key(t, mi)
+			g.update(mi, key, asm.R7, int32(val.off))
+			return
+		}
 		if m.Value.Kind == btlang.KindString {
 			if s.Op != "=" {
 				g.fail(internal(s.At, "%s on a string", s.Op))
@@ -227,6 +285,82 @@ func (g *gen) assign(s *btlang.Assign) {
 	default:
 		g.fail(internal(s.At, "assigning to this"))
 	}
+}
+
+// incDec emits e, ++ or -- as an expression: R0 is the value before
+// (postfix) or after (prefix).
+func (g *gen) incDec(e *btlang.IncDecExpr) {
+	delta := int32(1)
+	if e.Op == "--" {
+		delta = -1
+	}
+	switch t := e.Target.(type) {
+	case *btlang.Var:
+		loc, ok := g.vars[t.Decl]
+		if !ok {
+			g.fail(internal(t.At, "variable %s", t.Name))
+			return
+		}
+		g.emit(
+			asm.LoadMem(asm.R0, asm.R10, loc.stack, asm.DWord),
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.Add.Imm(asm.R1, delta),
+			asm.StoreMem(asm.R10, loc.stack, asm.R1, asm.DWord),
+		)
+		if e.Prefix {
+			g.emit(asm.Mov.Reg(asm.R0, asm.R1))
+		}
+	case *btlang.MapRef:
+		m := t.Map
+		if m == nil || m.Agg != btlang.AggNone || m.Value.Kind != btlang.KindInt {
+			g.fail(internal(t.At, "%s of %s", e.Op, t.Name))
+			return
+		}
+		mi := &g.out.Maps[g.mapIdx[m]]
+		key := g.key(t, mi)
+		val := g.alloc(mi.ValueSize)
+		slot := g.push()
+		defer g.pop()
+		g.lookupOrZero(mi, key)
+		g.emit(
+			asm.StoreMem(asm.R10, slot, asm.R0, asm.DWord),
+			asm.Add.Imm(asm.R0, delta),
+			asm.StoreMem(asm.R7, int16(val), asm.R0, asm.DWord),
+		)
+		if mi.Array {
+			g.emit(storeImm64(asm.R7, int16(val+mi.SetOff), 1))
+		}
+		g.update(mi, key, asm.R7, int32(val))
+		if e.Prefix {
+			g.emit(asm.LoadMem(asm.R0, asm.R7, int16(val), asm.DWord))
+		} else {
+			g.emit(asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord))
+		}
+	default:
+		g.fail(internal(e.At, "%s of this", e.Op))
+	}
+}
+
+// copyMapValue copies the first n bytes of r's value to scratch off,
+// zeros for an absent key.
+func (g *gen) copyMapValue(r *btlang.MapRef, off, n int) {
+	if r.Map == nil || r.Map.Agg != btlang.AggNone {
+		g.fail(internal(r.At, "reading %s here", r.Name))
+		return
+	}
+	mi := &g.out.Maps[g.mapIdx[r.Map]]
+	key := g.key(r, mi)
+	absent, end := g.newLabel("novalue"), g.newLabel("value")
+	g.lookup(mi, key)
+	g.emit(asm.JEq.Imm(asm.R0, 0, absent))
+	for k := 0; k < n; k += 8 {
+		g.emit(asm.LoadMem(asm.R1, asm.R0, int16(k), asm.DWord), asm.StoreMem(asm.R7, int16(off+k), asm.R1, asm.DWord))
+	}
+	g.emit(asm.Ja.Label(end))
+	g.label(absent)
+	g.zero(off, n)
+	g.label(end)
+	g.emit(nop())
 }
 
 // key builds r's key for map mi in scratch and returns its offset.
@@ -289,6 +423,10 @@ func (g *gen) keyAt(r *btlang.MapRef, mi *MapInfo, off int) {
 				return
 			}
 			g.usymAt(k, f)
+		case i < len(mi.KeyBuf) && mi.KeyBuf[i]:
+			g.copyBuf(strBuf{off: f, size: mi.Keys[i].Size}, g.bufExpr(k))
+		case i < len(mi.KeyTime) && mi.KeyTime[i]:
+			g.copyBufTo(asm.R7, f, TimestampSize, g.timeExpr(k))
 		case mi.Keys[i].Kind == layout.KeyInt:
 			g.intExpr(k)
 			g.emit(asm.StoreMem(asm.R7, int16(f), asm.R0, asm.DWord))
@@ -568,6 +706,12 @@ func (g *gen) call(c *btlang.Call) {
 	switch c.Name {
 	case "printf":
 		g.printf(c)
+	case "cat", "system":
+		n := len(g.out.Printfs)
+		g.printf(c)
+		if len(g.out.Printfs) > n {
+			g.out.Printfs[n].Action = map[string]PrintfAction{"cat": ActionCat, "system": ActionSystem}[c.Name]
+		}
 	case "exit":
 		g.record(RecExit, 0)
 		// bpftrace 0.17 returns from the program after exit()'s event:
@@ -720,6 +864,22 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindUsym:
 			info.Args = append(info.Args, RecordArg{Off: size, Usym: true, Size: 16})
 			size += 16
+		case btlang.KindUsername:
+			info.Args = append(info.Args, RecordArg{Off: size, Username: true, Size: 8})
+			size += 8
+		case btlang.KindTuple:
+			_, n := TupleLayout(t)
+			info.Args = append(info.Args, RecordArg{Off: size, Tuple: &t, Size: n})
+			size += n
+		case btlang.KindBuf:
+			info.Args = append(info.Args, RecordArg{Off: size, Buf: true, Size: BufSize(t)})
+			size += BufSize(t)
+		case btlang.KindTimestamp:
+			info.Args = append(info.Args, RecordArg{Off: size, Time: true, Size: TimestampSize})
+			size += TimestampSize
+		case btlang.KindInet:
+			info.Args = append(info.Args, RecordArg{Off: size, Inet: true, Size: InetSize})
+			size += InetSize
 		case btlang.KindStack:
 			si := stackInfo(t)
 			si.Map, si.Machine = "", g.opts.Machine
@@ -740,6 +900,22 @@ func (g *gen) printf(c *btlang.Call) {
 	rec := g.alloc(size)
 	for i, a := range c.Args[1:] {
 		ra := info.Args[i]
+		if ra.Tuple != nil {
+			g.copyTuple(tupleBuf{off: rec + ra.Off, t: *ra.Tuple}, g.tupleExpr(a))
+			continue
+		}
+		if ra.Buf {
+			g.copyBuf(strBuf{off: rec + ra.Off, size: ra.Size}, g.bufExpr(a))
+			continue
+		}
+		if ra.Inet {
+			g.inetAt(a, rec+ra.Off)
+			continue
+		}
+		if ra.Time {
+			g.copyBufTo(asm.R7, rec+ra.Off, TimestampSize, g.timeExpr(a))
+			continue
+		}
 		if ra.String {
 			src := g.strExpr(a)
 			g.copyStr(strBuf{off: rec + ra.Off, size: ra.Size}, src)
@@ -753,7 +929,10 @@ func (g *gen) printf(c *btlang.Call) {
 			g.usymAt(a, rec+ra.Off)
 			continue
 		}
-		if ra.Probe {
+		if ra.Username {
+			// The uid, named in user space.
+			g.emit(asm.FnGetCurrentUidGid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
+		} else if ra.Probe {
 			g.nameID(a)
 		} else {
 			g.intExpr(a)

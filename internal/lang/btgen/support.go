@@ -136,7 +136,7 @@ func (s *support) fail(err error) {
 
 func (s *support) block(b *btlang.ProbeBlock) error {
 	for _, v := range b.Vars {
-		if v.Type.Kind != btlang.KindInt && v.Type.Kind != btlang.KindString {
+		if v.Type.Kind != btlang.KindInt && v.Type.Kind != btlang.KindString && v.Type.Kind != btlang.KindBuf && v.Type.Kind != btlang.KindTimestamp && (v.Type.Kind != btlang.KindTuple || !tupleElems(v.Type)) {
 			return unsupported(v.Pos, "a %s variable", v.Type)
 		}
 	}
@@ -203,6 +203,18 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 			s.strExpr(value)
 			return
 		}
+		if t.Decl.Type.Kind == btlang.KindTuple {
+			s.tupleExpr(value)
+			return
+		}
+		if t.Decl.Type.Kind == btlang.KindBuf {
+			s.bufExpr(value)
+			return
+		}
+		if t.Decl.Type.Kind == btlang.KindTimestamp {
+			s.timeExpr(value)
+			return
+		}
 		intValue()
 		if !isCompound && op != "=" {
 			s.fail(unsupported(at, "operator %s", op))
@@ -233,6 +245,30 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 				return
 			}
 			s.strExpr(value)
+			s.key(t, mi)
+			return
+		}
+		if m.Value.Kind == btlang.KindTuple {
+			s.tupleExpr(value)
+			s.key(t, mi)
+			return
+		}
+		if m.Value.Kind == btlang.KindBuf {
+			s.bufExpr(value)
+			s.key(t, mi)
+			return
+		}
+		if m.Value.Kind == btlang.KindTimestamp {
+			s.timeExpr(value)
+			s.key(t, mi)
+			return
+		}
+		if m.Value.Kind == btlang.KindUsym {
+			if r, ok := value.(*btlang.MapRef); ok {
+				s.mapRead(r, btlang.KindUsym)
+			} else {
+				s.usym(value)
+			}
 			s.key(t, mi)
 			return
 		}
@@ -290,6 +326,10 @@ func (s *support) key(r *btlang.MapRef, mi *MapInfo) {
 				return
 			}
 			s.usym(k)
+		case i < len(mi.KeyBuf) && mi.KeyBuf[i]:
+			s.bufExpr(k)
+		case i < len(mi.KeyTime) && mi.KeyTime[i]:
+			s.timeExpr(k)
 		case mi.KeyStacks[i] != nil:
 		case mi.Keys[i].Kind == layout.KeyString:
 			s.strExpr(k)
@@ -377,6 +417,12 @@ func (s *support) intExpr(e btlang.Expr) {
 			s.strExpr(e.Args[1])
 		case "bswap":
 			s.intExpr(e.Args[0])
+		case "strcontains":
+			_, a := e.Args[0].(*btlang.StrLit)
+			_, b := e.Args[1].(*btlang.StrLit)
+			if !a || !b {
+				s.fail(unsupported(e.At, "strcontains() of strings that are not both literals"))
+			}
 		default:
 			s.fail(unsupported(e.At, "%s() here", e.Name))
 		}
@@ -384,15 +430,110 @@ func (s *support) intExpr(e btlang.Expr) {
 		s.intExpr(e.Cond)
 		s.intExpr(e.Then)
 		s.intExpr(e.Else)
+	case *btlang.TupleIndex:
+		s.tupleExpr(e.X)
+	case *btlang.IncDecExpr:
+		if r, ok := e.Target.(*btlang.MapRef); ok {
+			if r.Map == nil || r.Map.Agg != btlang.AggNone || r.Map.Value.Kind != btlang.KindInt || s.maps[r.Map] == nil || s.maps[r.Map].ValueName || s.maps[r.Map].User {
+				s.fail(unsupported(e.At, "%s of %s", e.Op, r.Name))
+				return
+			}
+			s.key(r, s.maps[r.Map])
+		}
 	default:
 		s.fail(unsupported(e.Pos(), "this expression (%s)", btlang.ExprString(e)))
+	}
+}
+
+// timeExpr is the walk of gen.timeExpr.
+func (s *support) timeExpr(e btlang.Expr) {
+	if t := e.Type(); t.Kind != btlang.KindTimestamp {
+		s.fail(unsupported(e.Pos(), "a %s value here", t))
+		return
+	}
+	switch e := e.(type) {
+	case *btlang.Var:
+	case *btlang.MapRef:
+		s.mapRead(e, btlang.KindTimestamp)
+	case *btlang.TupleIndex:
+		s.tupleExpr(e.X)
+	case *btlang.Call:
+		if _, ok := e.Args[0].(*btlang.StrLit); e.Name != "strftime" || !ok {
+			s.fail(unsupported(e.At, "%s() here", e.Name))
+			return
+		}
+		s.intExpr(e.Args[1])
+	default:
+		s.fail(unsupported(e.Pos(), "this strftime() value (%s)", btlang.ExprString(e)))
+	}
+}
+
+// bufExpr is the walk of gen.bufExpr.
+func (s *support) bufExpr(e btlang.Expr) {
+	if t := e.Type(); t.Kind != btlang.KindBuf {
+		s.fail(unsupported(e.Pos(), "a %s value here", t))
+		return
+	}
+	switch e := e.(type) {
+	case *btlang.Var:
+	case *btlang.MapRef:
+		s.mapRead(e, btlang.KindBuf)
+	case *btlang.Call:
+		if e.Name != "buf" || len(e.Args) != 2 {
+			s.fail(unsupported(e.At, "%s() here", e.Name))
+			return
+		}
+		if _, ok := btlang.ConstValue(e.Args[1]); !ok {
+			s.intExpr(e.Args[1])
+		}
+		if e.Args[0].Type().Kind == btlang.KindString {
+			s.strExpr(e.Args[0])
+		} else {
+			s.intExpr(e.Args[0])
+		}
+	default:
+		s.fail(unsupported(e.Pos(), "this buffer expression (%s)", btlang.ExprString(e)))
+	}
+}
+
+// tupleExpr is the walk of gen.tupleExpr.
+func (s *support) tupleExpr(e btlang.Expr) {
+	if t := e.Type(); t.Kind != btlang.KindTuple || !tupleElems(t) {
+		s.fail(unsupported(e.Pos(), "a %s value here", t))
+		return
+	}
+	switch e := e.(type) {
+	case *btlang.Var:
+	case *btlang.Tuple:
+		for _, x := range e.Elems {
+			switch x.Type().Kind {
+			case btlang.KindInt:
+				s.intExpr(x)
+			case btlang.KindString:
+				s.strExpr(x)
+			case btlang.KindTimestamp:
+				s.timeExpr(x)
+			default:
+				s.tupleExpr(x)
+			}
+		}
+	case *btlang.MapRef:
+		s.mapRead(e, btlang.KindTuple)
+	case *btlang.TupleIndex:
+		s.tupleExpr(e.X)
+	case *btlang.Ternary:
+		s.intExpr(e.Cond)
+		s.tupleExpr(e.Then)
+		s.tupleExpr(e.Else)
+	default:
+		s.fail(unsupported(e.Pos(), "this tuple expression (%s)", btlang.ExprString(e)))
 	}
 }
 
 // intBuiltins are the builtins gen.builtin reads, besides argN.
 var intBuiltins = map[string]bool{
 	"retval": true, "goid": true, "pid": true, "tid": true, "uid": true, "gid": true,
-	"nsecs": true, "cpu": true, "elapsed": true, "cpid": true, "rand": true, "numaid": true,
+	"nsecs": true, "cpu": true, "elapsed": true, "cpid": true, "rand": true, "numaid": true, "cgroup": true,
 }
 
 // binary is the walk of gen.binary.
@@ -401,6 +542,9 @@ func (s *support) binary(e *btlang.Binary) {
 	case e.Op == "&&" || e.Op == "||":
 		s.intExpr(e.X)
 		s.intExpr(e.Y)
+	case e.X.Type().Kind == btlang.KindBuf:
+		s.bufExpr(e.X)
+		s.bufExpr(e.Y)
 	case e.X.Type().Kind == btlang.KindString:
 		if e.Op != "==" && e.Op != "!=" {
 			s.fail(unsupported(e.At, "string operator %s", e.Op))
@@ -458,6 +602,9 @@ func (s *support) strExpr(e btlang.Expr) {
 	case *btlang.MapRef:
 		s.mapRead(e, btlang.KindString)
 		return
+	case *btlang.TupleIndex:
+		s.tupleExpr(e.X)
+		return
 	}
 	s.fail(unsupported(e.Pos(), "this string expression (%s)", btlang.ExprString(e)))
 }
@@ -465,7 +612,7 @@ func (s *support) strExpr(e btlang.Expr) {
 // call is the walk of gen.call.
 func (s *support) call(c *btlang.Call) {
 	switch c.Name {
-	case "printf":
+	case "printf", "cat", "system":
 		s.printf(c)
 	case "exit":
 	case "signal":
@@ -536,7 +683,7 @@ func (s *support) printf(c *btlang.Call) {
 func (s *support) printArgs(args []btlang.Expr) {
 	for _, a := range args {
 		switch t := a.Type(); t.Kind {
-		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack:
+		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple, btlang.KindBuf, btlang.KindTimestamp, btlang.KindInet:
 		default:
 			s.fail(unsupported(a.Pos(), "printing a %s", t))
 			return
@@ -547,8 +694,29 @@ func (s *support) printArgs(args []btlang.Expr) {
 		case btlang.KindString:
 			s.strExpr(a)
 		case btlang.KindStack:
+		case btlang.KindTuple:
+			s.tupleExpr(a)
+		case btlang.KindBuf:
+			s.bufExpr(a)
+		case btlang.KindTimestamp:
+			s.timeExpr(a)
+		case btlang.KindInet:
+			c, ok := a.(*btlang.Call)
+			if !ok || c.Name != "ntop" {
+				s.fail(unsupported(a.Pos(), "this ntop() value"))
+				return
+			}
+			for _, x := range c.Args {
+				if p, ok := x.(*btlang.Call); !ok || p.Name != "pton" {
+					s.intExpr(x)
+				}
+			}
 		case btlang.KindUsym:
 			s.usym(a)
+		case btlang.KindUsername:
+			if b, ok := a.(*btlang.Builtin); !ok || b.Name != "username" {
+				s.fail(unsupported(a.Pos(), "this username value"))
+			}
 		case btlang.KindProbe, btlang.KindSym:
 			s.nameID(a)
 		default:

@@ -48,14 +48,17 @@ type IntLit struct {
 }
 
 // StrLit is a string literal; Val holds the bytes after escapes. Param
-// is the positional parameter it stands for (str($1)), if any.
+// is the positional parameter it stands for (str($1)), if any, and Skip
+// the bytes of it str($1 + Skip) leaves out (Val is the rest).
 type StrLit struct {
 	ExprBase
 	Val   string
 	Param string
+	Skip  int
 }
 
 // Builtin is a builtin variable: pid tid uid gid comm nsecs elapsed cpu
+// cgroup username rand numaid cpid
 // probe func retval arg0…arg11 ustack goid. Arg is N for argN and -1
 // otherwise.
 type Builtin struct {
@@ -160,6 +163,17 @@ type TupleIndex struct {
 	Index int
 }
 
+// IncDecExpr is Target++ or Target-- (Prefix: ++Target, --Target) as
+// an expression, on a map or variable holding an integer: it adds or
+// subtracts one and is worth the value before (postfix) or after
+// (prefix). Alone as a statement it is an IncDec.
+type IncDecExpr struct {
+	ExprBase
+	Target Expr
+	Op     string // "++" or "--"
+	Prefix bool
+}
+
 // ExprStmt is a call used as a statement (printf, print, delete, clear,
 // zero, time, exit).
 type ExprStmt struct {
@@ -188,11 +202,13 @@ type IncDec struct {
 }
 
 // If is if (Cond) { Then } else { Else }; "else if" is an Else holding one If.
+// Ternary marks one written Cond ? CALL : CALL as a statement.
 type If struct {
-	At   Pos
-	Cond Expr
-	Then []Stmt
-	Else []Stmt
+	At      Pos
+	Cond    Expr
+	Then    []Stmt
+	Else    []Stmt
+	Ternary bool
 }
 
 // Unroll is unroll(Count) { Body }: Body, Count times (after Check, N),

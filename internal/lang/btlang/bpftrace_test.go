@@ -75,6 +75,14 @@ func dumpStmt(b *strings.Builder, s Stmt, d int) {
 		dumpExpr(b, s.Target, d)
 		line(b, d+1, s.Op)
 	case *If:
+		if s.Ternary {
+			// COND ? A : B as a statement: bpftrace keeps the ?:.
+			line(b, d, "?:")
+			dumpExpr(b, s.Cond, d+1)
+			dumpStmts(b, s.Then, d+1)
+			dumpStmts(b, s.Else, d+1)
+			return
+		}
 		line(b, d, "if")
 		dumpExpr(b, s.Cond, d+1)
 		line(b, d+1, "then")
@@ -121,6 +129,14 @@ func dumpExpr(b *strings.Builder, e Expr, d int) {
 			}
 			dumpExpr(b, a, d+1)
 		}
+	case *IncDecExpr:
+		if e.Prefix {
+			line(b, d, e.Op)
+			dumpExpr(b, e.Target, d+1)
+			return
+		}
+		dumpExpr(b, e.Target, d)
+		line(b, d+1, e.Op)
 	case *Unary:
 		if lit, ok := e.X.(*IntLit); ok && e.Op == "-" {
 			// bpftrace's parser folds a negated literal.
@@ -214,6 +230,9 @@ func bpftraceMaps(p *Program) map[string]string {
 			return "string"
 		case KindStack:
 			return "ustack"
+		case KindBuf:
+			// bpftrace counts its length byte in the type's size.
+			return "buffer[" + strconv.Itoa(t.Size+1) + "]"
 		case KindTuple:
 			s := make([]string, len(t.Elems))
 			for i, e := range t.Elems {

@@ -2,6 +2,7 @@ package btlang
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -586,7 +587,7 @@ func (c *checker) assignVar(v *Var, op string, value Expr) {
 // statementCalls are the functions that are statements, without a value.
 var statementCalls = map[string]bool{
 	"printf": true, "print": true, "delete": true, "clear": true, "zero": true, "time": true, "exit": true,
-	"signal": true,
+	"signal": true, "cat": true, "system": true,
 }
 
 // RegNames are the names reg() takes: bpftrace's, those of x86-64's
@@ -596,11 +597,11 @@ var RegNames = []string{"ip", "sp", "bp", "ax", "bx", "cx", "dx", "si", "di",
 
 // unsupportedCalls are bpftrace functions usdtkit does not compile yet.
 var unsupportedCalls = map[string]bool{
-	"join": true, "system": true, "cat": true, "override": true, "kaddr": true,
-	"uaddr": true, "ksym": true, "buf": true, "ntop": true, "pton": true,
-	"strftime": true, "sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
+	"join": true, "override": true, "kaddr": true,
+	"uaddr": true, "ksym": true,
+	"sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true,
-	"cgroup_path": true, "kstack": true, "strcontains": true, "has_key": true, "debugf": true,
+	"cgroup_path": true, "kstack": true, "has_key": true, "debugf": true,
 	"offsetof": true, "percpu_kaddr": true, "nsecs": true, "socket_cookie": true,
 }
 
@@ -618,9 +619,13 @@ func (c *checker) statementCall(call *Call) {
 	}
 	args := call.Args
 	switch call.Name {
-	case "printf":
+	case "printf", "cat", "system":
 		if len(args) == 0 {
-			c.errorf(call.At, "printf() needs a format string")
+			c.errorf(call.At, "%s() needs a format string", call.Name)
+			return
+		}
+		if call.Name == "system" && !c.unsafe {
+			c.errorf(call.At, "system() runs a command: it needs --unsafe, as in bpftrace")
 			return
 		}
 		c.printf(call)
@@ -655,9 +660,9 @@ func (c *checker) statementCall(call *Call) {
 				return
 			}
 			switch t := c.expr(args[0]); t.Kind {
-			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym:
+			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym, KindUsername, KindTuple, KindTimestamp, KindInet:
 			default:
-				c.errorf(args[0].Pos(), "print() of a %s is not supported yet; print a map, an integer or a string", t)
+				c.errorf(args[0].Pos(), "print() of a %s is not supported yet; print a map, an integer, a string or a tuple", t)
 			}
 			return
 		}
@@ -714,7 +719,7 @@ func (c *checker) wholeMap(call *Call, r *MapRef) {
 func (c *checker) printf(call *Call) {
 	f, ok := call.Args[0].(*StrLit)
 	if !ok {
-		c.errorf(call.Args[0].Pos(), "printf() takes a string literal as its format")
+		c.errorf(call.Args[0].Pos(), "%s() takes a string literal as its format", call.Name)
 		return
 	}
 	// A format may be longer than other string literals.
@@ -724,7 +729,7 @@ func (c *checker) printf(call *Call) {
 		err = format.Strict()
 	}
 	if err != nil {
-		c.errorf(f.At, "printf: %v", err.(*printf.FormatError).Msg)
+		c.errorf(f.At, "%s: %v", call.Name, err.(*printf.FormatError).Msg)
 		return
 	}
 	verbs := format.Verbs()
@@ -734,7 +739,7 @@ func (c *checker) printf(call *Call) {
 		types[i] = c.expr(a)
 	}
 	if len(args) != len(verbs) {
-		c.errorf(call.At, "printf: the format takes %s, not %d", plural(len(verbs), "argument"), len(args))
+		c.errorf(call.At, "%s: the format takes %s, not %d", call.Name, plural(len(verbs), "argument"), len(args))
 		return
 	}
 	for i, v := range verbs {
@@ -747,10 +752,13 @@ func (c *checker) printf(call *Call) {
 		}
 		if !verbAccepts(v, t) {
 			want := "an integer"
-			if v.Conv == 's' {
+			switch v.Conv {
+			case 's':
 				want = "a string"
+			case 'r':
+				want = "a buffer, buf()"
 			}
-			c.errorf(args[i].Pos(), "printf: %s takes %s, not %s", v.Token, want, t)
+			c.errorf(args[i].Pos(), "%s: %s takes %s, not %s", call.Name, v.Token, want, t)
 		}
 	}
 }
@@ -787,6 +795,8 @@ func (c *checker) expr(e Expr) Type {
 	case *Tuple:
 		e.T = t
 	case *TupleIndex:
+		e.T = t
+	case *IncDecExpr:
 		e.T = t
 	}
 	return t
@@ -897,6 +907,20 @@ func (c *checker) exprType(e Expr) Type {
 			return Type{}
 		}
 		return t
+	case *IncDecExpr:
+		switch x := e.Target.(type) {
+		case *MapRef:
+			c.assignMap(x, e.Op, nil)
+			if x.Map != nil && x.Map.Value.Kind == KindInt {
+				return x.Map.Value
+			}
+		case *Var:
+			c.assignVar(x, e.Op, nil)
+			if x.Decl != nil && x.Decl.Type.Kind == KindInt {
+				return x.Decl.Type
+			}
+		}
+		return Type{}
 	case *TupleIndex:
 		t := c.expr(e.X)
 		if t.Kind == KindNone {
@@ -928,7 +952,7 @@ func (c *checker) binary(e *Binary) Type {
 	}
 	switch e.Op {
 	case "==", "!=":
-		if a.Kind == KindString && b.Kind == KindString {
+		if a.Kind == KindString && b.Kind == KindString || a.Kind == KindBuf && b.Kind == KindBuf {
 			return uint64T
 		}
 		if a.Kind == KindInt && b.Kind == KindInt {
@@ -1027,6 +1051,8 @@ func (c *checker) builtin(e *Builtin) Type {
 	switch e.Name {
 	case "comm":
 		return StringType(16)
+	case "username":
+		return Type{Kind: KindUsername}
 	case "probe":
 		return Type{Kind: KindProbe}
 	case "func":
@@ -1152,6 +1178,104 @@ func (c *checker) call(e *Call) Type {
 		}
 		c.expr(lit)
 		return uint64T
+	case "ntop":
+		// bpftrace's ntop([AF, ]ADDR): an IPv4 address in an integer
+		// (AF 2, AF_INET, by default), or the bytes of pton("…").
+		if len(e.Args) < 1 || len(e.Args) > 2 {
+			c.errorf(e.At, "ntop() takes an address, and before it optionally an address family: ntop(2, x)")
+			return Type{}
+		}
+		if len(e.Args) == 2 {
+			if t := c.expr(e.Args[0]); t.Kind != KindInt {
+				if t.Kind != KindNone {
+					c.errorf(e.Args[0].Pos(), "ntop()'s address family must be an integer, not %s", t)
+				}
+				return Type{}
+			}
+		}
+		a := e.Args[len(e.Args)-1]
+		if p, ok := a.(*Call); ok && p.Name == "pton" {
+			lit, ok := PtonArg(p)
+			if !ok {
+				c.errorf(p.At, "pton() takes an IPv4 or IPv6 address in a string literal, as in pton(\"127.0.0.1\")")
+				return Type{}
+			}
+			c.expr(lit)
+			return Type{Kind: KindInet}
+		}
+		if t := c.expr(a); t.Kind != KindInt {
+			if t.Kind != KindNone {
+				c.errorf(a.Pos(), "ntop() takes an integer address or pton(\"…\"), not %s", t)
+			}
+			return Type{}
+		}
+		return Type{Kind: KindInet}
+	case "pton":
+		c.errorf(e.At, "pton() is supported only as ntop()'s argument, as in ntop(2, pton(\"127.0.0.1\"))")
+		return Type{}
+	case "strftime":
+		// bpftrace's strftime(FORMAT, ns): ns since boot, printed in
+		// local time by FORMAT (C's strftime, and %f for microseconds).
+		if len(e.Args) != 2 {
+			c.errorf(e.At, "strftime() takes a format and a time in nanoseconds since boot: strftime(\"%%H:%%M\", nsecs)")
+			return Type{}
+		}
+		lit, ok := e.Args[0].(*StrLit)
+		if !ok {
+			c.errorf(e.Args[0].Pos(), "strftime() takes a string literal as its format")
+			return Type{}
+		}
+		c.expr(lit)
+		if t := c.expr(e.Args[1]); t.Kind != KindInt {
+			if t.Kind != KindNone {
+				c.errorf(e.Args[1].Pos(), "strftime() takes an integer time, not %s", t)
+			}
+			return Type{}
+		}
+		return Type{Kind: KindTimestamp}
+	case "strcontains":
+		// bpftrace's strcontains(haystack, needle): 1 when needle is in
+		// haystack, else 0.
+		if len(e.Args) != 2 {
+			c.errorf(e.At, "strcontains() takes two strings: strcontains(haystack, needle)")
+			return Type{}
+		}
+		for _, a := range e.Args {
+			if t := c.expr(a); t.Kind != KindNone && t.Kind != KindString {
+				c.errorf(a.Pos(), "strcontains() takes strings, not %s", t)
+				return Type{}
+			}
+		}
+		return uint64T
+	case "buf":
+		// bpftrace's buf(x, n): n bytes at address x, or of string x,
+		// at most the length str() reads.
+		if len(e.Args) != 2 {
+			c.errorf(e.At, "buf() takes an address or a string and a length: buf(x, n)")
+			return Type{}
+		}
+		t := c.expr(e.Args[0])
+		if t.Kind != KindNone && t.Kind != KindInt && t.Kind != KindString {
+			c.errorf(e.Args[0].Pos(), "buf() reads an integer address or a string, not %s", t)
+			return Type{}
+		}
+		n := c.expr(e.Args[1])
+		if n.Kind != KindNone && n.Kind != KindInt {
+			c.errorf(e.Args[1].Pos(), "the length of buf() must be an integer, not %s", n)
+			return Type{}
+		}
+		size := c.strLen
+		if v, ok := constValue(e.Args[1]); ok {
+			if v < 0 {
+				c.errorf(e.Args[1].Pos(), "the length of buf() must be 0 or more, not %d", v)
+				return Type{}
+			}
+			size = int(min(v, int64(c.strLen)))
+		}
+		if t.Kind == KindNone || n.Kind == KindNone {
+			return Type{}
+		}
+		return Type{Kind: KindBuf, Size: size}
 	case "bswap":
 		// bpftrace's bswap(x): x's bytes in reverse order, unsigned, of
 		// x's width (ByteWidth; an int8 is itself).
@@ -1298,4 +1422,21 @@ func ByteWidth(e Expr) int {
 		return e.X.Size
 	}
 	return 8
+}
+
+// PtonArg returns the string literal of pton("ADDR") and whether it is
+// an address as bpftrace reads it: IPv4 when it has a dot, else IPv6.
+func PtonArg(c *Call) (*StrLit, bool) {
+	if len(c.Args) != 1 {
+		return nil, false
+	}
+	lit, ok := c.Args[0].(*StrLit)
+	if !ok {
+		return nil, false
+	}
+	a, err := netip.ParseAddr(lit.Val)
+	if err != nil || a.Zone() != "" {
+		return lit, false
+	}
+	return lit, a.Is4() == strings.Contains(lit.Val, ".")
 }

@@ -365,6 +365,19 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 		p.next(false)
 		return &IncDec{At: t.pos, Target: x, Op: op}, false
 	}
+	if e, ok := x.(*IncDecExpr); ok {
+		// $x++ alone: the statement.
+		return &IncDec{At: t.pos, Target: e.Target, Op: e.Op, Prefix: e.Prefix}, false
+	}
+	if tern, ok := x.(*Ternary); ok {
+		// cond ? printf(…) : printf(…): bpftrace takes a ternary of
+		// calls without a value as a statement, which is an if.
+		a, aok := tern.Then.(*Call)
+		b, bok := tern.Else.(*Call)
+		if aok && bok {
+			return &If{At: t.pos, Cond: tern.Cond, Then: []Stmt{&ExprStmt{At: a.At, X: a}}, Else: []Stmt{&ExprStmt{At: b.At, X: b}}, Ternary: true}, false
+		}
+	}
 	c, ok := x.(*Call)
 	if !ok {
 		p.failf(x.Pos(), "this expression is not a statement; assign it or pass it to a function")
@@ -462,7 +475,12 @@ func (p *parser) unary() Expr {
 	case t.is("&"):
 		p.failf(t.pos, "the address-of operator (&) is not supported")
 	case t.is("++") || t.is("--"):
-		p.failf(t.pos, "%s is a statement in bpftrace, not part of an expression", t.text)
+		p.next(false)
+		p.enter()
+		x := p.unary()
+		p.depth--
+		checkTarget(p, x, t.text)
+		return &IncDecExpr{ExprBase: ExprBase{At: t.pos}, Target: x, Op: t.text, Prefix: true}
 	}
 	return p.postfix(p.primary())
 }
@@ -485,6 +503,14 @@ func (p *parser) postfix(x Expr) Expr {
 			p.failf(t.pos, "struct field access (->) is only supported on args")
 		case t.is("["):
 			p.failf(t.pos, "array indexing is not supported")
+		case t.is("++") || t.is("--"):
+			switch x.(type) {
+			case *Var, *MapRef:
+			default:
+				return x
+			}
+			p.next(false)
+			x = &IncDecExpr{ExprBase: ExprBase{At: x.Pos()}, Target: x, Op: t.text}
 		default:
 			return x
 		}
@@ -495,17 +521,15 @@ func (p *parser) postfix(x Expr) Expr {
 var builtins = map[string]bool{
 	"pid": true, "tid": true, "uid": true, "gid": true, "comm": true, "nsecs": true,
 	"elapsed": true, "cpu": true, "probe": true, "func": true, "retval": true, "ustack": true,
-	"goid": true, "cpid": true, "rand": true, "numaid": true,
+	"goid": true, "cpid": true, "rand": true, "numaid": true, "cgroup": true, "username": true,
 }
 
 // unsupportedBuiltins are bpftrace builtins usdtkit does not offer.
 var unsupportedBuiltins = map[string]string{
-	"kstack":   "kstack is not supported: usdtkit traces user space only (use ustack)",
-	"cgroup":   "the cgroup builtin is not supported yet",
-	"curtask":  "the curtask builtin is not supported",
-	"ctx":      "the ctx builtin is not supported",
-	"username": "the username builtin is not supported yet",
-	"jiffies":  "the jiffies builtin is not supported",
+	"kstack":  "kstack is not supported: usdtkit traces user space only (use ustack)",
+	"curtask": "the curtask builtin is not supported",
+	"ctx":     "the ctx builtin is not supported",
+	"jiffies": "the jiffies builtin is not supported",
 }
 
 func (p *parser) primary() Expr {
@@ -710,8 +734,24 @@ func (p *parser) ident() Expr {
 			}
 		} else if t.text == "str" && p.tok.kind == tParam && p.tok.text != "$#" {
 			// str($N): the parameter's text.
-			c.Args = append(c.Args, &StrLit{ExprBase: ExprBase{At: p.tok.pos}, Val: p.paramText(p.tok), Param: p.tok.text})
+			lit := &StrLit{ExprBase: ExprBase{At: p.tok.pos}, Val: p.paramText(p.tok), Param: p.tok.text}
+			c.Args = append(c.Args, lit)
 			p.next(false)
+			if p.tok.is("+") {
+				// str($N + K): the text from its byte K on, as
+				// bpftrace's pointer into the parameter.
+				p.next(false)
+				k := p.tok
+				if k.kind != tInt {
+					p.failf(k.pos, "str(%s + K) takes an integer literal K, the bytes to skip", lit.Param)
+				}
+				p.next(false)
+				if k.val > uint64(len(lit.Val)) {
+					p.failf(k.pos, "str(%s + %d) skips past the end of %s, which has %d bytes", lit.Param, k.val, lit.Param, len(lit.Val))
+				} else {
+					lit.Val, lit.Skip = lit.Val[k.val:], int(k.val)
+				}
+			}
 			if p.tok.is(",") {
 				p.next(false)
 				c.Args = append(c.Args, p.exprList(")")...)

@@ -101,6 +101,18 @@ func (w *printer) stmt(s Stmt) {
 			w.WriteString(s.Op)
 		}
 	case *If:
+		if s.Ternary && len(s.Then) == 1 && len(s.Else) == 1 {
+			a, aok := s.Then[0].(*ExprStmt)
+			b, bok := s.Else[0].(*ExprStmt)
+			if aok && bok {
+				w.operand(s.Cond)
+				w.WriteString(" ? ")
+				w.expr(a.X)
+				w.WriteString(" : ")
+				w.expr(b.X)
+				break
+			}
+		}
 		w.WriteString("if (")
 		w.expr(s.Cond)
 		w.WriteString(") ")
@@ -150,6 +162,9 @@ func (w *printer) expr(e Expr) {
 	case *StrLit:
 		if e.Param != "" {
 			w.WriteString(e.Param)
+			if e.Skip > 0 {
+				w.WriteString(" + " + strconv.Itoa(e.Skip))
+			}
 			break
 		}
 		w.WriteString(quoteString(e.Val))
@@ -204,6 +219,16 @@ func (w *printer) expr(e Expr) {
 	case *TupleIndex:
 		w.operand(e.X)
 		w.WriteString("." + strconv.Itoa(e.Index))
+	case *IncDecExpr:
+		w.WriteString("(")
+		if e.Prefix {
+			w.WriteString(e.Op)
+			w.expr(e.Target)
+		} else {
+			w.expr(e.Target)
+			w.WriteString(e.Op)
+		}
+		w.WriteString(")")
 	}
 }
 

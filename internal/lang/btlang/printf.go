@@ -6,9 +6,12 @@ import "github.com/usdtkit/usdtkit/internal/lang/printf"
 // takes a string, a stack, a probe or a symbol; the others take an
 // integer.
 func verbAccepts(v printf.Verb, t Type) bool {
+	if v.Conv == 'r' || t.Kind == KindBuf {
+		return v.Conv == 'r' && t.Kind == KindBuf
+	}
 	if v.Conv == 's' {
 		switch t.Kind {
-		case KindString, KindStack, KindProbe, KindSym, KindUsym:
+		case KindString, KindStack, KindProbe, KindSym, KindUsym, KindUsername, KindTimestamp, KindInet:
 			return true
 		}
 		return false

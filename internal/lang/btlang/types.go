@@ -31,9 +31,23 @@ const (
 	// printed as the name of the function it is in (usym()); the back
 	// end stores the address and the process.
 	KindUsym
+	// KindUsername is the user id of the task that hit the probe,
+	// printed as the user's name (the username builtin); the back end
+	// stores the id.
+	KindUsername
+	// KindBuf is a buffer of at most Type.Size bytes (buf()), stored
+	// with its length; printed with %r.
+	KindBuf
+	// KindTimestamp is a time as strftime(FORMAT, ns) makes it: the
+	// back end stores which format and the nanoseconds since boot,
+	// printed in local time by the format.
+	KindTimestamp
+	// KindInet is an IP address as ntop() makes it: its address family
+	// and its bytes, printed as inet_ntop(3) prints them.
+	KindInet
 )
 
-var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym"}
+var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym", "username", "buffer", "timestamp", "inet"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -102,7 +116,7 @@ func (t Type) widen(u Type) Type {
 	switch t.Kind {
 	case KindInt:
 		return Type{Kind: KindInt, Signed: t.Signed, Size: 8}
-	case KindString, KindStack:
+	case KindString, KindStack, KindBuf:
 		return Type{Kind: t.Kind, Size: max(t.Size, u.Size), Perf: t.Perf}
 	case KindTuple:
 		elems := make([]Type, len(t.Elems))
@@ -135,6 +149,14 @@ func (t Type) String() string {
 		return "probe"
 	case KindSym, KindUsym:
 		return "usym"
+	case KindUsername:
+		return "username"
+	case KindBuf:
+		return "buffer[" + strconv.Itoa(t.Size) + "]"
+	case KindTimestamp:
+		return "timestamp"
+	case KindInet:
+		return "inet"
 	case KindTuple:
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {

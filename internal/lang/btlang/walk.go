@@ -23,6 +23,8 @@ func Inspect(n Node, f func(Node) bool) {
 		Inspect(n.Value, f)
 	case *IncDec:
 		Inspect(n.Target, f)
+	case *IncDecExpr:
+		Inspect(n.Target, f)
 	case *If:
 		Inspect(n.Cond, f)
 		inspectStmts(n.Then, f)

@@ -27,9 +27,10 @@ const (
 	AggStats                 // stats(x): MapEntry.Count and MapEntry.Total
 	AggHist                  // hist(x): MapEntry.Buckets, indexed by layout.HistIndex
 	AggLhist                 // lhist(x, min, max, step): MapEntry.Buckets, indexed by Map.Lhist.Index
+	AggTuple                 // @m = tuple: MapEntry.Tuple
 )
 
-var aggNames = [...]string{"", "int", "string", "count", "sum", "min", "max", "avg", "stats", "hist", "lhist"}
+var aggNames = [...]string{"", "int", "string", "count", "sum", "min", "max", "avg", "stats", "hist", "lhist", "tuple"}
 
 func (a Agg) String() string {
 	if int(a) < len(aggNames) && a != 0 {
@@ -72,6 +73,8 @@ type MapEntry struct {
 	// 64 bits the BPF map holds; Map.Agg and Map.Signed say how to read it.
 	Value uint64
 	Str   string // AggString
+	// Tuple is an AggTuple value (Kind ValueTuple).
+	Tuple Value
 	// Count and Total are the number and sum of the values of an avg() or
 	// stats(); the average printed is Total/Count rounded toward zero.
 	Count, Total int64

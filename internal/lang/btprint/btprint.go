@@ -140,6 +140,13 @@ func AppendLost(dst []byte, lost uint64, out Output) []byte {
 	return append(dst, " events\n"...)
 }
 
+// AppendMessage appends a text message as is, or as a JSON line of the
+// given type, as bpftrace prints the output of cat() ("cat") and
+// system() ("syscall"): {"type": "cat", "data": "…"}.
+func AppendMessage(dst []byte, typ string, msg []byte, out Output) []byte {
+	return appendMessage(dst, typ, msg, out)
+}
+
 // appendMessage appends a text message as is, or as a JSON line of the
 // given type ("printf", "time").
 func appendMessage(dst []byte, typ string, msg []byte, out Output) []byte {
@@ -191,6 +198,12 @@ func appendValue(dst []byte, m *Map, e *MapEntry, div uint32, quoted bool) []byt
 			return append(dst, '"')
 		}
 		return append(dst, escape.Control(e.Str)...)
+	case AggTuple:
+		if quoted {
+			return appendValueJSON(dst, e.Tuple)
+		}
+		// Its strings are the traced process's, as AggString's.
+		return append(dst, escape.Control(string(appendValueText(nil, e.Tuple)))...)
 	case AggAvg:
 		return strconv.AppendInt(dst, average(e)/int64(div), 10)
 	case AggCount:

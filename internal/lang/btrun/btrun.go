@@ -151,7 +151,17 @@ type Options struct {
 	// Attached, when not 0, is the count Run prints first, in
 	// bpftrace's line "Attaching N probes..." (btprint.AppendAttached).
 	Attached int
+	// Stderr receives the errors of cat() (a file it cannot read) as
+	// bpftrace prints them; nil means os.Stderr.
+	Stderr io.Writer
+	// CatBytesMax is the most bytes cat() prints of a file, as
+	// bpftrace's BPFTRACE_CAT_BYTES_MAX; 0 means DefaultCatBytesMax.
+	CatBytesMax int
 }
+
+// DefaultCatBytesMax is the most bytes cat() prints of a file by
+// default, as in bpftrace.
+const DefaultCatBytesMax = 10240
 
 // Runner is a loaded and attached program.
 type Runner struct {
@@ -181,6 +191,11 @@ type Runner struct {
 	user        []*userMap
 	userDropped uint64
 	keyBuf      []byte
+	// users caches the names of user ids (username).
+	users map[uint64]string
+	// boot is when the machine booted, in CLOCK_REALTIME, to print
+	// strftime() values; zero until the first is printed.
+	boot time.Time
 }
 
 // Start loads prog and attaches it. Errors wrap ebpf.ErrNotSupported when
@@ -641,6 +656,14 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Str = r.probeName(binary.NativeEndian.Uint64(rec[a.Off:]))
 			case a.Usym:
 				args[i].Str = r.usymName(rec[a.Off:])
+			case a.Buf:
+				args[i].Bytes = bufBytes(rec[a.Off : a.Off+a.Size])
+			case a.Time:
+				args[i].Str = r.timestamp(rec[a.Off : a.Off+a.Size])
+			case a.Inet:
+				args[i].Str = inetString(rec[a.Off : a.Off+a.Size])
+			case a.Username:
+				args[i].Str = r.username(binary.NativeEndian.Uint64(rec[a.Off:]))
 			case a.Stack != nil:
 				var frames []symbolize.Frame
 				args[i].Str, frames = r.printfStack(&a, rec)
@@ -649,9 +672,14 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Int = int64(binary.NativeEndian.Uint64(rec[a.Off:]))
 			}
 		}
+		if p.Action != btgen.ActionPrintf {
+			return r.action(p, args)
+		}
 		if p.Value {
 			v := btprint.Value{Kind: btprint.ValueString, Str: args[0].Str}
-			if a := p.Args[0]; !a.String && !a.Probe && !a.Usym && a.Stack == nil {
+			if a := p.Args[0]; a.Tuple != nil {
+				v = r.decodeTuple(*a.Tuple, rec[a.Off:a.Off+a.Size])
+			} else if !a.String && !a.Probe && !a.Usym && !a.Username && !a.Time && !a.Buf && !a.Inet && a.Stack == nil {
 				v = btprint.Value{Kind: btprint.ValueInt, Int: args[0].Int, Signed: p.ValueSigned}
 			}
 			r.buf = btprint.AppendValue(r.buf[:0], v, r.opts.Output)
@@ -865,8 +893,10 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*btprint.Map, error) {
 	bm := mi.Map
 	m := &btprint.Map{Name: bm.Name, Keys: mi.Keys}
 	switch {
-	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName):
+	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName || mi.ValueBuf || mi.ValueTime || mi.ValueUsym):
 		m.Agg = btprint.AggString
+	case bm.Agg == btlang.AggNone && bm.Value.Kind == btlang.KindTuple:
+		m.Agg = btprint.AggTuple
 	case bm.Agg == btlang.AggNone:
 		m.Agg, m.Signed = btprint.AggInt, bm.Value.Signed
 	default:
@@ -901,6 +931,16 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*btprint.Map, error) {
 		if !mi.PerCPU {
 			if mi.ValueName && len(v) >= 8 {
 				e.Str = r.probeName(binary.NativeEndian.Uint64(v))
+			} else if mi.ValueBuf {
+				e.Str = printf.FormatBuffer(bufBytes(v), 0)
+			} else if mi.ValueTime {
+				e.Str = r.timestamp(v)
+			} else if mi.ValueUsym && len(v) >= 16 {
+				e.Str = r.usymName(v)
+			} else if m.Agg == btprint.AggTuple {
+				e.Tuple = r.decodeTuple(bm.Value, v)
+				e.Str = string(btprint.AppendValue(nil, e.Tuple, btprint.OutputText))
+				e.Str = e.Str[:len(e.Str)-1]
 			} else if m.Agg == btprint.AggString {
 				e.Str = cString(v)
 			} else {
@@ -986,6 +1026,14 @@ func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []btprint.Key {
 		case i < len(mi.KeyUsym) && mi.KeyUsym[i]:
 			if off+16 <= len(k) {
 				keys[i].Str = r.usymName(k[off:])
+			}
+		case i < len(mi.KeyBuf) && mi.KeyBuf[i]:
+			if off+f.Size <= len(k) {
+				keys[i].Str = printf.FormatBuffer(bufBytes(k[off:off+f.Size]), 0)
+			}
+		case i < len(mi.KeyTime) && mi.KeyTime[i]:
+			if off+btgen.TimestampSize <= len(k) {
+				keys[i].Str = r.timestamp(k[off : off+btgen.TimestampSize])
 			}
 		case f.Kind == layout.KeyInt:
 			if off+8 <= len(k) {

@@ -17,6 +17,7 @@ type ArgKind uint8
 const (
 	ArgInt ArgKind = iota + 1
 	ArgString
+	ArgBuffer // %r, %rx, %rh: Arg.Bytes
 )
 
 // Format is a parsed bpftrace printf format string. It is plain data and
@@ -57,6 +58,8 @@ type verbSpec struct {
 	precision int // -1 when not given
 	bits      int // 8, 16, 32 or 64 (from LEN)
 	verb      byte
+	// rmode is %r's form: 0 for %r, 'x' for %rx, 'h' for %rh.
+	rmode byte
 }
 
 // maxPrintfWidth bounds widths and precisions: C's limit is INT_MAX, but
@@ -77,9 +80,6 @@ func Parse(format string) (*Format, error) {
 		}
 		spec, end, ok := matchVerb(format, i)
 		if !ok {
-			if j := i + 1; j < len(format) && format[j] == 'r' {
-				return nil, &FormatError{Off: i, Msg: "%r prints buffers, which are not supported"}
-			}
 			continue
 		}
 		if spec.width > maxPrintfWidth || spec.precision > maxPrintfWidth {
@@ -105,7 +105,7 @@ func Parse(format string) (*Format, error) {
 // Verb is one conversion of a format.
 type Verb struct {
 	Token string // as written: "%-10s", "%llu"
-	Conv  byte   // one of d u o x X p c s
+	Conv  byte   // one of d u o x X p c s r
 }
 
 // Verbs returns the format's conversions in order, one per argument.
@@ -217,11 +217,43 @@ func matchVerb(s string, i int) (spec verbSpec, end int, ok bool) {
 			return spec, 0, false
 		}
 	}
+	if j == i+1 && j < len(s) && s[j] == 'r' {
+		// A buffer: %r, %rx (every byte in hex) or %rh (hex pairs),
+		// without flags, width or precision, as bpftrace 0.17 reads.
+		spec.verb = 'r'
+		if k := j + 1; k < len(s) && (s[k] == 'x' || s[k] == 'h') {
+			spec.rmode = s[k]
+			return spec, k + 1, true
+		}
+		return spec, j + 1, true
+	}
 	if j < len(s) && strings.IndexByte("douxXpcs", s[j]) >= 0 {
 		spec.verb = s[j]
 		return spec, j + 1, true
 	}
 	return spec, 0, false
+}
+
+// FormatBuffer returns a buffer's bytes as bpftrace prints them: with
+// mode 0 (%r, and buffers in maps) printable ASCII as is and other bytes
+// as \xNN; 'x' (%rx) every byte as \xNN; 'h' (%rh) every byte as two hex
+// digits, separated by spaces.
+func FormatBuffer(b []byte, mode byte) string {
+	var s strings.Builder
+	for i, c := range b {
+		switch {
+		case mode == 0 && c >= 32 && c <= 126:
+			s.WriteByte(c)
+		case mode == 'h':
+			if i > 0 {
+				s.WriteByte(' ')
+			}
+			fmt.Fprintf(&s, "%02x", c)
+		default:
+			fmt.Fprintf(&s, "\\x%02x", c)
+		}
+	}
+	return s.String()
 }
 
 // cLiteral is how C's printf prints lit, the text before a verb: "%%" as
@@ -270,8 +302,11 @@ func (p *Format) Args() []ArgKind {
 	kinds := make([]ArgKind, len(p.parts))
 	for i, part := range p.parts {
 		kinds[i] = ArgInt
-		if part.spec.verb == 's' {
+		switch part.spec.verb {
+		case 's':
 			kinds[i] = ArgString
+		case 'r':
+			kinds[i] = ArgBuffer
 		}
 	}
 	return kinds
@@ -282,6 +317,8 @@ func (p *Format) Args() []ArgKind {
 type Arg struct {
 	Int int64
 	Str string
+	// Bytes are a buffer's, for %r.
+	Bytes []byte
 }
 
 // Append formats args after dst as bpftrace 0.17's printf prints them.
@@ -319,6 +356,9 @@ func (s verbSpec) append(dst []byte, a Arg) []byte {
 	var body, prefix string
 	zeroPad := s.zero && !s.left
 	switch s.verb {
+	case 'r':
+		body = FormatBuffer(a.Bytes, s.rmode)
+		zeroPad = false
 	case 's':
 		body = a.Str
 		if s.precision >= 0 && len(body) > s.precision {
