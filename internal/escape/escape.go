@@ -12,9 +12,8 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// Name returns s escaped: printable UTF-8 as is, other bytes
-// as \xNN, a backslash as \\; s itself if nothing
-// needs escaping.
+// Name returns s escaped: printable UTF-8 as is, other bytes as \xNN, a
+// backslash as \\; s itself if nothing needs escaping.
 func Name(s string) string {
 	if clean(s) {
 		return s
