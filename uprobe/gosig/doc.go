@@ -1,7 +1,7 @@
-// Package gosig reads Go functions' signatures from a Go binary's DWARF:
-// each parameter's and result's name, type, and where Go's register ABI
-// puts it at the entry and at each RET.
+// Package gosig reads Go functions' signatures from a binary's DWARF. For
+// each parameter and result it gives the name, the type, and where Go's
+// register ABI puts it at the entry and at each RET.
 //
-// It is a package of its own because reading DWARF types links delve;
+// Reading DWARF types links delve. So this is a package of its own, and
 // package uprobe lists functions without it.
 package gosig
