@@ -18,6 +18,12 @@
 // Probes: usdt, uprobe and uretprobe (also on Go functions, whose values
 // are read by name), BEGIN, END, interval and profile.
 //
+// To trace running processes, set CompileOptions.PIDs and Options.PIDs;
+// Run ends when all have exited. To trace a command from its first
+// instruction, set Options.Command to an unstarted *exec.Cmd and
+// CompileOptions.Executable to its path. Start starts it stopped,
+// attaches, then resumes it.
+//
 // Errors in the program's text are CompileErrors, each with its file,
 // line and column. Errors reading objects keep their cause for errors.Is
 // (os.ErrPermission, sdt.ErrNotFound). Start's errors wrap
