@@ -265,7 +265,7 @@ func TestTraceStackJava(t *testing.T) {
 }
 
 // TestTraceStackJitdump: code in anonymous executable memory is named by
-// the process's jitdump (/tmp/jit-PID.dump): jitdump.c (internal/
+// the process's jitdump (/tmp/jit-PID.dump): jitdump.c (internal/stacks/
 // symbolize's testdata) writes jit_hot into such memory and calls it,
 // and jit_hot calls back into the program. At the callback, a stack-keyed
 // map (the frame-pointer walk, through jit_hot's frame pointer) and a
@@ -275,7 +275,7 @@ func TestTraceStackJava(t *testing.T) {
 // map is printed and maybe before the printf records are: the trace
 // holds the dump open from when it first saw the process.
 func TestTraceStackJitdump(t *testing.T) {
-	src := testutil.RequireFile(t, filepath.Join("..", "..", "internal", "symbolize", "testdata", "jitdump.c"))
+	src := testutil.RequireFile(t, filepath.Join("..", "..", "internal", "stacks", "symbolize", "testdata", "jitdump.c"))
 	bin := filepath.Join(t.TempDir(), "jitdump")
 	buildTool(t, "gcc", "-O1", "-o", bin, src)
 	tr := testutil.StartTracee(t, bin)

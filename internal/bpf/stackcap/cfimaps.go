@@ -49,7 +49,7 @@ const (
 	CFIRowFPOffset  = 10 // s16
 	CFIRowKind      = 12 // u8: CFIKind…
 	CFIRowArg       = 13 // u8: the PLT threshold
-	CFIRowRA        = 14 // u8: CFIRAAtCFA or another rule (which ends the walk)
+	CFIRowRA        = 14 // u8: CFIRAAtCFA, CFIRAInLR or another rule (which ends the walk)
 	CFIRowFP        = 15 // u8: CFIFPSame, CFIFPAtCFA or another (undefined)
 
 	CFIKindNone = 0 // frame pointer
@@ -59,6 +59,7 @@ const (
 	CFIKindPLT  = 4 // CFA = SP + CFAOffset, + 8 when PC&15 >= Arg
 
 	CFIRAAtCFA = 0
+	CFIRAInLR  = 1 // arm64: in the link register (frame 0 only)
 	CFIFPSame  = 0
 	CFIFPAtCFA = 1
 )

@@ -20,7 +20,8 @@ type CFIWalkOptions struct {
 	// Entry says the site is a function's first instruction. The rows
 	// of a table unwind it as any other address; it matters where the
 	// walk steps by frame pointer: there the return address is the word
-	// at the stack pointer, and the frame pointer is still the caller's.
+	// at the stack pointer (arm64: the link register), and the frame
+	// pointer is still the caller's.
 	Entry bool
 	// Scratch is the offset from dst of CFIWalkScratchSize(opts) bytes
 	// the walk may overwrite (a per-CPU map value): its state, then the
@@ -64,6 +65,12 @@ const (
 	cfiCFA   = 120 // the CFA the row gave
 	cfiState = 128 // then the frames
 
+	// arm64: frame 0's link register, stored before the loop. It
+	// shares the second half of cfiBuf: only frame 0 uses it (a row
+	// with CFIRAInLR, or the entry's step), before any read into the
+	// buffer.
+	cfiLR = cfiBuf + 8
+
 	cfiFPKnown = 1 << 0 // the frame pointer is known
 	cfiFirstF  = 1 << 1 // the frame is frame 0: its PC is the instruction pointer
 	cfiStale   = 1 << 2 // the process's mappings do not hold the instruction pointer: every step is by frame pointer
@@ -80,7 +87,14 @@ const (
 	CFIStopCFI       = 5 // a row the walk cannot follow
 	CFIStopProgress  = 6 // the caller's SP is not above the callee's
 	CFIStopMax       = 7 // MaxFrames frames
+	CFIStopNoLR      = 8 // arm64: the return address is in the link register, known only in frame 0
 )
+
+// ARM64AddressBits is the number of low bits of an arm64 return address
+// the walk keeps: code built with pointer authentication saves it signed
+// in the bits above (user addresses have 48 bits unless a process asks
+// mmap for more). unwind.ARM64AddressBits is the same.
+const ARM64AddressBits = 48
 
 // CFIWalkScratchSize is the number of scratch bytes EmitCFIWalkID uses
 // for opts: its state, then the frames.
@@ -104,13 +118,10 @@ func CFIWalkScratchSize(opts *CFIWalkOptions) int {
 // the program after its last instruction (none for one frame). A
 // program with a callback
 // needs BTF function information: its first instruction must be marked
-// with WithProgramFunc. x86-64 only: other machines give an error
+// with WithProgramFunc. x86-64 and arm64; other machines give an error
 // wrapping ErrUnsupported. Needs bpf_loop (kernel 5.17). R0..R5 are
 // clobbered.
 func EmitCFIWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap string, opts *CFIWalkOptions, prefix string) (insns, callback asm.Instructions, err error) {
-	if m != elf.EM_X86_64 {
-		return nil, nil, fmt.Errorf("stackcap: a walk with call frame information on %v: %w", m, ErrUnsupported)
-	}
 	r, err := machineRegs(m)
 	if err != nil {
 		return nil, nil, err
@@ -141,7 +152,7 @@ func EmitCFIWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap st
 		}
 	}
 	w := cfiWalk{
-		max: max, entry: opts.Entry, procs: names[0], tables: names[1], rows: names[2], wanted: names[3],
+		max: max, entry: opts.Entry, lr: r.hasLR, procs: names[0], tables: names[1], rows: names[2], wanted: names[3],
 		l: func(s string) string { return prefix + "_cfi_" + s },
 	}
 	s := opts.Scratch
@@ -166,6 +177,14 @@ func EmitCFIWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap st
 		asm.StoreMem(dst, s+cfiFP, asm.R1, asm.DWord),
 		storeImm64(dst, s+cfiFlags, cfiFPKnown|cfiFirstF),
 		storeImm64(dst, s+cfiStop, CFIStopMax),
+	}
+	if r.hasLR {
+		insns = append(insns,
+			asm.LoadMem(asm.R1, ctx, r.lr, asm.DWord),
+			asm.StoreMem(dst, s+cfiLR, asm.R1, asm.DWord),
+		)
+	}
+	insns = append(insns,
 		// The process's mappings, or 0: then every step is by frame
 		// pointer.
 		asm.FnGetCurrentPidTgid.Call(),
@@ -189,7 +208,7 @@ func EmitCFIWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap st
 		asm.Mov.Reg(asm.R1, dst).WithSymbol(l("proc")),
 		asm.Add.Imm(asm.R1, int32(s)),
 		asm.StoreMem(asm.R10, sCtx, asm.R1, asm.DWord),
-	}
+	)
 	if max > 1 {
 		insns = append(insns,
 			asm.Mov.Imm(asm.R1, int32(max-1)),
@@ -218,6 +237,7 @@ func EmitCFIWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap st
 type cfiWalk struct {
 	max                         int
 	entry                       bool
+	lr                          bool // arm64: a link register, signed return addresses
 	procs, tables, rows, wanted string
 	l                           func(string) string
 }
@@ -415,8 +435,20 @@ func (w *cfiWalk) step() asm.Instructions {
 		stS(cfiCFA, asm.R3),
 
 		// The return address at CFA + RAOffset and the frame pointer
-		// saved just below it (x86-64's push %rbp), in one read.
+		// saved just below it (x86-64's push %rbp, arm64's frame
+		// record), in one read.
 		asm.LoadMem(asm.R1, cbRow, CFIRowRA, asm.Byte),
+	)
+	if w.lr {
+		insns = append(insns, asm.JEq.Imm(asm.R1, CFIRAInLR, l("inlr")))
+	}
+	// The frame pointer's rule, where the link register's return
+	// address joins the walk (arm64).
+	fpRule := asm.LoadMem(asm.R1, cbRow, CFIRowFP, asm.Byte)
+	if w.lr {
+		fpRule = fpRule.WithSymbol(l("fprule"))
+	}
+	insns = append(insns,
 		asm.JNE.Imm(asm.R1, CFIRAAtCFA, l("stop_cfi")),
 		asm.LoadMem(asm.R1, cbRow, CFIRowFP, asm.Byte),
 		asm.JNE.Imm(asm.R1, CFIFPAtCFA, l("ra")),
@@ -456,11 +488,25 @@ func (w *cfiWalk) step() asm.Instructions {
 		asm.Mov.Imm(asm.R2, 8),
 		asm.FnProbeReadUser.Call(),
 		asm.JNE.Imm(asm.R0, 0, l("stop_fault")),
-
+	)
+	if w.lr {
+		// arm64: the return address in the link register, known in
+		// frame 0 only, into the buffer the frame pointer's rule
+		// leaves it in.
+		insns = append(insns,
+			asm.Ja.Label(l("fprule")),
+			ldS(asm.R1, cfiFlags).WithSymbol(l("inlr")),
+			asm.And.Imm(asm.R1, cfiFirstF),
+			asm.JEq.Imm(asm.R1, 0, l("stop_nolr")),
+			ldS(asm.R1, cfiLR),
+			stS(cfiBuf, asm.R1),
+		)
+	}
+	insns = append(insns,
 		// The caller's frame pointer: the same, read at CFA +
 		// FPOffset, or unknown (a rule that is neither, or a failed
 		// read: only a later rule needing it ends the walk).
-		asm.LoadMem(asm.R1, cbRow, CFIRowFP, asm.Byte),
+		fpRule,
 		asm.JEq.Imm(asm.R1, CFIFPSame, l("fpdone")),
 		ldS(asm.R2, cfiFlags),
 		asm.And.Imm(asm.R2, ^cfiFPKnown),
@@ -511,11 +557,20 @@ func (w *cfiWalk) step() asm.Instructions {
 	)
 
 	// A frame-pointer step: at a function's entry (frame 0) the return
-	// address is at SP and the frame pointer is the caller's; else the
-	// frame record {caller's frame pointer, return address} is at the
-	// frame pointer.
+	// address is at SP (arm64: in the link register, SP unchanged) and
+	// the frame pointer is the caller's; else the frame record {caller's
+	// frame pointer, return address} is at the frame pointer.
 	insns = append(insns, asm.Mov.Imm(asm.R0, 0).WithSymbol(l("fp")))
-	if w.entry {
+	if w.entry && w.lr {
+		insns = append(insns,
+			ldS(asm.R1, cfiFlags),
+			asm.And.Imm(asm.R1, cfiFirstF),
+			asm.JEq.Imm(asm.R1, 0, l("record")),
+			ldS(asm.R1, cfiLR),
+			ldS(asm.R2, cfiSP),
+			asm.Ja.Label(l("advance")),
+		)
+	} else if w.entry {
 		insns = append(insns,
 			ldS(asm.R1, cfiFlags),
 			asm.And.Imm(asm.R1, cfiFirstF),
@@ -558,7 +613,20 @@ func (w *cfiWalk) step() asm.Instructions {
 
 		// R1: the caller's PC, R2: its SP. SP grows, but for frame 0
 		// may stay.
-		asm.JEq.Imm(asm.R1, 0, l("stop_end")).WithSymbol(l("advance")),
+	)
+	adv := asm.JEq.Imm(asm.R1, 0, l("stop_end"))
+	if w.lr {
+		// arm64: the address bits of a return address, without its
+		// pointer authentication code.
+		insns = append(insns,
+			asm.LoadImm(asm.R3, 1<<ARM64AddressBits-1, asm.DWord).WithSymbol(l("advance")),
+			asm.And.Reg(asm.R1, asm.R3),
+		)
+	} else {
+		adv = adv.WithSymbol(l("advance"))
+	}
+	insns = append(insns,
+		adv,
 		ldS(asm.R3, cfiSP),
 		asm.JLT.Reg(asm.R2, asm.R3, l("stop_noprogress")),
 		ldS(asm.R4, cfiFlags),
@@ -595,7 +663,11 @@ func (w *cfiWalk) step() asm.Instructions {
 	}{
 		{"end", CFIStopEnd}, {"nomap", CFIStopNoMapping}, {"fault", CFIStopRead},
 		{"nofp", CFIStopNoFP}, {"cfi", CFIStopCFI}, {"noprogress", CFIStopProgress}, {"max", CFIStopMax},
+		{"nolr", CFIStopNoLR},
 	} {
+		if s.stop == CFIStopNoLR && !w.lr {
+			continue
+		}
 		insns = append(insns,
 			storeImm64(cbS, cfiStop, s.stop).WithSymbol(l("stop_"+s.label)),
 			asm.Mov.Imm(asm.R0, 1),

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf/asm"
@@ -48,7 +49,7 @@ func TestEmitCFIWalkOptions(t *testing.T) {
 		off  int16
 		opts func(o *stackcap.CFIWalkOptions) *stackcap.CFIWalkOptions
 	}{
-		{"arm64", elf.EM_AARCH64, asm.R6, 0, func(o *stackcap.CFIWalkOptions) *stackcap.CFIWalkOptions { return o }},
+		{"i386", elf.EM_386, asm.R6, 0, func(o *stackcap.CFIWalkOptions) *stackcap.CFIWalkOptions { return o }},
 		{"ctx register", elf.EM_X86_64, asm.R1, 0, func(o *stackcap.CFIWalkOptions) *stackcap.CFIWalkOptions { return o }},
 		{"no options", elf.EM_X86_64, asm.R6, 0, func(o *stackcap.CFIWalkOptions) *stackcap.CFIWalkOptions { return nil }},
 		{"max frames", elf.EM_X86_64, asm.R6, 0, func(o *stackcap.CFIWalkOptions) *stackcap.CFIWalkOptions {
@@ -72,33 +73,50 @@ func TestEmitCFIWalkOptions(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := stackcap.EmitCFIWalkID(elf.EM_X86_64, asm.R6, asm.R7, 0, "frames", &ok, "w"); err != nil {
-		t.Fatal(err)
+	for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64} {
+		if _, _, err := stackcap.EmitCFIWalkID(m, asm.R6, asm.R7, 0, "frames", &ok, "w"); err != nil {
+			t.Fatalf("%v: %v", m, err)
+		}
 	}
 }
 
 var update = flag.Bool("update", false, "rewrite testdata/golden")
 
-// TestCFIWalkGolden keeps the listing of a walk with call frame
+// TestCFIWalkGolden keeps the listings of a walk with call frame
 // information (127 frames, at a function's entry) in
-// testdata/golden/cfiwalk.txt: a change that should not alter the BPF
-// leaves it as it is (go test -update rewrites it).
+// testdata/golden/cfiwalk.txt (x86-64) and cfiwalk-arm64.txt (arm64: the
+// link register at frame 0, return addresses without their pointer
+// authentication code): a change that should not alter the BPF leaves
+// them as they are (go test -update rewrites them).
 func TestCFIWalkGolden(t *testing.T) {
-	insns, callback, err := stackcap.EmitCFIWalkID(elf.EM_X86_64, asm.R6, asm.R7, 0, "frames", &stackcap.CFIWalkOptions{Entry: true, Scratch: 16, Stack: -32}, "w")
-	if err != nil {
-		t.Fatal(err)
+	files := map[string][]byte{}
+	for _, a := range []struct {
+		file, name string
+		m          elf.Machine
+	}{{"cfiwalk.txt", "x86-64", elf.EM_X86_64}, {"cfiwalk-arm64.txt", "arm64", elf.EM_AARCH64}} {
+		insns, callback, err := stackcap.EmitCFIWalkID(a.m, asm.R6, asm.R7, 0, "frames", &stackcap.CFIWalkOptions{Entry: true, Scratch: 16, Stack: -32}, "w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[a.file] = []byte(fmt.Sprintf("; EmitCFIWalkID(%s, ctx R6, dst R7, 0, frames, {Entry, Scratch 16, Stack -32}, w)\n%v; callback\n%v", a.name, insns, callback))
 	}
-	listing := fmt.Sprintf("; EmitCFIWalkID(x86-64, ctx R6, dst R7, 0, frames, {Entry, Scratch 16, Stack -32}, w)\n%v; callback\n%v", insns, callback)
-	testutil.GoldenDir(t, "testdata/golden", map[string][]byte{"cfiwalk.txt": []byte(listing)},
-		func(name string) bool { return name == "cfiwalk.txt" }, *update, "go test ./internal/bpf/stackcap -run TestCFIWalkGolden -update")
+	testutil.GoldenDir(t, "testdata/golden", files,
+		func(name string) bool { return strings.HasPrefix(name, "cfiwalk") }, *update, "go test ./internal/bpf/stackcap -run TestCFIWalkGolden -update")
 }
 
 // TestCFIWalkShape: the callback has no loop (every jump goes forward,
 // so the verifier walks each of its paths once per call site), looks up
 // the tables map once and the rows map once per search step and once
-// for the row, and has five reads of the stack.
+// for the row, and has five reads of the stack (arm64: four, the return
+// address at a function's entry is in the link register).
 func TestCFIWalkShape(t *testing.T) {
-	_, callback, err := stackcap.EmitCFIWalkID(elf.EM_X86_64, asm.R6, asm.R7, 0, "frames", &stackcap.CFIWalkOptions{Entry: true, Stack: -32}, "w")
+	for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64} {
+		t.Run(m.String(), func(t *testing.T) { testCFIWalkShape(t, m) })
+	}
+}
+
+func testCFIWalkShape(t *testing.T, m elf.Machine) {
+	_, callback, err := stackcap.EmitCFIWalkID(m, asm.R6, asm.R7, 0, "frames", &stackcap.CFIWalkOptions{Entry: true, Stack: -32}, "w")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +144,12 @@ func TestCFIWalkShape(t *testing.T) {
 	if want := map[string]int{"cfi_tables": 1, "cfi_rows": 22, "cfi_wanted": 1}; !maps.Equal(lookups, want) {
 		t.Errorf("map lookups %v, want %v", lookups, want)
 	}
-	if reads != 5 {
-		t.Errorf("%d stack reads, want 5 (return address and frame pointer together, or apart; at entry; frame record)", reads)
+	want := 5
+	if m == elf.EM_AARCH64 {
+		want = 4
+	}
+	if reads != want {
+		t.Errorf("%d stack reads, want %d (return address and frame pointer together, or apart; at entry but on arm64; frame record)", reads, want)
 	}
 }
 

@@ -6,7 +6,7 @@
 //   - EmitFrames, EmitStackID: the kernel's frame-pointer walk.
 //   - EmitWalkID (x86-64): the same walk done by the program, stored as a
 //     hash of the frames.
-//   - EmitCFIWalkID (x86-64, bpf_loop): a walk with CFI tables that
+//   - EmitCFIWalkID (x86-64, arm64; bpf_loop): a walk with CFI tables that
 //     internal/stacks/unwind compiles; same record as EmitWalkID.
 //   - EmitCopy: registers and a copy of the top of the stack, unwound in
 //     user space by internal/stacks/unwind.

@@ -149,6 +149,9 @@ func loadCFI(r io.ReaderAt) *cfi {
 		}
 		all = append(all, fdes...)
 	}
+	if c.machine == elf.EM_AARCH64 {
+		fixARM64Programs(all)
+	}
 	// Append sorts by address, which FDEForPC needs, and drops
 	// duplicates (.eh_frame and .debug_frame may both describe a function).
 	c.fdes = frame.FrameDescriptionEntries(nil).Append(all)

@@ -78,8 +78,10 @@ const (
 	cfaValExpression    = 0x16
 	cfaGNUArgsSize      = 0x2e
 	cfaGNUNegOffsetExt  = 0x2f
-	cfaHighMask         = 0xc0
-	cfaLowMask          = 0x3f
+
+	cfaAArch64NegateRAState = 0x2d // DW_CFA_GNU_window_save elsewhere
+	cfaHighMask             = 0xc0
+	cfaLowMask              = 0x3f
 )
 
 // Kinds of colRule.
@@ -285,11 +287,18 @@ func (b *tableBuilder) run(st, initial cfaState, cie *frame.CommonInformationEnt
 				}
 			case cfaGNUArgsSize:
 				_, err = in.uleb()
+			case cfaAArch64NegateRAState:
+				// arm64: the return address saved from here on is
+				// signed (pointer authentication). The walks keep
+				// its address bits (ARM64AddressBits), so the row is
+				// the same. Elsewhere it is SPARC's window save.
+				if b.a.m != elf.EM_AARCH64 {
+					st.bad = true
+				}
 			default:
 				// DW_CFA_set_loc (its operand's encoding is the
-				// FDE's, which the parser does not give),
-				// DW_CFA_AARCH64_negate_ra_state (a signed return
-				// address) and vendor operations.
+				// FDE's, which the parser does not give) and vendor
+				// operations.
 				st.bad = true
 			}
 		}

@@ -119,9 +119,9 @@ func (w *walker) applyRow(r Row) (uint64, Stop, error) {
 			vals.set(w.a.fp, fp)
 		}
 	}
-	if w.a.lr != ^uint64(0) {
-		vals.set(w.a.lr, ret)
-	}
+	// The caller's link register is not known: it was saved, with the
+	// caller's return address, before the call. A row that finds the
+	// return address in it holds only at frame 0.
 	w.regs = vals
 	return ret, 0, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap"
 	"github.com/usdtkit/usdtkit/internal/proc/procfs"
 )
 
@@ -301,15 +302,27 @@ func (u *Unwinder) ObjectError(sp *Space, m procfs.Mapping) error {
 
 // arch holds the DWARF register numbers of a machine.
 type arch struct {
+	m              elf.Machine
 	sp, fp, lr, ra uint64 // lr: ^0 when none
+	// raMask keeps the address bits of a return address. On arm64 a
+	// return address saved by code built with pointer authentication
+	// (-mbranch-protection) carries a signature in its high bits; user
+	// addresses have 48 bits (Linux maps above 2^48 only for a process
+	// that asks with an mmap hint).
+	raMask uint64
 }
+
+// ARM64AddressBits is the number of address bits the unwinders keep of an
+// arm64 return address: the rest is a pointer authentication code. The
+// program's walk keeps as many.
+const ARM64AddressBits = stackcap.ARM64AddressBits
 
 func archOf(m elf.Machine) (arch, error) {
 	switch m {
 	case elf.EM_X86_64:
-		return arch{sp: 7, fp: 6, lr: ^uint64(0), ra: 16}, nil
+		return arch{m: m, sp: 7, fp: 6, lr: ^uint64(0), ra: 16, raMask: ^uint64(0)}, nil
 	case elf.EM_AARCH64:
-		return arch{sp: 31, fp: 29, lr: 30, ra: 30}, nil
+		return arch{m: m, sp: 31, fp: 29, lr: 30, ra: 30, raMask: 1<<ARM64AddressBits - 1}, nil
 	}
 	return arch{}, fmt.Errorf("unwind: machine %v is not supported", m)
 }
@@ -404,6 +417,7 @@ func (u *Unwinder) walk(m elf.Machine, regs Regs, stack Stack, step func(w *walk
 			res.Stop, res.Err = stop, err
 			return res, nil
 		}
+		next &= a.raMask
 		if next == 0 {
 			res.Stop = StopEnd
 			return res, nil

@@ -203,22 +203,29 @@ func FuzzParseCFI(f *testing.F) {
 	f.Add(debugFrame, uint64(0), uint64(4))
 	f.Add([]byte{}, uint64(0x2000), uint64(0))
 	f.Fuzz(func(t *testing.T, data []byte, ehAddr, pcOff uint64) {
-		fdes, err := parseCFI(data, binary.LittleEndian, ehAddr)
-		if err != nil {
-			return
-		}
-		if len(fdes) > len(data) {
-			t.Fatalf("%d FDEs from %d bytes", len(fdes), len(data))
-		}
-		stack := Stack{Base: 0x7000, Data: data}
-		for _, fde := range fdes {
-			for _, pc := range []uint64{fde.Begin(), fde.Begin() + pcOff%max(1, fde.End()-fde.Begin())} {
-				r := establish(fde, pc)
-				w := &walker{a: arch{sp: 7, fp: 6, lr: ^uint64(0), ra: 16}, stack: &stack, pc: pc}
-				w.regs = regFile{spNum: 7, fpNum: 6, lrNum: ^uint64(0)}
-				w.regs.set(7, 0x7000)
-				w.regs.set(6, 0x7010)
-				w.applyCFI(r)
+		for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64} {
+			fdes, err := parseCFI(data, binary.LittleEndian, ehAddr)
+			if err != nil {
+				return
+			}
+			if len(fdes) > len(data) {
+				t.Fatalf("%d FDEs from %d bytes", len(fdes), len(data))
+			}
+			a, _ := archOf(m)
+			if m == elf.EM_AARCH64 {
+				fixARM64Programs(fdes)
+			}
+			stack := Stack{Base: 0x7000, Data: data}
+			for _, fde := range fdes {
+				for _, pc := range []uint64{fde.Begin(), fde.Begin() + pcOff%max(1, fde.End()-fde.Begin())} {
+					r := establish(fde, pc)
+					w := &walker{a: a, stack: &stack, pc: pc}
+					w.regs = regFile{spNum: a.sp, fpNum: a.fp, lrNum: a.lr}
+					w.regs.set(a.sp, 0x7000)
+					w.regs.set(a.fp, 0x7010)
+					w.regs.set(a.lr, 0x400100)
+					w.applyCFI(r)
+				}
 			}
 		}
 	})
