@@ -125,7 +125,7 @@ type Target struct {
 	// Binary selects the processes whose executable is this file (same
 	// device and inode as the path names now), on the host or inside the
 	// process's own root (a container's path). A program that can (see
-	// the package documentation) runs file-wide on the host's file: its
+	// docs/agent.md) runs file-wide on the host's file: its
 	// processes are counted from their exec.
 	Binary string `json:"binary,omitempty"`
 	// Comm selects the processes whose name (/proc/PID/comm, at most 15

@@ -10,7 +10,7 @@ import (
 
 // image is an Object mapped into this process the way the dynamic loader
 // would map it: one reservation of the whole span, each PT_LOAD mapped
-// from the file over it. See "Mapping" in doc.go.
+// from the file over it. See docs/probes.md.
 type image struct {
 	base unsafe.Pointer
 	span uintptr
@@ -179,7 +179,7 @@ func (m *image) unmap() error {
 // stubs, everything else by inaccessible pages. A Fire racing with Close
 // still calls a stub that returns, and Enabled still reads an unchanged
 // probe site (false). The address range stays reserved for the life of the
-// process; see "Lifetime" in doc.go.
+// process; see docs/probes.md.
 //
 // Each copy is prepared elsewhere and moved over the stubs with
 // mremap(MREMAP_FIXED), which replaces the old pages atomically: at no

@@ -13,8 +13,8 @@ import (
 )
 
 // Object is a built shared object (ET_DYN, linked at address 0) holding one
-// provider's probes; see "The shared object" in the package documentation
-// for its layout. It is plain data: Build returns a new one each time, and
+// provider's probes; docs/probes.md
+// describes its layout. It is plain data: Build returns a new one each time, and
 // nothing else refers to its slices.
 type Object struct {
 	Machine elf.Machine

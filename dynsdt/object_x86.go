@@ -16,9 +16,8 @@ var machineX86 = machine{
 var (
 	// 90 is nop; 41 5b is "pop %r11", 41 ff e3 "jmp *%r11": the stub
 	// returns without ret. After an int3 trap the kernel's return to user
-	// space leaves the return stack predictor empty, and the first ret
-	// then costs ~200 ns on the hosts measured, as much as a third of the
-	// trap; an indirect jmp is predicted by its own branch target. r11 is
+	// space leaves the return stack predictor empty, so the first ret
+	// is costly; an indirect jmp is predicted by its own branch target. r11 is
 	// a scratch register in the System V ABI and carries no argument.
 	stubX86Nop = []byte{0x90, 0x41, 0x5b, 0x41, 0xff, 0xe3}
 	// 0f 1f 44 00 00 is "nopl 0x0(%rax,%rax,1)", the 5-byte nop that Linux

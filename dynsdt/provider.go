@@ -31,7 +31,7 @@ type Options struct {
 	// required to be 0700).
 	Dir string
 	// Site is the kind of probe site the stubs get on x86-64 (see
-	// "Probe sites" in the package documentation). SiteAuto, the default,
+	// "Probe sites" in docs/probes.md). SiteAuto, the default,
 	// takes the one the USDTKIT_SITE environment variable names (auto,
 	// nop, nop5, nop10), else ChooseSite's for the running kernel.
 	Site Site
@@ -40,7 +40,7 @@ type Options struct {
 // Provider is a provider's shared object mapped into this process, with
 // its probes. It is safe for concurrent use, and Close may race with
 // Enabled and Fire: after Close, Enabled reports false and Fire does
-// nothing (see "Lifetime" in the package documentation).
+// nothing (see docs/probes.md).
 type Provider struct {
 	name string
 	path string // as /proc/self/maps shows it
@@ -331,7 +331,7 @@ func (pr *Probe) Name() string {
 // load of the probe site, which every uprobe changes (to int3, a call to
 // the kernel's uprobe trampoline, or BRK), whether or not the tracer also
 // counts the semaphore. It is false for a nil Probe and after Close. See
-// "Enabled" in the package documentation.
+// docs/probes.md.
 func (pr *Probe) Enabled() bool {
 	if pr == nil {
 		return false

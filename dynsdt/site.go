@@ -11,8 +11,8 @@ import (
 )
 
 // Site is the kind of instruction at a probe site on x86-64: what a uprobe
-// there costs depends on it and on the kernel (see "Probe sites" in the
-// package documentation). arm64 has one kind, its 4-byte nop, whatever the
+// there costs depends on it and on the kernel (see "Probe sites" in
+// docs/probes.md). arm64 has one kind, its 4-byte nop, whatever the
 // Site.
 type Site uint8
 
@@ -73,9 +73,9 @@ func ParseSite(s string) (Site, error) {
 //
 //   - SiteNop everywhere a kernel can probe a nop, Linux 6.18 included.
 //     A trapped 1-byte nop in a stub that leaves without ret costs what
-//     sys/sdt.h's trapped nop in the caller's body costs; on the hosts
-//     measured (dynsdt's and bench's benchmarks, doc "Probe sites") the
-//     6.18 trampoline of an optimized nop5 costs ~14% more than that trap.
+//     sys/sdt.h's trapped nop in the caller's body costs. The 6.18
+//     trampoline of an optimized nop5 costs more than that trap
+//     (docs/benchmarks.md).
 //   - SiteNop10 is never chosen: no released kernel optimizes it, and
 //     6.18 and older do not probe it at all. Force it where one does.
 //

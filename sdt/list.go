@@ -49,7 +49,7 @@ type ListOptions struct {
 // List returns the probes of the objects named by opts, in the order of the
 // objects and, within one, of their notes.
 //
-// Each object is opened once (see package doc) and read through that file;
+// Each object is opened once (see docs/architecture.md) and read through that file;
 // with selectors, only the objects their PATH parts name are read.
 // Objects of a process that are not ELF files (JIT code in a memfd, for
 // example) are passed over; objects of a process that cannot be opened or

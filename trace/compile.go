@@ -41,14 +41,14 @@ type CompileOptions struct {
 	Warn func(error)
 	// FramePointerStacks makes printf'd ustack the kernel's frame-pointer
 	// walk, as bpftrace, instead of a copy of the stack unwound with the
-	// objects' CFI (see the package documentation, Stacks).
+	// objects' CFI (see docs/language.md).
 	FramePointerStacks bool
 	// FaultingStrings reads user strings as bpftrace does, with
 	// bpf_probe_read_user_str in programs that may not sleep, even where
 	// the kernel has bpf_copy_from_user_str (Linux 6.12+): a string in a
 	// page the process has not touched yet then reads as "" (a fault).
-	// By default such strings are read, faulting the page in (see the
-	// package documentation, Strings).
+	// By default such strings are read, faulting the page in (see
+	// docs/language.md).
 	FaultingStrings bool
 	// Unwind is how ustack map keys are captured: UnwindCFIBPF (the
 	// zero value), UnwindFP or UnwindCFI. printf'd stacks are captured

@@ -64,3 +64,10 @@ func ExampleEmitArgSwitch() {
 	}
 	defer link.Close()
 }
+
+// ParseSection reads the probe a libbpf-style section names.
+func ExampleParseSection() {
+	path, provider, name, ok := usdtlink.ParseSection("usdt/libc:libc:setjmp")
+	fmt.Println(path, provider, name, ok)
+	// Output: libc libc setjmp true
+}

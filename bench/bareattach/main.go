@@ -1,8 +1,7 @@
-// Command bareattach is the floor of bench's start-to-attached comparison:
-// the least a Go program with cilium/ebpf does to raise one USDT semaphore —
-// load an empty program and attach it with one uprobe_multi link — and then
-// waits for SIGINT. Once attached it prints "attached", or READY when
-// given (the floor of BenchmarkProgramHit, whose tools say "ready").
+// Command bareattach is the floor of the start-to-attached comparison: the
+// least a cilium/ebpf program does to raise one USDT semaphore. It loads
+// an empty program, attaches it with one uprobe_multi link, prints
+// "attached" (or READY when given) and waits for SIGINT.
 //
 //	bareattach PATH OFFSET REFCTR PID [READY]
 package main

@@ -1,23 +1,14 @@
-// Command gofire is the Go side of bench's BenchmarkFireTraced: a process
-// that fires a dynsdt probe, so that the benchmark traces it from outside
-// exactly as it traces the C tracee (internal/bpf/argread/testdata/tracee.c),
-// with no tracer goroutines sharing its CPUs' run queue with the loop.
+// Command gofire is the Go side of BenchmarkFireTraced: a process that
+// fires a dynsdt probe, traced from outside as the C tracee is.
 //
-// It loads provider "gofire" with one probe "bench" of two Int32 arguments
-// (tracee.c's "bench" probe's), writing the object file to the directory
-// $USDTKIT_GOFIRE_DIR (dynsdt's default directory if unset), then reads
-// commands from stdin, one per line, and answers each with the lines below
-// and then "done", as tracee.c does:
+// It loads provider "gofire" with probe "bench" of two Int32 arguments,
+// in $USDTKIT_GOFIRE_DIR (else dynsdt's default directory). It reads
+// commands from stdin and ends each answer with "done":
 //
-//	pid     print "pid PID": the provider is loaded and mapped
-//	loop N  fire probe "bench" N times, with arguments k (0..N-1) and a
-//	        value read at run time (the PID, as tracee.c's volatile seed),
-//	        and print "loop NS", the time taken by the loop on this
-//	        process's monotonic clock
-//	enabled N  check N times whether probe "bench" is enabled, firing it
-//	        (arguments as for loop) when it is, as code that guards the work
-//	        for a probe's arguments does, and print "loop NS" as loop does
-//	quit    exit
+//	pid        print "pid PID" once the provider is loaded
+//	loop N     fire the probe N times and print "loop NS", the loop's time
+//	enabled N  check Enabled N times, firing when true; print "loop NS"
+//	quit       exit
 //
 // At quit or the end of stdin it closes the provider, removing its file.
 package main

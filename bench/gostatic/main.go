@@ -1,22 +1,15 @@
-// Command gostatic is the static-probe side of bench's BenchmarkStatic*: a
-// Go program whose probe gostatic:bench (two int32 arguments, as
-// tracee.c's "bench") is compiled in with usdtkit gen --static (the
-// generated files beside this one; go generate rewrites them) and gets its
-// notes from go build -toolexec 'usdtkit toolexec'.
+// Command gostatic is the static-probe side of BenchmarkStatic*. Its probe
+// gostatic:bench (two int32 arguments) is compiled in with usdtkit gen
+// --static and gets its notes from go build -toolexec 'usdtkit toolexec'.
 //
-// It reads commands from stdin and answers as bench/gofire does:
+// It answers commands on stdin as bench/gofire does, each ending "done":
 //
 //	pid          print "pid PID"
-//	loop N       fire the probe N times (arguments k and the PID) and
-//	             print "loop NS", the loop's time on this process's clock
-//	enabled N    check N times whether the probe is enabled, firing it
-//	             when it is, and print "loop NS"
-//	enabled@V N  the same with checkLoopV (V 0 to 3; enabled is enabled@0)
-//	enabled16 N  the same, 16 checks per loop iteration (N a multiple of
-//	             16), with checkRounds
+//	loop N       fire the probe N times; print "loop NS"
+//	enabled N    check N times, firing when enabled; print "loop NS"
+//	enabled@V N  the same with checkLoopV (V 0 to 3)
+//	enabled16 N  16 checks per iteration (N a multiple of 16)
 //	quit         exit
-//
-// Each answer ends with "done".
 package main
 
 //go:generate go run ../../cmd/usdtkit gen --static --package main -o . --provider gostatic --probe bench:int32,int32

@@ -1,25 +1,15 @@
-// Command gotarget is the traced side of bench's BenchmarkGoFuncTraced: a
-// Go program that calls one function, Hit, in a loop, so that the benchmark
-// traces Hit from outside by PID, with usdtkit and with an empty program at
-// the same sites, and reads the cost of a traced call on this process's own
-// clock, with no tracer goroutines sharing the loop's run queue.
+// Command gotarget is the traced side of BenchmarkGoFuncTraced: a Go
+// program that calls Hit in a loop, traced from outside by PID.
 //
-// Hit takes a string, an int and a pointer to a struct, so that a tracer
-// reads registers (rax, rbx, rcx, rdi on amd64) and string bytes through a
-// pointer, and returns an int. It is not inlined, so every call enters it
-// and leaves by its RET.
+// Hit takes a string, an int and a pointer to a struct, and returns an
+// int. It is not inlined. Build with DWARF: tracing reads Hit's
+// parameters from it.
 //
-// It reads commands from stdin, one per line, and answers each with the
-// lines below and then "done", as internal/bpf/argread/testdata/tracee.c does:
+// It reads commands from stdin and ends each answer with "done":
 //
 //	pid     print "pid PID"
-//	loop N  call Hit N times, with arguments ("gotarget", k for k in
-//	        0..N-1, a *T), and print "loop NS", the time the loop took on
-//	        this process's monotonic clock
+//	loop N  call Hit N times and print "loop NS", the loop's time
 //	quit    exit
-//
-// Build it with DWARF (no -ldflags=-s -w): tracing reads Hit's parameters
-// from it.
 package main
 
 import (

@@ -1,13 +1,10 @@
 // Command usdtkit-agent runs programs in bpftrace's language in every
-// process their targets select, for as long as it runs, and exports their
-// maps as Prometheus metrics (and over OTLP). usdtkit agent runs it.
+// process their targets select, and exports their maps as Prometheus
+// metrics (and over OTLP). usdtkit agent runs it.
 //
-// It is a program of its own, installed beside usdtkit, so that usdtkit,
-// which a user starts for every trace, neither links nor initialises at
-// each start what only the agent needs: the Prometheus client, the
-// OpenTelemetry SDK, gRPC and protobuf. main builds the command, runs it
-// with a context that SIGINT and SIGTERM cancel, prints a failure as one
-// sentence on stderr and sets the exit code; package agent does the rest.
+// It is a separate program so that usdtkit does not link the Prometheus
+// client, the OpenTelemetry SDK, gRPC and protobuf. Package agent does the
+// work.
 package main
 
 import (

@@ -319,8 +319,8 @@ func byteList(b []byte) string {
 // usdtkitFireXxx, out of line, which converts the arguments (a string is
 // copied with a NUL) and calls the stub; Xxx would not inline otherwise.
 // Traced, that costs one more call and return per hit, and the return
-// after the site's int3 trap is the costly one (see "Probe sites" in the
-// package documentation: ~230 ns on the hosts measured).
+// after the site's int3 trap is the costly one (see "Probe sites" in
+// docs/probes.md).
 func writeStaticProbe(b *bytes.Buffer, provider, tok string, index int, pr dynsdt.ProbeSpec) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	g := goName(pr.Name)

@@ -1,14 +1,12 @@
 // Command byo-asm reads USDT arguments from a BPF program written in Go
-// with cilium/ebpf/asm, no C: usdtlink.EmitArgSwitch emits the code that
-// reads argument N of whichever probe location fired, and
-// usdtlink.AttachProbes attaches it with the cookies that code dispatches
-// on. It prints one line per hit: the probe and its arguments.
+// with cilium/ebpf/asm, no C. usdtlink.EmitArgSwitch reads argument N of
+// whichever location fired; usdtlink.AttachProbes attaches with matching
+// cookies. It prints one line per hit.
 //
 //	byo-asm [-p PID] TARGET PROVIDER:NAME
 //
-// TARGET is a file or a library short name ("libc"), or "" with -p for
-// every object of the process; PROVIDER and NAME may be globs. It prints
-// "attached N sites" first, then one line per hit, until interrupted.
+// TARGET is a file, a library short name ("libc"), or "" with -p.
+// PROVIDER and NAME may be globs.
 package main
 
 import (

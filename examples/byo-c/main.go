@@ -1,15 +1,12 @@
 // Command byo-c attaches a BPF program written in C against libbpf's
-// <bpf/usdt.bpf.h> (byo.bpf.c, compiled by bpf2go into byo_x86_bpfel.o,
-// which is committed: building needs no clang) to a USDT probe with
-// usdtlink, and prints one line per hit: the cookie, the argument count
-// and the arguments as bpf_usdt_arg reads them.
+// <bpf/usdt.bpf.h> to a USDT probe with usdtlink. byo_x86_bpfel.o is
+// committed, so building needs no clang. It prints one line per hit: the
+// cookie, the argument count and the arguments.
 //
 //	byo-c [-p PID] [-s N] TARGET PROVIDER:NAME
 //
-// TARGET is a file or a library short name ("libc"), or "" with -p for
-// every object of the process. -s N reads argument N as a string.
-// It prints "attached N sites" first, then one line per hit, until
-// interrupted.
+// TARGET is a file, a library short name ("libc"), or "" with -p. -s N
+// reads argument N as a string.
 package main
 
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go -target amd64 -type event byo byo.bpf.c -- -I/usr/include/x86_64-linux-gnu

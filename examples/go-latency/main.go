@@ -1,14 +1,10 @@
 // Command go-latency is a small worker pool to trace with usdtkit
-// programs: Go functions' parameters and results by name, and latency per
-// goroutine. See README.md.
+// programs: Go functions' values by name, and latency per goroutine. See
+// README.md.
 //
-// It handles -jobs requests on -workers goroutines. Request i (from 0)
-// has path paths[i%4] and n = i%6 + 1; handling it is a call of
-// (*Server).handle(path, n), which sleeps n ms (the goroutine parks
-// and may resume on another thread) and returns status 404 for
-// "/missing", else 200, and a body. At the end it prints one line,
-// "handled JOBS requests", and exits 0. With -loop it starts over every
-// -interval, until killed.
+// Request i calls (*Server).handle(paths[i%4], i%6+1), which sleeps n ms
+// and returns 404 for "/missing", else 200. At the end it prints "handled
+// JOBS requests". With -loop it starts over every -interval.
 package main
 
 import (

@@ -1,14 +1,11 @@
-// Command go-static is an HTTP server with static USDT probes:
-// request__start and request__done of provider "server", declared in
-// server.d and generated into package probes by usdtkit gen --static. Built
-// with go build -toolexec 'usdtkit toolexec', its executable carries the
-// probes' notes, so tracers attach by path to every process of it. See
-// README.md.
+// Command go-static is an HTTP server with static USDT probes, generated
+// by usdtkit gen --static from server.d. Built with go build -toolexec
+// 'usdtkit toolexec', its executable carries the notes, so tracers attach
+// by path. See README.md.
 //
-// It prints "listening on http://ADDR pid PID" once it accepts
-// connections and serves until SIGINT or SIGTERM. With -requests N it
-// sends N requests to itself over loopback, once a tracer has enabled a
-// probes when -wait-trace is set.
+// It prints "listening on http://ADDR pid PID" and serves until SIGINT or
+// SIGTERM. With -requests N it sends N requests to itself, after a tracer
+// enabled a probe when -wait-trace is set.
 package main
 
 //go:generate go run ../../cmd/usdtkit gen --static -o probes --package probes server.d

@@ -1,24 +1,7 @@
-// Package escape writes names read from files and processes (probe,
-// provider and symbol names, paths, comms) so that they print as what they
-// are and can be typed back: a name is any bytes, but a terminal would act
-// on control characters, JSON would replace invalid UTF-8 with U+FFFD, and
-// a selector could then never name the probe again.
-//
-// # Format
-//
-// Name keeps printable UTF-8 as it is and writes every other byte as \xNN
-// (two lower-case hex digits), and a backslash as \\. U+FFFD, the
-// replacement character, is written as its bytes too (\xef\xbf\xbd): a
-// reader can then tell a name that holds it from one whose invalid bytes
-// something else replaced. Literal is its
-// inverse. Glob reads the same escapes in a selector part, which is also a
-// path.Match pattern: \xNN becomes the byte (a glob metacharacter quoted,
-// so \x2a is a literal '*'), while the glob's own escapes (\*, \\) are
-// left for path.Match. So path.Match(Glob(Name(s)), s) holds for every s
-// without the metacharacters *?[], which Name prints as they are (Go
-// generic instances are named "F[go.shape.int]"); a selector quotes them.
-//
-// The functions are pure and safe for concurrent use.
+// Package escape prints names read from files and processes so they show
+// what they are and can be typed back. Name keeps printable UTF-8, writes
+// other bytes as \xNN and a backslash as \\. Literal is its inverse; Glob
+// reads the same escapes in a selector pattern. The functions are pure.
 package escape
 
 import (
@@ -29,8 +12,8 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
-// Name returns s escaped as the package doc says; s itself if nothing
-// needs escaping.
+// Name returns s escaped: printable UTF-8 as is, other bytes as \xNN, a
+// backslash as \\; s itself if nothing needs escaping.
 func Name(s string) string {
 	if clean(s) {
 		return s

@@ -1,11 +1,9 @@
 // Package testutil holds helpers shared by usdtkit's tests.
 //
-// Tests that need the kernel (BPF, uprobes, another process's /proc entries)
-// call [RequireRoot] or [RequireBPF]. Outside CI they skip when not root; with
-// USDTKIT_REQUIRE_BPF=1 (set by .ci/run) a skip becomes a failure, so CI
-// proves that every such test really ran. Tests that need a file of this
-// machine (a real binary with USDT notes, a peer tool) call [RequireFile] or
-// [RequireTool], which follow the same rule.
+// Tests that need the kernel call RequireRoot or RequireBPF; tests that
+// need a file or a tool of this machine call RequireFile or RequireTool.
+// They skip when the need is not met, except with USDTKIT_REQUIRE_BPF=1
+// (CI), where a skip is a failure.
 package testutil
 
 import (

@@ -1,9 +1,8 @@
-// Package tracetest runs a trace of events (trace.CompileEvents) in the
-// background for tests: the events, cloned, come on a channel (or go to a
-// callback), and the trace is stopped and closed by the test's end.
+// Package tracetest runs a trace of events in the background for tests.
+// The events, cloned, come on a channel or go to a callback; the trace
+// ends with the test.
 //
-// It is apart from internal/testutil because package trace's own tests
-// import testutil, which therefore cannot import trace.
+// It is apart from internal/testutil, which trace's own tests import.
 package tracetest
 
 import (

@@ -1,10 +1,3 @@
-// Package gosig reads the signatures of Go functions from a Go binary's
-// DWARF: each parameter's and result's name, type, and where Go's register
-// ABI puts it at the function's entry and RETs, as usdtkit's tracer reads
-// them.
-//
-// It is a package of its own because reading DWARF types links
-// go-delve/delve; package uprobe lists symbols and functions without it.
 package gosig
 
 import (

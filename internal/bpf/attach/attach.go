@@ -1,25 +1,3 @@
-// Package attach attaches a loaded uprobe program to the probe sites of
-// objects, as usdtlink does for its programs: one uprobe_multi link per
-// object (kernel 6.6+) carrying every site with its cookie and its
-// semaphore's file offset, or one classic uprobe link per site (cookies
-// need 5.15+). An Object with Return set gets uretprobe links of the
-// same two kinds. internal/lang/btrun, which runs package trace's programs,
-// attaches through it too.
-//
-// The kernel refuses to probe some instructions (on x86-64, those with a
-// lock prefix, and others it can neither single-step nor emulate).
-// AttachSites attaches every site the kernel accepts and returns the
-// others as Refusals: sites whose first instruction has a lock prefix
-// are left out before it is asked (refused.go), and when it refuses a
-// multi link whole the sites are bisected against it, each half in a
-// link of its own, in O(k log n) attempts for k refused sites of n. As
-// the kernel reads a site's instruction only in a process that maps the
-// file, AttachSites maps it in this process while it attaches, and for
-// another process first checks the sites with a link for this one.
-// AttachObject is all or nothing.
-//
-// The kernel unregisters classic uprobes one at a time, each waiting for
-// an RCU grace period, while a multi link goes in one step.
 package attach
 
 import (

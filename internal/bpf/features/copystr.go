@@ -32,7 +32,7 @@ const (
 // costs tens of milliseconds that every trace reading strings would pay
 // at its start (package trace's TestStringInColdPage attaches such
 // programs with uprobe_multi and classic links). Finding the id parses
-// vmlinux's BTF (~40 ms on 6.18). The error wraps ebpf.ErrNotSupported
+// vmlinux's BTF. The error wraps ebpf.ErrNotSupported
 // when the kernel cannot, and os.ErrPermission when this process may not
 // load BPF programs. The result is cached.
 func SleepableCopyStr() (uint32, error) {

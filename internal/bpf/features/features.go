@@ -59,7 +59,7 @@ func (c *cached[T]) outcome() (string, error) {
 }
 
 // The probes, one per feature. They hold only their cached outcome; see
-// the package documentation.
+// docs/architecture.md.
 var (
 	bpfProbe         = newCached(probeBPF)
 	btfProbe         = newCached(func() (struct{}, string, error) { return probeBTF(sysfsRoot) })

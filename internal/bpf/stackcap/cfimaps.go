@@ -8,7 +8,7 @@ import (
 )
 
 // The maps EmitCFIWalkID reads, filled from user space (unwind.BPFTables):
-// see "A walk with call frame information" in the package documentation.
+// see "Stacks" in docs/architecture.md.
 
 // Default names of the maps of a walk with call frame information.
 const (

@@ -8,8 +8,8 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
-// The program's walk with call frame information (EmitCFIWalkID): see "A
-// walk with call frame information" in the package documentation.
+// The program's walk with call frame information (EmitCFIWalkID): see "Stacks" in
+// docs/architecture.md.
 
 // CFIWalkOptions configures EmitCFIWalkID.
 type CFIWalkOptions struct {

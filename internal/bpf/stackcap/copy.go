@@ -44,7 +44,7 @@ func CopySize(opts *CopyOptions) int {
 
 // EmitCopy returns instructions that store the registers unwinding needs
 // and a copy of the top of the user stack at dst+off, in the copy layout
-// (package documentation): ctx holds the uprobe's context, dst a pointer
+// (docs/architecture.md, "Stacks"): ctx holds the uprobe's context, dst a pointer
 // to CopySize(opts) writable bytes. R0..R5 are clobbered.
 func EmitCopy(m elf.Machine, ctx, dst asm.Register, off int16, opts *CopyOptions, prefix string) (asm.Instructions, error) {
 	r, err := machineRegs(m)

@@ -101,7 +101,7 @@ type FramesOptions struct {
 	MaxFrames int
 	// Entry says the site is a function's first instruction (a symbol's
 	// start): the return address at the stack pointer is read too, so the
-	// immediate caller is not lost (see the package documentation).
+	// immediate caller is not lost (see docs/architecture.md, "Stacks").
 	Entry bool
 }
 
@@ -125,7 +125,7 @@ func FramesSize(opts *FramesOptions) int {
 }
 
 // EmitFrames returns instructions that store the frame-pointer walk of the
-// user stack at dst+off in the frames layout (package documentation): ctx
+// user stack at dst+off in the frames layout (docs/architecture.md, "Stacks"): ctx
 // holds the uprobe's context, dst a pointer to FramesSize(opts) writable
 // bytes (a map value or a ring buffer record). R0..R5 are clobbered.
 func EmitFrames(m elf.Machine, ctx, dst asm.Register, off int16, opts *FramesOptions, prefix string) (asm.Instructions, error) {
@@ -178,7 +178,7 @@ func EmitFrames(m elf.Machine, ctx, dst asm.Register, off int16, opts *FramesOpt
 
 // DecodeFrames returns the instruction pointers of a frames record (b
 // starts at the record), innermost first, with the caller word merged
-// after the first as the package documentation says. A record shorter
+// after the first as docs/architecture.md says. A record shorter
 // than its count claims gives an error.
 func DecodeFrames(b []byte) ([]uint64, error) {
 	if len(b) < framesHeader {

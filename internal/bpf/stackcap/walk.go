@@ -8,8 +8,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// The program's own frame-pointer walk (EmitWalkID): see "A walk in the
-// program" in the package documentation.
+// The program's own frame-pointer walk (EmitWalkID): see "Stacks" in
+// docs/architecture.md.
 
 // WalkOptions configures EmitWalkID.
 type WalkOptions struct {

@@ -1,6 +1,6 @@
-// Package usdtargs turns a USDT argument, as package sdt parses it, into
-// what a generated BPF program reads (argread.Fetch). It is apart from sdt
-// so that listing probes links no BPF code generator.
+// Package usdtargs turns a USDT argument parsed by sdt into the read a BPF
+// program does (argread.Fetch). It is apart from sdt, so listing probes
+// links no code generator.
 package usdtargs
 
 import (

@@ -252,8 +252,7 @@ type GoLines struct {
 	tab *gosym.Table
 }
 
-// ReadGoLines reads f's .gopclntab, checked as [Read] checks it (see the
-// package doc). A file without one gives an error wrapping ErrNoSymbols;
+// ReadGoLines reads f's .gopclntab, checked as [Read] checks it. A file without one gives an error wrapping ErrNoSymbols;
 // a malformed one a *elfnotes.FormatError.
 func ReadGoLines(f *elfnotes.File) (*GoLines, error) {
 	sec := gopclntabSection(f)

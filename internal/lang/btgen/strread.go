@@ -24,8 +24,8 @@ import (
 // uprobe_prog_run; classic uprobes likewise, bpf_prog_run_array_uprobe),
 // so the program resumes on its CPU. While it sleeps, other tasks run on
 // that CPU: their hits find the scratch value busy and are counted in
-// lost[LostNested], as for a preempted program (see Preemption in the
-// package documentation).
+// lost[LostNested], as for a preempted program (see docs/architecture.md,
+// "Code generation").
 
 // copyStrPadZeros is BPF_F_PAD_ZEROS: the kfunc zeroes the buffer after
 // the string, or all of it on a fault, as bpf_probe_read_user_str does.
@@ -61,10 +61,7 @@ func (g *gen) readUser() {
 // arguments R1, R2, R3 that cannot fault pages in, and in a sleepable
 // block, when fast returned a negative errno, slow with the same
 // arguments, which can. fast first: the helper is cheaper than the kfunc
-// (BPF run-time statistics on Linux 6.18, @[str(arg0)] = count() on a
-// 15-byte string: ~190 ns per hit with bpf_probe_read_user_str, ~260 with
-// bpf_copy_from_user_str alone, ~190 with both as here), and a page not
-// present is rare.
+// (BenchmarkStrRead), and a page not present is rare.
 func (g *gen) readFaulting(fast asm.Instruction, slow ...asm.Instruction) {
 	if !g.sleepable {
 		g.couldSleep = g.couldSleep || (g.entryOff < 0 && g.special == 0)

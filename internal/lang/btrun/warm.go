@@ -23,7 +23,7 @@ var (
 // registration, so that a Start soon after (within tens of milliseconds)
 // does not wait for it in full, and returns a channel closed when that
 // background work has ended. The kernel waits for an RCU grace period
-// (8–16 ms on a quiet 2-CPU machine) when a uprobe is registered or
+// when a uprobe is registered or
 // removed and none was for about a grace period before (uprobes'
 // dup_mmap_sem is a per-CPU rw-semaphore, whose writer waits for one): a
 // tracer that registers its first uprobe only once its program is

@@ -1,6 +1,6 @@
-// Package printf reads bpftrace's printf formats as bpftrace 0.17 does and
-// formats their arguments as C's printf would: the one grammar the
-// checker, codegen and output share.
+// Package printf reads bpftrace's printf formats as bpftrace 0.17 does. It
+// formats their arguments as C's printf would. The checker, codegen and
+// output share this one grammar.
 package printf
 
 import (

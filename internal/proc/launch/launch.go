@@ -1,20 +1,11 @@
-// Package launch starts a command stopped before its first instruction, so
-// that a tracer can attach to it and then let it run: nothing the command
-// does escapes the trace. It also waits for any process to exit.
+// Package launch starts a command stopped before its first instruction,
+// so a tracer can attach before it runs. Start forks with PTRACE_TRACEME;
+// Resume detaches and lets it run.
 //
-// Start forks with PTRACE_TRACEME (exec.Cmd's SysProcAttr.Ptrace): the
-// kernel stops the child with SIGTRAP right after execve, with the program
-// and its interpreter mapped but no instruction run. Resume detaches, which
-// lets it run untraced. ptrace requests must come from the thread that
-// became the tracer, so Start locks the calling goroutine to its thread
-// until Resume (or Kill) — call them from the same goroutine.
-//
-// After Resume the Process reaps the command itself. End finishes it the
-// way a tracer should when the trace ends first: SIGTERM, so that it can
-// clean up (a dynsdt provider removes its files), then SIGKILL after a
-// grace time; ExitCode turns the result into a shell-style status, which
-// usdtkit trace -c passes on as its own (as strace does; bpftrace -c exits
-// 0 whatever the command did).
+// Start locks the calling goroutine to its thread until Resume or Kill:
+// call them from the same goroutine. End sends SIGTERM, then SIGKILL
+// after a grace time. ExitCode gives a shell-style status, which usdtkit
+// trace -c exits with.
 package launch
 
 import (

@@ -1,31 +1,15 @@
-// Package target turns what a user names — file paths, library short names,
-// a process — into the object files to read, and filters them by the PATH
-// part of a probe selector.
+// Package target turns what a user names (file paths, library short
+// names, a process) into object files to read. sdt and uprobe share its
+// rules:
+//   - an existing file is that file;
+//   - a name without a slash is a library short name ("libc"), found as
+//     the dynamic loader does (internal/elf/ldso);
+//   - a process contributes every object it maps executable; names given
+//     with a PID filter those objects.
 //
-// Both sdt (USDT notes) and uprobe (symbols) look things up in the same
-// objects, so the rules live here once:
-//
-//   - A name that is an existing file is that file.
-//   - Any other name without a slash is a library short name ("libc",
-//     "libstdc++", "libpython3.11") resolved like the dynamic loader does
-//     (see internal/elf/ldso).
-//   - A process (PID) contributes every object it has mapped executable.
-//     Names given together with a PID filter those objects instead of
-//     adding files. A relative path among them is taken from the tracer's
-//     working directory and its symbolic links resolved, as bpftrace does,
-//     so "./lib/x.so" names the library the process maps as
-//     "/home/me/lib/x.so"; for a process in another mount namespace, paths
-//     are the process's, and a relative one starts at its root.
-//
-// An [Object] is data. [Object.Open] opens it once, with the rules of
-// procfs.Open (inside the process's root, or through map_files) or
-// procfs.OpenFile (regular files only, never blocking); readers read that
-// file and record its identity ([procfs.FileID]). To attach, [Reopen] opens
-// the object again the same way and refuses a file whose identity differs,
-// and the kernel is given the open file's /proc/self/fd/N, never a name.
-//
-// Errors wrap [ErrNotFound] when a name resolves to nothing and
-// procfs.ErrNoProcess when the process does not exist.
+// An Object is data. Object.Open opens it once by procfs's rules; Reopen
+// opens it again to attach and refuses a different file. Errors wrap
+// ErrNotFound or procfs.ErrNoProcess.
 package target
 
 import (

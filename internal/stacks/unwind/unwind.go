@@ -42,7 +42,7 @@ const (
 	StopNoMapping                   // a PC in no executable mapping of the Space
 	StopOutsideCopy                 // a word the rules read is not in the stack copy
 	StopNoRegister                  // a register the rules need was not captured
-	StopCFI                         // the CFI cannot be evaluated (see the package doc)
+	StopCFI                         // the CFI cannot be evaluated (see docs/architecture.md)
 	StopNoProgress                  // the caller's SP is not above the callee's
 	StopMaxDepth                    // Options.MaxDepth frames
 )

@@ -1,6 +1,6 @@
-// Package stacktest is the harness the stack tests and benchmarks share: it
-// builds testdata/chain.c, loads a uprobe program made of stackcap's
-// captures and reads what they captured.
+// Package stacktest is the harness of the stack tests and benchmarks. It
+// builds testdata/chain.c, loads a uprobe program of stackcap's captures,
+// and reads what they captured.
 package stacktest
 
 import (

@@ -1,12 +1,9 @@
-// Package symtabtest holds the test helpers of package symtab and its
-// users: it builds small ELF files with symbol tables, for tests and fuzz
-// seeds, and reads what GNU readelf says about a file's symbols ([Readelf]),
-// to cross-check a reader with a tool we did not write. The files have an
-// ELF header, one PT_LOAD segment mapping the whole file at Base, and the
-// given sections laid out from DataOff in order, each 16-byte aligned.
+// Package symtabtest holds test helpers for symtab and its users. It builds
+// small ELF files with symbol tables, and reads what GNU readelf says of a
+// file's symbols (Readelf) to cross-check a reader.
 //
-// The record layouts are written out here from the System V gABI and the
-// LSB "Symbol Versioning" chapter, independently of the parser they test.
+// Layouts are written from the System V gABI and LSB "Symbol Versioning",
+// independently of the parser under test.
 package symtabtest
 
 import (
