@@ -526,3 +526,25 @@ func TestTraceListSearchErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceListVerboseCFunctions: -lv prints a C function's parameters
+// from DWARF under its line, as bpftrace 0.17's -lv does ("long int n",
+// "const char* s"), compared byte for byte with bpftrace's output on
+// testdata's bttarget; bpftrace prints none under uretprobe lines.
+func TestTraceListVerboseCFunctions(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildBtTarget(t)
+	for _, search := range []string{"uprobe:" + bin + ":*", "uretprobe:" + bin + ":wo*"} {
+		out, err := testutil.RunBpftrace(t, "-lv", search)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := string(out)
+		if strings.HasPrefix(search, "uprobe:") && !strings.Contains(want, "\n    ") {
+			t.Fatalf("bpftrace -lv %q printed no parameter:\n%s", search, want)
+		}
+		if have := usdtkit(t, "trace", "-lv", search); have != want {
+			t.Errorf("trace -lv %q:\n%s\nbpftrace:\n%s", search, have, want)
+		}
+	}
+}

@@ -11,8 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usdtkit/usdtkit/internal/elf/cparams"
 	"github.com/usdtkit/usdtkit/internal/escape"
 	"github.com/usdtkit/usdtkit/internal/lang/btlang"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/target"
 	"github.com/usdtkit/usdtkit/sdt"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
@@ -267,6 +270,9 @@ func funcLines(obj *uprobe.Object, kind string, inProcess, verbose bool) []listL
 			sigs[name] = d
 		}
 	}
+	if verbose && !obj.Go && kind == "uprobe" { // as bpftrace: not for uretprobe
+		sigs = cParams(obj)
+	}
 	path := bpftracePath(obj.Path, obj.PID, inProcess)
 	var lines []listLine
 	for i := range obj.Symbols {
@@ -274,4 +280,20 @@ func funcLines(obj *uprobe.Object, kind string, inProcess, verbose bool) []listL
 		lines = append(lines, listLine{text: kind + ":" + path + ":" + escape.Name(s.Name), detail: sigs[s.Name]})
 	}
 	return lines
+}
+
+// cParams are the parameters of obj's C functions from its DWARF, as
+// bpftrace 0.17's -lv prints them ("int argc"); none when obj has no
+// DWARF or it cannot be read.
+func cParams(obj *uprobe.Object) map[string][]string {
+	f, err := target.Reopen(obj.Path, obj.PID, procfs.FileID{Dev: obj.Dev, Inode: obj.Inode})
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	params, err := cparams.Read(f)
+	if err != nil {
+		return nil
+	}
+	return params
 }
