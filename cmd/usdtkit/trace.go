@@ -187,7 +187,7 @@ BPFTRACE_* variables are ignored.`,
 	f.BoolVar(&o.classic, "classic", false, "use one classic uprobe link per site instead of uprobe_multi links")
 	f.StringArrayVar(&o.fields, "field", nil, "Go functions: also read this field through a pointer parameter (PARAM.FIELD[.FIELD...]); repeatable")
 	f.StringVarP(&o.program, "program", "e", "", "run this program in bpftrace's language instead of tracing PROBEs")
-	f.BoolVarP(&o.list, "list", "l", false, "as bpftrace's -l [SEARCH]: list the probes that match SEARCH (usdt:PATH:PROVIDER:NAME, uprobe:PATH:FUNC, globs, several comma-separated; PATH * with -p) as bpftrace prints them, and exit; with -p and no SEARCH, every USDT probe and function of the process")
+	f.BoolVarP(&o.list, "list", "l", false, "as bpftrace's -l [SEARCH]: list the probes that match SEARCH (usdt:PATH:PROVIDER:NAME, uprobe:PATH:FUNC, uretprobe:PATH:FUNC, aliases, globs also in the type, several comma-separated; PATH * with -p) as bpftrace prints them, and exit; with -p and no SEARCH, every USDT probe of the process and the functions of its executable")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "with -l (-lv): also print each USDT argument's type and specs, and Go functions' parameters and results; when tracing, also say on stderr how many probes and sites are attached")
 	f.BoolVar(&o.fileActivation, "usdt-file-activation", false, "as bpftrace's --usdt-file-activation, which usdtkit always does: a USDT probe's semaphore is raised in every process that maps the file, now or later (the kernel's uprobe reference counter)")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "as bpftrace's -q: leave out the \"Attaching N probes...\" line printed before BEGIN runs (on stdout, in -f's format; on stderr when a flame graph takes stdout)")

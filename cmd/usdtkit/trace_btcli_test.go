@@ -454,3 +454,97 @@ func TestStrLenAgainstBpftrace(t *testing.T) {
 		}
 	})
 }
+
+// TestTraceListSearchesAgainstBpftrace: trace -l reads a SEARCH as
+// bpftrace 0.17 does, line for line against bpftrace -l on testdata's
+// bttarget (two copies, in ./bin, searched by relative paths): the
+// return-probe type and aliases, a probe type with a wildcard (uprobe
+// and usdt), a file glob keeping "./", a glob matching several files,
+// and with -p the executable's functions and every USDT probe.
+func TestTraceListSearchesAgainstBpftrace(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildBtTarget(t)
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"bttarget", "bttarget2"} {
+		b, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "bin", name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	// bttarget waits on its stdin, which StartCmd holds open.
+	pid := strconv.Itoa(testutil.StartCmd(t, exec.Command("./bin/bttarget")).PID())
+	tests := [][]string{ // after -l, for both
+		{"uretprobe:./bin/bttarget:*"},
+		{"ur:./bin/bttarget:w*"},
+		{"U:./bin/bttarget:*"},
+		{"*:./bin/bttarget:*"},
+		{"u*:./bin/bttarget:*"},
+		{"*probe:./bin/bttarget:ma*"},
+		{"uprobe:./bin/bttarget*:*"},
+		{"uprobe:./bin/bt*:wo*"},
+		{"usdt:./bin/bttarget*:demo:r*"},
+		{"uprobe:./*/bttarget2:main"},
+		{"-p", pid},
+		{"-p", pid, "uprobe:*"},
+		{"-p", pid, "uprobe:wo*"},
+		{"-p", pid, "usdt:*"},
+		{"-p", pid, "*:*"},
+	}
+	for _, args := range tests {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, err := testutil.RunBpftrace(t, append([]string{"-l"}, args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := nonEmptyLines(string(out))
+			slices.Sort(want)
+			want = slices.Compact(want)
+			if len(want) == 0 {
+				t.Fatalf("bpftrace -l %q listed nothing", args)
+			}
+			ours := nonEmptyLines(usdtkit(t, append([]string{"trace", "-l"}, args...)...))
+			if !slices.Equal(ours, want) {
+				t.Errorf("trace -l %q:\nhave %d lines %q\nbpftrace %d lines %q", args, len(ours), head(ours), len(want), head(want))
+			}
+		})
+	}
+}
+
+// TestTraceListSearchErrors: a SEARCH usdtkit cannot list says why.
+func TestTraceListSearchErrors(t *testing.T) {
+	for _, s := range []string{"kprobe:vfs_read", "*:vfs_*", "uprobe:a:b:c"} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), []string{"trace", "-l", s}, &out, &errb); code == 0 || !strings.Contains(errb.String(), s) {
+			t.Errorf("trace -l %q: exit %d, stderr %q; want an error naming the search", s, code, errb.String())
+		}
+	}
+}
+
+// TestTraceListVerboseCFunctions: -lv prints a C function's parameters
+// from DWARF under its line, as bpftrace 0.17's -lv does ("long int n",
+// "const char* s"), compared byte for byte with bpftrace's output on
+// testdata's bttarget; bpftrace prints none under uretprobe lines.
+func TestTraceListVerboseCFunctions(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin := buildBtTarget(t)
+	for _, search := range []string{"uprobe:" + bin + ":*", "uretprobe:" + bin + ":wo*"} {
+		out, err := testutil.RunBpftrace(t, "-lv", search)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := string(out)
+		if strings.HasPrefix(search, "uprobe:") && !strings.Contains(want, "\n    ") {
+			t.Fatalf("bpftrace -lv %q printed no parameter:\n%s", search, want)
+		}
+		if have := usdtkit(t, "trace", "-lv", search); have != want {
+			t.Errorf("trace -lv %q:\n%s\nbpftrace:\n%s", search, have, want)
+		}
+	}
+}

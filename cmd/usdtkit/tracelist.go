@@ -3,15 +3,20 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"os"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/usdtkit/usdtkit/internal/elf/cparams"
 	"github.com/usdtkit/usdtkit/internal/escape"
+	"github.com/usdtkit/usdtkit/internal/lang/btlang"
+	"github.com/usdtkit/usdtkit/internal/proc/procfs"
+	"github.com/usdtkit/usdtkit/internal/proc/target"
 	"github.com/usdtkit/usdtkit/sdt"
-	"github.com/usdtkit/usdtkit/trace"
 	"github.com/usdtkit/usdtkit/uprobe"
 )
 
@@ -20,8 +25,9 @@ import (
 // uprobe:PATH:FUNC), sorted, each once; with -p, an object found in the
 // process (PATH a glob or empty) is /proc/PID/root/PATH, as bpftrace's. A
 // SEARCH matching nothing prints nothing, as bpftrace's. A SEARCH may list several,
-// comma-separated; none means every USDT probe and function of -p's
-// process. -v adds what usdtkit reads of each: USDT arguments' types and
+// comma-separated; none means, as in bpftrace, every USDT probe of -p's
+// process and the functions of its executable. A type may be an alias
+// (ur:) or a glob (*:PATH:*; see listSearches). -v adds what usdtkit reads of each: USDT arguments' types and
 // specs, Go functions' parameters. The probes are found as usdtkit list
 // finds them (sdt.List, uprobe.List).
 func runTraceList(cmd *cobra.Command, o *traceOptions, args []string) error {
@@ -43,30 +49,23 @@ func runTraceList(cmd *cobra.Command, o *traceOptions, args []string) error {
 		if pid == 0 {
 			return fmt.Errorf("-l: give a SEARCH such as 'usdt:/usr/bin/python3.11:*' or 'uprobe:libc:mall*', or a process with -p PID")
 		}
-		searches = []string{"usdt:*:*:*", "uprobe:*:*"}
+		searches = []string{"*:*"} // as bpftrace: the executable's functions, every USDT probe
 	}
-	for i, s := range searches {
-		kind, rest, ok := strings.Cut(s, ":")
-		if !ok {
-			return fmt.Errorf("-l %q: want usdt:PATH:PROVIDER:NAME or uprobe:PATH:FUNC (globs; PATH * with -p)", s)
+	var list []listSearch
+	for _, s := range searches {
+		ls, err := listSearches(s, pid)
+		if err != nil {
+			return err
 		}
-		// bpftrace's usdt:GLOB and uprobe:GLOB: every probe of the
-		// objects GLOB names.
-		if !strings.Contains(rest, ":") {
-			if trace.IsFunctionSelector(s) {
-				searches[i] = s + ":*"
-			} else if kind == "usdt" || kind == "U" {
-				searches[i] = s + ":*:*"
-			}
-		}
+		list = append(list, ls...)
 	}
 	warn := warnTo(cmd.ErrOrStderr())
 	var lines []listLine
-	for _, search := range searches {
+	for _, search := range list {
 		// Each search alone: bpftrace prints a path found in the process
-		// (PATH a glob or empty) through /proc/PID/root, a path given as
-		// it is.
-		la, err := parseListArgs([]string{search})
+		// (PATH a glob or empty, or the executable) through
+		// /proc/PID/root, a path given as it is.
+		la, err := parseListArgs([]string{search.text})
 		if err != nil {
 			return err
 		}
@@ -94,13 +93,95 @@ func runTraceList(cmd *cobra.Command, o *traceOptions, args []string) error {
 			if err != nil {
 				return err
 			}
-			inProcess := pid != 0 && (sel.Path == "" || strings.ContainsAny(sel.Path, "*?["))
+			inProcess := pid != 0 && (search.exe || sel.Path == "" || strings.ContainsAny(sel.Path, "*?["))
 			for i := range objs {
-				lines = append(lines, funcLines(&objs[i], inProcess, o.verbose)...)
+				lines = append(lines, funcLines(&objs[i], search.kind, inProcess, o.verbose)...)
 			}
 		}
 	}
 	return writeListLines(cmd, lines)
+}
+
+// listSearch is one SEARCH of trace -l for one probe type.
+type listSearch struct {
+	text string // with the type's full name: uprobe:PATH:FUNC, usdt:PATH:PROVIDER:NAME
+	kind string // uprobe, uretprobe or usdt: how its lines start
+	exe  bool   // PATH is -p's executable, printed through /proc/PID/root
+}
+
+// listSearches reads one SEARCH of trace -l as bpftrace 0.17 does: a
+// type's alias stands for its full name (ur: lists uretprobe: lines); a
+// type with a wildcard lists each user-space type it matches whose
+// search is complete (uprobe and usdt; bpftrace leaves the return
+// probes out), when the search names a path with a "/" or a process;
+// with -p, uprobe:FUNC lists the process's executable and usdt:NAME all
+// of its objects.
+func listSearches(s string, pid int) ([]listSearch, error) {
+	name, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil, fmt.Errorf("-l %q: want usdt:PATH:PROVIDER:NAME or uprobe:PATH:FUNC (globs; PATH * with -p)", s)
+	}
+	if !strings.ContainsAny(name, "*?[") {
+		kind, ok := btlang.LookupProbeKind(name)
+		if !ok || (kind != btlang.ProbeUprobe && kind != btlang.ProbeUretprobe && kind != btlang.ProbeUSDT) {
+			return nil, fmt.Errorf("-l %q: usdtkit lists user-space probes only: usdt, uprobe and uretprobe", s)
+		}
+		ls, err := listSearchOf(kind, rest, pid)
+		if err != nil {
+			return nil, fmt.Errorf("-l %q: %w", s, err)
+		}
+		return []listSearch{ls}, nil
+	}
+	if pid == 0 && !strings.Contains(strings.Split(rest, ":")[0], "/") {
+		return nil, fmt.Errorf("-l %q: usdtkit lists user-space probes only; a probe type with a wildcard needs a path with a \"/\" or a process (-p PID)", s)
+	}
+	var list []listSearch
+	for _, kind := range []btlang.ProbeKind{btlang.ProbeUprobe, btlang.ProbeUSDT} {
+		if ok, err := path.Match(name, kind.String()); err != nil {
+			return nil, fmt.Errorf("-l %q: probe type %q: %w", s, name, err)
+		} else if !ok {
+			continue
+		}
+		// As bpftrace: a type for which the search has the wrong
+		// number of parts is left out.
+		if ls, err := listSearchOf(kind, rest, pid); err == nil {
+			list = append(list, ls)
+		}
+	}
+	return list, nil
+}
+
+// listSearchOf is the search rest (after the type) for probes of kind.
+func listSearchOf(kind btlang.ProbeKind, rest string, pid int) (listSearch, error) {
+	ls := listSearch{kind: kind.String()}
+	parts := strings.Count(rest, ":") + 1
+	switch kind {
+	case btlang.ProbeUSDT:
+		switch parts {
+		case 1: // usdt:GLOB: every probe of the objects GLOB names
+			rest += ":*:*"
+		case 2, 3:
+		default:
+			return ls, fmt.Errorf("want usdt:PATH:PROVIDER:NAME")
+		}
+		ls.text = "usdt:" + rest
+	default:
+		switch {
+		case parts == 1 && pid != 0:
+			exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+			if err != nil {
+				return ls, fmt.Errorf("the executable of process %d: %w", pid, err)
+			}
+			rest, ls.exe = exe+":"+rest, true
+		case parts == 1: // uprobe:GLOB: every function of the objects GLOB names
+			rest += ":*"
+		case parts > 2:
+			return ls, fmt.Errorf("want %s:PATH:FUNC", kind)
+		}
+		// The selector's own type: uprobe.ParseSelector reads ret from it.
+		ls.text = kind.String() + ":" + rest
+	}
+	return ls, nil
 }
 
 // listLine is one probe of trace -l, with -v's lines under it.
@@ -175,7 +256,7 @@ func usdtArgType(a *sdt.Arg) string {
 // funcLines are the function symbols of obj as bpftrace -l prints them;
 // verbose adds a Go function's parameters and results ("TYPE NAME", as
 // bpftrace prints a function's arguments).
-func funcLines(obj *uprobe.Object, inProcess, verbose bool) []listLine {
+func funcLines(obj *uprobe.Object, kind string, inProcess, verbose bool) []listLine {
 	sigs := map[string][]string{}
 	if verbose && obj.Go {
 		for name, sig := range goSignatures(obj) {
@@ -189,11 +270,30 @@ func funcLines(obj *uprobe.Object, inProcess, verbose bool) []listLine {
 			sigs[name] = d
 		}
 	}
+	if verbose && !obj.Go && kind == "uprobe" { // as bpftrace: not for uretprobe
+		sigs = cParams(obj)
+	}
 	path := bpftracePath(obj.Path, obj.PID, inProcess)
 	var lines []listLine
 	for i := range obj.Symbols {
 		s := &obj.Symbols[i]
-		lines = append(lines, listLine{text: "uprobe:" + path + ":" + escape.Name(s.Name), detail: sigs[s.Name]})
+		lines = append(lines, listLine{text: kind + ":" + path + ":" + escape.Name(s.Name), detail: sigs[s.Name]})
 	}
 	return lines
+}
+
+// cParams are the parameters of obj's C functions from its DWARF, as
+// bpftrace 0.17's -lv prints them ("int argc"); none when obj has no
+// DWARF or it cannot be read.
+func cParams(obj *uprobe.Object) map[string][]string {
+	f, err := target.Reopen(obj.Path, obj.PID, procfs.FileID{Dev: obj.Dev, Inode: obj.Inode})
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	params, err := cparams.Read(f)
+	if err != nil {
+		return nil
+	}
+	return params
 }

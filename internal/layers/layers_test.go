@@ -17,7 +17,7 @@ const module = "github.com/usdtkit/usdtkit/"
 var layer = map[string]int{
 	// 1. ELF files and processes.
 	"elfnotes": 1, "internal/elf/symtab": 1, "internal/elf/insn": 1, "internal/proc/procfs": 1,
-	"internal/elf/ldso": 1, "internal/escape": 1, "internal/golang/goabi": 1,
+	"internal/elf/ldso": 1, "internal/elf/cparams": 1, "internal/escape": 1, "internal/golang/goabi": 1,
 	// 2. What can be probed.
 	"sdt": 2, "uprobe": 2, "uprobe/gosig": 2, "internal/proc/target": 2, "internal/golang/gofunc": 2,
 	// 3. BPF building blocks.

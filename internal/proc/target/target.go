@@ -148,7 +148,7 @@ func resolveName(name string) ([]string, error) {
 		var files []string
 		for _, p := range paths {
 			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-				files = append(files, p)
+				files = append(files, globPrefix(name, p))
 			}
 		}
 		if len(files) == 0 {
@@ -170,6 +170,29 @@ func resolveName(name string) ([]string, error) {
 		return nil, fmt.Errorf("%s: no such file, and no library of that name: %w", name, ErrNotFound)
 	}
 	return []string{lib}, nil
+}
+
+// globPrefix gives p, a path filepath.Glob found for pattern, the
+// pattern's leading directories as written ("./bin/" stays "./bin/", which
+// filepath.Glob cleans away), as glob(3) does and bpftrace prints them.
+func globPrefix(pattern, p string) string {
+	meta := strings.IndexAny(pattern, `*?[\`)
+	slash := strings.LastIndex(pattern[:max(meta, 0)], "/")
+	if meta < 0 || slash < 0 {
+		return p
+	}
+	lit := pattern[:slash+1]
+	clean := filepath.Clean(lit)
+	switch clean {
+	case "/":
+		return p
+	case ".":
+		return lit + p
+	}
+	if rest, ok := strings.CutPrefix(p, clean+"/"); ok {
+		return lit + rest
+	}
+	return p
 }
 
 func resolvePID(names []string, pid int) ([]Object, error) {

@@ -97,3 +97,25 @@ func TestPIDPath(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobPrefix: a file a glob found keeps the pattern's leading
+// directories as written, as glob(3) gives them and bpftrace 0.17 prints
+// them (bpftrace -l 'uprobe:./bin/x*:*' prints uprobe:./bin/xa:…).
+func TestGlobPrefix(t *testing.T) {
+	tests := []struct{ pattern, found, want string }{
+		{"./bin/x*", "bin/xa", "./bin/xa"},
+		{"./x*", "xa", "./xa"},
+		{"x*", "xa", "xa"},
+		{"bin/x*", "bin/xa", "bin/xa"},
+		{"/usr/./lib/x*", "/usr/lib/xa", "/usr/./lib/xa"},
+		{"../lib//x*", "../lib/xa", "../lib//xa"},
+		{"./*/x", "bin/x", "./bin/x"},
+		{"/x*", "/xa", "/xa"},
+		{"./bin/x", "bin/x", "bin/x"}, // no glob: not a glob's result
+	}
+	for _, tt := range tests {
+		if have := globPrefix(tt.pattern, tt.found); have != tt.want {
+			t.Errorf("globPrefix(%q, %q) = %q, want %q", tt.pattern, tt.found, have, tt.want)
+		}
+	}
+}
