@@ -263,6 +263,9 @@ type MapInfo struct {
 	KeyOffs   []int
 	KeySize   int
 	ValueSize int
+	// ValueC describes a value that is a C struct, union or array (its
+	// bytes), nil otherwise.
+	ValueC *layout.CValue
 	// ValueName: the value (of a map without aggregation) is a probe or
 	// func name id, 8 bytes, printed as the name.
 	ValueName bool
@@ -598,7 +601,14 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 	off := 0
 	for _, k := range m.Keys {
 		switch k.Kind {
-		case btlang.KindInt, btlang.KindProbe, btlang.KindSym:
+		case btlang.KindRecord, btlang.KindArray:
+			n := btlang.CSize(k)
+			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyValue, Size: n, Value: CValue(k)})
+			mi.KeyOffs = append(mi.KeyOffs, off)
+			mi.KeyProbe = append(mi.KeyProbe, false)
+			mi.KeyStacks = append(mi.KeyStacks, nil)
+			off += round8(n)
+		case btlang.KindInt, btlang.KindProbe, btlang.KindSym, btlang.KindPtr:
 			// probe and func are name ids (Program.Probes).
 			name := k.Kind == btlang.KindProbe || k.Kind == btlang.KindSym
 			kind := layout.KeyInt
@@ -662,8 +672,10 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 	switch m.Agg {
 	case btlang.AggNone:
 		switch m.Value.Kind {
-		case btlang.KindInt:
+		case btlang.KindInt, btlang.KindPtr:
 			mi.ValueSize = 8
+		case btlang.KindRecord, btlang.KindArray:
+			mi.ValueSize, mi.ValueC = round8(btlang.CSize(m.Value)), CValue(m.Value)
 		case btlang.KindString:
 			mi.ValueSize = round8(m.Value.Size)
 		case btlang.KindProbe, btlang.KindSym:
@@ -995,7 +1007,11 @@ func (g *gen) program() (asm.Instructions, error) {
 	g.vars = map[*btlang.Variable]varLoc{}
 	for _, v := range b.Vars {
 		switch v.Type.Kind {
-		case btlang.KindInt:
+		case btlang.KindRecord, btlang.KindArray:
+			loc := varLoc{off: g.alloc(btlang.CSize(v.Type)), size: btlang.CSize(v.Type)}
+			g.zero(loc.off, loc.size)
+			g.vars[v] = loc
+		case btlang.KindInt, btlang.KindPtr:
 			loc := varLoc{stack: g.push()}
 			g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, loc.stack, asm.R0, asm.DWord))
 			g.vars[v] = loc

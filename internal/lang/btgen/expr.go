@@ -32,7 +32,7 @@ type strBuf struct{ off, size int }
 
 // intExpr emits e, an integer expression, leaving its value in R0.
 func (g *gen) intExpr(e btlang.Expr) {
-	if t := e.Type(); t.Kind != btlang.KindInt {
+	if t := e.Type(); t.Kind != btlang.KindInt && t.Kind != btlang.KindPtr {
 		g.fail(internal(e.Pos(), "a %s value here", t))
 		return
 	}
@@ -68,23 +68,13 @@ func (g *gen) intExpr(e btlang.Expr) {
 		g.binary(e)
 	case *btlang.Cast:
 		g.intExpr(e.X)
-		g.extend(e.Size, e.Signed)
-	case *btlang.Deref:
-		// The integer at the address, read into a zeroed stack slot:
-		// 0 if it cannot be read.
-		g.intExpr(e.X.X)
-		slot := g.push()
-		g.emit(
-			asm.Mov.Reg(asm.R3, asm.R0),
-			storeImm64(asm.R10, slot, 0),
-			asm.Mov.Reg(asm.R1, asm.R10),
-			asm.Add.Imm(asm.R1, int32(slot)),
-			asm.Mov.Imm(asm.R2, int32(e.X.Size)),
-			asm.FnProbeReadUser.Call(),
-			asm.LoadMem(asm.R0, asm.R10, slot, asm.DWord),
-		)
-		g.pop()
-		g.extend(e.X.Size, e.X.Signed)
+		if !e.Ptr {
+			g.extend(e.Size, e.Signed)
+		}
+	case *btlang.Deref, *btlang.FieldAccess, *btlang.Index:
+		g.placeInt(e)
+	case *btlang.Sizeof:
+		g.loadConst(asm.R0, int64(e.Val))
 	case *btlang.Call:
 		if e.Name == "reg" {
 			g.reg(e)
@@ -251,6 +241,15 @@ func (g *gen) binary(e *btlang.Binary) {
 		}
 		return
 	}
+	if e.X.Type().Kind == btlang.KindArray {
+		a := g.valueBuf(e.X)
+		b := g.valueBuf(e.Y)
+		g.bytesEqual(a, b, btlang.CSize(e.X.Type()))
+		if e.Op == "!=" {
+			g.emit(asm.Xor.Imm(asm.R0, 1))
+		}
+		return
+	}
 	if e.X.Type().Kind == btlang.KindString {
 		if e.Op != "==" && e.Op != "!=" {
 			g.fail(internal(e.At, "string operator %s", e.Op))
@@ -271,6 +270,14 @@ func (g *gen) binary(e *btlang.Binary) {
 	g.intExpr(e.Y)
 	g.emit(asm.LoadMem(asm.R1, asm.R10, slot, asm.DWord))
 	g.pop()
+	if e.Type().Kind == btlang.KindPtr {
+		// C's pointer arithmetic: the integer counts elements.
+		if e.X.Type().Kind == btlang.KindPtr {
+			g.scale(asm.R0, ptrScale(e.X.Type()))
+		} else {
+			g.scale(asm.R1, ptrScale(e.Y.Type()))
+		}
+	}
 	if op, ok := aluOps[e.Op]; ok {
 		// bpftrace 0.17 divides, takes remainders and shifts right
 		// unsigned (LLVM udiv, urem, lshr) whatever the operands' signs;
@@ -518,6 +525,8 @@ func (g *gen) strExpr(e btlang.Expr) strBuf {
 			break
 		}
 		return strBuf{off: b.off, size: b.t.Size}
+	case *btlang.Deref, *btlang.FieldAccess, *btlang.Index:
+		return g.placeStr(e)
 	}
 	g.fail(internal(e.Pos(), "this string expression (%s)", btlang.ExprString(e)))
 	return strBuf{off: zeroOff, size: 8}

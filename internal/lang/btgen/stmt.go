@@ -164,7 +164,14 @@ func (g *gen) assign(s *btlang.Assign) {
 			g.copyTuple(tupleBuf{off: loc.off, t: t.Decl.Type}, g.tupleExpr(s.Value))
 			return
 		}
+		if isValue(t.Decl.Type) {
+			g.copyValue(strBuf{off: loc.off, size: loc.size}, g.valueBuf(s.Value))
+			return
+		}
 		g.intExpr(s.Value)
+		if _, ok := compound(s.Op); ok && t.Decl.Type.Kind == btlang.KindPtr {
+			g.scale(asm.R0, ptrScale(t.Decl.Type))
+		}
 		if op, ok := compound(s.Op); ok {
 			g.emit(
 				asm.LoadMem(asm.R1, asm.R10, loc.stack, asm.DWord),
@@ -248,6 +255,18 @@ func (g *gen) assign(s *btlang.Assign) {
 			g.update(mi, key, asm.R7, int32(val.off))
 			return
 		}
+		if isValue(m.Value) {
+			src := g.valueBuf(s.Value)
+			val := strBuf{off: g.alloc(mi.ValueSize), size: btlang.CSize(m.Value)}
+			g.zero(val.off, mi.ValueSize)
+			g.copyBytes(asm.R7, src.off, asm.R7, val.off, round8(val.size))
+			if mi.Array {
+				g.emit(storeImm64(asm.R7, int16(val.off+mi.SetOff), 1))
+			}
+			key := g.key(t, mi)
+			g.update(mi, key, asm.R7, int32(val.off))
+			return
+		}
 		if mi.ValueName {
 			if s.Op != "=" {
 				g.fail(internal(s.At, "%s on a %s", s.Op, m.Value))
@@ -256,6 +275,9 @@ func (g *gen) assign(s *btlang.Assign) {
 			g.nameID(s.Value)
 		} else {
 			g.intExpr(s.Value)
+			if _, ok := compound(s.Op); ok && m.Value.Kind == btlang.KindPtr {
+				g.scale(asm.R0, ptrScale(m.Value))
+			}
 		}
 		slot := g.push()
 		defer g.pop()
@@ -433,6 +455,9 @@ func (g *gen) keyAt(r *btlang.MapRef, mi *MapInfo, off int) {
 		case mi.Keys[i].Kind == layout.KeyString:
 			src := g.strExpr(k)
 			g.copyStr(strBuf{off: f, size: mi.Keys[i].Size}, src)
+		case mi.Keys[i].Kind == layout.KeyValue:
+			src := g.valueBuf(k)
+			g.copyBytes(asm.R7, src.off, asm.R7, f, round8(mi.Keys[i].Size))
 		case mi.KeyStacks[i] != nil && mi.User:
 			g.zero(f, StackKeySize)
 		case mi.KeyStacks[i] != nil:
@@ -741,7 +766,7 @@ func (g *gen) call(c *btlang.Call) {
 		if _, isMap := c.Args[0].(*btlang.MapRef); !isMap && c.Name == "print" {
 			// print(value) prints as printf would with one verb.
 			format := "%s\n"
-			if t := c.Args[0].Type(); t.Kind == btlang.KindInt {
+			if t := c.Args[0].Type(); t.Kind == btlang.KindInt || t.Kind == btlang.KindPtr {
 				format = map[bool]string{true: "%ld\n", false: "%lu\n"}[t.Signed]
 			}
 			lit := &btlang.StrLit{ExprBase: btlang.ExprBase{At: c.At, T: btlang.StringType(len(format) + 1)}, Val: format}
@@ -852,7 +877,7 @@ func (g *gen) printf(c *btlang.Call) {
 	for _, a := range c.Args[1:] {
 		t := a.Type()
 		switch t.Kind {
-		case btlang.KindInt:
+		case btlang.KindInt, btlang.KindPtr:
 			info.Args = append(info.Args, RecordArg{Off: size, Size: 8})
 			size += 8
 		case btlang.KindString:

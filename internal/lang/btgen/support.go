@@ -136,7 +136,13 @@ func (s *support) fail(err error) {
 
 func (s *support) block(b *btlang.ProbeBlock) error {
 	for _, v := range b.Vars {
-		if v.Type.Kind != btlang.KindInt && v.Type.Kind != btlang.KindString && v.Type.Kind != btlang.KindBuf && v.Type.Kind != btlang.KindTimestamp && (v.Type.Kind != btlang.KindTuple || !tupleElems(v.Type)) {
+		switch v.Type.Kind {
+		case btlang.KindInt, btlang.KindString, btlang.KindBuf, btlang.KindTimestamp, btlang.KindPtr, btlang.KindRecord, btlang.KindArray:
+		case btlang.KindTuple:
+			if !tupleElems(v.Type) {
+				return unsupported(v.Pos, "a %s variable", v.Type)
+			}
+		default:
 			return unsupported(v.Pos, "a %s variable", v.Type)
 		}
 	}
@@ -215,6 +221,10 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 			s.timeExpr(value)
 			return
 		}
+		if isValue(t.Decl.Type) {
+			s.valueExpr(value)
+			return
+		}
 		intValue()
 		if !isCompound && op != "=" {
 			s.fail(unsupported(at, "operator %s", op))
@@ -269,6 +279,11 @@ func (s *support) assign(at btlang.Pos, target btlang.Expr, op string, value btl
 			} else {
 				s.usym(value)
 			}
+			s.key(t, mi)
+			return
+		}
+		if isValue(m.Value) {
+			s.valueExpr(value)
 			s.key(t, mi)
 			return
 		}
@@ -333,6 +348,8 @@ func (s *support) key(r *btlang.MapRef, mi *MapInfo) {
 		case mi.KeyStacks[i] != nil:
 		case mi.Keys[i].Kind == layout.KeyString:
 			s.strExpr(k)
+		case mi.Keys[i].Kind == layout.KeyValue:
+			s.valueExpr(k)
 		default:
 			s.intExpr(k)
 		}
@@ -372,9 +389,10 @@ func (s *support) usym(e btlang.Expr) {
 	s.intExpr(c.Args[0])
 }
 
-// mapRead is the walk of gen.mapReadInt and gen.mapReadStr.
+// mapRead is the walk of gen.mapReadInt, gen.mapReadStr and
+// gen.mapReadBytes.
 func (s *support) mapRead(r *btlang.MapRef, kind btlang.Kind) {
-	if r.Map == nil || r.Map.Agg != btlang.AggNone || r.Map.Value.Kind != kind {
+	if r.Map == nil || r.Map.Agg != btlang.AggNone || r.Map.Value.Kind != kind && !(kind == btlang.KindInt && r.Map.Value.Kind == btlang.KindPtr) {
 		s.fail(unsupported(r.At, "reading %s here", r.Name))
 		return
 	}
@@ -383,12 +401,17 @@ func (s *support) mapRead(r *btlang.MapRef, kind btlang.Kind) {
 
 // intExpr is the walk of gen.intExpr.
 func (s *support) intExpr(e btlang.Expr) {
-	if t := e.Type(); t.Kind != btlang.KindInt {
+	if t := e.Type(); t.Kind != btlang.KindInt && t.Kind != btlang.KindPtr {
 		s.fail(unsupported(e.Pos(), "a %s value here", t))
 		return
 	}
 	switch e := e.(type) {
-	case *btlang.IntLit, *btlang.ArgField, *btlang.Var:
+	case *btlang.IntLit, *btlang.ArgField, *btlang.Var, *btlang.Sizeof:
+	case *btlang.Deref, *btlang.FieldAccess, *btlang.Index:
+		s.place(e)
+		if size := btlang.CSize(cType(e)); size != 1 && size != 2 && size != 4 && size != 8 {
+			s.fail(unsupported(e.Pos(), "reading a %s", cType(e)))
+		}
 	case *btlang.Builtin:
 		if e.Arg < 0 && !intBuiltins[e.Name] {
 			s.fail(unsupported(e.At, "builtin %s", e.Name))
@@ -404,8 +427,6 @@ func (s *support) intExpr(e btlang.Expr) {
 		s.binary(e)
 	case *btlang.Cast:
 		s.intExpr(e.X)
-	case *btlang.Deref:
-		s.intExpr(e.X.X)
 	case *btlang.Call:
 		switch e.Name {
 		case "reg":
@@ -545,6 +566,9 @@ func (s *support) binary(e *btlang.Binary) {
 	case e.X.Type().Kind == btlang.KindBuf:
 		s.bufExpr(e.X)
 		s.bufExpr(e.Y)
+	case e.X.Type().Kind == btlang.KindArray:
+		s.valueExpr(e.X)
+		s.valueExpr(e.Y)
 	case e.X.Type().Kind == btlang.KindString:
 		if e.Op != "==" && e.Op != "!=" {
 			s.fail(unsupported(e.At, "string operator %s", e.Op))
@@ -605,8 +629,55 @@ func (s *support) strExpr(e btlang.Expr) {
 	case *btlang.TupleIndex:
 		s.tupleExpr(e.X)
 		return
+	case *btlang.Deref, *btlang.FieldAccess, *btlang.Index:
+		s.place(e)
+		return
 	}
 	s.fail(unsupported(e.Pos(), "this string expression (%s)", btlang.ExprString(e)))
+}
+
+// place is the walk of gen.placeOf.
+func (s *support) place(e btlang.Expr) {
+	switch e := e.(type) {
+	case *btlang.Deref:
+		s.intExpr(e.X)
+	case *btlang.FieldAccess:
+		if e.Arrow {
+			s.intExpr(e.X)
+		} else {
+			s.place(e.X)
+		}
+	case *btlang.Index:
+		if e.X.Type().Kind == btlang.KindPtr {
+			s.intExpr(e.X)
+		} else {
+			s.place(e.X)
+		}
+		if _, ok := btlang.ConstValue(e.I); !ok {
+			if !userPlace(e) {
+				s.fail(unsupported(e.At, "an index that is not a constant into an array held in a variable or map"))
+				return
+			}
+			s.intExpr(e.I)
+		}
+	case *btlang.Var:
+		if !isValue(e.Type()) {
+			s.fail(unsupported(e.At, "a %s here", e.Type()))
+		}
+	case *btlang.MapRef:
+		s.mapRead(e, e.Type().Kind)
+	default:
+		s.fail(unsupported(e.Pos(), "this value (%s)", btlang.ExprString(e)))
+	}
+}
+
+// valueExpr is the walk of gen.valueBuf.
+func (s *support) valueExpr(e btlang.Expr) {
+	if !isValue(e.Type()) {
+		s.fail(unsupported(e.Pos(), "a %s value here", e.Type()))
+		return
+	}
+	s.place(e)
 }
 
 // call is the walk of gen.call.
@@ -683,7 +754,7 @@ func (s *support) printf(c *btlang.Call) {
 func (s *support) printArgs(args []btlang.Expr) {
 	for _, a := range args {
 		switch t := a.Type(); t.Kind {
-		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple, btlang.KindBuf, btlang.KindTimestamp, btlang.KindInet:
+		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple, btlang.KindBuf, btlang.KindTimestamp, btlang.KindInet, btlang.KindPtr:
 		default:
 			s.fail(unsupported(a.Pos(), "printing a %s", t))
 			return

@@ -115,23 +115,52 @@ type Unary struct {
 	X  Expr
 }
 
-// Cast is (TYPE)X or, only as Deref's operand, (TYPE*)X, TYPE one of
-// int8 … int64, uint8 … uint64: X, an integer, truncated to Size bytes
-// and extended as Signed says (a value cast), or the address of such an
-// integer (Ptr).
+// Cast is (TYPE)X. TYPE is To: an integer type (int8 … uint64, C's and
+// <stdint.h>'s names), whose value cast truncates X to Size bytes and
+// extends it as Signed says, or a pointer type ((int32 *)X, (struct Foo
+// *)X), which makes the integer X an address (Ptr). For a pointer to an
+// integer, Size and Signed describe the integer pointed to.
 type Cast struct {
 	ExprBase
 	Size   int
 	Signed bool
 	Ptr    bool
+	To     Type
 	X      Expr
 }
 
-// Deref is *X, X a pointer Cast: the integer at the address, read from
-// the traced process's memory (0 if it cannot be read, as in bpftrace).
+// Deref is *X, X a pointer: the value it points to, read from the traced
+// process's memory (0 if it cannot be read, as in bpftrace).
 type Deref struct {
 	ExprBase
-	X *Cast
+	X Expr
+}
+
+// FieldAccess is X.Name for a struct or union value X, or X->Name (Arrow)
+// for a pointer to one. After Check, Field is the field.
+type FieldAccess struct {
+	ExprBase
+	X     Expr
+	Name  string
+	Arrow bool
+	Field *Field
+}
+
+// Index is X[I] for an array or a pointer X: the element I, read from
+// where X is (the traced process's memory for a pointer or an array
+// reached through one).
+type Index struct {
+	ExprBase
+	X, I Expr
+}
+
+// Sizeof is sizeof(TYPE) (Of, a type) or sizeof(X) (X, an expression):
+// the size in bytes as bpftrace gives it, Val after Check.
+type Sizeof struct {
+	ExprBase
+	Of  *Type
+	X   Expr
+	Val int
 }
 
 // Binary is X Op Y for Op one of * / % + - << >> < <= > >= == != & ^ | && ||.
@@ -276,6 +305,8 @@ func (b *ProbeBlock) Pos() Pos { return b.At }
 // by name. Check writes into the tree, so a Program must not be used
 // concurrently while Check runs; afterwards it may be read concurrently.
 type Program struct {
+	// Types are the type definitions, in order.
+	Types  []*TypeDef
 	Blocks []*ProbeBlock
 	Maps   []*Map
 }
@@ -306,4 +337,7 @@ type Variable struct {
 	// Narrow: an integer narrower than 8 bytes (ByteWidth) was assigned
 	// to it, whose width bpftrace keeps and usdtkit does not.
 	Narrow bool
+	// CType is the C type of its first value (a tuple's elements at their
+	// widths), for sizeof().
+	CType Type
 }

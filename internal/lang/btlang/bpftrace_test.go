@@ -13,6 +13,10 @@ import (
 // Comparing the two checks structure and precedence against bpftrace.
 func bpftraceDump(p *Program) string {
 	var b strings.Builder
+	for _, t := range p.Types {
+		// bpftrace prints its C definitions as written, each with a ";".
+		line(&b, 0, t.Src+";")
+	}
 	for _, blk := range p.Blocks {
 		if blk.Pred != nil {
 			line(&b, 2, "pred")
@@ -146,12 +150,44 @@ func dumpExpr(b *strings.Builder, e Expr, d int) {
 		line(b, d, e.Op)
 		dumpExpr(b, e.X, d+1)
 	case *Cast:
-		ptr := ""
+		// bpftrace 0.17 prints one "*" whatever the depth.
+		name := castName(e.Size, e.Signed)
 		if e.Ptr {
-			ptr = "*"
+			base := e.To
+			for base.Kind == KindPtr && base.Elem != nil {
+				base = *base.Elem
+			}
+			switch base.Kind {
+			case KindRecord:
+				name = base.Record.String()
+			case KindInt:
+				name = castName(base.Size, base.Signed)
+			}
+			name += "*"
 		}
-		line(b, d, "("+castName(e.Size, e.Signed)+ptr+")")
+		line(b, d, "("+name+")")
 		dumpExpr(b, e.X, d+1)
+	case *FieldAccess:
+		// bpftrace's parser reads a->b as (*a).b.
+		line(b, d, ".")
+		if e.Arrow {
+			line(b, d+1, "dereference")
+			dumpExpr(b, e.X, d+2)
+		} else {
+			dumpExpr(b, e.X, d+1)
+		}
+		line(b, d+1, e.Name)
+	case *Index:
+		line(b, d, "[]")
+		dumpExpr(b, e.X, d+1)
+		dumpExpr(b, e.I, d+1)
+	case *Sizeof:
+		line(b, d, "call: sizeof")
+		if e.Of != nil {
+			line(b, d+1, "identifier: "+strings.TrimSuffix(e.Of.String(), " "))
+		} else {
+			dumpExpr(b, e.X, d+1)
+		}
 	case *Deref:
 		line(b, d, "dereference")
 		dumpExpr(b, e.X, d+1)
@@ -233,6 +269,10 @@ func bpftraceMaps(p *Program) map[string]string {
 		case KindBuf:
 			// bpftrace counts its length byte in the type's size.
 			return "buffer[" + strconv.Itoa(t.Size+1) + "]"
+		case KindPtr:
+			if t.Elem != nil && t.Elem.Kind == KindInt && !t.Elem.Signed {
+				return "unsigned " + t.Elem.String()[1:] + " *"
+			}
 		case KindTuple:
 			s := make([]string, len(t.Elems))
 			for i, e := range t.Elems {

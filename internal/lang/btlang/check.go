@@ -301,6 +301,7 @@ func (c *checker) lookupMap(r *MapRef) *Map {
 		case KindTuple:
 			ok = false
 			c.errorf(k.Pos(), "a tuple cannot be a map key; use several keys, %s[a, b]", r.Name)
+		case KindPtr, KindArray, KindRecord:
 		default:
 			keys[i] = keys[i].widen(keys[i])
 		}
@@ -388,7 +389,7 @@ func (c *checker) assignMap(r *MapRef, op string, value Expr) {
 				return
 			}
 		}
-		if m.Value.Kind != KindNone && m.Value.Kind != KindInt {
+		if m.Value.Kind != KindNone && m.Value.Kind != KindInt && !isPtrArith(m.Value, op) {
 			c.errorf(r.At, "%s needs an integer, but map %s holds %s", op, r.Name, m.Value)
 			return
 		}
@@ -397,7 +398,7 @@ func (c *checker) assignMap(r *MapRef, op string, value Expr) {
 			// assignment is unsigned, by ++ or -- signed.
 			t = uint64T
 		}
-		if m.Value.Kind == KindInt {
+		if m.Value.Kind == KindInt || m.Value.Kind == KindPtr {
 			t = m.Value
 		}
 	} else {
@@ -548,7 +549,7 @@ func (c *checker) assignVar(v *Var, op string, value Expr) {
 			return
 		}
 		v.Decl, v.T = decl, decl.Type
-		if decl.Type.Kind != KindInt {
+		if decl.Type.Kind != KindInt && !isPtrArith(decl.Type, op) {
 			c.errorf(v.At, "%s needs an integer, but %s holds %s", op, v.Name, decl.Type)
 			return
 		}
@@ -571,7 +572,7 @@ func (c *checker) assignVar(v *Var, op string, value Expr) {
 	}
 	t = t.widen(t)
 	if decl == nil {
-		decl = &Variable{Name: v.Name, Type: t, Pos: v.At}
+		decl = &Variable{Name: v.Name, Type: t, Pos: v.At, CType: exprCType(value)}
 		c.vars[v.Name] = decl
 		c.block.Vars = append(c.block.Vars, decl)
 	} else if !decl.Type.compatible(t) {
@@ -582,6 +583,12 @@ func (c *checker) assignVar(v *Var, op string, value Expr) {
 	}
 	decl.Narrow = decl.Narrow || t.Kind == KindInt && ByteWidth(value) < 8
 	v.Decl, v.T = decl, t
+}
+
+// isPtrArith reports whether op on a value of type t is pointer
+// arithmetic: +=, -=, ++ or -- on a pointer.
+func isPtrArith(t Type, op string) bool {
+	return t.Kind == KindPtr && (op == "+=" || op == "-=" || op == "++" || op == "--")
 }
 
 // statementCalls are the functions that are statements, without a value.
@@ -599,7 +606,7 @@ var RegNames = []string{"ip", "sp", "bp", "ax", "bx", "cx", "dx", "si", "di",
 var unsupportedCalls = map[string]bool{
 	"join": true, "override": true, "kaddr": true,
 	"uaddr": true, "ksym": true,
-	"sizeof": true, "macaddr": true, "path": true, "cgroupid": true,
+	"macaddr": true, "path": true, "cgroupid": true,
 	"kptr": true, "uptr": true, "skboutput": true, "unwatch": true, "len": true,
 	"cgroup_path": true, "kstack": true, "has_key": true, "debugf": true,
 	"offsetof": true, "percpu_kaddr": true, "nsecs": true, "socket_cookie": true,
@@ -660,7 +667,7 @@ func (c *checker) statementCall(call *Call) {
 				return
 			}
 			switch t := c.expr(args[0]); t.Kind {
-			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym, KindUsername, KindTuple, KindTimestamp, KindInet:
+			case KindNone, KindInt, KindString, KindProbe, KindSym, KindUsym, KindUsername, KindTuple, KindTimestamp, KindInet, KindPtr:
 			default:
 				c.errorf(args[0].Pos(), "print() of a %s is not supported yet; print a map, an integer, a string or a tuple", t)
 			}
@@ -788,6 +795,12 @@ func (c *checker) expr(e Expr) Type {
 		e.T = t
 	case *Deref:
 		e.T = t
+	case *FieldAccess:
+		e.T = t
+	case *Index:
+		e.T = t
+	case *Sizeof:
+		e.T = t
 	case *Binary:
 		e.T = t
 	case *Ternary:
@@ -855,25 +868,54 @@ func (c *checker) exprType(e Expr) Type {
 		}
 		return t.widen(t)
 	case *Cast:
-		if e.Ptr {
-			c.errorf(e.At, "a pointer cast must be dereferenced: *(%s*)X reads the integer at X", castName(e.Size, e.Signed))
+		t := c.expr(e.X)
+		if t.Kind == KindNone {
+			return t
+		}
+		if t.Kind != KindInt && t.Kind != KindPtr {
+			c.errorf(e.At, "a cast to %s needs an integer or a pointer, not %s", e.To, t)
 			return Type{}
 		}
-		if t := c.expr(e.X); t.Kind != KindInt {
-			if t.Kind != KindNone {
-				c.errorf(e.At, "a cast to %s needs an integer, not %s", castName(e.Size, e.Signed), t)
-			}
-			return Type{}
+		if e.Ptr {
+			return e.To
 		}
 		return Type{Kind: KindInt, Signed: e.Signed, Size: 8}
 	case *Deref:
-		if t := c.expr(e.X.X); t.Kind != KindInt {
-			if t.Kind != KindNone {
-				c.errorf(e.X.At, "*(%s*)X reads at an integer address, not %s", castName(e.X.Size, e.X.Signed), t)
-			}
+		t := c.expr(e.X)
+		if t.Kind == KindNone {
+			return t
+		}
+		if t.Kind != KindPtr {
+			c.errorf(e.At, "only a pointer can be dereferenced, not %s: cast it first, as in *(int32 *)X", t)
 			return Type{}
 		}
-		return Type{Kind: KindInt, Signed: e.X.Signed, Size: 8}
+		if t.Elem == nil {
+			c.errorf(e.At, "a void * cannot be dereferenced: cast it to a pointer to a type")
+			return Type{}
+		}
+		return c.valueOf(e.At, *t.Elem)
+	case *FieldAccess:
+		return c.field(e)
+	case *Index:
+		return c.index(e)
+	case *Sizeof:
+		if e.Of != nil {
+			if e.Of.Kind == KindRecord && !e.Of.Record.Defined {
+				c.errorf(e.At, "%s is not defined", e.Of.Record)
+				return Type{}
+			}
+			if e.Of.Kind == KindNone {
+				c.errorf(e.At, "sizeof(void) has no size")
+				return Type{}
+			}
+			e.Val = CSize(*e.Of)
+			return uint64T
+		}
+		if t := c.expr(e.X); t.Kind == KindNone {
+			return t
+		}
+		e.Val = CSize(exprCType(e.X))
+		return uint64T
 	case *Binary:
 		return c.binary(e)
 	case *Ternary:
@@ -941,6 +983,16 @@ func (c *checker) exprType(e Expr) Type {
 
 func (c *checker) binary(e *Binary) Type {
 	a, b := c.expr(e.X), c.expr(e.Y)
+	if a.Kind == KindPtr || b.Kind == KindPtr {
+		return c.pointerOp(e, a, b)
+	}
+	if (e.Op == "==" || e.Op == "!=") && a.Kind == KindArray && b.Kind == KindArray {
+		if !a.Equal(b) {
+			c.errorf(e.At, "%s compares arrays of the same type, not %s and %s", e.Op, a, b)
+			return Type{}
+		}
+		return uint64T
+	}
 	if a.Kind == KindNone || b.Kind == KindNone {
 		// A map whose value type is not known yet, with an integer (or
 		// another such map): the result is an unsigned integer, as
@@ -1410,16 +1462,154 @@ func SignalNumber(name string) int {
 	return int(unix.SignalNum(name))
 }
 
+// valueOf returns the type of an expression that reads a value of C type
+// t (a field, an element, what a pointer points to): integers are 64
+// bits, an array of char is a string with room for a NUL.
+func (c *checker) valueOf(at Pos, t Type) Type {
+	switch t.Kind {
+	case KindInt:
+		return Type{Kind: KindInt, Signed: t.Signed, Size: 8}
+	case KindString:
+		return StringType(t.Size + 1)
+	case KindRecord:
+		if !t.Record.Defined {
+			c.errorf(at, "%s is not defined", t.Record)
+			return Type{}
+		}
+	}
+	return t
+}
+
+// field checks X.NAME and X->NAME.
+func (c *checker) field(e *FieldAccess) Type {
+	t := c.expr(e.X)
+	if t.Kind == KindNone {
+		return t
+	}
+	if e.Arrow {
+		if t.Kind != KindPtr || t.Elem == nil || t.Elem.Kind != KindRecord {
+			c.errorf(e.At, "-> needs a pointer to a struct or union, not %s", t)
+			return Type{}
+		}
+		t = *t.Elem
+	} else if t.Kind != KindRecord {
+		if t.Kind == KindPtr && t.Elem != nil && t.Elem.Kind == KindRecord {
+			c.errorf(e.At, "%s is a pointer: use ->%s", t, e.Name)
+		} else {
+			c.errorf(e.At, ".%s needs a struct or union, not %s", e.Name, t)
+		}
+		return Type{}
+	}
+	r := t.Record
+	if !r.Defined {
+		c.errorf(e.At, "%s is not defined", r)
+		return Type{}
+	}
+	f := r.Field(e.Name)
+	if f == nil {
+		c.errorf(e.At, "%s has no field %s", r, e.Name)
+		return Type{}
+	}
+	e.Field = f
+	return c.valueOf(e.At, f.Type)
+}
+
+// index checks X[I].
+func (c *checker) index(e *Index) Type {
+	t := c.expr(e.X)
+	it := c.expr(e.I)
+	if t.Kind == KindNone || it.Kind == KindNone {
+		return Type{}
+	}
+	if it.Kind != KindInt {
+		c.errorf(e.I.Pos(), "an index must be an integer, not %s", it)
+		return Type{}
+	}
+	switch t.Kind {
+	case KindArray:
+		if v, ok := constValue(e.I); ok && (v < 0 || v >= int64(t.Len)) {
+			c.errorf(e.At, "the index %d is out of bounds for array of size %d", v, t.Len)
+			return Type{}
+		}
+	case KindPtr:
+		if t.Elem == nil {
+			c.errorf(e.At, "a void * cannot be indexed: cast it to a pointer to a type")
+			return Type{}
+		}
+	default:
+		c.errorf(e.At, "only arrays and pointers can be indexed, not %s", t)
+		return Type{}
+	}
+	return c.valueOf(e.At, *t.Elem)
+}
+
+// pointerOp checks a binary operation with a pointer operand: a pointer
+// plus or minus an integer (scaled by the size of what it points to, as
+// in C), comparisons, && and ||.
+func (c *checker) pointerOp(e *Binary, a, b Type) Type {
+	if a.Kind == KindNone || b.Kind == KindNone {
+		return Type{}
+	}
+	switch e.Op {
+	case "+", "-":
+		switch {
+		case a.Kind == KindPtr && b.Kind == KindInt:
+			return a
+		case e.Op == "+" && a.Kind == KindInt && b.Kind == KindPtr:
+			return b
+		}
+	case "==", "!=", "<", "<=", ">", ">=", "&&", "||":
+		if (a.Kind == KindPtr || a.Kind == KindInt) && (b.Kind == KindPtr || b.Kind == KindInt) {
+			return uint64T
+		}
+	}
+	c.errorf(e.At, "%s is not defined on %s and %s", e.Op, a, b)
+	return Type{}
+}
+
+// exprCType returns the C type of the value e gives: an integer's own
+// width where a cast or the memory read gives it, a tuple's elements so.
+// sizeof() gives its size.
+func exprCType(e Expr) Type {
+	switch e := e.(type) {
+	case *Cast:
+		if e.Ptr {
+			return e.To
+		}
+		return Type{Kind: KindInt, Size: e.Size, Signed: e.Signed}
+	case *Deref:
+		if t := e.X.Type(); t.Kind == KindPtr && t.Elem != nil {
+			return *t.Elem
+		}
+	case *FieldAccess:
+		if e.Field != nil {
+			return e.Field.Type
+		}
+	case *Index:
+		if t := e.X.Type(); (t.Kind == KindPtr || t.Kind == KindArray) && t.Elem != nil {
+			return *t.Elem
+		}
+	case *Tuple:
+		t := Type{Kind: KindTuple, Elems: make([]Type, len(e.Elems))}
+		for i, x := range e.Elems {
+			t.Elems[i] = exprCType(x)
+		}
+		return t
+	case *Var:
+		if e.Decl != nil && e.Decl.CType.Kind != KindNone {
+			return e.Decl.CType
+		}
+	}
+	return e.Type()
+}
+
 // ByteWidth returns the width in bytes of integer expression e as C (and
 // bpftrace) types it: a cast's or a dereference's size, else 8. Integer
 // values are 64-bit here; bswap reverses ByteWidth bytes. A variable is
 // 8 bytes wide even when a narrower cast was assigned to it.
 func ByteWidth(e Expr) int {
-	switch e := e.(type) {
-	case *Cast:
-		return e.Size
-	case *Deref:
-		return e.X.Size
+	if t := exprCType(e); t.Kind == KindInt && t.Size > 0 {
+		return t.Size
 	}
 	return 8
 }

@@ -41,7 +41,7 @@ func ParseWith(file string, src []byte, opts *ParseOptions) (*Program, error) {
 	if len(src) > MaxSourceSize {
 		return nil, ErrorList{errorf(Pos{File: file, Line: 1, Col: 1}, "the program is larger than %d bytes", MaxSourceSize)}
 	}
-	p := &parser{lx: lexer{file: file, src: string(src), line: 1, col: 1}}
+	p := &parser{lx: lexer{file: file, src: string(src), line: 1, col: 1}, types: newCTypes()}
 	if opts != nil {
 		p.params = opts.Params
 	}
@@ -86,7 +86,7 @@ func parseExprs(file, src string, opts *ExprOptions, list bool) ([]Expr, error) 
 	if len(src) > MaxSourceSize {
 		return nil, ErrorList{errorf(start, "the expression is larger than %d bytes", MaxSourceSize)}
 	}
-	p := &parser{lx: lexer{file: file, src: src, line: 1, col: 1}}
+	p := &parser{lx: lexer{file: file, src: src, line: 1, col: 1}, types: newCTypes()}
 	if opts != nil {
 		p.names = opts.Names
 	}
@@ -143,6 +143,12 @@ type parser struct {
 	loops int
 	// names reads bare identifiers as argument names (ExprOptions.Names).
 	names bool
+	// types are the types the program has defined so far.
+	types cTypes
+}
+
+func newCTypes() cTypes {
+	return cTypes{records: map[string]*Record{}, typedefs: map[string]Type{}, enums: map[string]int64{}}
 }
 
 func (p *parser) fail(err *Error) {
@@ -189,7 +195,17 @@ func (p *parser) program() (*Program, *Error) {
 		p.failf(p.tok.pos, "the program has no probes")
 	}
 	for p.tok.kind != tEOF {
+		if p.tok.kind == tProbe {
+			switch p.tok.text {
+			case "struct", "union", "enum", "typedef":
+				p.typeDef(prog)
+				continue
+			}
+		}
 		prog.Blocks = append(prog.Blocks, p.block())
+	}
+	if p.err == nil && len(prog.Blocks) == 0 {
+		p.failf(p.tok.pos, "the program has no probes")
 	}
 	if p.err != nil {
 		return nil, p.err
@@ -213,7 +229,7 @@ func (p *parser) probe() *Probe {
 	}
 	switch t.text {
 	case "struct", "union", "enum", "typedef":
-		p.failf(t.pos, "type definitions are not supported")
+		p.failf(t.pos, "a type definition must come before or between probe blocks, not in a list of probes")
 	case "config":
 		p.failf(t.pos, "config blocks are not supported")
 	case "macro", "fn":
@@ -466,12 +482,7 @@ func (p *parser) unary() Expr {
 		p.enter()
 		x := p.unary()
 		p.depth--
-		c, ok := x.(*Cast)
-		if !ok || !c.Ptr {
-			p.failf(t.pos, "only a pointer cast can be dereferenced, as in *(int32*)arg0")
-			return x
-		}
-		return &Deref{ExprBase: ExprBase{At: t.pos}, X: c}
+		return &Deref{ExprBase: ExprBase{At: t.pos}, X: x}
 	case t.is("&"):
 		p.failf(t.pos, "the address-of operator (&) is not supported")
 	case t.is("++") || t.is("--"):
@@ -489,20 +500,28 @@ func (p *parser) postfix(x Expr) Expr {
 	for {
 		t := p.tok
 		switch {
-		case t.is("."):
+		case t.is(".") || t.is("->"):
 			p.next(false)
-			if p.tok.kind != tInt {
-				p.failf(p.tok.pos, "expected a tuple index after \".\", found %s (struct fields are not supported)", p.tok.describe())
+			if t.is(".") && p.tok.kind == tInt {
+				if p.tok.val > 1<<16 {
+					p.failf(p.tok.pos, "tuple index %d is too large", p.tok.val)
+				}
+				x = &TupleIndex{ExprBase: ExprBase{At: t.pos}, X: x, Index: int(p.tok.val)}
+				p.next(false)
+				break
 			}
-			if p.tok.val > 1<<16 {
-				p.failf(p.tok.pos, "tuple index %d is too large", p.tok.val)
+			if p.tok.kind != tIdent {
+				p.failf(p.tok.pos, "expected a field name after %q, found %s", t.text, p.tok.describe())
 			}
-			x = &TupleIndex{ExprBase: ExprBase{At: t.pos}, X: x, Index: int(p.tok.val)}
+			x = &FieldAccess{ExprBase: ExprBase{At: t.pos}, X: x, Name: p.tok.text, Arrow: t.is("->")}
 			p.next(false)
-		case t.is("->"):
-			p.failf(t.pos, "struct field access (->) is only supported on args")
 		case t.is("["):
-			p.failf(t.pos, "array indexing is not supported")
+			p.next(false)
+			p.enter()
+			i := p.expr()
+			p.depth--
+			p.expect("]", false)
+			x = &Index{ExprBase: ExprBase{At: t.pos}, X: x, I: i}
 		case t.is("++") || t.is("--"):
 			switch x.(type) {
 			case *Var, *MapRef:
@@ -563,8 +582,8 @@ func (p *parser) primary() Expr {
 	case tPunct:
 		if t.is("(") {
 			p.next(false)
-			if size, signed, ok := castType(p.tok); ok {
-				return p.cast(t, size, signed)
+			if p.startsType(p.tok) {
+				return p.cast(t)
 			}
 			first := p.expr()
 			if p.tok.is(")") {
@@ -648,24 +667,6 @@ func (p *parser) param(t token) Expr {
 	return lit
 }
 
-// castTypes are the integer types of casts, by name: size and sign.
-var castTypes = map[string]struct {
-	size   int
-	signed bool
-}{
-	"int8": {1, true}, "int16": {2, true}, "int32": {4, true}, "int64": {8, true},
-	"uint8": {1, false}, "uint16": {2, false}, "uint32": {4, false}, "uint64": {8, false},
-}
-
-// castType reports whether t names a cast's type.
-func castType(t token) (size int, signed, ok bool) {
-	if t.kind != tIdent {
-		return 0, false, false
-	}
-	ct, ok := castTypes[t.text]
-	return ct.size, ct.signed, ok
-}
-
 // castName is the name of the cast type of size bytes and sign.
 func castName(size int, signed bool) string {
 	s := "int" + strconv.Itoa(8*size)
@@ -675,21 +676,29 @@ func castName(size int, signed bool) string {
 	return s
 }
 
-// cast parses the rest of a cast whose "(" is open and whose type is the
-// current token: an optional "*", ")", and the operand, a unary
-// expression. A pointer cast must be dereferenced (see unary).
-func (p *parser) cast(open token, size int, signed bool) Expr {
-	p.next(false)
-	ptr := false
-	if p.tok.is("*") {
-		ptr = true
-		p.next(false)
-	}
+// cast parses the rest of a cast whose "(" is open and whose type starts
+// at the current token: the type name, ")", and the operand, a unary
+// expression.
+func (p *parser) cast(open token) Expr {
+	at := p.tok.pos
+	to := p.typeName()
 	p.expect(")", false)
 	p.enter()
 	x := p.unary()
 	p.depth--
-	return &Cast{ExprBase: ExprBase{At: open.pos}, Size: size, Signed: signed, Ptr: ptr, X: x}
+	c := &Cast{ExprBase: ExprBase{At: open.pos}, To: to, X: x}
+	switch {
+	case to.Kind == KindInt:
+		c.Size, c.Signed = to.Size, to.Signed
+	case to.Kind == KindPtr:
+		c.Ptr = true
+		if to.Elem != nil && to.Elem.Kind == KindInt {
+			c.Size, c.Signed = to.Elem.Size, to.Elem.Signed
+		}
+	case p.err == nil:
+		p.failf(at, "a cast is to an integer or a pointer type, not %s", to)
+	}
+	return c
 }
 
 // exprList parses e1, e2… up to and including the closing punctuation.
@@ -714,6 +723,9 @@ func (p *parser) ident() Expr {
 	p.next(false)
 	if _, isArg := argIndex(t.text); p.names && !isArg && !p.tok.is("(") {
 		return p.namePath(t)
+	}
+	if t.text == "sizeof" {
+		return p.sizeof(t)
 	}
 	if p.tok.is("(") {
 		p.next(false)
@@ -805,17 +817,35 @@ func (p *parser) ident() Expr {
 	switch t.text {
 	case "perf", "bpftrace", "raw":
 		p.failf(t.pos, "%s is a stack mode: it is only the first argument of ustack()", t.text)
-	case "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64":
-		p.failf(t.pos, "%s is a type: cast with (%s)X, or read memory with *(%s*)X", t.text, t.text, t.text)
-	case "char", "int", "long", "unsigned", "signed", "short", "bool":
-		p.failf(t.pos, "casts to %s are not supported; cast to int8 … int64 or uint8 … uint64", t.text)
 	case "if", "else":
 		p.failf(t.pos, "%s cannot appear in an expression", t.text)
-	case "sizeof", "offsetof":
+	case "offsetof":
 		p.failf(t.pos, "%s is not supported", t.text)
+	}
+	if v, ok := p.types.enums[t.text]; ok {
+		return &IntLit{ExprBase: ExprBase{At: t.pos}, Val: uint64(v)}
+	}
+	if p.startsType(t) {
+		p.failf(t.pos, "%s is a type: cast with (%s)X, or read memory with *(%s*)X", t.text, t.text, t.text)
 	}
 	p.failf(t.pos, "unknown identifier %s", t.text)
 	return &IntLit{ExprBase: ExprBase{At: t.pos}}
+}
+
+// sizeof parses sizeof(TYPE) or sizeof(X); t is "sizeof".
+func (p *parser) sizeof(t token) Expr {
+	e := &Sizeof{ExprBase: ExprBase{At: t.pos}}
+	p.expect("(", false)
+	if p.startsType(p.tok) {
+		to := p.typeName()
+		e.Of = &to
+	} else {
+		p.enter()
+		e.X = p.expr()
+		p.depth--
+	}
+	p.expect(")", false)
+	return e
 }
 
 // namePath parses the rest of a bare name whose first identifier is t

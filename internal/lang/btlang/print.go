@@ -11,6 +11,9 @@ import (
 // a Program equal to p but for positions and types.
 func (p *Program) String() string {
 	var w printer
+	for _, t := range p.Types {
+		w.WriteString(t.Text + ";\n")
+	}
 	for i, b := range p.Blocks {
 		if i > 0 {
 			w.WriteByte('\n')
@@ -193,15 +196,31 @@ func (w *printer) expr(e Expr) {
 		w.WriteString(e.Op)
 		w.operand(e.X)
 	case *Cast:
-		w.WriteString("(" + castName(e.Size, e.Signed))
-		if e.Ptr {
-			w.WriteByte('*')
-		}
-		w.WriteByte(')')
+		w.WriteString("(" + strings.TrimSuffix(e.To.String(), " ") + ")")
 		w.operand(e.X)
 	case *Deref:
 		w.WriteByte('*')
-		w.expr(e.X)
+		w.operand(e.X)
+	case *FieldAccess:
+		w.operand(e.X)
+		if e.Arrow {
+			w.WriteString("->" + e.Name)
+		} else {
+			w.WriteString("." + e.Name)
+		}
+	case *Index:
+		w.operand(e.X)
+		w.WriteByte('[')
+		w.expr(e.I)
+		w.WriteByte(']')
+	case *Sizeof:
+		w.WriteString("sizeof(")
+		if e.Of != nil {
+			w.WriteString(strings.TrimSuffix(e.Of.String(), " "))
+		} else {
+			w.expr(e.X)
+		}
+		w.WriteByte(')')
 	case *Binary:
 		w.operand(e.X)
 		w.WriteString(" " + e.Op + " ")

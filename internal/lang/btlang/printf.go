@@ -16,5 +16,5 @@ func verbAccepts(v printf.Verb, t Type) bool {
 		}
 		return false
 	}
-	return t.Kind == KindInt
+	return t.Kind == KindInt || t.Kind == KindPtr
 }

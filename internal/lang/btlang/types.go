@@ -45,9 +45,16 @@ const (
 	// KindInet is an IP address as ntop() makes it: its address family
 	// and its bytes, printed as inet_ntop(3) prints them.
 	KindInet
+	// KindPtr is a C pointer to a value of type *Type.Elem (nil: void),
+	// 8 bytes, an address in the traced process.
+	KindPtr
+	// KindArray is a C array of Type.Len values of type *Type.Elem.
+	KindArray
+	// KindRecord is a C struct or union, Type.Record.
+	KindRecord
 )
 
-var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym", "username", "buffer", "timestamp", "inet"}
+var kindNames = [...]string{"none", "int", "string", "tuple", "stack", "probe", "sym", "usym", "username", "buffer", "timestamp", "inet", "pointer", "array", "record"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -65,6 +72,12 @@ type Type struct {
 	// Perf is ustack(perf)'s mode: frames print with address and object.
 	Perf  bool
 	Elems []Type // KindTuple
+	// Elem is what a KindPtr points to (nil: void) and a KindArray's
+	// element; Len is a KindArray's length.
+	Elem *Type
+	Len  int
+	// Record is a KindRecord's definition.
+	Record *Record
 }
 
 // The 64-bit integer types, which all integer expressions have.
@@ -78,7 +91,11 @@ func StringType(n int) Type { return Type{Kind: KindString, Size: n} }
 
 // Equal reports whether t and u are the same type.
 func (t Type) Equal(u Type) bool {
-	if t.Kind != u.Kind || t.Signed != u.Signed || t.Size != u.Size || t.Perf != u.Perf || len(t.Elems) != len(u.Elems) {
+	if t.Kind != u.Kind || t.Signed != u.Signed || t.Size != u.Size || t.Perf != u.Perf || len(t.Elems) != len(u.Elems) ||
+		t.Len != u.Len || t.Record != u.Record || (t.Elem == nil) != (u.Elem == nil) {
+		return false
+	}
+	if t.Elem != nil && !t.Elem.Equal(*u.Elem) {
 		return false
 	}
 	for i := range t.Elems {
@@ -95,6 +112,10 @@ func (t Type) Equal(u Type) bool {
 func (t Type) compatible(u Type) bool {
 	if t.Kind != u.Kind || t.Kind == KindStack && (t.Perf != u.Perf || t.Size != u.Size) {
 		return false
+	}
+	switch t.Kind {
+	case KindPtr, KindArray, KindRecord:
+		return t.Equal(u)
 	}
 	if t.Kind != KindTuple {
 		return true
@@ -157,6 +178,28 @@ func (t Type) String() string {
 		return "timestamp"
 	case KindInet:
 		return "inet"
+	case KindPtr:
+		if t.Elem == nil {
+			return "void *"
+		}
+		if t.Elem.Kind == KindPtr {
+			return t.Elem.String() + "*"
+		}
+		return t.Elem.String() + " *"
+	case KindArray:
+		// int32[2][4]: the outer length first, as C declares it.
+		dims := ""
+		e := t
+		for e.Kind == KindArray && e.Elem != nil {
+			dims += "[" + strconv.Itoa(e.Len) + "]"
+			e = *e.Elem
+		}
+		return e.String() + dims
+	case KindRecord:
+		if t.Record == nil {
+			return "struct"
+		}
+		return t.Record.String()
 	case KindTuple:
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {

@@ -45,6 +45,15 @@ func Inspect(n Node, f func(Node) bool) {
 		Inspect(n.X, f)
 	case *Deref:
 		Inspect(n.X, f)
+	case *FieldAccess:
+		Inspect(n.X, f)
+	case *Index:
+		Inspect(n.X, f)
+		Inspect(n.I, f)
+	case *Sizeof:
+		if n.X != nil {
+			Inspect(n.X, f)
+		}
 	case *Binary:
 		Inspect(n.X, f)
 		Inspect(n.Y, f)

@@ -15,6 +15,9 @@ const (
 	// stack already symbolized as bpftrace prints it. bpftrace does not sort
 	// by stacks; neither does this package.
 	KeyStack
+	// KeyValue is a C struct, union or array of KeyField.Size bytes, as
+	// KeyField.Value lays it out: Key.Raw holds its bytes.
+	KeyValue
 )
 
 // KeyField describes one field of a map's key.
@@ -24,6 +27,8 @@ type KeyField struct {
 	// (bpftrace's default string size is 64). Zero means no limit. Strings
 	// longer than Size-1 bytes are cut to Size-1, as the kernel would have.
 	Size int
+	// Value describes a KeyValue field.
+	Value *CValue
 }
 
 // LinearRange is lhist()'s min, max and step. bpftrace requires
@@ -68,4 +73,35 @@ func HistIndex(v int64) int {
 		return 1
 	}
 	return 1 + bits.Len64(uint64(v))
+}
+
+// CKind is the kind of a C value (CValue).
+type CKind uint8
+
+const (
+	CInt    CKind = iota + 1 // an integer of Size bytes, signed if Signed
+	CPtr                     // a pointer, 8 bytes
+	CString                  // an array of char of Size bytes, printed as a string
+	CArray                   // Len values of Elem
+	CRecord                  // a struct or union: Fields
+)
+
+// CValue describes the bytes of a C value a map holds, as a key field or
+// a value: a struct, union or array, with its fields and elements.
+type CValue struct {
+	Kind   CKind
+	Size   int
+	Signed bool
+	Elem   *CValue // CArray
+	Len    int     // CArray
+	Fields []CField
+}
+
+// CField is one field of a CRecord: its name, its byte offset and, for a
+// bit-field, its bits in the unit of Value.Size bytes at Off.
+type CField struct {
+	Name         string
+	Off          int
+	BitOff, Bits int
+	Value        *CValue
 }
