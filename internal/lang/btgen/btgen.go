@@ -360,6 +360,9 @@ type RecordArg struct {
 	// Stack: a ustack, stackcap's frames layout of Size bytes, then the
 	// 8-byte pid.
 	Stack *StackInfo
+	// C: a C struct, union or array of Size bytes, laid out as C says
+	// (print() of one).
+	C *layout.CValue
 }
 
 // Limits.

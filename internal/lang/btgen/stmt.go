@@ -539,7 +539,7 @@ func (g *gen) lost(idx int) {
 }
 
 func (g *gen) mapReadInt(r *btlang.MapRef) {
-	if r.Map == nil || r.Map.Agg != btlang.AggNone || r.Map.Value.Kind != btlang.KindInt {
+	if r.Map == nil || r.Map.Agg != btlang.AggNone || r.Map.Value.Kind != btlang.KindInt && r.Map.Value.Kind != btlang.KindPtr {
 		g.fail(internal(r.At, "reading %s here", r.Name))
 		return
 	}
@@ -905,6 +905,10 @@ func (g *gen) printf(c *btlang.Call) {
 		case btlang.KindInet:
 			info.Args = append(info.Args, RecordArg{Off: size, Inet: true, Size: InetSize})
 			size += InetSize
+		case btlang.KindRecord, btlang.KindArray:
+			n := btlang.CSize(t)
+			info.Args = append(info.Args, RecordArg{Off: size, Size: n, C: CValue(t)})
+			size += round8(n)
 		case btlang.KindStack:
 			si := stackInfo(t)
 			si.Map, si.Machine = "", g.opts.Machine
@@ -948,6 +952,11 @@ func (g *gen) printf(c *btlang.Call) {
 		}
 		if ra.Stack != nil {
 			g.stackArg(a.Pos(), rec+ra.Off, ra.Stack)
+			continue
+		}
+		if ra.C != nil {
+			src := g.valueBuf(a)
+			g.copyBytes(asm.R7, src.off, asm.R7, rec+ra.Off, round8(ra.Size))
 			continue
 		}
 		if ra.Usym {

@@ -698,7 +698,7 @@ func (s *support) call(c *btlang.Call) {
 		}
 	case "print", "clear", "zero":
 		if _, isMap := c.Args[0].(*btlang.MapRef); !isMap && c.Name == "print" {
-			s.printArgs(c.Args[:1])
+			s.printArgs(c.Args[:1], true)
 			return
 		}
 		for _, a := range c.Args[1:] {
@@ -747,13 +747,19 @@ func (s *support) printf(c *btlang.Call) {
 		s.fail(&btlang.Error{Pos: lit.At, Msg: "printf: " + err.Error()})
 		return
 	}
-	s.printArgs(c.Args[1:])
+	s.printArgs(c.Args[1:], false)
 }
 
-// printArgs checks the values a printf record carries, then walks them.
-func (s *support) printArgs(args []btlang.Expr) {
+// printArgs checks the values a printf record carries, then walks them;
+// value: print()'s, which may be a struct, union or array.
+func (s *support) printArgs(args []btlang.Expr, value bool) {
 	for _, a := range args {
 		switch t := a.Type(); t.Kind {
+		case btlang.KindRecord, btlang.KindArray:
+			if !value {
+				s.fail(unsupported(a.Pos(), "printing a %s", t))
+				return
+			}
 		case btlang.KindInt, btlang.KindString, btlang.KindProbe, btlang.KindSym, btlang.KindUsym, btlang.KindStack, btlang.KindUsername, btlang.KindTuple, btlang.KindBuf, btlang.KindTimestamp, btlang.KindInet, btlang.KindPtr:
 		default:
 			s.fail(unsupported(a.Pos(), "printing a %s", t))
@@ -790,6 +796,8 @@ func (s *support) printArgs(args []btlang.Expr) {
 			}
 		case btlang.KindProbe, btlang.KindSym:
 			s.nameID(a)
+		case btlang.KindRecord, btlang.KindArray:
+			s.valueExpr(a)
 		default:
 			s.intExpr(a)
 		}

@@ -28,9 +28,10 @@ const (
 	AggHist                  // hist(x): MapEntry.Buckets, indexed by layout.HistIndex
 	AggLhist                 // lhist(x, min, max, step): MapEntry.Buckets, indexed by Map.Lhist.Index
 	AggTuple                 // @m = tuple: MapEntry.Tuple
+	AggValue                 // @m = a C struct, union or array: MapEntry.Raw, laid out as Map.Value says
 )
 
-var aggNames = [...]string{"", "int", "string", "count", "sum", "min", "max", "avg", "stats", "hist", "lhist", "tuple"}
+var aggNames = [...]string{"", "int", "string", "count", "sum", "min", "max", "avg", "stats", "hist", "lhist", "tuple", "value"}
 
 func (a Agg) String() string {
 	if int(a) < len(aggNames) && a != 0 {
@@ -41,7 +42,8 @@ func (a Agg) String() string {
 
 // Key is the value of one key field: Int for layout.KeyInt (an integer key of a
 // narrower or unsigned type is extended to 64 bits by its type's sign
-// first, as bpftrace does), Str for layout.KeyString, both for layout.KeyStack.
+// first, as bpftrace does), Str for layout.KeyString, both for layout.KeyStack,
+// Str (as AppendCKey prints it) for layout.KeyValue.
 type Key struct {
 	Int int64
 	Str string
@@ -61,7 +63,9 @@ type Map struct {
 	// value prints truncated to it.
 	Bits int
 	// Lhist is an AggLhist map's range.
-	Lhist   layout.LinearRange
+	Lhist layout.LinearRange
+	// Value lays out an AggValue map's values.
+	Value   *layout.CValue
 	Entries []MapEntry
 }
 
@@ -75,6 +79,7 @@ type MapEntry struct {
 	Str   string // AggString
 	// Tuple is an AggTuple value (Kind ValueTuple).
 	Tuple Value
+	Raw   []byte // AggValue
 	// Count and Total are the number and sum of the values of an avg() or
 	// stats(); the average printed is Total/Count rounded toward zero.
 	Count, Total int64

@@ -191,6 +191,11 @@ func appendKeyText(dst []byte, m *Map, e *MapEntry) []byte {
 func appendValue(dst []byte, m *Map, e *MapEntry, div uint32, quoted bool) []byte {
 	v := e.Value
 	switch m.Agg {
+	case AggValue:
+		if quoted {
+			return appendC(dst, m.Value, e.Raw, cJSON)
+		}
+		return appendC(dst, m.Value, e.Raw, cText)
 	case AggString:
 		if quoted {
 			dst = append(dst, '"')
@@ -490,6 +495,7 @@ const (
 	ValueInt    ValueKind = iota + 1 // Value.Int, read as Value.Signed says
 	ValueString                      // Value.Str
 	ValueTuple                       // Value.Elems
+	ValueC                           // Value.Raw, a C struct, union or array laid out as Value.C says
 )
 
 // Value is a value print(x) prints when x is not a map: an integer, a
@@ -500,6 +506,8 @@ type Value struct {
 	Signed bool
 	Str    string
 	Elems  []Value
+	C      *layout.CValue
+	Raw    []byte
 }
 
 // AppendValue appends v as bpftrace's print(v) prints it: the value and a
@@ -516,6 +524,8 @@ func AppendValue(dst []byte, v Value, out Output) []byte {
 
 func appendValueText(dst []byte, v Value) []byte {
 	switch v.Kind {
+	case ValueC:
+		return appendC(dst, v.C, v.Raw, cText)
 	case ValueString:
 		return append(dst, v.Str...)
 	case ValueTuple:
@@ -536,6 +546,8 @@ func appendValueText(dst []byte, v Value) []byte {
 
 func appendValueJSON(dst []byte, v Value) []byte {
 	switch v.Kind {
+	case ValueC:
+		return appendC(dst, v.C, v.Raw, cJSON)
 	case ValueString:
 		dst = append(dst, '"')
 		dst = appendJSONEscaped(dst, v.Str)

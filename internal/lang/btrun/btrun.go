@@ -2,6 +2,7 @@ package btrun
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -586,6 +587,8 @@ func (r *Runner) handle(rec []byte) error {
 				args[i].Str = inetString(rec[a.Off : a.Off+a.Size])
 			case a.Username:
 				args[i].Str = r.username(binary.NativeEndian.Uint64(rec[a.Off:]))
+			case a.C != nil:
+				args[i].Str = string(rec[a.Off : a.Off+a.Size])
 			case a.Stack != nil:
 				var frames []symbolize.Frame
 				args[i].Str, frames = r.printfStack(&a, rec)
@@ -601,6 +604,8 @@ func (r *Runner) handle(rec []byte) error {
 			v := btprint.Value{Kind: btprint.ValueString, Str: args[0].Str}
 			if a := p.Args[0]; a.Tuple != nil {
 				v = r.decodeTuple(*a.Tuple, rec[a.Off:a.Off+a.Size])
+			} else if a.C != nil {
+				v = btprint.Value{Kind: btprint.ValueC, C: a.C, Raw: []byte(args[0].Str)}
 			} else if !a.String && !a.Probe && !a.Usym && !a.Username && !a.Time && !a.Buf && !a.Inet && a.Stack == nil {
 				v = btprint.Value{Kind: btprint.ValueInt, Int: args[0].Int, Signed: p.ValueSigned}
 			}
@@ -815,6 +820,8 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*btprint.Map, error) {
 	bm := mi.Map
 	m := &btprint.Map{Name: bm.Name, Keys: mi.Keys}
 	switch {
+	case mi.ValueC != nil:
+		m.Agg, m.Value = btprint.AggValue, mi.ValueC
 	case bm.Agg == btlang.AggNone && (bm.Value.Kind == btlang.KindString || mi.ValueName || mi.ValueBuf || mi.ValueTime || mi.ValueUsym):
 		m.Agg = btprint.AggString
 	case bm.Agg == btlang.AggNone && bm.Value.Kind == btlang.KindTuple:
@@ -865,6 +872,8 @@ func (r *Runner) readMap(mi *btgen.MapInfo, idx int) (*btprint.Map, error) {
 				e.Str = e.Str[:len(e.Str)-1]
 			} else if m.Agg == btprint.AggString {
 				e.Str = cString(v)
+			} else if m.Agg == btprint.AggValue {
+				e.Raw = bytes.Clone(v[:min(len(v), mi.ValueC.Size)])
 			} else {
 				e.Value = binary.NativeEndian.Uint64(v)
 			}
@@ -964,6 +973,10 @@ func (r *Runner) decodeKey(mi *btgen.MapInfo, k []byte) []btprint.Key {
 		case f.Kind == layout.KeyString:
 			if off+f.Size <= len(k) {
 				keys[i].Str = cString(k[off : off+f.Size])
+			}
+		case f.Kind == layout.KeyValue:
+			if off+f.Size <= len(k) {
+				keys[i].Str = string(btprint.AppendCKey(nil, f.Value, k[off:off+f.Size]))
 			}
 		}
 	}
