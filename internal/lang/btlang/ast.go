@@ -45,6 +45,9 @@ type IntLit struct {
 	// Param is the positional parameter ("$1", "$#") the literal stands
 	// for, if any.
 	Param string
+	// Enum is the enumerator the literal stands for, if any: its type is
+	// uint64, as in bpftrace.
+	Enum string
 }
 
 // StrLit is a string literal; Val holds the bytes after escapes. Param

@@ -105,6 +105,10 @@ func dumpExpr(b *strings.Builder, e Expr, d int) {
 			line(b, d, "param: "+e.Param)
 			return
 		}
+		if e.Enum != "" {
+			line(b, d, "identifier: "+e.Enum)
+			return
+		}
 		line(b, d, "int: "+strconv.FormatInt(int64(e.Val), 10))
 	case *StrLit:
 		if e.Param != "" {

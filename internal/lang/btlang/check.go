@@ -818,6 +818,9 @@ func (c *checker) expr(e Expr) Type {
 func (c *checker) exprType(e Expr) Type {
 	switch e := e.(type) {
 	case *IntLit:
+		if e.Enum != "" {
+			return uint64T
+		}
 		return int64T
 	case *StrLit:
 		// bpftrace 0.17 refuses string literals of 64 bytes or more,

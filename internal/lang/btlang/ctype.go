@@ -129,7 +129,7 @@ func alignUp(n, a int) int {
 const maxCSize = 1 << 24
 
 // TypeDef is a type definition at the top of a program: a struct, union
-// or enum, or a typedef. Text is the definition in canonical form, which
+// or enum. Text is the definition in canonical form, which
 // Program.String prints back.
 type TypeDef struct {
 	At   Pos
@@ -141,9 +141,8 @@ type TypeDef struct {
 // cTypes are the types a program defines, by tag or name, which the
 // definitions after them and the probe blocks use.
 type cTypes struct {
-	records  map[string]*Record // "struct Foo", "union U"
-	typedefs map[string]Type
-	enums    map[string]int64 // enumerators
+	records map[string]*Record // "struct Foo", "union U"
+	enums   map[string]int64   // enumerators
 }
 
 // cIntNames are the integer type names of one identifier: bpftrace's,
@@ -189,39 +188,26 @@ func (p *parser) startsType(t token) bool {
 	if _, ok := cIntNames[t.text]; ok {
 		return true
 	}
-	_, ok := p.types.typedefs[t.text]
-	return ok
+	return false
 }
 
 // typeDef parses a definition at the top level: the current token is the
-// probe-mode token "struct", "union", "enum" or "typedef". It reads on in
-// probe mode after the definition and its optional ";".
+// probe-mode token "struct", "union" or "enum" ("typedef" is refused). It
+// reads on in probe mode after the definition and its optional ";".
 func (p *parser) typeDef(prog *Program) {
 	t := p.tok
 	p.lx.off, p.lx.line, p.lx.col = t.off, t.pos.Line, t.pos.Col
 	p.next(false)
 	def := &TypeDef{At: t.pos}
-	switch t.text {
-	case "typedef":
-		p.next(false)
-		base, text := p.baseType(true)
-		name, typ, decl := p.declarator(base, text, false)
-		if name == "" {
-			p.failf(p.tok.pos, "expected the name of the type after typedef, found %s", p.tok.describe())
-			return
-		}
-		if _, ok := p.types.typedefs[name]; ok {
-			p.failf(t.pos, "type %s is defined twice", name)
-		}
-		p.types.typedefs[name] = typ
-		def.Text = "typedef " + decl
-	default:
-		typ, text := p.baseType(true)
-		if typ.Kind == KindRecord && typ.Record.Name == "" {
-			p.failf(t.pos, "a %s defined at the top of a program needs a name", t.text)
-		}
-		def.Text = text
+	if t.text == "typedef" {
+		p.failf(t.pos, "typedef is not supported, as in bpftrace 0.17: name the type as struct NAME")
+		return
 	}
+	typ, text := p.baseType(true)
+	if typ.Kind == KindRecord && typ.Record.Name == "" {
+		p.failf(t.pos, "a %s defined at the top of a program needs a name", t.text)
+	}
+	def.Text = text
 	if p.err != nil {
 		return
 	}
@@ -239,7 +225,7 @@ func (p *parser) typeDef(prog *Program) {
 
 // baseType parses the type specifier of a declaration or a type name: an
 // integer type (bpftrace's int8…uint64, C's names, <stdint.h>'s), struct,
-// union or enum with or without a body, a typedef's name, void. It
+// union or enum with or without a body, void. It
 // returns the type and its canonical text. define allows bodies.
 func (p *parser) baseType(define bool) (Type, string) {
 	for p.tok.kind == tIdent && (p.tok.text == "const" || p.tok.text == "volatile") {
@@ -265,10 +251,6 @@ func (p *parser) baseType(define bool) (Type, string) {
 	if it, ok := cIntNames[t.text]; ok {
 		p.next(false)
 		return it, it.String()
-	}
-	if td, ok := p.types.typedefs[t.text]; ok {
-		p.next(false)
-		return td, t.text
 	}
 	p.failf(t.pos, "unknown type %s", t.text)
 	return Type{}, ""

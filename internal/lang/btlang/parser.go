@@ -148,7 +148,7 @@ type parser struct {
 }
 
 func newCTypes() cTypes {
-	return cTypes{records: map[string]*Record{}, typedefs: map[string]Type{}, enums: map[string]int64{}}
+	return cTypes{records: map[string]*Record{}, enums: map[string]int64{}}
 }
 
 func (p *parser) fail(err *Error) {
@@ -823,7 +823,7 @@ func (p *parser) ident() Expr {
 		p.failf(t.pos, "%s is not supported", t.text)
 	}
 	if v, ok := p.types.enums[t.text]; ok {
-		return &IntLit{ExprBase: ExprBase{At: t.pos}, Val: uint64(v)}
+		return &IntLit{ExprBase: ExprBase{At: t.pos}, Val: uint64(v), Enum: t.text}
 	}
 	if p.startsType(t) {
 		p.failf(t.pos, "%s is a type: cast with (%s)X, or read memory with *(%s*)X", t.text, t.text, t.text)

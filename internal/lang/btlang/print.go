@@ -157,8 +157,8 @@ func (w *printer) list(es []Expr) {
 func (w *printer) expr(e Expr) {
 	switch e := e.(type) {
 	case *IntLit:
-		if e.Param != "" {
-			w.WriteString(e.Param)
+		if e.Param != "" || e.Enum != "" {
+			w.WriteString(e.Param + e.Enum)
 			break
 		}
 		w.WriteString(strconv.FormatUint(e.Val, 10))
