@@ -82,6 +82,15 @@ func TestProgramCTypes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("variable index", func(t *testing.T) {
+		// bpftrace 0.17 takes only literal indices ("The array index
+		// operator [] only accepts literal integer indices"); usdtkit
+		// takes any integer into what a pointer reaches.
+		prog := cTypesDefs + strings.ReplaceAll(`uprobe:BIN:visit { $r = (struct rec *)arg0; $i = 1; $j = 2; $a = (int32 *)arg1; printf("%d %d %d %d\n", $r->grid[$i][$j], $a[$i + 2], $r->in.b[$j], $r->ptrs[$i - 1][0]); }`, "BIN", bin)
+		if ours, want := runProgramCLI(t, "trace", "-c", bin, "-e", prog), "22 -40 250 -40\n\n\n"; ours != want {
+			t.Errorf("have\n%q\nwant\n%q", ours, want)
+		}
+	})
 	t.Run("differences", func(t *testing.T) {
 		// Where bpftrace 0.17 is wrong: it reads a signed bit-field as
 		// unsigned (-3 in 3 bits prints 5), and prints a uint8 of an
