@@ -51,6 +51,8 @@ func TestProgramCTypes(t *testing.T) {
 			want: "30 -40 -20 12 96\n\n\n"},
 		{name: "pointers in maps", prog: `BEGIN { @a = (int16 *)32; @a++; @b = (int32 *)32; @b -= 6; @c = (struct rec *)1024; @c--; @d = (uint8 **)8; @d += 2; exit(); }`,
 			want: "\n\n@a: 34\n@b: 8\n@c: 928\n@d: 24\n"},
+		{name: "pointer increments", prog: `uprobe:BIN:visit { $a = (int32 *)arg1; printf("%d %d %d\n", *($a++), *$a, *(++$a)); @p = (int16 *)32; @q = @p++; @r = ++@p; }`,
+			want: "10 -20 30\n\n\n@p: 36\n@q: 32\n@r: 36\n"},
 		{name: "maps", prog: `uprobe:BIN:visit { $r = (struct rec *)arg0; @in = $r->in; @grid = $r->grid; @k[$r->grid[1], $r->in.a] = count(); @row[$r->grid[0]] = $r->grid[1]; @name = $r->name; @v[$r->next->name] = $r->in; @id = @v["second"].b[2]; }`,
 			want: "\n\n@grid: [[-3,-2,1],[6,13,22]]\n@id: 250\n@in: { .a = -300, .b = [1,2,250] }\n@k[[6,13,22], -300]: 1\n@name: eightchr\n@row[[-3,-2,1]]: [6,13,22]\n@v[second]: { .a = -300, .b = [1,2,250] }\n"},
 		{name: "print", prog: `uprobe:BIN:visit { $r = (struct rec *)arg0; print($r->in); print($r->grid); $in = $r->in; print($in); print($in.b); }`,

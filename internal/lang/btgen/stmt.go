@@ -312,7 +312,8 @@ func (g *gen) assign(s *btlang.Assign) {
 // incDec emits e, ++ or -- as an expression: R0 is the value before
 // (postfix) or after (prefix).
 func (g *gen) incDec(e *btlang.IncDecExpr) {
-	delta := int32(1)
+	// A pointer steps by the size of what it points to, as in C.
+	delta := int32(ptrScale(e.Target.Type()))
 	if e.Op == "--" {
 		delta = -1
 	}
@@ -334,7 +335,7 @@ func (g *gen) incDec(e *btlang.IncDecExpr) {
 		}
 	case *btlang.MapRef:
 		m := t.Map
-		if m == nil || m.Agg != btlang.AggNone || m.Value.Kind != btlang.KindInt {
+		if m == nil || m.Agg != btlang.AggNone || m.Value.Kind != btlang.KindInt && m.Value.Kind != btlang.KindPtr {
 			g.fail(internal(t.At, "%s of %s", e.Op, t.Name))
 			return
 		}

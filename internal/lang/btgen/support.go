@@ -455,7 +455,7 @@ func (s *support) intExpr(e btlang.Expr) {
 		s.tupleExpr(e.X)
 	case *btlang.IncDecExpr:
 		if r, ok := e.Target.(*btlang.MapRef); ok {
-			if r.Map == nil || r.Map.Agg != btlang.AggNone || r.Map.Value.Kind != btlang.KindInt || s.maps[r.Map] == nil || s.maps[r.Map].ValueName || s.maps[r.Map].User {
+			if r.Map == nil || r.Map.Agg != btlang.AggNone || r.Map.Value.Kind != btlang.KindInt && r.Map.Value.Kind != btlang.KindPtr || s.maps[r.Map] == nil || s.maps[r.Map].ValueName || s.maps[r.Map].User {
 				s.fail(unsupported(e.At, "%s of %s", e.Op, r.Name))
 				return
 			}

@@ -956,12 +956,12 @@ func (c *checker) exprType(e Expr) Type {
 		switch x := e.Target.(type) {
 		case *MapRef:
 			c.assignMap(x, e.Op, nil)
-			if x.Map != nil && x.Map.Value.Kind == KindInt {
+			if x.Map != nil && (x.Map.Value.Kind == KindInt || x.Map.Value.Kind == KindPtr) {
 				return x.Map.Value
 			}
 		case *Var:
 			c.assignVar(x, e.Op, nil)
-			if x.Decl != nil && x.Decl.Type.Kind == KindInt {
+			if x.Decl != nil && (x.Decl.Type.Kind == KindInt || x.Decl.Type.Kind == KindPtr) {
 				return x.Decl.Type
 			}
 		}
