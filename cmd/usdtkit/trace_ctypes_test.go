@@ -60,6 +60,12 @@ func TestProgramCTypes(t *testing.T) {
 		{name: "json", json: true, prog: `uprobe:BIN:visit { $r = (struct rec *)arg0; print($r->in); print($r->grid); @in = $r->in; @k[$r->grid[0]] = 1; }`,
 			want: "{\"type\": \"value\", \"data\": { \"a\": -300, \"b\": [1,2,250] }}\n{\"type\": \"value\", \"data\": [[-3,-2,1],[6,13,22]]}\n\n\n" +
 				"{\"type\": \"map\", \"data\": {\"@in\": { \"a\": -300, \"b\": [1,2,250] }}}\n{\"type\": \"map\", \"data\": {\"@k\": {\"[-3,-2,1]\": 1}}}\n"},
+		{name: "tuples", prog: `uprobe:BIN:visit { $r = (struct rec *)arg0; $t = ((int8)-1, $r->name, $r->in, ((int16)7, "x")); print($t); @t = (1, $r->grid[0]); @s = ("hello", 0); @s = ("hi", (int64)$t.3.0); printf("%d %s\n", $t.0, $t.1); printf("%d %s %d\n", $t.3.0, $t.3.1, sizeof($t)); }`,
+			want: "(-1, eightchr, { .a = -300, .b = [1,2,250] }, (7, x))\n-1 eightchr\n7 x 20\n\n\n@s: (hi, 7)\n@t: (1, [-3,-2,1])\n"},
+		{name: "tuples json", json: true, prog: `uprobe:BIN:visit { $r = (struct rec *)arg0; print((1, $r->in, "a\"b")); @t = (1, $r->grid[0], ("x", 2)); }`,
+			want: "{\"type\": \"value\", \"data\": [1,{ \"a\": -300, \"b\": [1,2,250] },\"a\\\"b\"]}\n\n\n{\"type\": \"map\", \"data\": {\"@t\": [1,[-3,-2,1],[\"x\",2]]}}\n"},
+		{name: "tuples of pointers", prog: `uprobe:BIN:visit { @u = ((int32 *)16, 2); $p = (struct rec *)arg0; print(((int16 *)16 + 2, 3, $p == (struct rec *)arg0)); }`,
+			want: "(20, 3, 1)\n\n\n@u: (16, 2)\n"},
 		{name: "sizeof", prog: `uprobe:BIN:visit { $r = (struct rec *)arg0; printf("%d %d %d %d %d %d\n", sizeof(struct rec), sizeof(struct inner), sizeof($r->grid), sizeof($r->un), sizeof($r->name), sizeof($r->in.b[0])); }`,
 			want: "96 6 24 4 8 1\n\n\n"},
 		{name: "array comparison", prog: `uprobe:BIN:visit { $r = (struct rec *)arg0; $in = $r->in; printf("%d %d %d %d\n", $r->grid[0] == $r->grid[1], $r->grid[0] != $r->grid[1], $r->grid[1] == $r->grid[1], $in.b[1]); }`,

@@ -528,12 +528,14 @@ func (s *support) tupleExpr(e btlang.Expr) {
 	case *btlang.Tuple:
 		for _, x := range e.Elems {
 			switch x.Type().Kind {
-			case btlang.KindInt:
+			case btlang.KindInt, btlang.KindPtr:
 				s.intExpr(x)
 			case btlang.KindString:
 				s.strExpr(x)
 			case btlang.KindTimestamp:
 				s.timeExpr(x)
+			case btlang.KindRecord, btlang.KindArray:
+				s.valueExpr(x)
 			default:
 				s.tupleExpr(x)
 			}

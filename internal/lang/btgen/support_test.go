@@ -22,6 +22,9 @@ func TestSupport(t *testing.T) {
 	}{
 		{"tuple variable", `uprobe:/x:f { $x = (1, probe); }`, false, "test.bt:1:15: a (int64,probe) variable is not supported yet", nil},
 		{"tuple value", `uprobe:/x:f { @t = (1, probe); }`, false, "test.bt:1:15: a (int64,probe) value of @t is not supported yet", nil},
+		{"tuple of C values", `struct S { int a; char c[3]; } uprobe:/x:f { $t = (1, *(struct S *)arg0, (int8 *)arg1, ((struct S *)arg0)->c); @t = $t; print($t); }`, false, "", nil},
+		{"struct element of a tuple", `struct S { int a; } uprobe:/x:f { $t = (1, *(struct S *)arg0); @s = $t.1; }`, false, "test.bt:1:71: this value ($t.1) is not supported yet", nil},
+		{"field of a tuple's struct", `struct S { int a; } uprobe:/x:f { $t = (1, *(struct S *)arg0); @a = $t.1.a; }`, false, "test.bt:1:71: this value ($t.1) is not supported yet", nil},
 		{"stack value", `uprobe:/x:f { @x = ustack; }`, false, "test.bt:1:15: a ustack[127] value of @x is not supported yet", nil},
 		{"str of a string, variable length", `uprobe:/x:f { printf("%s\n", str("abc", arg1)); }`, false, "test.bt:1:41: a length of str() of a string that is not a literal is not supported yet", nil},
 		{"after return: not built", `uprobe:/x:f { return; printf("%s\n", str("abc", arg1)); }`, false, "", nil},

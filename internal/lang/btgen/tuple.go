@@ -7,8 +7,9 @@ import (
 )
 
 // TupleLayout returns where each element of a value of tuple type t is in
-// its bytes, and their size: integers 8 bytes, strings their size
-// rounded to 8, tuples nested the same way, in order. Variables, map
+// its bytes, and their size: integers and pointers 8 bytes, strings,
+// structs, unions and arrays their size rounded to 8, tuples nested the
+// same way, in order. Variables, map
 // values and records hold tuples so.
 func TupleLayout(t btlang.Type) (offs []int, size int) {
 	for _, e := range t.Elems {
@@ -22,6 +23,8 @@ func elemSize(t btlang.Type) int {
 	switch t.Kind {
 	case btlang.KindString:
 		return round8(t.Size)
+	case btlang.KindRecord, btlang.KindArray:
+		return round8(btlang.CSize(t))
 	case btlang.KindTuple:
 		_, n := TupleLayout(t)
 		return n
@@ -32,11 +35,16 @@ func elemSize(t btlang.Type) int {
 }
 
 // tupleElems reports whether usdtkit stores tuples of type t: elements
-// are integers, strings and such tuples.
+// are integers, strings, timestamps, C values (pointers, structs, unions,
+// arrays) and such tuples.
 func tupleElems(t btlang.Type) bool {
 	for _, e := range t.Elems {
 		switch e.Kind {
-		case btlang.KindInt, btlang.KindString, btlang.KindTimestamp:
+		case btlang.KindInt, btlang.KindString, btlang.KindTimestamp, btlang.KindPtr, btlang.KindArray:
+		case btlang.KindRecord:
+			if e.Record == nil || !e.Record.Defined {
+				return false
+			}
 		case btlang.KindTuple:
 			if !tupleElems(e) {
 				return false
@@ -132,11 +140,14 @@ func (g *gen) tupleExpr(e btlang.Expr) tupleBuf {
 // element of type t.
 func (g *gen) storeElem(off int, t btlang.Type, x btlang.Expr) {
 	switch t.Kind {
-	case btlang.KindInt:
+	case btlang.KindInt, btlang.KindPtr:
 		g.intExpr(x)
 		g.emit(asm.StoreMem(asm.R7, int16(off), asm.R0, asm.DWord))
 	case btlang.KindString:
 		g.copyStr(strBuf{off: off, size: t.Size}, g.strExpr(x))
+	case btlang.KindRecord, btlang.KindArray:
+		src := g.valueBuf(x)
+		g.copyBytes(asm.R7, src.off, asm.R7, off, round8(btlang.CSize(t)))
 	case btlang.KindTuple:
 		g.copyTuple(tupleBuf{off: off, t: t}, g.tupleExpr(x))
 	case btlang.KindTimestamp:
@@ -162,8 +173,10 @@ func (g *gen) copyTuple(dst, src tupleBuf) {
 		st := src.t.Elems[i]
 		d, s := dst.off+doffs[i], src.off+soffs[i]
 		switch dt.Kind {
-		case btlang.KindInt:
+		case btlang.KindInt, btlang.KindPtr:
 			g.emit(asm.LoadMem(asm.R1, asm.R7, int16(s), asm.DWord), asm.StoreMem(asm.R7, int16(d), asm.R1, asm.DWord))
+		case btlang.KindRecord, btlang.KindArray:
+			g.copyBytes(asm.R7, s, asm.R7, d, round8(btlang.CSize(dt)))
 		case btlang.KindString:
 			g.copyStr(strBuf{off: d, size: dt.Size}, strBuf{off: s, size: st.Size})
 		case btlang.KindTuple:

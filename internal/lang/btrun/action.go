@@ -125,6 +125,11 @@ func (r *Runner) decodeTuple(t btlang.Type, b []byte) btprint.Value {
 			v.Elems = append(v.Elems, btprint.Value{Kind: btprint.ValueString, Str: cString(e[:min(len(e), et.Size)])})
 		case btlang.KindTuple:
 			v.Elems = append(v.Elems, r.decodeTuple(et, e))
+		case btlang.KindRecord, btlang.KindArray:
+			c := btgen.CValue(et)
+			raw := make([]byte, c.Size)
+			copy(raw, e)
+			v.Elems = append(v.Elems, btprint.Value{Kind: btprint.ValueC, C: c, Raw: raw})
 		case btlang.KindTimestamp:
 			v.Elems = append(v.Elems, btprint.Value{Kind: btprint.ValueString, Str: r.timestamp(e)})
 		default:
