@@ -145,32 +145,48 @@ type cTypes struct {
 	enums   map[string]int64   // enumerators
 }
 
-// cIntNames are the integer type names of one identifier: bpftrace's,
-// C99's <stdint.h> ones and the kernel's.
-var cIntNames = map[string]Type{
-	"bool": {Kind: KindInt, Size: 1}, "_Bool": {Kind: KindInt, Size: 1},
-	"size_t": {Kind: KindInt, Size: 8}, "ssize_t": {Kind: KindInt, Size: 8, Signed: true},
-	"uintptr_t": {Kind: KindInt, Size: 8}, "intptr_t": {Kind: KindInt, Size: 8, Signed: true},
-	"pid_t": {Kind: KindInt, Size: 4, Signed: true},
-}
-
-func init() {
-	for _, n := range []int{8, 16, 32, 64} {
-		size := n / 8
-		s := strconv.Itoa(n)
-		for _, name := range []string{"int" + s, "int" + s + "_t", "__s" + s, "s" + s} {
-			cIntNames[name] = Type{Kind: KindInt, Size: size, Signed: true}
-		}
-		for _, name := range []string{"uint" + s, "uint" + s + "_t", "__u" + s, "u" + s} {
-			cIntNames[name] = Type{Kind: KindInt, Size: size}
-		}
+// cIntName returns the integer type a one-word name stands for:
+// bpftrace's (int8 … uint64), <stdint.h>'s (int8_t … uint64_t) and the
+// kernel's (__s8 … __u64, s8 … u64), bool, size_t and the like. It is a
+// function, not a table, so that nothing is built at init.
+func cIntName(name string) (Type, bool) {
+	switch name {
+	case "bool", "_Bool":
+		return Type{Kind: KindInt, Size: 1}, true
+	case "size_t", "uintptr_t":
+		return Type{Kind: KindInt, Size: 8}, true
+	case "ssize_t", "intptr_t":
+		return Type{Kind: KindInt, Size: 8, Signed: true}, true
+	case "pid_t":
+		return Type{Kind: KindInt, Size: 4, Signed: true}, true
 	}
+	bits, signed := "", true
+	switch {
+	case strings.HasPrefix(name, "uint"):
+		bits, signed = strings.TrimSuffix(name[4:], "_t"), false
+	case strings.HasPrefix(name, "int"):
+		bits = strings.TrimSuffix(name[3:], "_t")
+	case strings.HasPrefix(name, "__u"), strings.HasPrefix(name, "__s"):
+		bits, signed = name[3:], name[2] == 's'
+	case strings.HasPrefix(name, "u"), strings.HasPrefix(name, "s"):
+		bits, signed = name[1:], name[0] == 's'
+	}
+	switch bits {
+	case "8", "16", "32", "64":
+		n, _ := strconv.Atoi(bits)
+		return Type{Kind: KindInt, Size: n / 8, Signed: signed}, true
+	}
+	return Type{}, false
 }
 
-// cKeywords are the words of C's integer type names, in any order:
-// unsigned long long int.
-var cKeywords = map[string]bool{
-	"char": true, "short": true, "int": true, "long": true, "signed": true, "unsigned": true,
+// cKeyword reports whether word is one of C's integer type keywords,
+// which combine in any order: unsigned long long int.
+func cKeyword(word string) bool {
+	switch word {
+	case "char", "short", "int", "long", "signed", "unsigned":
+		return true
+	}
+	return false
 }
 
 // startsType reports whether t starts a C type name (in a cast or sizeof).
@@ -182,10 +198,10 @@ func (p *parser) startsType(t token) bool {
 	case "struct", "union", "enum", "const", "volatile", "void":
 		return true
 	}
-	if cKeywords[t.text] {
+	if cKeyword(t.text) {
 		return true
 	}
-	if _, ok := cIntNames[t.text]; ok {
+	if _, ok := cIntName(t.text); ok {
 		return true
 	}
 	return false
@@ -245,10 +261,10 @@ func (p *parser) baseType(define bool) (Type, string) {
 		p.next(false)
 		return Type{}, "void"
 	}
-	if cKeywords[t.text] {
+	if cKeyword(t.text) {
 		return p.cIntType()
 	}
-	if it, ok := cIntNames[t.text]; ok {
+	if it, ok := cIntName(t.text); ok {
 		p.next(false)
 		return it, it.String()
 	}
@@ -262,7 +278,7 @@ func (p *parser) baseType(define bool) (Type, string) {
 func (p *parser) cIntType() (Type, string) {
 	at := p.tok.pos
 	var n = map[string]int{}
-	for p.tok.kind == tIdent && (cKeywords[p.tok.text] || p.tok.text == "const" || p.tok.text == "volatile") {
+	for p.tok.kind == tIdent && (cKeyword(p.tok.text) || p.tok.text == "const" || p.tok.text == "volatile") {
 		n[p.tok.text]++
 		p.next(false)
 	}
