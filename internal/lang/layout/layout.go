@@ -1,6 +1,6 @@
 // Package layout is what codegen and output agree on about a map: its key
-// fields, and the buckets of hist() and lhist(). It holds no code of
-// either, so neither imports the other.
+// fields, the buckets of hist() and lhist(), the bytes of a C value
+// (CValue). It holds no code of either, so neither imports the other.
 package layout
 
 import "math/bits"
