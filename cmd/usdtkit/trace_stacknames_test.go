@@ -67,12 +67,17 @@ func buildTool(t *testing.T, name string, args ...string) {
 
 // TestTraceStackCPlusPlus: the frames of a C++ program are demangled:
 // leaf ← shapes::Circle::area(int) const ← shapes::Area<double>::of(…)
-// ← main.
+// ← main, with the default flags, with frame pointers and without (then
+// walked with the program's CFI).
 func TestTraceStackCPlusPlus(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "names")
-	buildTool(t, "g++", "-O0", "-fno-omit-frame-pointer", "-o", bin, "testdata/stacks/names.cc")
-	out, _ := traceLevels(t, bin, 2, "-e", "uprobe:"+bin+":leaf { @[ustack] = count(); }")
-	checkChain(t, out, []string{"leaf", "shapes::Circle::area(int) const", "shapes::Area<double>::of(shapes::Circle const&, double)", "main"}, 2)
+	for _, flags := range [][]string{{"-O0", "-fno-omit-frame-pointer"}, {"-O2", "-fomit-frame-pointer"}} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "names")
+			buildTool(t, "g++", append(flags, "-o", bin, "testdata/stacks/names.cc")...)
+			out, _ := traceLevels(t, bin, 2, "-e", "uprobe:"+bin+":leaf { @[ustack] = count(); }")
+			checkChain(t, out, []string{"leaf", "shapes::Circle::area(int) const", "shapes::Area<double>::of(shapes::Circle const&, double)", "main"}, 2)
+		})
+	}
 }
 
 // TestTraceStackGoInlined: a Go program built with the default flags, where
