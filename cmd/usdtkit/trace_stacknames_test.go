@@ -183,31 +183,73 @@ func TestTraceStackCInlined(t *testing.T) {
 
 // TestTraceStackDebugFile: a stripped shared library whose static
 // functions are named only in its separate debug file (found by its
-// .gnu_debuglink beside it) has those names in the stack.
+// .gnu_debuglink beside it) has those names in the stack, with the
+// default flags. Built -O0 with frame pointers, and built -O2 without
+// frame pointers and without unwind tables: its CFI is then only the
+// debug file's .debug_frame, which the program's CFI walk needs to get
+// from dbg_leaf to main.
 func TestTraceStackDebugFile(t *testing.T) {
-	dir := t.TempDir()
-	lib := filepath.Join(dir, "libdbg.so")
-	buildTool(t, "gcc", "-g", "-O0", "-fno-omit-frame-pointer", "-fPIC", "-shared", "-o", lib, "testdata/stacks/dbglib.c")
-	buildTool(t, "objcopy", "--only-keep-debug", lib, lib+".debug")
-	buildTool(t, "strip", "--strip-all", lib)
-	buildTool(t, "objcopy", "--add-gnu-debuglink="+lib+".debug", lib)
-	bin := filepath.Join(dir, "dbgmain")
-	buildTool(t, "gcc", "-O0", "-fno-omit-frame-pointer", "-o", bin, "testdata/stacks/dbgmain.c", "-L"+dir, "-ldbg", "-Wl,-rpath,"+dir)
-	// The stripped library does not name the static functions.
-	f, err := elf.Open(lib)
+	for _, flags := range [][]string{
+		{"-O0", "-fno-omit-frame-pointer"},
+		{"-O2", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"},
+	} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			lib := filepath.Join(dir, "libdbg.so")
+			buildTool(t, "gcc", append(flags, "-g", "-fPIC", "-shared", "-o", lib, "testdata/stacks/dbglib.c")...)
+			buildTool(t, "objcopy", "--only-keep-debug", lib, lib+".debug")
+			buildTool(t, "strip", "--strip-all", lib)
+			buildTool(t, "objcopy", "--add-gnu-debuglink="+lib+".debug", lib)
+			bin := filepath.Join(dir, "dbgmain")
+			buildTool(t, "gcc", "-O2", "-o", bin, "testdata/stacks/dbgmain.c", "-L"+dir, "-ldbg", "-Wl,-rpath,"+dir)
+			// The stripped library does not name the static functions.
+			f, err := elf.Open(lib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			syms, _ := f.Symbols()
+			dyn, _ := f.DynamicSymbols()
+			for _, s := range append(syms, dyn...) {
+				if strings.HasPrefix(s.Name, "hidden_") {
+					t.Fatalf("the stripped library still has %s", s.Name)
+				}
+			}
+			if flags[0] == "-O2" {
+				checkCFIOnlyInDebugFile(t, f, lib+".debug")
+			}
+			out, _ := traceLevels(t, bin, 2, "-e", "uprobe:"+lib+":dbg_leaf { @[ustack] = count(); }")
+			checkChain(t, out, []string{"dbg_leaf", "hidden_inner", "hidden_outer", "dbg_entry", "main"}, 2)
+		})
+	}
+}
+
+// checkCFIOnlyInDebugFile checks that the stripped library f has no CFI
+// (no .debug_frame; an .eh_frame, if any, of zeros only: the terminator
+// crtend.o adds, without CIE or FDE) and that its debug file has a
+// .debug_frame.
+func checkCFIOnlyInDebugFile(t *testing.T, f *elf.File, debug string) {
+	t.Helper()
+	if s := f.Section(".debug_frame"); s != nil {
+		t.Fatalf("the stripped library has a .debug_frame")
+	}
+	if s := f.Section(".eh_frame"); s != nil {
+		data, err := s.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(data, func(b byte) bool { return b != 0 }) {
+			t.Fatalf("the stripped library's .eh_frame has CFI (% x)", data)
+		}
+	}
+	d, err := elf.Open(debug)
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, _ := f.Symbols()
-	dyn, _ := f.DynamicSymbols()
-	f.Close()
-	for _, s := range append(syms, dyn...) {
-		if strings.HasPrefix(s.Name, "hidden_") {
-			t.Fatalf("the stripped library still has %s", s.Name)
-		}
+	defer d.Close()
+	if s := d.Section(".debug_frame"); s == nil || s.Type == elf.SHT_NOBITS || s.Size == 0 {
+		t.Fatalf("the debug file %s has no .debug_frame", debug)
 	}
-	out, _ := traceLevels(t, bin, 2, "-e", "uprobe:"+lib+":dbg_leaf { @[ustack] = count(); }")
-	checkChain(t, out, []string{"dbg_leaf", "hidden_inner", "hidden_outer", "dbg_entry", "main"}, 2)
 }
 
 // TestTraceStackJava: a JVM whose hot method Hot.work (JIT-compiled, with
