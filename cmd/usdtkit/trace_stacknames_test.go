@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/usdtkit/usdtkit/internal/lang/flame"
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -414,3 +417,142 @@ func TestTraceStackNode(t *testing.T) {
 		t.Errorf("no stack names outer from %s:\n%s", dump, out)
 	}
 }
+
+// pyGCScript says "ready", then collects garbage (gc.collect(), which
+// fires python3.11's gc__start probe) and says "done" for each line on
+// stdin.
+const pyGCScript = `import gc, sys
+print("ready", flush=True)
+for line in sys.stdin:
+    gc.collect()
+    print("done", flush=True)
+`
+
+// TestTraceStackPython: Debian's python3.11, with the default flags: the
+// stack at its USDT probe gc__start, fired by gc.collect() in a script,
+// goes through the interpreter's C frames to main and on to the
+// executable's entry. What main's frame is named and whether the
+// executable names its static functions is read from the file (see
+// mainFrame): a stripped executable has them as "[python3.11+0x…]".
+func TestTraceStackPython(t *testing.T) {
+	py := testutil.RequireFile(t, testutil.Python311)
+	entry, main, symtab := mainFrame(t, py)
+	t.Logf("%s: entry %s, main's frame %s, .symtab: %v", py, entry, main, symtab)
+	tr := testutil.StartCmd(t, exec.Command(py, "-c", pyGCScript))
+	tr.Expect(t, "ready")
+	run := startTrace(t, "trace", "-p", strconv.Itoa(tr.PID()), "-e", "usdt:"+py+":python:gc__start { @[ustack] = count(); }")
+	tr.Do(t, "gc")
+	tr.Do(t, "gc")
+	tr.Quit(t)
+	code, out, errs := run.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// The script's two collections have one stack; the interpreter's
+	// own at exit others.
+	var names []string
+	for _, block := range strings.Split(out, "@[")[1:] {
+		if s, n := stackNames(t, "@["+block); n == 2 {
+			names = s
+		}
+	}
+	if names == nil {
+		t.Fatalf("no stack counted 2:\n%s", out)
+	}
+	m := slices.Index(names, main)
+	if m < 1 || names[len(names)-1] != entry {
+		t.Fatalf("stack %q: want it to reach %s and end at %s (the entry)\n%s", names, main, entry, out)
+	}
+	// "[python3.11+0x…]" without its offset.
+	unnamed := "[" + filepath.Base(py)
+	for i, name := range names {
+		if strings.HasPrefix(name, "[") && !(i < m && !symtab && name == unnamed) || strings.HasPrefix(name, "0x") {
+			t.Errorf("frame %d %q is not named (the executable has .symtab: %v)", i, name, symtab)
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+}
+
+// mainFrame reads from the x86-64 executable at path the names of its
+// entry point (_start) and of the frame main has on its stacks: main's
+// own, or, when main's first instruction jumps to another function (a
+// tail call, as python3.11's main to Py_BytesMain), that function's, as
+// main then leaves no frame. main is _start's argument to
+// __libc_start_main (loaded into %rdi before the call). symtab reports
+// whether the file has a .symtab (names for its static functions).
+func mainFrame(t *testing.T, path string) (entry, main string, symtab bool) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	symtab = err == nil
+	dyn, _ := f.DynamicSymbols()
+	name := func(addr uint64) string {
+		for _, s := range append(syms, dyn...) {
+			if s.Value == addr && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				return s.Name
+			}
+		}
+		t.Fatalf("%s: no function at %#x", path, addr)
+		return ""
+	}
+	code := func(addr uint64) []byte {
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && addr >= p.Vaddr && addr+64 <= p.Vaddr+p.Filesz {
+				b := make([]byte, 64)
+				if _, err := p.ReadAt(b, int64(addr-p.Vaddr)); err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+		}
+		t.Fatalf("%s: no code at %#x", path, addr)
+		return nil
+	}
+	// _start: the last value loaded into %rdi before the call.
+	var mainAddr uint64
+	pc, b := f.Entry, code(f.Entry)
+	for len(b) > 0 {
+		if bytes.HasPrefix(b, endbr64) {
+			pc, b = pc+4, b[4:]
+			continue
+		}
+		in, err := x86asm.Decode(b, 64)
+		if err != nil || in.Op == x86asm.CALL {
+			break
+		}
+		next := pc + uint64(in.Len)
+		if in.Args[0] == x86asm.RDI || in.Args[0] == x86asm.EDI {
+			switch a := in.Args[1].(type) {
+			case x86asm.Imm:
+				mainAddr = uint64(a)
+			case x86asm.Mem:
+				if in.Op == x86asm.LEA && a.Base == x86asm.RIP {
+					mainAddr = next + uint64(a.Disp)
+				}
+			}
+		}
+		pc, b = next, b[in.Len:]
+	}
+	if mainAddr == 0 {
+		t.Fatalf("%s: found no main in _start", path)
+	}
+	b = code(mainAddr)
+	b = bytes.TrimPrefix(b, endbr64)
+	at := mainAddr + uint64(64-len(b))
+	if in, err := x86asm.Decode(b, 64); err == nil && in.Op == x86asm.JMP {
+		if rel, ok := in.Args[0].(x86asm.Rel); ok {
+			return name(f.Entry), name(at + uint64(in.Len) + uint64(int64(rel))), symtab
+		}
+	}
+	return name(f.Entry), name(mainAddr), symtab
+}
+
+// endbr64 is the instruction a function built with -fcf-protection
+// begins with; x86asm does not decode it.
+var endbr64 = []byte{0xf3, 0x0f, 0x1e, 0xfa}
