@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/json"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/usdtkit/usdtkit/internal/lang/flame"
 	"github.com/usdtkit/usdtkit/internal/testutil"
@@ -67,12 +70,17 @@ func buildTool(t *testing.T, name string, args ...string) {
 
 // TestTraceStackCPlusPlus: the frames of a C++ program are demangled:
 // leaf ← shapes::Circle::area(int) const ← shapes::Area<double>::of(…)
-// ← main.
+// ← main, with the default flags, with frame pointers and without (then
+// walked with the program's CFI).
 func TestTraceStackCPlusPlus(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "names")
-	buildTool(t, "g++", "-O0", "-fno-omit-frame-pointer", "-o", bin, "testdata/stacks/names.cc")
-	out, _ := traceLevels(t, bin, 2, "-e", "uprobe:"+bin+":leaf { @[ustack] = count(); }")
-	checkChain(t, out, []string{"leaf", "shapes::Circle::area(int) const", "shapes::Area<double>::of(shapes::Circle const&, double)", "main"}, 2)
+	for _, flags := range [][]string{{"-O0", "-fno-omit-frame-pointer"}, {"-O2", "-fomit-frame-pointer"}} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "names")
+			buildTool(t, "g++", append(flags, "-o", bin, "testdata/stacks/names.cc")...)
+			out, _ := traceLevels(t, bin, 2, "-e", "uprobe:"+bin+":leaf { @[ustack] = count(); }")
+			checkChain(t, out, []string{"leaf", "shapes::Circle::area(int) const", "shapes::Area<double>::of(shapes::Circle const&, double)", "main"}, 2)
+		})
+	}
 }
 
 // TestTraceStackGoInlined: a Go program built with the default flags, where
@@ -178,31 +186,73 @@ func TestTraceStackCInlined(t *testing.T) {
 
 // TestTraceStackDebugFile: a stripped shared library whose static
 // functions are named only in its separate debug file (found by its
-// .gnu_debuglink beside it) has those names in the stack.
+// .gnu_debuglink beside it) has those names in the stack, with the
+// default flags. Built -O0 with frame pointers, and built -O2 without
+// frame pointers and without unwind tables: its CFI is then only the
+// debug file's .debug_frame, which the program's CFI walk needs to get
+// from dbg_leaf to main.
 func TestTraceStackDebugFile(t *testing.T) {
-	dir := t.TempDir()
-	lib := filepath.Join(dir, "libdbg.so")
-	buildTool(t, "gcc", "-g", "-O0", "-fno-omit-frame-pointer", "-fPIC", "-shared", "-o", lib, "testdata/stacks/dbglib.c")
-	buildTool(t, "objcopy", "--only-keep-debug", lib, lib+".debug")
-	buildTool(t, "strip", "--strip-all", lib)
-	buildTool(t, "objcopy", "--add-gnu-debuglink="+lib+".debug", lib)
-	bin := filepath.Join(dir, "dbgmain")
-	buildTool(t, "gcc", "-O0", "-fno-omit-frame-pointer", "-o", bin, "testdata/stacks/dbgmain.c", "-L"+dir, "-ldbg", "-Wl,-rpath,"+dir)
-	// The stripped library does not name the static functions.
-	f, err := elf.Open(lib)
+	for _, flags := range [][]string{
+		{"-O0", "-fno-omit-frame-pointer"},
+		{"-O2", "-fomit-frame-pointer", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"},
+	} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			lib := filepath.Join(dir, "libdbg.so")
+			buildTool(t, "gcc", append(flags, "-g", "-fPIC", "-shared", "-o", lib, "testdata/stacks/dbglib.c")...)
+			buildTool(t, "objcopy", "--only-keep-debug", lib, lib+".debug")
+			buildTool(t, "strip", "--strip-all", lib)
+			buildTool(t, "objcopy", "--add-gnu-debuglink="+lib+".debug", lib)
+			bin := filepath.Join(dir, "dbgmain")
+			buildTool(t, "gcc", "-O2", "-o", bin, "testdata/stacks/dbgmain.c", "-L"+dir, "-ldbg", "-Wl,-rpath,"+dir)
+			// The stripped library does not name the static functions.
+			f, err := elf.Open(lib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			syms, _ := f.Symbols()
+			dyn, _ := f.DynamicSymbols()
+			for _, s := range append(syms, dyn...) {
+				if strings.HasPrefix(s.Name, "hidden_") {
+					t.Fatalf("the stripped library still has %s", s.Name)
+				}
+			}
+			if flags[0] == "-O2" {
+				checkCFIOnlyInDebugFile(t, f, lib+".debug")
+			}
+			out, _ := traceLevels(t, bin, 2, "-e", "uprobe:"+lib+":dbg_leaf { @[ustack] = count(); }")
+			checkChain(t, out, []string{"dbg_leaf", "hidden_inner", "hidden_outer", "dbg_entry", "main"}, 2)
+		})
+	}
+}
+
+// checkCFIOnlyInDebugFile checks that the stripped library f has no CFI
+// (no .debug_frame; an .eh_frame, if any, of zeros only: the terminator
+// crtend.o adds, without CIE or FDE) and that its debug file has a
+// .debug_frame.
+func checkCFIOnlyInDebugFile(t *testing.T, f *elf.File, debug string) {
+	t.Helper()
+	if s := f.Section(".debug_frame"); s != nil {
+		t.Fatalf("the stripped library has a .debug_frame")
+	}
+	if s := f.Section(".eh_frame"); s != nil {
+		data, err := s.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(data, func(b byte) bool { return b != 0 }) {
+			t.Fatalf("the stripped library's .eh_frame has CFI (% x)", data)
+		}
+	}
+	d, err := elf.Open(debug)
 	if err != nil {
 		t.Fatal(err)
 	}
-	syms, _ := f.Symbols()
-	dyn, _ := f.DynamicSymbols()
-	f.Close()
-	for _, s := range append(syms, dyn...) {
-		if strings.HasPrefix(s.Name, "hidden_") {
-			t.Fatalf("the stripped library still has %s", s.Name)
-		}
+	defer d.Close()
+	if s := d.Section(".debug_frame"); s == nil || s.Type == elf.SHT_NOBITS || s.Size == 0 {
+		t.Fatalf("the debug file %s has no .debug_frame", debug)
 	}
-	out, _ := traceLevels(t, bin, 2, "-e", "uprobe:"+lib+":dbg_leaf { @[ustack] = count(); }")
-	checkChain(t, out, []string{"dbg_leaf", "hidden_inner", "hidden_outer", "dbg_entry", "main"}, 2)
 }
 
 // TestTraceStackJava: a JVM whose hot method Hot.work (JIT-compiled, with
@@ -367,3 +417,142 @@ func TestTraceStackNode(t *testing.T) {
 		t.Errorf("no stack names outer from %s:\n%s", dump, out)
 	}
 }
+
+// pyGCScript says "ready", then collects garbage (gc.collect(), which
+// fires python3.11's gc__start probe) and says "done" for each line on
+// stdin.
+const pyGCScript = `import gc, sys
+print("ready", flush=True)
+for line in sys.stdin:
+    gc.collect()
+    print("done", flush=True)
+`
+
+// TestTraceStackPython: Debian's python3.11, with the default flags: the
+// stack at its USDT probe gc__start, fired by gc.collect() in a script,
+// goes through the interpreter's C frames to main and on to the
+// executable's entry. What main's frame is named and whether the
+// executable names its static functions is read from the file (see
+// mainFrame): a stripped executable has them as "[python3.11+0x…]".
+func TestTraceStackPython(t *testing.T) {
+	py := testutil.RequireFile(t, testutil.Python311)
+	entry, main, symtab := mainFrame(t, py)
+	t.Logf("%s: entry %s, main's frame %s, .symtab: %v", py, entry, main, symtab)
+	tr := testutil.StartCmd(t, exec.Command(py, "-c", pyGCScript))
+	tr.Expect(t, "ready")
+	run := startTrace(t, "trace", "-p", strconv.Itoa(tr.PID()), "-e", "usdt:"+py+":python:gc__start { @[ustack] = count(); }")
+	tr.Do(t, "gc")
+	tr.Do(t, "gc")
+	tr.Quit(t)
+	code, out, errs := run.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// The script's two collections have one stack; the interpreter's
+	// own at exit others.
+	var names []string
+	for _, block := range strings.Split(out, "@[")[1:] {
+		if s, n := stackNames(t, "@["+block); n == 2 {
+			names = s
+		}
+	}
+	if names == nil {
+		t.Fatalf("no stack counted 2:\n%s", out)
+	}
+	m := slices.Index(names, main)
+	if m < 1 || names[len(names)-1] != entry {
+		t.Fatalf("stack %q: want it to reach %s and end at %s (the entry)\n%s", names, main, entry, out)
+	}
+	// "[python3.11+0x…]" without its offset.
+	unnamed := "[" + filepath.Base(py)
+	for i, name := range names {
+		if strings.HasPrefix(name, "[") && !(i < m && !symtab && name == unnamed) || strings.HasPrefix(name, "0x") {
+			t.Errorf("frame %d %q is not named (the executable has .symtab: %v)", i, name, symtab)
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+}
+
+// mainFrame reads from the x86-64 executable at path the names of its
+// entry point (_start) and of the frame main has on its stacks: main's
+// own, or, when main's first instruction jumps to another function (a
+// tail call, as python3.11's main to Py_BytesMain), that function's, as
+// main then leaves no frame. main is _start's argument to
+// __libc_start_main (loaded into %rdi before the call). symtab reports
+// whether the file has a .symtab (names for its static functions).
+func mainFrame(t *testing.T, path string) (entry, main string, symtab bool) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	symtab = err == nil
+	dyn, _ := f.DynamicSymbols()
+	name := func(addr uint64) string {
+		for _, s := range append(syms, dyn...) {
+			if s.Value == addr && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				return s.Name
+			}
+		}
+		t.Fatalf("%s: no function at %#x", path, addr)
+		return ""
+	}
+	code := func(addr uint64) []byte {
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && addr >= p.Vaddr && addr+64 <= p.Vaddr+p.Filesz {
+				b := make([]byte, 64)
+				if _, err := p.ReadAt(b, int64(addr-p.Vaddr)); err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+		}
+		t.Fatalf("%s: no code at %#x", path, addr)
+		return nil
+	}
+	// _start: the last value loaded into %rdi before the call.
+	var mainAddr uint64
+	pc, b := f.Entry, code(f.Entry)
+	for len(b) > 0 {
+		if bytes.HasPrefix(b, endbr64) {
+			pc, b = pc+4, b[4:]
+			continue
+		}
+		in, err := x86asm.Decode(b, 64)
+		if err != nil || in.Op == x86asm.CALL {
+			break
+		}
+		next := pc + uint64(in.Len)
+		if in.Args[0] == x86asm.RDI || in.Args[0] == x86asm.EDI {
+			switch a := in.Args[1].(type) {
+			case x86asm.Imm:
+				mainAddr = uint64(a)
+			case x86asm.Mem:
+				if in.Op == x86asm.LEA && a.Base == x86asm.RIP {
+					mainAddr = next + uint64(a.Disp)
+				}
+			}
+		}
+		pc, b = next, b[in.Len:]
+	}
+	if mainAddr == 0 {
+		t.Fatalf("%s: found no main in _start", path)
+	}
+	b = code(mainAddr)
+	b = bytes.TrimPrefix(b, endbr64)
+	at := mainAddr + uint64(64-len(b))
+	if in, err := x86asm.Decode(b, 64); err == nil && in.Op == x86asm.JMP {
+		if rel, ok := in.Args[0].(x86asm.Rel); ok {
+			return name(f.Entry), name(at + uint64(in.Len) + uint64(int64(rel))), symtab
+		}
+	}
+	return name(f.Entry), name(mainAddr), symtab
+}
+
+// endbr64 is the instruction a function built with -fcf-protection
+// begins with; x86asm does not decode it.
+var endbr64 = []byte{0xf3, 0x0f, 0x1e, 0xfa}

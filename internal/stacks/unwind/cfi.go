@@ -109,9 +109,11 @@ func establish(fde *frame.FrameDescriptionEntry, pc uint64) (r *row) {
 }
 
 // loadCFI reads the PT_LOAD segments and the .eh_frame and .debug_frame
-// sections of the ELF file r. Damage gives a cfi with err set and no FDEs
-// (the object then unwinds with frame pointers), never a panic.
-func loadCFI(r io.ReaderAt) *cfi {
+// sections of the ELF file r, and, when r has no .debug_frame and debug
+// is not nil, the .debug_frame of its separate debug file. Damage gives
+// a cfi with err set and no FDEs (the object then unwinds with frame
+// pointers), never a panic.
+func loadCFI(r io.ReaderAt, debug debugOpener) *cfi {
 	c := &cfi{rows: map[uint64]*row{}}
 	f, err := elfnotes.NewFile(r)
 	if err != nil {
@@ -146,6 +148,13 @@ func loadCFI(r io.ReaderAt) *cfi {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
+		}
+		all = append(all, fdes...)
+	}
+	if s := f.Section(".debug_frame"); debug != nil && (s == nil || s.Type == elf.SHT_NOBITS) {
+		fdes, err := debugFrame(f, debug)
+		if err != nil {
+			errs = append(errs, err)
 		}
 		all = append(all, fdes...)
 	}

@@ -1,6 +1,7 @@
 // Package unwind turns a captured user stack (registers and a copy of the
 // stack's top, from stackcap.EmitCopy) into return addresses. It uses each
-// object's CFI (.eh_frame, .debug_frame) where there is some, and frame
+// object's CFI (.eh_frame, .debug_frame, or the .debug_frame of its
+// separate debug file when it has none) where there is some, and frame
 // pointers elsewhere.
 //
 // Entry points: New makes an Unwinder; Unwinder.Unwind walks one stack of

@@ -71,7 +71,7 @@ func loadCFIFile(tb testing.TB, path string) *cfi {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	c := loadCFI(f)
+	c := loadCFI(f, nil)
 	if c.err != nil {
 		tb.Fatalf("%s: %v", path, c.err)
 	}
@@ -325,7 +325,7 @@ func BenchmarkBuildTables(b *testing.B) {
 			for b.Loop() {
 				size, rows = 0, 0
 				for _, f := range files {
-					c := loadCFI(f)
+					c := loadCFI(f, nil)
 					if c.err != nil {
 						b.Fatal(c.err)
 					}

@@ -12,13 +12,13 @@ import (
 )
 
 // NewTable compiles the CFI of the ELF object r (.eh_frame and
-// .debug_frame) into a Table. It fails for a file that is not ELF (an
+// .debug_frame, not a separate debug file's) into a Table. It fails for a file that is not ELF (an
 // *elfnotes.FormatError), a machine other than x86-64 and little-endian
 // arm64, a malformed CFI section, addresses beyond 4 GiB, and more than
 // MaxTableRows rows (ErrTableTooLarge). CFI it cannot express gives
 // KindUnsupported rows, not an error.
 func NewTable(r io.ReaderAt) (*Table, error) {
-	c := loadCFI(r)
+	c := loadCFI(r, nil)
 	if c.err != nil {
 		return nil, c.err
 	}

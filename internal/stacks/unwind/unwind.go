@@ -210,6 +210,11 @@ type Options struct {
 	// NoCFI makes every object unwind with frame pointers (for
 	// comparisons and benchmarks).
 	NoCFI bool
+	// DebugDirs are the global debug directories, inside the process's
+	// root, in which the separate debug file of an object without
+	// .debug_frame is looked for (symtab.OpenDebugFile), for the
+	// .debug_frame it may have there. Empty means symtab.DefaultDebugDir.
+	DebugDirs []string
 }
 
 type fileID struct {
@@ -261,7 +266,7 @@ func (u *Unwinder) object(sp *Space, m procfs.Mapping) *cfi {
 			return c
 		}
 	} else {
-		c = loadCFI(f)
+		c = loadCFI(f, u.debugOpener(sp, m))
 		f.Close()
 	}
 	u.mu.Lock()

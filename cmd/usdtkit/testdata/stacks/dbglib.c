@@ -3,7 +3,7 @@
 // dbg_entry → hidden_outer → hidden_inner → dbg_leaf.
 volatile int dbg_sink;
 
-__attribute__((noinline)) int dbg_leaf(int x) { dbg_sink += x; return dbg_sink & 1; }
-static __attribute__((noinline)) int hidden_inner(int x) { return dbg_leaf(x) + 1; }
-static __attribute__((noinline)) int hidden_outer(int x) { return hidden_inner(x) + 1; }
-__attribute__((noinline)) int dbg_entry(int x) { return hidden_outer(x) + 1; }
+__attribute__((noinline, noclone)) int dbg_leaf(int x) { dbg_sink += x; return dbg_sink & 1; }
+static __attribute__((noinline, noclone)) int hidden_inner(int x) { return dbg_leaf(x) + 1; }
+static __attribute__((noinline, noclone)) int hidden_outer(int x) { return hidden_inner(x) + 1; }
+__attribute__((noinline, noclone)) int dbg_entry(int x) { return hidden_outer(x) + 1; }

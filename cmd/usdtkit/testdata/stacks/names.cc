@@ -1,20 +1,22 @@
 // names.cc: a known C++ call chain for the stack tests. Each line on
 // stdin runs main → shapes::Area<double>::of → shapes::Circle::area(int)
-// → leaf and prints "done". Built -O0 -fno-omit-frame-pointer.
+// → leaf and prints "done". Built -O0 -fno-omit-frame-pointer, and -O2
+// -fomit-frame-pointer: noinline keeps each call a frame, noclone keeps
+// GCC from renaming a function to a clone ("[clone .isra.0]").
 #include <cstdio>
 #include <cstring>
 
 volatile int sink;
 
-extern "C" __attribute__((noinline)) int leaf(int x) { sink += x; return sink & 1; }
+extern "C" __attribute__((noinline, noclone)) int leaf(int x) { sink += x; return sink & 1; }
 
 namespace shapes {
 struct Circle {
 	int r;
-	__attribute__((noinline)) int area(int scale) const { return leaf(r * scale) + 1; }
+	__attribute__((noinline, noclone)) int area(int scale) const { return leaf(r * scale) + 1; }
 };
 template <typename T> struct Area {
-	__attribute__((noinline)) static int of(const Circle &c, T k) { return c.area(int(k)) + 1; }
+	__attribute__((noinline, noclone)) static int of(const Circle &c, T k) { return c.area(int(k)) + 1; }
 };
 } // namespace shapes
 

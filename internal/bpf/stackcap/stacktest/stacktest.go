@@ -6,6 +6,7 @@ package stacktest
 import (
 	"debug/elf"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -52,13 +53,14 @@ func BuildChain(tb testing.TB, flags ...string) string {
 type Mode int
 
 const (
-	None    Mode = iota // an empty record: the floor of a benchmark
-	Frames              // stackcap.EmitFrames
-	Copy                // stackcap.EmitCopy
-	Both                // frames, then the copy
-	StackID             // stackcap.EmitStackID into map "stacks"
-	Walk                // stackcap.EmitWalkID into map "frames", its scratch a per-CPU array value, as btgen's
-	CFIWalk             // stackcap.EmitCFIWalkID into map "frames", as Walk, its tables in Options.CFIMaps
+	None        Mode = iota // an empty record: the floor of a benchmark
+	Frames                  // stackcap.EmitFrames
+	Copy                    // stackcap.EmitCopy
+	Both                    // frames, then the copy
+	StackID                 // stackcap.EmitStackID into map "stacks"
+	Walk                    // stackcap.EmitWalkID into map "frames", its scratch a per-CPU array value, as btgen's
+	CFIWalk                 // stackcap.EmitCFIWalkID into map "frames", as Walk, its tables in Options.CFIMaps
+	CFIWalkCopy             // CFIWalk, then stackcap.EmitCopy of the same hit
 )
 
 // Probe is a loaded and attached capture program.
@@ -73,8 +75,8 @@ type Probe struct {
 // Record is one captured hit.
 type Record struct {
 	ID     int64         // the stack id (StackID, Walk)
-	Frames []uint64      // decoded frames (Frames, Both, StackID, Walk)
-	Copy   stackcap.Copy // decoded copy (Copy, Both)
+	Frames []uint64      // decoded frames (Frames, Both, StackID, Walk, CFIWalk, CFIWalkCopy)
+	Copy   stackcap.Copy // decoded copy (Copy, Both, CFIWalkCopy)
 }
 
 // Options says what a probe captures.
@@ -104,7 +106,7 @@ func Program(tb testing.TB, o *Options) (asm.Instructions, int) {
 	if mode == Frames || mode == Both {
 		fsize = stackcap.FramesSize(fo)
 	}
-	if mode == Copy || mode == Both {
+	if mode == Copy || mode == Both || mode == CFIWalkCopy {
 		csize = stackcap.CopySize(nil)
 	}
 	if mode == StackID {
@@ -112,7 +114,8 @@ func Program(tb testing.TB, o *Options) (asm.Instructions, int) {
 	}
 	wo := &stackcap.WalkOptions{MaxFrames: o.MaxFrames, Entry: o.Entry, Scratch: stackcap.StackIDSize, Stack: -64}
 	co := &stackcap.CFIWalkOptions{MaxFrames: o.MaxFrames, Entry: o.Entry, Scratch: stackcap.StackIDSize, Stack: -64}
-	if mode == Walk || mode == CFIWalk {
+	walk := mode == Walk || mode == CFIWalk || mode == CFIWalkCopy
+	if walk {
 		fsize = stackcap.StackIDSize
 	}
 	var callback asm.Instructions
@@ -132,7 +135,7 @@ func Program(tb testing.TB, o *Options) (asm.Instructions, int) {
 			tb.Fatal(err)
 		}
 		insns = append(insns, f...)
-	} else if mode == Walk || mode == CFIWalk {
+	} else if walk {
 		// The walk in the per-CPU scratch value (R8), its id copied to
 		// the record.
 		var f asm.Instructions
@@ -228,16 +231,40 @@ func (p *Probe) Next(tb testing.TB) Record {
 	if err != nil {
 		tb.Fatalf("read capture: %v", err)
 	}
+	return p.decode(tb, rec.RawSample)
+}
+
+// Pending returns the records already in the ring buffer, without
+// waiting for more.
+func (p *Probe) Pending(tb testing.TB) []Record {
+	tb.Helper()
+	var out []Record
+	p.rd.SetDeadline(time.Now())
+	for {
+		rec, err := p.rd.Read()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return out
+		}
+		if err != nil {
+			tb.Fatalf("read capture: %v", err)
+		}
+		out = append(out, p.decode(tb, rec.RawSample))
+	}
+}
+
+// decode decodes a record of the probe's mode.
+func (p *Probe) decode(tb testing.TB, b []byte) Record {
+	tb.Helper()
 	var r Record
-	b := rec.RawSample
-	if p.Mode == StackID || p.Mode == Walk || p.Mode == CFIWalk {
+	var err error
+	if p.Mode == StackID || p.Mode == Walk || p.Mode == CFIWalk || p.Mode == CFIWalkCopy {
 		id, err := stackcap.DecodeStackID(b)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		r.ID = id.ID
 		m := p.coll.Maps["stacks"]
-		if p.Mode == Walk || p.Mode == CFIWalk {
+		if p.Mode != StackID {
 			m = p.coll.Maps["frames"]
 		}
 		if r.Frames, err = stackcap.LookupStack(m, id); err != nil {
@@ -248,7 +275,7 @@ func (p *Probe) Next(tb testing.TB) Record {
 			tb.Fatal(err)
 		}
 	}
-	if p.Mode == Copy || p.Mode == Both {
+	if p.Mode == Copy || p.Mode == Both || p.Mode == CFIWalkCopy {
 		if r.Copy, err = stackcap.DecodeCopy(b[p.framesLen:]); err != nil {
 			tb.Fatal(err)
 		}
@@ -398,7 +425,7 @@ func Load(tb testing.TB, o *Options) (*ebpf.Collection, int) {
 		}},
 	}
 	var copts ebpf.CollectionOptions
-	if o.Mode == CFIWalk {
+	if o.Mode == CFIWalk || o.Mode == CFIWalkCopy {
 		spec.Maps[stackcap.DefaultCFIProcsMap] = stackcap.CFIProcsMapSpec(stackcap.DefaultCFIProcsMap, 16)
 		spec.Maps[stackcap.DefaultCFITablesMap] = stackcap.CFITablesMapSpec(stackcap.DefaultCFITablesMap, 16)
 		spec.Maps[stackcap.DefaultCFIRowsMap] = stackcap.CFIRowsMapSpec(stackcap.DefaultCFIRowsMap, 16)
