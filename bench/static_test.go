@@ -408,7 +408,7 @@ func BenchmarkStaticLink(b *testing.B) {
 				copyFile(b, src, dst)
 				b.StartTimer()
 				start := time.Now()
-				res, err := postlink.FileWith(dst, &postlink.Options{Site: v.site})
+				res, err := postlink.File(dst, &postlink.Options{Site: v.site})
 				times = append(times, float64(time.Since(start).Nanoseconds()))
 				if err != nil || len(res.Probes) != 1 || !res.Changed || res.Rewritten != v.rewritten {
 					b.Fatalf("postlink: %+v, %v", res, err)

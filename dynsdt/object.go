@@ -100,8 +100,8 @@ func lookupMachine(m elf.Machine) (*machine, bool) {
 // stub at slot+4.
 const stubAlign = 16
 
-// BuildOptions are Build's choices. The zero value (or nil) builds what
-// Build does.
+// BuildOptions are Build's choices; the zero value (or nil) is the
+// default of each field.
 type BuildOptions struct {
 	// Site is the kind of probe site on x86-64. SiteAuto, the default,
 	// means the kind ChooseSite picks for every kernel (SiteNop): the
@@ -136,19 +136,14 @@ const (
 
 // Build validates p and writes its shared object for machine m (EM_X86_64
 // or EM_AARCH64), in time linear in the number of probes and the length of
-// their names. Its x86-64 stubs have the site kind BuildOptions.Site's
-// default stands for (SiteNop), whatever kernel Build runs on.
+// their names. Its x86-64 stubs have the site kind opts.Site (SiteAuto,
+// the default, stands for SiteNop), whatever kernel Build runs on.
 //
 // Errors wrap ErrSpec for an invalid spec (see ProviderSpec.Validate), a
 // provider without probes, or a probe named like another probe's semaphore
-// or fire symbol; and ErrUnsupportedMachine for another m.
-func Build(p *ProviderSpec, m elf.Machine) (*Object, error) {
-	return BuildWith(p, m, nil)
-}
-
-// BuildWith is Build with options; see BuildOptions. It also fails
-// (ErrSite) for an unknown opts.Site.
-func BuildWith(p *ProviderSpec, m elf.Machine, opts *BuildOptions) (*Object, error) {
+// or fire symbol; ErrUnsupportedMachine for another m; and ErrSite for
+// an unknown opts.Site. opts may be nil: the defaults of BuildOptions.
+func Build(p *ProviderSpec, m elf.Machine, opts *BuildOptions) (*Object, error) {
 	site := siteAnyKernel
 	if opts != nil && opts.Site != SiteAuto {
 		site = opts.Site

@@ -23,7 +23,7 @@ func BenchmarkBuild(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := dynsdt.Build(p, elf.EM_X86_64); err != nil {
+				if _, err := dynsdt.Build(p, elf.EM_X86_64, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

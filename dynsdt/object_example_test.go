@@ -15,7 +15,7 @@ func ExampleBuild() {
 	obj, err := dynsdt.Build(&dynsdt.ProviderSpec{Name: "myapp", Probes: []dynsdt.ProbeSpec{
 		{Name: "request__start", Args: []dynsdt.ArgType{dynsdt.String, dynsdt.Int32}},
 		{Name: "request__done", Args: []dynsdt.ArgType{dynsdt.Uint64}},
-	}}, elf.EM_X86_64)
+	}}, elf.EM_X86_64, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -52,7 +52,7 @@ func FuzzBuild(f *testing.F) {
 			m = elf.EM_AARCH64
 		}
 		spec := fuzzSpec(provider, names, args)
-		obj, err := dynsdt.Build(spec, m)
+		obj, err := dynsdt.Build(spec, m, nil)
 		if err != nil {
 			if obj != nil {
 				t.Fatalf("error %v with an object", err)

@@ -48,7 +48,7 @@ func TestBuildGolden(t *testing.T) {
 		{100, elf.EM_AARCH64, "32fd979d4dc5938f1676114337eddad8352a9bb144d9f4837dcddfe83aa1bb3b"},
 		{1000, elf.EM_AARCH64, "79782942f3896b94c3b46b2bf2b264ead8dc6bb3ce543a20eaaeaab0a644ecac"},
 	} {
-		obj, err := dynsdt.Build(goldenSpec(c.n), c.m)
+		obj, err := dynsdt.Build(goldenSpec(c.n), c.m, nil)
 		if err != nil {
 			t.Fatalf("%d probes, %v: %v", c.n, c.m, err)
 		}

@@ -44,7 +44,7 @@ func sampleSpec() *dynsdt.ProviderSpec {
 
 func build(tb testing.TB, p *dynsdt.ProviderSpec, m elf.Machine) *dynsdt.Object {
 	tb.Helper()
-	obj, err := dynsdt.Build(p, m)
+	obj, err := dynsdt.Build(p, m, nil)
 	if err != nil {
 		tb.Fatalf("Build(%s, %v): %v", p.Name, m, err)
 	}
@@ -396,7 +396,7 @@ func TestBuildErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			obj, err := dynsdt.Build(tt.spec, tt.m)
+			obj, err := dynsdt.Build(tt.spec, tt.m, nil)
 			if !errors.Is(err, tt.want) || obj != nil {
 				t.Errorf("have %v, %v; want nil, %v", obj, err, tt.want)
 			}
@@ -532,7 +532,7 @@ print(ctypes.c_uint16.in_dll(l, "myapp_all_semaphore").value, "ok")
 	}
 }
 
-// TestBuildSites checks the stub BuildWith writes for each site kind: on
+// TestBuildSites checks the stub Build writes for each site kind: on
 // x86-64 the kind's bytes at the site, the copy of its first word before
 // it, and the symbol's size; on arm64 the one nop stub whatever the kind.
 func TestBuildSites(t *testing.T) {
@@ -552,7 +552,7 @@ func TestBuildSites(t *testing.T) {
 		{elf.EM_AARCH64, dynsdt.SiteNop10, arm, dynsdt.SiteNop},
 	} {
 		t.Run(fmt.Sprintf("%v/%v", c.m, c.site), func(t *testing.T) {
-			obj, err := dynsdt.BuildWith(spec, c.m, &dynsdt.BuildOptions{Site: c.site})
+			obj, err := dynsdt.Build(spec, c.m, &dynsdt.BuildOptions{Site: c.site})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -588,7 +588,7 @@ func TestBuildSites(t *testing.T) {
 			}
 		})
 	}
-	if _, err := dynsdt.BuildWith(spec, elf.EM_X86_64, &dynsdt.BuildOptions{Site: dynsdt.SiteNop10 + 1}); !errors.Is(err, dynsdt.ErrSite) {
+	if _, err := dynsdt.Build(spec, elf.EM_X86_64, &dynsdt.BuildOptions{Site: dynsdt.SiteNop10 + 1}); !errors.Is(err, dynsdt.ErrSite) {
 		t.Errorf("unknown site: %v, want ErrSite", err)
 	}
 }
@@ -616,7 +616,7 @@ func TestBuildSymbolsPrefixed(t *testing.T) {
 		{Name: "write", Args: []dynsdt.ArgType{dynsdt.Int32}}, {Name: "malloc"}, {Name: "main"},
 		{Name: "a_p_semaphore"}, {Name: "p"}, {Name: "a_p_fire"},
 	}}
-	obj, err := dynsdt.Build(spec, elf.EM_X86_64)
+	obj, err := dynsdt.Build(spec, elf.EM_X86_64, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func Load(spec *ProviderSpec, opts *Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load provider %s: %w", spec.Name, err)
 	}
-	obj, err := BuildWith(spec, HostMachine, &BuildOptions{Site: site})
+	obj, err := Build(spec, HostMachine, &BuildOptions{Site: site})
 	if err != nil {
 		return nil, err
 	}

@@ -234,7 +234,7 @@ func TestLoadedStubs(t *testing.T) {
 }
 
 func testLoadedStubs(t *testing.T, spec *ProviderSpec, mach *machine, site Site) {
-	obj, err := BuildWith(spec, HostMachine, &BuildOptions{Site: site})
+	obj, err := Build(spec, HostMachine, &BuildOptions{Site: site})
 	if err != nil {
 		t.Fatal(err)
 	}

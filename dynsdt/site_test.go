@@ -85,7 +85,7 @@ func TestBuildSiteAutoIgnoresEnv(t *testing.T) {
 		{&BuildOptions{}, SiteNop},
 		{&BuildOptions{Site: SiteNop5}, SiteNop5},
 	} {
-		obj, err := BuildWith(spec, elf.EM_X86_64, c.opts)
+		obj, err := Build(spec, elf.EM_X86_64, c.opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ import (
 func TestEmitArgSwitch(t *testing.T) {
 	testutil.RequireBPF(t)
 	exe := buildC(t, "testdata/operands.c")
-	probes, err := usdtlink.Find(exe, "t", "*", 0)
+	probes, err := usdtlink.Find(exe, "t", "*", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,8 +46,8 @@ type Options struct {
 	Cookie uint64
 	// Classic uses one classic uprobe link per location even where the
 	// kernel has uprobe_multi; the program must have been loaded with the
-	// generic attach type (LoadCollectionSpec's, or PrepareSpec(spec,
-	// true)), else Attach fails saying so. Without it, Attach uses
+	// generic attach type (LoadCollectionSpec's, or PrepareSpec with
+	// Classic), else Attach fails saying so. Without it, Attach uses
 	// uprobe_multi when the kernel has it and falls back to classic links
 	// when the program was not loaded for uprobe_multi (see PrepareSpec).
 	Classic bool
@@ -88,10 +88,15 @@ func (l *Link) Close() error {
 }
 
 // Find returns the probes provider:name of target (a file path or library
-// short name; with pid, an object of the process, or "" for every one),
-// with sdt's discovery rules (see sdt.List). No probe gives an error
-// wrapping sdt.ErrNotFound.
-func Find(target, provider, name string, pid int) ([]sdt.Probe, error) {
+// short name; with opts.PID, an object of the process, or "" for every
+// one), with sdt's discovery rules (see sdt.List). Of opts (nil: no
+// process) only PID counts. No probe gives an error wrapping
+// sdt.ErrNotFound.
+func Find(target, provider, name string, opts *Options) ([]sdt.Probe, error) {
+	var pid int
+	if opts != nil {
+		pid = opts.PID
+	}
 	lo := &sdt.ListOptions{PID: pid, Selectors: []sdt.Selector{{Provider: provider, Name: name}}}
 	if target != "" {
 		lo.Paths = []string{target}
@@ -141,7 +146,7 @@ func Attach(prog *ebpf.Program, specs *ebpf.Map, target, provider, name string, 
 	if err := features.HaveProgramHelper(ebpf.Kprobe, asm.FnGetAttachCookie); err != nil {
 		return nil, fmt.Errorf("attach usdt %s:%s: BPF cookies: %w", provider, name, err)
 	}
-	probes, err := Find(target, provider, name, opts.PID)
+	probes, err := Find(target, provider, name, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +286,7 @@ func (l *Link) attach(prog *ebpf.Program, probes []sdt.Probe, opts *Options, coo
 		if err != nil && !multi && len(l.links) == 0 && loadedForMulti(prog, obj, opts.PID) {
 			// cilium/ebpf formats the kernel's EINVAL with %v: the
 			// uprobe_multi link taken is what tells the cause.
-			return fmt.Errorf("attach usdt %s: %w: load it with PrepareSpec(spec, true) for Options.Classic", obj.Name, ErrAttachType)
+			return fmt.Errorf("attach usdt %s: %w: load it with PrepareSpec and Options.Classic", obj.Name, ErrAttachType)
 		}
 		if err != nil {
 			return err

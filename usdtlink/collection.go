@@ -29,13 +29,15 @@ import (
 //     arguments, and rejects them. PrepareSpec gives them static linkage.
 //     (LoadCollectionSpec does so for every hidden function.)
 //   - programs in "usdt" sections get the uprobe_multi attach type when
-//     the kernel has uprobe_multi and classic is false, as libbpf does,
-//     so that Attach can attach all locations with one link; with classic
-//     true they get the generic attach type. The kernel takes classic
+//     the kernel has uprobe_multi and opts.Classic is false (opts nil),
+//     as libbpf does, so that Attach can attach all locations with one
+//     link; with opts.Classic they get the generic attach type. The kernel takes classic
 //     uprobe links only for the one and uprobe_multi links only for the
 //     other. Calling PrepareSpec again on a prepared spec only sets the
 //     attach type.
-func PrepareSpec(spec *ebpf.CollectionSpec, classic bool) error {
+//
+// Of opts only Classic counts; the same Options go to Attach.
+func PrepareSpec(spec *ebpf.CollectionSpec, opts *Options) error {
 	if err := features.HaveProgramHelper(ebpf.Kprobe, asm.FnGetAttachCookie); err != nil {
 		return fmt.Errorf("BPF cookies: %w", err)
 	}
@@ -43,7 +45,7 @@ func PrepareSpec(spec *ebpf.CollectionSpec, classic bool) error {
 		return err
 	}
 	staticHidden(spec, usdtHelpers)
-	multi := !classic && features.HaveBPFLinkUprobeMulti() == nil
+	multi := (opts == nil || !opts.Classic) && features.HaveBPFLinkUprobeMulti() == nil
 	for _, p := range spec.Programs {
 		if _, ok := usdtSection(p.SectionName); !ok || p.Type != ebpf.Kprobe {
 			continue

@@ -54,7 +54,7 @@ func TestAttachCollection(t *testing.T) {
 			t.Fatal(err)
 		}
 		if multi {
-			if err := usdtlink.PrepareSpec(spec, false); err != nil {
+			if err := usdtlink.PrepareSpec(spec, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -104,7 +104,7 @@ func TestPrepareSpecAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := usdtlink.PrepareSpec(spec, false); err != nil {
+	if err := usdtlink.PrepareSpec(spec, nil); err != nil {
 		t.Fatal(err)
 	}
 	coll, err := ebpf.NewCollection(spec)

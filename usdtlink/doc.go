@@ -12,7 +12,7 @@
 //
 // Rules for callers:
 //   - BPF cookies (Linux 5.15) are required. uprobe_multi (6.6) is used
-//     when the program was prepared for it (PrepareSpec(spec, false)).
+//     when the program was prepared for it (PrepareSpec(spec, nil)).
 //   - A spec the header's layout cannot express fails the attach with an
 //     *sdt.ArgError wrapping ErrUnsupported.
 //   - Errors wrap sdt.ErrNotFound, ebpf.ErrNotSupported or

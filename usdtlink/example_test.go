@@ -37,7 +37,7 @@ func ExampleAttach() {
 // Read argument 0 of python3.11's gc__start into R2, in a program written
 // with cilium/ebpf/asm, and attach it.
 func ExampleEmitArgSwitch() {
-	probes, err := usdtlink.Find("/usr/bin/python3.11", "python", "gc__start", 0)
+	probes, err := usdtlink.Find("/usr/bin/python3.11", "python", "gc__start", nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -104,7 +104,7 @@ func load(t *testing.T, obj string, classic bool) *loaded {
 	if !classic {
 		// LoadCollectionSpec keeps the generic attach type; uprobe_multi
 		// links need the program loaded for them.
-		if err := usdtlink.PrepareSpec(spec, false); err != nil {
+		if err := usdtlink.PrepareSpec(spec, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

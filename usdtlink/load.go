@@ -18,11 +18,11 @@ import (
 const maxObjectSize = 256 << 20
 
 // LoadCollectionSpec reads a BPF object file like ebpf.LoadCollectionSpec,
-// after StrongMaps, and prepares it with PrepareSpec(spec, true): its
+// after StrongMaps, and prepares it with PrepareSpec for Options.Classic: its
 // programs keep the generic attach type, which classic uprobe links need,
 // so that Attach works with and without Options.Classic (without it,
 // falling back to classic links). For one uprobe_multi link per object,
-// call PrepareSpec(spec, false) on the result before loading it.
+// call PrepareSpec(spec, nil) on the result before loading it.
 func LoadCollectionSpec(path string) (*ebpf.CollectionSpec, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -55,7 +55,7 @@ func LoadCollectionSpecFromReader(r io.ReaderAt) (*ebpf.CollectionSpec, error) {
 		return nil, err
 	}
 	staticHidden(spec, hidden)
-	if err := PrepareSpec(spec, true); err != nil {
+	if err := PrepareSpec(spec, &Options{Classic: true}); err != nil {
 		return nil, err
 	}
 	return spec, nil

@@ -35,7 +35,7 @@ func (o *readmeObjects) Close() {
 // cookie) with and without Options.Classic, no attach type set by hand,
 // and checks that the probe's event comes with the cookie and that the
 // links are of the kind asked for. A program loaded for uprobe_multi
-// (PrepareSpec(spec, false)) is refused Classic with ErrAttachType.
+// (PrepareSpec(spec, nil)) is refused Classic with ErrAttachType.
 func TestREADMEClassic(t *testing.T) {
 	testutil.RequireBPF(t)
 	b, err := os.ReadFile(buildBPF(t, false))
@@ -89,7 +89,7 @@ func TestREADMEClassic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := usdtlink.PrepareSpec(spec, false); err != nil {
+		if err := usdtlink.PrepareSpec(spec, nil); err != nil {
 			t.Fatal(err)
 		}
 		var objs readmeObjects

@@ -65,7 +65,7 @@ func buildStaticFire(t *testing.T) string {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	res, err := postlink.File(bin)
+	res, err := postlink.File(bin, nil)
 	if err != nil || len(res.Probes) != 1 {
 		t.Fatalf("post-link step: %+v, %v", res, err)
 	}

@@ -146,7 +146,7 @@ const (
 // kind.
 func compareBuild(t testing.TB, b *cBuilder, spec *dynsdt.ProviderSpec, m elf.Machine, site dynsdt.Site) {
 	t.Helper()
-	want, werr := dynsdt.BuildWith(spec, m, &dynsdt.BuildOptions{Site: site})
+	want, werr := dynsdt.Build(spec, m, &dynsdt.BuildOptions{Site: site})
 	have := b.build(t, spec, m, site)
 	if werr != nil {
 		code := cBuildSpec

@@ -6,7 +6,7 @@
 // Programs and bindings built against libstapsdt load it unchanged.
 // libstapsdt.h declares the same functions, enum values and struct
 // layouts; TestABI checks them. The object it writes is byte for byte the
-// one dynsdt.BuildWith writes; TestBuilderMatchesDynsdt checks that.
+// one dynsdt.Build writes; TestBuilderMatchesDynsdt checks that.
 //
 // Rules for callers:
 //   - Up to 12 arguments. Names must be C identifiers, unique in the

@@ -49,7 +49,7 @@ kernel so far); usdtkit toolexec uses auto.`,
 				return fmt.Errorf("--site: %w", err)
 			}
 			for _, path := range args {
-				res, err := postlink.FileWith(path, &postlink.Options{Site: kind})
+				res, err := postlink.File(path, &postlink.Options{Site: kind})
 				if err != nil {
 					return err
 				}
@@ -161,7 +161,7 @@ func runToolexec(cmd *cobra.Command, args []string) error {
 	if out == "" {
 		return fmt.Errorf("toolexec: the linker's command has no -o")
 	}
-	res, err := postlink.File(out)
+	res, err := postlink.File(out, nil)
 	if err != nil {
 		return fmt.Errorf("toolexec: %w", err)
 	}

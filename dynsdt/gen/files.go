@@ -39,7 +39,7 @@ type File struct {
 }
 
 // Files returns what usdtkit gen writes for p: the shared object
-// (dynsdt.BuildWith with opts.Site; named dynsdt.SOName(p.Name),
+// (dynsdt.Build with opts.Site; named dynsdt.SOName(p.Name),
 // "myapp.so"), its C header ("myapp.h", Header) and the Go file
 // ("myapp.go", Go), in that order. With opts.Static, it returns Static's
 // files instead. Errors wrap dynsdt.ErrSpec for a spec dynsdt.Build or Go
@@ -62,7 +62,7 @@ func Files(p *dynsdt.ProviderSpec, opts *Options) ([]File, error) {
 	if o.Machine == elf.EM_NONE {
 		o.Machine = dynsdt.HostMachine
 	}
-	obj, err := dynsdt.BuildWith(p, o.Machine, &dynsdt.BuildOptions{Site: o.Site})
+	obj, err := dynsdt.Build(p, o.Machine, &dynsdt.BuildOptions{Site: o.Site})
 	if err != nil {
 		return nil, err
 	}

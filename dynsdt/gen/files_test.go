@@ -131,7 +131,7 @@ func TestWriteFilesPathError(t *testing.T) {
 }
 
 // TestGenerateFilesSite: the shared object GenerateFiles returns is
-// BuildWith's for Options.Site, also for an arm64 object (one
+// Build's for Options.Site, also for an arm64 object (one
 // kind); a Site that is no kind is ErrSite, also with Static.
 func TestGenerateFilesSite(t *testing.T) {
 	spec := &dynsdt.ProviderSpec{Name: "ksite", Probes: []dynsdt.ProbeSpec{{Name: "a", Args: []dynsdt.ArgType{dynsdt.Int32}}}}
@@ -141,12 +141,12 @@ func TestGenerateFilesSite(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v %v: %v", m, site, err)
 			}
-			obj, err := dynsdt.BuildWith(spec, m, &dynsdt.BuildOptions{Site: site})
+			obj, err := dynsdt.Build(spec, m, &dynsdt.BuildOptions{Site: site})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if files[0].Name != dynsdt.SOName(spec.Name) || !bytes.Equal(files[0].Data, obj.Bytes) {
-				t.Errorf("%v %v: %s is not BuildWith's object (site %v)", m, site, files[0].Name, obj.Site)
+				t.Errorf("%v %v: %s is not Build's object (site %v)", m, site, files[0].Name, obj.Site)
 			}
 		}
 	}

@@ -69,7 +69,7 @@ func TestGenerateHeaderHostileNames(t *testing.T) {
 		tool := testutil.RequireTool(t, c.tool)
 		for _, p := range hostileProviders {
 			t.Run(c.std+"/"+p.Name, func(t *testing.T) {
-				if _, err := dynsdt.Build(p, dynsdt.HostMachine); err != nil {
+				if _, err := dynsdt.Build(p, dynsdt.HostMachine, nil); err != nil {
 					t.Fatal(err)
 				}
 				dir := t.TempDir()

@@ -3,9 +3,9 @@
 // and adds the NT_STAPSDT notes tracers read. Tracers then see the probes
 // by path, before the program runs.
 //
-// Entry points: File and FileWith rewrite a file in place; Bytes and
-// BytesWith work on its contents. Options.Site sets the x86-64 stubs'
-// kind of probe site. Result says what was found and changed.
+// Entry points: File rewrites a file in place; Bytes works on its
+// contents. Options.Site sets the x86-64 stubs' kind of probe site.
+// Result says what was found and changed.
 //
 // Rules for callers:
 //   - Only 64-bit little-endian x86-64 and arm64 executables are

@@ -19,7 +19,7 @@ func ExampleBytes() {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}
-	_, res, err := postlink.Bytes(data)
+	_, res, err := postlink.Bytes(data, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return

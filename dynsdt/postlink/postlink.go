@@ -56,7 +56,8 @@ type Result struct {
 // other than x86-64 and arm64, too many sections).
 var ErrNotSupported = errors.New("not supported")
 
-// File runs the step on the executable at path with the default Options.
+// File runs the step on the executable at path; opts may be nil (the
+// default Options).
 // The step appends to the file, writes the stubs whose site kind changes
 // (16 bytes each, x86-64 only) and then rewrites its ELF header to point
 // at what it appended, so it changes the file in place: a reader sees the
@@ -74,10 +75,7 @@ var ErrNotSupported = errors.New("not supported")
 // the tables it names or, without a symbol table, the writable data and
 // .gopclntab, the notes and the stubs), never the whole file, and writes
 // only the appended bytes, the changed stubs and the header.
-func File(path string) (*Result, error) { return FileWith(path, nil) }
-
-// FileWith is File with options.
-func FileWith(path string, opts *Options) (*Result, error) {
+func File(path string, opts *Options) (*Result, error) {
 	// A symlink's target is the executable: it is changed, and the link
 	// stays a link.
 	path, err := filepath.EvalSymlinks(path)
@@ -318,13 +316,10 @@ func (im *image) replace(path string, in *os.File, st os.FileInfo, attrs []xattr
 	return err
 }
 
-// Bytes runs the step on an executable's contents with the default
-// Options and returns the new contents (data itself when nothing changes).
-func Bytes(data []byte) ([]byte, *Result, error) { return BytesWith(data, nil) }
-
-// BytesWith is Bytes with options. It never modifies data: a changed file
-// is a new slice.
-func BytesWith(data []byte, opts *Options) ([]byte, *Result, error) {
+// Bytes runs the step on an executable's contents (opts may be nil: the
+// default Options) and returns the new contents (data itself when nothing
+// changes). It never modifies data: a changed file is a new slice.
+func Bytes(data []byte, opts *Options) ([]byte, *Result, error) {
 	im, res, err := plan(bytes.NewReader(data), int64(len(data)), opts)
 	if err != nil {
 		return nil, nil, err

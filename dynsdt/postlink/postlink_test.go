@@ -73,7 +73,7 @@ func TestBytes(t *testing.T) {
 			if len(sdtNotes(t, data)) != 0 {
 				t.Fatal("notes before the step")
 			}
-			out, res, err := Bytes(data)
+			out, res, err := Bytes(data, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +88,7 @@ func TestBytes(t *testing.T) {
 			if !bytes.Equal(out[ehSize:len(data)], data[ehSize:]) {
 				t.Error("the step changed bytes of the file other than its header")
 			}
-			again, res2, err := Bytes(out)
+			again, res2, err := Bytes(out, nil)
 			if err != nil || res2.Changed || !bytes.Equal(again, out) {
 				t.Errorf("the step again: changed %v, %v", res2.Changed, err)
 			}
@@ -115,7 +115,7 @@ func TestBytes(t *testing.T) {
 func TestBytesSites(t *testing.T) {
 	t.Setenv(dynsdt.SiteEnv, "")
 	data := buildGoStatic(t, nil)
-	base, res, err := Bytes(data)
+	base, res, err := Bytes(data, nil)
 	if err != nil || res.Site != dynsdt.SiteNop || res.Rewritten != 0 {
 		t.Fatalf("auto: %+v, %v", res, err)
 	}
@@ -142,7 +142,7 @@ func TestBytesSites(t *testing.T) {
 			if c.env != "" {
 				want, _ = dynsdt.ParseSite(c.env)
 			}
-			out, res, err := BytesWith(base, &Options{Site: c.site})
+			out, res, err := Bytes(base, &Options{Site: c.site})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,10 +155,10 @@ func TestBytesSites(t *testing.T) {
 			if !bytes.Equal(out[:off], base[:off]) || !bytes.Equal(out[off+dynsdt.StaticStubLen:], base[off+dynsdt.StaticStubLen:]) {
 				t.Error("bytes other than the stub changed")
 			}
-			if _, res, err := BytesWith(out, &Options{Site: want}); err != nil || res.Changed {
+			if _, res, err := Bytes(out, &Options{Site: want}); err != nil || res.Changed {
 				t.Errorf("again: %+v, %v", res, err)
 			}
-			back, _, err := BytesWith(out, &Options{Site: dynsdt.SiteNop})
+			back, _, err := Bytes(out, &Options{Site: dynsdt.SiteNop})
 			if err != nil || !bytes.Equal(back, base) {
 				t.Errorf("back to nop: %v, same bytes %v", err, bytes.Equal(back, base))
 			}
@@ -170,7 +170,7 @@ func TestBytesSites(t *testing.T) {
 		old := slices.Clone(base)
 		copy(old[off:], []byte{0x0f, 0x1f, 0x44, 0x00, 0x00, 0xc3})
 		for _, site := range []dynsdt.Site{dynsdt.SiteNop, dynsdt.SiteNop5} {
-			out, res, err := BytesWith(old, &Options{Site: site})
+			out, res, err := Bytes(old, &Options{Site: site})
 			if err != nil || res.Rewritten != 1 || res.Site != site {
 				t.Fatalf("%v: %+v, %v", site, res, err)
 			}
@@ -182,13 +182,13 @@ func TestBytesSites(t *testing.T) {
 	t.Run("foreign", func(t *testing.T) {
 		bad := slices.Clone(base)
 		bad[off+1] = 0x90
-		if _, _, err := BytesWith(bad, &Options{Site: dynsdt.SiteNop5}); err == nil {
+		if _, _, err := Bytes(bad, &Options{Site: dynsdt.SiteNop5}); err == nil {
 			t.Error("no error for a stub of no kind")
 		}
 	})
 	t.Run("bad env", func(t *testing.T) {
 		t.Setenv(dynsdt.SiteEnv, "int3")
-		if _, _, err := Bytes(base); !errors.Is(err, dynsdt.ErrSite) {
+		if _, _, err := Bytes(base, nil); !errors.Is(err, dynsdt.ErrSite) {
 			t.Errorf("USDTKIT_SITE=int3: %v, want ErrSite", err)
 		}
 	})
@@ -207,7 +207,7 @@ func TestBytesKeepsOtherNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign := im.apply(data)
-	out, res, err := Bytes(foreign)
+	out, res, err := Bytes(foreign, nil)
 	if err != nil || !res.Changed {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -215,7 +215,7 @@ func TestBytesKeepsOtherNotes(t *testing.T) {
 	if len(notes) != 2 || notes[0].Provider != "cgo" || notes[1].Provider != "gostatic" {
 		t.Fatalf("notes %+v", notes)
 	}
-	if _, res, err := Bytes(out); err != nil || res.Changed {
+	if _, res, err := Bytes(out, nil); err != nil || res.Changed {
 		t.Errorf("the step again: %+v, %v", res, err)
 	}
 }
@@ -226,7 +226,7 @@ func TestBytesNoTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, res, err := Bytes(exe)
+	out, res, err := Bytes(exe, nil)
 	if err != nil || res.Changed || len(res.Probes) != 0 || !bytes.Equal(out, exe) {
 		t.Errorf("%+v, %v", res, err)
 	}
@@ -242,7 +242,7 @@ func TestBytesNoTables(t *testing.T) {
 func TestFile(t *testing.T) {
 	t.Setenv(dynsdt.SiteEnv, "")
 	data := buildGoStatic(t, nil)
-	noted, res, err := BytesWith(data, &Options{Site: dynsdt.SiteNop})
+	noted, res, err := Bytes(data, &Options{Site: dynsdt.SiteNop})
 	if err != nil || !res.Changed || res.Rewritten != 0 {
 		t.Fatalf("notes: %+v, %v", res, err)
 	}
@@ -259,7 +259,7 @@ func TestFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := &Options{Site: tt.site}
-			want, wres, err := BytesWith(tt.in, opts)
+			want, wres, err := Bytes(tt.in, opts)
 			if err != nil || !wres.Changed || wres.Rewritten != tt.rewritten {
 				t.Fatalf("bytes: %+v, %v", wres, err)
 			}
@@ -275,7 +275,7 @@ func TestFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := testutil.StatID(t, path)
-			res, err := FileWith(path, opts)
+			res, err := File(path, opts)
 			if err != nil || !res.Changed || res.Rewritten != tt.rewritten || res.Site != tt.site {
 				t.Fatalf("%+v, %v", res, err)
 			}
@@ -288,7 +288,7 @@ func TestFile(t *testing.T) {
 			if testutil.StatID(t, path) != before {
 				t.Error("in place: the file was replaced")
 			}
-			if res, err := FileWith(path, opts); err != nil || res.Changed {
+			if res, err := File(path, opts); err != nil || res.Changed {
 				t.Errorf("again: %+v, %v", res, err)
 			}
 
@@ -309,7 +309,7 @@ func TestFile(t *testing.T) {
 				cmd.Wait()
 			}()
 			before = testutil.StatID(t, busy)
-			if res, err := FileWith(busy, opts); err != nil || !res.Changed || res.Rewritten != tt.rewritten {
+			if res, err := File(busy, opts); err != nil || !res.Changed || res.Rewritten != tt.rewritten {
 				t.Fatalf("running executable: %+v, %v", res, err)
 			}
 			if !bytes.Equal(mustRead(t, busy), want) {
@@ -340,10 +340,10 @@ func TestBytesErrors(t *testing.T) {
 	}
 	bad := bytes.Clone(data)
 	bad[i+len(gen.StaticMagic)] ^= 0x10 // the description's length
-	if _, _, err := Bytes(bad); !errors.Is(err, gen.ErrStaticTable) {
+	if _, _, err := Bytes(bad, nil); !errors.Is(err, gen.ErrStaticTable) {
 		t.Errorf("damaged table: %v", err)
 	}
-	if _, _, err := Bytes(data[:100]); err == nil {
+	if _, _, err := Bytes(data[:100], nil); err == nil {
 		t.Error("truncated file: no error")
 	}
 }
@@ -401,7 +401,7 @@ func tinyELFAt(t testing.TB, pad int, named bool) []byte {
 }
 
 func TestTinyELF(t *testing.T) {
-	out, res, err := Bytes(tinyELF(t))
+	out, res, err := Bytes(tinyELF(t), nil)
 	if err != nil || !res.Changed || len(res.Probes) != 1 || res.Probes[0].PC != 0x401000 {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -413,7 +413,7 @@ func TestTinyELF(t *testing.T) {
 	if res.Site != dynsdt.SiteAuto || res.Rewritten != 0 {
 		t.Errorf("site %v, rewritten %d; want auto, 0", res.Site, res.Rewritten)
 	}
-	if _, _, err := BytesWith(tinyELF(t), &Options{Site: dynsdt.SiteNop}); !errors.Is(err, ErrNotSupported) {
+	if _, _, err := Bytes(tinyELF(t), &Options{Site: dynsdt.SiteNop}); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("site nop over a 6-byte stub: %v, want ErrNotSupported", err)
 	}
 }
@@ -423,7 +423,7 @@ func TestTinyELF(t *testing.T) {
 func TestScanChunks(t *testing.T) {
 	for _, pad := range []int{0, scanChunk - len(gen.StaticMagic)/2, scanChunk - len(gen.StaticMagic), scanChunk + 3} {
 		data := tinyELFAt(t, pad, false)
-		_, res, err := Bytes(data)
+		_, res, err := Bytes(data, nil)
 		if err != nil || !res.Changed || len(res.Probes) != 1 {
 			t.Fatalf("table at %d: %+v, %v", pad, res, err)
 		}
@@ -512,11 +512,11 @@ func FuzzBytes(f *testing.F) {
 	f.Add(tinyELF(f))
 	f.Add(tinyELFAt(f, 8, true))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out, res, err := Bytes(data)
+		out, res, err := Bytes(data, nil)
 		if err != nil || !res.Changed {
 			return
 		}
-		if _, res2, err := Bytes(out); err != nil || res2.Changed {
+		if _, res2, err := Bytes(out, nil); err != nil || res2.Changed {
 			t.Fatalf("the step again: %+v, %v", res2, err)
 		}
 	})
@@ -577,7 +577,7 @@ func TestFileKeepsMetadata(t *testing.T) {
 			if running {
 				keepRunning(t, path)
 			}
-			if res, err := File(link); err != nil || !res.Changed {
+			if res, err := File(link, nil); err != nil || !res.Changed {
 				t.Fatalf("File: %+v, %v", res, err)
 			}
 			if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
@@ -596,7 +596,7 @@ func TestFileKeepsMetadata(t *testing.T) {
 			if err != nil || !bytes.Equal(have[:n], capability) {
 				t.Errorf("file capabilities %x, %v; want %x", have[:max(n, 0)], err, capability)
 			}
-			if res, err := File(path); err != nil || res.Changed {
+			if res, err := File(path, nil); err != nil || res.Changed {
 				t.Errorf("the step ran on the symlink's target: again %+v, %v", res, err)
 			}
 
@@ -611,7 +611,7 @@ func TestFileKeepsMetadata(t *testing.T) {
 			if running {
 				keepRunning(t, other)
 			}
-			_, err = File(other)
+			_, err = File(other, nil)
 			if running && err == nil {
 				t.Error("a running file with a hard link was replaced, splitting the link")
 			}

@@ -50,7 +50,7 @@ func run() error {
 	if !ok {
 		return fmt.Errorf("%q is not PROVIDER:NAME", flag.Arg(1))
 	}
-	probes, err := usdtlink.Find(flag.Arg(0), provider, name, *pid)
+	probes, err := usdtlink.Find(flag.Arg(0), provider, name, &usdtlink.Options{PID: *pid})
 	if err != nil {
 		return err
 	}

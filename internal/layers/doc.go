@@ -1,3 +1,4 @@
-// Package layers holds no code: its test states which packages may import
-// which (docs/architecture.md, "Packages in dependency order").
+// Package layers holds no code: its tests state which packages may import
+// which (docs/architecture.md, "Packages in dependency order") and that
+// the public packages' API has no internal types.
 package layers

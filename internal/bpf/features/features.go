@@ -88,7 +88,7 @@ const (
 		"of libjvm's) never fire: the kernel cannot raise their semaphores"
 	impactUprobeMulti = "falls back to one classic uprobe link per site; " +
 		"attaching and closing grow with the number of sites " +
-		"(closing 1000 classic links takes ~100 s on a 6.18 kernel)"
+		"(docs/benchmarks.md: attach + detach of 1000 sites)"
 	impactCookies = "a probe whose sites have different argument specs " +
 		"needs one BPF program per spec instead of one program that " +
 		"picks the spec by the attach cookie"

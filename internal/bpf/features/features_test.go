@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sync"
@@ -115,6 +116,9 @@ func TestFeaturesHere(t *testing.T) {
 	})
 }
 
+// timing matches a duration: a number and a unit of time.
+var timing = regexp.MustCompile(`[0-9][0-9 ,.]*\s*(ns|µs|us|ms|s|seconds?|minutes?)\b`)
+
 // TestCheck checks the order and consistency of Check's results.
 func TestCheck(t *testing.T) {
 	testutil.RequireBPF(t)
@@ -128,6 +132,10 @@ func TestCheck(t *testing.T) {
 		}
 		if r.Impact == "" {
 			t.Errorf("%s: no impact", r.Name)
+		}
+		// Timings belong in docs/benchmarks.md, not in what doctor prints.
+		if m := timing.FindString(r.Impact); m != "" {
+			t.Errorf("%s: impact %q states a timing (%q)", r.Name, r.Impact, m)
 		}
 		if r.OK && r.Detail == "" {
 			t.Errorf("%s: ok without detail", r.Name)

@@ -99,15 +99,10 @@ const ARM64AddressBits = 48
 // CFIWalkScratchSize is the number of scratch bytes EmitCFIWalkID uses
 // for opts: its state, then the frames.
 func CFIWalkScratchSize(opts *CFIWalkOptions) int {
-	fo := FramesOptions{}
-	if opts != nil {
-		fo.MaxFrames = opts.MaxFrames
+	if opts == nil {
+		return scratchSize(cfiState, 0)
 	}
-	n, err := fo.maxFrames()
-	if err != nil {
-		return 0
-	}
-	return cfiState + 8*n
+	return scratchSize(cfiState, opts.MaxFrames)
 }
 
 // EmitCFIWalkID returns instructions that walk the user stack with the
@@ -259,6 +254,91 @@ func stS(off int16, src asm.Register) asm.Instruction {
 	return asm.StoreMem(cbS, off, src, asm.DWord)
 }
 
+// lookup looks up the u32 key at cfiKey of the scratch in the map named
+// m: the value's address in R0, or a frame-pointer step when there is
+// none.
+func (w *cfiWalk) lookup(m string) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, 0).WithReference(m),
+		asm.Mov.Reg(asm.R2, cbS),
+		asm.Add.Imm(asm.R2, cfiKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, w.l("fp")),
+	}
+}
+
+// search unrolls steps steps of a binary search for the last of the
+// cfiCount candidates from cfiLo that is at most the key, ending at the
+// label name+"done" with the answer + 1 at cfiLo (0: none). Each step
+// runs compare with the candidates' number in R2: it leaves the middle
+// candidate's index in R4 and half the number in R3, and jumps to low
+// when the middle is above the key; count is the register that then
+// holds the number of candidates.
+func (w *cfiWalk) search(name string, steps int, count asm.Register, compare func(low string) asm.Instructions) asm.Instructions {
+	l := w.l
+	done := l(name + "done")
+	var insns asm.Instructions
+	for i := range steps {
+		low, next := l(fmt.Sprintf("%slow%d", name, i)), l(fmt.Sprintf("%s%d", name, i+1))
+		if i == steps-1 {
+			next = done
+		}
+		insns = append(insns,
+			ldS(asm.R2, cfiCount).WithSymbol(l(fmt.Sprintf("%s%d", name, i))),
+			asm.JEq.Imm(asm.R2, 0, done),
+		)
+		insns = append(insns, compare(low)...)
+		insns = append(insns,
+			asm.Add.Imm(asm.R4, 1),
+			stS(cfiLo, asm.R4),
+			asm.Sub.Reg(count, asm.R3),
+			asm.Sub.Imm(count, 1),
+			stS(cfiCount, count),
+			asm.Ja.Label(next),
+			stS(cfiCount, asm.R3).WithSymbol(low),
+		)
+	}
+	return insns
+}
+
+// readUser reads n bytes of user memory at R3 into the scratch at off;
+// R0 is the helper's result.
+func readUser(off int32, n int32) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, cbS),
+		asm.Add.Imm(asm.R1, off),
+		asm.Mov.Imm(asm.R2, n),
+		asm.FnProbeReadUser.Call(),
+	}
+}
+
+// rowOffset loads the row's signed 16-bit offset at off into dst.
+func rowOffset(dst asm.Register, off int16) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(dst, cbRow, off, asm.Half),
+		asm.LSh.Imm(dst, 48),
+		asm.ArSh.Imm(dst, 48),
+	}
+}
+
+// cfaPlus sets R3 to the CFA plus the row's offset at off.
+func cfaPlus(off int16) asm.Instructions {
+	return append(rowOffset(asm.R3, off),
+		ldS(asm.R1, cfiCFA),
+		asm.Add.Reg(asm.R3, asm.R1),
+	)
+}
+
+// fpKnown stores R1 as the frame pointer, now known.
+func fpKnown() asm.Instructions {
+	return asm.Instructions{
+		stS(cfiFP, asm.R1),
+		ldS(asm.R2, cfiFlags),
+		asm.Or.Imm(asm.R2, cfiFPKnown),
+		stS(cfiFlags, asm.R2),
+	}
+}
+
 // step returns the callback of bpf_loop, called with the loop's index
 // in R1 and the context (the scratch's address, the process's mappings)
 // in R2: it unwinds one frame and stores the caller's PC, returning 0 to
@@ -297,14 +377,8 @@ func (w *cfiWalk) step() asm.Instructions {
 		stS(cfiCount, asm.R2),
 		storeImm64(cbS, cfiLo, 0),
 	}
-	for i := range cfiMappingSearch {
-		this, low, next := l(fmt.Sprintf("m%d", i)), l(fmt.Sprintf("mlow%d", i)), l(fmt.Sprintf("m%d", i+1))
-		if i == cfiMappingSearch-1 {
-			next = l("mdone")
-		}
-		insns = append(insns,
-			ldS(asm.R2, cfiCount).WithSymbol(this),
-			asm.JEq.Imm(asm.R2, 0, l("mdone")),
+	insns = append(insns, w.search("m", cfiMappingSearch, asm.R2, func(low string) asm.Instructions {
+		return asm.Instructions{
 			asm.Mov.Reg(asm.R3, asm.R2),
 			asm.RSh.Imm(asm.R3, 1),
 			ldS(asm.R4, cfiLo),
@@ -316,15 +390,8 @@ func (w *cfiWalk) step() asm.Instructions {
 			asm.LoadMem(asm.R5, asm.R5, cfiProcHeader, asm.DWord),
 			ldS(asm.R1, cfiPC),
 			asm.JGT.Reg(asm.R5, asm.R1, low),
-			asm.Add.Imm(asm.R4, 1),
-			stS(cfiLo, asm.R4),
-			asm.Sub.Reg(asm.R2, asm.R3),
-			asm.Sub.Imm(asm.R2, 1),
-			stS(cfiCount, asm.R2),
-			asm.Ja.Label(next),
-			stS(cfiCount, asm.R3).WithSymbol(low),
-		)
-	}
+		}
+	})...)
 	insns = append(insns,
 		ldS(asm.R4, cfiLo).WithSymbol(l("mdone")),
 		asm.JEq.Imm(asm.R4, 0, l("nomap")),
@@ -341,11 +408,9 @@ func (w *cfiWalk) step() asm.Instructions {
 		// rows): a frame-pointer step.
 		asm.LoadMem(asm.R1, cbMap, cfiProcHeader+24, asm.Word),
 		asm.StoreMem(cbS, cfiKey, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(w.tables),
-		asm.Mov.Reg(asm.R2, cbS),
-		asm.Add.Imm(asm.R2, cfiKey),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, l("fp")),
+	)
+	insns = append(insns, w.lookup(w.tables)...)
+	insns = append(insns,
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
 		asm.LoadMem(asm.R2, asm.R0, 4, asm.Word),
 		asm.JEq.Imm(asm.R2, 0, l("fp")),
@@ -363,23 +428,14 @@ func (w *cfiWalk) step() asm.Instructions {
 		stS(cfiRel, asm.R1),
 	)
 	// The row: the last whose PC is at most the address.
-	for i := range cfiRowSearch {
-		this, low, next := l(fmt.Sprintf("r%d", i)), l(fmt.Sprintf("rlow%d", i)), l(fmt.Sprintf("r%d", i+1))
-		if i == cfiRowSearch-1 {
-			next = l("rdone")
-		}
-		insns = append(insns,
-			ldS(asm.R2, cfiCount).WithSymbol(this),
-			asm.JEq.Imm(asm.R2, 0, l("rdone")),
+	insns = append(insns, w.search("r", cfiRowSearch, asm.R5, func(low string) asm.Instructions {
+		insns := asm.Instructions{
 			asm.RSh.Imm(asm.R2, 1),
 			ldS(asm.R4, cfiLo),
 			asm.Add.Reg(asm.R4, asm.R2),
 			asm.StoreMem(cbS, cfiKey, asm.R4, asm.Word),
-			asm.LoadMapPtr(asm.R1, 0).WithReference(w.rows),
-			asm.Mov.Reg(asm.R2, cbS),
-			asm.Add.Imm(asm.R2, cfiKey),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, l("fp")),
+		}
+		return append(append(insns, w.lookup(w.rows)...),
 			asm.LoadMem(asm.R1, asm.R0, CFIRowPC, asm.Word),
 			ldS(asm.R2, cfiRel),
 			ldS(asm.R3, cfiCount),
@@ -387,26 +443,17 @@ func (w *cfiWalk) step() asm.Instructions {
 			asm.RSh.Imm(asm.R3, 1),
 			asm.JGT.Reg(asm.R1, asm.R2, low),
 			asm.LoadMem(asm.R4, cbS, cfiKey, asm.Word),
-			asm.Add.Imm(asm.R4, 1),
-			stS(cfiLo, asm.R4),
-			asm.Sub.Reg(asm.R5, asm.R3),
-			asm.Sub.Imm(asm.R5, 1),
-			stS(cfiCount, asm.R5),
-			asm.Ja.Label(next),
-			stS(cfiCount, asm.R3).WithSymbol(low),
 		)
-	}
+	})...)
 	insns = append(insns,
 		ldS(asm.R4, cfiLo).WithSymbol(l("rdone")),
 		ldS(asm.R1, cfiFirst),
 		asm.JLE.Reg(asm.R4, asm.R1, l("fp")),
 		asm.Sub.Imm(asm.R4, 1),
 		asm.StoreMem(cbS, cfiKey, asm.R4, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(w.rows),
-		asm.Mov.Reg(asm.R2, cbS),
-		asm.Add.Imm(asm.R2, cfiKey),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, l("fp")),
+	)
+	insns = append(insns, w.lookup(w.rows)...)
+	insns = append(insns,
 		asm.Mov.Reg(cbRow, asm.R0),
 
 		// The CFA.
@@ -452,43 +499,34 @@ func (w *cfiWalk) step() asm.Instructions {
 		asm.JNE.Imm(asm.R1, CFIRAAtCFA, l("stop_cfi")),
 		asm.LoadMem(asm.R1, cbRow, CFIRowFP, asm.Byte),
 		asm.JNE.Imm(asm.R1, CFIFPAtCFA, l("ra")),
-		asm.LoadMem(asm.R3, cbRow, CFIRowRAOffset, asm.Half),
-		asm.LSh.Imm(asm.R3, 48),
-		asm.ArSh.Imm(asm.R3, 48),
-		asm.LoadMem(asm.R4, cbRow, CFIRowFPOffset, asm.Half),
-		asm.LSh.Imm(asm.R4, 48),
-		asm.ArSh.Imm(asm.R4, 48),
+	)
+	insns = append(insns, rowOffset(asm.R3, CFIRowRAOffset)...)
+	insns = append(insns, rowOffset(asm.R4, CFIRowFPOffset)...)
+	insns = append(insns,
 		asm.Mov.Reg(asm.R5, asm.R4),
 		asm.Add.Imm(asm.R5, 8),
 		asm.JNE.Reg(asm.R5, asm.R3, l("ra")),
 		ldS(asm.R3, cfiCFA),
 		asm.Add.Reg(asm.R3, asm.R4),
-		asm.Mov.Reg(asm.R1, cbS),
-		asm.Add.Imm(asm.R1, cfiBuf),
-		asm.Mov.Imm(asm.R2, 16),
-		asm.FnProbeReadUser.Call(),
+	)
+	insns = append(insns, readUser(cfiBuf, 16)...)
+	insns = append(insns,
 		asm.JNE.Imm(asm.R0, 0, l("ra")),
 		ldS(asm.R1, cfiBuf),
-		stS(cfiFP, asm.R1),
-		ldS(asm.R2, cfiFlags),
-		asm.Or.Imm(asm.R2, cfiFPKnown),
-		stS(cfiFlags, asm.R2),
+	)
+	insns = append(insns, fpKnown()...)
+	insns = append(insns,
 		ldS(asm.R1, cfiBuf+8),
 		ldS(asm.R2, cfiCFA),
 		asm.Ja.Label(l("advance")),
-
-		// Else (or when that read failed) the return address alone.
-		asm.LoadMem(asm.R3, cbRow, CFIRowRAOffset, asm.Half).WithSymbol(l("ra")),
-		asm.LSh.Imm(asm.R3, 48),
-		asm.ArSh.Imm(asm.R3, 48),
-		ldS(asm.R1, cfiCFA),
-		asm.Add.Reg(asm.R3, asm.R1),
-		asm.Mov.Reg(asm.R1, cbS),
-		asm.Add.Imm(asm.R1, cfiBuf),
-		asm.Mov.Imm(asm.R2, 8),
-		asm.FnProbeReadUser.Call(),
-		asm.JNE.Imm(asm.R0, 0, l("stop_fault")),
 	)
+
+	// Else (or when that read failed) the return address alone.
+	ra := cfaPlus(CFIRowRAOffset)
+	ra[0] = ra[0].WithSymbol(l("ra"))
+	insns = append(insns, ra...)
+	insns = append(insns, readUser(cfiBuf, 8)...)
+	insns = append(insns, asm.JNE.Imm(asm.R0, 0, l("stop_fault")))
 	if w.lr {
 		// arm64: the return address in the link register, known in
 		// frame 0 only, into the buffer the frame pointer's rule
@@ -512,21 +550,15 @@ func (w *cfiWalk) step() asm.Instructions {
 		asm.And.Imm(asm.R2, ^cfiFPKnown),
 		stS(cfiFlags, asm.R2),
 		asm.JNE.Imm(asm.R1, CFIFPAtCFA, l("fpdone")),
-		asm.LoadMem(asm.R3, cbRow, CFIRowFPOffset, asm.Half),
-		asm.LSh.Imm(asm.R3, 48),
-		asm.ArSh.Imm(asm.R3, 48),
-		ldS(asm.R1, cfiCFA),
-		asm.Add.Reg(asm.R3, asm.R1),
-		asm.Mov.Reg(asm.R1, cbS),
-		asm.Add.Imm(asm.R1, cfiBuf+8),
-		asm.Mov.Imm(asm.R2, 8),
-		asm.FnProbeReadUser.Call(),
+	)
+	insns = append(insns, cfaPlus(CFIRowFPOffset)...)
+	insns = append(insns, readUser(cfiBuf+8, 8)...)
+	insns = append(insns,
 		asm.JNE.Imm(asm.R0, 0, l("fpdone")),
 		ldS(asm.R1, cfiBuf+8),
-		stS(cfiFP, asm.R1),
-		ldS(asm.R2, cfiFlags),
-		asm.Or.Imm(asm.R2, cfiFPKnown),
-		stS(cfiFlags, asm.R2),
+	)
+	insns = append(insns, fpKnown()...)
+	insns = append(insns,
 		ldS(asm.R1, cfiBuf).WithSymbol(l("fpdone")),
 		ldS(asm.R2, cfiCFA),
 		asm.Ja.Label(l("advance")),
@@ -600,10 +632,9 @@ func (w *cfiWalk) step() asm.Instructions {
 		asm.Mov.Reg(asm.R1, asm.R3),
 		asm.And.Imm(asm.R1, 7),
 		asm.JNE.Imm(asm.R1, 0, l("stop_fault")),
-		asm.Mov.Reg(asm.R1, cbS),
-		asm.Add.Imm(asm.R1, cfiBuf),
-		asm.Mov.Imm(asm.R2, 16),
-		asm.FnProbeReadUser.Call(),
+	)
+	insns = append(insns, readUser(cfiBuf, 16)...)
+	insns = append(insns,
 		asm.JNE.Imm(asm.R0, 0, l("stop_fault")),
 		ldS(asm.R2, cfiFP),
 		asm.Add.Imm(asm.R2, 16),

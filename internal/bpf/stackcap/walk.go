@@ -49,15 +49,20 @@ const (
 // WalkScratchSize is the number of scratch bytes EmitWalkID uses for
 // opts: the chunk, then the frames.
 func WalkScratchSize(opts *WalkOptions) int {
-	fo := FramesOptions{}
-	if opts != nil {
-		fo.MaxFrames = opts.MaxFrames
+	if opts == nil {
+		return scratchSize(walkChunk, 0)
 	}
-	n, err := fo.maxFrames()
+	return scratchSize(walkChunk, opts.MaxFrames)
+}
+
+// scratchSize is head bytes followed by maxFrames frames (0:
+// DefaultMaxFrames), or 0 when maxFrames is out of range.
+func scratchSize(head, maxFrames int) int {
+	n, err := (&FramesOptions{MaxFrames: maxFrames}).maxFrames()
 	if err != nil {
 		return 0
 	}
-	return walkChunk + 8*n
+	return head + 8*n
 }
 
 // FramesMapSpec returns the spec of the BPF hash EmitWalkID stores stacks

@@ -603,6 +603,9 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 	mi := MapInfo{Map: m, BPF: fmt.Sprintf("m%d", i)}
 	off := 0
 	for _, k := range m.Keys {
+		f, size, name := layout.KeyField{Kind: layout.KeyString}, 0, false
+		var stack *StackInfo
+		var flag *[]bool // KeyUsym, KeyTime or KeyBuf, for a key of that kind
 		switch k.Kind {
 		case btlang.KindRecord, btlang.KindArray:
 			n := btlang.CSize(k)
@@ -613,63 +616,37 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 			off += round8(n)
 		case btlang.KindInt, btlang.KindProbe, btlang.KindSym, btlang.KindPtr:
 			// probe and func are name ids (Program.Probes).
-			name := k.Kind == btlang.KindProbe || k.Kind == btlang.KindSym
-			kind := layout.KeyInt
-			if name {
-				kind = layout.KeyString
+			name = k.Kind == btlang.KindProbe || k.Kind == btlang.KindSym
+			if !name {
+				f.Kind = layout.KeyInt
 			}
-			mi.Keys = append(mi.Keys, layout.KeyField{Kind: kind})
-			mi.KeyOffs = append(mi.KeyOffs, off)
-			mi.KeyProbe = append(mi.KeyProbe, name)
-			mi.KeyStacks = append(mi.KeyStacks, nil)
-			off += 8
+			size = 8
 		case btlang.KindString:
-			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString, Size: k.Size})
-			mi.KeyOffs = append(mi.KeyOffs, off)
-			mi.KeyProbe = append(mi.KeyProbe, false)
-			mi.KeyStacks = append(mi.KeyStacks, nil)
-			off += round8(k.Size)
+			f.Size, size = k.Size, round8(k.Size)
 		case btlang.KindUsym:
-			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString})
-			mi.KeyOffs = append(mi.KeyOffs, off)
-			mi.KeyProbe = append(mi.KeyProbe, false)
-			mi.KeyStacks = append(mi.KeyStacks, nil)
-			for len(mi.KeyUsym) < len(mi.Keys)-1 {
-				mi.KeyUsym = append(mi.KeyUsym, false)
-			}
-			mi.KeyUsym = append(mi.KeyUsym, true)
-			off += 16
+			flag, size = &mi.KeyUsym, 16
 		case btlang.KindTimestamp:
 			// Printed by its format (KeyString).
-			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString})
-			mi.KeyOffs = append(mi.KeyOffs, off)
-			mi.KeyProbe = append(mi.KeyProbe, false)
-			mi.KeyStacks = append(mi.KeyStacks, nil)
-			for len(mi.KeyTime) < len(mi.Keys)-1 {
-				mi.KeyTime = append(mi.KeyTime, false)
-			}
-			mi.KeyTime = append(mi.KeyTime, true)
-			off += TimestampSize
+			flag, size = &mi.KeyTime, TimestampSize
 		case btlang.KindBuf:
 			// Printed as bpftrace prints a buffer (KeyString).
-			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyString, Size: BufSize(k)})
-			mi.KeyOffs = append(mi.KeyOffs, off)
-			mi.KeyProbe = append(mi.KeyProbe, false)
-			mi.KeyStacks = append(mi.KeyStacks, nil)
-			for len(mi.KeyBuf) < len(mi.Keys)-1 {
-				mi.KeyBuf = append(mi.KeyBuf, false)
-			}
-			mi.KeyBuf = append(mi.KeyBuf, true)
-			off += BufSize(k)
+			f.Size, flag, size = BufSize(k), &mi.KeyBuf, BufSize(k)
 		case btlang.KindStack:
-			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyStack})
-			mi.KeyOffs = append(mi.KeyOffs, off)
-			mi.KeyProbe = append(mi.KeyProbe, false)
-			mi.KeyStacks = append(mi.KeyStacks, stackInfo(k))
-			off += StackKeySize
+			f.Kind, stack, size = layout.KeyStack, stackInfo(k), StackKeySize
 		default:
 			return mi, unsupported(m.Pos, "a %s key of %s", k, m.Name)
 		}
+		mi.Keys = append(mi.Keys, f)
+		mi.KeyOffs = append(mi.KeyOffs, off)
+		mi.KeyProbe = append(mi.KeyProbe, name)
+		mi.KeyStacks = append(mi.KeyStacks, stack)
+		if flag != nil {
+			for len(*flag) < len(mi.Keys)-1 {
+				*flag = append(*flag, false)
+			}
+			*flag = append(*flag, true)
+		}
+		off += size
 	}
 	mi.KeySize = max(off, 8)
 	switch m.Agg {

@@ -32,17 +32,7 @@ func (g *gen) bufExpr(e btlang.Expr) strBuf {
 		key := g.key(e, mi)
 		n := BufSize(e.Map.Value)
 		b := strBuf{off: g.alloc(n), size: n}
-		absent, end := g.newLabel("nobuf"), g.newLabel("buf")
-		g.lookup(mi, key)
-		g.emit(asm.JEq.Imm(asm.R0, 0, absent))
-		for k := 0; k < n; k += 8 {
-			g.emit(asm.LoadMem(asm.R1, asm.R0, int16(k), asm.DWord), asm.StoreMem(asm.R7, int16(b.off+k), asm.R1, asm.DWord))
-		}
-		g.emit(asm.Ja.Label(end))
-		g.label(absent)
-		g.zero(b.off, n)
-		g.label(end)
-		g.emit(nop())
+		g.copyValue(mi, key, b.off, n, "buf")
 		return b
 	case *btlang.Call:
 		if e.Name != "buf" || len(e.Args) != 2 {
@@ -121,17 +111,5 @@ func (g *gen) copyBufTo(to asm.Register, off, size int, src strBuf) {
 // bufEqual sets R0 to 1 when buffers a and b hold the same length and
 // bytes. Bytes past a buffer's length are zeros.
 func (g *gen) bufEqual(a, b strBuf) {
-	n := min(a.size, b.size)
-	ne, end := g.newLabel("bufne"), g.newLabel("bufeq")
-	for k := 0; k < n; k += 8 {
-		g.emit(
-			asm.LoadMem(asm.R1, asm.R7, int16(a.off+k), asm.DWord),
-			asm.LoadMem(asm.R2, asm.R7, int16(b.off+k), asm.DWord),
-			asm.JNE.Reg(asm.R1, asm.R2, ne),
-		)
-	}
-	g.emit(asm.Mov.Imm(asm.R0, 1), asm.Ja.Label(end))
-	g.label(ne)
-	g.emit(asm.Mov.Imm(asm.R0, 0))
-	g.label(end)
+	g.wordsEqual(a.off, b.off, min(a.size, b.size), "buf")
 }

@@ -126,14 +126,7 @@ func (g *gen) intExpr(e btlang.Expr) {
 	case *btlang.IncDecExpr:
 		g.incDec(e)
 	case *btlang.Ternary:
-		els, end := g.newLabel("else"), g.newLabel("fi")
-		g.intExpr(e.Cond)
-		g.emit(asm.JEq.Imm(asm.R0, 0, els))
-		g.intExpr(e.Then)
-		g.emit(asm.Ja.Label(end))
-		g.label(els)
-		g.intExpr(e.Else)
-		g.label(end)
+		g.ternary(e, "", g.intExpr)
 	default:
 		g.fail(internal(e.Pos(), "this expression (%s)", btlang.ExprString(e)))
 	}
@@ -309,18 +302,37 @@ func (g *gen) binary(e *btlang.Binary) {
 // buffers are zero-padded, so comparing the bytes the shorter buffer holds
 // decides: its NUL is among them.
 func (g *gen) strEqual(a, b strBuf) {
-	n := min(round8(a.size), round8(b.size))
-	ne, end := g.newLabel("strne"), g.newLabel("streq")
+	g.wordsEqual(a.off, b.off, min(round8(a.size), round8(b.size)), "str")
+}
+
+// wordsEqual sets R0 to 1 when the n bytes (a multiple of 8) at scratch
+// a and b are equal; what names the labels (what+"ne", what+"eq").
+func (g *gen) wordsEqual(a, b, n int, what string) {
+	ne, end := g.newLabel(what+"ne"), g.newLabel(what+"eq")
 	for k := 0; k < n; k += 8 {
 		g.emit(
-			asm.LoadMem(asm.R1, asm.R7, int16(a.off+k), asm.DWord),
-			asm.LoadMem(asm.R2, asm.R7, int16(b.off+k), asm.DWord),
+			asm.LoadMem(asm.R1, asm.R7, int16(a+k), asm.DWord),
+			asm.LoadMem(asm.R2, asm.R7, int16(b+k), asm.DWord),
 			asm.JNE.Reg(asm.R1, asm.R2, ne),
 		)
 	}
 	g.emit(asm.Mov.Imm(asm.R0, 1), asm.Ja.Label(end))
 	g.label(ne)
 	g.emit(asm.Mov.Imm(asm.R0, 0))
+	g.label(end)
+}
+
+// ternary emits e: arm(e.Then) when its condition holds, else
+// arm(e.Else); prefix names the labels (prefix+"else", prefix+"fi"),
+// the second left pending.
+func (g *gen) ternary(e *btlang.Ternary, prefix string, arm func(btlang.Expr)) {
+	els, end := g.newLabel(prefix+"else"), g.newLabel(prefix+"fi")
+	g.intExpr(e.Cond)
+	g.emit(asm.JEq.Imm(asm.R0, 0, els))
+	arm(e.Then)
+	g.emit(asm.Ja.Label(end))
+	g.label(els)
+	arm(e.Else)
 	g.label(end)
 }
 
@@ -505,14 +517,7 @@ func (g *gen) strExpr(e btlang.Expr) strBuf {
 		return b
 	case *btlang.Ternary:
 		b := strBuf{off: g.alloc(t.Size), size: t.Size}
-		els, end := g.newLabel("selse"), g.newLabel("sfi")
-		g.intExpr(e.Cond)
-		g.emit(asm.JEq.Imm(asm.R0, 0, els))
-		g.copyStr(b, g.strExpr(e.Then))
-		g.emit(asm.Ja.Label(end))
-		g.label(els)
-		g.copyStr(b, g.strExpr(e.Else))
-		g.label(end)
+		g.ternary(e, "s", func(x btlang.Expr) { g.copyStr(b, g.strExpr(x)) })
 		g.emit(nop())
 		return b
 	case *btlang.MapRef:

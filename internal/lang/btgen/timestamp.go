@@ -43,17 +43,7 @@ func (g *gen) timeExpr(e btlang.Expr) strBuf {
 		mi := &g.out.Maps[g.mapIdx[e.Map]]
 		key := g.key(e, mi)
 		b := strBuf{off: g.alloc(TimestampSize), size: TimestampSize}
-		absent, end := g.newLabel("notime"), g.newLabel("time")
-		g.lookup(mi, key)
-		g.emit(asm.JEq.Imm(asm.R0, 0, absent))
-		for k := 0; k < TimestampSize; k += 8 {
-			g.emit(asm.LoadMem(asm.R1, asm.R0, int16(k), asm.DWord), asm.StoreMem(asm.R7, int16(b.off+k), asm.R1, asm.DWord))
-		}
-		g.emit(asm.Ja.Label(end))
-		g.label(absent)
-		g.zero(b.off, TimestampSize)
-		g.label(end)
-		g.emit(nop())
+		g.copyValue(mi, key, b.off, TimestampSize, "time")
 		return b
 	case *btlang.TupleIndex:
 		t := g.tupleExpr(e)

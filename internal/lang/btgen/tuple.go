@@ -94,20 +94,7 @@ func (g *gen) tupleExpr(e btlang.Expr) tupleBuf {
 		key := g.key(e, mi)
 		_, n := TupleLayout(e.Map.Value)
 		b := tupleBuf{off: g.alloc(n), t: e.Map.Value}
-		absent, end := g.newLabel("notuple"), g.newLabel("tuple")
-		g.lookup(mi, key)
-		g.emit(asm.JEq.Imm(asm.R0, 0, absent))
-		for k := 0; k < n; k += 8 {
-			g.emit(
-				asm.LoadMem(asm.R1, asm.R0, int16(k), asm.DWord),
-				asm.StoreMem(asm.R7, int16(b.off+k), asm.R1, asm.DWord),
-			)
-		}
-		g.emit(asm.Ja.Label(end))
-		g.label(absent)
-		g.zero(b.off, n)
-		g.label(end)
-		g.emit(nop())
+		g.copyValue(mi, key, b.off, n, "tuple")
 		return b
 	case *btlang.TupleIndex:
 		// An element: the parent's buffer, at the element's place and
@@ -121,14 +108,7 @@ func (g *gen) tupleExpr(e btlang.Expr) tupleBuf {
 	case *btlang.Ternary:
 		_, n := TupleLayout(t)
 		b := tupleBuf{off: g.alloc(n), t: t}
-		els, end := g.newLabel("telse"), g.newLabel("tfi")
-		g.intExpr(e.Cond)
-		g.emit(asm.JEq.Imm(asm.R0, 0, els))
-		g.copyTuple(b, g.tupleExpr(e.Then))
-		g.emit(asm.Ja.Label(end))
-		g.label(els)
-		g.copyTuple(b, g.tupleExpr(e.Else))
-		g.label(end)
+		g.ternary(e, "t", func(x btlang.Expr) { g.copyTuple(b, g.tupleExpr(x)) })
 		g.emit(nop())
 		return b
 	}

@@ -4,9 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"os"
-	"regexp"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -14,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/usdtkit/usdtkit/internal/bpf/stackcap"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap/stacktest"
 	"github.com/usdtkit/usdtkit/internal/stacks/unwind"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -108,51 +107,45 @@ func runARM64Walk(t *testing.T, rec arm64Record, u *unwind.Unwinder, noTables bo
 	return frames, stop
 }
 
+// unwindHere unwinds rec with UnwindTables and an Unwinder of opts, its
+// mappings taken as this process's (where runARM64Walk maps its stack).
+func unwindHere(t *testing.T, rec arm64Record, opts *unwind.Options) (*unwind.Unwinder, *unwind.Space, unwind.Result) {
+	t.Helper()
+	u, err := unwind.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := unwind.NewSpace(os.Getpid(), rec.maps)
+	res, err := u.UnwindTables(sp, elf.EM_AARCH64, rec.regs, rec.stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, sp, res
+}
+
 // TestBPFWalkARM64 runs the program's walk for arm64 on the stacks
 // TestUnwindARM64 unwinds (arm64chain.c under qemu-user, with and without
 // pointer authentication, levels and sort): the program finds the frames
 // UnwindTables finds, to _start, and ends at the outermost row.
 func TestBPFWalkARM64(t *testing.T) {
-	for _, v := range []struct {
-		name  string
-		flags []string
-	}{{"plain", nil}, {"pac-ret", []string{"-mbranch-protection=pac-ret"}}} {
-		t.Run(v.name, func(t *testing.T) {
-			exe := buildARM64Chain(t, v.flags...)
-			for _, command := range []string{"levels", "sort"} {
-				t.Run(command, func(t *testing.T) {
-					rec := runARM64Chain(t, exe, command)
-					u, err := unwind.New(&unwind.Options{Open: openHost})
-					if err != nil {
-						t.Fatal(err)
-					}
-					sp := unwind.NewSpace(os.Getpid(), rec.maps)
-					want, err := u.UnwindTables(sp, elf.EM_AARCH64, rec.regs, rec.stack)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var wantPCs []uint64
-					for _, f := range want.Frames {
-						wantPCs = append(wantPCs, f.PC)
-					}
-					have, stop := runARM64Walk(t, rec, u, false)
-					n := &arm64Namer{sp: sp, u: u, syms: map[string][]elf.Symbol{}}
-					var frames []unwind.Frame
-					for _, pc := range have {
-						frames = append(frames, unwind.Frame{PC: pc})
-					}
-					names, _ := n.names(t, frames)
-					t.Logf("program: %v, stop %d", names, stop)
-					if !slices.Equal(have, wantPCs) || want.Stop != unwind.StopEnd || stop != stackcap.CFIStopEnd {
-						t.Fatalf("program: %x, stop %d\ntables: %x, stop %v (%v)", have, stop, wantPCs, want.Stop, want.Err)
-					}
-					if len(names) < 2 || names[1] != "leaf" {
-						t.Errorf("have %v, want capture, leaf, …", names)
-					}
-				})
-			}
-		})
-	}
+	forEachARM64Chain(t, func(t *testing.T, _, _ string, rec arm64Record) {
+		u, sp, want := unwindHere(t, rec, &unwind.Options{Open: openHost})
+		wantPCs := framePCs(want.Frames)
+		have, stop := runARM64Walk(t, rec, u, false)
+		n := &arm64Namer{sp: sp, u: u, syms: map[string][]elf.Symbol{}}
+		var frames []unwind.Frame
+		for _, pc := range have {
+			frames = append(frames, unwind.Frame{PC: pc})
+		}
+		names, _ := n.names(t, frames)
+		t.Logf("program: %v, stop %d", names, stop)
+		if !slices.Equal(have, wantPCs) || want.Stop != unwind.StopEnd || stop != stackcap.CFIStopEnd {
+			t.Fatalf("program: %x, stop %d\ntables: %x, stop %v (%v)", have, stop, wantPCs, want.Stop, want.Err)
+		}
+		if len(names) < 2 || names[1] != "leaf" {
+			t.Errorf("have %v, want capture, leaf, …", names)
+		}
+	})
 }
 
 // TestBPFWalkARM64FramePointers runs the program's arm64 walk without
@@ -164,22 +157,13 @@ func TestBPFWalkARM64(t *testing.T) {
 func TestBPFWalkARM64FramePointers(t *testing.T) {
 	exe := buildARM64Chain(t, "-fno-omit-frame-pointer")
 	rec := runARM64Chain(t, exe, "levels")
-	u, err := unwind.New(&unwind.Options{Open: openHost, NoCFI: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := unwind.NewSpace(os.Getpid(), rec.maps)
-	want, err := u.UnwindTables(sp, elf.EM_AARCH64, rec.regs, rec.stack)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wantPCs []uint64
+	u, sp, want := unwindHere(t, rec, &unwind.Options{Open: openHost, NoCFI: true})
 	for _, f := range want.Frames {
-		wantPCs = append(wantPCs, f.PC)
 		if f.Method == unwind.MethodCFI {
 			t.Fatalf("frame %#x by CFI with NoCFI", f.PC)
 		}
 	}
+	wantPCs := framePCs(want.Frames)
 	have, stop := runARM64Walk(t, rec, u, true)
 	n := &arm64Namer{sp: sp, u: u, syms: map[string][]elf.Symbol{}}
 	names, _ := n.names(t, want.Frames)
@@ -255,23 +239,8 @@ func loadARM64Walk(t *testing.T, opts *stackcap.CFIWalkOptions, tabs map[string]
 // (the x86-64 walk's TestCFIWalkVerifier, in internal/bpf/stackcap).
 func TestCFIWalkVerifierARM64(t *testing.T) {
 	testutil.RequireBPF(t)
-	processed := map[int]int{}
-	for _, frames := range []int{1, 2, stackcap.DefaultMaxFrames, stackcap.MaxFrames} {
-		for _, entry := range []bool{false, true} {
-			coll := loadARM64Walk(t, &stackcap.CFIWalkOptions{MaxFrames: frames, Entry: entry, Scratch: stackcap.StackIDSize, Stack: -32}, nil)
-			log := coll.Programs["walk"].VerifierLog
-			m := regexp.MustCompile(`processed (\d+) insns`).FindStringSubmatch(log)
-			if m == nil {
-				t.Fatalf("%d frames: no statistics in the verifier's log:\n%s", frames, log)
-			}
-			n, _ := strconv.Atoi(m[1])
-			t.Logf("%d frames, entry %v: %d instructions processed", frames, entry, n)
-			if entry {
-				processed[frames] = n
-			}
-		}
-	}
-	if processed[stackcap.MaxFrames] > 2*processed[2] {
-		t.Errorf("instructions processed: %v: they grow with the frames", processed)
-	}
+	stacktest.CheckWalkVerifier(t, func(frames int, entry bool) string {
+		coll := loadARM64Walk(t, &stackcap.CFIWalkOptions{MaxFrames: frames, Entry: entry, Scratch: stackcap.StackIDSize, Stack: -32}, nil)
+		return coll.Programs["walk"].VerifierLog
+	})
 }

@@ -84,6 +84,33 @@ func runARM64Chain(tb testing.TB, exe, command string) arm64Record {
 	return rec
 }
 
+// forEachARM64Chain runs f in a subtest for each build of arm64chain.c
+// ("plain", and "pac-ret": -mbranch-protection=pac-ret, saved return
+// addresses signed) and each of its commands (levels, sort), on what
+// that run recorded.
+func forEachARM64Chain(t *testing.T, f func(t *testing.T, build, command string, rec arm64Record)) {
+	for _, v := range []struct {
+		name  string
+		flags []string
+	}{{"plain", nil}, {"pac-ret", []string{"-mbranch-protection=pac-ret"}}} {
+		t.Run(v.name, func(t *testing.T) {
+			exe := buildARM64Chain(t, v.flags...)
+			for _, command := range []string{"levels", "sort"} {
+				t.Run(command, func(t *testing.T) { f(t, v.name, command, runARM64Chain(t, exe, command)) })
+			}
+		})
+	}
+}
+
+// framePCs returns the frames' PCs.
+func framePCs(frames []unwind.Frame) []uint64 {
+	pcs := make([]uint64, 0, len(frames))
+	for _, f := range frames {
+		pcs = append(pcs, f.PC)
+	}
+	return pcs
+}
+
 // openHost opens an object by the path the maps give: qemu-user maps the
 // host's files.
 func openHost(o procfs.Object) (*os.File, error) { return os.Open(o.Path) }
@@ -206,58 +233,48 @@ func checkARM64Chain(t *testing.T, exe string, names, objs []string, chain []str
 // callers to main, libc's start, _start; for sort, libc's qsort frames
 // between cmp and sort_them.
 func TestUnwindARM64(t *testing.T) {
-	for _, v := range []struct {
-		name  string
-		flags []string
-	}{{"plain", nil}, {"pac-ret", []string{"-mbranch-protection=pac-ret"}}} {
-		t.Run(v.name, func(t *testing.T) {
-			exe := buildARM64Chain(t, v.flags...)
-			for _, command := range []string{"levels", "sort"} {
-				t.Run(command, func(t *testing.T) {
-					rec := runARM64Chain(t, exe, command)
-					sp := unwind.NewSpace(1, rec.maps)
-					u, err := unwind.New(&unwind.Options{Open: openHost})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := u.Load(sp); err != nil {
-						t.Fatal(err)
-					}
-					have, err := u.UnwindTables(sp, elf.EM_AARCH64, rec.regs, rec.stack)
-					if err != nil {
-						t.Fatal(err)
-					}
-					n := &arm64Namer{sp: sp, u: u, syms: map[string][]elf.Symbol{}}
-					names, objs := n.names(t, have.Frames)
-					t.Logf("regs %+v, %d bytes of stack; frames %v, stop %v (%v)", rec.regs, len(rec.stack.Data), names, have.Stop, have.Err)
-					if have.Stop != unwind.StopEnd {
-						t.Errorf("stop %v (%v), want %v", have.Stop, have.Err, unwind.StopEnd)
-					}
-					for i, f := range have.Frames[1:] {
-						if f.Method != unwind.MethodCFI {
-							t.Errorf("frame %d (%s): method %v, want %v", i+1, names[i+1], f.Method, unwind.MethodCFI)
-						}
-					}
-					chain := []string{"capture", "leaf", "level3", "level2", "level1", "main"}
-					if command == "sort" {
-						chain = []string{"capture", "leaf", "cmp", "libc", "sort_them", "main"}
-					}
-					checkARM64Chain(t, exe, names, objs, chain)
-					if v.name == "pac-ret" {
-						checkSigned(t, rec.stack, have.Frames)
-					}
-
-					want, err := u.Unwind(sp, elf.EM_AARCH64, rec.regs, rec.stack)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !slices.Equal(have.Frames, want.Frames) || have.Stop != want.Stop {
-						t.Errorf("tables: %+v, stop %v (%v)\nCFI: %+v, stop %v (%v)", have.Frames, have.Stop, have.Err, want.Frames, want.Stop, want.Err)
-					}
-				})
+	forEachARM64Chain(t, func(t *testing.T, build, command string, rec arm64Record) {
+		exe := rec.exe
+		sp := unwind.NewSpace(1, rec.maps)
+		u, err := unwind.New(&unwind.Options{Open: openHost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.Load(sp); err != nil {
+			t.Fatal(err)
+		}
+		have, err := u.UnwindTables(sp, elf.EM_AARCH64, rec.regs, rec.stack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &arm64Namer{sp: sp, u: u, syms: map[string][]elf.Symbol{}}
+		names, objs := n.names(t, have.Frames)
+		t.Logf("regs %+v, %d bytes of stack; frames %v, stop %v (%v)", rec.regs, len(rec.stack.Data), names, have.Stop, have.Err)
+		if have.Stop != unwind.StopEnd {
+			t.Errorf("stop %v (%v), want %v", have.Stop, have.Err, unwind.StopEnd)
+		}
+		for i, f := range have.Frames[1:] {
+			if f.Method != unwind.MethodCFI {
+				t.Errorf("frame %d (%s): method %v, want %v", i+1, names[i+1], f.Method, unwind.MethodCFI)
 			}
-		})
-	}
+		}
+		chain := []string{"capture", "leaf", "level3", "level2", "level1", "main"}
+		if command == "sort" {
+			chain = []string{"capture", "leaf", "cmp", "libc", "sort_them", "main"}
+		}
+		checkARM64Chain(t, exe, names, objs, chain)
+		if build == "pac-ret" {
+			checkSigned(t, rec.stack, have.Frames)
+		}
+
+		want, err := u.Unwind(sp, elf.EM_AARCH64, rec.regs, rec.stack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(have.Frames, want.Frames) || have.Stop != want.Stop {
+			t.Errorf("tables: %+v, stop %v (%v)\nCFI: %+v, stop %v (%v)", have.Frames, have.Stop, have.Err, want.Frames, want.Stop, want.Err)
+		}
+	})
 }
 
 // checkSigned checks that the stack holds a return address of frames

@@ -22,9 +22,9 @@ func (o *operands) byte() (byte, error) {
 	return o.b[o.pos-1], nil
 }
 
-func (o *operands) uleb() (uint64, error) {
-	var v uint64
-	var shift uint
+// leb reads a LEB128 number: its low 64 bits, the number of bits it
+// has and its last byte (whose 0x40 is a signed number's sign).
+func (o *operands) leb() (v uint64, shift uint, last byte, err error) {
 	for o.pos < len(o.b) {
 		b := o.b[o.pos]
 		o.pos++
@@ -33,30 +33,26 @@ func (o *operands) uleb() (uint64, error) {
 		}
 		shift += 7
 		if b&0x80 == 0 {
-			return v, nil
+			return v, shift, b, nil
 		}
 	}
-	return 0, errTruncated
+	return 0, 0, 0, errTruncated
+}
+
+func (o *operands) uleb() (uint64, error) {
+	v, _, _, err := o.leb()
+	return v, err
 }
 
 func (o *operands) sleb() (int64, error) {
-	var v int64
-	var shift uint
-	for o.pos < len(o.b) {
-		b := o.b[o.pos]
-		o.pos++
-		if shift < 64 {
-			v |= int64(b&0x7f) << shift
-		}
-		shift += 7
-		if b&0x80 == 0 {
-			if shift < 64 && b&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v, nil
-		}
+	v, shift, last, err := o.leb()
+	if err != nil {
+		return 0, err
 	}
-	return 0, errTruncated
+	if shift < 64 && last&0x40 != 0 {
+		v |= ^uint64(0) << shift
+	}
+	return int64(v), nil
 }
 
 // fixed reads a size-byte constant, sign-extended when signed.

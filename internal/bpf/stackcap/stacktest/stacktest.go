@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -446,4 +448,33 @@ func Load(tb testing.TB, o *Options) (*ebpf.Collection, int) {
 	}
 	tb.Cleanup(coll.Close)
 	return coll, fsize
+}
+
+// CheckWalkVerifier checks the verifier's statistics of a walk with
+// call frame information: load returns the verifier's log (at
+// ebpf.LogLevelStats) of a program with the walk for frames frames, at
+// a function's entry or not, for 1, 2, stackcap.DefaultMaxFrames and
+// stackcap.MaxFrames frames. The instructions processed must not grow
+// with the frames (the loop is bpf_loop's): at MaxFrames, at most twice
+// those at 2.
+func CheckWalkVerifier(t *testing.T, load func(frames int, entry bool) string) {
+	t.Helper()
+	processed := map[int]int{}
+	for _, frames := range []int{1, 2, stackcap.DefaultMaxFrames, stackcap.MaxFrames} {
+		for _, entry := range []bool{false, true} {
+			log := load(frames, entry)
+			m := regexp.MustCompile(`processed (\d+) insns`).FindStringSubmatch(log)
+			if m == nil {
+				t.Fatalf("%d frames: no statistics in the verifier's log:\n%s", frames, log)
+			}
+			n, _ := strconv.Atoi(m[1])
+			t.Logf("%d frames, entry %v: %d instructions processed", frames, entry, n)
+			if entry {
+				processed[frames] = n
+			}
+		}
+	}
+	if processed[stackcap.MaxFrames] > 2*processed[2] {
+		t.Errorf("instructions processed: %v: they grow with the frames", processed)
+	}
 }
