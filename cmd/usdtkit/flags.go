@@ -56,13 +56,37 @@ func (p *pidsFlag) String() string {
 
 func (p *pidsFlag) Type() string { return "PID" }
 
+// Set reads one -p of trace, bpftrace's flag: a value it refuses is
+// refused with its error line, word for word.
 func (p *pidsFlag) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("want a process ID above 0 (leave -p out to use every process that maps the file)")
+	n, err := parseBpftracePID(s)
+	if err != nil {
+		return err
 	}
 	*p.pids = append(*p.pids, n)
 	return nil
+}
+
+// bpftracePIDMax is the largest PID bpftrace accepts (the kernel's
+// PID_MAX_LIMIT on 64-bit machines).
+const bpftracePIDMax = 4 * 1024 * 1024
+
+// parseBpftracePID reads a PID as bpftrace's -p does: a decimal number
+// (C's strtol: leading blanks and a sign allowed, nothing after) from 1
+// to bpftracePIDMax.
+func parseBpftracePID(s string) (int, error) {
+	t := strings.TrimLeft(s, " \t\n\v\f\r")
+	digits := strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(t, "+"), "-"), "0123456789")
+	n, err := strconv.ParseInt(strings.TrimPrefix(t, "+"), 10, 64)
+	switch {
+	case t == "" || digits != "" || errors.Is(err, strconv.ErrSyntax):
+		return 0, &bpftraceError{msg: fmt.Sprintf("ERROR: pid '%s' is not a valid decimal number", s)}
+	case err != nil:
+		return 0, &bpftraceError{msg: fmt.Sprintf("ERROR: pid '%s' outside of integer range", s)}
+	case n < 1 || n > bpftracePIDMax:
+		return 0, &bpftraceError{msg: fmt.Sprintf("ERROR: pid '%s' out of valid pid range [1,%d] (leave -p out to trace every process that maps the file)", s, bpftracePIDMax)}
+	}
+	return int(n), nil
 }
 
 // processOf returns the process that -p's PID names: a thread's ID

@@ -29,11 +29,11 @@ func TestRefusedFlags(t *testing.T) {
 		want string // the whole line on stderr
 	}{
 		{"trace -p 0", []string{"trace", "-p", "0", py},
-			`usdtkit: invalid argument "0" for "-p, --pid" flag: want a process ID above 0 (leave -p out to use every process that maps the file)`},
+			`ERROR: pid '0' out of valid pid range [1,4194304] (leave -p out to trace every process that maps the file)`},
 		{"list -p 0", []string{"list", "-p", "0"},
 			`usdtkit: invalid argument "0" for "-p, --pid" flag: want a process ID above 0 (leave -p out to use every process that maps the file)`},
 		{"trace -p -5", []string{"trace", "-p", "-5", py},
-			`usdtkit: invalid argument "-5" for "-p, --pid" flag: want a process ID above 0 (leave -p out to use every process that maps the file)`},
+			`ERROR: pid '-5' out of valid pid range [1,4194304] (leave -p out to trace every process that maps the file)`},
 		{"list -p twice", []string{"list", "-p", "1", "-p", "2", py},
 			`usdtkit: invalid argument "2" for "-p, --pid" flag: -p is given twice: one process per run for now (several are planned)`},
 		{"trace -c empty", []string{"trace", "-c", "", py},

@@ -34,7 +34,14 @@ func newRootCmd() *cobra.Command {
 	// A flag the command does not know shows its usage, as bpftrace's
 	// getopt errors do.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		var unknown *pflag.NotExistError
+		var (
+			unknown *pflag.NotExistError
+			bt      *bpftraceError
+		)
+		if errors.As(err, &bt) {
+			// A value refused as bpftrace refuses it: its line alone.
+			return bt
+		}
 		if !errors.As(err, &unknown) {
 			return err
 		}

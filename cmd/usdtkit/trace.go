@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -193,6 +194,8 @@ BPFTRACE_* variables are ignored.`,
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "as bpftrace's -q: leave out the \"Attaching N probes...\" line printed before BEGIN runs (on stdout, in -f's format; on stderr when a flame graph takes stdout)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "as bpftrace's --dry-run: compile, load into the kernel and attach every probe, then detach and exit 0 without running anything (no BEGIN, no output; a -c command is killed before its first instruction)")
 	f.StringVar(&o.dump, "dump", "", "print one stage of the compilation on stdout and exit without tracing: ast (the program as parsed), types (maps' and variables' types) or bpf (the generated maps and instructions)")
+	// bpftrace's heading, which scripts and bpftrace's own tests look for.
+	cmd.SetUsageTemplate(strings.Replace(cmd.UsageTemplate(), "Usage:", "USAGE:", 1))
 	return cmd
 }
 

@@ -89,6 +89,25 @@ func TestProgramStdin(t *testing.T) {
 	})
 }
 
+// TestPIDRefusedAsBpftrace: a -p that is not a decimal number, or is out
+// of bpftrace's range, is refused with bpftrace's error line, word for
+// word, and exit status 1, before the program is read.
+func TestPIDRefusedAsBpftrace(t *testing.T) {
+	for _, pid := range []string{"a1111", "111a1", "not_a_pid", "5000000", "0", "-5"} {
+		t.Run(pid, func(t *testing.T) {
+			code, out, errOut := runStdin(t, "", "trace", "-p", pid, "missing.bt")
+			btCode, _, btErr := bpftraceStdin(t, "", "-p", pid, "missing.bt")
+			line, _, _ := strings.Cut(btErr, "\n")
+			if btCode == 0 || !strings.HasPrefix(line, "ERROR: pid '"+pid+"' ") {
+				t.Fatalf("bpftrace: exit %d, stderr %q; want its pid error", btCode, btErr)
+			}
+			if code != 1 || out != "" || !strings.HasPrefix(errOut, line) || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line starting %q", code, out, errOut, line)
+			}
+		})
+	}
+}
+
 // TestProgramFileMissing: a program file that does not exist, .bt or not,
 // is bpftrace's error line, word for word ("ERROR: failed to open file
 // 'NAME': No such file or directory"), with exit status 1 (bpftrace, too,
@@ -115,7 +134,7 @@ func TestProgramFileMissing(t *testing.T) {
 // the command's usage, as bpftrace prints its usage after getopt's error.
 func TestUnknownFlagUsage(t *testing.T) {
 	code, out, errOut := runStdin(t, "", "trace", "-idonotexist")
-	if want := "usdtkit: unknown shorthand flag: 'i' in -idonotexist\n\nUsage:\n  usdtkit trace "; code != 1 || out != "" || !strings.HasPrefix(errOut, want) {
+	if want := "usdtkit: unknown shorthand flag: 'i' in -idonotexist\n\nUSAGE:\n  usdtkit trace "; code != 1 || out != "" || !strings.HasPrefix(errOut, want) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and stderr starting %q", code, out, errOut, want)
 	}
 	btCode, _, btErr := bpftraceStdin(t, "", "-idonotexist")
@@ -123,7 +142,7 @@ func TestUnknownFlagUsage(t *testing.T) {
 		t.Errorf("bpftrace: exit %d, stderr %q; want its usage", btCode, btErr)
 	}
 	// A usage error of another kind prints no usage.
-	if code, _, errOut := runStdin(t, "", "trace", "-o", "yaml", "-e", "BEGIN { exit(); }"); code != 1 || strings.Contains(errOut, "Usage:") {
+	if code, _, errOut := runStdin(t, "", "trace", "-o", "yaml", "-e", "BEGIN { exit(); }"); code != 1 || strings.Contains(errOut, "USAGE:") {
 		t.Errorf("exit %d, stderr %q; want exit 1 without the usage", code, errOut)
 	}
 }

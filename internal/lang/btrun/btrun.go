@@ -92,7 +92,13 @@ type Runner struct {
 	opts  Options
 	coll  *ebpf.Collection
 	links []link.Link
-	rd    *ringbuf.Reader
+	// stubLinks attach BEGIN, END and interval blocks to fire: they
+	// stay after links close, for END.
+	stubLinks []link.Link
+	// exited says exit() ran: the records after its own are dropped
+	// until the probes are detached, as bpftrace drops them.
+	exited bool
+	rd     *ringbuf.Reader
 	// pidfds of Options.PIDs; -1 once seen exited.
 	pidfds []int
 	buf    []byte
@@ -212,11 +218,14 @@ func Start(prog *btgen.Program, opts *Options) (_ *Runner, err error) {
 				pids = nil
 			}
 		}
+		n0 := len(r.links)
 		refused, n, err := r.attach(r.coll.Programs[b.Prog], sites, multi, pids)
 		if err != nil {
 			return nil, err
 		}
 		if b.Kind != 0 {
+			r.stubLinks = append(r.stubLinks, r.links[n0:]...)
+			r.links = r.links[:n0]
 			continue
 		}
 		attached += n
@@ -406,9 +415,11 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	r.fireAll(btlang.ProbeEnd)
-	// The ring is read while the links close (each waits for an SRCU
-	// grace period): a probe that keeps firing would fill it meanwhile.
+	// As bpftrace: the probes detach, then END runs. The ring is read
+	// while the links close (each waits for an SRCU grace period): a
+	// probe that keeps firing would fill it meanwhile. After exit() its
+	// records are dropped (handle); after an interrupt or the traced
+	// process's exit they are printed.
 	// The read blocks until Flush, once every link is closed: with a
 	// deadline, cilium's poller rounds the wait down to whole
 	// milliseconds, so short deadlines spin the CPU for the whole detach.
@@ -434,8 +445,9 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	// Records written before the links closed, END's among them; a
-	// further exit() changes nothing.
+	// END's records; an exit() in END drops the records after its own.
+	r.exited = false
+	r.fireAll(btlang.ProbeEnd)
 	for {
 		r.rd.SetDeadline(time.Now())
 		if err := r.rd.ReadInto(&r.rec); err != nil {
@@ -556,6 +568,11 @@ func (r *Runner) handle(rec []byte) error {
 	}
 	kind := binary.NativeEndian.Uint32(rec)
 	id := int(binary.NativeEndian.Uint32(rec[4:]))
+	if r.exited && kind != btgen.RecKey && kind != btgen.RecStackPID {
+		// Dropped as bpftrace drops them; the records that name a
+		// map key's stack are still needed to print the maps.
+		return nil
+	}
 	switch kind {
 	case btgen.RecPrintf:
 		if id >= len(r.prog.Printfs) {
@@ -628,6 +645,7 @@ func (r *Runner) handle(rec []byte) error {
 		}
 		return nil
 	case btgen.RecExit:
+		r.exited = true
 		return errStop
 	case btgen.RecTime:
 		if id >= len(r.prog.Times) {
@@ -1013,18 +1031,23 @@ func (r *Runner) lost() (events, updates, nested uint64, err error) {
 // an SRCU grace period (uprobe_unregister_sync), tens of milliseconds
 // each, which overlap when closed together.
 func (r *Runner) detach() {
+	closeLinks(r.links)
+	r.links = nil
+}
+
+func closeLinks(links []link.Link) {
 	var wg sync.WaitGroup
-	for _, l := range r.links {
+	for _, l := range links {
 		wg.Go(func() { l.Close() })
 	}
 	wg.Wait()
-	r.links = nil
 }
 
 // Close detaches and releases everything, and waits for Start's warm-up
 // (Warm) to end; a second call returns nil.
 func (r *Runner) Close() error {
-	r.detach()
+	closeLinks(append(r.links, r.stubLinks...))
+	r.links, r.stubLinks = nil, nil
 	r.stacks.close()
 	if r.rd != nil {
 		r.rd.Close()

@@ -283,6 +283,26 @@ func TestAgainstBpftrace(t *testing.T) {
 			t.Errorf("bpftrace saw too little:\n%s", theirs)
 		}
 	})
+	t.Run("records after exit dropped", func(t *testing.T) {
+		// The target fires demo:req 100 times from one thread without
+		// waiting: the hits after the one that calls exit() are in the
+		// ring before the tracer reads it. bpftrace drops them and
+		// then runs END.
+		theirs, ours := runBoth(t, bin, []string{
+			`usdt:BIN:demo:req { printf("req %d\n", arg0); if (arg0 == 5) { exit(); } }`,
+			`END { printf("end\n"); }`,
+		})
+		// Both end with the two newlines before the maps (none).
+		want := "req 0\nreq 1\nreq 2\nreq 3\nreq 4\nreq 5\nend\n\n\n"
+		if ours != want {
+			t.Errorf("output:\n%q\nwant:\n%q", ours, want)
+		}
+		// bpftrace reads one buffer per CPU: a hit on another CPU may
+		// come before the exit's record.
+		if theirs != want && (!strings.HasPrefix(theirs, "req 0\n") || !strings.HasSuffix(theirs, "\nend\n\n\n") || strings.Count(theirs, "\n") > 12) {
+			t.Errorf("bpftrace printed:\n%q\nwant:\n%q", theirs, want)
+		}
+	})
 }
 
 // runBoth runs the one-liners as one program under bpftrace and btrun on
