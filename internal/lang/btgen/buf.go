@@ -32,7 +32,7 @@ func (g *gen) bufExpr(e btlang.Expr) strBuf {
 		key := g.key(e, mi)
 		n := BufSize(e.Map.Value)
 		b := strBuf{off: g.alloc(n), size: n}
-		g.copyValue(mi, key, b.off, n, "buf")
+		g.copyKeyValue(mi, key, b.off, n, "buf")
 		return b
 	case *btlang.Call:
 		if e.Name != "buf" || len(e.Args) != 2 {

@@ -372,13 +372,13 @@ func (g *gen) copyMapValue(r *btlang.MapRef, off, n int) {
 		return
 	}
 	mi := &g.out.Maps[g.mapIdx[r.Map]]
-	g.copyValue(mi, g.key(r, mi), off, n, "value")
+	g.copyKeyValue(mi, g.key(r, mi), off, n, "value")
 }
 
-// copyValue copies the first n bytes of the value of key (scratch
+// copyKeyValue copies the first n bytes of the value of key (scratch
 // offset) in mi to scratch off, zeros for an absent key; what names the
 // labels ("no"+what where it is absent, what after).
-func (g *gen) copyValue(mi *MapInfo, key, off, n int, what string) {
+func (g *gen) copyKeyValue(mi *MapInfo, key, off, n int, what string) {
 	absent, end := g.newLabel("no"+what), g.newLabel(what)
 	g.lookup(mi, key)
 	g.emit(asm.JEq.Imm(asm.R0, 0, absent))

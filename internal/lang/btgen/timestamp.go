@@ -43,7 +43,7 @@ func (g *gen) timeExpr(e btlang.Expr) strBuf {
 		mi := &g.out.Maps[g.mapIdx[e.Map]]
 		key := g.key(e, mi)
 		b := strBuf{off: g.alloc(TimestampSize), size: TimestampSize}
-		g.copyValue(mi, key, b.off, TimestampSize, "time")
+		g.copyKeyValue(mi, key, b.off, TimestampSize, "time")
 		return b
 	case *btlang.TupleIndex:
 		t := g.tupleExpr(e)

@@ -94,7 +94,7 @@ func (g *gen) tupleExpr(e btlang.Expr) tupleBuf {
 		key := g.key(e, mi)
 		_, n := TupleLayout(e.Map.Value)
 		b := tupleBuf{off: g.alloc(n), t: e.Map.Value}
-		g.copyValue(mi, key, b.off, n, "tuple")
+		g.copyKeyValue(mi, key, b.off, n, "tuple")
 		return b
 	case *btlang.TupleIndex:
 		// An element: the parent's buffer, at the element's place and
