@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -12,9 +14,10 @@ import (
 
 const targetProgram = `usdt::agentt:hit { @hits[comm] = count(); @vals = hist(arg0); @lin = lhist(arg0, 0, 100, 10); @avg = avg(arg0); }`
 
-// testConfig traces agtarget by its path and agprov by its comm: a
-// process the program matches nothing in until it maps its provider.
-func testConfig(t testing.TB, target string) *agent.Config {
+// testConfig traces agtarget by its path and the provider by its comm,
+// provComm: a process the program matches nothing in until it maps its
+// provider.
+func testConfig(t testing.TB, target, provComm string) *agent.Config {
 	t.Helper()
 	raw := fmt.Sprintf(`{
 		"scan_interval": "100ms",
@@ -23,8 +26,8 @@ func testConfig(t testing.TB, target string) *agent.Config {
 			 "const_labels": {"test": "agent"},
 			 "maps": {"@hits": {"labels": ["comm"]}}},
 			{"name": "dyn", "source": "usdt::agprov:hit { @dyn = count(); @dynh = hist(arg0); }",
-			 "targets": [{"comm": "agprov"}]}
-		]}`, targetProgram, target)
+			 "targets": [{"comm": %q}]}
+		]}`, targetProgram, target, provComm)
 	cfg, err := agent.ParseConfig([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +115,14 @@ func check(have, want map[string]float64) (bool, string) {
 func TestAgentFollowsProcesses(t *testing.T) {
 	testutil.RequireBPF(t)
 	target := buildTarget(t)
-	prov := testutil.BuildGo(t, "testdata/agprov")
-	a, err := agent.New(testConfig(t, target), &agent.Options{Warn: func(err error) { t.Logf("warn: %v", err) }})
+	// The provider's comm is this test's own: the agent follows every
+	// process of that name on the machine, and another run of this
+	// test (a second CI root shares the PID namespace) has one too.
+	prov := filepath.Join(t.TempDir(), fmt.Sprintf("agprov%d", os.Getpid()))
+	if err := os.Rename(testutil.BuildGo(t, "testdata/agprov"), prov); err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(testConfig(t, target, filepath.Base(prov)), &agent.Options{Warn: func(err error) { t.Logf("warn: %v", err) }})
 	if err != nil {
 		t.Fatal(err)
 	}
