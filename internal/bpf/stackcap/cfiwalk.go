@@ -63,7 +63,15 @@ const (
 	cfiLook  = 104 // the PC looked up: the PC, or a return address - 1
 	cfiFirst = 112 // the table's first row
 	cfiCFA   = 120 // the CFA the row gave
-	cfiState = 128 // then the frames
+
+	// The mapping of the last frame looked up (empty before the
+	// first): consecutive frames are often in one object, whose PCs skip
+	// the search of the mappings and the lookup of the table.
+	cfiMStart = 128 // its start
+	cfiMEnd   = 136 // its end (0: none yet)
+	cfiMBias  = 144 // its bias
+	cfiMRows  = 152 // its table's rows (cfiFirst the first), 0: none
+	cfiState  = 160 // then the frames
 
 	// arm64: frame 0's link register, stored before the loop. It
 	// shares the second half of cfiBuf: only frame 0 uses it (a row
@@ -172,6 +180,7 @@ func EmitCFIWalkID(m elf.Machine, ctx, dst asm.Register, off int16, framesMap st
 		asm.StoreMem(dst, s+cfiFP, asm.R1, asm.DWord),
 		storeImm64(dst, s+cfiFlags, cfiFPKnown|cfiFirstF),
 		storeImm64(dst, s+cfiStop, CFIStopMax),
+		storeImm64(dst, s+cfiMEnd, 0),
 	}
 	if r.hasLR {
 		insns = append(insns,
@@ -371,9 +380,20 @@ func (w *cfiWalk) step() asm.Instructions {
 		asm.And.Imm(asm.R2, cfiStale),
 		asm.JNE.Imm(asm.R2, 0, l("fp")),
 
-		// The mapping of the PC: the last whose start is at most the
-		// PC, by binary search of the count first mappings.
-		asm.LoadMem(asm.R2, cbProc, 0, asm.Word),
+		// The last frame's mapping, when it holds the PC: its table.
+		ldS(asm.R1, cfiPC),
+		ldS(asm.R2, cfiMStart),
+		asm.JLT.Reg(asm.R1, asm.R2, l("msearch")),
+		ldS(asm.R2, cfiMEnd),
+		asm.JGE.Reg(asm.R1, asm.R2, l("msearch")),
+		ldS(asm.R2, cfiMRows),
+		asm.JEq.Imm(asm.R2, 0, l("fp")),
+		ldS(asm.R1, cfiFirst),
+		asm.Ja.Label(l("table")),
+
+		// Else the mapping of the PC: the last whose start is at most
+		// the PC, by binary search of the count first mappings.
+		asm.LoadMem(asm.R2, cbProc, 0, asm.Word).WithSymbol(l("msearch")),
 		stS(cfiCount, asm.R2),
 		storeImm64(cbS, cfiLo, 0),
 	}
@@ -403,6 +423,12 @@ func (w *cfiWalk) step() asm.Instructions {
 		ldS(asm.R1, cfiPC),
 		asm.LoadMem(asm.R2, cbMap, cfiProcHeader+8, asm.DWord),
 		asm.JGE.Reg(asm.R1, asm.R2, l("nomap")),
+		stS(cfiMEnd, asm.R2),
+		asm.LoadMem(asm.R2, cbMap, cfiProcHeader, asm.DWord),
+		stS(cfiMStart, asm.R2),
+		asm.LoadMem(asm.R2, cbMap, cfiProcHeader+16, asm.DWord),
+		stS(cfiMBias, asm.R2),
+		storeImm64(cbS, cfiMRows, 0),
 
 		// Its table; none (CFINoTable, out of the map's range, or no
 		// rows): a frame-pointer step.
@@ -415,12 +441,14 @@ func (w *cfiWalk) step() asm.Instructions {
 		asm.LoadMem(asm.R2, asm.R0, 4, asm.Word),
 		asm.JEq.Imm(asm.R2, 0, l("fp")),
 		stS(cfiFirst, asm.R1),
-		stS(cfiLo, asm.R1),
+		stS(cfiMRows, asm.R2),
+		// R1: the first row, R2: the rows.
+		stS(cfiLo, asm.R1).WithSymbol(l("table")),
 		stS(cfiCount, asm.R2),
 		// The address in the object's image; beyond 4 GiB no row
 		// covers it.
 		ldS(asm.R1, cfiLook),
-		asm.LoadMem(asm.R2, cbMap, cfiProcHeader+16, asm.DWord),
+		ldS(asm.R2, cfiMBias),
 		asm.Sub.Reg(asm.R1, asm.R2),
 		asm.Mov.Reg(asm.R3, asm.R1),
 		asm.RSh.Imm(asm.R3, 32),
