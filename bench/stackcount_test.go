@@ -60,8 +60,9 @@ int main(void) {
 // where the kernel's walk keeps the caller (Linux 6.10 on); nofp's,
 // where the kernel's walk misses the caller (bpftrace prints one frame
 // fewer there) and usdtkit's has it; the USDT probe in leaf's body. On
-// x86-64 usdtkit's program walks the frames itself (stackcap.EmitWalkID),
-// bpftrace's calls bpf_get_stackid.
+// x86-64 usdtkit's program walks the frames itself (by default with the
+// objects' CFI, stackcap.EmitCFIWalkID; with --unwind fp by frame
+// pointer, stackcap.EmitWalkID), bpftrace's calls bpf_get_stackid.
 var stackSites = []struct{ name, probe string }{
 	{"entry", "uprobe:%s:leaf"},
 	{"entry-nofp", "uprobe:%s:nofp"},
@@ -70,26 +71,31 @@ var stackSites = []struct{ name, probe string }{
 
 // BenchmarkStackCountHit times, per site and in rotation, what a hit of
 // `@[ustack] = count()` costs the traced program (by its own clock) under
-// `usdtkit trace -p` and under bpftrace -p running the same program text,
-// and reports each tool's ns per hit and the ratios usdtkit/bpftrace (of
-// the totals, and the median of the iterations' ratios of each tool's
-// fastest loop). Whole hits: the uprobe's own cost, the same for both,
-// is in them.
+// `usdtkit trace -p` (its default, the CFI walk), under `usdtkit trace
+// --unwind fp -p` and under bpftrace -p running the same program text,
+// and reports each tool's ns per hit and the ratios usdtkit/bpftrace and
+// cfi/fp (usdtkit's default beside its frame-pointer walk) of the
+// totals, and the medians of the iterations' ratios of each tool's
+// fastest loop. Whole hits: the uprobe's own cost, the same for all, is
+// in them.
 func BenchmarkStackCountHit(b *testing.B) {
 	r, tools := runStackCounts(b, false)
 	for i, tl := range tools {
 		b.ReportMetric(float64(r.total[i].Nanoseconds())/float64(b.N*programHits*programLoops), tl.name+"-ns/hit")
 	}
 	for i, s := range stackSites {
-		b.ReportMetric(float64(r.total[2*i])/float64(r.total[2*i+1]), s.name+"-usdtkit/bpftrace")
-		b.ReportMetric(medianRatio(r.best[2*i], r.best[2*i+1]), s.name+"-median-usdtkit/bpftrace")
+		us, fp, bt := stackTools*i, stackTools*i+1, stackTools*i+2
+		b.ReportMetric(float64(r.total[us])/float64(r.total[bt]), s.name+"-usdtkit/bpftrace")
+		b.ReportMetric(medianRatio(r.best[us], r.best[bt]), s.name+"-median-usdtkit/bpftrace")
+		b.ReportMetric(float64(r.total[us])/float64(r.total[fp]), s.name+"-cfi/fp")
+		b.ReportMetric(medianRatio(r.best[us], r.best[fp]), s.name+"-median-cfi/fp")
 	}
 }
 
 // BenchmarkStackCountBPF runs BenchmarkStackCountHit's rotation with the
 // kernel's BPF run-time statistics on and reports, per site, each tool's
-// BPF program run time per hit and the ratio usdtkit/bpftrace: the part
-// of a hit each tool's generated code costs.
+// BPF program run time per hit and the ratios usdtkit/bpftrace and
+// cfi/fp: the part of a hit each tool's generated code costs.
 func BenchmarkStackCountBPF(b *testing.B) {
 	r, tools := runStackCounts(b, true)
 	runTime := r.runTime
@@ -97,7 +103,9 @@ func BenchmarkStackCountBPF(b *testing.B) {
 		b.ReportMetric(float64(runTime[i])/float64(b.N*programHits*programLoops), tl.name+"-bpf-ns/hit")
 	}
 	for i, s := range stackSites {
-		b.ReportMetric(float64(runTime[2*i])/float64(runTime[2*i+1]), s.name+"-bpf-usdtkit/bpftrace")
+		us, fp, bt := stackTools*i, stackTools*i+1, stackTools*i+2
+		b.ReportMetric(float64(runTime[us])/float64(runTime[bt]), s.name+"-bpf-usdtkit/bpftrace")
+		b.ReportMetric(float64(runTime[us])/float64(runTime[fp]), s.name+"-bpf-cfi/fp")
 	}
 }
 
@@ -117,8 +125,12 @@ func buildStackChain(b *testing.B) string {
 	return exe
 }
 
+// stackTools is the number of tools runStackCounts runs per site: usdtkit
+// (its default), usdtkit --unwind fp, bpftrace, in this order.
+const stackTools = 3
+
 // runStackCounts runs `@[ustack] = count()` at each of stackSites under
-// both tools in rotation, b.N times, as runPrograms does.
+// each tool in rotation, b.N times, as runPrograms does.
 func runStackCounts(b *testing.B, stats bool) (rotation, []tool) {
 	testutil.RequireBPF(b)
 	testutil.RequireTracefs(b)
@@ -133,6 +145,7 @@ func runStackCounts(b *testing.B, stats bool) (rotation, []tool) {
 		prog := `BEGIN { printf("ready\n"); } ` + fmtProbe(s.probe, exe) + ` { @[ustack] = count(); }`
 		tools = append(tools,
 			tool{"usdtkit-" + s.name, []string{uk, "trace", "-p", pid, "-e", prog}},
+			tool{"usdtkit-fp-" + s.name, []string{uk, "trace", "--unwind", "fp", "-p", pid, "-e", prog}},
 			tool{"bpftrace-" + s.name, []string{bt, "-p", pid, "-e", prog}})
 	}
 	return rotateTools(b, tc, tools, stats), tools

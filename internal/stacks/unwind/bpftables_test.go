@@ -270,16 +270,19 @@ func TestBPFWalkMatchesTables(t *testing.T) {
 }
 
 // BenchmarkCFIWalk attaches four capture programs to the entry of
-// chain.c's leaf, built -O2 -fno-omit-frame-pointer (so that both walks
-// find leaf, level3, level2, level1, main; past main libc has no frame
-// pointers) and run `loop 1000` per iteration: an empty record (the
-// floor), the frame-pointer walk (stackcap.EmitWalkID), the walk with
-// call frame information on the process's tables, and the same walk
-// without tables (every step by frame pointer: the cost of the loop
-// without the searches). It reports each program's BPF run time per hit
-// (kernel run-time statistics), its frames, and the ratios to the floor
-// and to the frame-pointer walk.
+// chain.c's leaf, built -O2 -fno-omit-frame-pointer, each keeping
+// cfiWalkFrames frames, and runs `loop 1000 12` per iteration (leaf
+// under 13 calls of nest, every frame in the executable): an empty
+// record (the floor), the frame-pointer walk (stackcap.EmitWalkID), the
+// walk with call frame information on the process's tables, and the same
+// walk without tables (every step by frame pointer: the cost of the loop
+// without the searches). Both walks find the same cfiWalkFrames frames
+// (the benchmark fails otherwise). It reports each program's BPF run
+// time per hit (kernel run-time statistics) and the ratios to the floor
+// and to the frame-pointer walk (cfi/fp: the walk's cost per hit beside
+// the frame-pointer walk's on the same frames).
 func BenchmarkCFIWalk(b *testing.B) {
+	const cfiWalkFrames = 10
 	testutil.RequireBPF(b)
 	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	if err != nil {
@@ -318,25 +321,27 @@ func BenchmarkCFIWalk(b *testing.B) {
 	var probes []*stacktest.Probe
 	for _, m := range modes {
 		o := m.opts
-		o.Entry, o.PID, o.NoWakeup = true, tr.PID(), true
+		o.Entry, o.PID, o.NoWakeup, o.MaxFrames = true, tr.PID(), true, cfiWalkFrames
 		probes = append(probes, stacktest.Attach(b, exe, "leaf", &o))
 	}
+	const loop = "loop 1000 12"
 	// One hit with wakeups off is read after the command's line.
-	tr.Do(b, "levels")
-	frames := make([]int, len(modes))
+	tr.Do(b, "loop 1 12")
+	frames := make([][]uint64, len(modes))
 	for i, p := range probes {
-		if p.Mode != stacktest.None {
-			frames[i] = len(p.Next(b).Frames)
-		} else {
-			p.Next(b)
-		}
+		frames[i] = p.Next(b).Frames
 		p.DiscardAll(b)
 	}
-	tr.Do(b, "loop 1000") // warm up
+	for i := 2; i < len(modes); i++ {
+		if len(frames[1]) != cfiWalkFrames || !slices.Equal(frames[i], frames[1]) {
+			b.Fatalf("%s walk: %x\nfp walk: %x; want the same %d frames", modes[i].name, frames[i], frames[1], cfiWalkFrames)
+		}
+	}
+	tr.Do(b, loop) // warm up
 	before := runTimes(b, probes)
 	b.ResetTimer()
 	for b.Loop() {
-		tr.Do(b, "loop 1000")
+		tr.Do(b, loop)
 	}
 	b.StopTimer()
 	after := runTimes(b, probes)
@@ -346,10 +351,8 @@ func BenchmarkCFIWalk(b *testing.B) {
 	}
 	for i, m := range modes {
 		b.ReportMetric(ns[i], m.name+"-bpf-ns/hit")
-		if i > 0 {
-			b.ReportMetric(float64(frames[i]), m.name+"-frames")
-		}
 	}
+	b.ReportMetric(cfiWalkFrames, "frames")
 	b.ReportMetric(ns[1]/ns[0], "fp/none")
 	b.ReportMetric(ns[2]/ns[0], "cfi/none")
 	b.ReportMetric(ns[2]/ns[1], "cfi/fp")

@@ -6,6 +6,8 @@
 //   sort    main → sort_them → qsort (libc) → cmp → leaf
 //   levels  main → level1 → level2 → level3 → leaf
 //   loop N  N times levels (for benchmarks)
+//   loop N D  N times nest D: main → nest → nest … (D+1 calls, small
+//           frames) → leaf
 //   deep N  main → deep → deep … (N+1 calls, each frame over 1 KiB) → leaf
 //   exec    prints "done", then executes itself again (a new image, the
 //           same process, reading the same stdin)
@@ -52,6 +54,15 @@ __attribute__((noipa)) int deep(int n) {
 	return deep(n - 1) + pad[0];
 }
 
+// nest's frames are small: a chain of many frames on one page. The
+// store after the call keeps it a call (no tail recursion turned into a
+// loop).
+__attribute__((noipa)) int nest(int n) {
+	int r = n <= 0 ? leaf(n) : nest(n - 1);
+	sink += n;
+	return r + 1;
+}
+
 // reexec executes this program again, as "chain".
 __attribute__((noipa)) void reexec(void) {
 	char *argv[] = {"chain", NULL};
@@ -74,9 +85,12 @@ int main(void) {
 		} else if (!strncmp(line, "deep ", 5)) {
 			sink += deep(atoi(line + 5));
 		} else if (!strncmp(line, "loop ", 5)) {
+			// atol is called first: tests exit at its uprobe.
 			long n = atol(line + 5);
+			char *d = strchr(line + 5, ' ');
+			int depth = d ? atoi(d) : -1;
 			for (long i = 0; i < n; i++)
-				sink += level1(1);
+				sink += depth >= 0 ? nest(depth) : level1(1);
 		} else if (!strncmp(line, "exec", 4)) {
 			printf("done\n");
 			reexec();
