@@ -71,9 +71,27 @@ const (
 	cfiRowSearch    = 21
 )
 
-// A table's value in the tables map (indexed by table id): u32 first row
-// in the rows map, u32 count (0: no table).
-const CFITableSize = 8
+// A table's value in the tables map (indexed by table id), CFITableSize
+// bytes of u32: the first row in the rows map and the rows (0: no
+// table), then its page index: the rows map value of its first entry,
+// the pages, the image address of the first page and log2 of a page's
+// size. Page p holds the addresses from base + p<<shift on; the last
+// page all those after it too. Its entry (CFIIndexEntrySize bytes, two
+// to a rows map value, in page order) is the first row (from the
+// table's first) and the number of rows a binary search of an address
+// of the page looks at: the last row at most the page's first address
+// (the table's first row when there is none) to the last row before the
+// next page (the table's last, for the last page).
+const (
+	CFITableSize      = 24
+	CFITableFirst     = 0
+	CFITableRows      = 4
+	CFITableIndex     = 8
+	CFITablePages     = 12
+	CFITableBase      = 16
+	CFITableShift     = 20
+	CFIIndexEntrySize = 8
+)
 
 // CFIMapping is one executable mapping of a process, as the walk sees it.
 type CFIMapping struct {
@@ -117,8 +135,8 @@ func CFITablesMapSpec(name string, tables int) *ebpf.MapSpec {
 	return &ebpf.MapSpec{Name: name, Type: ebpf.Array, KeySize: 4, ValueSize: CFITableSize, MaxEntries: uint32(tables), Flags: bpfMmapable}
 }
 
-// CFIRowsMapSpec returns the spec of the map of every table's rows: an
-// array of rows entries of CFIRowSize bytes, mmapable.
+// CFIRowsMapSpec returns the spec of the map of every table's rows and
+// page indexes: an array of rows entries of CFIRowSize bytes, mmapable.
 func CFIRowsMapSpec(name string, rows int) *ebpf.MapSpec {
 	return &ebpf.MapSpec{Name: name, Type: ebpf.Array, KeySize: 4, ValueSize: CFIRowSize, MaxEntries: uint32(rows), Flags: bpfMmapable}
 }

@@ -71,7 +71,11 @@ const (
 	cfiMEnd   = 136 // its end (0: none yet)
 	cfiMBias  = 144 // its bias
 	cfiMRows  = 152 // its table's rows (cfiFirst the first), 0: none
-	cfiState  = 160 // then the frames
+	cfiMIndex = 160 // its table's page index (CFITable…)
+	cfiMPages = 168
+	cfiMBase  = 176
+	cfiMShift = 184
+	cfiState  = 192 // then the frames
 
 	// arm64: frame 0's link register, stored before the loop. It
 	// shares the second half of cfiBuf: only frame 0 uses it (a row
@@ -388,7 +392,6 @@ func (w *cfiWalk) step() asm.Instructions {
 		asm.JGE.Reg(asm.R1, asm.R2, l("msearch")),
 		ldS(asm.R2, cfiMRows),
 		asm.JEq.Imm(asm.R2, 0, l("fp")),
-		ldS(asm.R1, cfiFirst),
 		asm.Ja.Label(l("table")),
 
 		// Else the mapping of the PC: the last whose start is at most
@@ -437,23 +440,61 @@ func (w *cfiWalk) step() asm.Instructions {
 	)
 	insns = append(insns, w.lookup(w.tables)...)
 	insns = append(insns,
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
-		asm.LoadMem(asm.R2, asm.R0, 4, asm.Word),
+		asm.LoadMem(asm.R2, asm.R0, CFITableRows, asm.Word),
 		asm.JEq.Imm(asm.R2, 0, l("fp")),
-		stS(cfiFirst, asm.R1),
 		stS(cfiMRows, asm.R2),
-		// R1: the first row, R2: the rows.
-		stS(cfiLo, asm.R1).WithSymbol(l("table")),
-		stS(cfiCount, asm.R2),
+	)
+	for _, f := range []struct{ table, scratch int16 }{
+		{CFITableFirst, cfiFirst}, {CFITableIndex, cfiMIndex}, {CFITablePages, cfiMPages},
+		{CFITableBase, cfiMBase}, {CFITableShift, cfiMShift},
+	} {
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.R0, f.table, asm.Word),
+			stS(f.scratch, asm.R1),
+		)
+	}
+	insns = append(insns,
 		// The address in the object's image; beyond 4 GiB no row
 		// covers it.
-		ldS(asm.R1, cfiLook),
+		ldS(asm.R1, cfiLook).WithSymbol(l("table")),
 		ldS(asm.R2, cfiMBias),
 		asm.Sub.Reg(asm.R1, asm.R2),
 		asm.Mov.Reg(asm.R3, asm.R1),
 		asm.RSh.Imm(asm.R3, 32),
 		asm.JNE.Imm(asm.R3, 0, l("fp")),
 		stS(cfiRel, asm.R1),
+
+		// Its page (below the first, no row covers it; the last holds
+		// every address after it): the rows to search, from its index
+		// entry, the second of the rows map value when the page is odd
+		// (kept in cbMap, no longer needed).
+		ldS(asm.R2, cfiMBase),
+		asm.JLT.Reg(asm.R1, asm.R2, l("fp")),
+		asm.Sub.Reg(asm.R1, asm.R2),
+		ldS(asm.R2, cfiMShift),
+		asm.And.Imm(asm.R2, 63),
+		asm.RSh.Reg(asm.R1, asm.R2),
+		ldS(asm.R2, cfiMPages),
+		asm.JLT.Reg(asm.R1, asm.R2, l("page")),
+		asm.Mov.Reg(asm.R1, asm.R2),
+		asm.Sub.Imm(asm.R1, 1),
+		asm.Mov.Reg(cbMap, asm.R1).WithSymbol(l("page")),
+		asm.RSh.Imm(asm.R1, 1),
+		ldS(asm.R2, cfiMIndex),
+		asm.Add.Reg(asm.R2, asm.R1),
+		asm.StoreMem(cbS, cfiKey, asm.R2, asm.Word),
+	)
+	insns = append(insns, w.lookup(w.rows)...)
+	insns = append(insns,
+		asm.And.Imm(cbMap, 1),
+		asm.LSh.Imm(cbMap, 3),
+		asm.Add.Reg(asm.R0, cbMap),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
+		asm.LoadMem(asm.R2, asm.R0, 4, asm.Word),
+		ldS(asm.R3, cfiFirst),
+		asm.Add.Reg(asm.R1, asm.R3),
+		stS(cfiLo, asm.R1),
+		stS(cfiCount, asm.R2),
 	)
 	// The row: the last whose PC is at most the address.
 	insns = append(insns, w.search("r", cfiRowSearch, asm.R5, func(low string) asm.Instructions {

@@ -104,9 +104,10 @@ func TestCFIWalkGolden(t *testing.T) {
 
 // TestCFIWalkShape: the callback has no loop (every jump goes forward,
 // so the verifier walks each of its paths once per call site), looks up
-// the tables map once and the rows map once per search step and once
-// for the row, and has five reads of the stack (arm64: four, the return
-// address at a function's entry is in the link register).
+// the tables map once and the rows map once for the page index, once
+// per search step and once for the row, and has five reads of the stack
+// (arm64: four, the return address at a function's entry is in the link
+// register).
 func TestCFIWalkShape(t *testing.T) {
 	for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_AARCH64} {
 		t.Run(m.String(), func(t *testing.T) { testCFIWalkShape(t, m) })
@@ -139,7 +140,7 @@ func testCFIWalkShape(t *testing.T, m elf.Machine) {
 			lookups[ins.Reference()]++
 		}
 	}
-	if want := map[string]int{"cfi_tables": 1, "cfi_rows": 22, "cfi_wanted": 1}; !maps.Equal(lookups, want) {
+	if want := map[string]int{"cfi_tables": 1, "cfi_rows": 23, "cfi_wanted": 1}; !maps.Equal(lookups, want) {
 		t.Errorf("map lookups %v, want %v", lookups, want)
 	}
 	want := 5

@@ -23,8 +23,10 @@ type BPFTablesOptions struct {
 	Processes int
 	// Tables is the most objects' Tables held at once; 0 means 4096.
 	Tables int
-	// Rows is the most rows of all Tables together (16 bytes each,
-	// allocated when the map is made); 0 means 1<<21 (32 MiB).
+	// Rows is the most rows of all Tables together, their page
+	// indexes included (16 bytes each, allocated when the map is made;
+	// an index takes at most an eighth of its table's rows, and one);
+	// 0 means 1<<21 (32 MiB).
 	Rows int
 	// Wanted is the most processes the program asks for at once
 	// (TakeWanted); 0 means 256.
@@ -58,11 +60,56 @@ type BPFTables struct {
 
 // bpfTable is one object's Table in the maps.
 type bpfTable struct {
-	key          fileID
-	id           uint32 // stackcap.CFINoTable: none (no CFI, or no room)
-	first, count uint32
-	refs         int    // processes using it
-	used         uint64 // clock when last added to a process
+	key  fileID
+	id   uint32  // stackcap.CFINoTable: none (no CFI, or no room)
+	rows rowSpan // its page index, then its rows
+	refs int     // processes using it
+	used uint64  // clock when last added to a process
+}
+
+// indexRowsPerPage bounds a page index: a page per indexRowsPerPage rows
+// at most (pages grow from 4 KiB until they do), so that an index
+// (stackcap.CFIIndexEntrySize bytes a page) adds at most an eighth to
+// its rows' size, and a row of the rows map to a table of fewer rows.
+const indexRowsPerPage = 4
+
+// pageIndex is the page index of a table in the maps (stackcap's
+// CFITable… layout): the walk searches an address's page's rows only.
+type pageIndex struct {
+	base, shift uint32
+	pages       [][2]uint32 // first row, rows
+}
+
+// newPageIndex returns the page index of rows (at least one).
+func newPageIndex(rows []Row) pageIndex {
+	base := uint64(rows[0].PC) &^ (1<<12 - 1)
+	span := uint64(rows[len(rows)-1].PC) - base
+	limit := uint64(max(1, len(rows)/indexRowsPerPage))
+	shift := uint32(12)
+	for span>>shift+1 > limit {
+		shift++
+	}
+	n := int(span>>shift + 1)
+	x := pageIndex{base: uint32(base), shift: shift, pages: make([][2]uint32, n)}
+	// after returns the number of rows whose PC is at most a.
+	after := func(a uint64) int {
+		return sort.Search(len(rows), func(i int) bool { return uint64(rows[i].PC) > a })
+	}
+	for p := range n {
+		start := base + uint64(p)<<shift
+		lo := max(after(start)-1, 0)
+		hi := len(rows)
+		if p < n-1 {
+			hi = after(start + 1<<shift - 1)
+		}
+		x.pages[p] = [2]uint32{uint32(lo), uint32(hi - lo)}
+	}
+	return x
+}
+
+// slots is the number of rows map values the index takes.
+func (x *pageIndex) slots() int {
+	return (len(x.pages)*stackcap.CFIIndexEntrySize + stackcap.CFIRowSize - 1) / stackcap.CFIRowSize
 }
 
 type rowSpan struct{ first, count uint32 }
@@ -255,7 +302,9 @@ func (b *BPFTables) add(key fileID, t *Table) (*bpfTable, error) {
 	if n > stackcap.CFIMaxTableRows {
 		return nil, fmt.Errorf("%d rows: %w", n, ErrTableTooLarge)
 	}
-	first, ok := b.alloc(uint32(n))
+	x := newPageIndex(t.Rows)
+	slots := uint32(x.slots() + n)
+	first, ok := b.alloc(slots)
 	for !ok {
 		evicted, err := b.evict()
 		if err != nil {
@@ -264,31 +313,45 @@ func (b *BPFTables) add(key fileID, t *Table) (*bpfTable, error) {
 		if !evicted {
 			break
 		}
-		first, ok = b.alloc(uint32(n))
+		first, ok = b.alloc(slots)
 	}
 	if !ok || len(b.ids) == 0 {
 		if ok {
-			b.freeRows(rowSpan{first, uint32(n)})
+			b.freeRows(rowSpan{first, slots})
 		}
-		return nil, fmt.Errorf("%d rows: %w", n, ErrTablesFull)
+		return nil, fmt.Errorf("%d rows and their index: %w", n, ErrTablesFull)
 	}
 	id := b.ids[len(b.ids)-1]
-	rows, err := binary.Append(make([]byte, 0, n*RowSize), binary.NativeEndian, t.Rows)
+	ne := binary.NativeEndian
+	buf := make([]byte, 0, int(slots)*stackcap.CFIRowSize)
+	for _, e := range x.pages {
+		buf = ne.AppendUint32(ne.AppendUint32(buf, e[0]), e[1])
+	}
+	buf = buf[:x.slots()*stackcap.CFIRowSize]
+	buf, err := binary.Append(buf, ne, t.Rows)
 	if err == nil {
-		_, err = b.rowMem.WriteAt(rows, int64(first)*stackcap.CFIRowSize)
+		_, err = b.rowMem.WriteAt(buf, int64(first)*stackcap.CFIRowSize)
 	}
 	if err == nil {
 		var ent [stackcap.CFITableSize]byte
-		binary.NativeEndian.PutUint32(ent[:], first)
-		binary.NativeEndian.PutUint32(ent[4:], uint32(n))
+		for _, f := range []struct {
+			off int
+			v   uint32
+		}{
+			{stackcap.CFITableFirst, first + uint32(x.slots())}, {stackcap.CFITableRows, uint32(n)},
+			{stackcap.CFITableIndex, first}, {stackcap.CFITablePages, uint32(len(x.pages))},
+			{stackcap.CFITableBase, x.base}, {stackcap.CFITableShift, x.shift},
+		} {
+			ne.PutUint32(ent[f.off:], f.v)
+		}
 		_, err = b.tabMem.WriteAt(ent[:], int64(id)*stackcap.CFITableSize)
 	}
 	if err != nil {
-		b.freeRows(rowSpan{first, uint32(n)})
+		b.freeRows(rowSpan{first, slots})
 		return nil, err
 	}
 	b.ids = b.ids[:len(b.ids)-1]
-	bt := &bpfTable{key: key, id: id, first: first, count: uint32(n), refs: 1, used: b.clock}
+	bt := &bpfTable{key: key, id: id, rows: rowSpan{first, slots}, refs: 1, used: b.clock}
 	b.objs[key] = bt
 	return bt, nil
 }
@@ -319,7 +382,7 @@ func (b *BPFTables) evict() (bool, error) {
 	}
 	delete(b.objs, lru.key)
 	b.ids = append(b.ids, lru.id)
-	b.freeRows(rowSpan{lru.first, lru.count})
+	b.freeRows(lru.rows)
 	return true, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"unsafe"
@@ -71,8 +72,8 @@ func loadedChain(t *testing.T, flags ...string) (*testutil.Tracee, *Space, *Unwi
 	return tr, sp, u
 }
 
-// tableRows returns the rows of each object with a Table sp maps, by
-// device and inode.
+// tableRows returns the rows map values each object with a Table sp
+// maps takes (its rows and page index), by device and inode.
 func tableRows(t *testing.T, sp *Space, u *Unwinder) map[fileID]int {
 	t.Helper()
 	rows := map[fileID]int{}
@@ -81,7 +82,8 @@ func tableRows(t *testing.T, sp *Space, u *Unwinder) map[fileID]int {
 			continue
 		}
 		if tab, err := u.Table(sp, m); err == nil && len(tab.Rows) > 0 {
-			rows[fileID{m.Major, m.Minor, m.Inode}] = len(tab.Rows)
+			x := newPageIndex(tab.Rows)
+			rows[fileID{m.Major, m.Minor, m.Inode}] = x.slots() + len(tab.Rows)
 		}
 	}
 	if len(rows) < 2 {
@@ -471,4 +473,78 @@ func TestBPFWalkAsksForProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	byFP("stale")
+}
+
+// TestPageIndex: for every address, the rows the walk searches (its
+// page's entry in the page index) hold the row Table.Lookup finds, and
+// the index stays within a page per indexRowsPerPage rows: on rows
+// spread over many pages, on one page, on a span too wide for 4 KiB
+// pages, and on a single row.
+func TestPageIndex(t *testing.T) {
+	rowsAt := func(pcs ...uint32) []Row {
+		var rows []Row
+		for _, pc := range pcs {
+			rows = append(rows, Row{PC: pc, Kind: KindSP, CFAOffset: int32(pc % 97)})
+		}
+		rows[len(rows)-1].Kind = KindNone
+		return rows
+	}
+	var spread, wide []uint32
+	for pc := uint32(0x1234); pc < 0x9000; pc += 0x10 + pc%0x70 {
+		spread = append(spread, pc)
+	}
+	for i := range uint32(64) {
+		wide = append(wide, 0x400000+i*i*0x3000)
+	}
+	for _, tc := range []struct {
+		name string
+		rows []Row
+	}{
+		{"spread", rowsAt(spread...)},
+		{"one page", rowsAt(0x2010, 0x2040, 0x2100, 0x2ff0)},
+		{"wide", rowsAt(wide...)},
+		{"one row", rowsAt(0x1000)},
+		{"top", rowsAt(0xfffff000, 0xfffffff0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := &Table{Rows: tc.rows}
+			x := newPageIndex(tc.rows)
+			if len(x.pages) > max(1, len(tc.rows)/indexRowsPerPage) {
+				t.Fatalf("%d pages for %d rows", len(x.pages), len(tc.rows))
+			}
+			// search is the walk's: the last row at most pc among
+			// the page's, or none.
+			search := func(pc uint32) (Row, bool) {
+				if pc < x.base {
+					return Row{}, false
+				}
+				p := min(uint64(pc-x.base)>>x.shift, uint64(len(x.pages)-1))
+				e := x.pages[p]
+				if int(e[0]+e[1]) > len(tc.rows) {
+					t.Fatalf("page %d: rows %d+%d of %d", p, e[0], e[1], len(tc.rows))
+				}
+				rows := tc.rows[e[0] : e[0]+e[1]]
+				i := sort.Search(len(rows), func(i int) bool { return rows[i].PC > pc })
+				if i == 0 {
+					return Row{}, false
+				}
+				return rows[i-1], true
+			}
+			first, last := uint64(tc.rows[0].PC), uint64(tc.rows[len(tc.rows)-1].PC)
+			for a := first - min(first, 0x2000); a <= min(last+0x2000, 1<<32-1); a += 1 + a%29 {
+				pc := uint32(a)
+				want := tab.Lookup(pc)
+				have, ok := search(pc)
+				if !ok {
+					if want.Kind != KindNone || pc >= tc.rows[0].PC {
+						t.Fatalf("%#x: no row, want %+v", pc, want)
+					}
+					continue
+				}
+				if have != want {
+					t.Fatalf("%#x: have %+v, want %+v", pc, have, want)
+				}
+			}
+		})
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
+	"github.com/usdtkit/usdtkit/internal/bpf/stackcap"
 	"github.com/usdtkit/usdtkit/internal/proc/procfs"
 	"github.com/usdtkit/usdtkit/internal/testutil"
 )
@@ -293,8 +294,9 @@ func TestTableTooLarge(t *testing.T) {
 
 // BenchmarkBuildTables compiles the tables of python3.11 (the test binary
 // when it is not installed), libc and libstdc++: /parse only parses their
-// CFI (the floor), /build parses and compiles. table-bytes is the size of
-// the three tables.
+// CFI (the floor), /build parses and compiles and makes the page index
+// of each table as BPFTables does. table-bytes is the size of the three
+// tables, index-bytes that of their page indexes in the rows map.
 func BenchmarkBuildTables(b *testing.B) {
 	objs := tableObjects(b)
 	paths := []string{objs["python3.11"], objs["libc"], objs["libstdc++"]}
@@ -321,9 +323,9 @@ func BenchmarkBuildTables(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
-			size, rows := 0, 0
+			size, rows, index := 0, 0, 0
 			for b.Loop() {
-				size, rows = 0, 0
+				size, rows, index = 0, 0, 0
 				for _, f := range files {
 					c := loadCFI(f, nil)
 					if c.err != nil {
@@ -338,11 +340,16 @@ func BenchmarkBuildTables(b *testing.B) {
 					}
 					size += tab.Size()
 					rows += len(tab.Rows)
+					if len(tab.Rows) > 0 {
+						x := newPageIndex(tab.Rows)
+						index += x.slots() * stackcap.CFIRowSize
+					}
 				}
 			}
 			if build {
 				b.ReportMetric(float64(size), "table-bytes")
 				b.ReportMetric(float64(rows), "rows")
+				b.ReportMetric(float64(index), "index-bytes")
 			}
 		})
 	}
