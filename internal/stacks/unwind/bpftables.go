@@ -68,10 +68,15 @@ type bpfTable struct {
 }
 
 // indexRowsPerPage bounds a page index: a page per indexRowsPerPage rows
-// at most (pages grow from 4 KiB until they do), so that an index
-// (stackcap.CFIIndexEntrySize bytes a page) adds at most an eighth to
-// its rows' size, and a row of the rows map to a table of fewer rows.
-const indexRowsPerPage = 4
+// at most (pages grow from 1<<indexMinShift bytes until they do), so
+// that an index (stackcap.CFIIndexEntrySize bytes a page) adds at most an
+// eighth to its rows' size, and a row of the rows map to a table of
+// fewer rows. The walk's search then looks at a few rows, not at all of
+// a table's tens of thousands.
+const (
+	indexRowsPerPage = 4
+	indexMinShift    = 4
+)
 
 // pageIndex is the page index of a table in the maps (stackcap's
 // CFITable… layout): the walk searches an address's page's rows only.
@@ -82,10 +87,10 @@ type pageIndex struct {
 
 // newPageIndex returns the page index of rows (at least one).
 func newPageIndex(rows []Row) pageIndex {
-	base := uint64(rows[0].PC) &^ (1<<12 - 1)
+	base := uint64(rows[0].PC)
 	span := uint64(rows[len(rows)-1].PC) - base
 	limit := uint64(max(1, len(rows)/indexRowsPerPage))
-	shift := uint32(12)
+	shift := uint32(indexMinShift)
 	for span>>shift+1 > limit {
 		shift++
 	}

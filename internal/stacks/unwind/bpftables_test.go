@@ -478,8 +478,9 @@ func TestBPFWalkAsksForProcess(t *testing.T) {
 // TestPageIndex: for every address, the rows the walk searches (its
 // page's entry in the page index) hold the row Table.Lookup finds, and
 // the index stays within a page per indexRowsPerPage rows: on rows
-// spread over many pages, on one page, on a span too wide for 4 KiB
-// pages, and on a single row.
+// spread over many pages, rows two bytes apart (the smallest pages), on
+// one page, on a span too wide for 4 KiB pages, at the top of the
+// 32-bit addresses, and on a single row.
 func TestPageIndex(t *testing.T) {
 	rowsAt := func(pcs ...uint32) []Row {
 		var rows []Row
@@ -489,9 +490,12 @@ func TestPageIndex(t *testing.T) {
 		rows[len(rows)-1].Kind = KindNone
 		return rows
 	}
-	var spread, wide []uint32
+	var spread, wide, dense []uint32
 	for pc := uint32(0x1234); pc < 0x9000; pc += 0x10 + pc%0x70 {
 		spread = append(spread, pc)
+	}
+	for pc := uint32(0x1001); pc < 0x1201; pc += 2 {
+		dense = append(dense, pc)
 	}
 	for i := range uint32(64) {
 		wide = append(wide, 0x400000+i*i*0x3000)
@@ -501,6 +505,7 @@ func TestPageIndex(t *testing.T) {
 		rows []Row
 	}{
 		{"spread", rowsAt(spread...)},
+		{"dense", rowsAt(dense...)},
 		{"one page", rowsAt(0x2010, 0x2040, 0x2100, 0x2ff0)},
 		{"wide", rowsAt(wide...)},
 		{"one row", rowsAt(0x1000)},
