@@ -209,11 +209,22 @@ func (l *lexer) number(t token) (token, *Error) {
 	}
 	raw := l.src[start:l.off]
 	t.kind, t.text = tInt, raw
-	s := strings.ReplaceAll(raw, "_", "")
-	if strings.HasPrefix(raw, "_") || strings.HasSuffix(raw, "_") || strings.Contains(raw, "__") {
-		return t, errorf(t.pos, "integer %s has a misplaced _", raw)
+	v, msg := parseInteger(raw)
+	if msg != "" {
+		return t, errorf(t.pos, "%s", msg)
 	}
-	var v uint64
+	t.val = v
+	return t, nil
+}
+
+// parseInteger reads raw, an integer literal as bpftrace writes it: decimal,
+// 0x hexadecimal or 0-prefixed octal, with "_" separators, e-notation
+// (1e6). msg is the error, "" if none.
+func parseInteger(raw string) (v uint64, msg string) {
+	if strings.HasPrefix(raw, "_") || strings.HasSuffix(raw, "_") || strings.Contains(raw, "__") {
+		return 0, "integer " + raw + " has a misplaced _"
+	}
+	s := strings.ReplaceAll(raw, "_", "")
 	var err error
 	switch {
 	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
@@ -239,12 +250,11 @@ func (l *lexer) number(t token) (token, *Error) {
 	}
 	if err != nil {
 		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange || err == strconv.ErrRange {
-			return t, errorf(t.pos, "integer %s does not fit in 64 bits", raw)
+			return 0, "integer " + raw + " does not fit in 64 bits"
 		}
-		return t, errorf(t.pos, "%s is not a valid integer", raw)
+		return 0, raw + " is not a valid integer"
 	}
-	t.val = v
-	return t, nil
+	return v, ""
 }
 
 // string reads a double-quoted literal with the escapes bpftrace accepts:
@@ -336,9 +346,10 @@ func (l *lexer) probe(t token) (token, *Error) {
 		if !isProbeChar(c) && (c != '(' && c != ')' || l.off == start) {
 			break
 		}
-		// BEGIN and END are keywords to bpftrace, so "BEGIN/pred/" starts
-		// a predicate; in other probes "/" belongs to the path.
-		if c == '/' && (l.src[start:l.off] == "BEGIN" || l.src[start:l.off] == "END") {
+		// BEGIN and END (begin, end) are keywords to bpftrace, so
+		// "BEGIN/pred/" starts a predicate; in other probes "/" belongs
+		// to the path.
+		if c == '/' && isBeginEnd(l.src[start:l.off]) {
 			break
 		}
 		l.advance(1)
@@ -346,3 +357,5 @@ func (l *lexer) probe(t token) (token, *Error) {
 	t.text = l.src[start:l.off]
 	return t, nil
 }
+
+func isBeginEnd(s string) bool { return s == "BEGIN" || s == "END" || s == "begin" || s == "end" }

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// syntax26Programs are programs in bpftrace 0.26's syntax that 0.17 lacks,
+// each with the whole output bpftrace documents for it (the expectations
+// of its runtime tests for the same constructs).
+var syntax26Programs = []struct {
+	name string
+	src  string
+	want string
+}{
+	// begin and end, bpftrace's spelling since 0.23, with a predicate.
+	{"begin_end", `begin { printf("hi\n"); } begin /0/ { printf("never\n"); } end { printf("bye\n"); } begin { exit(); }`, "hi\nbye\n"},
+	// probe names the spelling as written.
+	{"begin_probe", `begin { printf("%s\n", probe); exit(); }`, "begin\n"},
+	// interval with bpftrace's us and hz units.
+	{"interval_us", `interval:us:1000 { @n++; if (@n == 3) { printf("%d\n", @n); exit(); } } end { clear(@n); }`, "3\n"},
+	{"interval_hz", `i:hz:200 { printf("%s\n", probe); exit(); }`, "interval:hz:200\n"},
+}
+
+// TestProgramSyntax26 runs each of syntax26Programs and compares its
+// output with what bpftrace 0.26 prints, but for the blank lines before
+// the maps at exit, which its tests do not look at.
+func TestProgramSyntax26(t *testing.T) {
+	for _, tt := range syntax26Programs {
+		t.Run(tt.name, func(t *testing.T) {
+			have := strings.TrimRight(runProgramCLI(t, "trace", "-e", tt.src), "\n") + "\n"
+			if have != tt.want {
+				t.Errorf("output\nhave %q\nwant %q", have, tt.want)
+			}
+		})
+	}
+}
