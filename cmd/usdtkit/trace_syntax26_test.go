@@ -20,6 +20,10 @@ var syntax26Programs = []struct {
 	// interval with bpftrace's us and hz units.
 	{"interval_us", `interval:us:1000 { @n++; if (@n == 3) { printf("%d\n", @n); exit(); } } end { clear(@n); }`, "3\n"},
 	{"interval_hz", `i:hz:200 { printf("%s\n", probe); exit(); }`, "interval:hz:200\n"},
+	// Durations: integers of nanoseconds, in expressions and as an
+	// interval's period.
+	{"duration_values", `begin { print(1ms); print(2ns + 5us); printf("%d %d\n", 1s / 1ms, (uint64)100ms); exit(); }`, "1000000\n5002\n1000 100000000\n"},
+	{"interval_duration", `interval:10ms { @n++; if (@n == 2) { printf("%s %d\n", probe, @n); exit(); } } end { clear(@n); }`, "interval:us:10000 2\n"},
 }
 
 // TestProgramSyntax26 runs each of syntax26Programs and compares its

@@ -201,7 +201,8 @@ func (l *lexer) next(probeMode bool) (token, *Error) {
 }
 
 // number reads a decimal, 0x hexadecimal or 0-prefixed octal integer, with
-// optional "_" separators and bpftrace's e-notation (1e6).
+// optional "_" separators, bpftrace's e-notation (1e6) and its duration
+// units (100ms: see parseInteger).
 func (l *lexer) number(t token) (token, *Error) {
 	start := l.off
 	for l.off < len(l.src) && (isLetter(l.src[l.off]) || isDigit(l.src[l.off])) {
@@ -217,14 +218,33 @@ func (l *lexer) number(t token) (token, *Error) {
 	return t, nil
 }
 
+// durationUnits are bpftrace's duration suffixes (0.21 and later) in
+// nanoseconds, longest suffix first so that "ms" is not read as "s".
+var durationUnits = []struct {
+	suffix string
+	ns     uint64
+}{
+	{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9},
+}
+
 // parseInteger reads raw, an integer literal as bpftrace writes it: decimal,
 // 0x hexadecimal or 0-prefixed octal, with "_" separators, e-notation
-// (1e6). msg is the error, "" if none.
+// (1e6) and, on a decimal, a duration unit (ns us ms s m h d) that makes it
+// a count of nanoseconds (1ms is 1000000). msg is the error, "" if none.
 func parseInteger(raw string) (v uint64, msg string) {
 	if strings.HasPrefix(raw, "_") || strings.HasSuffix(raw, "_") || strings.Contains(raw, "__") {
 		return 0, "integer " + raw + " has a misplaced _"
 	}
 	s := strings.ReplaceAll(raw, "_", "")
+	scale := uint64(1)
+	if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
+		for _, u := range durationUnits {
+			if rest, ok := strings.CutSuffix(s, u.suffix); ok && rest != "" && isDigit(rest[len(rest)-1]) {
+				s, scale = rest, u.ns
+				break
+			}
+		}
+	}
 	var err error
 	switch {
 	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
@@ -247,6 +267,12 @@ func parseInteger(raw string) (v uint64, msg string) {
 		}
 	default:
 		v, err = strconv.ParseUint(s, 10, 64)
+	}
+	if err == nil && scale > 1 {
+		if v > ^uint64(0)/scale {
+			err = strconv.ErrRange
+		}
+		v *= scale
 	}
 	if err != nil {
 		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange || err == strconv.ErrRange {

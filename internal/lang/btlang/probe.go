@@ -38,6 +38,7 @@ func (k ProbeKind) String() string {
 //	BEGIN  END  begin  end
 //	interval:s:N  interval:ms:N  interval:us:N  interval:hz:N (i:)
 //	profile:hz:N  profile:s:N  profile:ms:N  profile:us:N (p:)
+//	interval:DURATION  profile:DURATION (100ms, 1s: Unit "us")
 //
 // PATH is as written: an absolute or relative path, or a short library name
 // ("libc") that the back end resolves; empty only for usdt, where the back
@@ -184,8 +185,21 @@ var kernelProbes = map[string]string{
 // parseRate reads an interval's or a profile probe's UNIT:N.
 func (p *Probe) parseRate(at Pos, args []probePart) *Error {
 	typ := p.Kind.String()
+	if len(args) == 1 {
+		// interval:100ms, profile:1us: bpftrace 0.21's duration, whose
+		// bare number is nanoseconds, kept as whole microseconds.
+		ns, msg := parseInteger(args[0].val)
+		if msg != "" {
+			return errorf(at, "the rate of the %s probe: %s", typ, msg)
+		}
+		if ns < 1000 {
+			return errorf(at, "the rate of the %s probe is %d nanoseconds; the least is 1000 or 1us", typ, ns)
+		}
+		p.Unit, p.Period = "us", ns/1000
+		return nil
+	}
 	if len(args) != 2 {
-		return errorf(at, "%s probes are written %s:UNIT:N, UNIT one of hz, s, ms or us", typ, typ)
+		return errorf(at, "%s probes are written %s:UNIT:N (UNIT one of hz, s, ms or us) or %s:DURATION (100ms)", typ, typ, typ)
 	}
 	p.Unit = args[0].val
 	switch p.Unit {

@@ -113,6 +113,13 @@ func TestProbeSpellings(t *testing.T) {
 		{"i:hz:997", Probe{Kind: ProbeInterval, Unit: "hz", Period: 997}, "interval:hz:997"},
 		{"interval:s:1e3", Probe{Kind: ProbeInterval, Unit: "s", Period: 1000}, "interval:s:1000"},
 		{"interval:s:1_0_0_0", Probe{Kind: ProbeInterval, Unit: "s", Period: 1000}, "interval:s:1000"},
+		// Durations (bpftrace 0.21 and later), as whole microseconds.
+		{"interval:100ms", Probe{Kind: ProbeInterval, Unit: "us", Period: 100_000}, "interval:us:100000"},
+		{"i:5s", Probe{Kind: ProbeInterval, Unit: "us", Period: 5_000_000}, "interval:us:5000000"},
+		{"interval:1us", Probe{Kind: ProbeInterval, Unit: "us", Period: 1}, "interval:us:1"},
+		{"interval:5m", Probe{Kind: ProbeInterval, Unit: "us", Period: 300_000_000}, "interval:us:300000000"},
+		{"profile:1us", Probe{Kind: ProbeProfile, Unit: "us", Period: 1}, "profile:us:1"},
+		{"p:10ms", Probe{Kind: ProbeProfile, Unit: "us", Period: 10_000}, "profile:us:10000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.src, func(t *testing.T) {
@@ -130,7 +137,8 @@ func TestProbeSpellings(t *testing.T) {
 			}
 		})
 	}
-	for _, src := range []string{"begin:f {}", "end:x:y {}", "interval:unit:100 {}", "interval:s:1b {}", "interval {}", "interval:s:0 {}"} {
+	for _, src := range []string{"begin:f {}", "end:x:y {}", "interval:unit:100 {}", "interval:s:1b {}", "interval {}", "interval:s:0 {}",
+		"interval:100 {}", "profile:10 {}", "interval:1x {}", "interval:10000000000m {}"} {
 		if _, err := Parse("stdin", []byte(src)); err == nil {
 			t.Errorf("%s: no error", src)
 		}
