@@ -23,6 +23,12 @@ var syntax26Programs = []struct {
 	// Durations: integers of nanoseconds, in expressions and as an
 	// interval's period.
 	{"duration_values", `begin { print(1ms); print(2ns + 5us); printf("%d %d\n", 1s / 1ms, (uint64)100ms); exit(); }`, "1000000\n5002\n1000 100000000\n"},
+	// let: a block's variable, 0 until assigned, hiding nothing; the
+	// two programs of bpftrace's variable scope tests.
+	{"let_scope", `begin { if (1) { $x = 1; } if (1) { let $x; if ($x) { $x = 5; } print($x); } exit(); }`, "0\n"},
+	{"let_late", `begin { @a[1] = 1; if (1) { $x = 1; print(("a", $x)); } let $x; if (0) { $x = 3; } print(("c", $x)); clear(@a); exit(); }`, "(a, 1)\n(c, 0)\n"},
+	{"let_typed", `begin { let $a: int8 = (int8)200; let $b: uint16 = (uint16)-1; let $c = "str"; let $d: uint64; $d += 5; printf("%d %d %s %d\n", $a, $b, $c, $d); exit(); }`, "-56 65535 str 5\n"},
+	{"let_loop", `begin { $i = 0; while ($i < 3) { let $n; if ($i == 0) { $n = 7; } printf("%d ", $n); $i++; } printf("\n"); exit(); }`, "7 0 0 \n"},
 	{"interval_duration", `interval:10ms { @n++; if (@n == 2) { printf("%s %d\n", probe, @n); exit(); } } end { clear(@n); }`, "interval:us:10000 2\n"},
 }
 

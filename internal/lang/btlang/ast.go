@@ -233,6 +233,20 @@ type IncDec struct {
 	Prefix bool
 }
 
+// Let is a declaration, let $x; let $x = Value; let $x: TYPE [= Value]
+// (bpftrace 0.21 and later): a variable of the block ({ … }) it is in,
+// from here to the block's end, 0 until assigned; Of is the declared type
+// (an integer or pointer type), nil if none. After Check, Var.Decl is the
+// variable and Init the value to store, Value converted to Of (nil for
+// none).
+type Let struct {
+	At    Pos
+	Var   *Var
+	Of    *Type
+	Value Expr
+	Init  Expr
+}
+
 // If is if (Cond) { Then } else { Else }; "else if" is an Else holding one If.
 // Ternary marks one written Cond ? CALL : CALL as a statement.
 type If struct {
@@ -276,6 +290,7 @@ func (s *ExprStmt) Pos() Pos { return s.At }
 func (s *Assign) Pos() Pos   { return s.At }
 func (s *IncDec) Pos() Pos   { return s.At }
 func (s *If) Pos() Pos       { return s.At }
+func (s *Let) Pos() Pos      { return s.At }
 func (s *Return) Pos() Pos   { return s.At }
 func (s *Unroll) Pos() Pos   { return s.At }
 func (s *While) Pos() Pos    { return s.At }
@@ -285,6 +300,7 @@ func (*ExprStmt) stmtNode()  {}
 func (*Assign) stmtNode()    {}
 func (*IncDec) stmtNode()    {}
 func (*If) stmtNode()        {}
+func (*Let) stmtNode()       {}
 func (*Return) stmtNode()    {}
 func (*Unroll) stmtNode()    {}
 func (*While) stmtNode()     {}
@@ -343,4 +359,6 @@ type Variable struct {
 	// CType is the C type of its first value (a tuple's elements at their
 	// widths), for sizeof().
 	CType Type
+	// Declared is the type a let declaration gave it, if any.
+	Declared *Type
 }

@@ -301,7 +301,6 @@ func (p *parser) stmts(top bool) []Stmt {
 
 var unsupportedStmts = map[string]string{
 	"for": "for loops are not supported yet",
-	"let": "let declarations are not supported",
 }
 
 var assignOps = map[string]bool{
@@ -318,6 +317,9 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 		}
 		if t.text == "if" {
 			return p.ifStmt(), true
+		}
+		if t.text == "let" {
+			return p.let(), false
 		}
 		if t.text == "while" {
 			p.next(false)
@@ -399,6 +401,40 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 		p.failf(x.Pos(), "this expression is not a statement; assign it or pass it to a function")
 	}
 	return &ExprStmt{At: t.pos, X: c}, false
+}
+
+// let parses let $x [: TYPE] [= VALUE]; the current token is "let".
+func (p *parser) let() *Let {
+	s := &Let{At: p.tok.pos}
+	p.next(false)
+	if p.tok.kind != tVar {
+		if p.tok.kind == tMap {
+			p.failf(p.tok.pos, "let declares a $variable; map declarations (let @m = hash(N)) are not supported")
+		} else {
+			p.failf(p.tok.pos, "expected a $variable after let, found %s", p.tok.describe())
+		}
+		return s
+	}
+	s.Var = &Var{ExprBase: ExprBase{At: p.tok.pos}, Name: p.tok.text}
+	p.next(false)
+	if p.tok.is(":") {
+		p.next(false)
+		at := p.tok.pos
+		if !p.startsType(p.tok) {
+			p.failf(at, "expected a type after %s:, found %s", s.Var.Name, p.tok.describe())
+			return s
+		}
+		to := p.typeName()
+		if to.Kind != KindInt && to.Kind != KindPtr && p.err == nil {
+			p.failf(at, "a declared type is an integer or a pointer type, not %s", to)
+		}
+		s.Of = &to
+	}
+	if p.tok.is("=") {
+		p.next(false)
+		s.Value = p.expr()
+	}
+	return s
 }
 
 func checkTarget(p *parser, x Expr, op string) {

@@ -95,6 +95,15 @@ func (w *printer) stmt(s Stmt) {
 		w.expr(s.Target)
 		w.WriteString(" " + s.Op + " ")
 		w.expr(s.Value)
+	case *Let:
+		w.WriteString("let " + s.Var.Name)
+		if s.Of != nil {
+			w.WriteString(": " + strings.TrimSuffix(s.Of.String(), " "))
+		}
+		if s.Value != nil {
+			w.WriteString(" = ")
+			w.expr(s.Value)
+		}
 	case *IncDec:
 		if s.Prefix {
 			w.WriteString(s.Op)
