@@ -29,6 +29,10 @@ var syntax26Programs = []struct {
 	{"let_late", `begin { @a[1] = 1; if (1) { $x = 1; print(("a", $x)); } let $x; if (0) { $x = 3; } print(("c", $x)); clear(@a); exit(); }`, "(a, 1)\n(c, 0)\n"},
 	{"let_typed", `begin { let $a: int8 = (int8)200; let $b: uint16 = (uint16)-1; let $c = "str"; let $d: uint64; $d += 5; printf("%d %d %s %d\n", $a, $b, $c, $d); exit(); }`, "-56 65535 str 5\n"},
 	{"let_loop", `begin { $i = 0; while ($i < 3) { let $n; if ($i == 0) { $n = 7; } printf("%d ", $n); $i++; } printf("\n"); exit(); }`, "7 0 0 \n"},
+	// config blocks: maps printed at exit by default, and not with
+	// print_maps_on_exit off.
+	{"config_maps_default", `begin { @["test"] = count(); @test = 1; exit(); }`, "\n\n@[test]: 1\n@test: 1\n"},
+	{"config_no_maps", `config = { print_maps_on_exit=0 } begin { @["test"] = count(); @test = 1; printf("x\n"); exit(); }`, "x\n"},
 	{"interval_duration", `interval:10ms { @n++; if (@n == 2) { printf("%s %d\n", probe, @n); exit(); } } end { clear(@n); }`, "interval:us:10000 2\n"},
 }
 

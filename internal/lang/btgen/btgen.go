@@ -165,8 +165,10 @@ const (
 
 // Program is a generated program: plain data, safe for concurrent reads.
 type Program struct {
-	Spec   *ebpf.CollectionSpec
-	Blocks []Block
+	Spec *ebpf.CollectionSpec
+	// Settings are the program's config block's (btlang.Program's).
+	Settings btlang.Settings
+	Blocks   []Block
 	// Maps are the program's maps in the order of btlang.Program.Maps.
 	Maps []MapInfo
 	// Printfs are the printf calls, indexed by a RecPrintf record's id.
@@ -438,7 +440,7 @@ func (p *Plan) Generate() (*Program, error) {
 	prog, o := p.prog, p.opts
 	o.Sites = append([][]Site(nil), p.opts.Sites...)
 	defaultRing := p.defaultRing
-	out := &Program{Spec: &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}}
+	out := &Program{Spec: &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}, Settings: prog.Settings}
 	mapIdx := p.mapIdx
 	zeroSize := 8
 	for _, mi := range p.maps {

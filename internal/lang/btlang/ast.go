@@ -324,10 +324,41 @@ func (b *ProbeBlock) Pos() Pos { return b.At }
 // by name. Check writes into the tree, so a Program must not be used
 // concurrently while Check runs; afterwards it may be read concurrently.
 type Program struct {
+	// Config holds the config = { NAME = VALUE; … } block's settings in
+	// order (bpftrace 0.20 and later), Settings what Check made of them.
+	Config   []*ConfigEntry
+	Settings Settings
 	// Types are the type definitions, in order.
 	Types  []*TypeDef
 	Blocks []*ProbeBlock
 	Maps   []*Map
+}
+
+// ConfigEntry is one NAME = VALUE of a config block: Name as written
+// (stack_mode, BPFTRACE_STACK_MODE), Value an integer (Int), a string or
+// a bare word (true, perf).
+type ConfigEntry struct {
+	At    Pos
+	Name  string
+	Value string
+	Int   bool
+}
+
+// Settings are the config block's settings usdtkit applies; a zero field
+// was not set. Check fills them in; the environment's and the command
+// line's values take precedence, as in bpftrace.
+type Settings struct {
+	// StrLen is max_strlen, the bytes str() reads, NUL included (as
+	// CheckOptions.StrLen, which wins when not 0).
+	StrLen int
+	// NoExitMaps is print_maps_on_exit = false: no maps printed at exit.
+	NoExitMaps bool
+	// StackPerf is stack_mode = perf: ustack without a mode is
+	// ustack(perf).
+	StackPerf bool
+	// CatBytesMax is cat_bytes_max, the most bytes cat() prints of a
+	// file.
+	CatBytesMax int
 }
 
 // Map describes one map as Check resolved it from all its uses.

@@ -100,6 +100,9 @@ func Check(prog *Program, opts *CheckOptions) error {
 			c.strLen = opts.StrLen
 		}
 	}
+	if cerr := c.config(prog, opts); cerr != nil {
+		return cerr
+	}
 	c.args = map[*Probe]ProbeArgs{}
 	c.argErr = map[*Probe]error{}
 	c.assigned = map[string]bool{}
@@ -153,6 +156,8 @@ type checker struct {
 
 	block *ProbeBlock
 	vars  map[string]*Variable
+	// stackPerf: ustack without a mode is ustack(perf) (stack_mode).
+	stackPerf bool
 	// scopes are the blocks ({ … }) the checker is in, innermost last.
 	scopes []*scope
 }
@@ -1238,7 +1243,7 @@ func (c *checker) builtin(e *Builtin) Type {
 	case "func":
 		return Type{Kind: KindSym}
 	case "ustack":
-		return Type{Kind: KindStack, Size: MaxStackFrames}
+		return Type{Kind: KindStack, Size: MaxStackFrames, Perf: c.stackPerf}
 	}
 	if e.Arg >= 0 {
 		for _, p := range c.block.Probes {
@@ -1514,7 +1519,7 @@ func (c *checker) call(e *Call) Type {
 			}
 		}
 		args := e.Args
-		perf := false
+		perf := c.stackPerf
 		if len(args) > 0 {
 			if b, ok := args[0].(*Builtin); ok && stackModes[b.Name] {
 				switch b.Name {

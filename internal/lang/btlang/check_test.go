@@ -192,3 +192,67 @@ func TestLetString(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig checks config blocks: where they may stand, their syntax,
+// and the options usdtkit applies or refuses.
+func TestConfig(t *testing.T) {
+	prog, err := Compile("stdin", []byte(`config = { BPFTRACE_MAX_STRLEN = 16; print_maps_on_exit=0; Stack_Mode=perf; cat_bytes_max = 100 } begin { @s = str(arg0); @k[ustack] = count(); }`), nil)
+	if err == nil {
+		t.Fatalf("arg0 in begin compiled")
+	}
+	prog, err = Compile("stdin", []byte(`config = { BPFTRACE_MAX_STRLEN = 16; print_maps_on_exit=false; Stack_Mode=perf; cat_bytes_max = 100; } uprobe:/bin/sh:main { @s = str(arg0); @k[ustack] = count(); }`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Settings{StrLen: 16, NoExitMaps: true, StackPerf: true, CatBytesMax: 100}
+	if prog.Settings != want {
+		t.Errorf("settings: have %+v, want %+v", prog.Settings, want)
+	}
+	for _, m := range prog.Maps {
+		switch m.Name {
+		case "@s":
+			if m.Value.Size != 16 {
+				t.Errorf("@s: have %s, want string[16]", m.Value)
+			}
+		case "@k":
+			if !m.Keys[0].Perf {
+				t.Errorf("@k: have %s, want a perf stack", m.Keys[0])
+			}
+		}
+	}
+	// The caller's string length (the environment's) wins.
+	prog, err = Compile("stdin", []byte(`config = { max_strlen = 16 } uprobe:/bin/sh:main { @s = str(arg0); }`), &CheckOptions{StrLen: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := prog.Maps[0].Value; v.Size != 32 {
+		t.Errorf("with StrLen 32: have %s", v)
+	}
+	again, err := Parse("stdin", []byte(prog.String()))
+	if err != nil || again.String() != prog.String() {
+		t.Errorf("%s printed parses as %v, %v", prog, again, err)
+	}
+	bad := []struct{ src, pos string }{
+		{`config = { bad_config=raw } begin {}`, "1:12"},
+		{`config = { kernel_build = 1 } begin {}`, "1:12"},
+		{`config = { max_map_keys = 1 } begin {}`, "1:12"},
+		{`config = { stack_mode = raw } begin {}`, "1:12"},
+		{`config = { max_strlen = "hello" } begin {}`, "1:12"},
+		{`config = { print_maps_on_exit = 2 } begin {}`, "1:12"},
+		{`begin {} config = { max_strlen = 8 }`, "1:10"},
+		{`config { max_strlen = 8 } begin {}`, "1:8"},
+		{`config = { max_strlen = 8 stack_mode = perf } begin {}`, "1:27"},
+		{`config = { @a = 1 } begin {}`, "1:12"},
+	}
+	for _, tt := range bad {
+		_, err := Compile("stdin", []byte(tt.src), nil)
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Errorf("%s: have %v, want an error", tt.src, err)
+			continue
+		}
+		if pos := fmt.Sprintf("%d:%d", list[0].Pos.Line, list[0].Pos.Col); pos != tt.pos {
+			t.Errorf("%s: error at %s (%v), want %s", tt.src, pos, list[0], tt.pos)
+		}
+	}
+}

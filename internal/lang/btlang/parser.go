@@ -200,6 +200,13 @@ func (p *parser) program() (*Program, *Error) {
 			case "struct", "union", "enum", "typedef":
 				p.typeDef(prog)
 				continue
+			case "config":
+				if len(prog.Blocks) > 0 || prog.Config != nil {
+					p.failf(p.tok.pos, "a config block must come first, before the probes (and only once)")
+					continue
+				}
+				p.config(prog)
+				continue
 			}
 		}
 		prog.Blocks = append(prog.Blocks, p.block())
@@ -231,7 +238,7 @@ func (p *parser) probe() *Probe {
 	case "struct", "union", "enum", "typedef":
 		p.failf(t.pos, "a type definition must come before or between probe blocks, not in a list of probes")
 	case "config":
-		p.failf(t.pos, "config blocks are not supported")
+		p.failf(t.pos, "a config block must come first, before the probes, as config = { NAME = VALUE; … }")
 	case "macro", "fn":
 		p.failf(t.pos, "%s definitions are not supported", t.text)
 	}
@@ -248,6 +255,41 @@ func (p *parser) probe() *Probe {
 	}
 	p.next(true)
 	return pr
+}
+
+// config parses config = { NAME = VALUE; … }; the current token is the
+// probe-mode token "config". It reads on in probe mode after the "}".
+func (p *parser) config(prog *Program) {
+	p.next(false)
+	p.expect("=", false)
+	p.expect("{", false)
+	prog.Config = []*ConfigEntry{}
+	for p.err == nil && !p.tok.is("}") {
+		if p.tok.kind != tIdent {
+			p.failf(p.tok.pos, "expected the name of a config option, found %s", p.tok.describe())
+			return
+		}
+		e := &ConfigEntry{At: p.tok.pos, Name: p.tok.text}
+		p.next(false)
+		p.expect("=", false)
+		switch v := p.tok; v.kind {
+		case tInt:
+			e.Value, e.Int = strconv.FormatUint(v.val, 10), true
+		case tString, tIdent:
+			e.Value = v.text
+		default:
+			p.failf(v.pos, "expected the value of %s, a number, a string or a word, found %s", e.Name, v.describe())
+			return
+		}
+		p.next(false)
+		prog.Config = append(prog.Config, e)
+		if p.tok.is(";") {
+			p.next(false)
+		} else if !p.tok.is("}") {
+			p.failf(p.tok.pos, "expected \";\" or \"}\" after %s's value, found %s", e.Name, p.tok.describe())
+		}
+	}
+	p.next(true)
 }
 
 func (p *parser) block() *ProbeBlock {
