@@ -220,6 +220,9 @@ func TestConfig(t *testing.T) {
 			}
 		}
 	}
+	if _, err := Compile("stdin", []byte(`config = { on_stack_limit = 0; show_debug_info = false; } begin { exit(); }`), nil); err != nil {
+		t.Errorf("on_stack_limit, show_debug_info off: %v", err)
+	}
 	// The caller's string length (the environment's) wins.
 	prog, err = Compile("stdin", []byte(`config = { max_strlen = 16 } uprobe:/bin/sh:main { @s = str(arg0); }`), &CheckOptions{StrLen: 32})
 	if err != nil {
@@ -236,6 +239,8 @@ func TestConfig(t *testing.T) {
 		{`config = { bad_config=raw } begin {}`, "1:12"},
 		{`config = { kernel_build = 1 } begin {}`, "1:12"},
 		{`config = { max_map_keys = 1 } begin {}`, "1:12"},
+		{`config = { show_debug_info = 1 } begin {}`, "1:12"},
+		{`config = { on_stack_limit = x } begin {}`, "1:12"},
 		{`config = { stack_mode = raw } begin {}`, "1:12"},
 		{`config = { max_strlen = "hello" } begin {}`, "1:12"},
 		{`config = { print_maps_on_exit = 2 } begin {}`, "1:12"},

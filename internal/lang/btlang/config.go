@@ -8,15 +8,16 @@ import (
 // configOptions are bpftrace's config options (0.26) by their short,
 // lower-case name; true marks those usdtkit applies.
 var configOptions = map[string]bool{
-	"max_strlen": true, "print_maps_on_exit": true, "stack_mode": true, "cat_bytes_max": true,
-	"max_cat_bytes":      true,
+	"max_strlen": true, "print_maps_on_exit": true, "stack_mode": true,
+	"cat_bytes_max": true, "max_cat_bytes": true, "on_stack_limit": true, "show_debug_info": true,
+
 	"cache_user_symbols": false, "cpp_demangle": false, "lazy_symbolication": false,
 	"log_size": false, "max_bpf_progs": false, "max_map_keys": false, "max_probes": false,
-	"max_type_res_iterations": false, "missing_probes": false, "on_stack_limit": false,
-	"perf_rb_pages": false, "show_debug_info": false, "str_trunc_trailer": false,
-	"symbol_source": false, "license": false, "use_blazesym": false, "max_ast_nodes": false,
-	"print_maps": false, "unstable_macro": false, "unstable_map_decl": false,
-	"unstable_import": false, "unstable_tseries": false, "unstable_addr": false,
+	"max_type_res_iterations": false, "missing_probes": false, "perf_rb_pages": false,
+	"str_trunc_trailer": false, "symbol_source": false, "license": false,
+	"use_blazesym": false, "max_ast_nodes": false, "print_maps": false,
+	"unstable_macro": false, "unstable_map_decl": false, "unstable_import": false,
+	"unstable_tseries": false, "unstable_addr": false, "unstable_dw_ustack": false,
 }
 
 // configName returns the short, lower-case name of a config option, as
@@ -58,13 +59,24 @@ func (c *checker) config(prog *Program, opts *CheckOptions) error {
 			prog.Settings.StrLen = num(1, 1024)
 		case "cat_bytes_max", "max_cat_bytes":
 			prog.Settings.CatBytesMax = num(1, 1<<30)
+		case "on_stack_limit":
+			// Where bpftrace keeps values (its stack or scratch
+			// memory): usdtkit chooses by itself, and the output is
+			// the same.
+			num(0, 1<<20)
 		case "print_maps_on_exit":
-			switch strings.ToLower(e.Value) {
-			case "true", "1":
-			case "false", "0":
-				prog.Settings.NoExitMaps = true
-			default:
+			if on, ok := configBool(e.Value); !ok {
 				fail(e.At, "%s must be true or false (1 or 0), not %s", e.Name, e.Value)
+			} else {
+				prog.Settings.NoExitMaps = !on
+			}
+		case "show_debug_info":
+			// bpftrace 0.24's FILE:LINE after each stack frame, which
+			// usdtkit does not print: off is what usdtkit does.
+			if on, ok := configBool(e.Value); !ok {
+				fail(e.At, "%s must be true or false (1 or 0), not %s", e.Name, e.Value)
+			} else if on {
+				fail(e.At, "%s = %s is not supported: usdtkit prints no file and line in stacks (they are in -o json)", e.Name, e.Value)
 			}
 		case "stack_mode":
 			switch e.Value {
@@ -88,4 +100,15 @@ func (c *checker) config(prog *Program, opts *CheckOptions) error {
 	}
 	c.stackPerf = prog.Settings.StackPerf
 	return nil
+}
+
+// configBool reads a config option's boolean value as bpftrace does.
+func configBool(v string) (on, ok bool) {
+	switch strings.ToLower(v) {
+	case "true", "1":
+		return true, true
+	case "false", "0":
+		return false, true
+	}
+	return false, false
 }
