@@ -27,6 +27,8 @@ var syntax26Programs = []struct {
 	// two programs of bpftrace's variable scope tests.
 	{"let_scope", `begin { if (1) { $x = 1; } if (1) { let $x; if ($x) { $x = 5; } print($x); } exit(); }`, "0\n"},
 	{"let_late", `begin { @a[1] = 1; if (1) { $x = 1; print(("a", $x)); } let $x; if (0) { $x = 3; } print(("c", $x)); clear(@a); exit(); }`, "(a, 1)\n(c, 0)\n"},
+	// The same as bpftrace's scripts write them, if without parentheses.
+	{"let_scope_script", "begin\n{\n  if 1 {\n    $x = 1;\n  }\n\n  if 1 {\n    let $x;\n    if $x {\n      $x = 5;\n    }\n    print($x);\n  }\n  exit();\n}\n", "0\n"},
 	{"let_typed", `begin { let $a: int8 = (int8)200; let $b: uint16 = (uint16)-1; let $c = "str"; let $d: uint64; $d += 5; printf("%d %d %s %d\n", $a, $b, $c, $d); exit(); }`, "-56 65535 str 5\n"},
 	{"let_loop", `begin { $i = 0; while ($i < 3) { let $n; if ($i == 0) { $n = 7; } printf("%d ", $n); $i++; } printf("\n"); exit(); }`, "7 0 0 \n"},
 	// config blocks: maps printed at exit by default, and not with

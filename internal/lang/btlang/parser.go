@@ -365,9 +365,9 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 		}
 		if t.text == "while" {
 			p.next(false)
-			p.expect("(", false)
+			// bpftrace 0.2x takes a condition without parentheses too;
+			// with them it is a parenthesised expression.
 			w := &While{At: t.pos, Cond: p.expr()}
-			p.expect(")", false)
 			p.enter()
 			p.loops++
 			w.Body = p.stmts(false)
@@ -490,9 +490,8 @@ func checkTarget(p *parser, x Expr, op string) {
 func (p *parser) ifStmt() *If {
 	s := &If{At: p.tok.pos}
 	p.next(false)
-	p.expect("(", false)
+	// As while's, the condition may go without parentheses.
 	s.Cond = p.expr()
-	p.expect(")", false)
 	s.Then = p.stmts(false)
 	if p.tok.kind == tIdent && p.tok.text == "else" {
 		p.next(false)
