@@ -165,8 +165,10 @@ const (
 
 // Program is a generated program: plain data, safe for concurrent reads.
 type Program struct {
-	Spec   *ebpf.CollectionSpec
-	Blocks []Block
+	Spec *ebpf.CollectionSpec
+	// Settings are the program's config block's (btlang.Program's).
+	Settings btlang.Settings
+	Blocks   []Block
 	// Maps are the program's maps in the order of btlang.Program.Maps.
 	Maps []MapInfo
 	// Printfs are the printf calls, indexed by a RecPrintf record's id.
@@ -438,7 +440,7 @@ func (p *Plan) Generate() (*Program, error) {
 	prog, o := p.prog, p.opts
 	o.Sites = append([][]Site(nil), p.opts.Sites...)
 	defaultRing := p.defaultRing
-	out := &Program{Spec: &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}}
+	out := &Program{Spec: &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{}, Programs: map[string]*ebpf.ProgramSpec{}}, Settings: prog.Settings}
 	mapIdx := p.mapIdx
 	zeroSize := 8
 	for _, mi := range p.maps {
@@ -1140,6 +1142,26 @@ func (g *gen) zero(off, size int) {
 	}
 }
 
+// intervalPeriod returns an interval probe's period: its count of a unit,
+// or a second divided by its count for hz.
+func intervalPeriod(p *btlang.Probe) (time.Duration, error) {
+	units := map[string]time.Duration{"s": time.Second, "ms": time.Millisecond, "us": time.Microsecond}
+	if p.Unit == "hz" {
+		if p.Period == 0 || p.Period > 1_000_000 {
+			return 0, &btlang.Error{Pos: p.At, Msg: "an interval's rate must be from 1 to 1000000 hz"}
+		}
+		return time.Second / time.Duration(p.Period), nil
+	}
+	unit, ok := units[p.Unit]
+	if !ok {
+		return 0, &btlang.Error{Pos: p.At, Msg: "interval unit " + p.Unit + " is not hz, s, ms or us"}
+	}
+	if p.Period == 0 || p.Period > uint64(24*time.Hour/unit) {
+		return 0, &btlang.Error{Pos: p.At, Msg: "an interval must be from 1 to a day"}
+	}
+	return time.Duration(p.Period) * unit, nil
+}
+
 // special returns the kind of a block that user space runs (BEGIN, END,
 // interval) and an interval's period, or 0 for a block of sites.
 func special(b *btlang.ProbeBlock) (btlang.ProbeKind, time.Duration, error) {
@@ -1157,14 +1179,10 @@ func special(b *btlang.ProbeBlock) (btlang.ProbeKind, time.Duration, error) {
 				return 0, 0, err
 			}
 		case btlang.ProbeInterval:
-			unit := time.Second
-			if p.Unit == "ms" {
-				unit = time.Millisecond
+			var err error
+			if period, err = intervalPeriod(p); err != nil {
+				return 0, 0, err
 			}
-			if p.Period == 0 || p.Period > uint64(24*time.Hour/unit) {
-				return 0, 0, &btlang.Error{Pos: p.At, Msg: "an interval must be from 1 to a day"}
-			}
-			period = time.Duration(p.Period) * unit
 		default:
 			return 0, 0, unsupported(p.At, "the %s probe", p.Kind)
 		}

@@ -109,6 +109,8 @@ func (g *gen) stmt(s btlang.Stmt) {
 		g.emit(asm.Ja.Label(g.loops[len(g.loops)-1].top))
 	case *btlang.Assign:
 		g.assign(s)
+	case *btlang.Let:
+		g.let(s)
 	case *btlang.IncDec:
 		op := "+="
 		if s.Op == "--" {
@@ -120,6 +122,28 @@ func (g *gen) stmt(s btlang.Stmt) {
 	default:
 		g.fail(internal(s.Pos(), "this statement"))
 	}
+}
+
+// let stores a declaration's value, or zeroes its variable, which a loop
+// may have set in an earlier turn.
+func (g *gen) let(s *btlang.Let) {
+	if s.Init != nil {
+		g.assign(&btlang.Assign{At: s.At, Target: s.Var, Op: "=", Value: s.Init})
+		return
+	}
+	if s.Var.Decl.Type.Kind == btlang.KindNone {
+		return
+	}
+	loc, ok := g.vars[s.Var.Decl]
+	if !ok {
+		g.fail(internal(s.At, "variable %s", s.Var.Name))
+		return
+	}
+	if loc.size == 0 {
+		g.emit(asm.Mov.Imm(asm.R0, 0), asm.StoreMem(asm.R10, loc.stack, asm.R0, asm.DWord))
+		return
+	}
+	g.zero(loc.off, loc.size)
 }
 
 // compound returns the ALU operation of a compound assignment ("" for "=").

@@ -178,6 +178,10 @@ func (s *support) stmt(st btlang.Stmt) {
 		s.stmts(st.Body)
 	case *btlang.Assign:
 		s.assign(st.At, st.Target, st.Op, st.Value)
+	case *btlang.Let:
+		if st.Init != nil {
+			s.assign(st.At, st.Var, "=", st.Init)
+		}
 	case *btlang.IncDec:
 		op := "+="
 		if st.Op == "--" {

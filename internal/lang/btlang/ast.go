@@ -233,6 +233,20 @@ type IncDec struct {
 	Prefix bool
 }
 
+// Let is a declaration, let $x; let $x = Value; let $x: TYPE [= Value]
+// (bpftrace 0.21 and later): a variable of the block ({ … }) it is in,
+// from here to the block's end, 0 until assigned; Of is the declared type
+// (an integer or pointer type), nil if none. After Check, Var.Decl is the
+// variable and Init the value to store, Value converted to Of (nil for
+// none).
+type Let struct {
+	At    Pos
+	Var   *Var
+	Of    *Type
+	Value Expr
+	Init  Expr
+}
+
 // If is if (Cond) { Then } else { Else }; "else if" is an Else holding one If.
 // Ternary marks one written Cond ? CALL : CALL as a statement.
 type If struct {
@@ -276,6 +290,7 @@ func (s *ExprStmt) Pos() Pos { return s.At }
 func (s *Assign) Pos() Pos   { return s.At }
 func (s *IncDec) Pos() Pos   { return s.At }
 func (s *If) Pos() Pos       { return s.At }
+func (s *Let) Pos() Pos      { return s.At }
 func (s *Return) Pos() Pos   { return s.At }
 func (s *Unroll) Pos() Pos   { return s.At }
 func (s *While) Pos() Pos    { return s.At }
@@ -285,6 +300,7 @@ func (*ExprStmt) stmtNode()  {}
 func (*Assign) stmtNode()    {}
 func (*IncDec) stmtNode()    {}
 func (*If) stmtNode()        {}
+func (*Let) stmtNode()       {}
 func (*Return) stmtNode()    {}
 func (*Unroll) stmtNode()    {}
 func (*While) stmtNode()     {}
@@ -308,10 +324,41 @@ func (b *ProbeBlock) Pos() Pos { return b.At }
 // by name. Check writes into the tree, so a Program must not be used
 // concurrently while Check runs; afterwards it may be read concurrently.
 type Program struct {
+	// Config holds the config = { NAME = VALUE; … } block's settings in
+	// order (bpftrace 0.20 and later), Settings what Check made of them.
+	Config   []*ConfigEntry
+	Settings Settings
 	// Types are the type definitions, in order.
 	Types  []*TypeDef
 	Blocks []*ProbeBlock
 	Maps   []*Map
+}
+
+// ConfigEntry is one NAME = VALUE of a config block: Name as written
+// (stack_mode, BPFTRACE_STACK_MODE), Value an integer (Int), a string or
+// a bare word (true, perf).
+type ConfigEntry struct {
+	At    Pos
+	Name  string
+	Value string
+	Int   bool
+}
+
+// Settings are the config block's settings usdtkit applies; a zero field
+// was not set. Check fills them in; the environment's and the command
+// line's values take precedence, as in bpftrace.
+type Settings struct {
+	// StrLen is max_strlen, the bytes str() reads, NUL included (as
+	// CheckOptions.StrLen, which wins when not 0).
+	StrLen int
+	// NoExitMaps is print_maps_on_exit = false: no maps printed at exit.
+	NoExitMaps bool
+	// StackPerf is stack_mode = perf: ustack without a mode is
+	// ustack(perf).
+	StackPerf bool
+	// CatBytesMax is cat_bytes_max, the most bytes cat() prints of a
+	// file.
+	CatBytesMax int
 }
 
 // Map describes one map as Check resolved it from all its uses.
@@ -343,4 +390,6 @@ type Variable struct {
 	// CType is the C type of its first value (a tuple's elements at their
 	// widths), for sizeof().
 	CType Type
+	// Declared is the type a let declaration gave it, if any.
+	Declared *Type
 }

@@ -100,6 +100,9 @@ func Check(prog *Program, opts *CheckOptions) error {
 			c.strLen = opts.StrLen
 		}
 	}
+	if cerr := c.config(prog, opts); cerr != nil {
+		return cerr
+	}
 	c.args = map[*Probe]ProbeArgs{}
 	c.argErr = map[*Probe]error{}
 	c.assigned = map[string]bool{}
@@ -153,6 +156,10 @@ type checker struct {
 
 	block *ProbeBlock
 	vars  map[string]*Variable
+	// stackPerf: ustack without a mode is ustack(perf) (stack_mode).
+	stackPerf bool
+	// scopes are the blocks ({ … }) the checker is in, innermost last.
+	scopes []*scope
 }
 
 // known counts what the passes have learned about maps.
@@ -226,9 +233,105 @@ func (c *checker) probes(b *ProbeBlock) {
 	}
 }
 
+// scope is one block's names: those it declares with let, and those
+// first assigned in it without one, which bpftrace 0.21 and later scope
+// to it (usdtkit keeps such a variable the probe's, as bpftrace 0.17, but
+// refuses a let of its name where 0.26 would see it).
+type scope struct {
+	lets     map[string]*Variable
+	implicit map[string]bool
+}
+
 func (c *checker) stmts(list []Stmt) {
+	c.scopes = append(c.scopes, &scope{lets: map[string]*Variable{}, implicit: map[string]bool{}})
 	for _, s := range list {
 		c.stmt(s)
+	}
+	c.scopes = c.scopes[:len(c.scopes)-1]
+}
+
+// lookupVar returns the variable name refers to here: the innermost let
+// of it in scope, or else the probe's variable, nil if none.
+func (c *checker) lookupVar(name string) *Variable {
+	for i := len(c.scopes) - 1; i >= 0; i-- {
+		if v := c.scopes[i].lets[name]; v != nil {
+			return v
+		}
+	}
+	return c.vars[name]
+}
+
+// let checks a declaration: bpftrace's scoping, which allows no
+// shadowing, and the declared type.
+func (c *checker) let(s *Let) {
+	name := s.Var.Name
+	for _, sc := range c.scopes {
+		if sc.lets[name] != nil || sc.implicit[name] {
+			c.errorf(s.Var.At, "%s is already declared in this block or one around it; bpftrace does not allow a second declaration to shadow it", name)
+			return
+		}
+	}
+	decl := &Variable{Name: name, Pos: s.Var.At, Declared: s.Of}
+	if s.Var.Decl != nil {
+		// The type the last pass learned from later assignments.
+		decl.Type, decl.CType = s.Var.Decl.Type, s.Var.Decl.CType
+	}
+	if s.Of != nil {
+		decl.Type, decl.CType = s.Of.widen(*s.Of), *s.Of
+	}
+	s.Var.Decl, s.Var.T = decl, decl.Type
+	if !c.final || decl.Type.Kind != KindNone || s.Value != nil {
+		// A variable never assigned (let $x; alone) takes no space.
+		c.block.Vars = append(c.block.Vars, decl)
+	}
+	s.Init = s.Value
+	if s.Value != nil && s.Of != nil {
+		c.literalFits(s.Value, *s.Of)
+		cast := &Cast{ExprBase: ExprBase{At: s.Value.Pos()}, To: *s.Of, X: s.Value}
+		if s.Of.Kind == KindInt {
+			cast.Size, cast.Signed = s.Of.Size, s.Of.Signed
+		} else {
+			cast.Ptr = true
+			if e := s.Of.Elem; e != nil && e.Kind == KindInt {
+				cast.Size, cast.Signed = e.Size, e.Signed
+			}
+		}
+		s.Init = cast
+	}
+	if s.Init != nil {
+		// The value is checked before the name is in scope, as in
+		// let $x = $x + 1, which reads an outer $x.
+		c.assignDecl(&Var{ExprBase: ExprBase{At: s.Var.At}, Name: name}, decl, "=", s.Init)
+	}
+	c.scopes[len(c.scopes)-1].lets[name] = decl
+}
+
+// literalFits reports an integer literal, or its negation, that the
+// declared integer type cannot hold: bpftrace wants a cast then.
+func (c *checker) literalFits(v Expr, to Type) {
+	if to.Kind != KindInt || to.Size >= 8 {
+		return
+	}
+	neg := false
+	if u, ok := v.(*Unary); ok && u.Op == "-" {
+		neg, v = true, u.X
+	}
+	lit, ok := v.(*IntLit)
+	if !ok {
+		return
+	}
+	bits := uint(to.Size * 8)
+	fits := lit.Val < 1<<bits
+	switch {
+	case to.Signed && neg:
+		fits = lit.Val <= 1<<(bits-1)
+	case to.Signed:
+		fits = lit.Val < 1<<(bits-1)
+	case neg:
+		fits = lit.Val == 0
+	}
+	if !fits {
+		c.errorf(v.Pos(), "%s does not fit in %s; cast it, (%s)%s, to cut it", ExprString(v), to, to, ExprString(v))
 	}
 }
 
@@ -237,6 +340,8 @@ func (c *checker) stmt(s Stmt) {
 	case *ExprStmt:
 		c.statementCall(s.X)
 	case *Return:
+	case *Let:
+		c.let(s)
 	case *Assign:
 		switch t := s.Target.(type) {
 		case *MapRef:
@@ -539,7 +644,22 @@ func constValue(e Expr) (int64, bool) {
 
 // assignVar checks v op value; value is nil for ++ and --.
 func (c *checker) assignVar(v *Var, op string, value Expr) {
-	decl := c.vars[v.Name]
+	decl := c.lookupVar(v.Name)
+	if decl == nil || decl == c.vars[v.Name] {
+		if sc := c.scopes; len(sc) > 0 {
+			sc[len(sc)-1].implicit[v.Name] = true
+		}
+	}
+	c.assignDecl(v, decl, op, value)
+}
+
+// assignDecl checks v op value, v the variable decl (nil: a new variable
+// of the probe's).
+func (c *checker) assignDecl(v *Var, decl *Variable, op string, value Expr) {
+	if decl != nil && decl.Declared != nil && decl.Declared.Kind == KindInt && decl.Declared.Size < 8 && v.At != decl.Pos {
+		c.errorf(v.At, "%s is declared %s: assigning it after its declaration is not supported yet; declare it int64 or uint64", v.Name, *decl.Declared)
+		return
+	}
 	if op != "=" {
 		if decl == nil {
 			c.errorf(v.At, "%s is used before it is assigned", v.Name)
@@ -575,6 +695,12 @@ func (c *checker) assignVar(v *Var, op string, value Expr) {
 		decl = &Variable{Name: v.Name, Type: t, Pos: v.At, CType: exprCType(value)}
 		c.vars[v.Name] = decl
 		c.block.Vars = append(c.block.Vars, decl)
+	}
+	if decl.Type.Kind == KindNone {
+		decl.Type = t
+		if decl.Declared == nil {
+			decl.CType = exprCType(value)
+		}
 	} else if !decl.Type.compatible(t) {
 		c.errorf(v.At, "%s holds %s; it cannot also be assigned %s", v.Name, decl.Type, t)
 		return
@@ -835,7 +961,11 @@ func (c *checker) exprType(e Expr) Type {
 	case *ArgField:
 		return c.argField(e)
 	case *Var:
-		decl := c.vars[e.Name]
+		decl := c.lookupVar(e.Name)
+		if decl != nil && decl.Type.Kind == KindNone {
+			c.errorf(e.At, "%s is declared but never assigned a value, so it has no type; give it one: let %s: int64", e.Name, e.Name)
+			return Type{}
+		}
 		if decl == nil {
 			c.errorf(e.At, "%s is used before it is assigned", e.Name)
 			return Type{}
@@ -1113,7 +1243,7 @@ func (c *checker) builtin(e *Builtin) Type {
 	case "func":
 		return Type{Kind: KindSym}
 	case "ustack":
-		return Type{Kind: KindStack, Size: MaxStackFrames}
+		return Type{Kind: KindStack, Size: MaxStackFrames, Perf: c.stackPerf}
 	}
 	if e.Arg >= 0 {
 		for _, p := range c.block.Probes {
@@ -1389,7 +1519,7 @@ func (c *checker) call(e *Call) Type {
 			}
 		}
 		args := e.Args
-		perf := false
+		perf := c.stackPerf
 		if len(args) > 0 {
 			if b, ok := args[0].(*Builtin); ok && stackModes[b.Name] {
 				switch b.Name {

@@ -270,6 +270,13 @@ func FuzzParse(f *testing.F) {
 			f.Add(e.src)
 		}
 	}
+	// bpftrace 0.2x's syntax.
+	for _, src := range []string{
+		`config = { max_strlen = 8; stack_mode = perf; x = "a b" } begin { let $x: int8 = 1; let $y; $y = 5ms; }`,
+		`begin/1/ { let $a = 1; if (1) { let $b = $a; } } interval:100ms { exit(); } end { }`,
+	} {
+		f.Add(src)
+	}
 	// Positional parameters: a number, text, a negative hex number, "".
 	params := &ParseOptions{Params: []string{"7", "x y", "-0x10", ""}}
 	f.Fuzz(func(t *testing.T, src string) {

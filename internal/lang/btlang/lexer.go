@@ -201,7 +201,8 @@ func (l *lexer) next(probeMode bool) (token, *Error) {
 }
 
 // number reads a decimal, 0x hexadecimal or 0-prefixed octal integer, with
-// optional "_" separators and bpftrace's e-notation (1e6).
+// optional "_" separators, bpftrace's e-notation (1e6) and its duration
+// units (100ms: see parseInteger).
 func (l *lexer) number(t token) (token, *Error) {
 	start := l.off
 	for l.off < len(l.src) && (isLetter(l.src[l.off]) || isDigit(l.src[l.off])) {
@@ -209,11 +210,41 @@ func (l *lexer) number(t token) (token, *Error) {
 	}
 	raw := l.src[start:l.off]
 	t.kind, t.text = tInt, raw
-	s := strings.ReplaceAll(raw, "_", "")
-	if strings.HasPrefix(raw, "_") || strings.HasSuffix(raw, "_") || strings.Contains(raw, "__") {
-		return t, errorf(t.pos, "integer %s has a misplaced _", raw)
+	v, msg := parseInteger(raw)
+	if msg != "" {
+		return t, errorf(t.pos, "%s", msg)
 	}
-	var v uint64
+	t.val = v
+	return t, nil
+}
+
+// durationUnits are bpftrace's duration suffixes (0.21 and later) in
+// nanoseconds, longest suffix first so that "ms" is not read as "s".
+var durationUnits = []struct {
+	suffix string
+	ns     uint64
+}{
+	{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9},
+}
+
+// parseInteger reads raw, an integer literal as bpftrace writes it: decimal,
+// 0x hexadecimal or 0-prefixed octal, with "_" separators, e-notation
+// (1e6) and, on a decimal, a duration unit (ns us ms s m h d) that makes it
+// a count of nanoseconds (1ms is 1000000). msg is the error, "" if none.
+func parseInteger(raw string) (v uint64, msg string) {
+	if strings.HasPrefix(raw, "_") || strings.HasSuffix(raw, "_") || strings.Contains(raw, "__") {
+		return 0, "integer " + raw + " has a misplaced _"
+	}
+	s := strings.ReplaceAll(raw, "_", "")
+	scale := uint64(1)
+	if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
+		for _, u := range durationUnits {
+			if rest, ok := strings.CutSuffix(s, u.suffix); ok && rest != "" && isDigit(rest[len(rest)-1]) {
+				s, scale = rest, u.ns
+				break
+			}
+		}
+	}
 	var err error
 	switch {
 	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
@@ -237,14 +268,19 @@ func (l *lexer) number(t token) (token, *Error) {
 	default:
 		v, err = strconv.ParseUint(s, 10, 64)
 	}
+	if err == nil && scale > 1 {
+		if v > ^uint64(0)/scale {
+			err = strconv.ErrRange
+		}
+		v *= scale
+	}
 	if err != nil {
 		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange || err == strconv.ErrRange {
-			return t, errorf(t.pos, "integer %s does not fit in 64 bits", raw)
+			return 0, "integer " + raw + " does not fit in 64 bits"
 		}
-		return t, errorf(t.pos, "%s is not a valid integer", raw)
+		return 0, raw + " is not a valid integer"
 	}
-	t.val = v
-	return t, nil
+	return v, ""
 }
 
 // string reads a double-quoted literal with the escapes bpftrace accepts:
@@ -336,9 +372,10 @@ func (l *lexer) probe(t token) (token, *Error) {
 		if !isProbeChar(c) && (c != '(' && c != ')' || l.off == start) {
 			break
 		}
-		// BEGIN and END are keywords to bpftrace, so "BEGIN/pred/" starts
-		// a predicate; in other probes "/" belongs to the path.
-		if c == '/' && (l.src[start:l.off] == "BEGIN" || l.src[start:l.off] == "END") {
+		// BEGIN and END (begin, end) are keywords to bpftrace, so
+		// "BEGIN/pred/" starts a predicate; in other probes "/" belongs
+		// to the path.
+		if c == '/' && isBeginEnd(l.src[start:l.off]) {
 			break
 		}
 		l.advance(1)
@@ -346,3 +383,5 @@ func (l *lexer) probe(t token) (token, *Error) {
 	t.text = l.src[start:l.off]
 	return t, nil
 }
+
+func isBeginEnd(s string) bool { return s == "BEGIN" || s == "END" || s == "begin" || s == "end" }

@@ -200,6 +200,13 @@ func (p *parser) program() (*Program, *Error) {
 			case "struct", "union", "enum", "typedef":
 				p.typeDef(prog)
 				continue
+			case "config":
+				if len(prog.Blocks) > 0 || prog.Config != nil {
+					p.failf(p.tok.pos, "a config block must come first, before the probes (and only once)")
+					continue
+				}
+				p.config(prog)
+				continue
 			}
 		}
 		prog.Blocks = append(prog.Blocks, p.block())
@@ -231,7 +238,7 @@ func (p *parser) probe() *Probe {
 	case "struct", "union", "enum", "typedef":
 		p.failf(t.pos, "a type definition must come before or between probe blocks, not in a list of probes")
 	case "config":
-		p.failf(t.pos, "config blocks are not supported")
+		p.failf(t.pos, "a config block must come first, before the probes, as config = { NAME = VALUE; … }")
 	case "macro", "fn":
 		p.failf(t.pos, "%s definitions are not supported", t.text)
 	}
@@ -248,6 +255,41 @@ func (p *parser) probe() *Probe {
 	}
 	p.next(true)
 	return pr
+}
+
+// config parses config = { NAME = VALUE; … }; the current token is the
+// probe-mode token "config". It reads on in probe mode after the "}".
+func (p *parser) config(prog *Program) {
+	p.next(false)
+	p.expect("=", false)
+	p.expect("{", false)
+	prog.Config = []*ConfigEntry{}
+	for p.err == nil && !p.tok.is("}") {
+		if p.tok.kind != tIdent {
+			p.failf(p.tok.pos, "expected the name of a config option, found %s", p.tok.describe())
+			return
+		}
+		e := &ConfigEntry{At: p.tok.pos, Name: p.tok.text}
+		p.next(false)
+		p.expect("=", false)
+		switch v := p.tok; v.kind {
+		case tInt:
+			e.Value, e.Int = strconv.FormatUint(v.val, 10), true
+		case tString, tIdent:
+			e.Value = v.text
+		default:
+			p.failf(v.pos, "expected the value of %s, a number, a string or a word, found %s", e.Name, v.describe())
+			return
+		}
+		p.next(false)
+		prog.Config = append(prog.Config, e)
+		if p.tok.is(";") {
+			p.next(false)
+		} else if !p.tok.is("}") {
+			p.failf(p.tok.pos, "expected \";\" or \"}\" after %s's value, found %s", e.Name, p.tok.describe())
+		}
+	}
+	p.next(true)
 }
 
 func (p *parser) block() *ProbeBlock {
@@ -301,7 +343,6 @@ func (p *parser) stmts(top bool) []Stmt {
 
 var unsupportedStmts = map[string]string{
 	"for": "for loops are not supported yet",
-	"let": "let declarations are not supported",
 }
 
 var assignOps = map[string]bool{
@@ -319,11 +360,14 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 		if t.text == "if" {
 			return p.ifStmt(), true
 		}
+		if t.text == "let" {
+			return p.let(), false
+		}
 		if t.text == "while" {
 			p.next(false)
-			p.expect("(", false)
+			// bpftrace 0.2x takes a condition without parentheses too;
+			// with them it is a parenthesised expression.
 			w := &While{At: t.pos, Cond: p.expr()}
-			p.expect(")", false)
 			p.enter()
 			p.loops++
 			w.Body = p.stmts(false)
@@ -401,6 +445,40 @@ func (p *parser) stmt() (s Stmt, blockStmt bool) {
 	return &ExprStmt{At: t.pos, X: c}, false
 }
 
+// let parses let $x [: TYPE] [= VALUE]; the current token is "let".
+func (p *parser) let() *Let {
+	s := &Let{At: p.tok.pos}
+	p.next(false)
+	if p.tok.kind != tVar {
+		if p.tok.kind == tMap {
+			p.failf(p.tok.pos, "let declares a $variable; map declarations (let @m = hash(N)) are not supported")
+		} else {
+			p.failf(p.tok.pos, "expected a $variable after let, found %s", p.tok.describe())
+		}
+		return s
+	}
+	s.Var = &Var{ExprBase: ExprBase{At: p.tok.pos}, Name: p.tok.text}
+	p.next(false)
+	if p.tok.is(":") {
+		p.next(false)
+		at := p.tok.pos
+		if !p.startsType(p.tok) {
+			p.failf(at, "expected a type after %s:, found %s", s.Var.Name, p.tok.describe())
+			return s
+		}
+		to := p.typeName()
+		if to.Kind != KindInt && to.Kind != KindPtr && p.err == nil {
+			p.failf(at, "a declared type is an integer or a pointer type, not %s", to)
+		}
+		s.Of = &to
+	}
+	if p.tok.is("=") {
+		p.next(false)
+		s.Value = p.expr()
+	}
+	return s
+}
+
 func checkTarget(p *parser, x Expr, op string) {
 	switch x.(type) {
 	case *MapRef, *Var:
@@ -412,9 +490,8 @@ func checkTarget(p *parser, x Expr, op string) {
 func (p *parser) ifStmt() *If {
 	s := &If{At: p.tok.pos}
 	p.next(false)
-	p.expect("(", false)
+	// As while's, the condition may go without parentheses.
 	s.Cond = p.expr()
-	p.expect(")", false)
 	s.Then = p.stmts(false)
 	if p.tok.kind == tIdent && p.tok.text == "else" {
 		p.next(false)

@@ -72,6 +72,17 @@ func TestLiterals(t *testing.T) {
 		{"1_000", &IntLit{Val: 1000}},
 		{"4e2", &IntLit{Val: 400}},
 		{"18446744073709551615", &IntLit{Val: 1<<64 - 1}},
+		// Durations, in nanoseconds (bpftrace 0.21 and later).
+		{"2ns", &IntLit{Val: 2}},
+		{"5us", &IntLit{Val: 5000}},
+		{"100ms", &IntLit{Val: 100_000_000}},
+		{"1s", &IntLit{Val: 1_000_000_000}},
+		{"1m", &IntLit{Val: 60_000_000_000}},
+		{"1h", &IntLit{Val: 3_600_000_000_000}},
+		{"1d", &IntLit{Val: 86_400_000_000_000}},
+		{"1_000ms", &IntLit{Val: 1_000_000_000}},
+		{"1e3us", &IntLit{Val: 1_000_000}},
+		{"0x1d", &IntLit{Val: 29}},
 		{`"a\tb\n\\\"\x41\101\0"`, &StrLit{Val: "a\tb\n\\\"AA\x00"}},
 		{`-1`, &Unary{Op: "-", X: &IntLit{Val: 1}}},
 		{"1 - -1", &Binary{Op: "-", X: &IntLit{Val: 1}, Y: &Unary{Op: "-", X: &IntLit{Val: 1}}}},
@@ -209,6 +220,18 @@ func TestParseExpr(t *testing.T) {
 		}
 		if have != tt.want {
 			t.Errorf("%q: have %s, want %s", tt.src, have, tt.want)
+		}
+	}
+}
+
+// TestDurationErrors: a duration that overflows or has a unit bpftrace
+// does not know is an error at the literal.
+func TestDurationErrors(t *testing.T) {
+	for _, src := range []string{"10000000000m", "1x", "5sec", "1ms_", "0x10ms2"} {
+		_, err := Parse("stdin", []byte("begin { print("+src+"); }"))
+		var list ErrorList
+		if !errors.As(err, &list) || list[0].Pos.Col != 15 {
+			t.Errorf("%s: have %v, want an error at 1:15", src, err)
 		}
 	}
 }

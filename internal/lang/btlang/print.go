@@ -11,6 +11,17 @@ import (
 // a Program equal to p but for positions and types.
 func (p *Program) String() string {
 	var w printer
+	if p.Config != nil {
+		w.WriteString("config = {")
+		for _, e := range p.Config {
+			v := e.Value
+			if !e.Int && !isWord(v) {
+				v = quoteString(v)
+			}
+			w.WriteString(" " + e.Name + " = " + v + ";")
+		}
+		w.WriteString(" }\n")
+	}
 	for _, t := range p.Types {
 		w.WriteString(t.Text + ";\n")
 	}
@@ -95,6 +106,15 @@ func (w *printer) stmt(s Stmt) {
 		w.expr(s.Target)
 		w.WriteString(" " + s.Op + " ")
 		w.expr(s.Value)
+	case *Let:
+		w.WriteString("let " + s.Var.Name)
+		if s.Of != nil {
+			w.WriteString(": " + strings.TrimSuffix(s.Of.String(), " "))
+		}
+		if s.Value != nil {
+			w.WriteString(" = ")
+			w.expr(s.Value)
+		}
 	case *IncDec:
 		if s.Prefix {
 			w.WriteString(s.Op)
@@ -324,4 +344,17 @@ func (p *Program) TypesString() string {
 		}
 	}
 	return b.String()
+}
+
+// isWord reports whether s lexes as one identifier.
+func isWord(s string) bool {
+	if s == "" || !isLetter(s[0]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isLetter(s[i]) && !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -35,8 +35,10 @@ func (k ProbeKind) String() string {
 //
 //	usdt:PATH:PROVIDER:NAME  usdt:PATH:NAME  usdt::PROVIDER:NAME (U:)
 //	uprobe:PATH:FUNC[+OFFSET] (u:)  uretprobe:PATH:FUNC (ur:)
-//	BEGIN  END  interval:s:N  interval:ms:N
+//	BEGIN  END  begin  end
+//	interval:s:N  interval:ms:N  interval:us:N  interval:hz:N (i:)
 //	profile:hz:N  profile:s:N  profile:ms:N  profile:us:N (p:)
+//	interval:DURATION  profile:DURATION (100ms, 1s: Unit "us")
 //
 // PATH is as written: an absolute or relative path, or a short library name
 // ("libc") that the back end resolves; empty only for usdt, where the back
@@ -49,8 +51,11 @@ type Probe struct {
 	Provider string // usdt; empty: any provider
 	Name     string // usdt probe name or uprobe function
 	Offset   uint64 // uprobe FUNC+OFFSET
-	Unit     string // interval: "s" or "ms"; profile: "hz", "s", "ms" or "us"
-	Period   uint64 // interval, profile: how many units (hz: samples a second)
+	Unit     string // interval, profile: "hz", "s", "ms" or "us"
+	Period   uint64 // interval, profile: how many units (hz: times a second)
+	// Lower: BEGIN or END written begin or end, bpftrace's spelling
+	// since 0.23, which String keeps.
+	Lower bool
 }
 
 // Pos returns where the probe starts.
@@ -66,6 +71,9 @@ func (p *Probe) Wildcard() bool {
 func (p *Probe) String() string {
 	switch p.Kind {
 	case ProbeBegin, ProbeEnd:
+		if p.Lower {
+			return strings.ToLower(p.Kind.String())
+		}
 		return p.Kind.String()
 	case ProbeInterval, ProbeProfile:
 		return p.Kind.String() + ":" + p.Unit + ":" + strconv.FormatUint(p.Period, 10)
@@ -156,7 +164,7 @@ func quotePart(s string, isFunc bool) string {
 
 // probeAliases maps bpftrace's probe type names and aliases to kinds.
 var probeAliases = map[string]ProbeKind{
-	"BEGIN": ProbeBegin, "END": ProbeEnd,
+	"BEGIN": ProbeBegin, "END": ProbeEnd, "begin": ProbeBegin, "end": ProbeEnd,
 	"usdt": ProbeUSDT, "U": ProbeUSDT,
 	"uprobe": ProbeUprobe, "u": ProbeUprobe,
 	"uretprobe": ProbeUretprobe, "ur": ProbeUretprobe,
@@ -172,6 +180,39 @@ var kernelProbes = map[string]string{
 	"software": "software", "s": "software", "hardware": "hardware", "h": "hardware",
 	"watchpoint": "watchpoint", "w": "watchpoint",
 	"asyncwatchpoint": "asyncwatchpoint", "aw": "asyncwatchpoint", "iter": "iter", "it": "iter",
+}
+
+// parseRate reads an interval's or a profile probe's UNIT:N.
+func (p *Probe) parseRate(at Pos, args []probePart) *Error {
+	typ := p.Kind.String()
+	if len(args) == 1 {
+		// interval:100ms, profile:1us: bpftrace 0.21's duration, whose
+		// bare number is nanoseconds, kept as whole microseconds.
+		ns, msg := parseInteger(args[0].val)
+		if msg != "" {
+			return errorf(at, "the rate of the %s probe: %s", typ, msg)
+		}
+		if ns < 1000 {
+			return errorf(at, "the rate of the %s probe is %d nanoseconds; the least is 1000 or 1us", typ, ns)
+		}
+		p.Unit, p.Period = "us", ns/1000
+		return nil
+	}
+	if len(args) != 2 {
+		return errorf(at, "%s probes are written %s:UNIT:N (UNIT one of hz, s, ms or us) or %s:DURATION (100ms)", typ, typ, typ)
+	}
+	p.Unit = args[0].val
+	switch p.Unit {
+	case "hz", "s", "ms", "us":
+	default:
+		return errorf(at, "%s unit %q is not supported; use hz, s, ms or us", typ, p.Unit)
+	}
+	n, msg := parseInteger(args[1].val)
+	if msg != "" || n == 0 || n > 1<<32-1 {
+		return errorf(at, "the rate of the %s probe, %q, must be an integer from 1 to %d", typ, args[1].val, uint64(1<<32-1))
+	}
+	p.Period = n
+	return nil
 }
 
 // probePart is one ":"-separated part of a probe spec with its quotes
@@ -226,40 +267,17 @@ func parseProbe(t token) (*Probe, *Error) {
 		return nil, errorf(t.pos, "unknown probe type %q", typ)
 	}
 	p.Kind = kind
+	p.Lower = typ == "begin" || typ == "end"
 	args := parts[1:]
 	switch kind {
 	case ProbeBegin, ProbeEnd:
 		if len(args) != 0 {
 			return nil, errorf(t.pos, "%s takes no arguments", typ)
 		}
-	case ProbeInterval:
-		if len(args) != 2 {
-			return nil, errorf(t.pos, "interval probes are written interval:s:N or interval:ms:N")
+	case ProbeInterval, ProbeProfile:
+		if err := p.parseRate(t.pos, args); err != nil {
+			return nil, err
 		}
-		p.Unit = args[0].val
-		if p.Unit != "s" && p.Unit != "ms" {
-			return nil, errorf(t.pos, "interval unit %q is not supported; use s or ms", p.Unit)
-		}
-		n, err := strconv.ParseUint(args[1].val, 10, 32)
-		if err != nil || n == 0 {
-			return nil, errorf(t.pos, "interval period %q must be a positive integer", args[1].val)
-		}
-		p.Period = n
-	case ProbeProfile:
-		if len(args) != 2 {
-			return nil, errorf(t.pos, "profile probes are written profile:hz:N, profile:s:N, profile:ms:N or profile:us:N")
-		}
-		p.Unit = args[0].val
-		switch p.Unit {
-		case "hz", "s", "ms", "us":
-		default:
-			return nil, errorf(t.pos, "profile unit %q is not supported; use hz, s, ms or us", p.Unit)
-		}
-		n, err := strconv.ParseUint(args[1].val, 10, 32)
-		if err != nil || n == 0 {
-			return nil, errorf(t.pos, "profile rate %q must be a positive integer", args[1].val)
-		}
-		p.Period = n
 	case ProbeUSDT:
 		switch len(args) {
 		case 2:

@@ -96,3 +96,64 @@ func TestFullName(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeSpellings checks the probe spellings bpftrace 0.23 and later
+// accept besides 0.17's: begin and end, and interval with the units of
+// profile (us, hz).
+func TestProbeSpellings(t *testing.T) {
+	tests := []struct {
+		src    string
+		want   Probe
+		string string
+	}{
+		{"begin", Probe{Kind: ProbeBegin, Lower: true}, "begin"},
+		{"end", Probe{Kind: ProbeEnd, Lower: true}, "end"},
+		{"BEGIN", Probe{Kind: ProbeBegin}, "BEGIN"},
+		{"interval:us:100", Probe{Kind: ProbeInterval, Unit: "us", Period: 100}, "interval:us:100"},
+		{"i:hz:997", Probe{Kind: ProbeInterval, Unit: "hz", Period: 997}, "interval:hz:997"},
+		{"interval:s:1e3", Probe{Kind: ProbeInterval, Unit: "s", Period: 1000}, "interval:s:1000"},
+		{"interval:s:1_0_0_0", Probe{Kind: ProbeInterval, Unit: "s", Period: 1000}, "interval:s:1000"},
+		// Durations (bpftrace 0.21 and later), as whole microseconds.
+		{"interval:100ms", Probe{Kind: ProbeInterval, Unit: "us", Period: 100_000}, "interval:us:100000"},
+		{"i:5s", Probe{Kind: ProbeInterval, Unit: "us", Period: 5_000_000}, "interval:us:5000000"},
+		{"interval:1us", Probe{Kind: ProbeInterval, Unit: "us", Period: 1}, "interval:us:1"},
+		{"interval:5m", Probe{Kind: ProbeInterval, Unit: "us", Period: 300_000_000}, "interval:us:300000000"},
+		{"profile:1us", Probe{Kind: ProbeProfile, Unit: "us", Period: 1}, "profile:us:1"},
+		{"p:10ms", Probe{Kind: ProbeProfile, Unit: "us", Period: 10_000}, "profile:us:10000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			prog, err := Parse("stdin", []byte(tt.src+" { exit(); }"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			have := *prog.Blocks[0].Probes[0]
+			have.At = Pos{}
+			if have != tt.want {
+				t.Errorf("have %+v, want %+v", have, tt.want)
+			}
+			if s := have.String(); s != tt.string {
+				t.Errorf("String: have %q, want %q", s, tt.string)
+			}
+		})
+	}
+	for _, src := range []string{"begin:f {}", "end:x:y {}", "interval:unit:100 {}", "interval:s:1b {}", "interval {}", "interval:s:0 {}",
+		"interval:100 {}", "profile:10 {}", "interval:1x {}", "interval:10000000000m {}"} {
+		if _, err := Parse("stdin", []byte(src)); err == nil {
+			t.Errorf("%s: no error", src)
+		}
+	}
+}
+
+// TestBeginPredicate: a predicate right after begin, as after BEGIN.
+func TestBeginPredicate(t *testing.T) {
+	prog, err := Parse("stdin", []byte("begin/1/{ exit(); } end/0/{ exit(); }"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range prog.Blocks {
+		if b.Pred == nil {
+			t.Errorf("%s: no predicate", b.Probes[0])
+		}
+	}
+}

@@ -21,6 +21,11 @@ func Inspect(n Node, f func(Node) bool) {
 	case *Assign:
 		Inspect(n.Target, f)
 		Inspect(n.Value, f)
+	case *Let:
+		Inspect(n.Var, f)
+		if n.Value != nil {
+			Inspect(n.Value, f)
+		}
 	case *IncDec:
 		Inspect(n.Target, f)
 	case *IncDecExpr:

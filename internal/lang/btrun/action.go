@@ -34,6 +34,9 @@ func (r *Runner) action(p *btgen.PrintfInfo, args []printf.Arg) error {
 	case btgen.ActionCat:
 		max := r.opts.CatBytesMax
 		if max <= 0 {
+			max = r.prog.Settings.CatBytesMax
+		}
+		if max <= 0 {
 			max = DefaultCatBytesMax
 		}
 		var err error

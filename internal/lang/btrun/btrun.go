@@ -78,7 +78,8 @@ type Options struct {
 	// bpftrace prints them; nil means os.Stderr.
 	Stderr io.Writer
 	// CatBytesMax is the most bytes cat() prints of a file, as
-	// bpftrace's BPFTRACE_CAT_BYTES_MAX; 0 means DefaultCatBytesMax.
+	// bpftrace's BPFTRACE_CAT_BYTES_MAX; 0 means the program's
+	// cat_bytes_max config, or else DefaultCatBytesMax.
 	CatBytesMax int
 }
 
@@ -462,8 +463,9 @@ func (r *Runner) Run(ctx context.Context) (err error) {
 		return err
 	}
 	var out []byte
-	if len(maps) > 0 || len(r.prog.Events) == 0 {
-		// A program of events only prints nothing at exit but losses.
+	if !r.prog.Settings.NoExitMaps && (len(maps) > 0 || len(r.prog.Events) == 0) {
+		// A program of events only prints nothing at exit but losses;
+		// config = { print_maps_on_exit = false } nothing either.
 		out = btprint.AppendExit(out, maps, r.opts.Output)
 	}
 	events, updates, nested, err := r.lost()
