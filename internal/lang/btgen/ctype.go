@@ -202,16 +202,7 @@ func (g *gen) readPlace(off, n int, user bool) {
 // loads the length allows, through R1.
 func (g *gen) copyBytes(from asm.Register, srcOff int, to asm.Register, dstOff, n int) {
 	for k := 0; k < n; {
-		w, size := 8, asm.DWord
-		switch r := n - k; {
-		case r >= 8:
-		case r >= 4:
-			w, size = 4, asm.Word
-		case r >= 2:
-			w, size = 2, asm.Half
-		default:
-			w, size = 1, asm.Byte
-		}
+		w, size := widest(n - k)
 		g.emit(
 			asm.LoadMem(asm.R1, from, int16(srcOff+k), size),
 			asm.StoreMem(to, int16(dstOff+k), asm.R1, size),
@@ -272,33 +263,29 @@ func (g *gen) mapReadBytes(r *btlang.MapRef) strBuf {
 	n := btlang.CSize(r.Map.Value)
 	b := strBuf{off: g.alloc(n), size: n}
 	mi := &g.out.Maps[g.mapIdx[r.Map]]
-	key := g.key(r, mi)
-	none, end := g.newLabel("noval"), g.newLabel("val")
-	g.lookup(mi, key)
-	g.emit(asm.JEq.Imm(asm.R0, 0, none))
-	g.copyBytes(asm.R0, 0, asm.R7, b.off, round8(n))
-	g.emit(asm.Ja.Label(end))
-	g.label(none)
-	g.zero(b.off, n)
-	g.label(end)
-	g.emit(nop())
+	g.copyKeyValue(mi, g.key(r, mi), b.off, n, "val")
 	return b
+}
+
+// widest returns the widest load of at most n bytes (n > 0): its bytes
+// and size.
+func widest(n int) (int, asm.Size) {
+	switch {
+	case n >= 8:
+		return 8, asm.DWord
+	case n >= 4:
+		return 4, asm.Word
+	case n >= 2:
+		return 2, asm.Half
+	}
+	return 1, asm.Byte
 }
 
 // bytesEqual sets R0 to 1 when the n bytes of a and b are equal.
 func (g *gen) bytesEqual(a, b strBuf, n int) {
 	ne, end := g.newLabel("ne"), g.newLabel("eq")
 	for k := 0; k < n; {
-		w, size := 8, asm.DWord
-		switch r := n - k; {
-		case r >= 8:
-		case r >= 4:
-			w, size = 4, asm.Word
-		case r >= 2:
-			w, size = 2, asm.Half
-		default:
-			w, size = 1, asm.Byte
-		}
+		w, size := widest(n - k)
 		g.emit(
 			asm.LoadMem(asm.R1, asm.R7, int16(a.off+k), size),
 			asm.LoadMem(asm.R2, asm.R7, int16(b.off+k), size),
