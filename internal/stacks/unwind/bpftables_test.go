@@ -72,6 +72,31 @@ func loadedChain(t *testing.T, flags ...string) (*testutil.Tracee, *Space, *Unwi
 	return tr, sp, u
 }
 
+// processTables returns the Space of process pid, an Unwinder with
+// opts, and BPF tables holding the process's objects, closed when tb
+// ends.
+func processTables(tb testing.TB, pid int, opts *Options) (*Space, *Unwinder, *BPFTables) {
+	tb.Helper()
+	var spaces Spaces
+	sp, err := spaces.Get(pid)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u, err := New(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tabs, err := NewBPFTables(u, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { tabs.Close() })
+	if err := tabs.AddProcess(sp); err != nil {
+		tb.Fatal(err)
+	}
+	return sp, u, tabs
+}
+
 // tableRows returns the rows map values each object with a Table sp
 // maps takes (its rows and page index), by device and inode.
 func tableRows(t *testing.T, sp *Space, u *Unwinder) map[fileID]int {
@@ -294,23 +319,7 @@ func BenchmarkCFIWalk(b *testing.B) {
 	exe := stacktest.BuildChain(b, "-O2", "-fno-omit-frame-pointer")
 	tr := testutil.StartTracee(b, exe)
 	tr.WaitReady(b)
-	var spaces Spaces
-	sp, err := spaces.Get(tr.PID())
-	if err != nil {
-		b.Fatal(err)
-	}
-	u, err := New(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tabs, err := NewBPFTables(u, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { tabs.Close() })
-	if err := tabs.AddProcess(sp); err != nil {
-		b.Fatal(err)
-	}
+	_, _, tabs := processTables(b, tr.PID(), nil)
 	modes := []struct {
 		name string
 		opts stacktest.Options

@@ -50,23 +50,7 @@ func TestBPFWalkMatchesUnwindCorpus(t *testing.T) {
 			tr := testutil.StartCmd(t, cmd)
 			tr.Discard()
 			waitReadingStdin(t, tr.PID())
-			var spaces Spaces
-			sp, err := spaces.Get(tr.PID())
-			if err != nil {
-				t.Fatal(err)
-			}
-			u, err := New(&Options{MaxDepth: stackcap.DefaultMaxFrames})
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := NewBPFTables(u, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			if err := b.AddProcess(sp); err != nil {
-				t.Fatal(err)
-			}
+			sp, u, b := processTables(t, tr.PID(), &Options{MaxDepth: stackcap.DefaultMaxFrames})
 			libc := ""
 			for _, m := range sp.exec {
 				if strings.HasPrefix(filepath.Base(m.Path), "libc.so") {
