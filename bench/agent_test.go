@@ -172,6 +172,16 @@ func BenchmarkAgentScrape10kSeries(b *testing.B) {
 	a := runAgent(b, "scrape", `usdt::tracee:bench { @k[arg0] = count(); } usdt::tracee:sem { @s = count(); }`, exe, "1s", nil)
 	tr := testutil.StartTracee(b, exe)
 	tr.WaitSem(b, func() bool { return true })
+	// The semaphore rises when the sem probe's uprobe is registered,
+	// which may be before the bench probe's: fire once the agent counts
+	// both sites attached.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(scrape(b, a), `usdtkit_agent_attached_sites{program="scrape"} 2`) {
+		if time.Now().After(deadline) {
+			b.Fatalf("the agent did not attach both sites:\n%s", scrape(b, a))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	tr.Do(b, "loop 10000")
 	if n := strings.Count(scrape(b, a), "usdtkit_scrape_k_total{"); n != 10000 {
 		b.Fatalf("%d series, want 10000", n)
