@@ -611,11 +611,7 @@ func mapInfo(m *btlang.Map, i int, array bool) (MapInfo, error) {
 		switch k.Kind {
 		case btlang.KindRecord, btlang.KindArray:
 			n := btlang.CSize(k)
-			mi.Keys = append(mi.Keys, layout.KeyField{Kind: layout.KeyValue, Size: n, Value: CValue(k)})
-			mi.KeyOffs = append(mi.KeyOffs, off)
-			mi.KeyProbe = append(mi.KeyProbe, false)
-			mi.KeyStacks = append(mi.KeyStacks, nil)
-			off += round8(n)
+			f, size = layout.KeyField{Kind: layout.KeyValue, Size: n, Value: CValue(k)}, round8(n)
 		case btlang.KindInt, btlang.KindProbe, btlang.KindSym, btlang.KindPtr:
 			// probe and func are name ids (Program.Probes).
 			name = k.Kind == btlang.KindProbe || k.Kind == btlang.KindSym
