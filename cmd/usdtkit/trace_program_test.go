@@ -379,18 +379,10 @@ func runProgramCLI(t *testing.T, args ...string) string {
 // "Attaching" line and the -c target's own lines.
 func runBpftrace(t *testing.T, bpftrace string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, bpftrace, args...)
-	cmd.Stderr = &errb
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bpftrace: %v\n%s", err, errb.String())
-	}
+	out, _ := runBpftraceErr(t, bpftrace, args...)
 	var b strings.Builder
-	for l := range strings.Lines(string(out)) {
-		if strings.HasPrefix(l, "Attaching ") || strings.HasPrefix(l, "ready ") || l == "done\n" {
+	for l := range strings.Lines(out) {
+		if strings.HasPrefix(l, "ready ") || l == "done\n" {
 			continue
 		}
 		b.WriteString(l)
